@@ -1,0 +1,36 @@
+"""labkit: the helpers Schema Lab's notebooks import.
+
+Public API (everything else is private):
+
+- ``connect``, ``LabConnectionError``, ``describe``, ``redact_uri``   (labkit.connection, notebook 00)
+- ``fresh_db``, ``reset_db``, ``db_name``, ``UnsafeDatabaseError``   (labkit.databases, notebook 00)
+- ``labkit.seed``: ``social``, ``sensors``, ``load_canonical``        (labkit.seed, notebook 00)
+
+Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from labkit.connection import LabConnectionError, connect, describe, redact_uri
+from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
+
+__version__ = "0.1.0"
+
+_SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots"}
+_LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain"}
+
+__all__ = [
+    "connect", "LabConnectionError", "describe", "redact_uri",
+    "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
+    "seed", "show_plan", "plan_summary", "plan_tree", "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"labkit.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"labkit.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")

@@ -1,0 +1,141 @@
+"""Command line: ``python -m labkit doctor | seed | reset`` (``--help`` on each)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import os
+import platform
+import sys
+from typing import Any, Sequence
+
+from labkit.connection import ENV_URI, LabConnectionError, connect, describe, redact_uri
+from labkit.databases import ENV_PREFIX, UnsafeDatabaseError, db_name, fresh_db, reset_db
+
+_VERSIONS = ["labkit", "pymongo", "mongomock", "jsonschema", "pandas", "ipywidgets", "matplotlib", "tqdm",
+             "jupyterlab", "nbval"]
+
+
+def _version(module: str) -> str:
+    dist = "schema-lab-labkit" if module == "labkit" else module
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _widgets_status() -> tuple[bool, str]:
+    """Whether JupyterLab can render ipywidgets: the jupyterlab_widgets lab extension must be present."""
+    try:
+        import jupyterlab_widgets  # noqa: F401
+        from pathlib import Path
+        ext = Path(sys.prefix, "share", "jupyter", "labextensions", "@jupyter-widgets", "jupyterlab-manager")
+        if ext.is_dir():
+            return True, f"yes (lab extension at {ext})"
+        return False, "jupyterlab_widgets is installed but its lab extension is missing; reinstall ipywidgets"
+    except ImportError:
+        return False, "no: install ipywidgets (pip install ipywidgets) so sliders render in JupyterLab"
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    ok = True
+    print("Schema Lab doctor")
+    print(f"  python      {platform.python_version()} ({sys.executable})")
+    for mod in _VERSIONS:
+        print(f"  {mod:<11} {_version(mod)}")
+    uri = os.environ.get(ENV_URI, "").strip()
+    if uri:
+        print(f"  {ENV_URI} = {redact_uri(uri)}")
+        try:
+            client = connect(uri, timeout_ms=args.timeout_ms)
+            print(f"  engine      {describe(client)}: answers ping")
+            client.close()
+        except LabConnectionError as exc:
+            ok = False
+            print(f"  engine      server NOT reachable: {exc}")
+    else:
+        print(f"  engine      {describe(connect())} ({ENV_URI} is not set)")
+    wok, wmsg = _widgets_status()
+    ok = ok and wok
+    print(f"  widgets     {wmsg}")
+    print("  status      " + ("OK" if ok else "PROBLEMS FOUND (see above)"))
+    return 0 if ok else 1
+
+
+def _client(args: argparse.Namespace) -> Any:
+    return connect(args.uri, timeout_ms=args.timeout_ms) if args.uri else connect(timeout_ms=args.timeout_ms)
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from labkit import seed
+
+    client = _client(args)
+    if args.learners < 1 or args.learners > 500:
+        print(f"--learners={args.learners}: must be between 1 and 500", file=sys.stderr)
+        return 2
+    names = [args.db] if args.learners == 1 else [f"{args.db}_{i:02d}" for i in range(1, args.learners + 1)]
+    print(f"Seeding {len(names)} database(s) on {describe(client)}")
+    for name in names:
+        db = fresh_db(name, client=client)
+        if args.dataset == "social":
+            summary = seed.social(db, users=args.users, seed=args.seed)
+        else:
+            summary = seed.sensors(db, sensors=args.sensors, hours=args.hours, seed=args.seed)
+        counts = ", ".join(f"{k}={v}" for k, v in summary.counts.items())
+        print(f"  {db.name}: {counts}")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    client = _client(args)
+    full = db_name(args.name, client)
+    if reset_db(args.name, client=client):
+        print(f"Dropped labkit database '{full}'.")
+    else:
+        print(f"Nothing to do: database '{full}' does not exist.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--uri", help=f"MongoDB URI (default: ${ENV_URI}, else the embedded engine)")
+    common.add_argument("--timeout-ms", type=int, default=3000, help="how long to wait for a server (default 3000)")
+
+    d = sub.add_parser("doctor", parents=[common], help="versions, engine, server reachability, widgets")
+    d.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser(
+        "seed", parents=[common],
+        help="create and seed labkit databases (e.g. one per learner on a shared cluster)",
+        description=f"Create fresh labkit databases and seed them. Names get the per-learner prefix "
+                    f"(${ENV_PREFIX}). With --learners N, databases NAME_01..NAME_N are created.",
+    )
+    s.add_argument("dataset", choices=["social", "sensors"])
+    s.add_argument("--db", default="workshop", help="database name (default: workshop)")
+    s.add_argument("--learners", type=int, default=1, help="how many databases to prepare (default 1)")
+    s.add_argument("--users", type=int, default=1000, help="social: number of users (default 1000)")
+    s.add_argument("--sensors", type=int, default=10, help="sensors: number of sensors (default 10)")
+    s.add_argument("--hours", type=int, default=24, help="sensors: hours of readings (default 24)")
+    s.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    s.set_defaults(func=cmd_seed)
+
+    r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
+    r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")
+    r.set_defaults(func=cmd_reset)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (LabConnectionError, UnsafeDatabaseError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Disposable databases: ``fresh_db`` creates them, marks them, and drops only what labkit created.
+
+Introduced in ``notebooks/00_start_here.ipynb``.
+
+How labkit knows a database is its own:
+- on a real server, a marker collection ``_labkit`` holding one document ``{_id: "labkit", ...}``;
+- on the embedded engine, the engine's own registry (the engine is private to the process, so no marker
+  collection shows up in ``list_collection_names()`` or ``dbStats``).
+A database without the mark that holds any collection is never dropped or changed.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import getpass
+import os
+import re
+from typing import Any
+
+from labkit.connection import connect, is_embedded
+
+MARKER_COLLECTION = "_labkit"
+MARKER_ID = "labkit"
+ENV_PREFIX = "LABKIT_DB_PREFIX"
+MAX_DB_NAME = 63
+_FORBIDDEN = set('/\\. "$*<>:|?\0')
+_SYSTEM_DBS = {"admin", "local", "config"}
+
+
+class UnsafeDatabaseError(RuntimeError):
+    """labkit refused to drop or change a database it did not create."""
+
+
+def learner_prefix(client: Any = None) -> str:
+    """The per-learner database-name prefix for ``client``.
+
+    Embedded engine: no prefix (the engine is private to this process). Real server: ``$LABKIT_DB_PREFIX`` if
+    set (may be empty), else ``sl_<os user>_`` so learners sharing one cluster never collide.
+    """
+    if client is not None and is_embedded(client):
+        return os.environ.get(ENV_PREFIX, "")
+    if ENV_PREFIX in os.environ:
+        prefix = os.environ[ENV_PREFIX]
+    else:
+        try:
+            user = getpass.getuser()
+        except Exception:  # noqa: BLE001 - no user name in some containers
+            user = "learner"
+        prefix = "sl_" + (re.sub(r"[^A-Za-z0-9_-]", "_", user) or "learner") + "_"
+    bad = sorted(set(prefix) & _FORBIDDEN)
+    if bad:
+        raise ValueError(f"{ENV_PREFIX}={prefix!r} contains characters MongoDB forbids in database names: {''.join(bad)!r}")
+    return prefix
+
+
+def db_name(name: str, client: Any = None) -> str:
+    """The full database name ``fresh_db(name)`` uses on ``client`` (prefix + name), validated."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name={name!r}: a database name must be a non-empty string such as '01_embed'")
+    bad = sorted(set(name) & _FORBIDDEN)
+    if bad:
+        raise ValueError(
+            f"name={name!r}: database names cannot contain {''.join(bad)!r}; use letters, digits, '_' and '-'"
+        )
+    full = learner_prefix(client) + name
+    if len(full.encode()) > MAX_DB_NAME:
+        raise ValueError(
+            f"name={name!r}: the database name {full!r} is {len(full.encode())} bytes; MongoDB allows at most "
+            f"{MAX_DB_NAME}. Use a shorter name or a shorter {ENV_PREFIX}."
+        )
+    if full in _SYSTEM_DBS:
+        raise UnsafeDatabaseError(f"'{full}' is a MongoDB system database; labkit never touches it. Choose another name.")
+    return full
+
+
+def _registry(client: Any) -> set:
+    # Stored in the instance dict: attribute access on a client would return a database of that name.
+    return client.__dict__.setdefault("_labkit_databases", set())
+
+
+def is_labkit_database(client: Any, full_name: str) -> bool:
+    """True when the database ``full_name`` carries labkit's mark."""
+    if is_embedded(client):
+        return full_name in _registry(client)
+    if full_name not in client.list_database_names():
+        return False
+    marker = client[full_name][MARKER_COLLECTION].find_one({"_id": MARKER_ID})
+    return bool(marker and marker.get("createdBy") == "labkit")
+
+
+def _mark(client: Any, full_name: str, name: str) -> None:
+    if is_embedded(client):
+        _registry(client).add(full_name)
+        return
+    client[full_name][MARKER_COLLECTION].insert_one(
+        {"_id": MARKER_ID, "createdBy": "labkit", "name": name,
+         "createdAt": _dt.datetime.now(_dt.timezone.utc)}
+    )
+
+
+def _exists(client: Any, full_name: str) -> bool:
+    if full_name in client.list_database_names():
+        return True
+    return bool(client[full_name].list_collection_names())
+
+
+def _refuse(client: Any, full_name: str, what: str) -> None:
+    names = sorted(client[full_name].list_collection_names())
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    raise UnsafeDatabaseError(
+        f"Database '{full_name}' already exists and was not created by labkit "
+        f"({len(names)} collection(s): {shown}). labkit will not {what} it. "
+        f"Choose another name, or remove it yourself if you are sure it is disposable."
+    )
+
+
+def fresh_db(name: str, *, client: Any = None) -> Any:
+    """Return a clean, empty database for a lesson, dropping labkit's previous copy if there is one.
+
+    ``name`` is prefixed per learner on a real server (see :func:`learner_prefix`). A database of the same
+    name that labkit did not create is never dropped or changed: :class:`UnsafeDatabaseError` is raised.
+    """
+    if client is None:
+        client = connect()
+    full = db_name(name, client)
+    if _exists(client, full):
+        if not is_labkit_database(client, full):
+            _refuse(client, full, "drop or change")
+        client.drop_database(full)
+    _mark(client, full, name)
+    return client[full]
+
+
+def reset_db(name: str, *, client: Any = None) -> bool:
+    """Drop labkit's database ``name`` (prefixed as in :func:`fresh_db`). Returns False if it did not exist.
+
+    Guarded exactly like :func:`fresh_db`: a database labkit did not create raises :class:`UnsafeDatabaseError`.
+    """
+    if client is None:
+        client = connect()
+    full = db_name(name, client)
+    if not _exists(client, full):
+        return False
+    if not is_labkit_database(client, full):
+        _refuse(client, full, "drop")
+    client.drop_database(full)
+    if is_embedded(client):
+        _registry(client).discard(full)
+    return True
+
+
+def labkit_databases(client: Any = None) -> list[str]:
+    """Names of the databases on ``client`` that carry labkit's mark."""
+    if client is None:
+        client = connect()
+    return sorted(n for n in client.list_database_names() if is_labkit_database(client, n))
