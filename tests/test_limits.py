@@ -1,0 +1,107 @@
+"""Tests for labkit.limits: the server's document size and nesting limits."""
+from __future__ import annotations
+
+import time
+
+import bson
+import pytest
+from bson import SON
+from pymongo.errors import DocumentTooLarge, OperationFailure, WriteError
+
+from labkit import limits
+
+
+def _nested(levels: int) -> dict:
+    """A document with ``levels`` levels: {"a": {"a": ... {}}}."""
+    doc: dict = {}
+    cur = doc
+    for _ in range(levels - 1):
+        cur["a"] = {}
+        cur = cur["a"]
+    return doc
+
+
+def test_constants_match_documented_limits():
+    """Manual, "MongoDB Limits and Thresholds": BSON Document Size is 16 mebibytes, and
+    "MongoDB supports no more than 100 levels of nesting"; hello's maxBsonObjectSize is
+    16777216."""
+    assert limits.MAX_BSON_SIZE == 16777216
+    assert limits.MAX_NESTING_DEPTH == 100
+    assert limits.SERVER_MAX_USER_STORAGE_DEPTH == 180
+
+
+def test_bson_size_is_encoded_length():
+    """Manual, "$bsonSize" example: the size of a document is the length of its BSON
+    encoding (an empty document is 5 bytes)."""
+    assert limits.bson_size({}) == 5
+    doc = SON([("_id", 1), ("name", "Alice")])
+    assert limits.bson_size(doc) == len(bson.encode(doc))
+
+
+def test_insert_at_the_limit_is_accepted_and_over_it_rejected():
+    """Manual, "BSON Document Size": documents up to 16 MiB may be stored; a bigger
+    insert fails with pymongo's DocumentTooLarge wording."""
+    overhead = limits.bson_size({"s": ""})
+    exact = {"s": "x" * (limits.MAX_BSON_SIZE - overhead)}
+    assert limits.check_insert_size(exact) == limits.MAX_BSON_SIZE
+    too_big = {"s": "x" * (limits.MAX_BSON_SIZE - overhead + 1)}
+    with pytest.raises(DocumentTooLarge) as info:
+        limits.check_insert_size(too_big)
+    assert str(info.value) == (
+        "BSON document too large (16777217 bytes) - the connected server supports"
+        " BSON document sizes up to 16777216 bytes."
+    )
+
+
+def test_update_growing_past_limit_is_write_error_17419():
+    """Manual, "BSON Document Size" (an update may not grow a document past 16 MiB):
+    the server answers code 17419 "Resulting document after update is larger than
+    16777216"."""
+    doc = {"s": "x" * limits.MAX_BSON_SIZE}
+    with pytest.raises(WriteError) as info:
+        limits.check_update_size(doc)
+    assert info.value.code == 17419
+    assert str(info.value).startswith("Resulting document after update is larger than 16777216")
+    assert info.value.details["errmsg"] == "Resulting document after update is larger than 16777216"
+    assert limits.check_update_size({"small": 1}) < 100
+
+
+def test_depth_counts_objects_and_arrays():
+    """Manual, "Nested Depth for BSON Documents": each object or array adds a level."""
+    assert limits.nesting_depth({}) == 1
+    assert limits.nesting_depth({"a": {"b": 1}}) == 2
+    assert limits.nesting_depth({"a": [[1]]}) == 3
+    assert limits.nesting_depth({"a": 1, "b": [1, {"c": []}], "d": {}}) == 4
+
+
+def test_depth_100_accepted_101_rejected_with_overflow():
+    """Manual, "Nested Depth for BSON Documents": no more than 100 levels; the server's
+    error is code 15 (Overflow) "BSONObj exceeds maximum nested object depth"."""
+    limits.check_depth(_nested(100))
+    with pytest.raises(WriteError) as info:
+        limits.check_depth(_nested(101))
+    assert info.value.code == 15
+    assert "BSONObj exceeds maximum nested object depth" in str(info.value)
+    assert isinstance(info.value, OperationFailure)
+
+
+def test_depth_check_is_iterative_at_10000_levels():
+    """Manual, "Nested Depth for BSON Documents": a pathological 10,000-level document is
+    rejected cleanly (no RecursionError), and quickly."""
+    deep = _nested(10_000)
+    start = time.perf_counter()
+    assert limits.nesting_depth(deep) == 10_000
+    with pytest.raises(WriteError):
+        limits.check_depth(deep)
+    with pytest.raises(WriteError) as info:
+        limits.bson_size(deep)  # bson.encode itself recurses and would fail
+    assert info.value.code == 15
+    assert time.perf_counter() - start < 2
+
+
+def test_server_depth_can_be_modelled():
+    """Server source, BSONDepth::getMaxDepthForUserStorage(): 180 levels are storable by a
+    real mongod with default maxBSONDepth (200 - 20)."""
+    limits.check_depth(_nested(180), max_depth=limits.SERVER_MAX_USER_STORAGE_DEPTH)
+    with pytest.raises(WriteError):
+        limits.check_depth(_nested(181), max_depth=limits.SERVER_MAX_USER_STORAGE_DEPTH)
