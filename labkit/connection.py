@@ -19,8 +19,8 @@ DEFAULT_TIMEOUT_MS = 3000
 ENV_URI = "MONGODB_URI"
 EMBEDDED = "embedded"
 
-# user:password@ in a mongodb:// or mongodb+srv:// URI (the password may itself be percent-encoded).
-_CREDENTIALS = re.compile(r"(?P<scheme>mongodb(?:\+srv)?://)(?P<user>[^:@/]*)(?::(?P<password>[^@/]*))?@")
+# user:password@ after any scheme:// (mongodb://, mongodb+srv://, or a mistyped one); percent-encoding kept.
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*)(?::(?P<password>[^@/]*))?@")
 
 _embedded_client: EmbeddedClient | None = None
 

@@ -1,0 +1,44 @@
+"""python -m labkit: doctor, seed, reset and their --help."""
+import subprocess
+import sys
+
+import pytest
+
+from labkit.__main__ import main
+
+
+@pytest.mark.parametrize("cmd", [[], ["doctor"], ["seed"], ["reset"]])
+def test_help(cmd, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*cmd, "--help"])
+    assert info.value.code == 0
+    assert "usage" in capsys.readouterr().out
+
+
+def test_doctor_embedded(monkeypatch, capsys):
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert "embedded engine" in out and "pymongo" in out
+    assert code in (0, 1)
+
+
+def test_doctor_unreachable_server_redacts(monkeypatch, capsys):
+    monkeypatch.setenv("MONGODB_URI", "mongodb://alice:TopSecret@127.0.0.1:9/")
+    assert main(["doctor", "--timeout-ms", "300"]) == 1
+    out = capsys.readouterr().out
+    assert "TopSecret" not in out and "alice:****@" in out and "NOT reachable" in out
+
+
+def test_reset_refuses_user_database(monkeypatch, capsys):
+    from labkit.connection import embedded_client
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    embedded_client()["precious"].c.insert_one({"a": 1})
+    assert main(["reset", "precious"]) == 1
+    assert "not created by labkit" in capsys.readouterr().err
+    assert embedded_client()["precious"].c.count_documents({}) == 1
+
+
+def test_module_entry_point():
+    out = subprocess.run([sys.executable, "-m", "labkit", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "doctor" in out.stdout

@@ -1,0 +1,103 @@
+"""fresh_db / reset_db: labkit only ever drops databases it created; user data survives."""
+import pytest
+
+import labkit
+from labkit.databases import learner_prefix
+from labkit.engine import EmbeddedClient
+
+
+@pytest.fixture
+def client():
+    return EmbeddedClient()
+
+
+def test_fresh_db_is_empty_and_recreated(client):
+    db = labkit.fresh_db("lesson", client=client)
+    db.users.insert_one({"_id": "user:112", "name": "Sam"})
+    db2 = labkit.fresh_db("lesson", client=client)
+    assert db2.name == "lesson"
+    assert db2.list_collection_names() == []
+
+
+def test_user_database_is_never_dropped(client):
+    client["mine"].important.insert_many([{"_id": i} for i in range(3)])
+    with pytest.raises(labkit.UnsafeDatabaseError, match="'mine'"):
+        labkit.fresh_db("mine", client=client)
+    with pytest.raises(labkit.UnsafeDatabaseError, match="not created by labkit"):
+        labkit.reset_db("mine", client=client)
+    assert client["mine"].important.count_documents({}) == 3
+
+
+def test_reset_db(client):
+    db = labkit.fresh_db("tmp", client=client)
+    db.t.insert_one({"x": 1})
+    assert labkit.reset_db("tmp", client=client) is True
+    assert "tmp" not in client.list_database_names()
+    assert labkit.reset_db("tmp", client=client) is False
+
+
+@pytest.mark.parametrize("bad", ["", "a.b", "a/b", "a b", "x$", None, 3, "n" * 70])
+def test_bad_names(client, bad):
+    with pytest.raises(ValueError, match="name="):
+        labkit.fresh_db(bad, client=client)
+
+
+@pytest.mark.parametrize("system", ["admin", "local", "config"])
+def test_system_databases_refused(client, system):
+    with pytest.raises(labkit.UnsafeDatabaseError, match="system database"):
+        labkit.fresh_db(system, client=client)
+
+
+def test_prefix_on_embedded_is_empty_by_default(client, monkeypatch):
+    monkeypatch.delenv("LABKIT_DB_PREFIX", raising=False)
+    assert learner_prefix(client) == ""
+    assert labkit.db_name("x", client) == "x"
+
+
+def test_learner_prefix_for_real_servers(monkeypatch):
+    monkeypatch.delenv("LABKIT_DB_PREFIX", raising=False)
+    monkeypatch.setattr("getpass.getuser", lambda: "ada.lovelace")
+    assert learner_prefix(None) == "sl_ada_lovelace_"
+    monkeypatch.setenv("LABKIT_DB_PREFIX", "team3_")
+    assert learner_prefix(None) == "team3_"
+    monkeypatch.setenv("LABKIT_DB_PREFIX", "bad.")
+    with pytest.raises(ValueError, match="LABKIT_DB_PREFIX"):
+        learner_prefix(None)
+
+
+def test_prefix_applies_on_embedded_when_set(client, monkeypatch):
+    monkeypatch.setenv("LABKIT_DB_PREFIX", "l07_")
+    db = labkit.fresh_db("feed", client=client)
+    assert db.name == "l07_feed"
+
+
+class _FakeServerClient:
+    """A real-server stand-in (not the embedded engine): the mark is a marker collection."""
+
+    def __init__(self):
+        import mongomock
+        self._m = mongomock.MongoClient()
+
+    def __getitem__(self, name):
+        return self._m[name]
+
+    def list_database_names(self):
+        return self._m.list_database_names()
+
+    def drop_database(self, name):
+        self._m.drop_database(name)
+
+
+def test_marker_collection_on_servers(monkeypatch):
+    monkeypatch.setenv("LABKIT_DB_PREFIX", "p_")
+    fake = _FakeServerClient()
+    db = labkit.fresh_db("one", client=fake)
+    assert db.name == "p_one"
+    assert db["_labkit"].find_one({"_id": "labkit"})["createdBy"] == "labkit"
+    db.data.insert_one({"a": 1})
+    db = labkit.fresh_db("one", client=fake)
+    assert db.list_collection_names() == ["_labkit"]
+    fake["p_two"].keep.insert_one({"a": 1})
+    with pytest.raises(labkit.UnsafeDatabaseError):
+        labkit.fresh_db("two", client=fake)
+    assert fake["p_two"].keep.count_documents({}) == 1
