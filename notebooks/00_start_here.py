@@ -1,0 +1,167 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 15
+#     title: Start here
+#     section: Introduction
+# ---
+
+# %% [markdown]
+# # 00 · Start here
+#
+# **You will learn**
+# - how every Schema Lab lesson is built, and how to run it;
+# - the *workload-first* method: list the operations before drawing any document;
+# - what the embedded engine is, and how to point the same notebooks at a real MongoDB server;
+# - how the checked exercises work.
+#
+# **Time:** about 15 minutes.
+
+# %% [markdown]
+# ## What this suite is
+#
+# Schema Lab teaches MongoDB schema design by changing the shape of data and measuring what happens:
+# document sizes against the 16 MiB limit, the plan `explain()` reports, how many round trips and writes an
+# operation costs. You write ordinary **pymongo** code. Every number you see is computed by running it.
+#
+# The lessons come in three groups:
+#
+# | group | what you will do |
+# |---|---|
+# | Relationships | embed one-to-few, reference one-to-many from the child, relationship collections for one-to-infinity, `$lookup`, keeping copies consistent, validation |
+# | Patterns | bucket, outlier, computed, schema versioning, polymorphic and the rest of the pattern catalogue |
+# | Anti-patterns | find, fix and measure unbounded arrays, bloated documents, too many collections, unused indexes, and more |
+#
+# Each lesson has the same shape: goals and a time estimate, a setup cell, the problem as a workload table,
+# a naive design and its measured cost, a better design and its measured cost, a slider to explore how the
+# numbers change with cardinality, a checked exercise, and a summary.
+
+# %% [markdown]
+# ## Setup
+#
+# Every lesson starts like this. `labkit.fresh_db` gives you an empty database that labkit created and may
+# drop again; it refuses to touch a database it did not create.
+
+# %%
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("00_start_here")
+print("engine:  ", labkit.describe(db.client))
+print("database:", db.name)
+
+# %% [markdown]
+# With no configuration, `labkit.connect()` (used by `fresh_db`) starts an **embedded engine** inside this
+# Python process: no server, no account. It models a MongoDB 8.0 server, including `explain()`, index use and
+# the server's rules. To use a real server instead, set `MONGODB_URI` before starting Jupyter, for example
+# `MONGODB_URI=mongodb://localhost:27017 python3 dev.py lab`. The notebooks do not change. On a shared
+# workshop cluster each learner's databases get their own name prefix, so nobody overwrites anybody else.
+
+# %% [markdown]
+# ## The workload comes first
+#
+# A relational schema can be derived from the entities alone. A document schema cannot: the same data has
+# several sensible shapes, and the right one depends on which operations run, how often, and what each
+# one needs. So the first artefact of a design is a table of operations. Here is one for a small online store:
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("Show product page", "read", 2000, "product, price, stock flag, 5 newest reviews, rating average"),
+        ("List a category, sorted by price", "read", 600, "name, price, thumbnail, rating average"),
+        ("Place order", "write", 15, "never lose data; keep the prices paid"),
+        ("Show my orders", "read", 40, "one customer's order headers, newest first"),
+        ("Add review", "write", 2, "review text and rating"),
+        ("Change product price", "write", 3 / 3600, "visible on the next page load"),
+        ("Monthly sales report", "read", 1 / 86400, "may be slow; may run on a secondary"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
+# Two numbers fall straight out of the table. Reads outnumber writes by a wide margin, and the product page
+# alone is most of the traffic:
+
+# %%
+by_type = workload.groupby("type")["per_second"].sum()
+print(f"reads per second:  {by_type['read']:,.1f}")
+print(f"writes per second: {by_type['write']:,.1f}")
+print(f"reads per write:   {by_type['read'] / by_type['write']:,.0f}")
+share = workload.loc[0, "per_second"] / workload["per_second"].sum()
+print(f"share of all operations that are product-page reads: {share:.0%}")
+
+# %% [markdown]
+# A review is written about twice a second but shown on a product page two thousand times a second, so doing a
+# little extra work when a review is written (keeping the rating average and the five newest reviews inside
+# the product) pays off a thousand times over. The monthly report, on the other hand, should not shape the
+# schema at all. The lessons come back to this table again and again.
+
+# %% [markdown]
+# ## Real-looking data
+#
+# labkit ships the small example records the lessons start from (Sam, Fred, two posts and one follow) and
+# seeders that generate larger, deterministic datasets. Let's load the examples:
+
+# %%
+canonical = labkit.seed.load_canonical()
+for name, docs in canonical.items():
+    db[name].insert_many(docs)
+    print(f"{name:8} {db[name].count_documents({})} document(s)")
+
+# %%
+db.users.find_one({"_id": "user:112"})
+
+# %% [markdown]
+# Every document has a size in BSON, the format MongoDB stores. The server refuses documents over 16 MiB, and
+# the lessons measure how close a design gets to that wall:
+
+# %%
+import bson
+
+for doc in db.users.find().sort("_id", 1):
+    print(f"{doc['_id']}: {len(bson.encode(doc))} bytes")
+
+# %% [markdown]
+# ## How exercises work
+#
+# Each lesson ends with an exercise. `ex.check(answer)` looks at *what you built* (a plan without a sort stage,
+# a document under a size, a table in the right order) and says what is still wrong. `ex.hint()` gives a hint;
+# `ex.solution()` shows a worked answer.
+
+# %%
+ex = labkit.exercises.get("00-rank-workload")
+ex
+
+# %% [markdown]
+# Checking the table as it is tells you what is missing:
+
+# %%
+ex.check(workload)
+
+# %%
+print(ex.hint())
+
+# %% [markdown]
+# **Your turn:** rank the operations by `per_second`, most frequent first, and check your answer.
+
+# %% tags=["solution"]
+ranked = workload.sort_values("per_second", ascending=False)
+ex.check(ranked)
+
+# %% [markdown]
+# ## Summary
+#
+# - Start a design from the operations, their frequencies and what each needs, not from the entities.
+# - Optimise the few most frequent operations; let rare ones pay more.
+# - `labkit.fresh_db(name)` gives each lesson a clean database; the embedded engine needs no server, and
+#   `MONGODB_URI` switches to a real one without changing a line.
+#
+# **Next:** the relationship lessons, starting with embedding bounded one-to-few data.
