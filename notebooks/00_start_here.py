@@ -130,6 +130,35 @@ for doc in db.users.find().sort("_id", 1):
     print(f"{doc['_id']}: {len(bson.encode(doc))} bytes")
 
 # %% [markdown]
+# ## Sliders: change the cardinality, watch the numbers
+#
+# Lessons put their key measurement behind a slider. This one keeps the newest *N* reviews inside a product
+# document (the product page's "5 newest reviews"). Move the slider: the size is computed from the real BSON
+# encoding each time.
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+
+def product_with_reviews(reviews):
+    product = {"_id": "product:1", "name": "Espresso grinder", "price": 249.0, "inStock": True,
+               "rating": {"average": 4.4, "count": reviews},
+               "reviews": [{"user": f"user:{i}", "stars": 1 + i % 5, "text": "Grinds evenly, a bit loud. " * 4}
+                           for i in range(reviews)]}
+    size = len(bson.encode(product))
+    return {"reviews embedded": reviews, "document bytes": size, "share of 16 MiB": f"{size / 2**24:.4%}"}
+
+
+reviews = explorer(product_with_reviews, sliders={"reviews": (0, 5000, 5, 5)}, title="Reviews kept in the product",
+                   draw=lambda ax, v, r: bars_against_limit(ax, ["product"], [r["document bytes"]], unit="KiB"))
+reviews
+
+# %% [markdown]
+# Five reviews cost well under a kilobyte or two; keeping *every* review would grow the document with each
+# one written. That is the trade-off the pattern lessons measure in detail.
+
+# %% [markdown]
 # ## How exercises work
 #
 # Each lesson ends with an exercise. `ex.check(answer)` looks at *what you built* (a plan without a sort stage,
