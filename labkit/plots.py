@@ -30,8 +30,12 @@ def bars_against_limit(ax, labels: Sequence[str], sizes: Sequence[float], *, lim
     scale = MiB if unit == "MiB" else 1024 if unit == "KiB" else 1
     values = [s / scale for s in sizes]
     ax.barh(list(labels), values, color=["#d62728" if s > limit else "#1f77b4" for s in sizes])
-    ax.axvline(limit / scale, color="#d62728", linestyle="--", linewidth=1)
+    top = max(values, default=0)
+    if top >= 0.05 * limit / scale:  # the wall is drawn once it is in sight
+        ax.axvline(limit / scale, color="#d62728", linestyle="--", linewidth=1)
+        ax.text(limit / scale, 0, " 16 MiB limit", color="#d62728", fontsize=8, va="bottom")
+        top = max(top, limit / scale)
     ax.set_xlabel(unit)
-    ax.set_xlim(0, max(max(values, default=0), limit / scale) * 1.1)
+    ax.set_xlim(0, (top or 1) * 1.15)
     if title:
         ax.set_title(title, fontsize=10)
