@@ -121,3 +121,51 @@ def _ex00() -> Exercise:
                "`workload.sort_values(\"per_second\", ascending=False)`"],
         solution_text='ranked = workload.sort_values("per_second", ascending=False)\nex.check(ranked)',
     )
+
+
+# --- notebook 01 -------------------------------------------------------------------------------------------
+
+def _check_embed_atomic(db: Any) -> str:
+    import datetime as dt
+
+    if not hasattr(db, "list_collection_names"):
+        raise NotYet(f"pass the lesson's database (`db`), not {type(db).__name__}.")
+    fred = db.users.find_one({"_id": "user:234"})
+    if fred is None:
+        raise NotYet("Fred (user:234) is missing from db.users; re-run the cells above the exercise.")
+    roles = fred.get("roles")
+    if not isinstance(roles, list):
+        raise NotYet("Fred's `roles` is no longer an array; use `$push` to add one element to it.")
+    mods = [r for r in roles if isinstance(r, dict) and r.get("title") == "moderator"]
+    if not mods:
+        raise NotYet("Fred has no embedded role with title 'moderator' yet.")
+    if len(mods) > 1:
+        raise NotYet(f"Fred holds 'moderator' {len(mods)} times; an assignment should appear once "
+                     "(run the exercise on a fresh database, or use `$addToSet`).")
+    if mods[0].get("canEdit") is not True:
+        raise NotYet(f"the moderator assignment has canEdit={mods[0].get('canEdit')!r}; it should be True (a bool).")
+    if set(mods[0]) != {"title", "canEdit"}:
+        raise NotYet(f"keep the assignment's shape {{title, canEdit}}; it has {sorted(mods[0])}.")
+    if fred.get("updatedAt") != dt.datetime(2026, 10, 6, 8, 0):
+        raise NotYet(f"updatedAt is {fred.get('updatedAt')!r}; set it to 2026-10-06 08:00 in the same update "
+                     "(`$set` next to `$push`).")
+    if len(roles) > 8:
+        raise NotYet(f"Fred now holds {len(roles)} roles; the application allows at most 8.")
+    return "the role and its timestamp changed together in one document."
+
+
+@register
+def _ex01() -> Exercise:
+    return Exercise(
+        id="01-embed-atomic",
+        lesson="01_embed_one_to_few",
+        task="Give Fred an embedded 'moderator' role that can edit, and set updatedAt, in one write.",
+        checker=_check_embed_atomic,
+        hints=["One `update_one` can carry several operators: `$push` for the array, `$set` for the timestamp.",
+               "`{\"$push\": {\"roles\": {...}}, \"$set\": {\"updatedAt\": dt.datetime(2026, 10, 6, 8, 0)}}`"],
+        solution_text=(
+            'db.users.update_one(\n    {"_id": "user:234"},\n'
+            '    {"$push": {"roles": {"title": "moderator", "canEdit": True}},\n'
+            '     "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8, 0)}},\n)\nex.check(db)'
+        ),
+    )

@@ -1,0 +1,206 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 20
+#     title: "Embed one-to-few: roles inside the user"
+#     section: Relationships
+# ---
+
+# %% [markdown]
+# # 01 · Embed one-to-few: roles inside the user
+#
+# **You will learn**
+# - to embed a small, bounded list (a user's role assignments) in the document that owns it;
+# - that embedded fields stay queryable with dot notation, and can be indexed;
+# - to change an embedded value and a timestamp in **one atomic write**;
+# - when a shared role definition should be *referenced* instead of copied.
+#
+# **Time:** about 20 minutes.
+
+# %%
+import datetime as dt
+
+import bson
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("01_embed_one_to_few")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# ## The workload
+#
+# Our application lets a user hold **at most eight** role assignments, and shows them with the account on every
+# request. The rates are illustrative; their order of magnitude is what matters.
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("Load the signed-in account with its roles", "read", 500, "name, email, every role assignment"),
+        ("Change one permission of a user's role", "write", 0.01, "permission and updatedAt change together"),
+        ("List the users holding a role", "read", 0.05, "admins page for support staff"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
+# ## The naive design: one collection per table
+#
+# Coming from SQL, it is tempting to keep assignments in their own collection with a `userId` column.
+# Every account load then needs **two queries**, and changing a permission plus `updatedAt` means **two writes
+# to two documents**, which are not atomic together.
+
+# %%
+canonical = labkit.seed.load_canonical()
+sam, fred = canonical["users"]
+
+db.accounts.insert_many([{k: v for k, v in u.items() if k != "roles"} for u in (sam, fred)])
+db.role_assignments.insert_many(
+    [{"_id": f"{u['_id']}:{i}", "userId": u["_id"], **role} for u in (sam, fred) for i, role in enumerate(u["roles"])]
+)
+db.role_assignments.create_index({"userId": 1})
+print(db.accounts.count_documents({}), "accounts,", db.role_assignments.count_documents({}), "assignments")
+
+# %% [markdown]
+# Loading Sam's account is one query for the account and one for the assignments. Each is a round trip; the
+# plan summaries show what each one read.
+
+# %%
+account = db.accounts.find_one({"_id": "user:112"})
+assignments = list(db.role_assignments.find({"userId": "user:112"}, {"_id": 0, "title": 1, "canEdit": 1}))
+naive_plans = pd.concat([
+    labkit.show_plan(db.accounts.find({"_id": "user:112"}).explain()),
+    labkit.show_plan(db.role_assignments.find({"userId": "user:112"}).explain()),
+])
+naive_plans
+
+# %% [markdown]
+# ## The better design: embed the assignments
+#
+# The assignments belong to the user, are bounded (eight at most) and are read with the account. Embedded, the
+# same page needs a single document read.
+
+# %%
+db.users.insert_many([sam, fred])
+doc = db.users.find_one({"_id": "user:112"})
+print(f"one query, {len(doc['roles'])} roles, {len(bson.encode(doc))} bytes")
+labkit.show_plan(db.users.find({"_id": "user:112"}).explain())
+
+# %% [markdown]
+# ### Embedded does not mean hidden
+#
+# Dot notation reaches into the array. Which users hold an `admin` assignment?
+
+# %%
+list(db.users.find({"roles.title": "admin"}, {"name": 1, "roles": 1}))
+
+# %% [markdown]
+# Without an index that query reads every user. An index on `roles.title` is a **multikey** index: one key
+# per array element. Let's load a few thousand generated users to make the difference visible.
+
+# %%
+many = labkit.fresh_db("01_embed_users")
+summary = labkit.seed.social(many, users=3000, seed=1, indexes=False)
+summary
+
+# %%
+before = labkit.show_plan(many.users.find({"roles.title": "admin"}).explain())
+many.users.create_index({"roles.title": 1})
+after = labkit.show_plan(many.users.find({"roles.title": "admin"}).explain())
+pd.concat([before, after], keys=["no index", "roles.title index"])
+
+# %%
+info = many.users.find({"roles.title": "admin"}).explain()["queryPlanner"]["winningPlan"]
+while "inputStage" in info and info.get("stage") != "IXSCAN":
+    info = info["inputStage"]
+print("isMultiKey:", info.get("isMultiKey"), "| multiKeyPaths:", info.get("multiKeyPaths"))
+
+# %% [markdown]
+# ## One atomic write for a permission and its timestamp
+#
+# Sam's `admin` assignment loses edit rights. Both the permission and `updatedAt` live in the same document,
+# so one `update_one` changes both, and no reader can ever see one change without the other. The positional
+# operator `$` targets the array element that matched the filter.
+
+# %%
+result = db.users.update_one(
+    {"_id": "user:112", "roles.title": "admin"},
+    {"$set": {"roles.$.canEdit": False, "updatedAt": dt.datetime(2026, 10, 5, 9, 30)}},
+)
+print("documents matched:", result.matched_count, "| modified:", result.modified_count)
+db.users.find_one({"_id": "user:112"}, {"roles": 1, "updatedAt": 1})
+
+# %% [markdown]
+# In the naive design the same change is two writes, to `role_assignments` and to `accounts`; a crash between
+# them leaves the permission changed but the timestamp stale (lesson 05 shows such failures and their repairs).
+
+# %% [markdown]
+# ## Explore: roles per user and document size
+#
+# Eight assignments are tiny. The slider also goes far past the application's bound, to show what happens if
+# the "few" stops being few: the document, and so every rewrite of it, keeps growing.
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+
+def user_with_roles(roles):
+    user = dict(sam, roles=[{"title": f"role-{i}", "canEdit": i % 2 == 0} for i in range(roles)])
+    size = len(bson.encode(user))
+    return {"roles": roles, "user document bytes": size, "bytes per role": round((size - 90) / max(roles, 1), 1),
+            "within the 8-role bound": roles <= 8}
+
+
+roles_explorer = explorer(user_with_roles, sliders={"roles": (0, 2000, 8, 8)}, title="Roles per user",
+                          draw=lambda ax, v, r: bars_against_limit(ax, ["user"], [r["user document bytes"]], unit="KiB"))
+roles_explorer
+
+# %% [markdown]
+# ## When to reference instead
+#
+# Embedding copies a role's *permissions* into every user who holds it. That is right for user-owned
+# assignments. If "admin" were a shared, centrally managed definition, changing it would mean rewriting every
+# copy. Count how many documents such a change touches in the generated users:
+
+# %%
+copies = many.users.count_documents({"roles.title": "admin"})
+res = many.users.update_many({"roles.title": "admin"}, {"$set": {"roles.$[r].canEdit": True}},
+                             array_filters=[{"r.title": "admin"}])
+print(f"embedded copies rewritten: {res.modified_count} of {copies} users holding 'admin'")
+print("referenced definition rewritten: 1 document (the role), users unchanged")
+
+# %% [markdown]
+# ## Exercise
+#
+# Fred (`user:234`) becomes a `moderator` who **can** edit. Give him that assignment and set his `updatedAt`
+# to `2026-10-06 08:00` in **one** write. `ex.check(db)` inspects Fred's document.
+
+# %%
+ex = labkit.exercises.get("01-embed-atomic")
+ex
+
+# %% tags=["solution"]
+db.users.update_one(
+    {"_id": "user:234"},
+    {"$push": {"roles": {"title": "moderator", "canEdit": True}}, "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8, 0)}},
+)
+ex.check(db)
+
+# %% [markdown]
+# ## Summary
+#
+# - Embed data that is bounded, owned by the parent and read with it: one read, one atomic write.
+# - Dot notation queries and multikey indexes work on embedded arrays.
+# - Reference a definition that is shared and changed centrally, instead of copying it into every owner.
+# - "Few" must be a real bound: enforce it (lesson 07 adds a validator with `maxItems: 8`).
+#
+# **Next:** 02 · One-to-many, where the children have no useful bound.
