@@ -23,7 +23,7 @@ class Explorer:
     """A set of sliders, a readout table and an optional plot, all driven by ``compute``."""
 
     compute: Compute
-    sliders: dict[str, w.IntSlider]
+    sliders: dict[str, w.ValueWidget]  # sliders and dropdowns, by name
     readout: w.HTML
     image: w.Image | None
     draw: Draw | None
@@ -32,8 +32,8 @@ class Explorer:
     updates: int = 0
 
     @property
-    def values(self) -> dict[str, int]:
-        """The current slider values by name."""
+    def values(self) -> dict[str, Any]:
+        """The current control values by name."""
         return {k: s.value for k, s in self.sliders.items()}
 
     def update(self, *_: Any) -> dict[str, Any]:
@@ -62,7 +62,7 @@ class Explorer:
 
     def text(self) -> str:
         """Deterministic plain-text summary of the current values and result."""
-        parts = [f"{k}={v:,}" for k, v in self.values.items()]
+        parts = [f"{k}={_fmt(v)}" for k, v in self.values.items()]
         lines = [(self.title + ": " if self.title else "") + ", ".join(parts)]
         lines += [f"  {k}: {_fmt(v)}" for k, v in self.result.items()]
         return "\n".join(lines)
@@ -121,21 +121,36 @@ def slider(name: str, min: int, max: int, value: int, step: int = 1, *, descript
                        layout=w.Layout(width="460px"))
 
 
-def explorer(compute: Compute, *, sliders: Mapping[str, w.IntSlider | tuple[int, int, int] | tuple[int, int, int, int]],
-             draw: Draw | None = None, title: str = "") -> Explorer:
-    """Build an :class:`Explorer`: ``compute(**slider_values)`` returns an ordered mapping of readouts.
+def dropdown(name: str, options: list, value: Any = None) -> w.Dropdown:
+    """A dropdown of ``options`` (strings, or ``(label, value)`` pairs)."""
+    if not options:
+        raise ValueError(f"dropdown {name!r}: options must not be empty")
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if value is None:
+        value = values[0]
+    if value not in values:
+        raise ValueError(f"dropdown {name!r}: value {value!r} is not one of the options")
+    return w.Dropdown(options=options, value=value, description=name, style={"description_width": "initial"},
+                      layout=w.Layout(width="460px"))
 
-    ``sliders`` maps names to an ``IntSlider`` or to ``(min, max, value[, step])``. ``draw(ax, values, result)``
-    optionally draws a matplotlib plot under the same update.
+
+def explorer(compute: Compute, *, sliders: Mapping[str, Any], draw: Draw | None = None, title: str = "") -> Explorer:
+    """Build an :class:`Explorer`: ``compute(**control_values)`` returns an ordered mapping of readouts.
+
+    ``sliders`` maps names to a control: an ``IntSlider`` or ``Dropdown``, ``(min, max, value[, step])`` for a
+    slider, or a list of options for a dropdown. ``draw(ax, values, result)`` optionally draws a matplotlib plot
+    under the same update.
     """
     if not callable(compute):
         raise TypeError("compute must be a function of the slider values returning a mapping of readouts")
     if not sliders:
         raise ValueError("sliders: give at least one slider, e.g. {'users': (10, 1000, 100)}")
-    built: dict[str, w.IntSlider] = {}
+    built: dict[str, w.ValueWidget] = {}
     for name, spec in sliders.items():
-        if isinstance(spec, w.IntSlider):
+        if isinstance(spec, (w.IntSlider, w.Dropdown)):
             built[name] = spec
+        elif isinstance(spec, list):
+            built[name] = dropdown(name, spec)
         else:
             lo, hi, val, *step = spec
             built[name] = slider(name, lo, hi, val, step[0] if step else 1)

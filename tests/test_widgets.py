@@ -41,3 +41,10 @@ def test_mimebundle_text_is_summary():
 def test_bad_slider(spec):
     with pytest.raises(ValueError, match="slider"):
         explorer(_doc_size, sliders={"roles": spec})
+
+
+def test_dropdown_control():
+    h = explorer(lambda shape, n: {"shape": shape, "n": n}, sliders={"shape": ["a_1", "b_1"], "n": (1, 5, 2)})
+    h.set(shape="b_1")
+    assert h.result == {"shape": "b_1", "n": 2}
+    assert h.text().splitlines()[0] == "shape=b_1, n=2"
