@@ -169,3 +169,56 @@ def _ex01() -> Exercise:
             '     "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8, 0)}},\n)\nex.check(db)'
         ),
     )
+
+
+# --- notebook 02 -------------------------------------------------------------------------------------------
+
+def _stages(plan: dict) -> list[dict]:
+    """Every stage of an explain plan tree (classic or SBE ``queryPlan``), depth first."""
+    out, todo = [], [plan]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        if "queryPlan" in node:
+            node = node["queryPlan"]
+        out.append(node)
+        todo += [node[k] for k in ("inputStage", "outerStage", "innerStage") if k in node]
+        todo += list(node.get("inputStages", []))
+    return out
+
+
+def _check_feed_index(posts: Any) -> str:
+    if not hasattr(posts, "find") or not hasattr(posts, "index_information"):
+        raise NotYet(f"pass the collection (`posts`), not {type(posts).__name__}.")
+    cursor = posts.find({"authorId": "user:112"}, {"title": 1, "location": 1, "createdAt": 1})
+    explain = cursor.sort([("createdAt", -1), ("_id", -1)]).limit(20).explain()
+    stats = explain["executionStats"]
+    stages = _stages(explain["executionStats"]["executionStages"])
+    names = [s.get("stage") for s in stages]
+    if "COLLSCAN" in names:
+        raise NotYet("the feed still reads the whole collection (COLLSCAN): no index starts with `authorId`.")
+    if "SORT" in names:
+        ix = next((s.get("keyPattern") for s in stages if s.get("stage") == "IXSCAN"), None)
+        raise NotYet(f"the plan uses {ix} but still has a blocking SORT stage: after `authorId` the index must "
+                     "list the sort fields in the sort's order and directions (createdAt -1, then _id -1), "
+                     "or exactly the reverse of all of them.")
+    if stats["totalKeysExamined"] > 20:
+        ix = next((s.get("keyPattern") for s in stages if s.get("stage") == "IXSCAN"), None)
+        raise NotYet(f"no blocking sort, but {stats['totalKeysExamined']} keys examined for 20 posts with {ix}: "
+                     "put the equality field `authorId` first so the scan starts at Sam's newest post.")
+    return (f"IXSCAN with {stats['totalKeysExamined']} keys and {stats['totalDocsExamined']} documents for "
+            f"{stats['nReturned']} posts, and no blocking SORT.")
+
+
+@register
+def _ex02() -> Exercise:
+    return Exercise(
+        id="02-feed-index",
+        lesson="02_one_to_many",
+        task="Create the index that serves Sam's newest-20 feed without a blocking SORT, reading at most 20 keys.",
+        checker=_check_feed_index,
+        hints=["Equality field first, then the sort fields in the same order and directions as the sort.",
+               "The sort is `createdAt: -1, _id: -1` and the filter is on `authorId`."],
+        solution_text='posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})\nex.check(posts)',
+    )

@@ -1,0 +1,228 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "One-to-many: reference the parent from the child"
+#     section: Relationships
+# ---
+
+# %% [markdown]
+# # 02 · One-to-many: reference the parent from the child
+#
+# **You will learn**
+# - why a parent-side array of ids (`users.postIds`) still grows without bound;
+# - to put the reference on the child (`posts.authorId`) and index it to match the query *and* its sort;
+# - to read `explain()`: COLLSCAN vs IXSCAN, keys and documents examined vs returned, blocking SORT;
+# - the ESR rule (Equality, Sort, Range) for compound index order.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import bson
+import pandas as pd
+
+import labkit
+from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array, max_elements
+
+db = labkit.fresh_db("02_one_to_many")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | show an author's newest 20 posts | read | very frequent | title, location, date; newest first, ties broken by id |
+# | publish a post | write | frequent | must not slow down as the author's history grows |
+# | search posts by location | read | occasional | posts queried on their own, without the author |
+#
+# The busiest author matters, not the average one. Our generated data gives Sam (`user:112`) a long history.
+
+# %%
+summary = labkit.seed.social(db, users=2000, seed=2, celebrity_posts=5000, indexes=False)
+summary
+
+# %%
+per_author = pd.DataFrame(db.posts.aggregate([{"$sortByCount": "$authorId"}]))
+print("authors with posts:", len(per_author))
+print("posts by the busiest author:", per_author["count"].max(), f"({per_author.iloc[0]['_id']})")
+print("median posts per author:", int(per_author["count"].median()))
+
+# %% [markdown]
+# ## The naive design: an array of post ids on the user
+#
+# `{_id: "user:112", postIds: ["post:234", "post:432", ...]}` looks bounded because ids are small. It is not:
+# the array gains an element with every post, and every publish rewrites the user document.
+
+# %%
+sam = db.users.find_one({"_id": "user:112"})
+sam_posts = [p["_id"] for p in db.posts.find({"authorId": "user:112"}, {"_id": 1})]
+with_ids = dict(sam, postIds=sam_posts)
+print(f"Sam without ids: {len(bson.encode(sam)):,} bytes")
+print(f"Sam with {len(sam_posts):,} post ids: {len(bson.encode(with_ids)):,} bytes")
+
+
+# %%
+def post_id(i):
+    return f"post:{i:07d}"
+
+
+def embedded_post(i):
+    return {"_id": post_id(i), "title": "need a break?", "location": "Sacramento",
+            "createdAt": pd.Timestamp("2026-10-03T12:00:00").to_pydatetime()}
+
+
+print(f"post ids until Sam hits 16 MiB:       {max_elements(sam, 'postIds', post_id):,}")
+print(f"embedded posts until Sam hits 16 MiB: {max_elements(sam, 'posts', embedded_post):,}")
+
+# %% [markdown]
+# Hundreds of thousands of ids fit, so the wall seems far away. But the cost shows up long before the wall:
+# every new post rewrites the whole user document. With the reference on the child, publishing inserts one
+# small post and leaves the user alone.
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+one_post = len(bson.encode(embedded_post(1) | {"authorId": "user:112"}))
+
+
+def parent_growth(posts):
+    ids = doc_size_with_array(sam, "postIds", posts, post_id)
+    embedded = doc_size_with_array(sam, "posts", posts, embedded_post)
+    return {
+        "posts by the busiest author": posts,
+        "user doc with postIds (bytes)": ids,
+        "user doc with embedded posts (bytes)": embedded,
+        "user doc, child references (bytes)": len(bson.encode(sam)),
+        "bytes rewritten per new post: postIds": ids,
+        "bytes rewritten per new post: child reference": one_post,
+        "embedded posts fit in 16 MiB": embedded <= MAX_BSON_SIZE,
+    }
+
+
+def draw_growth(ax, values, r):
+    bars_against_limit(ax, ["postIds", "embedded", "child ref"],
+                       [r["user doc with postIds (bytes)"], r["user doc with embedded posts (bytes)"],
+                        r["user doc, child references (bytes)"]], title="user document size")
+
+
+growth = explorer(parent_growth, sliders={"posts": (0, 400_000, 5_000, 1_000)},
+                  title="Busiest author's posts", draw=draw_growth)
+growth
+
+# %% [markdown]
+# ## The better design: `posts.authorId`
+#
+# Each post names its author. The generated posts already look like that:
+
+# %%
+db.posts.find_one({"_id": "post:234"})
+
+# %% [markdown]
+# The feed query asks for one author's posts, newest first, 20 at a time. Without an index, the server
+# reads every post and sorts Sam's in memory:
+
+# %%
+feed_filter = {"authorId": "user:112"}
+feed_sort = [("createdAt", -1), ("_id", -1)]
+projection = {"title": 1, "location": 1, "createdAt": 1}
+
+
+def feed_plan(**kwargs):
+    cursor = db.posts.find(feed_filter, projection, **kwargs).sort(feed_sort).limit(20)
+    return labkit.show_plan(cursor.explain())
+
+
+no_index = feed_plan()
+no_index
+
+# %% [markdown]
+# Now the compound index from the source material: equality on `authorId`, then the sort fields in the sort's
+# order, with `_id` as the tie-breaker.
+
+# %%
+db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+with_index = feed_plan()
+pd.concat([no_index, with_index], keys=["no index", "authorId_1_createdAt_-1__id_-1"])
+
+# %% [markdown]
+# The index hands back Sam's posts already in feed order, so the plan reads exactly 20 keys and 20 posts and
+# has no SORT stage. The cost no longer depends on how many posts exist.
+#
+# ### No separate `authorId` index needed
+#
+# `authorId` is the index's first field, so any query on `authorId` alone can use the same index:
+
+# %%
+labkit.show_plan(db.posts.find({"authorId": "user:234"}).explain())
+
+# %% [markdown]
+# ## Field order: the ESR rule
+#
+# A variation: Sam's posts **not** written in Los Angeles, newest first. `$ne` is a *range* on `location`.
+# Pick an index shape and look at keys examined and whether a blocking SORT appears.
+
+# %%
+esr_filter = {"authorId": "user:112", "location": {"$ne": "Los Angeles"}}
+shapes = {
+    "E S   {authorId, createdAt}": [("authorId", 1), ("createdAt", -1)],
+    "E S R {authorId, createdAt, location}": [("authorId", 1), ("createdAt", -1), ("location", 1)],
+    "E R S {authorId, location, createdAt}": [("authorId", 1), ("location", 1), ("createdAt", -1)],
+    "R E S {location, authorId, createdAt}": [("location", 1), ("authorId", 1), ("createdAt", -1)],
+}
+names = {label: db.posts.create_index(keys) for label, keys in shapes.items()}
+
+
+def esr(index):
+    cursor = db.posts.find(esr_filter, projection).sort("createdAt", -1).limit(20).hint(names[index])
+    plan = labkit.plan_summary(cursor.explain())
+    return {"index": names[index], "keys examined": plan["keysExamined"], "docs examined": plan["docsExamined"],
+            "returned": plan["nReturned"], "blocking SORT": plan["blockingSort"]}
+
+
+esr_explorer = explorer(esr, sliders={"index": list(shapes)}, title="ESR")
+esr_explorer
+
+# %%
+pd.DataFrame([esr(label) for label in shapes]).set_index("index")
+
+# %% [markdown]
+# Equality first, then the sort, then the range: the sort comes straight from the index and the range is
+# checked on index keys, so only the 20 returned posts are fetched. Putting the range before the sort forces a
+# blocking SORT over every matching post.
+
+# %% [markdown]
+# ## Exercise
+#
+# A fresh copy of the posts has no index except `_id`. Create the index that lets the feed query
+# (`authorId` equality, newest first, `_id` tie-break, 20 posts) run **without a blocking SORT** and examine at
+# most 20 keys. `ex.check(posts)` runs the query's explain and looks at the plan.
+
+# %%
+practice = labkit.fresh_db("02_practice")
+labkit.seed.social(practice, users=500, seed=3, celebrity_posts=800, indexes=False)
+posts = practice.posts
+ex = labkit.exercises.get("02-feed-index")
+ex
+
+# %% tags=["solution"]
+posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+ex.check(posts)
+
+# %% [markdown]
+# ## Summary
+#
+# - An id array on the parent is still unbounded, and every child rewrites the parent.
+# - Reference the parent from the child, and index the child for the query *and* its sort order.
+# - Read plans: IXSCAN with keys ≈ returned and no SORT stage is the goal; COLLSCAN or a SORT stage over many
+#   documents is the warning.
+# - Order compound indexes Equality, Sort, Range.
+#
+# **Next:** 03 · resolving references with separate queries or `$lookup`.
