@@ -41,10 +41,10 @@ class Exercise:
     solution_text: str = ""
     _hints_shown: int = 0
 
-    def check(self, answer: Any) -> CheckResult:
-        """Check ``answer``; the result says what is right or what is wrong."""
+    def check(self, answer: Any, *more: Any) -> CheckResult:
+        """Check ``answer`` (some exercises take two things, e.g. ``check(db, pipeline)``)."""
         try:
-            praise = self.checker(answer)
+            praise = self.checker((answer, *more) if more else answer)
         except NotYet as exc:
             return CheckResult(False, str(exc))
         return CheckResult(True, praise or "that is right.")
@@ -221,4 +221,59 @@ def _ex02() -> Exercise:
         hints=["Equality field first, then the sort fields in the same order and directions as the sort.",
                "The sort is `createdAt: -1, _id: -1` and the filter is on `authorId`."],
         solution_text='posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})\nex.check(posts)',
+    )
+
+
+# --- notebook 03 -------------------------------------------------------------------------------------------
+
+def _check_bounded_lookup(args: Any) -> str:
+    db, pipeline = args
+    if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
+        raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
+    if not any("$lookup" in s for s in pipeline):
+        raise NotYet("the pipeline has no `$lookup` stage; join the posts on the server.")
+    docs = list(db.users.aggregate(pipeline))
+    if len(docs) != 1 or docs[0].get("_id") != "user:112":
+        raise NotYet(f"expected exactly Sam's document (user:112); got {len(docs)} document(s). Start with $match.")
+    arrays = {k: v for k, v in docs[0].items() if isinstance(v, list)}
+    if not arrays:
+        raise NotYet("Sam's document has no joined array; check the `as` field of $lookup.")
+    field, joined = next(iter(arrays.items()))
+    expected = [d["_id"] for d in db.posts.find({"authorId": "user:112"}, {"_id": 1})
+                .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
+    got = [d.get("_id") for d in joined if isinstance(d, dict)]
+    if len(got) > 10:
+        raise NotYet(f"`{field}` holds {len(got)} posts; limit the join to 10 with `$limit` inside its pipeline.")
+    if got == list(reversed(expected)):
+        raise NotYet("these are the right posts in the wrong order: newest first is `createdAt: -1`.")
+    if got != expected:
+        raise NotYet(f"`{field}` does not hold Sam's 10 newest posts, newest first (tie-break on `_id: -1`); "
+                     "sort inside the $lookup pipeline before `$limit`.")
+    extra = sorted({k for d in joined for k in d} - {"_id", "title", "createdAt"})
+    if extra:
+        raise NotYet(f"the posts still carry {extra}; add a `$project` inside the $lookup pipeline.")
+    plan = db.command("explain", {"aggregate": "users", "pipeline": pipeline, "cursor": {}},
+                      verbosity="executionStats")
+    lookup = next((s["$lookup"] for s in plan.get("stages", []) if "$lookup" in s), None)
+    if lookup is not None and lookup.get("totalDocsExamined", 0) > 10:
+        raise NotYet(f"the result is right, but the join read {lookup['totalDocsExamined']} posts to build it: "
+                     "sort and limit *inside* the $lookup pipeline instead of trimming afterwards.")
+    return f"10 posts, newest first, three fields each, and the join read only what it returned."
+
+
+@register
+def _ex03() -> Exercise:
+    return Exercise(
+        id="03-bounded-lookup",
+        lesson="03_lookup",
+        task="Join Sam's 10 newest posts (only _id, title, createdAt) into his document with a bounded $lookup.",
+        checker=_check_bounded_lookup,
+        hints=["$lookup accepts localField/foreignField *and* a `pipeline` of stages applied to the matches.",
+               "Inside the $lookup pipeline: $sort {createdAt: -1, _id: -1}, $limit 10, $project {title: 1, createdAt: 1}."],
+        solution_text=(
+            'pipeline = [\n    {"$match": {"_id": "user:112"}},\n'
+            '    {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",\n'
+            '                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},\n'
+            '                              {"$project": {"title": 1, "createdAt": 1}}]}},\n]\nex.check(db, pipeline)'
+        ),
     )
