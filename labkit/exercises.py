@@ -227,6 +227,8 @@ def _ex02() -> Exercise:
 # --- notebook 03 -------------------------------------------------------------------------------------------
 
 def _check_bounded_lookup(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2):
+        raise NotYet("call it with the database and your pipeline: `ex.check(db, pipeline)`.")
     db, pipeline = args
     if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
         raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
