@@ -279,3 +279,49 @@ def _ex03() -> Exercise:
             '                              {"$project": {"title": 1, "createdAt": 1}}]}},\n]\nex.check(db, pipeline)'
         ),
     )
+
+
+# --- notebook 04 -------------------------------------------------------------------------------------------
+
+def _check_follow_indexes(follows: Any) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    if not hasattr(follows, "find") or not hasattr(follows, "insert_one"):
+        raise NotYet(f"pass the collection (`practice.follows`), not {type(follows).__name__}.")
+    edge = follows.find_one({}, sort=[("_id", 1)])
+    if edge is None:
+        raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
+    for label, field, other, value in (("who follows", "followingId", "followerId", edge["followingId"]),
+                                       ("whom ... follows", "followerId", "followingId", edge["followerId"])):
+        plan = follows.find({field: value}).sort(other, 1).limit(20).explain()
+        names = [s.get("stage") for s in _stages(plan["executionStats"]["executionStages"])]
+        if "COLLSCAN" in names:
+            raise NotYet(f"'{label}' ({field} equality) still scans the collection: no index starts with `{field}`.")
+        if "SORT" in names:
+            raise NotYet(f"'{label}' has a blocking SORT: the index starting with `{field}` must continue with "
+                         f"`{other}` so the page comes out in order.")
+    dup = {k: v for k, v in edge.items() if k != "_id"}
+    dup["_id"] = f"{edge['_id']}:duplicate-check"
+    try:
+        follows.insert_one(dup)
+    except DuplicateKeyError:
+        return "both directions are served by an index, in order, and duplicate edges are rejected."
+    follows.delete_one({"_id": dup["_id"]})
+    raise NotYet("a second follows document for the same follower/following pair was accepted (and removed "
+                 "again): make the {followerId, followingId} index unique.")
+
+
+@register
+def _ex04() -> Exercise:
+    return Exercise(
+        id="04-follow-indexes",
+        lesson="04_follows",
+        task="Index follows so both directions run from an index without a blocking SORT, and duplicates fail.",
+        checker=_check_follow_indexes,
+        hints=["One index per direction: equality field first, then the field the page is sorted by.",
+               "`create_index({...}, unique=True)` on {followerId: 1, followingId: 1}; mirror it for the other side."],
+        solution_text=(
+            'practice.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)\n'
+            'practice.follows.create_index({"followingId": 1, "followerId": 1})\nex.check(practice.follows)'
+        ),
+    )
