@@ -1,0 +1,234 @@
+"""Generated documents are up to date: CONTENTS.md, the navigation cells, students/, INSTRUCTOR.md.
+
+Each test regenerates in memory with tools/gen_docs.py and compares with the files on disk. When one fails,
+run `python3 tools/gen_docs.py` (then commit the changed files). The generator itself is tested on
+throw-away notebooks in a temporary directory.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gen_docs  # noqa: E402
+import notebook_meta  # noqa: E402
+from notebook_meta import Lesson, MetadataError  # noqa: E402
+
+FIX = f"run `{gen_docs.REGENERATE}` to regenerate"
+
+
+class Generated(dict):
+    """Generated path -> text; a short repr keeps failure messages readable."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} generated files>"
+
+
+@pytest.fixture(scope="module")
+def expected() -> Generated:
+    return Generated(gen_docs.expected_files(ROOT))
+
+
+def _stale(expected: dict[Path, str], paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(ROOT)) for p in paths
+            if not p.exists() or p.read_text(encoding="utf-8") != expected[p]]
+
+
+# --- the repository's generated files are fresh ------------------------------------------------------------
+
+def test_contents_is_fresh(expected):
+    stale = _stale(expected, [ROOT / "CONTENTS.md"])
+    assert not stale, f"CONTENTS.md is stale (notebook metadata changed or a lesson was added): {FIX}"
+
+
+def test_navigation_cells_are_fresh(expected):
+    paths = [p for p in expected if p.parent == ROOT / "notebooks"]
+    stale = _stale(expected, paths)
+    assert not stale, f"the navigation cell of {', '.join(stale)} is missing or stale: {FIX}"
+
+
+def test_student_copies_are_fresh(expected):
+    paths = [p for p in expected if p.parent == ROOT / "students"]
+    stale = _stale(expected, paths) + [str(p.relative_to(ROOT)) for p in gen_docs.obsolete_files(ROOT, expected)]
+    assert not stale, f"student copies {', '.join(stale)} are stale, missing or obsolete: {FIX}"
+
+
+def test_instructor_guide_is_fresh(expected):
+    stale = _stale(expected, [ROOT / "INSTRUCTOR.md"])
+    assert not stale, f"INSTRUCTOR.md is stale (notebook metadata changed or a lesson was added): {FIX}"
+
+
+# --- the generator, on throw-away notebooks ----------------------------------------------------------------
+
+HEADER = """# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+{meta}
+# ---
+"""
+BODY = """
+# %% [markdown]
+# # {title}
+
+# %%
+x = 1
+x
+
+# %% tags=["solution"]
+answer = x + 1
+answer
+"""
+
+
+def make_lesson(notebooks: Path, name: str, meta: str, title: str = "T", built: bool = True) -> Path:
+    """A small lesson source (and, when ``built``, an .ipynb with fake outputs) under ``notebooks``."""
+    notebooks.mkdir(parents=True, exist_ok=True)
+    src = notebooks / f"{name}.py"
+    src.write_text(HEADER.format(meta="\n".join(f"#     {ln}" for ln in meta.splitlines())) + BODY.format(title=title))
+    if built:
+        nb = jupytext.read(src)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
+                cell.execution_count = 1
+        nbformat.write(nb, src.with_suffix(".ipynb"))
+    return src
+
+
+@pytest.fixture()
+def course(tmp_path: Path) -> Path:
+    nbs = tmp_path / "notebooks"
+    make_lesson(nbs, "00_intro", "minutes: 10\ntitle: Intro\nsection: Introduction", "Intro")
+    make_lesson(nbs, "01_embed", "minutes: 20\ntitle: Embed | few\nsection: Relationships\nexercise_minutes: 10\n"
+                "demo: Show the roles array.\nmistakes:\n- Using the average as the bound.", "Embed")
+    make_lesson(nbs, "10_bucket", "minutes: 25\ntitle: Bucket\nsection: Patterns", "Bucket", built=False)
+    return tmp_path
+
+
+def test_metadata_reader_defaults_and_order(course):
+    got = notebook_meta.lessons(course / "notebooks")
+    assert [x.name for x in got] == ["00_intro", "01_embed", "10_bucket"]
+    assert got[0].exercise_minutes == 5 and got[0].demo == "" and got[0].mistakes == ()
+    assert got[1].exercise_minutes == 10 and got[1].slot_minutes == 30
+    assert got[1].mistakes == ("Using the average as the bound.",)
+    assert [s for s, _ in notebook_meta.sections(got)] == ["Introduction", "Relationships", "Patterns"]
+
+
+def test_metadata_reader_names_file_and_key(tmp_path):
+    make_lesson(tmp_path, "04_x", "minutes: 10\ntitle: X", built=False)
+    with pytest.raises(MetadataError, match=r"04_x.py.*section"):
+        notebook_meta.lessons(tmp_path)
+    make_lesson(tmp_path, "04_x", "minutes: ten\ntitle: X\nsection: S", built=False)
+    with pytest.raises(MetadataError, match=r"labkit.minutes='ten'"):
+        notebook_meta.lessons(tmp_path)
+
+
+def test_generate_then_fresh_then_stale_again(course):
+    changed = gen_docs.write_all(course)
+    assert course / "CONTENTS.md" in changed and course / "students" / "01_embed.ipynb" in changed
+    assert gen_docs.stale_files(course) == []
+    assert gen_docs.write_all(course) == []          # idempotent
+    contents = (course / "CONTENTS.md").read_text()
+    assert "| 01 | [Embed \\| few](notebooks/01_embed.ipynb) | 20 |" in contents
+    assert "| | **Relationships total** | **20** |" in contents and "| **Total** | **3** | **55** |" in contents
+    make_lesson(course / "notebooks", "02_more", "minutes: 5\ntitle: More\nsection: Relationships", built=False)
+    stale = gen_docs.stale_files(course)
+    assert course / "CONTENTS.md" in stale and course / "notebooks" / "01_embed.py" in stale
+    assert course / "notebooks" / "01_embed.ipynb" in stale and course / "INSTRUCTOR.md" in stale
+
+
+def test_navigation_cell_is_last_and_carried_into_the_notebook(course):
+    gen_docs.write_all(course)
+    for name, nav in [
+        ("00_intro", "[Contents](../CONTENTS.md) · [01 · Embed | few →](01_embed.ipynb)"),
+        ("01_embed", "[← 00 · Intro](00_intro.ipynb) · [Contents](../CONTENTS.md) · [10 · Bucket →](10_bucket.ipynb)"),
+    ]:
+        for ext in (".py", ".ipynb"):
+            last = jupytext.read(course / "notebooks" / f"{name}{ext}").cells[-1]
+            assert (last.cell_type, last.source, last.metadata["tags"]) == ("markdown", nav, ["navigation"])
+    last = jupytext.read(course / "notebooks" / "10_bucket.py").cells[-1]
+    assert last.source == "[← 01 · Embed | few](01_embed.ipynb) · [Contents](../CONTENTS.md)"
+
+
+def test_py_navigation_replaces_an_old_cell_wherever_it_is():
+    text = '# %%\nx = 1\n\n# %% [markdown] tags=["navigation"]\n# old\n\n# %% [markdown]\n# ## End\n'
+    new = gen_docs.py_with_navigation(text, "new\n\nline")
+    assert new == '# %%\nx = 1\n\n# %% [markdown]\n# ## End\n\n# %% [markdown] tags=["navigation"]\n# new\n#\n# line\n'
+    assert gen_docs.py_with_navigation(new, "new\n\nline") == new
+
+
+def test_student_copy_blanks_only_solution_cells(course):
+    gen_docs.write_all(course)
+    full = nbformat.read(course / "notebooks" / "00_intro.ipynb", as_version=4)
+    student = nbformat.read(course / "students" / "00_intro.ipynb", as_version=4)
+    assert len(full.cells) == len(student.cells)
+    for a, b in zip(full.cells, student.cells):
+        if "solution" in a.metadata.get("tags", []):
+            assert (b.cell_type, b.source, b.outputs, b.metadata["tags"]) == ("code", "# Your answer here", [], ["solution"])
+            assert "answer = x + 1" in a.source
+        else:
+            assert a == b                               # other cells keep their outputs
+    assert "jupytext" not in student.metadata          # opening the copy must not create a paired .py
+    assert not (course / "students" / "10_bucket.ipynb").exists()   # not built yet: no student copy
+    readme = (course / "students" / "README.md").read_text()
+    assert "| 00 | [Intro](00_intro.ipynb) | 10 | 1 |" in readme
+
+
+def test_obsolete_student_copies_are_stale_and_deleted(course):
+    gen_docs.write_all(course)
+    (course / "students" / "07_gone.ipynb").write_text("{}")
+    assert gen_docs.stale_files(course) == [course / "students" / "07_gone.ipynb"]
+    gen_docs.write_all(course)
+    assert not (course / "students" / "07_gone.ipynb").exists()
+
+
+def test_instructor_guide_copes_with_missing_keys(course):
+    gen_docs.write_all(course)
+    text = (course / "INSTRUCTOR.md").read_text()
+    assert "**Demo live:** Show the roles array." in text and "- Using the average as the bound." in text
+    assert "add `labkit.demo` to the YAML header of `notebooks/00_intro.py`" in text
+    for fact in ("LABKIT_DB_PREFIX", "python -m labkit seed social --db workshop --learners 30",
+                 "python -m labkit reset", "MONGODB_URI", "sl_<OS user name>_"):
+        assert fact in text
+
+
+def _lesson(i: int, minutes: int, section: str = "S") -> Lesson:
+    return Lesson(name=f"{i:02d}_l", number=f"{i:02d}", title=f"L{i}", section=section, minutes=minutes,
+                  exercise_minutes=5, demo="", mistakes=(), has_exercise=True, source=Path(f"{i:02d}_l.py"))
+
+
+@pytest.mark.parametrize("fmt", gen_docs.FORMATS, ids=lambda f: f.key)
+def test_agendas_fit_keep_order_and_spread_breaks(fmt):
+    course = [_lesson(i, m) for i, m in enumerate([15, 20, 30, 25, 30, 20, 35, 25, 30, 25, 20, 30, 25, 30, 20,
+                                                    25, 30, 35, 20, 25, 30, 25, 20, 30, 25])]
+    agenda = gen_docs.plan(fmt, course)
+    assert agenda.end <= fmt.total
+    assert list(agenda.covered) == course[:len(agenda.covered)]           # a prefix, in order
+    assert list(agenda.covered) + list(agenda.left_out) == course
+    budget = fmt.total - gen_docs.OPENING[1] - gen_docs.CLOSING[1] - sum(m for _, m in fmt.breaks)
+    used = sum(x.slot_minutes for x in agenda.covered)
+    assert used <= budget < used + agenda.left_out[0].slot_minutes        # the next lesson did not fit
+    items = [item for _, _, item in agenda.rows]
+    assert sum(item.startswith("**") for item in items) == len(fmt.breaks)
+    starts = [start for start, _, _ in agenda.rows]
+    assert starts == sorted(starts) and all(s + m == n for (s, m, _), n in zip(agenda.rows, starts[1:]))
+    assert gen_docs.plan(fmt, course) == agenda                           # deterministic
+
+
+def test_full_day_lunch_is_mid_day():
+    course = [_lesson(i, 25) for i in range(20)]
+    agenda = gen_docs.plan(gen_docs.FORMATS[2], course)
+    lunch = next(start for start, _, item in agenda.rows if item == "**Lunch**")
+    assert abs(lunch - agenda.end / 2) <= 60
