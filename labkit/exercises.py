@@ -325,3 +325,64 @@ def _ex04() -> Exercise:
             'practice.follows.create_index({"followingId": 1, "followerId": 1})\nex.check(practice.follows)'
         ),
     )
+
+
+# --- notebook 05 -------------------------------------------------------------------------------------------
+
+def _edges_and_copies(db: Any) -> tuple[set, set, set]:
+    edges = {(e["followerId"], e["followingId"]) for e in db.follows.find({}, {"followerId": 1, "followingId": 1})}
+    following, followers = set(), set()
+    for u in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
+        following |= {(u["_id"], b) for b in u.get("followingIds") or []}
+        followers |= {(a, u["_id"]) for a in u.get("followerIds") or []}
+    return edges, following, followers
+
+
+def _check_reconcile(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(db, reconcile)`.")
+    db, reconcile = args
+    edges_before = list(db.follows.find().sort("_id", 1))
+    if not edges_before:
+        raise NotYet("db.follows is empty; re-run the lesson's setup cells first.")
+    # Break the copies on purpose: drop one side of some edges, add a bogus id, duplicate one.
+    users = [u["_id"] for u in db.users.find({}, {"_id": 1}).sort("_id", 1).limit(6)]
+    e0, e1 = edges_before[0], edges_before[-1]
+    db.users.update_one({"_id": e0["followerId"]}, {"$pull": {"followingIds": e0["followingId"]}})
+    db.users.update_one({"_id": e1["followingId"]}, {"$pull": {"followerIds": e1["followerId"]}})
+    db.users.update_one({"_id": users[0]}, {"$push": {"followerIds": "user:does-not-exist"}})
+    db.users.update_one({"_id": users[1]}, {"$unset": {"followingIds": ""}})
+    reconcile(db)
+    edges_after = list(db.follows.find().sort("_id", 1))
+    if edges_after != edges_before:
+        raise NotYet(f"the follows edges changed ({len(edges_before)} before, {len(edges_after)} after): "
+                     "reconciliation rebuilds the copies from the edges and never touches the edges.")
+    edges, following, followers = _edges_and_copies(db)
+    if following != edges:
+        raise NotYet(f"{len(edges ^ following)} followingIds entries still disagree with the edges "
+                     f"(e.g. {sorted(edges ^ following)[:1]}).")
+    if followers != edges:
+        raise NotYet(f"{len(edges ^ followers)} followerIds entries still disagree with the edges "
+                     f"(e.g. {sorted(edges ^ followers)[:1]}); remember ids that should not be there at all.")
+    return f"all {len(edges)} edges are reflected exactly in both arrays, and the edges are untouched."
+
+
+@register
+def _ex05() -> Exercise:
+    return Exercise(
+        id="05-reconcile",
+        lesson="05_two_way",
+        task="Write reconcile(db): rebuild every user's followerIds/followingIds from the follows edges.",
+        checker=_check_reconcile,
+        hints=["Group the edges by follower (for followingIds) and by followed user (for followerIds).",
+               "Reset both arrays to [] for every user first, so users whose edges are all gone end up empty."],
+        solution_text=(
+            "def reconcile(db):\n"
+            "    for field, key, other in ((\"followingIds\", \"followerId\", \"followingId\"),\n"
+            "                              (\"followerIds\", \"followingId\", \"followerId\")):\n"
+            "        db.users.update_many({}, {\"$set\": {field: []}})\n"
+            "        for g in db.follows.aggregate([{\"$group\": {\"_id\": f\"${key}\", \"ids\": {\"$push\": f\"${other}\"}}}]):\n"
+            "            db.users.update_one({\"_id\": g[\"_id\"]}, {\"$set\": {field: g[\"ids\"]}})\n"
+            "\nex.check(db, reconcile)"
+        ),
+    )

@@ -1,0 +1,240 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "Two-way references and keeping copies consistent"
+#     section: Relationships
+# ---
+
+# %% [markdown]
+# # 05 · Two-way references and keeping copies consistent
+#
+# **You will learn**
+# - what it costs to store one relationship in three places (the `follows` edge plus an id array on each user);
+# - how a failure halfway through a follow leaves those places disagreeing;
+# - to make the writes all-or-nothing with a multi-document transaction (and what a real deployment needs);
+# - the alternative: update asynchronously, retry, and run a reconciliation job that rebuilds the copies.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import datetime as dt
+
+import pandas as pd
+
+import labkit
+from labkit.faults import SimulatedCrash, checkpoint, crash_at
+
+db = labkit.fresh_db("05_two_way")
+client = db.client
+labkit.seed.social(db, users=300, seed=5, celebrity_followers=200)
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | needs |
+# |---|---|---|
+# | follow / unfollow | write | the edge and both users' arrays change together |
+# | show whom X follows, who follows X | read | ids straight from the user document |
+#
+# Two-way referencing keeps `followingIds` on the follower and `followerIds` on the followed user, next to
+# the authoritative `follows` edges. Build those arrays from the edges once:
+
+# %%
+def rebuild_arrays(db):
+    """Reconciliation: recompute both arrays of every user from the authoritative follows edges."""
+    following = {d["_id"]: sorted(d["ids"]) for d in db.follows.aggregate(
+        [{"$group": {"_id": "$followerId", "ids": {"$push": "$followingId"}}}])}
+    followers = {d["_id"]: sorted(d["ids"]) for d in db.follows.aggregate(
+        [{"$group": {"_id": "$followingId", "ids": {"$push": "$followerId"}}}])}
+    changed = 0
+    for user in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
+        want = {"followingIds": following.get(user["_id"], []), "followerIds": followers.get(user["_id"], [])}
+        if {k: sorted(user.get(k, [])) for k in want} != want:
+            db.users.update_one({"_id": user["_id"]}, {"$set": want})
+            changed += 1
+    return changed
+
+
+print("users updated:", rebuild_arrays(db))
+
+
+# %%
+def drift(db):
+    """How far the copies are from the edges: users whose arrays disagree, and edges missing or extra."""
+    edges = {(e["followerId"], e["followingId"]) for e in db.follows.find({}, {"followerId": 1, "followingId": 1})}
+    from_following, from_followers = set(), set()
+    for u in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
+        from_following |= {(u["_id"], b) for b in u.get("followingIds", [])}
+        from_followers |= {(a, u["_id"]) for a in u.get("followerIds", [])}
+    bad = {a for a, _ in edges ^ from_following} | {b for _, b in edges ^ from_followers}
+    return {"edges": len(edges), "missing or extra in followingIds": len(edges ^ from_following),
+            "missing or extra in followerIds": len(edges ^ from_followers), "users out of step": len(bad)}
+
+
+drift(db)
+
+# %% [markdown]
+# ## The naive follow: three writes in a row
+#
+# Each write is atomic on its own document. The checkpoints mark the points between writes where a process
+# can die (a deploy, an out-of-memory kill, a lost connection).
+
+# %%
+def follow(db, a, b, when, session=None):
+    db.follows.insert_one({"_id": f"follow:{a[5:]}:{b[5:]}", "followerId": a, "followingId": b, "createdAt": when},
+                          session=session)
+    checkpoint("after the edge")
+    db.users.update_one({"_id": a}, {"$addToSet": {"followingIds": b}}, session=session)
+    checkpoint("after the follower's array")
+    db.users.update_one({"_id": b}, {"$addToSet": {"followerIds": a}}, session=session)
+
+
+when = dt.datetime(2026, 10, 7, 12, 0)
+follow(db, "user:234", "user:301", when)
+drift(db)
+
+# %% [markdown]
+# Now the process dies after the edge is written:
+
+# %%
+try:
+    with crash_at("after the edge"):
+        follow(db, "user:234", "user:302", when)
+except SimulatedCrash as exc:
+    print(exc)
+drift(db)
+
+# %% [markdown]
+# The edge exists, but neither user's array knows. Readers that use the arrays now disagree with readers that
+# use the edges.
+
+# %% [markdown]
+# ## Fix 1: a multi-document transaction
+#
+# In a transaction the three writes commit together or not at all. `with_transaction` aborts when the
+# callback raises, so the crash leaves nothing behind. On a real deployment transactions need a replica set
+# or a sharded cluster (a standalone server refuses them), and they cost more than single-document writes.
+
+# %%
+rebuild_arrays(db)
+before = drift(db)
+try:
+    with client.start_session() as session, crash_at("after the follower's array"):
+        session.with_transaction(lambda s: follow(db, "user:234", "user:303", when, session=s))
+except SimulatedCrash as exc:
+    print(exc)
+print("edge written:", db.follows.count_documents({"followerId": "user:234", "followingId": "user:303"}))
+pd.DataFrame({"before": before, "after the crash": drift(db)})
+
+# %%
+with client.start_session() as session:
+    session.with_transaction(lambda s: follow(db, "user:234", "user:303", when, session=s))
+drift(db)
+
+# %% [markdown]
+# ## Fix 2: asynchronous updates, retries and reconciliation
+#
+# Without transactions, write the authoritative edge first, then update the copies asynchronously with
+# retries; a periodic job rebuilds the copies from the edges and repairs whatever the retries missed.
+# Let's break many follows on purpose and then run the job:
+
+# %%
+targets = [f"user:{n}" for n in range(310, 370)]
+crashed = 0
+for i, b in enumerate(targets):
+    try:
+        with crash_at("after the edge" if i % 3 == 0 else "after the follower's array", on=1 if i % 2 == 0 else 2):
+            follow(db, "user:234", b, when)
+    except SimulatedCrash:
+        crashed += 1
+print(f"follows attempted: {len(targets)}, crashed halfway: {crashed}")
+drift(db)
+
+# %%
+print("users repaired:", rebuild_arrays(db))
+drift(db)
+
+# %% [markdown]
+# ## Explore: failure rate and drift
+#
+# Replay a batch of follows where one in *N* crashes halfway, in three designs: sequential writes, the same
+# writes in a transaction, and sequential writes followed by reconciliation.
+
+# %%
+from labkit.widgets import explorer
+
+sandbox = labkit.fresh_db("05_sandbox")
+labkit.seed.social(sandbox, users=200, seed=6, celebrity_followers=100)
+rebuild_arrays(sandbox)
+baseline = {c: list(sandbox[c].find()) for c in ("users", "follows")}
+
+
+def reset_sandbox():
+    for name, docs in baseline.items():
+        sandbox[name].delete_many({})
+        sandbox[name].insert_many([dict(d) for d in docs])
+
+
+def replay(one_in, follows):
+    rows = {}
+    for design in ("sequential", "transaction", "sequential + reconcile"):
+        reset_sandbox()
+        for i in range(follows):
+            a, b = f"user:{1000 + i}", f"user:{1001 + (i * 7) % 150}"
+            crash = i % one_in == 0
+            try:
+                with crash_at("after the edge", on=1 if crash else 10**9):
+                    if design == "transaction":
+                        with client.start_session() as s:
+                            s.with_transaction(lambda s: follow(sandbox, a, b, when, session=s))
+                    else:
+                        follow(sandbox, a, b, when)
+            except SimulatedCrash:
+                pass
+        if design.endswith("reconcile"):
+            rebuild_arrays(sandbox)
+        rows[f"{design}: users out of step"] = drift(sandbox)["users out of step"]
+    return rows
+
+
+failures = explorer(replay, sliders={"one_in": (1, 20, 5), "follows": (10, 100, 40, 10)},
+                    title="Crash one follow in N")
+failures
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `reconcile(db)`, your own version of the job: afterwards every user's `followerIds` and
+# `followingIds` must match the `follows` edges exactly, and the edges must be untouched. `ex.check(db,
+# reconcile)` first breaks some arrays on purpose, then runs your function.
+
+# %%
+ex = labkit.exercises.get("05-reconcile")
+ex
+
+# %% tags=["solution"]
+def reconcile(db):
+    for field, key, other in (("followingIds", "followerId", "followingId"), ("followerIds", "followingId", "followerId")):
+        db.users.update_many({}, {"$set": {field: []}})
+        for group in db.follows.aggregate([{"$group": {"_id": f"${key}", "ids": {"$push": f"${other}"}}}]):
+            db.users.update_one({"_id": group["_id"]}, {"$set": {field: group["ids"]}})
+
+
+ex.check(db, reconcile)
+
+# %% [markdown]
+# ## Summary
+#
+# - One relationship stored in three places needs three writes; any of them can be the last one that happened.
+# - Transactions make the writes all-or-nothing (replica sets and sharded clusters only), at a price.
+# - Without them: write the authoritative edge first, update copies with retries, and reconcile regularly.
+# - Usually simplest: keep only the `follows` collection and its two indexes (lesson 04).
+#
+# **Next:** 06 · denormalization: copies, caches and snapshots.
