@@ -97,7 +97,10 @@ def follow(db, a, b, when, session=None):
 
 
 when = dt.datetime(2026, 10, 7, 12, 0)
-follow(db, "user:234", "user:301", when)
+already = {e["followingId"] for e in db.follows.find({"followerId": "user:234"})}
+candidates = [u["_id"] for u in db.users.find({}, {"_id": 1}).sort("_id", 1)
+              if u["_id"] not in already and u["_id"] != "user:234"]
+follow(db, "user:234", candidates[0], when)
 drift(db)
 
 # %% [markdown]
@@ -106,7 +109,7 @@ drift(db)
 # %%
 try:
     with crash_at("after the edge"):
-        follow(db, "user:234", "user:302", when)
+        follow(db, "user:234", candidates[1], when)
 except SimulatedCrash as exc:
     print(exc)
 drift(db)
@@ -127,15 +130,15 @@ rebuild_arrays(db)
 before = drift(db)
 try:
     with client.start_session() as session, crash_at("after the follower's array"):
-        session.with_transaction(lambda s: follow(db, "user:234", "user:303", when, session=s))
+        session.with_transaction(lambda s: follow(db, "user:234", candidates[2], when, session=s))
 except SimulatedCrash as exc:
     print(exc)
-print("edge written:", db.follows.count_documents({"followerId": "user:234", "followingId": "user:303"}))
+print("edge written:", db.follows.count_documents({"followerId": "user:234", "followingId": candidates[2]}))
 pd.DataFrame({"before": before, "after the crash": drift(db)})
 
 # %%
 with client.start_session() as session:
-    session.with_transaction(lambda s: follow(db, "user:234", "user:303", when, session=s))
+    session.with_transaction(lambda s: follow(db, "user:234", candidates[2], when, session=s))
 drift(db)
 
 # %% [markdown]
@@ -146,7 +149,7 @@ drift(db)
 # Let's break many follows on purpose and then run the job:
 
 # %%
-targets = [f"user:{n}" for n in range(310, 370)]
+targets = candidates[3:63]
 crashed = 0
 for i, b in enumerate(targets):
     try:
@@ -174,6 +177,9 @@ sandbox = labkit.fresh_db("05_sandbox")
 labkit.seed.social(sandbox, users=200, seed=6, celebrity_followers=100)
 rebuild_arrays(sandbox)
 baseline = {c: list(sandbox[c].find()) for c in ("users", "follows")}
+sandbox_ids = sorted(u["_id"] for u in baseline["users"])
+sandbox_edges = {(e["followerId"], e["followingId"]) for e in baseline["follows"]}
+new_pairs = [(a, b) for a in sandbox_ids[:20] for b in sandbox_ids[-20:] if a != b and (a, b) not in sandbox_edges]
 
 
 def reset_sandbox():
@@ -186,8 +192,7 @@ def replay(one_in, follows):
     rows = {}
     for design in ("sequential", "transaction", "sequential + reconcile"):
         reset_sandbox()
-        for i in range(follows):
-            a, b = f"user:{1000 + i}", f"user:{1001 + (i * 7) % 150}"
+        for i, (a, b) in enumerate(new_pairs[:follows]):
             crash = i % one_in == 0
             try:
                 with crash_at("after the edge", on=1 if crash else 10**9):
