@@ -386,3 +386,57 @@ def _ex05() -> Exercise:
             "\nex.check(db, reconcile)"
         ),
     )
+
+
+# --- notebook 06 -------------------------------------------------------------------------------------------
+
+def _check_bounded_preview(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(db, add_follower)`.")
+    db, add_follower = args
+    test_id = "user:preview-check"
+    db.users.delete_one({"_id": test_id})
+    db.users.insert_one({"_id": test_id, "name": "Preview Check", "roles": []})
+    try:
+        names = ["Ann", "Bo", "Cy", "Di", "Ed"]
+        for i, name in enumerate(names):
+            add_follower(db, test_id, f"user:p{i}", name)
+        doc = db.users.find_one({"_id": test_id})
+    finally:
+        db.users.delete_one({"_id": test_id})
+    preview = doc.get("followerPreview")
+    if not isinstance(preview, list):
+        raise NotYet("after five calls the user has no `followerPreview` array; push into that field.")
+    if len(preview) > 3:
+        raise NotYet(f"the preview holds {len(preview)} entries after five follows; add `$slice: 3` to the $push.")
+    if len(preview) < 3:
+        raise NotYet(f"the preview holds only {len(preview)} entries; it should keep three.")
+    got = [(p.get("userId"), p.get("name")) for p in preview]
+    want = [("user:p4", "Ed"), ("user:p3", "Di"), ("user:p2", "Cy")]
+    if got == list(reversed(want)):
+        raise NotYet("these are the three newest, but oldest first: use `$position: 0` so the newest comes first.")
+    if got == [("user:p0", "Ann"), ("user:p1", "Bo"), ("user:p2", "Cy")] or got[0] == ("user:p0", "Ann"):
+        raise NotYet("the preview kept the *oldest* followers: with `$position: 0`, `$slice: 3` keeps the first three, "
+                     "which are the newest.")
+    if got != want:
+        raise NotYet(f"expected {want} (newest first), got {got}.")
+    if any(set(p) != {"userId", "name"} for p in preview):
+        raise NotYet("keep each entry to `{userId, name}`: copy only what the view needs.")
+    return "the preview stays at the three newest followers, newest first, in one update each."
+
+
+@register
+def _ex06() -> Exercise:
+    return Exercise(
+        id="06-bounded-preview",
+        lesson="06_denormalization",
+        task="Write add_follower(db, user_id, follower_id, name) keeping followerPreview to the 3 newest, newest first.",
+        checker=_check_bounded_preview,
+        hints=["`$push` takes modifiers: `{\"$each\": [entry], \"$position\": 0, \"$slice\": 3}`."],
+        solution_text=(
+            "def add_follower(db, user_id, follower_id, name):\n"
+            "    db.users.update_one({\"_id\": user_id}, {\"$push\": {\"followerPreview\": {\n"
+            "        \"$each\": [{\"userId\": follower_id, \"name\": name}], \"$position\": 0, \"$slice\": 3}}})\n"
+            "\nex.check(db, add_follower)"
+        ),
+    )

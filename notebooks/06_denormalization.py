@@ -1,0 +1,183 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Denormalization: copies, caches and snapshots"
+#     section: Relationships
+# ---
+
+# %% [markdown]
+# # 06 · Denormalization: copies, caches and snapshots
+#
+# **You will learn**
+# - to keep a *bounded* copy (a follower preview of three) with `$push`, `$each`, `$position` and `$slice`;
+# - the three meanings a copy can have: current canonical value, display cache, historical snapshot;
+# - to give a display cache a refresh deadline and a rebuild;
+# - to count what a rename must touch under each policy.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import datetime as dt
+
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("06_denormalization")
+labkit.seed.social(db, users=1500, seed=6, celebrity_followers=1000, celebrity_posts=800)
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | needs | freshness |
+# |---|---|---|---|
+# | profile header with "followed by Fred, Ann and 998 others" | read | 3 follower names | minutes old is fine |
+# | a post with its author's name as published | read | the name at publishing time | never changes |
+# | a post with its author's *current* name | read | today's name | exact |
+# | rename a user | write | rare | |
+#
+# ## A bounded follower preview
+#
+# The profile needs three names, not a thousand. Keep a preview of the three newest followers in the user
+# document; the full graph stays in `follows`. `$position: 0` puts the newcomer first and `$slice: 3` drops
+# whatever falls off the end, in the same atomic write.
+
+# %%
+def add_to_preview(db, user_id, follower, now):
+    db.users.update_one(
+        {"_id": user_id},
+        {"$push": {"followerPreview": {"$each": [{"userId": follower["_id"], "name": follower["name"]}],
+                                       "$position": 0, "$slice": 3}},
+         "$set": {"previewRefreshedAt": now}},
+    )
+
+
+newest = db.follows.find({"followingId": "user:112"}).sort([("createdAt", -1), ("_id", -1)]).limit(5)
+for edge in reversed(list(newest)):
+    add_to_preview(db, "user:112", db.users.find_one({"_id": edge["followerId"]}), edge["createdAt"])
+db.users.find_one({"_id": "user:112"}, {"followerPreview": 1, "previewRefreshedAt": 1})
+
+# %% [markdown]
+# Five followers were pushed; the preview holds three. The document stays the same size no matter how many
+# follow Sam.
+
+# %% [markdown]
+# ## A historical snapshot
+#
+# A post may copy its author's name *as it was when the post was published*. That copy must not follow a
+# rename: it is history.
+
+# %%
+db.posts.update_many({"authorId": "user:112"}, {"$set": {"authorSnapshot": {"name": "Sam"}}})
+db.users.update_one({"_id": "user:112"}, {"$set": {"name": "Samuel"}})
+post = db.posts.find_one({"_id": "post:234"})
+current = db.users.find_one({"_id": post["authorId"]}, {"name": 1})
+print("published as:", post["authorSnapshot"]["name"], "| author today:", current["name"])
+
+# %% [markdown]
+# ## A display cache, with a deadline
+#
+# Fred's name is cached in every preview that lists him. After Fred renames himself those copies are stale.
+# The policy: a preview may be at most one day old; a job rebuilds previews that are older.
+
+# %%
+def previews_listing(db, user_id):
+    return db.users.count_documents({"followerPreview.userId": user_id})
+
+
+fred_id = db.users.find_one({"followerPreview.0": {"$exists": True}}, {"followerPreview": 1})["followerPreview"][0]["userId"]
+db.users.update_one({"_id": fred_id}, {"$set": {"name": "Frederick"}})
+stale = db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": fred_id, "name": {"$ne": "Frederick"}}}})
+print(f"previews listing {fred_id}: {previews_listing(db, fred_id)}, stale after the rename: {stale}")
+
+
+# %%
+def rebuild_previews(db, now, max_age=dt.timedelta(days=1)):
+    """Rebuild previews refreshed before now - max_age from follows + users (the canonical sources)."""
+    rebuilt = 0
+    for user in db.users.find({"previewRefreshedAt": {"$lt": now - max_age}}, {"_id": 1}):
+        edges = db.follows.find({"followingId": user["_id"]}).sort([("createdAt", -1), ("_id", -1)]).limit(3)
+        ids = [e["followerId"] for e in edges]
+        names = {u["_id"]: u["name"] for u in db.users.find({"_id": {"$in": ids}}, {"name": 1})}
+        db.users.update_one({"_id": user["_id"]}, {"$set": {
+            "followerPreview": [{"userId": i, "name": names.get(i, "?")} for i in ids], "previewRefreshedAt": now}})
+        rebuilt += 1
+    return rebuilt
+
+
+print("previews rebuilt:", rebuild_previews(db, now=dt.datetime(2026, 12, 1)))
+stale = db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": fred_id, "name": {"$ne": "Frederick"}}}})
+print("stale previews now:", stale)
+
+# %% [markdown]
+# ## The current canonical value: resolve the reference
+#
+# When a view needs the name as it is *now*, do not copy it at all: read it from the user (a second query or
+# a `$lookup`). A rename then touches exactly one document.
+
+# %%
+list(db.posts.aggregate([
+    {"$match": {"_id": "post:234"}},
+    {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author",
+                 "pipeline": [{"$project": {"_id": 0, "name": 1}}]}},
+    {"$project": {"title": 1, "authorSnapshot": 1, "author": 1}},
+]))
+
+# %% [markdown]
+# ## Explore: what a rename touches
+#
+# For a user with a given number of posts and followed accounts (the slider picks the closest generated user),
+# count the documents a rename must rewrite under each policy.
+
+# %%
+from labkit.widgets import explorer
+
+post_counts = {d["_id"]: d["count"] for d in db.posts.aggregate([{"$sortByCount": "$authorId"}])}
+
+
+def rename_cost(posts):
+    user = min(post_counts, key=lambda u: (abs(post_counts[u] - posts), u))
+    return {"user": user, "posts": post_counts[user],
+            "canonical reference: documents rewritten": 1,
+            "display cache (previews): documents rewritten": 1 + previews_listing(db, user),
+            "copy of the current name on every post": 1 + post_counts[user],
+            "historical snapshot: documents rewritten": 1}
+
+
+renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10)}, title="Rename a user")
+renames
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `add_follower(db, user_id, follower_id, name)`: it must keep `followerPreview` to the **three newest**
+# followers, newest first, as `{userId, name}` entries, in **one** update. `ex.check(db, add_follower)` calls
+# it five times on a test user and inspects the preview.
+
+# %%
+ex = labkit.exercises.get("06-bounded-preview")
+ex
+
+# %% tags=["solution"]
+def add_follower(db, user_id, follower_id, name):
+    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
+        "$each": [{"userId": follower_id, "name": name}], "$position": 0, "$slice": 3}}})
+
+
+ex.check(db, add_follower)
+
+# %% [markdown]
+# ## Summary
+#
+# - Copy only what a hot read needs, and keep the copy bounded (`$slice`).
+# - Decide what each copy *means*: canonical (don't copy, resolve), cache (deadline + rebuild), snapshot (never rewrite).
+# - A rename's cost is the number of copies the policy says must follow it.
+#
+# **Next:** 07 · enforce the document shape with validation.
