@@ -440,3 +440,67 @@ def _ex06() -> Exercise:
             "\nex.check(db, add_follower)"
         ),
     )
+
+
+# --- notebook 07 -------------------------------------------------------------------------------------------
+
+def _check_post_validator(validator: Any) -> str:
+    import datetime as dt
+
+    from pymongo.errors import OperationFailure, WriteError
+
+    from labkit.engine import EmbeddedClient
+
+    if not isinstance(validator, dict) or not validator:
+        raise NotYet("`validator` must be a dict such as {\"$jsonSchema\": {...}}.")
+    scratch = EmbeddedClient()["exercise_07"]
+    try:
+        coll = scratch.create_collection("posts", validator=validator)
+    except OperationFailure as exc:
+        raise NotYet(f"the server refuses these rules: {exc}") from None
+    when = dt.datetime(2026, 10, 2, 12)
+    good = [{"_id": "p1", "authorId": "user:112", "title": "favorite pizza", "createdAt": when},
+            {"_id": "p2", "authorId": "user:234", "title": "x" * 200, "createdAt": when, "location": "Sacramento"}]
+    bad = [
+        ({"_id": "b1", "authorId": 112, "title": "t", "createdAt": when}, "a numeric authorId"),
+        ({"_id": "b2", "authorId": "112", "title": "t", "createdAt": when}, "an authorId without the 'user:' prefix"),
+        ({"_id": "b3", "authorId": "user:1", "title": "", "createdAt": when}, "an empty title"),
+        ({"_id": "b4", "authorId": "user:1", "title": "x" * 201, "createdAt": when}, "a 201-character title"),
+        ({"_id": "b5", "authorId": "user:1", "title": "t", "createdAt": "2026-10-02"}, "createdAt given as a string"),
+        ({"_id": "b6", "authorId": "user:1", "title": "t"}, "a post without createdAt"),
+        ({"_id": "b7", "title": "t", "createdAt": when}, "a post without authorId"),
+    ]
+    for doc in good:
+        try:
+            coll.insert_one(doc)
+        except WriteError:
+            raise NotYet(f"a valid post was rejected: {doc['_id']} with title of {len(doc['title'])} characters "
+                         "(extra fields such as `location` must stay allowed).") from None
+    for doc, what in bad:
+        try:
+            coll.insert_one(doc)
+        except WriteError as exc:
+            if exc.code != 121:
+                raise NotYet(f"{what} failed with code {exc.code}, not validation (121).") from None
+            continue
+        raise NotYet(f"{what} was accepted; tighten the rules.")
+    return "valid posts pass and each of the seven bad ones is rejected with code 121."
+
+
+@register
+def _ex07() -> Exercise:
+    return Exercise(
+        id="07-post-validator",
+        lesson="07_validation",
+        task="Write a validator for posts: authorId 'user:...' string, title 1-200 chars, createdAt a date.",
+        checker=_check_post_validator,
+        hints=["`required` lists the three fields; `properties` gives each a `bsonType`.",
+               "`pattern: \"^user:\"`, `minLength: 1`, `maxLength: 200`, `bsonType: \"date\"`."],
+        solution_text=(
+            'validator = {"$jsonSchema": {\n    "bsonType": "object",\n'
+            '    "required": ["authorId", "title", "createdAt"],\n    "properties": {\n'
+            '        "authorId": {"bsonType": "string", "pattern": "^user:"},\n'
+            '        "title": {"bsonType": "string", "minLength": 1, "maxLength": 200},\n'
+            '        "createdAt": {"bsonType": "date"},\n    },\n}}\nex.check(validator)'
+        ),
+    )
