@@ -504,3 +504,43 @@ def _ex07() -> Exercise:
             '        "createdAt": {"bsonType": "date"},\n    },\n}}\nex.check(validator)'
         ),
     )
+
+
+# --- notebook 08 -------------------------------------------------------------------------------------------
+
+def _check_orphans(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2):
+        raise NotYet("call it with the database and your list: `ex.check(db, orphans)`.")
+    db, orphans = args
+    if not isinstance(orphans, list):
+        raise NotYet(f"`orphans` should be a list of post ids, got {type(orphans).__name__}.")
+    users = {u["_id"] for u in db.users.find({}, {"_id": 1})}
+    truth = sorted(p["_id"] for p in db.posts.find({}, {"authorId": 1}) if p.get("authorId") not in users)
+    if not truth:
+        raise NotYet("there are no orphaned posts in this database; run the deletion cell first.")
+    got = list(orphans)
+    if got and isinstance(got[0], dict):
+        raise NotYet("give the ids only (`d[\"_id\"]`), not whole documents.")
+    if sorted(got) == truth and got != truth:
+        raise NotYet("the right ids, but not sorted; use `sorted(...)`.")
+    missing, extra = sorted(set(truth) - set(got)), sorted(set(got) - set(truth))
+    if missing or extra:
+        raise NotYet(f"{len(missing)} orphan(s) missing (e.g. {missing[:2]}) and {len(extra)} post(s) that still "
+                     f"have an author (e.g. {extra[:2]}).")
+    return f"all {len(truth)} orphaned posts found; a repair job would now delete or reassign them."
+
+
+@register
+def _ex08() -> Exercise:
+    return Exercise(
+        id="08-orphans",
+        lesson="08_capstone_profile",
+        task="List (sorted) the ids of posts whose author no longer exists.",
+        checker=_check_orphans,
+        hints=["`$lookup` from users on authorId; an orphan's joined array is empty (`$size: 0`)."],
+        solution_text=(
+            'orphans = sorted(d["_id"] for d in db.posts.aggregate([\n'
+            '    {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}},\n'
+            '    {"$match": {"author": {"$size": 0}}},\n    {"$project": {"_id": 1}},\n]))\nex.check(db, orphans)'
+        ),
+    )
