@@ -1,0 +1,993 @@
+"""EmbeddedCollection: mongomock's Collection with maintained indexes, atomic writes and a planner-driven Cursor."""
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping
+from typing import Any, Iterable
+
+import bson
+from bson import ObjectId, SON
+from mongomock import (BulkWriteError, DuplicateKeyError, OperationFailure, WriteError, helpers)
+from mongomock import collection as mm_collection
+from mongomock.results import (BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult)
+from pymongo import ReturnDocument
+from pymongo.operations import IndexModel
+
+from . import keys as K
+from .indexes import Index, IndexSpec, gen_index_name
+from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
+                      unsupported)
+from .store import store_key
+
+MAX_BSON = 16 * 1024 * 1024
+_ASC_DESC = (1, -1)
+
+
+def fast_copy(v: Any) -> Any:
+    """Deep copy of plain BSON-ish data (dicts, lists, immutables)."""
+    t = type(v)
+    if t is dict:
+        return {k: fast_copy(x) if type(x) in (dict, list) else x for k, x in v.items()}
+    if t is list:
+        return [fast_copy(x) if type(x) in (dict, list) else x for x in v]
+    if isinstance(v, dict):
+        return type(v)((k, fast_copy(x)) for k, x in v.items())
+    return v
+
+
+def _sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
+    if key_or_list is None:
+        return []
+    if isinstance(key_or_list, str):
+        return [(key_or_list, 1 if direction is None else direction)]
+    if isinstance(key_or_list, Mapping):
+        return list(key_or_list.items())
+    out = []
+    for item in key_or_list:
+        if isinstance(item, str):
+            out.append((item, 1))
+        else:
+            out.append((item[0], item[1]))
+    return out
+
+
+def _check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    out = []
+    for f, d in sort:
+        if isinstance(d, dict):
+            raise unsupported("Sort by %s (%r)" % (f, d))
+        if d not in _ASC_DESC:
+            raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
+        if f == "$natural":
+            raise unsupported("sort by $natural")
+        out.append((f, int(d)))
+    return out
+
+
+class EmbeddedCollection(mm_collection.Collection):
+    """A collection whose reads go through the planner and whose writes keep indexes consistent."""
+
+    # ------------------------------------------------------------------------------ store helpers
+    @property
+    def _store(self):
+        return self._db_store[self._name]
+
+    def _ns(self) -> str:
+        return "%s.%s" % (self.database.name, self._name)
+
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        c = super().with_options(codec_options, read_preference, write_concern, read_concern)
+        if type(c) is mm_collection.Collection:
+            return EmbeddedCollection(self.database, self.name, write_concern=c.write_concern,
+                                      read_concern=c.read_concern, read_preference=c.read_preference,
+                                      codec_options=c.codec_options, _db_store=self._db_store)
+        return c
+
+    # ------------------------------------------------------------------------------ key checks
+    def _dup_error(self, ix: Index, doc: dict, key: tuple, bulk: bool = False) -> DuplicateKeyError:
+        kv = self._key_value(ix, doc, key)
+        shown = ", ".join("%s: %s" % (f, K.fmt_value(v)) for f, v in kv.items())
+        msg = "E11000 duplicate key error collection: %s index: %s dup key: { %s }" % (self._ns(), ix.spec.name, shown)
+        details = {"index": 0, "code": 11000, "errmsg": msg, "keyPattern": dict(ix.spec.key), "keyValue": kv}
+        err = DuplicateKeyError(msg, 11000, details)
+        return err
+
+    def _key_value(self, ix: Index, doc: dict, key: tuple) -> dict:
+        out = {}
+        for f, parts, desc, kb in zip(ix.spec.fields, ix.spec.parts, ix.spec.desc, key):
+            val: Any = None
+            for v in K.path_values(doc, parts) or [None]:
+                e = ix.keyfunc(v)
+                if (K.invert(e) if desc else e) == kb:
+                    val = v
+                    break
+            out[f] = val
+        return out
+
+    def _compute_keys(self, doc: dict, rid: int, pending: dict | None = None) -> dict[str, tuple[list, dict]]:
+        """Index keys for ``doc`` on every index; raises on parallel arrays or unique conflicts."""
+        st = self._store
+        out = {}
+        for name, ix in st.ix.items():
+            try:
+                keys, arrays = ix.keys_for(doc)
+            except K.ParallelArrays as e:
+                raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
+            if ix.spec.unique and keys:
+                for k in keys:
+                    other = ix.find_conflict(k, rid)
+                    if other is not None:
+                        raise self._dup_error(ix, doc, k)
+                    if pending is not None:
+                        p = pending.setdefault(name, {})
+                        o = p.get(k)
+                        if o is not None and o != rid:
+                            raise self._dup_error(ix, doc, k)
+            out[name] = (keys, arrays)
+        if pending is not None:
+            for name, (keys, _) in out.items():
+                if st.ix[name].spec.unique:
+                    p = pending.setdefault(name, {})
+                    for k in keys:
+                        p[k] = rid
+        return out
+
+    def _prepare_insert(self, data: Any) -> dict:
+        if not isinstance(data, Mapping):
+            raise TypeError("document must be an instance of dict, bson.son.SON, or any other type that "
+                            "inherits from collections.MutableMapping")
+        if not all(isinstance(k, str) for k in data):
+            raise ValueError("Document keys must be strings")
+        mm_collection._validate_data_fields(data)
+        if "_id" not in data:
+            data["_id"] = ObjectId()
+        try:
+            size = len(bson.encode(data))
+        except bson.errors.InvalidDocument as e:
+            raise
+        if size > MAX_BSON:
+            raise WriteError("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
+        return helpers.patch_datetime_awareness_in_document(data)
+
+    def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
+        st = self._store
+        st.docs[rid] = doc
+        sk = store_key(doc["_id"])
+        st.rid_by_key[sk] = rid
+        st._documents[sk] = doc
+        for name, (ks, arrays) in keys.items():
+            ix = st.ix[name]
+            ix.note_arrays(arrays)
+            ix.add(ks, rid)
+        st.version += 1
+
+    def _insert_one_doc(self, data: Any) -> Any:
+        doc = self._prepare_insert(data)
+        st = self._store
+        if store_key(doc["_id"]) in st.rid_by_key:
+            raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
+        rid = st.next_rid
+        keys = self._compute_keys(doc, rid)
+        st.next_rid += 1
+        self._commit_insert(doc, rid, keys)
+        return doc["_id"]
+
+    def _insert(self, data, session=None, ordered=True):
+        if session:
+            raise unsupported("Sessions")
+        if isinstance(data, Mapping):
+            return self._insert_one_doc(data)
+        return self._insert_many_docs(list(data), ordered)
+
+    def _insert_many_docs(self, docs: list, ordered: bool) -> list:
+        st = self._store
+        pending: dict = {}
+        staged: list[tuple[dict, int, dict]] = []
+        ids: list = []
+        errors: list[dict] = []
+        seen_ids: set = set()
+        for i, data in enumerate(docs):
+            try:
+                doc = self._prepare_insert(data)
+                sk = store_key(doc["_id"])
+                if sk in st.rid_by_key or sk in seen_ids:
+                    raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
+                rid = st.next_rid
+                st.next_rid += 1
+                keys = self._compute_keys(doc, rid, pending)
+            except (WriteError, DuplicateKeyError) as e:
+                det = dict(e.details or {})
+                det.update({"index": i, "code": e.code, "errmsg": str(e), "op": data})
+                errors.append(det)
+                if ordered:
+                    break
+                continue
+            seen_ids.add(sk)
+            staged.append((doc, rid, keys))
+            ids.append(doc["_id"])
+        self._commit_bulk(staged)
+        if errors:
+            raise BulkWriteError({"writeErrors": errors, "writeConcernErrors": [], "nInserted": len(staged),
+                                  "nUpserted": 0, "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []})
+        return ids
+
+    def _commit_bulk(self, staged: list) -> None:
+        if not staged:
+            return
+        st = self._store
+        per_index: dict[str, list] = {n: [] for n in st.ix}
+        for doc, rid, keys in staged:
+            st.docs[rid] = doc
+            sk = store_key(doc["_id"])
+            st.rid_by_key[sk] = rid
+            st._documents[sk] = doc
+            for name, (ks, arrays) in keys.items():
+                if arrays:
+                    st.ix[name].note_arrays(arrays)
+                lst = per_index[name]
+                for k in ks:
+                    lst.append((k, rid))
+        for name, items in per_index.items():
+            st.ix[name].add_bulk(items)
+        st.version += 1
+
+    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_is_mutable_mapping("document", document)
+        return InsertOneResult(self._insert(document, session), acknowledged=True)
+
+    def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, comment=None):
+        if not isinstance(documents, Iterable) or isinstance(documents, Mapping):
+            raise TypeError("documents must be a non-empty list")
+        documents = list(documents)
+        if not documents:
+            raise TypeError("documents must be a non-empty list")
+        for d in documents:
+            mm_collection.validate_is_mutable_mapping("document", d)
+        return InsertManyResult(self._insert(documents, session, ordered=ordered), acknowledged=True)
+
+    # ------------------------------------------------------------------------------ read helpers
+    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None) -> list[int]:
+        q = Query(filter_, sort=_check_sort(_sort_list(sort)) if sort else None, hint=hint,
+                  limit=0 if multi else 1)
+        ex = self._run(q, stop_after=None if multi else 1)
+        return [m[0] for m in ex.results]
+
+    def _run(self, q: Query, stop_after: int | None = None):
+        st = self._store
+        ix = express_eligible(st, q)
+        if ix is not None:
+            return _run_express(st, ix, q)
+        if q.limit:
+            n = q.limit
+            stop_after = n if stop_after is None else min(stop_after, n)
+        return plan_and_run(st, q, stop_after=stop_after)
+
+    # ------------------------------------------------------------------------------ updates
+    def _update(self, spec, document, upsert=False, manipulate=False, multi=False, check_keys=False,
+                hint=None, session=None, collation=None, let=None, array_filters=None, sort=None, **kwargs):
+        if session:
+            raise unsupported("Sessions")
+        if collation:
+            raise unsupported("collation on updates")
+        if array_filters:
+            raise unsupported("array_filters")
+        if let:
+            raise unsupported("let on updates")
+        if kwargs:
+            raise OperationFailure("BSON field 'update.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        spec = helpers.patch_datetime_awareness_in_document(spec)
+        document = helpers.patch_datetime_awareness_in_document(document)
+        mm_collection.validate_is_mapping("spec", spec)
+        mm_collection.validate_list_or_mapping("document", document)
+        if isinstance(document, list):
+            mm_collection._validate_document_stages(document)
+        st = self._store
+        rids = self._matching_rids(spec, multi, sort=sort, hint=hint)
+        n_matched = n_modified = 0
+        upserted_id = None
+        for rid in rids:
+            old = st.docs.get(rid)
+            if old is None:
+                continue
+            n_matched += 1
+            new = fast_copy(old)
+            try:
+                if isinstance(document, list):
+                    self._apply_update_pipeline(new, document, session)
+                else:
+                    self._apply_update_document(new, spec, document, False)
+            except NotImplementedError as e:
+                raise unsupported("Update %s (%s)" % (document, e)) from None
+            if new == old and _same_types(new, old):
+                continue
+            if old.get("_id") != new.get("_id"):
+                raise WriteError("Performing an update on the path '_id' would modify the immutable field '_id'", 66)
+            size = len(bson.encode(new))
+            if size > MAX_BSON:
+                raise WriteError("Resulting document after update is larger than %d" % MAX_BSON, 17419)
+            self._replace_doc(rid, old, new)
+            n_modified += 1
+        if upsert and not n_matched:
+            if spec.get("_id") is not None and not (isinstance(spec["_id"], dict) and
+                                                      any(str(k).startswith("$") for k in spec["_id"])):
+                _id = spec["_id"]
+            elif not isinstance(document, list) and document.get("_id") is not None:
+                _id = document["_id"]
+            else:
+                _id = ObjectId()
+            to_insert = dict(spec, _id=_id)
+            to_insert = self._expand_dots(to_insert)
+            to_insert, _ = self._discard_operators(to_insert)
+            if isinstance(document, list):
+                self._apply_update_pipeline(to_insert, document, session)
+            else:
+                self._apply_update_document(to_insert, spec, document, True)
+            upserted_id = self._insert_one_doc(to_insert)
+        return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upserted_id is not None else 0),
+                "nModified": n_modified, "ok": 1, "upserted": upserted_id, "updatedExisting": bool(n_matched)}
+
+    def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
+        """Validate every index for ``new`` first; then swap document and index entries together."""
+        st = self._store
+        plans = []
+        for name, ix in st.ix.items():
+            try:
+                new_keys, arrays = ix.keys_for(new)
+            except K.ParallelArrays as e:
+                raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
+            old_keys, _ = ix.keys_for(old)
+            if ix.spec.unique:
+                for k in new_keys:
+                    if ix.find_conflict(k, rid) is not None:
+                        raise self._dup_error(ix, new, k)
+            plans.append((ix, old_keys, new_keys, arrays))
+        for ix, old_keys, new_keys, arrays in plans:
+            if old_keys != new_keys:
+                os_, ns_ = set(old_keys), set(new_keys)
+                ix.remove([k for k in old_keys if k not in ns_], rid)
+                ix.add([k for k in new_keys if k not in os_], rid)
+            ix.note_arrays(arrays)
+        st.docs[rid] = new
+        st._documents[store_key(new["_id"])] = new
+        st.version += 1
+
+    def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
+                   array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_update(update)
+        return UpdateResult(self._update(filter, update, upsert=upsert, hint=hint, session=session,
+                                         collation=collation, array_filters=array_filters, let=let, sort=sort),
+                            acknowledged=True)
+
+    def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
+                    collation=None, hint=None, session=None, let=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_update(update)
+        return UpdateResult(self._update(filter, update, upsert=upsert, multi=True, hint=hint, session=session,
+                                         collation=collation, array_filters=array_filters, let=let),
+                            acknowledged=True)
+
+    def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
+                    hint=None, session=None, let=None, sort=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_replace(replacement)
+        return UpdateResult(self._update(filter, replacement, upsert=upsert, hint=hint, session=session,
+                                         collation=collation, let=let, sort=sort), acknowledged=True)
+
+    # ------------------------------------------------------------------------------ deletes
+    def _delete(self, filter, collation=None, hint=None, multi=False, session=None, let=None):
+        if collation:
+            raise unsupported("collation on deletes")
+        if session:
+            raise unsupported("Sessions")
+        if let:
+            raise unsupported("let on deletes")
+        filter = helpers.patch_datetime_awareness_in_document(filter)
+        if filter is None:
+            filter = {}
+        if not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        rids = self._matching_rids(filter, multi, hint=hint)
+        n = 0
+        for rid in rids:
+            if self._remove_rid(rid):
+                n += 1
+        return {"connectionId": self.database.client._id, "n": n, "ok": 1.0, "err": None}
+
+    def _remove_rid(self, rid: int) -> bool:
+        st = self._store
+        doc = st.docs.pop(rid, None)
+        if doc is None:
+            return False
+        sk = store_key(doc["_id"])
+        st.rid_by_key.pop(sk, None)
+        st._documents.pop(sk, None)
+        for ix in st.ix.values():
+            keys, _ = ix.keys_for(doc)
+            ix.remove(keys, rid)
+        st.version += 1
+        return True
+
+    def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        mm_collection.validate_is_mapping("filter", filter)
+        return DeleteResult(self._delete(filter, collation=collation, hint=hint, session=session, let=let), True)
+
+    def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        mm_collection.validate_is_mapping("filter", filter)
+        return DeleteResult(self._delete(filter, collation=collation, hint=hint, multi=True, session=session,
+                                         let=let), True)
+
+    # ------------------------------------------------------------------------------ find & friends
+    def find(self, filter=None, projection=None, skip=0, limit=0, no_cursor_timeout=False, cursor_type=None,
+             sort=None, allow_partial_results=False, oplog_replay=False, batch_size=0, collation=None,
+             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=False,
+             show_record_id=False, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
+             **kwargs):
+        if kwargs:
+            raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
+        for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
+                          ("show_record_id", show_record_id), ("let", let), ("session", session),
+                          ("cursor_type", cursor_type)):
+            if val:
+                raise unsupported("find(%s=...)" % name)
+        if filter is None:
+            filter = {}
+        mm_collection.validate_is_mapping("filter", filter)
+        if isinstance(projection, (list, tuple)):
+            projection = {f: 1 for f in projection}
+        c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
+                   batch_size=batch_size, hint=hint)
+        return c
+
+    def find_one(self, filter=None, *args, **kwargs):
+        if filter is None:
+            filter = {}
+        if not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        kwargs["limit"] = -1
+        for doc in self.find(filter, *args, **kwargs):
+            return doc
+        return None
+
+    def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
+                         return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
+                         array_filters=None, collation=None, **kwargs):
+        remove = kwargs.pop("remove", False)
+        kwargs.pop("comment", None)
+        if kwargs:
+            raise TypeError("unexpected keyword argument '%s'" % next(iter(kwargs)))
+        for name, val in (("session", session), ("let", let), ("array_filters", array_filters),
+                          ("collation", collation)):
+            if val:
+                raise unsupported("find_one_and_*(%s=...)" % name)
+        st = self._store
+        rids = self._matching_rids(query, False, sort=sort, hint=hint)
+        if not rids:
+            if remove or not upsert:
+                return None
+            res = self._update(query, update, upsert=True)
+            if return_document is ReturnDocument.AFTER:
+                return self.find_one({"_id": res["upserted"]}, projection)
+            return None
+        rid = rids[0]
+        old = st.docs[rid]
+        before = self._project(old, projection)
+        if remove:
+            self._remove_rid(rid)
+            return before
+        self._update({"_id": old["_id"]}, update)
+        if return_document is ReturnDocument.AFTER:
+            return self._project(st.docs[rid], projection)
+        return before
+
+    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, let=None,
+                            comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        return self._find_and_modify(filter, projection, sort=sort, remove=True, hint=hint, session=session,
+                                     let=let, **kwargs)
+
+    def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
+                             return_document=ReturnDocument.BEFORE, hint=None, session=None, let=None,
+                             comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        mm_collection.validate_ok_for_replace(replacement)
+        return self._find_and_modify(filter, projection, replacement, upsert, sort, return_document, hint=hint,
+                                     session=session, let=let, **kwargs)
+
+    def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
+                            return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
+                            let=None, comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        mm_collection.validate_ok_for_update(update)
+        return self._find_and_modify(filter, projection, update, upsert, sort, return_document, hint=hint,
+                                     session=session, let=let, array_filters=array_filters, **kwargs)
+
+    def _project(self, doc: dict, projection: Any) -> dict:
+        if projection is None:
+            out = fast_copy(doc)
+        else:
+            if isinstance(projection, (list, tuple)):
+                projection = {f: 1 for f in projection}
+            try:
+                out = self._copy_only_fields(doc, dict(projection), dict)
+            except ValueError as e:
+                raise OperationFailure(str(e), 31254) from None
+        if self.codec_options.tz_aware:
+            out = helpers.make_datetime_timezone_aware_in_document(out)
+        return out
+
+    def count_documents(self, filter, session=None, collation=None, hint=None, skip=0, limit=None,
+                        maxTimeMS=None, comment=None, **kwargs):
+        if kwargs:
+            raise OperationFailure("unrecognized field '%s'" % next(iter(kwargs)))
+        if session:
+            raise unsupported("Sessions")
+        if collation:
+            raise unsupported("count_documents(collation=...)")
+        if limit is not None:
+            if not isinstance(limit, (int, float)) or limit <= 0:
+                raise OperationFailure("the limit must be positive")
+        filter = helpers.patch_datetime_awareness_in_document(filter or {})
+        mm_collection.validate_is_mapping("filter", filter)
+        q = Query(filter, hint=hint, kind="count")
+        if not filter and hint is None:
+            n = len(self._store.docs)
+        else:
+            n = len(self._run(q).results)
+        n = max(n - (skip or 0), 0)
+        return n if limit is None else min(n, int(limit))
+
+    def estimated_document_count(self, **kwargs):
+        for k in kwargs:
+            if k not in ("maxTimeMS", "comment"):
+                raise OperationFailure("BSON field 'count.%s' is an unknown field." % k)
+        return len(self._store.docs)
+
+    def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
+        if kwargs.get("collation"):
+            raise unsupported("distinct(collation=...)")
+        if session:
+            raise unsupported("Sessions")
+        if not isinstance(key, str):
+            raise TypeError("key must be an instance of str")
+        filter = helpers.patch_datetime_awareness_in_document(filter or {})
+        ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
+        st = self._store
+        return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
+
+    # ------------------------------------------------------------------------------ indexes
+    def create_index(self, keys, session=None, comment=None, **kwargs):
+        if session:
+            raise unsupported("Sessions")
+        kwargs.pop("cache_for", None)
+        key = helpers.create_index_list(keys)
+        if not key:
+            raise ValueError("key_or_list must not be empty")
+        return self._create_index(key, kwargs)
+
+    def _create_index(self, key: list, opts: dict) -> str:
+        opts = dict(opts)
+        name = opts.pop("name", None) or gen_index_name(key)
+        unique = opts.pop("unique", False)
+        sparse = opts.pop("sparse", False)
+        partial = opts.pop("partialFilterExpression", None)
+        hidden = opts.pop("hidden", False)
+        expire = opts.pop("expireAfterSeconds", None)
+        collation = opts.pop("collation", None)
+        opts.pop("background", None)
+        opts.pop("v", None)
+        if collation is not None:
+            raise unsupported("Index collation")
+        extra = {}
+        for k in list(opts):
+            if k in ("weights", "default_language", "language_override", "textIndexVersion", "2dsphereIndexVersion",
+                     "bits", "min", "max", "wildcardProjection", "storageEngine", "clustered"):
+                raise unsupported("Index option '%s'" % k)
+            raise OperationFailure("The field '%s' is not valid for an index specification." % k, 197)
+        for f, d in key:
+            if not (isinstance(d, (int, float)) and not isinstance(d, bool) and d != 0) and d not in ("hashed", "text", "2d", "2dsphere"):
+                raise OperationFailure("Values in the index key pattern can only be numbers or strings", 67)
+        spec = IndexSpec(name, key, unique=unique, sparse=sparse, partial=partial, hidden=hidden, expire=expire,
+                         collation=collation)
+        st = self._store
+        for existing in st.ix.values():
+            if existing.spec.name == name:
+                if existing.spec.same_options(spec) and existing.spec.hidden == spec.hidden:
+                    return name
+                raise OperationFailure("An existing index has the same name as the requested index. "
+                                       "When index names are not specified, they are auto generated and can "
+                                       "cause conflicts. Please refer to our documentation. Requested index: %s, "
+                                       "existing index: %s" % (spec.info(), existing.spec.info()), 86)
+            if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
+                    existing.spec.collation == spec.collation:
+                raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        ix = Index(spec)
+        items = []
+        seen: dict = {}
+        for rid, doc in st.docs.items():
+            try:
+                keys, arrays = ix.keys_for(doc)
+            except K.ParallelArrays as e:
+                raise OperationFailure("Index build failed: %s" % e, 171) from None
+            ix.note_arrays(arrays)
+            for k in keys:
+                if spec.unique:
+                    o = seen.get(k)
+                    if o is not None and o != rid:
+                        err = self._dup_error(ix, doc, k)
+                        raise DuplicateKeyError("Index build failed: " + str(err), 11000, err.details)
+                    seen[k] = rid
+                items.append((k, rid))
+        items.sort()
+        ix.entries = items
+        st.ix[name] = ix
+        st.indexes[name] = {"key": key}
+        st._is_force_created = True
+        st.version += 1
+        return name
+
+    def create_indexes(self, indexes, session=None, comment=None, **kwargs):
+        names = []
+        for m in indexes:
+            if not isinstance(m, IndexModel):
+                raise TypeError("%s is not an instance of pymongo.operations.IndexModel" % (m,))
+            doc = dict(m.document)
+            key = list(doc.pop("key").items())
+            names.append(self._create_index(key, doc))
+        return names
+
+    def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
+        if isinstance(index_or_name, (list, tuple)):
+            name = gen_index_name(helpers.create_index_list(index_or_name))
+        elif isinstance(index_or_name, Mapping):
+            name = gen_index_name(list(index_or_name.items()))
+        else:
+            name = index_or_name
+        if name == "*":
+            return self.drop_indexes()
+        st = self._store
+        if name == "_id_":
+            raise OperationFailure("cannot drop _id index", 72)
+        if name not in st.ix:
+            raise OperationFailure("index not found with name [%s]" % name, 27)
+        del st.ix[name]
+        st.indexes.pop(name, None)
+        st.version += 1
+
+    def drop_indexes(self, session=None, comment=None, **kwargs):
+        st = self._store
+        for name in [n for n in st.ix if n != "_id_"]:
+            del st.ix[name]
+            st.indexes.pop(name, None)
+        st.version += 1
+
+    def list_indexes(self, session=None, comment=None):
+        from mongomock.command_cursor import CommandCursor
+        st = self._store
+        if not st.is_created:
+            return CommandCursor([])
+        return CommandCursor([ix.spec.info() for ix in st.ix.values()])
+
+    def index_information(self, session=None, comment=None):
+        st = self._store
+        if not st.is_created:
+            return {}
+        out = {}
+        for ix in st.ix.values():
+            info = ix.spec.info()
+            name = info.pop("name")
+            info["key"] = list(info["key"].items())
+            out[name] = info
+        return out
+
+    def _set_hidden(self, name: str, hidden: bool) -> bool:
+        st = self._store
+        if name not in st.ix:
+            raise OperationFailure("cannot find index %s for ns %s" % (name, self._ns()), 27)
+        if name == "_id_":
+            raise OperationFailure("can't hide _id index", 72)
+        old = st.ix[name].spec.hidden
+        st.ix[name].spec.hidden = bool(hidden)
+        st.version += 1
+        return old
+
+    # ------------------------------------------------------------------------------ misc
+    def drop(self, session=None, comment=None, **kwargs):
+        self.database.drop_collection(self.name)
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        from .aggregation import run_pipeline
+        if session:
+            raise unsupported("Sessions")
+        if kwargs.get("explain"):
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
+        for k, v in kwargs.items():
+            if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "batchSize", "comment", "max_time_ms", "hint"):
+                continue
+            if k == "collation" and v is None:
+                continue
+            if k == "let" and not v:
+                continue
+            raise unsupported("aggregate(%s=...)" % k)
+        from mongomock.command_cursor import CommandCursor
+        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint")))
+
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
+                   let=None, **kwargs):
+        from .bulk import run_bulk
+        if session:
+            raise unsupported("Sessions")
+        return run_bulk(self, list(requests), ordered)
+
+    def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
+        from .explain_doc import explain_query
+        return explain_query(self, q, verbosity, command)
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a.keys()) == list(b.keys()) and all(_same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
+    return True
+
+
+def distinct_values(docs: Iterable[dict], key: str) -> list:
+    seen: dict[bytes, Any] = {}
+    parts = key.split(".")
+    for doc in docs:
+        vals = K.path_values(doc, parts)
+        for v in vals:
+            if isinstance(v, K.Undefined):
+                continue
+            e = K.encode(v)
+            if e not in seen:
+                seen[e] = v
+    return [fast_copy(seen[e]) for e in sorted(seen)]
+
+
+class _ExpressExec:
+    def __init__(self, winner, results, millis):
+        self.winner = winner
+        self.cands = [winner]
+        self.notes = {"express": True, "trial": []}
+        self.results = results
+        self.millis = millis
+
+
+def _run_express(st, ix, q: Query):
+    from .planner import Candidate
+    t0 = time.perf_counter()
+    f = q.filter
+    (path, cond), = f.items()
+    if isinstance(cond, dict) and "$eq" in cond:
+        cond = cond["$eq"]
+    elif isinstance(cond, dict) and "$in" in cond:
+        cond = cond["$in"][0]
+    stage = Express(ix, st, cond)
+    results = []
+    lim = q.limit or None
+    while True:
+        s = stage.work()
+        if s == 0:
+            results.append(stage.out)
+            if lim and len(results) >= lim:
+                break
+        elif s == 2:
+            break
+    ix.accesses += 1
+    cand = Candidate(lambda: stage, ix, True, False, desc="EXPRESS")
+    cand.root = stage
+    return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
+
+
+class Cursor:
+    """A pymongo-like cursor; the query runs through the planner on first iteration."""
+
+    def __init__(self, collection: EmbeddedCollection, filter_: dict, projection: Any, skip: int, limit: int,
+                 sort: list | None, batch_size: int = 0, hint: Any = None) -> None:
+        self.collection = self._collection = collection
+        self._filter = helpers.patch_datetime_awareness_in_document(filter_)
+        self._projection = projection
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an instance of int")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an instance of int")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._skip = skip
+        self._limit = limit
+        self._sort = _check_sort(sort) if sort else None
+        self._hint = hint
+        self._batch_size = batch_size
+        self._results: list | None = None
+        self._i = 0
+        self._killed = False
+        self._max_time_ms = None
+
+    def _check_okay_to_chain(self) -> None:
+        if self._results is not None:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("cannot set options after executing query")
+
+    def _query(self) -> Query:
+        lim = self._limit
+        return Query(self._filter, self._sort, self._projection, self._skip, abs(lim) if lim else 0, self._hint,
+                     self._batch_size)
+
+    def _execute(self) -> None:
+        coll = self.collection
+        ex = coll._run(self._query())
+        docs = []
+        proj = self._projection
+        st = coll._store
+        for rid, doc, key in ex.results:
+            if doc is None:
+                doc = st.docs.get(rid)
+                if doc is None:
+                    continue
+            docs.append(coll._project(doc, proj))
+        self._results = docs
+        self._i = 0
+
+    # iteration ----------------------------------------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict:
+        if self._results is None:
+            self._execute()
+        if self._killed or self._i >= len(self._results):
+            raise StopIteration
+        d = self._results[self._i]
+        self._i += 1
+        return d
+
+    next = __next__
+
+    def to_list(self, length: int | None = None) -> list:
+        out = []
+        for d in self:
+            out.append(d)
+            if length is not None and len(out) >= length:
+                break
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._killed = True
+
+    @property
+    def alive(self) -> bool:
+        if self._killed:
+            return False
+        return self._results is None or self._i < len(self._results)
+
+    def rewind(self) -> "Cursor":
+        self._results = None
+        self._i = 0
+        self._killed = False
+        return self
+
+    def clone(self) -> "Cursor":
+        c = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
+                   self._batch_size, self._hint)
+        c._max_time_ms = self._max_time_ms
+        return c
+
+    __copy__ = clone
+
+    # modifiers ----------------------------------------------------------------------------------
+    def sort(self, key_or_list, direction=None) -> "Cursor":
+        self._check_okay_to_chain()
+        s = _sort_list(key_or_list, direction)
+        if not s:
+            raise ValueError("key_or_list must not be the empty list")
+        self._sort = _check_sort(s)
+        return self
+
+    def skip(self, skip: int) -> "Cursor":
+        self._check_okay_to_chain()
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an instance of int")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._skip = skip
+        return self
+
+    def limit(self, limit: int) -> "Cursor":
+        self._check_okay_to_chain()
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an instance of int")
+        self._limit = limit
+        return self
+
+    def hint(self, index) -> "Cursor":
+        self._check_okay_to_chain()
+        if isinstance(index, (list, tuple)):
+            index = _sort_list(index)
+        self._hint = index
+        return self
+
+    def batch_size(self, n: int) -> "Cursor":
+        if not isinstance(n, int) or n < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._batch_size = n
+        return self
+
+    def max_time_ms(self, ms) -> "Cursor":
+        self._max_time_ms = ms
+        return self
+
+    def allow_disk_use(self, allow: bool) -> "Cursor":
+        return self
+
+    def comment(self, comment) -> "Cursor":
+        return self
+
+    def collation(self, collation) -> "Cursor":
+        if collation:
+            raise unsupported("Cursor.collation()")
+        return self
+
+    def where(self, code) -> "Cursor":
+        raise unsupported("$where / Cursor.where()")
+
+    def max(self, spec) -> "Cursor":
+        raise unsupported("Cursor.max()")
+
+    def min(self, spec) -> "Cursor":
+        raise unsupported("Cursor.min()")
+
+    def distinct(self, key: str) -> list:
+        q = self._query()
+        ex = self.collection._run(q)
+        st = self.collection._store
+        return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
+
+    def explain(self, verbosity: str = "allPlansExecution") -> dict:
+        cmd: dict[str, Any] = {"find": self.collection.name, "filter": self._filter}
+        if self._sort:
+            cmd["sort"] = dict(self._sort)
+        if self._projection:
+            cmd["projection"] = self._projection
+        if self._skip:
+            cmd["skip"] = self._skip
+        if self._limit:
+            cmd["limit"] = abs(self._limit)
+            if self._limit < 0:
+                cmd["singleBatch"] = True
+        if self._hint is not None:
+            cmd["hint"] = dict(self._hint) if isinstance(self._hint, list) else self._hint
+        return self.collection.explain_find(self._query(), verbosity, cmd)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            if index.step is not None:
+                raise IndexError("Cursor instances do not support slice steps")
+            start = index.start or 0
+            c = self.clone()
+            c._skip = self._skip + start
+            if index.stop is not None:
+                c._limit = max(index.stop - start, 0) or -1
+            return c
+        c = self.clone()
+        c._skip = self._skip + index
+        c._limit = -1
+        for d in c:
+            return d
+        raise IndexError("no such item for Cursor instance")
+
+    @property
+    def address(self):
+        return ("embedded", 0)

@@ -1,0 +1,221 @@
+"""EmbeddedDatabase: collections of the embedded engine plus the commands a teaching lab needs."""
+from __future__ import annotations
+
+from typing import Any
+
+import bson
+from mongomock import OperationFailure
+from mongomock import database as mm_database
+from mongomock import read_preferences
+
+from .collection import EmbeddedCollection, _check_sort, _sort_list
+from .planner import Query, unsupported
+from . import stats
+
+
+class EmbeddedDatabase(mm_database.Database):
+    def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
+                       read_concern=None):
+        if read_preference is not None:
+            read_preferences.ensure_read_preference_type("read_preference", read_preference)
+        try:
+            return self._collection_accesses[name].with_options(
+                codec_options=codec_options or self._codec_options,
+                read_preference=read_preference or self.read_preference,
+                read_concern=read_concern, write_concern=write_concern)
+        except KeyError:
+            self._ensure_valid_collection_name(name)
+            coll = self._collection_accesses[name] = EmbeddedCollection(
+                self, name=name, read_concern=read_concern, write_concern=write_concern,
+                read_preference=read_preference or self.read_preference,
+                codec_options=codec_options or self._codec_options, _db_store=self._store)
+            return coll
+
+    def create_collection(self, name, **kwargs):
+        unsupported_opts = [k for k in kwargs if k not in ("check_exists", "session")]
+        if unsupported_opts:
+            raise unsupported("create_collection(%s=...)" % unsupported_opts[0])
+        kwargs.pop("check_exists", None)
+        kwargs.pop("session", None)
+        return super().create_collection(name)
+
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        return EmbeddedDatabase(self._client, self.name, self._store,
+                                read_preference=read_preference or self._read_preference,
+                                codec_options=codec_options or self._codec_options,
+                                read_concern=read_concern or self._read_concern)
+
+    # ------------------------------------------------------------------------------ commands
+    def command(self, command, value=1, check=True, allowable_errors=None, read_preference=None,
+                codec_options=None, session=None, comment=None, **kwargs):
+        if isinstance(command, str):
+            cmd = {command: value}
+            cmd.update(kwargs)
+        else:
+            cmd = dict(command)
+            cmd.update(kwargs)
+        name = next(iter(cmd))
+        handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        if handler is None:
+            raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
+                                   "server (set MONGODB_URI))" % name, 59)
+        return handler(self, cmd)
+
+
+def _cmd_ping(db, cmd):
+    return {"ok": 1.0}
+
+
+def _cmd_buildinfo(db, cmd):
+    return {"version": "8.0.0", "versionArray": [8, 0, 0, 0], "gitVersion": "labkit-embedded",
+            "labkit": {"engine": "embedded", "models": "MongoDB 8.0 classic engine"}, "ok": 1.0}
+
+
+def _cmd_explain(db, cmd):
+    inner = cmd["explain"]
+    verbosity = cmd.get("verbosity", "allPlansExecution")
+    if not isinstance(inner, dict) or not inner:
+        raise OperationFailure("explain command requires a nested object", 2)
+    op = next(iter(inner))
+    coll = db.get_collection(inner[op]) if isinstance(inner[op], str) else None
+    if coll is None:
+        raise OperationFailure("collection name has invalid type", 73)
+    if op == "find":
+        allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
+                   "comment", "maxTimeMS", "$db"}
+        extra = set(inner) - allowed
+        if extra:
+            raise unsupported("explain find option '%s'" % sorted(extra)[0])
+        sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
+        q = Query(inner.get("filter") or {}, sort, inner.get("projection"), inner.get("skip", 0),
+                  inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0))
+        return coll.explain_find(q, verbosity, inner)
+    if op == "count":
+        extra = set(inner) - {"count", "query", "limit", "skip", "hint", "maxTimeMS", "comment", "$db"}
+        if extra:
+            raise unsupported("explain count option '%s'" % sorted(extra)[0])
+        q = Query(inner.get("query") or {}, hint=inner.get("hint"), kind="count")
+        return coll.explain_find(q, verbosity, inner)
+    if op == "distinct":
+        extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}
+        if extra:
+            raise unsupported("explain distinct option '%s'" % sorted(extra)[0])
+        q = Query(inner.get("query") or {}, hint=inner.get("hint"), kind="distinct", distinct_key=inner["key"])
+        return coll.explain_find(q, verbosity, inner)
+    if op == "aggregate":
+        from .aggregation import explain_pipeline
+        return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
+    raise unsupported("explain of '%s'" % op)
+
+
+def _cmd_collmod(db, cmd):
+    name = cmd["collMod"]
+    coll = db.get_collection(name)
+    if not coll._store.is_created:
+        raise OperationFailure("ns does not exist", 26)
+    out: dict[str, Any] = {"ok": 1.0}
+    for k, v in cmd.items():
+        if k == "collMod":
+            continue
+        if k == "index":
+            iname = v.get("name")
+            if iname is None and "keyPattern" in v:
+                for ix in coll._store.ix.values():
+                    if dict(ix.spec.key) == dict(v["keyPattern"]):
+                        iname = ix.spec.name
+            if iname is None:
+                raise OperationFailure("no index specified", 2)
+            if "hidden" in v:
+                old = coll._set_hidden(iname, v["hidden"])
+                out["hidden_old"] = old
+                out["hidden_new"] = bool(v["hidden"])
+            if "expireAfterSeconds" in v:
+                ix = coll._store.ix[iname]
+                out["expireAfterSeconds_old"] = ix.spec.expire
+                ix.spec.expire = v["expireAfterSeconds"]
+                out["expireAfterSeconds_new"] = v["expireAfterSeconds"]
+            for opt in set(v) - {"name", "keyPattern", "hidden", "expireAfterSeconds"}:
+                raise unsupported("collMod index option '%s'" % opt)
+        else:
+            raise unsupported("collMod option '%s'" % k)
+    return out
+
+
+def _cmd_collstats(db, cmd):
+    return stats.coll_stats(db.get_collection(cmd[next(iter(cmd))]), scale=cmd.get("scale", 1))
+
+
+def _cmd_dbstats(db, cmd):
+    return stats.db_stats(db, scale=cmd.get("scale", 1))
+
+
+def _cmd_listindexes(db, cmd):
+    coll = db.get_collection(cmd["listIndexes"])
+    if not coll._store.is_created:
+        raise OperationFailure("ns does not exist: %s.%s" % (db.name, coll.name), 26)
+    return {"cursor": {"id": 0, "ns": "%s.%s" % (db.name, coll.name),
+                       "firstBatch": list(coll.list_indexes())}, "ok": 1.0}
+
+
+def _cmd_count(db, cmd):
+    coll = db.get_collection(cmd["count"])
+    q = cmd.get("query") or {}
+    kw = {}
+    if cmd.get("limit"):
+        kw["limit"] = cmd["limit"]
+    if cmd.get("skip"):
+        kw["skip"] = cmd["skip"]
+    if cmd.get("hint") is not None:
+        kw["hint"] = cmd["hint"]
+    return {"n": coll.count_documents(q, **kw), "ok": 1.0}
+
+
+def _cmd_distinct(db, cmd):
+    coll = db.get_collection(cmd["distinct"])
+    return {"values": coll.distinct(cmd["key"], cmd.get("query") or {}), "ok": 1.0}
+
+
+def _cmd_create_indexes(db, cmd):
+    coll = db.get_collection(cmd["createIndexes"])
+    before = len(coll._store.ix)
+    for spec in cmd["indexes"]:
+        spec = dict(spec)
+        key = list(spec.pop("key").items())
+        coll._create_index(key, spec)
+    return {"numIndexesBefore": before, "numIndexesAfter": len(coll._store.ix), "ok": 1.0}
+
+
+def _cmd_drop_indexes(db, cmd):
+    coll = db.get_collection(cmd["dropIndexes"])
+    idx = cmd.get("index", "*")
+    if idx == "*":
+        coll.drop_indexes()
+    else:
+        coll.drop_index(idx)
+    return {"ok": 1.0}
+
+
+def _cmd_hello(db, cmd):
+    return {"isWritablePrimary": True, "ismaster": True, "maxBsonObjectSize": 16 * 1024 * 1024,
+            "maxWireVersion": 25, "minWireVersion": 0, "ok": 1.0}
+
+
+def _cmd_server_status(db, cmd):
+    return {"host": "labkit-embedded", "version": "8.0.0", "process": "labkit", "ok": 1.0}
+
+
+_COMMANDS = {
+    "ping": _cmd_ping,
+    "buildinfo": _cmd_buildinfo, "buildInfo": _cmd_buildinfo,
+    "explain": _cmd_explain,
+    "collMod": _cmd_collmod, "collmod": _cmd_collmod,
+    "collStats": _cmd_collstats, "collstats": _cmd_collstats,
+    "dbStats": _cmd_dbstats, "dbstats": _cmd_dbstats,
+    "listIndexes": _cmd_listindexes, "listindexes": _cmd_listindexes,
+    "count": _cmd_count,
+    "distinct": _cmd_distinct,
+    "createIndexes": _cmd_create_indexes, "createindexes": _cmd_create_indexes,
+    "dropIndexes": _cmd_drop_indexes, "dropindexes": _cmd_drop_indexes,
+    "hello": _cmd_hello, "isMaster": _cmd_hello, "ismaster": _cmd_hello,
+    "serverStatus": _cmd_server_status, "serverstatus": _cmd_server_status,
+}

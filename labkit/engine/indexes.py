@@ -1,0 +1,180 @@
+"""B-tree-like indexes: sorted lists of ``(key tuple, record id)`` searched with ``bisect``.
+
+Each key tuple holds one order-preserving byte string per index field (inverted for descending fields),
+so Python's C-level tuple/bytes comparison gives MongoDB's index order.
+"""
+from __future__ import annotations
+
+import bisect
+import itertools
+from typing import Any, Callable, Iterable
+
+from mongomock.filtering import filter_applies
+
+from . import keys as K
+
+KeyFunc = Callable[[Any], bytes]
+
+
+def default_collation_key(value: Any, collation: dict | None = None) -> bytes:
+    """Simple binary comparison (the pluggable collation seam; swap for labkit.collation later)."""
+    return K.encode(value)
+
+
+def gen_index_name(key: list[tuple[str, Any]]) -> str:
+    return "_".join("%s_%s" % (f, d) for f, d in key)
+
+
+class IndexSpec:
+    """What ``listIndexes`` shows for one index."""
+
+    def __init__(self, name: str, key: list[tuple[str, Any]], unique: bool = False, sparse: bool = False,
+                 partial: dict | None = None, hidden: bool = False, expire: Any = None,
+                 collation: dict | None = None, extra: dict | None = None) -> None:
+        self.name = name
+        self.key = [(f, d) for f, d in key]
+        self.fields = [f for f, _ in self.key]
+        self.parts = [f.split(".") for f in self.fields]
+        self.desc = [(isinstance(d, (int, float)) and d < 0) for _, d in self.key]
+        self.unique = bool(unique) or name == "_id_"
+        self.sparse = bool(sparse)
+        self.partial = partial
+        self.hidden = bool(hidden)
+        self.expire = expire
+        self.collation = collation
+        self.extra = extra or {}
+        for f, d in self.key:
+            if isinstance(d, str):
+                raise _op_failure("Index type '%s' is not supported on the embedded engine; "
+                                  "use a real server (set MONGODB_URI)" % d, 67)
+
+    def info(self) -> dict:
+        d: dict[str, Any] = {"v": 2, "key": dict(self.key), "name": self.name}
+        if self.unique and self.name != "_id_":
+            d["unique"] = True
+        if self.sparse:
+            d["sparse"] = True
+        if self.partial is not None:
+            d["partialFilterExpression"] = self.partial
+        if self.hidden:
+            d["hidden"] = True
+        if self.expire is not None:
+            d["expireAfterSeconds"] = self.expire
+        if self.collation is not None:
+            d["collation"] = self.collation
+        d.update(self.extra)
+        return d
+
+    def same_options(self, other: "IndexSpec") -> bool:
+        return (self.key == other.key and self.unique == other.unique and self.sparse == other.sparse
+                and self.partial == other.partial and self.expire == other.expire
+                and self.collation == other.collation)
+
+
+def _op_failure(msg: str, code: int, details: dict | None = None):
+    from mongomock import OperationFailure
+    return OperationFailure(msg, code, details)
+
+
+class Index:
+    """A maintained index over one collection."""
+
+    def __init__(self, spec: IndexSpec, keyfunc: KeyFunc | None = None) -> None:
+        self.spec = spec
+        self.entries: list[tuple[tuple, int]] = []
+        self.keyfunc: KeyFunc = keyfunc or K.encode
+        self.multikey = False
+        self.multikey_paths: dict[str, set[str]] = {f: set() for f in spec.fields}
+        self.accesses = 0
+        import datetime
+        self.since = datetime.datetime.utcnow()
+
+    # -- key generation -------------------------------------------------------------------------
+    def keys_for(self, doc: dict) -> tuple[list[tuple], dict[str, set[str]]]:
+        """Index keys of ``doc`` (empty list when sparse/partial excludes it). Raises ParallelArrays."""
+        spec = self.spec
+        if spec.partial is not None and not filter_applies(spec.partial, doc):
+            return [], {}
+        kv, arrays_pos = K.index_key_values(doc, spec.parts)
+        kf = self.keyfunc
+        missing = K.MISSING
+        null_enc = kf(None)
+        if not arrays_pos:
+            vals = kv[0]
+            if spec.sparse and all(v is missing for v in vals):
+                return [], {}
+            key = tuple((K.invert(e) if d else e) for e, d in
+                        zip(((null_enc if v is missing else kf(v)) for v in vals), spec.desc))
+            return [key], {}
+        arrays = {spec.fields[p]: s for p, s in arrays_pos.items()}
+        if len(arrays) > 1:
+            self._check_parallel(arrays)
+        if spec.sparse and all(v is missing for key in kv for v in key):
+            return [], {}
+        out = set()
+        for vals in kv:
+            out.add(tuple((K.invert(e) if d else e) for e, d in
+                          zip(((null_enc if v is missing else kf(v)) for v in vals), spec.desc)))
+        return sorted(out), arrays
+
+    def _check_parallel(self, arrays: dict[str, set[str]]) -> None:
+        items = list(arrays.items())
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                fi, pi = items[i]
+                fj, pj = items[j]
+                for a in pi:
+                    for b in pj:
+                        if not (a == b or a.startswith(b + ".") or b.startswith(a + ".")):
+                            raise K.ParallelArrays(b.split(".")[-1], a.split(".")[-1])
+
+    # -- maintenance ------------------------------------------------------------------------------
+    def note_arrays(self, arrays: dict[str, set[str]]) -> None:
+        if arrays:
+            self.multikey = True
+            for f, ps in arrays.items():
+                self.multikey_paths[f] |= ps
+
+    def find_conflict(self, key: tuple, rid: int) -> int | None:
+        """Record id of another entry with the same key (for unique indexes), else None."""
+        e = self.entries
+        i = bisect.bisect_left(e, (key,))
+        while i < len(e) and e[i][0] == key:
+            if e[i][1] != rid:
+                return e[i][1]
+            i += 1
+        return None
+
+    def add(self, keys: list[tuple], rid: int) -> None:
+        e = self.entries
+        for k in keys:
+            bisect.insort(e, (k, rid))
+
+    def add_bulk(self, items: list[tuple[tuple, int]]) -> None:
+        if len(items) > 32 and len(items) * 8 > len(self.entries) // 8:
+            self.entries.extend(items)
+            self.entries.sort()
+        else:
+            e = self.entries
+            for it in items:
+                bisect.insort(e, it)
+
+    def remove(self, keys: list[tuple], rid: int) -> None:
+        e = self.entries
+        for k in keys:
+            i = bisect.bisect_left(e, (k, rid))
+            if i < len(e) and e[i] == (k, rid):
+                del e[i]
+
+    def clear(self) -> None:
+        self.entries = []
+        self.multikey = False
+        self.multikey_paths = {f: set() for f in self.spec.fields}
+
+    # -- explain helpers --------------------------------------------------------------------------
+    def multikey_paths_doc(self) -> dict[str, list[str]]:
+        return {f: sorted(p) for f, p in self.multikey_paths.items()}
+
+    def key_size_bytes(self) -> int:
+        """Estimated size: encoded key bytes + 8-byte record id + 16 bytes per-entry overhead."""
+        return sum(sum(len(x) for x in k) + 24 for k, _ in self.entries)

@@ -1,0 +1,411 @@
+"""BSON total order as order-preserving byte strings ("key strings"), index key generation, display.
+
+Every BSON value is encoded to ``bytes`` so that comparing the bytes gives MongoDB's comparison order
+(MinKey < undefined < null/missing < numbers < string < object < array < binData < ObjectId < bool < date
+< timestamp < regex < MaxKey; numbers compare across int/float/Decimal128). Encodings are prefix-free,
+so a descending index field simply stores the bitwise inverse of the encoding.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import re
+import struct
+from decimal import Decimal
+from typing import Any, Callable, Iterable
+
+import bson
+from bson import ObjectId, Timestamp, Regex, Binary, Decimal128, Int64
+from bson.min_key import MinKey
+from bson.max_key import MaxKey
+
+T_MINKEY = 0x0A
+T_UNDEF = 0x0F
+T_NULL = 0x14
+T_NUM = 0x1E
+T_STR = 0x3C
+T_OBJ = 0x46
+T_ARR = 0x50
+T_BIN = 0x5A
+T_OID = 0x64
+T_BOOL = 0x6E
+T_DATE = 0x78
+T_TS = 0x82
+T_REGEX = 0x8C
+T_MAXKEY = 0xF0
+
+MINKEY_B = bytes([T_MINKEY])
+MAXKEY_B = bytes([T_MAXKEY])
+NULL_B = bytes([T_NULL])
+UNDEF_B = bytes([T_UNDEF])
+LOW = b"\x00"      # sorts below every encoded field
+HIGH = b"\xff"     # sorts above every encoded field (also inverted ones)
+
+_INV = bytes(255 - i for i in range(256))
+_EPOCH = datetime.datetime(1970, 1, 1)
+_EPOCH_TZ = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_RE_TYPE = type(re.compile(""))
+
+
+class Undefined:
+    """Marker for the key of an empty array (BSON undefined)."""
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+
+UNDEFINED = Undefined()
+
+
+def invert(b: bytes) -> bytes:
+    return b.translate(_INV)
+
+
+def _enc_str(s: str) -> bytes:
+    return s.encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00"
+
+
+def _enc_double(f: float) -> bytes:
+    if f == 0:
+        f = 0.0
+    (u,) = struct.unpack(">Q", struct.pack(">d", f))
+    if u >> 63:
+        u ^= 0xFFFFFFFFFFFFFFFF
+    else:
+        u |= 0x8000000000000000
+    return u.to_bytes(8, "big")
+
+
+def _enc_number(v: Any) -> bytes:
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        if d.is_nan():
+            return b"\x1e\x00"
+        try:
+            f = float(d)
+        except OverflowError:  # pragma: no cover
+            f = math.inf if d > 0 else -math.inf
+        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+    if isinstance(v, float):
+        if v != v:
+            return b"\x1e\x00"
+        return b"\x1e\x01" + _enc_double(v) + b"\x02"
+    # int
+    try:
+        f = float(v)
+    except OverflowError:  # pragma: no cover
+        f = math.inf if v > 0 else -math.inf
+    if math.isinf(f):
+        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+    d = v - int(f)
+    if d == 0:
+        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+    tag = b"\x01" if d < 0 else b"\x03"
+    return b"\x1e\x01" + _enc_double(f) + tag + (d + (1 << 63)).to_bytes(8, "big")
+
+
+def canonical_type(v: Any) -> int:
+    if v is None:
+        return T_NULL
+    if isinstance(v, bool):
+        return T_BOOL
+    if isinstance(v, (int, float, Decimal128)):
+        return T_NUM
+    if isinstance(v, str):
+        return T_STR
+    if isinstance(v, dict):
+        return T_OBJ
+    if isinstance(v, (list, tuple)):
+        return T_ARR
+    if isinstance(v, ObjectId):
+        return T_OID
+    if isinstance(v, datetime.datetime):
+        return T_DATE
+    if isinstance(v, (bytes, Binary)):
+        return T_BIN
+    if isinstance(v, Timestamp):
+        return T_TS
+    if isinstance(v, (Regex, _RE_TYPE)):
+        return T_REGEX
+    if isinstance(v, MinKey):
+        return T_MINKEY
+    if isinstance(v, MaxKey):
+        return T_MAXKEY
+    if isinstance(v, Undefined):
+        return T_UNDEF
+    if isinstance(v, Decimal):
+        return T_NUM
+    raise TypeError("cannot order value of type %s" % type(v).__name__)
+
+
+def encode(v: Any) -> bytes:
+    """Order-preserving, prefix-free encoding of one BSON value."""
+    if v is None:
+        return NULL_B
+    t = type(v)
+    if t is str:
+        return b"\x3c" + _enc_str(v)
+    if t is int or t is float or t is Int64:
+        return _enc_number(v)
+    if t is bool:
+        return b"\x6e\x01" if v else b"\x6e\x00"
+    if t is dict or isinstance(v, dict):
+        parts = [b"\x46"]
+        for k, x in v.items():
+            e = encode(x)
+            parts.append(e[:1])
+            parts.append(_enc_str(k))
+            parts.append(e[1:])
+        parts.append(b"\x00")
+        return b"".join(parts)
+    if t is list or t is tuple:
+        return b"\x50" + b"".join(encode(x) for x in v) + b"\x00"
+    if t is ObjectId:
+        return b"\x64" + v.binary
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            ms = int((v - _EPOCH_TZ) / datetime.timedelta(milliseconds=1))
+        else:
+            ms = int((v - _EPOCH) / datetime.timedelta(milliseconds=1))
+        return b"\x78" + (ms + (1 << 63)).to_bytes(8, "big")
+    if isinstance(v, (Decimal128, int, float)):
+        return _enc_number(v)
+    if isinstance(v, Decimal):
+        return _enc_number(Decimal128(v))
+    if isinstance(v, (bytes, Binary)):
+        sub = v.subtype if isinstance(v, Binary) else 0
+        return b"\x5a" + len(v).to_bytes(4, "big") + bytes([sub]) + bytes(v)
+    if isinstance(v, Timestamp):
+        return b"\x82" + v.time.to_bytes(4, "big") + v.inc.to_bytes(4, "big")
+    if isinstance(v, Regex):
+        return b"\x8c" + _enc_str(v.pattern) + _enc_str(str(v.flags) if not isinstance(v.flags, int) else _flags_str(v.flags))
+    if isinstance(v, _RE_TYPE):
+        r = Regex.from_native(v)
+        return b"\x8c" + _enc_str(r.pattern) + _enc_str(_flags_str(r.flags))
+    if isinstance(v, MinKey):
+        return MINKEY_B
+    if isinstance(v, MaxKey):
+        return MAXKEY_B
+    if isinstance(v, Undefined):
+        return UNDEF_B
+    raise TypeError("cannot index value of type %s" % type(v).__name__)
+
+
+def _flags_str(flags: int) -> str:
+    out = ""
+    for ch, bit in (("i", re.I), ("l", re.L), ("m", re.M), ("s", re.S), ("u", re.U), ("x", re.X)):
+        if flags & bit and ch != "u":
+            out += ch
+    return out
+
+
+# ----------------------------------------------------------------------------- display
+
+def fmt_value(v: Any) -> str:
+    """A value printed the way the server prints index bounds."""
+    if v is None:
+        return "null"
+    if isinstance(v, MinKey):
+        return "MinKey"
+    if isinstance(v, MaxKey):
+        return "MaxKey"
+    if isinstance(v, Undefined):
+        return "undefined"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf.0" if v > 0 else "-inf.0"
+        if v != v:
+            return "nan.0"
+        if v == int(v) and abs(v) < 1e16:
+            return "%d.0" % int(v)
+        return repr(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, Decimal128):
+        return 'NumberDecimal("%s")' % v
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, ObjectId):
+        return "ObjectId('%s')" % v
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=datetime.timezone.utc)
+        ms = int((v - _EPOCH_TZ) / datetime.timedelta(milliseconds=1))
+        return "new Date(%d)" % ms
+    if isinstance(v, DateBound):
+        return "new Date(%d)" % v.ms
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        return "{ " + ", ".join("%s: %s" % (k, fmt_value(x)) for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        return "[ " + ", ".join(fmt_value(x) for x in v) + " ]"
+    if isinstance(v, Regex):
+        return "/%s/%s" % (v.pattern, v.flags if isinstance(v.flags, str) else _flags_str(v.flags))
+    if isinstance(v, _RE_TYPE):
+        return "/%s/%s" % (v.pattern, _flags_str(v.flags))
+    if isinstance(v, (bytes, Binary)):
+        return "BinData(%d, %s)" % (getattr(v, "subtype", 0), bytes(v).hex().upper())
+    if isinstance(v, Timestamp):
+        return "Timestamp(%d, %d)" % (v.time, v.inc)
+    if isinstance(v, TypeBound):
+        return v.text
+    return repr(v)
+
+
+class DateBound:
+    """Extreme date bound (printed as new Date(ms))."""
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
+class TypeBound:
+    """A bound that only exists for display (e.g. ObjectId('ffff…'))."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+# ----------------------------------------------------------------------------- key generation
+
+class ParallelArrays(Exception):
+    def __init__(self, a: str, b: str) -> None:
+        super().__init__("cannot index parallel arrays [%s] [%s]" % (a, b))
+        self.a, self.b = a, b
+
+
+def path_values(doc: Any, parts: list[str], array_paths: set[str] | None = None, prefix: str = "") -> list[Any]:
+    """All values an index on ``parts`` sees in ``doc`` (arrays expanded one level, dotted paths into
+    arrays of subdocuments). Missing -> []. ``array_paths`` collects the paths that held arrays."""
+    out: list[Any] = []
+    _collect(doc, parts, 0, out, array_paths, prefix)
+    return out
+
+
+def _collect(cur: Any, parts: list[str], i: int, out: list, array_paths: set | None, prefix: str) -> None:
+    if i == len(parts):
+        if isinstance(cur, list):
+            if array_paths is not None:
+                array_paths.add(prefix)
+            if not cur:
+                out.append(UNDEFINED)
+            else:
+                out.extend(cur)
+        else:
+            out.append(cur)
+        return
+    part = parts[i]
+    if isinstance(cur, dict):
+        if part in cur:
+            _collect(cur[part], parts, i + 1, out, array_paths, prefix + ("." if prefix else "") + part)
+        return
+    if isinstance(cur, list):
+        if array_paths is not None:
+            array_paths.add(prefix)
+        if part.isdigit() and int(part) < len(cur) and not any(isinstance(e, dict) and part in e for e in cur):
+            _collect(cur[int(part)], parts, i + 1, out, array_paths, prefix + "." + part)
+            return
+        for e in cur:
+            if isinstance(e, dict) and part in e:
+                _collect(e[part], parts, i + 1, out, array_paths, prefix + "." + part)
+        return
+
+
+def doc_sort_key(doc: Any, parts: list[str], descending: bool) -> bytes:
+    """Key-string of a document for one sort field: min element ascending, max descending."""
+    vals = path_values(doc, parts)
+    if not vals:
+        return NULL_B if not descending else invert(NULL_B)
+    if len(vals) == 1:
+        e = encode(vals[0])
+    else:
+        encs = [encode(v) for v in vals]
+        e = max(encs) if descending else min(encs)
+    return invert(e) if descending else e
+
+
+MISSING = object()
+
+
+def _simple_get(doc: Any, parts: list[str]) -> Any:
+    """Value at a dotted path when no array is on the way; MISSING if absent; raises _HasArray on arrays."""
+    cur = doc
+    for p in parts:
+        if type(cur) is dict or isinstance(cur, dict):
+            if p not in cur:
+                return MISSING
+            cur = cur[p]
+            if type(cur) is list:
+                raise _HasArray
+        else:
+            return MISSING
+    return cur
+
+
+class _HasArray(Exception):
+    pass
+
+
+def index_key_values(doc: dict, parts_list: list[list[str]]) -> tuple[list[list[Any]], dict[int, set[str]]]:
+    """Per-key value lists for a (compound) index, generated like the server's B-tree key generator:
+    array elements of a shared path prefix are paired, not crossed. Returns (keys, array paths by field
+    position); each key is a list of values (MISSING where absent)."""
+    try:
+        return [[_simple_get(doc, parts) for parts in parts_list]], {}
+    except _HasArray:
+        pass
+    arrays: dict[int, set[str]] = {}
+    fields = [(i, parts) for i, parts in enumerate(parts_list)]
+    dicts = _gen(doc, fields, "", arrays)
+    n = len(parts_list)
+    out = []
+    for d in dicts:
+        key = [d.get(i, MISSING) for i in range(n)]
+        out.append(key)
+    return out, arrays
+
+
+def _gen(obj: Any, fields: list[tuple[int, list[str]]], prefix: str, arrays: dict[int, set[str]]) -> list[dict]:
+    groups: dict[str, list[tuple[int, list[str]]]] = {}
+    for pos, parts in fields:
+        groups.setdefault(parts[0], []).append((pos, parts))
+    results: list[dict] = [{}]
+    for comp, flist in groups.items():
+        sub = obj.get(comp, MISSING) if isinstance(obj, dict) else MISSING
+        path = prefix + ("." if prefix else "") + comp
+        terminal = [pos for pos, parts in flist if len(parts) == 1]
+        deeper = [(pos, parts[1:]) for pos, parts in flist if len(parts) > 1]
+        group: list[dict] = []
+        if isinstance(sub, list):
+            for pos, _ in flist:
+                arrays.setdefault(pos, set()).add(path)
+            if not sub:
+                d = {pos: UNDEFINED for pos in terminal}
+                group = [d]
+            else:
+                for e in sub:
+                    base = {pos: e for pos in terminal}
+                    if deeper:
+                        if isinstance(e, dict):
+                            sub_keys = _gen(e, deeper, path, arrays)
+                        else:
+                            sub_keys = [{}]
+                        group.extend(base | s for s in sub_keys)
+                    else:
+                        group.append(base)
+        else:
+            base = {pos: sub for pos in terminal}
+            if deeper:
+                if isinstance(sub, dict):
+                    group = [base | s for s in _gen(sub, deeper, path, arrays)]
+                else:
+                    group = [base]
+            else:
+                group = [base]
+        results = [r | g for r in results for g in group]
+    return results

@@ -1,0 +1,639 @@
+"""Query planner modeled on MongoDB 8.0's classic engine, and the executor that runs the chosen plan.
+
+Rules followed (see /work/shared/reference/mongodb-explain-rules.md): relevant indexes by prefix, bounds
+intersection, sort analysis with explode-for-sort (< 200 scans), covered projections, COLLSCAN only when no
+indexed plan exists, multi-planner trial with the productivity score, rooted $or through SUBPLAN/OR,
+EXPRESS_IXSCAN for ``_id`` / unique single-field equality, EOF for trivially false predicates.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any, Callable
+
+from mongomock import OperationFailure
+from mongomock.filtering import filter_applies
+
+from . import keys as K
+from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
+from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
+                     Projection, Skip, Sort, SortMerge, Stage, index_fields)
+
+MAX_SCANS_TO_EXPLODE = 200
+TRIAL_MAX_RESULTS = 101
+
+
+def unsupported(what: str) -> OperationFailure:
+    return OperationFailure("%s is not supported on the embedded engine; use a real server (set MONGODB_URI)"
+                            % what, 115)
+
+
+def make_matcher(filter_: dict) -> Callable[[dict], bool]:
+    def match(doc: dict) -> bool:
+        try:
+            return filter_applies(filter_, doc)
+        except NotImplementedError as e:
+            raise unsupported("Query %s (%s)" % (filter_, e)) from None
+    return match
+
+
+class Query:
+    """A find-like request."""
+
+    def __init__(self, filter_: dict | None = None, sort: list[tuple[str, int]] | None = None,
+                 projection: dict | None = None, skip: int = 0, limit: int = 0, hint: Any = None,
+                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None) -> None:
+        self.filter = filter_ or {}
+        self.sort = list(sort or [])
+        self.projection = projection
+        self.skip = int(skip or 0)
+        self.limit = abs(int(limit or 0))
+        self.hint = hint
+        self.batch_size = batch_size
+        self.kind = kind
+        self.distinct_key = distinct_key
+
+
+class Candidate:
+    """One query solution: a recipe for a fresh stage tree plus what the ranker needs to know."""
+
+    def __init__(self, build: Callable[[], Stage], index=None, has_fetch: bool = True, has_sort: bool = False,
+                 exact_scan: IndexScan | None = None, desc: str = "") -> None:
+        self.build = build
+        self.index = index
+        self.has_fetch = has_fetch
+        self.has_sort = has_sort
+        self.desc = desc
+        self.root: Stage | None = None
+        self.results: list = []
+        self.score = 0.0
+
+
+def _sort_key_fn(sort: list[tuple[str, int]], store) -> Callable[[tuple], tuple]:
+    parts = [(f.split("."), d < 0) for f, d in sort]
+
+    def key(m: tuple) -> tuple:
+        doc = m[1]
+        if doc is None:
+            doc = store.docs.get(m[0])
+        return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+    return key
+
+
+def _is_inclusion_projection(proj: dict | None) -> bool:
+    if not proj:
+        return False
+    for k, v in proj.items():
+        if k == "_id":
+            continue
+        if isinstance(v, dict) or not (v is True or v == 1) or isinstance(v, str):
+            return False
+    return True
+
+
+def projection_kind(proj: dict | None) -> str:
+    if not proj:
+        return ""
+    for k, v in proj.items():
+        if isinstance(v, dict) or "." in k or "$" in k or (not isinstance(v, (bool, int, float))):
+            return "PROJECTION_DEFAULT"
+    return "PROJECTION_SIMPLE"
+
+
+class Planner:
+    """Builds candidate plans for one query over one collection store."""
+
+    def __init__(self, store, query: Query) -> None:
+        self.store = store
+        self.q = query
+        self.parsed = Parsed(query.filter)
+        self.match_all = make_matcher(query.filter) if query.filter else None
+        self.sort_key = _sort_key_fn(query.sort, store) if query.sort else None
+
+    # -- index eligibility ---------------------------------------------------------------------------
+    def visible_indexes(self) -> list:
+        return [ix for ix in self.store.ix.values() if not ix.spec.hidden]
+
+    def hinted_index(self):
+        h = self.q.hint
+        if h is None:
+            return None
+        if isinstance(h, str):
+            ix = self.store.ix.get(h)
+        else:
+            pattern = list(h.items()) if isinstance(h, dict) else [tuple(x) for x in h]
+            if pattern and pattern[0][0] == "$natural":
+                return "$natural"
+            ix = None
+            for cand in self.store.ix.values():
+                if cand.spec.key == pattern or [(f, d) for f, d in cand.spec.key] == pattern:
+                    ix = cand
+                    break
+        if ix is None or ix.spec.hidden:
+            raise OperationFailure("error processing query: planner returned error :: caused by :: "
+                                   "hint provided does not correspond to an existing index", 2)
+        return ix
+
+    def _partial_ok(self, ix, by_path: dict[str, list[Pred]]) -> bool:
+        pf = ix.spec.partial
+        if pf is None:
+            return True
+        pp = Parsed(pf)
+        if pp.others or pp.ors:
+            return False
+        for ppred in pp.preds:
+            qs = by_path.get(ppred.path, [])
+            ok = False
+            for q in qs:
+                if q.is_equality and q.kind == "eq":
+                    if filter_applies({ppred.path: {ppred.op: ppred.arg}} if ppred.op != "$eq" else
+                                      {ppred.path: ppred.arg}, {ppred.path: q.arg} if "." not in ppred.path
+                                      else _nest(ppred.path, q.arg)):
+                        ok = True
+                        break
+            if not ok and ppred.intervals is not None:
+                qiv = full()
+                for q in qs:
+                    if q.intervals is not None and q.exact:
+                        qiv = intersect(qiv, q.intervals)
+                if qs and qiv and all(_contained(iv, ppred.intervals) for iv in qiv) and \
+                        ppred.kind in ("range", "eq", "in", "exists"):
+                    ok = True
+            if not ok:
+                return False
+        return True
+
+    def _allowed(self, ix, p: Pred) -> bool:
+        if not p.indexable:
+            return False
+        if any(part.isdigit() for part in p.path.split(".")):
+            return False
+        if ix.spec.sparse and p.kind in ("null", "exists_false"):
+            return False
+        if p.kind in ("null", "exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
+            return False
+        if p.kind in ("null", "exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
+            return False
+        return True
+
+    def assign(self, ix, by_path: dict[str, list[Pred]]) -> tuple[list[list[Interval]], list[Pred], bool]:
+        """Bounds for every index field, the predicates answered exactly, and whether the leading field
+        got a predicate."""
+        bounds: list[list[Interval]] = []
+        exact_used: list[Pred] = []
+        lead = False
+        mk_seen: list[set[str]] = []
+        for i, f in enumerate(ix.spec.fields):
+            ps = [p for p in by_path.get(f, []) if self._allowed(ix, p)]
+            mk = ix.multikey_paths.get(f) or set()
+            if mk and any(mk & s for s in mk_seen):
+                ps = [p for p in ps if p.kind == "elem"][:1] if False else []
+            if mk:
+                mk_seen.append(mk)
+            if not ps:
+                bounds.append(full())
+                continue
+            if i == 0:
+                lead = True
+            if mk:
+                elem = [p for p in ps if p.kind == "elem"]
+                chosen = elem[:1] or ps[:1]
+            else:
+                chosen = ps
+            ivs = full()
+            for p in chosen:
+                ivs = intersect(ivs, p.intervals)
+            bounds.append(ivs)
+            for p in chosen:
+                if p.exact and not (mk and p.kind == "ne"):
+                    exact_used.append(p)
+        return bounds, exact_used, lead
+
+    # -- candidate generation ---------------------------------------------------------------------
+    def candidates(self) -> tuple[list[Candidate], dict]:
+        """Candidate plans and notes (e.g. {"subplan": True})."""
+        q = self.q
+        parsed = self.parsed
+        notes: dict[str, Any] = {}
+        if parsed.false:
+            return [Candidate(lambda: EOFStage("predicateEvalsToFalse"), has_fetch=False, desc="EOF")], notes
+        hint = self.hinted_index()
+        if hint == "$natural":
+            return [self._collscan_candidate()], notes
+        by_path = parsed.by_path()
+        cands: list[Candidate] = []
+        if hint is not None:
+            bounds, exact, lead = self.assign(hint, by_path) if self._partial_ok(hint, by_path) else \
+                ([full() for _ in hint.spec.fields], [], False)
+            if not lead:
+                bounds, exact = [full() for _ in hint.spec.fields], []
+            cands.extend(self._index_candidates(hint, bounds, exact))
+            return cands[:1], notes
+        # rooted $or (only $or at the top level) -> SUBPLAN/OR when every branch is indexed
+        if parsed.ors and not parsed.preds and not parsed.others and len(parsed.ors) == 1:
+            orc = self._or_candidate(parsed.ors[0])
+            if orc is not None:
+                notes["subplan"] = True
+                return [orc], notes
+        indexes = self.visible_indexes()
+        # unique single-field equality prunes the rest
+        for ix in indexes:
+            if ix.spec.unique and len(ix.spec.fields) == 1 and ix.spec.partial is None and not ix.spec.sparse:
+                ps = [p for p in by_path.get(ix.spec.fields[0], []) if p.is_equality and self._allowed(ix, p)]
+                if ps:
+                    bounds, exact, lead = self.assign(ix, by_path)
+                    return self._index_candidates(ix, bounds, exact)[:1], notes
+        providing_sort: list = []
+        for ix in indexes:
+            if not self._partial_ok(ix, by_path):
+                continue
+            bounds, exact, lead = self.assign(ix, by_path)
+            if lead:
+                cands.extend(self._index_candidates(ix, bounds, exact))
+            elif q.sort and self._sort_dir(ix, [full() for _ in ix.spec.fields]) and ix.spec.partial is None \
+                    and not ix.spec.sparse:
+                providing_sort.append(ix)
+        for ix in providing_sort:
+            cands.extend(self._index_candidates(ix, [full() for _ in ix.spec.fields], []))
+        if not cands:
+            cands.append(self._collscan_candidate())
+        return cands, notes
+
+    def _collscan_candidate(self) -> Candidate:
+        q = self.q
+        store = self.store
+        match = self.match_all
+        shown = q.filter or None
+
+        def build() -> Stage:
+            root: Stage = CollScan(store, match, shown)
+            return self._finish(root, blocking_sort=bool(q.sort), covered=False)
+        return Candidate(build, None, True, bool(q.sort), desc="COLLSCAN")
+
+    def _sort_dir(self, ix, bounds: list[list[Interval]]) -> int:
+        """+1/-1 if scanning ``ix`` with ``bounds`` yields the requested sort order, else 0."""
+        sort = self.q.sort
+        if not sort:
+            return 1
+        if any(ix.multikey_paths.get(f) for f, _ in sort):
+            return 0
+        fields = ix.spec.fields
+        dirs = [-1 if d else 1 for d in ix.spec.desc]
+        point = [len(b) == 1 and b[0].is_point for b in bounds]
+        # drop equality-bound index fields and sort fields bound to points
+        eff = [(f, d) for f, d, p in zip(fields, dirs, point) if not p]
+        point_fields = {f for f, p in zip(fields, point) if p}
+        want = [(f, 1 if d > 0 else -1) for f, d in sort if f not in point_fields]
+        if not want:
+            return 1
+        if len(want) > len(eff):
+            return 0
+        if all(w == e for w, e in zip(want, eff)):
+            return 1
+        if all(w[0] == e[0] and w[1] == -e[1] for w, e in zip(want, eff)):
+            return -1
+        return 0
+
+    def _covered(self, ix, exact_all: bool) -> bool:
+        proj = self.q.projection
+        if not exact_all or not _is_inclusion_projection(proj) or ix.multikey:
+            return False
+        fields = set(ix.spec.fields)
+        want = {k for k, v in proj.items() if k != "_id"}
+        if proj.get("_id", 1) not in (0, False) and "_id" not in fields:
+            return False
+        if not want <= fields:
+            return False
+        if self.q.sort and not {f for f, _ in self.q.sort} <= fields:
+            return False
+        return True
+
+    def _index_candidates(self, ix, bounds: list[list[Interval]], exact: list[Pred]) -> list[Candidate]:
+        q = self.q
+        store = self.store
+        parsed = self.parsed
+        residual_frags = [p.frag for p in parsed.preds if p not in exact]
+        residual_frags += parsed.others + [{"$or": o} for o in parsed.ors]
+        exact_all = not residual_frags
+        shown = and_filter(_dedupe(residual_frags)) or None
+        match = None if exact_all else self.match_all
+        direction = self._sort_dir(ix, bounds)
+        covered = self._covered(ix, exact_all)
+        empty = any(len(b) == 0 for b in bounds)
+        if direction:
+            def build() -> Stage:
+                if empty:
+                    scan: Stage = IndexScan(ix, bounds, 1)
+                else:
+                    scan = IndexScan(ix, bounds, direction)
+                root = scan if covered else Fetch(scan, store, match, shown)
+                return self._finish(root, blocking_sort=False, covered=covered)
+            return [Candidate(build, ix, not covered, False, desc=ix.spec.name)]
+        # explode for sort: leading point fields split into one scan per combination
+        exploded = self._explode(ix, bounds)
+        if exploded is not None:
+            def build_m() -> Stage:
+                scans = [IndexScan(ix, b, d) for b, d in exploded]
+                merge = SortMerge(scans, q.sort, self._index_sort_key(ix))
+                root = merge if covered else Fetch(merge, store, match, shown)
+                return self._finish(root, blocking_sort=False, covered=covered)
+            return [Candidate(build_m, ix, not covered, False, desc=ix.spec.name + " (SORT_MERGE)")]
+
+        def build_s() -> Stage:
+            scan = IndexScan(ix, bounds, 1)
+            root = scan if covered else Fetch(scan, store, match, shown)
+            return self._finish(root, blocking_sort=True, covered=covered)
+        return [Candidate(build_s, ix, not covered, bool(q.sort), desc=ix.spec.name)]
+
+    def _index_sort_key(self, ix) -> Callable[[tuple], tuple]:
+        return self.sort_key
+
+    def _explode(self, ix, bounds: list[list[Interval]]):
+        n = 1
+        for j, b in enumerate(bounds):
+            if all(i.is_point for i in b) and b:
+                n *= len(b)
+                if n > MAX_SCANS_TO_EXPLODE - 1:
+                    return None
+                rest = [[iv] for iv in b]
+                combos = list(itertools.product(*bounds[:j + 1]))
+                tail = bounds[j + 1:]
+                # the sort must be provided by the remaining fields once the exploded ones are points
+                test = [[iv] for iv in combos[0]] + tail
+                d = self._sort_dir(ix, test)
+                if d and len(combos) > 1:
+                    return [([[iv] for iv in c] + tail, d) for c in combos]
+            else:
+                return None
+        return None
+
+    def _finish(self, root: Stage, blocking_sort: bool, covered: bool) -> Stage:
+        q = self.q
+        if blocking_sort and q.sort:
+            lim = (q.skip + q.limit) if q.limit else 0
+            root = Sort(root, q.sort, self.sort_key, lim, covered=covered)
+        if q.projection:
+            kind = "PROJECTION_COVERED" if covered else projection_kind(q.projection)
+            root = Projection(root, kind, q.projection, self.store if covered else None)
+        elif covered:
+            root = Projection(root, "PROJECTION_COVERED", {}, self.store)
+        if q.skip:
+            root = Skip(root, q.skip)
+        if q.limit and not (blocking_sort and q.sort and not q.skip):
+            root = Limit(root, q.limit)
+        elif q.limit and blocking_sort and q.sort and q.skip:
+            root = Limit(root, q.limit)
+        return root
+
+    def _or_candidate(self, branches: list) -> Candidate | None:
+        store = self.store
+        subs = []
+        for br in branches:
+            if not isinstance(br, dict):
+                return None
+            sub = Planner(store, Query(br, hint=None))
+            if sub.parsed.ors or sub.parsed.false:
+                return None
+            cands, _ = sub.candidates()
+            if not cands or cands[0].index is None:
+                return None
+            if len(cands) > 1:
+                winner, _ = run_trial(cands, len(store.docs))
+            else:
+                winner = cands[0]
+            subs.append((sub, winner))
+        q = self.q
+        match = self.match_all
+        shown = q.filter
+
+        def build() -> Stage:
+            scans = []
+            for sub, w in subs:
+                ix = w.index
+                by_path = sub.parsed.by_path()
+                bounds, exact, lead = sub.assign(ix, by_path)
+                scans.append(IndexScan(ix, bounds, 1))
+            root: Stage = Fetch(Or(scans), store, match, None)
+            root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
+            return Passthrough(root, "SUBPLAN")
+        return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+
+
+def _nest(path: str, v: Any) -> dict:
+    parts = path.split(".")
+    d: Any = v
+    for p in reversed(parts):
+        d = {p: d}
+    return d
+
+
+def _contained(iv: Interval, outer: list[Interval]) -> bool:
+    for o in outer:
+        lo_ok = o.lo < iv.lo or (o.lo == iv.lo and (o.lo_incl or not iv.lo_incl))
+        hi_ok = iv.hi < o.hi or (iv.hi == o.hi and (o.hi_incl or not iv.hi_incl))
+        if lo_ok and hi_ok:
+            return True
+    return False
+
+
+def _dedupe(frags: list[dict]) -> list[dict]:
+    out = []
+    for f in frags:
+        if f not in out:
+            out.append(f)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ ranking
+
+def _score(c: Candidate) -> float:
+    root = c.root
+    works = max(root.works, 1)
+    eps = min(1.0 / (10 * works), 1e-4)
+    s = 1 + root.advanced / works
+    if root.eof:
+        s += 1
+    stage_names = {s.name for s in root.walk()}
+    if "FETCH" not in stage_names:
+        s += eps
+    if "SORT" not in stage_names:
+        s += eps
+    if not ({"AND_HASH", "AND_SORTED"} & stage_names):
+        s += eps
+    return s
+
+
+def run_trial(cands: list[Candidate], nrecords: int) -> tuple[Candidate, list[Candidate]]:
+    """Round-robin trial (classic multi-planner). Returns (winner, all candidates with trial stats)."""
+    for c in cands:
+        c.root = c.build()
+        c.results = []
+    max_works = max(10000, int(0.3 * nrecords))
+    total = 0
+    done = False
+    while not done:
+        for c in cands:
+            st = c.root.work()
+            if st == ADVANCED:
+                c.results.append(c.root.out)
+                if len(c.results) >= TRIAL_MAX_RESULTS:
+                    done = True
+            elif st == IS_EOF:
+                done = True
+        total += 1
+        if total >= max_works:
+            break
+    best = None
+    for c in cands:
+        c.score = _score(c)
+        if best is None or c.score > best.score:
+            best = c
+    return best, cands
+
+
+class Execution:
+    """Result of planning and running a query: winner stage tree, all candidates, results."""
+
+    def __init__(self, winner: Candidate, cands: list[Candidate], notes: dict, results: list, millis: int) -> None:
+        self.winner = winner
+        self.cands = cands
+        self.notes = notes
+        self.results = results
+        self.millis = millis
+
+
+def plan_and_run(store, query: Query, stop_after: int | None = None, explain_trial_snapshot: bool = False) -> Execution:
+    """Plan ``query``, run the winner to completion (or ``stop_after`` results) and keep stats."""
+    t0 = time.perf_counter()
+    planner = Planner(store, query)
+    cands, notes = planner.candidates()
+    trial_docs: list[dict] = []
+    if len(cands) > 1:
+        winner, cands = run_trial(cands, len(store.docs))
+        if explain_trial_snapshot:
+            trial_docs = [_snapshot(c) for c in cands]
+        results = list(winner.results)
+    else:
+        winner = cands[0]
+        winner.root = winner.build()
+        results = []
+    root = winner.root
+    if stop_after is None or len(results) < stop_after:
+        work = root.work
+        while True:
+            st = work()
+            if st == ADVANCED:
+                results.append(root.out)
+                if stop_after is not None and len(results) >= stop_after:
+                    break
+            elif st == IS_EOF:
+                break
+    notes["trial"] = trial_docs
+    if winner.index is not None:
+        winner.index.accesses += 1
+    else:
+        for s in root.walk():
+            if isinstance(s, IndexScan):
+                s.index.accesses += 1
+                break
+    return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+
+
+def _snapshot(c: Candidate) -> dict:
+    d = {"nReturned": c.root.advanced, "executionTimeMillisEstimate": 0,
+         "totalKeysExamined": sum(getattr(s, "keys_examined", 0) for s in c.root.walk()),
+         "totalDocsExamined": sum(getattr(s, "docs_examined", 0) for s in c.root.walk()),
+         "score": round(c.score, 4), "executionStages": c.root.exec_doc()}
+    return d
+
+
+def totals(root: Stage) -> tuple[int, int]:
+    keys = docs = 0
+    for s in root.walk():
+        keys += getattr(s, "keys_examined", 0)
+        docs += getattr(s, "docs_examined", 0)
+    return keys, docs
+
+
+def express_eligible(store, q: Query) -> Any:
+    """The index for an EXPRESS_IXSCAN plan (8.0), or None."""
+    f = q.filter
+    if q.hint is not None or q.skip or q.sort or len(f) != 1:
+        return None
+    if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
+        return None
+    (path, cond), = f.items()
+    if path.startswith("$"):
+        return None
+    if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
+        if list(cond) == ["$eq"]:
+            cond = cond["$eq"]
+        elif path == "_id" and list(cond) == ["$in"] and isinstance(cond["$in"], list) and len(cond["$in"]) == 1:
+            cond = cond["$in"][0]
+        else:
+            return None
+    if cond is None or isinstance(cond, (list, tuple)) or K.canonical_type(cond) == K.T_REGEX \
+            if not isinstance(cond, dict) else any(str(k).startswith("$") for k in cond):
+        return None
+    if path == "_id":
+        return store.ix["_id_"]
+    best = None
+    for ix in store.ix.values():
+        s = ix.spec
+        if s.hidden or s.partial is not None or s.sparse or s.collation is not None or ix.multikey:
+            continue
+        if s.fields[0] != path:
+            continue
+        if len(s.fields) == 1 and s.unique:
+            if best is None or len(best.spec.fields) > 1:
+                best = ix
+        elif q.limit == 1 and (best is None or len(s.fields) < len(best.spec.fields)):
+            best = ix
+    return best
+
+
+class Express(Stage):
+    name = "EXPRESS_IXSCAN"
+
+    def __init__(self, index, store, value: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.store = store
+        self.value = value
+        self.keys_examined = 0
+        self.docs_examined = 0
+        self._rids: list[int] | None = None
+
+    def _work(self) -> int:
+        if self._rids is None:
+            import bisect
+            e = K.encode(self.value)
+            if self.index.spec.desc[0]:
+                e = K.invert(e)
+            entries = self.index.entries
+            i = bisect.bisect_left(entries, ((e,),)) if len(self.index.spec.fields) == 1 else \
+                bisect.bisect_left(entries, ((e,),))
+            rids = []
+            while i < len(entries) and entries[i][0][0] == e:
+                rids.append(entries[i][1])
+                i += 1
+            self._rids = rids
+            self._i = 0
+        if self._i >= len(self._rids):
+            return IS_EOF
+        rid = self._rids[self._i]
+        self._i += 1
+        self.keys_examined += 1
+        doc = self.store.docs.get(rid)
+        self.docs_examined += 1
+        if doc is None or not filter_applies({self.index.spec.fields[0]: self.value}, doc):
+            return NEED_TIME
+        self.out = (rid, doc, None)
+        return ADVANCED
+
+    def plan_fields(self) -> dict:
+        return {"keyPattern": "{ %s }" % ", ".join("%s: %s" % (f, d) for f, d in self.index.spec.key),
+                "indexName": self.index.spec.name}
+
+    def exec_fields(self) -> dict:
+        return {"keysExamined": self.keys_examined, "docsExamined": self.docs_examined}

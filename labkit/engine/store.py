@@ -1,0 +1,72 @@
+"""Storage: mongomock's store classes extended with record ids, maintained indexes and a version counter."""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from mongomock import helpers
+from mongomock.store import CollectionStore, DatabaseStore, ServerStore
+
+from .indexes import Index, IndexSpec
+
+
+def store_key(_id: Any) -> Any:
+    """mongomock's dictionary key for an ``_id`` (dicts are made hashable)."""
+    if isinstance(_id, dict):
+        return helpers.hashdict(_id)
+    return _id
+
+
+class EngineCollectionStore(CollectionStore):
+    """Documents by record id (insertion order = natural order) plus indexes kept in step."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._reset_engine()
+
+    def _reset_engine(self) -> None:
+        self.docs: dict[int, dict] = {}
+        self.rid_by_key: dict[Any, int] = {}
+        self.next_rid = 1
+        self.ix: dict[str, Index] = {"_id_": Index(IndexSpec("_id_", [("_id", 1)], unique=True))}
+        self.version = 0
+        self.options: dict[str, Any] = {}
+
+    def drop(self) -> None:
+        super().drop()
+        self._reset_engine()
+
+    def _remove_expired_documents(self) -> None:
+        # TTL indexes are accepted and shown, but (as with a server between TTL-monitor passes) expiry
+        # is not simulated: removing documents behind the indexes' back would corrupt them.
+        return
+
+    @property
+    def is_created(self):
+        return bool(self._documents) or bool(self.indexes) or self._is_force_created or len(self.ix) > 1
+
+    def user_indexes(self) -> list[Index]:
+        return [i for n, i in self.ix.items() if n != "_id_"]
+
+
+class EngineDatabaseStore(DatabaseStore):
+    def __getitem__(self, col_name: str) -> EngineCollectionStore:
+        try:
+            return self._collections[col_name]
+        except KeyError:
+            col = self._collections[col_name] = EngineCollectionStore(col_name)
+            return col
+
+    def rename(self, name: str, new_name: str) -> None:
+        col = self._collections.pop(name, EngineCollectionStore(new_name))
+        col.name = new_name
+        self._collections[new_name] = col
+
+
+class EngineServerStore(ServerStore):
+    def __getitem__(self, db_name: str) -> EngineDatabaseStore:
+        try:
+            return self._databases[db_name]
+        except KeyError:
+            db = self._databases[db_name] = EngineDatabaseStore()
+            return db
