@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SeedSummary",
     "SeedArgumentError",
+    "SeedArgumentTypeError",
     "load_canonical",
     "social",
     "sensors",
@@ -96,7 +97,7 @@ class SeedArgumentError(ValueError):
     """A seeder argument is out of range or of the wrong type (raised before any write)."""
 
 
-class _SeedArgumentTypeError(SeedArgumentError, TypeError):
+class SeedArgumentTypeError(SeedArgumentError, TypeError):
     """Wrong type for a seeder knob; also a ``TypeError`` for callers that expect one."""
 
 
@@ -179,7 +180,7 @@ def load_canonical() -> dict[str, list[dict]]:
 
 
 def _bad(fn: str, name: str, value: Any, message: str, *, type_error: bool = False) -> SeedArgumentError:
-    cls = _SeedArgumentTypeError if type_error else SeedArgumentError
+    cls = SeedArgumentTypeError if type_error else SeedArgumentError
     return cls(f"{fn}({name}={value!r}): {message}")
 
 
@@ -195,17 +196,21 @@ def _int_arg(fn: str, name: str, value: Any, lo: int, hi: int, why: str = "") ->
 
 
 def _real_arg(
-    fn: str, name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False, why: str = ""
+    fn: str, name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False,
+    hi_name: str = "", why: str = "",
 ) -> float:
     """Validate a finite number knob in ``[lo, hi]`` (or ``(lo, hi]``); bools are rejected."""
     low = f"greater than {lo:g}" if lo_open else f"at least {lo:g}"
-    allowed = f"{name} must be a number {low} and at most {hi:_g}{why}"
+    high = f"{int(hi):_}" if hi.is_integer() else f"{hi:g}"
+    if hi_name:
+        high = f"{hi_name} ({high})"
+    allowed = f"{name} must be a number {low} and at most {high}{why}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _bad(fn, name, value, f"{allowed} (got {type(value).__name__})", type_error=True)
-    value = float(value)
-    if not math.isfinite(value) or value < lo or (lo_open and value == lo) or value > hi:
+    number = float(value)
+    if not math.isfinite(number) or number < lo or (lo_open and number == lo) or number > hi:
         raise _bad(fn, name, value, allowed)
-    return value
+    return number
 
 
 def _bool_arg(fn: str, name: str, value: Any, *, optional: bool = False) -> bool | None:
@@ -418,11 +423,11 @@ def social(
     )
     posts_per_user = _real_arg(
         fn, "posts_per_user", posts_per_user, 0.0, float(celebrity_posts),
-        why=" (celebrity_posts: celebrities are the busiest accounts)",
+        hi_name="celebrity_posts", why=": celebrities are the busiest accounts",
     )
     follows_per_user = _real_arg(
         fn, "follows_per_user", follows_per_user, 0.0, float(celebrity_followers),
-        why=" (celebrity_followers: celebrities are the most followed accounts)",
+        hi_name="celebrity_followers", why=": celebrities are the most followed accounts",
     )
     skew = _real_arg(fn, "skew", skew, 0.0, 10.0, lo_open=True)
     roles_max = _int_arg(fn, "roles_max", roles_max, 0, len(_ROLE_TITLES),
