@@ -101,7 +101,7 @@ __all__ = [
 logger = logging.getLogger("labkit.engine")
 
 VALIDATION_LEVELS = ("off", "strict", "moderate")
-VALIDATION_ACTIONS = ("error", "warn", "errorAndLog")
+VALIDATION_ACTIONS = ("error", "warn", "errorAndLog")  # errorAndLog: MongoDB 8.1+
 
 # Server error codes (src/mongo/base/error_codes.yml).
 BAD_VALUE = 2
@@ -620,6 +620,14 @@ def check_schema(schema: Any) -> None:
                        " reject all documents, consider adding '_id' to the allowed fields.")
 
 
+def _unknown_top_level(key: str) -> str:
+    """The server's message (expression_parser.cpp), hint included."""
+    hint = (". If you are trying to negate an entire expression, use $nor." if key == "$not" else
+            ". If you have a field name that starts with a '$' symbol, consider using"
+            " $getField or $setField.")
+    return f"unknown top level operator: {key}{hint}"
+
+
 def _check_query(query: Any) -> None:
     if not isinstance(query, Mapping):
         raise _fail(BAD_VALUE, "the match filter must be an expression in an object")
@@ -630,7 +638,7 @@ def _check_query(query: Any) -> None:
             if not key.startswith("$"):
                 continue
             if key not in _TOP_LEVEL_OPERATORS:
-                raise _fail(BAD_VALUE, f"unknown top level operator: {key}")
+                raise _fail(BAD_VALUE, _unknown_top_level(key))
             if key in ("$where", "$text"):
                 raise _fail(BAD_VALUE, f"{key} is not allowed in this context")
             if key == "$jsonSchema":
@@ -653,7 +661,12 @@ def check_validator(validator: Any) -> None:
         return
     if not isinstance(validator, Mapping):
         raise _fail(TYPE_MISMATCH, "'validator' must be an object")
-    _check_query(validator)
+    try:
+        _check_query(validator)
+    except OperationFailure as exc:
+        # CollectionImpl::parseValidator adds this context to every parse error.
+        message = f"Parsing of collection validator failed :: caused by :: {exc.details['errmsg']}"
+        raise _fail(exc.code, message) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -710,8 +723,8 @@ def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
 
     ``$jsonSchema`` is handled at the top level and inside ``$and``/``$or``/``$nor``;
     everything else is delegated to ``base`` (default ``mongomock.filtering.filter_applies``).
-    A top-level ``$not`` is not MQL: it raises "unknown top level operator: $not" (code 2),
-    as the server does.
+    A top-level ``$not`` is not MQL: it raises "unknown top level operator: $not..." (code
+    2), as the server does.
     """
     base_fn = base or _default_base()
 
@@ -732,7 +745,7 @@ def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
                 if not ok:
                     return False
             elif key == "$not":
-                raise _fail(BAD_VALUE, "unknown top level operator: $not")
+                raise _fail(BAD_VALUE, _unknown_top_level("$not"))
             else:
                 rest[key] = value
         return base_fn(rest, document) if rest else True
@@ -1140,17 +1153,25 @@ def validation_error_info(validator: Mapping[str, Any], doc: Mapping[str, Any],
 
 def validation_options(validator: Mapping[str, Any] | None = None,
                        validationLevel: str = "strict",
-                       validationAction: str = "error") -> dict:
+                       validationAction: str = "error",
+                       allow_error_and_log: bool = False) -> dict:
     """Check and normalise a collection's validation options (createCollection/collMod).
 
     Returns ``{"validator": ..., "validationLevel": ..., "validationAction": ...}``; bad
-    values raise OperationFailure (BadValue) naming the argument."""
+    values raise OperationFailure (BadValue) naming the argument. ``"errorAndLog"`` is
+    "New in version 8.1" (manual, *Choose How to Handle Invalid Documents*), so a modelled
+    8.0 server refuses it unless ``allow_error_and_log`` is set."""
     if validationLevel not in VALIDATION_LEVELS:
         raise _fail(BAD_VALUE, f"Enumeration value '{validationLevel}' for field"
                                " 'validationLevel' is not a valid value.")
-    if validationAction not in VALIDATION_ACTIONS:
-        raise _fail(BAD_VALUE, f"Enumeration value '{validationAction}' for field"
-                               " 'validationAction' is not a valid value.")
+    if validationAction not in VALIDATION_ACTIONS or (
+            validationAction == "errorAndLog" and not allow_error_and_log):
+        message = (f"Enumeration value '{validationAction}' for field 'validationAction' is"
+                   " not a valid value.")
+        if validationAction == "errorAndLog":
+            message += (" (validationAction 'errorAndLog' is new in MongoDB 8.1; the embedded"
+                        " engine models MongoDB 8.0)")
+        raise _fail(BAD_VALUE, message)
     check_validator(validator)
     return {"validator": dict(validator) if validator else {},
             "validationLevel": validationLevel, "validationAction": validationAction}
@@ -1158,13 +1179,16 @@ def validation_options(validator: Mapping[str, Any] | None = None,
 
 def check_write(options: Mapping[str, Any], new_doc: Mapping[str, Any],
                 old_doc: Mapping[str, Any] | None = None, bypass: bool = False,
-                match: Callable[[Mapping, Mapping], bool] | None = None) -> None:
+                match: Callable[[Mapping, Mapping], bool] | None = None,
+                namespace: str | None = None) -> None:
     """Enforce validation for one insert (``old_doc is None``) or update.
 
     * ``bypass`` (bypassDocumentValidation), level ``"off"`` or no validator: no check.
     * level ``"moderate"``: updates to documents that already failed are not checked.
     * action ``"error"``: raise WriteError 121 with ``errInfo``; ``"warn"``: log a warning
-      on the ``labkit.engine`` logger and accept; ``"errorAndLog"`` (8.0): log and raise.
+      on the ``labkit.engine`` logger and accept (the server's log id 20294, "Document
+      would fail validation", with ``namespace``/``document``/``errInfo`` attributes as
+      record extras); ``"errorAndLog"`` (8.1+): log and raise.
     """
     validator = options.get("validator")
     level = options.get("validationLevel", "strict")
@@ -1179,7 +1203,9 @@ def check_write(options: Mapping[str, Any], new_doc: Mapping[str, Any],
     if action in ("warn", "errorAndLog"):
         logger.warning("Document would fail validation" if action == "warn"
                        else "Document failed validation",
-                       extra={"errInfo": err_info, "validationAction": action})
+                       extra={"logId": 20294 if action == "warn" else None,
+                              "namespace": namespace, "document": dict(new_doc),
+                              "errInfo": err_info, "validationAction": action})
         if action == "warn":
             return
     message = "Document failed validation"

@@ -63,10 +63,16 @@ def _matches(schema, doc):
     return v.schema_matches(schema, doc)
 
 
+PREFIX = "Parsing of collection validator failed :: caused by :: "
+
+
 def _code(validator):
+    """(code, message) of the validator's parse error, without the server's context prefix."""
     with pytest.raises(OperationFailure) as info:
         v.check_validator(validator)
-    return info.value.code, info.value.details["errmsg"]
+    message = info.value.details["errmsg"]
+    assert message.startswith(PREFIX)
+    return info.value.code, message[len(PREFIX):]
 
 
 # ---------------------------------------------------------------------------------------
@@ -178,7 +184,9 @@ def test_validator_top_level_operators():
     """Manual, "Schema Validation" > Restrictions: validators cannot use $where or $text;
     unknown top-level operators and a non-object $jsonSchema fail."""
     assert _code({"$where": "true"}) == (2, "$where is not allowed in this context")
-    assert _code({"$jsonschema": {}}) == (2, "unknown top level operator: $jsonschema")
+    assert _code({"$jsonschema": {}}) == (2, "unknown top level operator: $jsonschema. If you"
+                                             " have a field name that starts with a '$' symbol,"
+                                             " consider using $getField or $setField.")
     assert _code({"$jsonSchema": []}) == (14, "$jsonSchema must be an object")
     assert _code({"$or": [{"a": 1}, {"$jsonSchema": {"id": "x"}}]})[0] == 9
     v.check_validator({"$expr": {"$gt": ["$a", "$b"]}, "status": {"$in": ["A", "B"]}})
@@ -595,6 +603,8 @@ def test_invalid_query_schema_and_top_level_not_raise():
     with pytest.raises(OperationFailure) as info:
         applies({"$not": {"$jsonSchema": INVENTORY_SCHEMA}}, INVENTORY[0])
     assert info.value.code == 2
+    assert info.value.details["errmsg"] == ("unknown top level operator: $not. If you are trying"
+                                            " to negate an entire expression, use $nor.")
     with pytest.raises(OperationFailure):
         applies({"$jsonSchema": {"format": "email"}}, INVENTORY[0])
 
@@ -619,11 +629,16 @@ def test_custom_base_matcher_is_used():
 
 def test_validation_options_defaults_and_values():
     """Manual, "Specify Validation Level" / "Choose How to Handle Invalid Documents":
-    levels off|strict|moderate (default strict), actions error|warn (default error), and
-    8.0's errorAndLog."""
+    levels off|strict|moderate (default strict), actions error|warn (default error);
+    errorAndLog is "New in version 8.1", so the 8.0 model refuses it unless asked."""
     assert v.validation_options() == {"validator": {}, "validationLevel": "strict",
                                       "validationAction": "error"}
-    assert v.validation_options(CONTACTS, "moderate", "errorAndLog")["validationAction"] == "errorAndLog"
+    assert v.validation_options(CONTACTS, "moderate", "warn")["validationAction"] == "warn"
+    with pytest.raises(OperationFailure) as info:
+        v.validation_options(CONTACTS, "moderate", "errorAndLog")
+    assert "8.1" in info.value.details["errmsg"]
+    assert v.validation_options(CONTACTS, "moderate", "errorAndLog",
+                                allow_error_and_log=True)["validationAction"] == "errorAndLog"
     with pytest.raises(OperationFailure) as info:
         v.validation_options(validationLevel="lenient")
     assert info.value.code == 2 and "'validationLevel'" in str(info.value)
@@ -673,20 +688,59 @@ def test_moderate_level_skips_updates_to_invalid_documents():
         v.check_write(moderate, {"_id": 3, "name": 30}, None)
 
 
+CONTACTS2 = {"$jsonSchema": {
+    "bsonType": "object",
+    "required": ["phone"],
+    "properties": {
+        "phone": {"bsonType": "string", "description": "must be a string and is required"},
+        "email": {"bsonType": "string", "pattern": "@mongodb\\.com$",
+                  "description": "must be a string and end with '@mongodb.com'"},
+    },
+}}
+AMANDA = {"_id": ObjectId("6377cca4aac957f2b77ea955"), "name": "Amanda", "email": "amanda@xyz.com"}
+AMANDA_DETAILS = {
+    "operatorName": "$jsonSchema",
+    "schemaRulesNotSatisfied": [
+        {"operatorName": "properties", "propertiesNotSatisfied": [{
+            "propertyName": "email",
+            "description": "must be a string and end with '@mongodb.com'",
+            "details": [{"operatorName": "pattern", "specifiedAs": {"pattern": "@mongodb\\.com$"},
+                         "reason": "regular expression did not match",
+                         "consideredValue": "amanda@xyz.com"}]}]},
+        {"operatorName": "required", "specifiedAs": {"required": ["phone"]},
+         "missingProperties": ["phone"]},
+    ],
+}
+
+
+def test_reject_invalid_contact_errinfo_matches_manual():
+    """Manual, "Choose How to Handle Invalid Documents" > Option 1 (contacts, action
+    "error"): Amanda's insert fails with the pattern and required details shown there."""
+    options = v.validation_options(CONTACTS2, validationAction="error")
+    with pytest.raises(WriteError) as info:
+        v.check_write(options, AMANDA, None)
+    assert info.value.details["errInfo"] == {"failingDocumentId": AMANDA["_id"],
+                                             "details": AMANDA_DETAILS}
+
+
 def test_warn_action_logs_and_accepts(caplog):
-    """Manual, "Choose How to Handle Invalid Documents" (validationAction "warn"): the write
-    succeeds and the server logs "Document would fail validation"."""
-    options = v.validation_options(CONTACTS, validationAction="warn")
+    """Manual, "Choose How to Handle Invalid Documents" > Option 2 (contacts2, action
+    "warn"): the insert succeeds and the log gets id 20294 "Document would fail validation"
+    with namespace, document and errInfo."""
+    options = v.validation_options(CONTACTS2, validationAction="warn")
     with caplog.at_level(logging.WARNING, logger="labkit.engine"):
-        v.check_write(options, {"_id": 3, "name": "x"}, None)
+        v.check_write(options, AMANDA, None, namespace="test.contacts2")
     [record] = caplog.records
     assert record.getMessage() == "Document would fail validation"
-    assert record.errInfo["details"]["operatorName"] == "$jsonSchema"
+    assert record.logId == 20294 and record.namespace == "test.contacts2"
+    assert record.document == AMANDA
+    assert record.errInfo == {"failingDocumentId": AMANDA["_id"], "details": AMANDA_DETAILS}
 
 
 def test_error_and_log_action_logs_and_raises(caplog):
-    """Manual (8.0), validationAction "errorAndLog": reject like "error" and also log."""
-    options = v.validation_options(CONTACTS, validationAction="errorAndLog")
+    """Manual (8.1), validationAction "errorAndLog": reject like "error" and also log."""
+    options = v.validation_options(CONTACTS, validationAction="errorAndLog",
+                                   allow_error_and_log=True)
     with caplog.at_level(logging.WARNING, logger="labkit.engine"):
         with pytest.raises(WriteError):
             v.check_write(options, {"_id": 3, "name": "x"}, None)
