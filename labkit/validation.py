@@ -628,6 +628,30 @@ def _unknown_top_level(key: str) -> str:
     return f"unknown top level operator: {key}{hint}"
 
 
+_FIELD_OPERATORS = frozenset({
+    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$type", "$regex",
+    "$options", "$size", "$all", "$elemMatch", "$mod", "$not", "$bitsAllSet", "$bitsAllClear",
+    "$bitsAnySet", "$bitsAnyClear", "$geoWithin", "$geoIntersects", "$within",
+    "$near", "$nearSphere", "$maxDistance", "$minDistance",
+})
+_GEO_NEAR = frozenset({"$near", "$nearSphere"})
+
+
+def _check_field_condition(condition: Any) -> None:
+    """Field-level operators (parseSub): unknown ones and $near are refused in validators."""
+    if not (isinstance(condition, Mapping) and condition
+            and all(isinstance(k, str) and k.startswith("$") for k in condition)):
+        return
+    for op, arg in condition.items():
+        if op not in _FIELD_OPERATORS:
+            raise _fail(BAD_VALUE, f"unknown operator: {op}")
+        if op in _GEO_NEAR:
+            raise _fail(BAD_VALUE, "$geoNear, $near, and $nearSphere are not allowed in this"
+                                   " context")
+        if op == "$not":
+            _check_field_condition(arg)
+
+
 def _check_query(query: Any) -> None:
     if not isinstance(query, Mapping):
         raise _fail(BAD_VALUE, "the match filter must be an expression in an object")
@@ -636,6 +660,7 @@ def _check_query(query: Any) -> None:
         current = stack.pop()
         for key, value in current.items():
             if not key.startswith("$"):
+                _check_field_condition(value)
                 continue
             if key not in _TOP_LEVEL_OPERATORS:
                 raise _fail(BAD_VALUE, _unknown_top_level(key))

@@ -189,6 +189,9 @@ def test_validator_top_level_operators():
                                              " consider using $getField or $setField.")
     assert _code({"$jsonSchema": []}) == (14, "$jsonSchema must be an object")
     assert _code({"$or": [{"a": 1}, {"$jsonSchema": {"id": "x"}}]})[0] == 9
+    assert _code({"qty": {"$gt": 1, "$foo": 2}}) == (2, "unknown operator: $foo")
+    assert _code({"loc": {"$near": [0, 0]}}) == (
+        2, "$geoNear, $near, and $nearSphere are not allowed in this context")
     v.check_validator({"$expr": {"$gt": ["$a", "$b"]}, "status": {"$in": ["A", "B"]}})
 
 
@@ -756,3 +759,45 @@ def test_validation_is_fast():
         v.document_matches(STUDENTS, _alice(3.0))
         v.validation_error_info(STUDENTS, _alice(3))
     assert (time.perf_counter() - start) / 100 < 0.005
+
+
+# ---------------------------------------------------------------------------------------
+# Property: every rejected document is explained
+# ---------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.floats(-10, 10),
+                     st.text(max_size=4))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["city", "uom", "x"]), inner,
+                                                 max_size=3)), max_leaves=6)
+RICH = {"$jsonSchema": {
+    "required": ["name"],
+    "properties": {
+        "name": {"bsonType": "string", "minLength": 1},
+        "year": {"bsonType": "int", "minimum": 2017, "maximum": 3017},
+        "tags": {"bsonType": "array", "items": {"bsonType": "string"}, "uniqueItems": True},
+        "address": {"bsonType": "object", "required": ["city"],
+                    "additionalProperties": False, "properties": {"city": {"bsonType": "string"}}},
+        "score": {"anyOf": [{"bsonType": "null"}, {"bsonType": "number", "multipleOf": 0.5}]},
+        "status": {"enum": ["A", "B", None]},
+    },
+    "dependencies": {"score": ["year"]},
+}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(["name", "year", "tags", "address", "score", "status",
+                                        "extra"]), _VALUES, max_size=6))
+def test_every_rejected_document_is_explained(doc):
+    """Manual, "Schema Validation" (errInfo since 5.0): a document that fails validation
+    always comes with at least one unsatisfied rule, and a valid one with none."""
+    details = v.validation_error_info(RICH, doc)["details"]
+    if v.document_matches(RICH, doc):
+        assert details["schemaRulesNotSatisfied"] == []
+    else:
+        assert details["schemaRulesNotSatisfied"]
+        for rule in details["schemaRulesNotSatisfied"]:
+            assert rule["operatorName"] in ("properties", "required", "dependencies")
