@@ -38,9 +38,11 @@ def docs(db, name: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def seeded():
+    """One social seed shared by the read-only tests: (db, summary, documents read once)."""
     db = new_db()
     summary = social(db, **SOCIAL)
-    return db, summary
+    data = {name: docs(db, name) for name in ("users", "posts", "follows")}
+    return db, summary, data
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def test_load_canonical_returns_fresh_copies():
 
 
 def test_canonical_records_are_seeded_verbatim(seeded):
-    db, _ = seeded
+    db, _, _ = seeded
     for name, records in load_canonical().items():
         for record in records:
             stored = db[name].find_one({"_id": record["_id"]})
@@ -156,10 +158,11 @@ def test_users_do_not_change_when_only_post_knobs_change():
 
 
 def test_counts_and_bytes_match_the_summary(seeded):
-    db, summary = seeded
+    db, summary, data = seeded
     assert list(summary.counts) == ["users", "posts", "follows"]
     for name, count in summary.counts.items():
-        stored = docs(db, name)
+        assert db[name].count_documents({}) == count
+        stored = data[name]
         assert len(stored) == count
         assert summary.bytes[name] == sum(len(bson.encode(d)) for d in stored)
     assert summary.counts["users"] == SOCIAL["users"]
@@ -168,32 +171,33 @@ def test_counts_and_bytes_match_the_summary(seeded):
 
 
 def test_averages_are_about_the_requested_ones(seeded):
-    _, summary = seeded
+    _, summary, _ = seeded
     users = SOCIAL["users"]
     assert summary.counts["posts"] == pytest.approx(users * 5.0, rel=0.05)
     assert summary.counts["follows"] == pytest.approx(users * 10.0, rel=0.05)
 
 
 def test_sam_is_the_busiest_account(seeded):
-    db, _ = seeded
-    posts = Counter(d["authorId"] for d in db.posts.find())
-    followers = Counter(d["followingId"] for d in db.follows.find())
+    db, _, data = seeded
+    posts = Counter(d["authorId"] for d in data["posts"])
+    followers = Counter(d["followingId"] for d in data["follows"])
+    assert db.follows.count_documents({"followingId": "user:112"}) == SOCIAL["celebrity_followers"]
     # Celebrities: Sam first, then user:1.
     for celebrity in ("user:112", "user:1"):
         assert posts[celebrity] == SOCIAL["celebrity_posts"]
         assert followers[celebrity] == SOCIAL["celebrity_followers"]
     assert max(posts.values()) == posts["user:112"]
     assert max(followers.values()) == followers["user:112"]
-    ordinary = {u["_id"] for u in db.users.find()} - {"user:112", "user:1"}
+    ordinary = {u["_id"] for u in data["users"]} - {"user:112", "user:1"}
     assert max(posts[u] for u in ordinary) < SOCIAL["celebrity_posts"]
     assert max(followers[u] for u in ordinary) < SOCIAL["celebrity_followers"]
 
 
 def test_posts_and_followers_are_heavy_tailed(seeded):
-    db, _ = seeded
-    posts = Counter(d["authorId"] for d in db.posts.find())
-    followers = Counter(d["followingId"] for d in db.follows.find())
-    ordinary = sorted({u["_id"] for u in db.users.find()} - {"user:112", "user:1"})
+    _, _, data = seeded
+    posts = Counter(d["authorId"] for d in data["posts"])
+    followers = Counter(d["followingId"] for d in data["follows"])
+    ordinary = sorted({u["_id"] for u in data["users"]} - {"user:112", "user:1"})
     for counter in (posts, followers):
         values = [counter[u] for u in ordinary]
         assert max(values) >= 10 * max(1, statistics.median(values))
@@ -218,8 +222,8 @@ def test_higher_skew_is_more_unequal():
 
 
 def test_users_have_valid_ids_names_dates_and_roles(seeded):
-    db, _ = seeded
-    users = docs(db, "users")
+    _, _, data = seeded
+    users = data["users"]
     ids = [u["_id"] for u in users]
     assert len(set(ids)) == len(ids)
     assert ids[:2] == ["user:112", "user:234"]
@@ -251,9 +255,9 @@ def test_roles_max_bounds_roles():
 
 
 def test_posts_reference_existing_authors_within_2026(seeded):
-    db, _ = seeded
-    created = {u["_id"]: u.get("createdAt", YEAR_START) for u in db.users.find()}
-    posts = docs(db, "posts")
+    _, _, data = seeded
+    created = {u["_id"]: u.get("createdAt", YEAR_START) for u in data["users"]}
+    posts = data["posts"]
     ids = [p["_id"] for p in posts]
     assert len(set(ids)) == len(ids)
     assert [p["_id"] for p in posts if p["_id"] in ("post:234", "post:432")] == ["post:234", "post:432"]
@@ -267,17 +271,17 @@ def test_posts_reference_existing_authors_within_2026(seeded):
 
 
 def test_follows_are_unique_directed_pairs_without_self_follows(seeded):
-    db, _ = seeded
-    created = {u["_id"]: u.get("createdAt", YEAR_START) for u in db.users.find()}
+    _, _, data = seeded
+    created = {u["_id"]: u.get("createdAt", YEAR_START) for u in data["users"]}
     pairs = set()
-    for f in db.follows.find():
+    for f in data["follows"]:
         follower, following = f["followerId"], f["followingId"]
         assert f["_id"] == f"follow:{follower[5:]}:{following[5:]}"
         assert list(f) == ["_id", "followerId", "followingId", "createdAt"]
         assert follower != following and follower in created and following in created
         assert max(created[follower], created[following]) <= f["createdAt"] < YEAR_END
         pairs.add((follower, following))
-    assert len(pairs) == db.follows.count_documents({})
+    assert len(pairs) == len(data["follows"])
     assert ("user:234", "user:112") in pairs
 
 
@@ -295,7 +299,7 @@ def test_ids_skip_the_canonical_numbers_for_tiny_and_large_seeds():
 
 
 def test_social_indexes(seeded):
-    db, _ = seeded
+    db, _, _ = seeded
     posts = db.posts.index_information()
     follows = db.follows.index_information()
     assert [("authorId", 1), ("createdAt", -1), ("_id", -1)] in [i["key"] for i in posts.values()]
@@ -410,7 +414,7 @@ def test_bad_sensor_knobs_raise_before_writing(arg, value):
 
 
 def test_summary_display_is_deterministic_and_has_no_timing(seeded):
-    _, summary = seeded
+    _, summary, _ = seeded
     text = repr(summary)
     assert text.startswith("SeedSummary(users: 600 docs, ")
     assert "second" not in text and str(round(summary.seconds, 3)) not in text
