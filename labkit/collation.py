@@ -57,10 +57,13 @@ SUPPORTED_LOCALES = ("en", "en_US")
 ICU_VERSION = "57.1"
 """The ``version`` MongoDB 8.0 reports in normalised collation documents."""
 
+# Server error codes (src/mongo/base/error_codes.yml).
 _BAD_VALUE = 2
+_NO_SUCH_KEY = 4
+_FAILED_TO_PARSE = 9
 _TYPE_MISMATCH = 14
-_UNKNOWN_FIELD = 40415
-_MISSING_FIELD = 40414
+_CODE_NAMES = {_BAD_VALUE: "BadValue", _NO_SUCH_KEY: "NoSuchKey", _FAILED_TO_PARSE: "FailedToParse",
+               _TYPE_MISMATCH: "TypeMismatch"}
 
 _DEFAULTS = {
     "caseLevel": False,
@@ -73,10 +76,11 @@ _DEFAULTS = {
     "backwards": False,
 }
 _BOOL_FIELDS = ("caseLevel", "numericOrdering", "normalization", "backwards")
+# collator_factory_icu.cpp: the accepted values and the server's wording for bad ones.
 _ENUM_FIELDS = {
-    "caseFirst": ("upper", "lower", "off"),
-    "alternate": ("non-ignorable", "shifted"),
-    "maxVariable": ("punct", "space"),
+    "caseFirst": (("upper", "lower", "off"), "'upper', 'lower', or 'off'"),
+    "alternate": (("non-ignorable", "shifted"), "'non-ignorable' or 'shifted'"),
+    "maxVariable": (("punct", "space"), "'punct' or 'space'"),
 }
 
 
@@ -84,63 +88,133 @@ class CollationKey(tuple):
     """A collation sort key: a tuple of level tuples, compared level by level.
 
     It is a tuple (so ``<``/``==``/``hash`` work) but a distinct type, so an engine can
-    tell a converted string from a BSON array."""
+    tell a converted string from a BSON array. Its repr mimics how the server prints
+    collated index keys in duplicate-key errors (``CollationKey(0x...)``); the bytes are
+    this module's own encoding, not ICU's."""
 
     __slots__ = ()
 
+    def hex(self) -> str:
+        """A deterministic hex rendering of the key (levels separated by ``01``)."""
+        parts = []
+        for level in self:
+            parts.append("".join(_weight_hex(w) for w in level))
+        return "01".join(parts)
+
+    def __repr__(self) -> str:
+        return f"CollationKey(0x{self.hex()})"
+
+
+def _weight_hex(weight: Any) -> str:
+    if isinstance(weight, tuple):
+        return "".join(_weight_hex(w) for w in weight)
+    return format(int(weight) + 2, "02x")
+
+
+def _render(value: Any) -> str:
+    """Render a value the way the server prints BSON in error messages."""
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{k}: {_render(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _bson_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if -(2 ** 31) <= value < 2 ** 31 else "long"
+    return {float: "double", str: "string", type(None): "null", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
 
 def _fail(code: int, message: str) -> OperationFailure:
-    return OperationFailure(message, code, {"ok": 0.0, "errmsg": message, "code": code})
+    return OperationFailure(message, code, {"ok": 0.0, "errmsg": message, "code": code,
+                                            "codeName": _CODE_NAMES.get(code, "")})
 
 
 def normalize_collation(collation: Any) -> dict | None:
     """Validate a collation (dict or ``pymongo.collation.Collation``) and return the full
-    document the server would report, or ``None`` for the simple (binary) collation."""
+    document the server would report, or ``None`` for the simple (binary) collation.
+
+    Errors follow ``collator_factory_icu.cpp`` (codes and wording); locales other than
+    en/en_US/simple and strengths 4-5 are refused with an explicit engine message."""
     if collation is None:
         return None
     document = getattr(collation, "document", collation)
     if not isinstance(document, Mapping):
-        raise _fail(_TYPE_MISMATCH, "collation must be an object")
+        raise _fail(_TYPE_MISMATCH, "\"collation\" had the wrong type. Expected object, found "
+                                    + _bson_type(document))
     if not document:
-        return None  # {} means "no collation" to the server's command parsers
-    for field in document:
-        if field not in _DEFAULTS and field not in ("locale", "version"):
-            raise _fail(_UNKNOWN_FIELD, f"BSON field 'collation.{field}' is an unknown field.")
+        return None  # an empty collation means "not specified": the command's default applies
+    spec = _render(document)
     if "locale" not in document:
-        raise _fail(_MISSING_FIELD, "BSON field 'collation.locale' is missing but a required field")
+        raise _fail(_NO_SUCH_KEY, 'Missing expected field "locale"')
     locale = document["locale"]
     if not isinstance(locale, str):
-        raise _fail(_TYPE_MISMATCH, f"BSON field 'collation.locale' is the wrong type"
-                                    f" '{type(locale).__name__}', expected type 'string'")
+        raise _fail(_TYPE_MISMATCH, '"locale" had the wrong type. Expected string, found '
+                                    + _bson_type(locale))
     if locale == "simple":
-        others = [f for f in document if f not in ("locale", "version")]
-        if others:
-            raise _fail(_BAD_VALUE, "If 'locale' is set to 'simple', no other fields may be set")
+        if len(document) > 1:
+            raise _fail(_FAILED_TO_PARSE,
+                        f"If locale=simple, no other fields should be present in: {spec}")
         return None
+    if locale == "":
+        raise _fail(_BAD_VALUE, f"Field 'locale' cannot be the empty string in: {spec}")
     if locale not in SUPPORTED_LOCALES:
         raise _fail(_BAD_VALUE, f"Collation locale '{locale}' is not supported by the embedded"
-                                " engine: it supports 'en' (or 'en_US') and 'simple' only.")
-    result = {"locale": locale}
+                                " engine, which implements 'en' (also 'en_US') and 'simple'"
+                                f" only (requested collation: {spec}).")
+    result: dict = {"locale": locale}
     for field, default in _DEFAULTS.items():
         value = document.get(field, default)
         if field in _BOOL_FIELDS and not isinstance(value, bool):
-            raise _fail(_TYPE_MISMATCH, f"BSON field 'collation.{field}' is the wrong type"
-                                        f" '{type(value).__name__}', expected type 'bool'")
-        if field in _ENUM_FIELDS and value not in _ENUM_FIELDS[field]:
-            raise _fail(_BAD_VALUE, f"Enumeration value '{value}' for field"
-                                    f" 'collation.{field}' is not a valid value.")
+            raise _fail(_TYPE_MISMATCH, f'"{field}" had the wrong type. Expected bool, found '
+                                        + _bson_type(value))
+        if field in _ENUM_FIELDS:
+            allowed, wording = _ENUM_FIELDS[field]
+            if not isinstance(value, str):
+                raise _fail(_TYPE_MISMATCH, f'"{field}" had the wrong type. Expected string,'
+                                            f" found {_bson_type(value)}")
+            if value not in allowed:
+                raise _fail(_FAILED_TO_PARSE, f"Field '{field}' must be {wording}. Got: {value}")
+        if field == "strength":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _fail(_TYPE_MISMATCH, 'Expected field "strength" to have numeric type, but'
+                                            f" found {_bson_type(value)}")
+            if value != int(value):
+                raise _fail(_BAD_VALUE, 'Expected field "strength" to have a value exactly'
+                                        f" representable as a 64-bit integer, but found strength: {value}")
+            value = int(value)
+            if not 1 <= value <= 5:
+                raise _fail(_FAILED_TO_PARSE,
+                            f"Field 'strength' must be an integer 1 through 5. Got: {value}")
+            if value > 3:
+                level = {4: "quaternary", 5: "identical"}[value]
+                raise _fail(_BAD_VALUE, f"Collation strength {value} ({level}) is not supported"
+                                        " by the embedded engine; use strength 1, 2 or 3.")
         result[field] = value
-    strength = result["strength"]
-    if isinstance(strength, bool) or not isinstance(strength, (int, float)) or \
-            strength != int(strength) or not 1 <= strength <= 5:
-        raise _fail(_BAD_VALUE, f"Field 'strength' must be an integer 1 through 5. Got: {strength}")
-    strength = int(strength)
-    if strength > 3:
-        level = {4: "quaternary", 5: "identical"}[strength]
-        raise _fail(_BAD_VALUE, f"Collation strength {strength} ({level}) is not supported by"
-                                " the embedded engine; use strength 1, 2 or 3.")
-    result["strength"] = strength
+    unknown = [f for f in document if f not in result and f != "version"]
+    if unknown:
+        raise _fail(_FAILED_TO_PARSE,
+                    f"Collation spec contains unknown field. Collation spec: {spec}")
+    version = document.get("version", ICU_VERSION)
+    if version != ICU_VERSION:
+        raise _fail(_BAD_VALUE, f"Requested collation version {version} but the only available"
+                                f" collator version was {ICU_VERSION}. Requested collation"
+                                f" spec: {spec}")
     result["version"] = ICU_VERSION
+    # validateCollationSpec: option combinations that have no effect are rejected.
+    if result["backwards"] and result["strength"] == 1:
+        raise _fail(_BAD_VALUE, f"'backwards' is invalid with 'strength' of 1 in: {_render(result)}")
+    if result["caseFirst"] != "off" and not result["caseLevel"] and result["strength"] < 3:
+        raise _fail(_BAD_VALUE, "'caseFirst' is invalid unless 'caseLevel' is on or 'strength'"
+                                f" is greater than 2 in: {_render(result)}")
     return result
 
 

@@ -47,10 +47,13 @@ def test_pymongo_collation_objects_are_accepted():
 
 
 def test_simple_locale_means_binary_comparison():
-    """Manual, "Collation" > locale: "simple" specifies simple binary comparison."""
+    """Manual, "Collation" > locale: "simple" specifies simple binary comparison, and no
+    other field may accompany it (server collator_factory_icu.cpp)."""
     assert normalize_collation({"locale": "simple"}) is None
     assert normalize_collation(None) is None
-    assert _errmsg({"locale": "simple", "strength": 2})[0] == 2
+    assert _errmsg({"locale": "simple", "strength": 2}) == (
+        9, 'If locale=simple, no other fields should be present in: { locale: "simple",'
+           ' strength: 2 }')
 
 
 def test_other_locales_are_refused_clearly():
@@ -67,16 +70,34 @@ def test_strength_4_and_5_are_refused():
     for strength in (4, 5):
         code, message = _errmsg({"locale": "en", "strength": strength})
         assert code == 2 and f"strength {strength}" in message
-    assert _errmsg({"locale": "en", "strength": 6})[0] == 2
+    assert _errmsg({"locale": "en", "strength": 6}) == (
+        9, "Field 'strength' must be an integer 1 through 5. Got: 6")
 
 
 def test_unknown_and_bad_options_are_refused():
     """Manual, "Collation" > Collation Document: only the documented fields, with their
-    documented values, are accepted."""
-    assert _errmsg({"locale": "en", "ignoreCase": True})[0] == 40415
-    assert _errmsg({"strength": 2})[0] == 40414
-    assert _errmsg({"locale": "en", "caseFirst": "title"})[0] == 2
-    assert _errmsg({"locale": "en", "numericOrdering": 1})[0] == 14
+    documented values, are accepted (wording from the server's collator_factory_icu.cpp)."""
+    assert _errmsg({"locale": "en", "ignoreCase": True}) == (
+        9, 'Collation spec contains unknown field. Collation spec: { locale: "en",'
+           ' ignoreCase: true }')
+    assert _errmsg({"strength": 2}) == (4, 'Missing expected field "locale"')
+    assert _errmsg({"locale": "en", "caseFirst": "title"}) == (
+        9, "Field 'caseFirst' must be 'upper', 'lower', or 'off'. Got: title")
+    assert _errmsg({"locale": "en", "numericOrdering": 1}) == (
+        14, '"numericOrdering" had the wrong type. Expected bool, found int')
+    assert _errmsg({"locale": "en", "alternate": "ignore"})[0] == 9
+    assert _errmsg({"locale": "en", "version": "99.1"})[0] == 2
+
+
+def test_option_combinations_without_effect_are_refused():
+    """Manual, "Collation" > backwards ("has no effect at strength 1") and caseFirst (needs
+    strength 3 or caseLevel): the server rejects such specs with BadValue."""
+    code, message = _errmsg({"locale": "en", "strength": 1, "backwards": True})
+    assert code == 2 and message.startswith("'backwards' is invalid with 'strength' of 1 in:")
+    code, message = _errmsg({"locale": "en", "strength": 2, "caseFirst": "upper"})
+    assert code == 2 and message.startswith("'caseFirst' is invalid unless 'caseLevel' is on")
+    assert normalize_collation({"locale": "en", "strength": 2, "caseFirst": "upper",
+                                "caseLevel": True})["caseFirst"] == "upper"
 
 
 def test_case_insensitive_index_example():
@@ -187,6 +208,7 @@ def test_nested_values_are_converted():
     assert collation_key(["a"], None) == ["a"]
     key = collation_key("apple", EN)
     assert isinstance(key, CollationKey) and isinstance(key, tuple)
+    assert repr(key).startswith("CollationKey(0x")  # as duplicate-key errors print it
     assert len(key) == 3 and len(collation_key("apple", EN_S1)) == 1
 
 
