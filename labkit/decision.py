@@ -458,8 +458,8 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
     ref = rel.get("reference_field") or f"{_singular(parent)}Id"
     reasons = []
     if not bounded:
-        reasons.append(f"{child} per {_singular(parent)} is {card}: max {_n(hi)} "
-                       + ("means nothing bounds it" if math.isinf(hi) else f"is over {EMBED_MAX_ITEMS}")
+        reasons.append(f"{child} per {_singular(parent)} is {card}: "
+                       + ("nothing bounds the max" if math.isinf(hi) else f"max {_n(hi)} is over {EMBED_MAX_ITEMS}")
                        + f"; an array on {parent} would keep growing (references in an array do not fix that)")
     if not small and not math.isinf(worst):
         reasons.append(f"the embedded worst case is {_n(hi)} x {_bytes(size)} = {_bytes(worst)}, not under "
@@ -499,8 +499,9 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
         out.append(Advice(
             "pattern", "subset", parent, child,
             f"{parent}: {{_id, ..., recent{child.capitalize()}: [<{n} newest {child}>]}}",
-            (f"'{p['operation']}' ({_rate(p['per_second'])}) shows only {n} of up to {_n(hi)} {child}",
-             f"keep those {n} inside the {_singular(parent)} ($push with $each, $sort {order} and $slice: -{n}) "
+            (f"'{p['operation']}' ({_rate(p['per_second'])}) shows only {n} of "
+             + (f"an unbounded number of {child}" if math.isinf(hi) else f"up to {_n(hi)} {child}"),
+             f"keep those {n} inside the {_singular(parent)} ($push with $each, $sort {_doc(order)} and $slice: -{n}) "
              f"and the full set in {child}: the page becomes one document read",
              f"the copy costs one extra update per new {_singular(child)}"
              + (f" ({_rate(write_rate)})" if writes else "") + "; it is rebuildable from the child collection"),
@@ -635,6 +636,7 @@ class DecisionWidget:
     output: Any
     recommendation: Recommendation | None = None
     error: str = ""
+    _box: Any = None
 
     def values(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The access pattern and relationship dicts the form describes (ValueError on unparsable text)."""
@@ -676,9 +678,11 @@ class DecisionWidget:
 
     @property
     def widget(self) -> Any:
-        """The widget tree to display."""
+        """The widget tree to display (built once)."""
         import ipywidgets as w
 
+        if self._box is not None:
+            return self._box
         c = self.controls
         rows = [
             w.HTML("<b>Access pattern</b>"),
@@ -691,7 +695,8 @@ class DecisionWidget:
             w.HBox([c["child_queried_alone"], c["changes_with_parent"]]),
             self.button, self.output,
         ]
-        return w.VBox(rows)
+        self._box = w.VBox(rows)
+        return self._box
 
     def text(self) -> str:
         """Deterministic plain-text summary (what a notebook stores as text/plain)."""

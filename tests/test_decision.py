@@ -81,7 +81,7 @@ def test_product_reviews_read_1000x_per_write_get_computed_and_subset():
     computed = next(p for p in rec.patterns if p.name == "computed")
     assert "2,000/s" in computed.reasons[0] and "2/s" in computed.reasons[0] and "1,000 reads per write" in computed.reasons[0]
     subset = next(p for p in rec.patterns if p.name == "subset")
-    assert "only 5 of up to unbounded reviews" in subset.reasons[0] and "$slice: -5" in subset.reasons[1]
+    assert "only 5 of an unbounded number of reviews" in subset.reasons[0] and "$slice: -5" in subset.reasons[1]
     assert computed.lessons == ("12_computed",) or computed.lessons[0].startswith("12_")
 
 
