@@ -16,16 +16,26 @@ Sources
   (``getMaxDepthForUserStorage()`` = 180). The lab teaches the *documented* limit, so
   ``check_depth`` uses 100 by default; pass ``max_depth=SERVER_MAX_USER_STORAGE_DEPTH``
   to model the binary instead.
-* Too-deep error: ``uassert(ErrorCodes::Overflow, "BSONObj exceeds maximum nested object
-  depth", ...)`` in the server's BSON validator (``src/mongo/bson/bson_validate.cpp``);
-  ``Overflow`` is error code 15.
+* Too-deep error: the server's insert path (``validateDepth`` in
+  ``src/mongo/db/ops/insert.cpp``) fails with ``ErrorCodes::Overflow`` (code 15) and
+  "cannot insert document because it exceeds 180 levels of nesting"; ``check_depth``
+  uses that wording with the limit in force. Empty embedded documents/arrays do not count
+  toward the depth there, and neither do they here. (The wire-level BSON validator's
+  "BSONObj exceeds maximum nested object depth" applies past 200 levels.)
+* Too-large insert: the server's ``fixDocumentForInsert`` answers BadValue "object to
+  insert too large. size in bytes: N, max size: 16777216" (``check_insert_size(...,
+  as_server=True)``); pymongo refuses oversized documents itself with
+  ``DocumentTooLarge`` ("BSON document too large (N bytes) - the connected server supports
+  BSON document sizes up to 16777216 bytes.", ``_raise_document_too_large`` in
+  ``pymongo/message.py``), the default here. (A real acknowledged ``insert_one`` only gets
+  the driver's error once the whole command exceeds 16 MiB + 16382 bytes; below that the
+  server's write error comes back.)
 * Update growth: the server's update path fails with code 17419 and the message
   "Resulting document after update is larger than 16777216".
-* ``DocumentTooLarge``: message copied from pymongo's ``_raise_document_too_large``
-  (``pymongo/message.py``), the client-side check.
 
-Depth convention: the top-level document is level 1, and every embedded document or
-array adds one level, so ``{"a": {"b": 1}}`` has depth 2 and ``{"a": [[1]]}`` depth 3.
+Depth convention (the server's): the top-level document is level 1 and every *non-empty*
+embedded document or array adds one level, so ``{"a": {"b": 1}}`` has depth 2,
+``{"a": [[1]]}`` depth 3 and ``{"a": {}}`` depth 1.
 """
 from __future__ import annotations
 
@@ -40,6 +50,7 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "SERVER_MAX_BSON_DEPTH",
     "SERVER_MAX_USER_STORAGE_DEPTH",
+    "ERR_BAD_VALUE",
     "ERR_OVERFLOW",
     "ERR_UPDATE_TOO_LARGE",
     "bson_size",
@@ -61,10 +72,9 @@ SERVER_MAX_BSON_DEPTH = 200
 SERVER_MAX_USER_STORAGE_DEPTH = SERVER_MAX_BSON_DEPTH - 20
 """``BSONDepth::getMaxDepthForUserStorage()``: 200 minus ``kExtraSystemDepthLevels``."""
 
+ERR_BAD_VALUE = 2
 ERR_OVERFLOW = 15
 ERR_UPDATE_TOO_LARGE = 17419
-
-_DEPTH_MESSAGE = "BSONObj exceeds maximum nested object depth"
 
 
 def _is_container(value: Any) -> bool:
@@ -80,8 +90,9 @@ def _children(value: Any):
 def nesting_depth(doc: Any, stop_after: int | None = None) -> int:
     """Return the nesting depth of ``doc`` (top-level document = 1), iteratively.
 
-    Never recurses, so it is safe on documents nested 10,000+ levels deep. With
-    ``stop_after`` it returns as soon as the depth is known to exceed that bound.
+    Empty embedded documents and arrays do not add a level (server rule). Never recurses,
+    so it is safe on documents nested 10,000+ levels deep. With ``stop_after`` it returns
+    as soon as the depth is known to exceed that bound.
     """
     if not _is_container(doc):
         return 0
@@ -90,7 +101,7 @@ def nesting_depth(doc: Any, stop_after: int | None = None) -> int:
     while stack:
         iterator, depth = stack[-1]
         for child in iterator:
-            if _is_container(child):
+            if _is_container(child) and len(child):
                 child_depth = depth + 1
                 if child_depth > deepest:
                     deepest = child_depth
@@ -106,33 +117,42 @@ def nesting_depth(doc: Any, stop_after: int | None = None) -> int:
 def check_depth(doc: Mapping[str, Any], max_depth: int = MAX_NESTING_DEPTH) -> None:
     """Raise WriteError (code 15, Overflow) if ``doc`` nests deeper than ``max_depth``."""
     if nesting_depth(doc, stop_after=max_depth) > max_depth:
+        message = f"cannot insert document because it exceeds {max_depth} levels of nesting"
         raise WriteError(
-            _DEPTH_MESSAGE,
+            message,
             ERR_OVERFLOW,
-            {"index": 0, "code": ERR_OVERFLOW, "codeName": "Overflow", "errmsg": _DEPTH_MESSAGE},
+            {"index": 0, "code": ERR_OVERFLOW, "codeName": "Overflow", "errmsg": message},
         )
 
 
 def bson_size(doc: Mapping[str, Any]) -> int:
     """Return the BSON-encoded size of ``doc`` in bytes (``bson.encode`` length).
 
-    Documents too deep for the BSON encoder's recursion raise the server's depth
-    error (code 15) instead of a ``RecursionError``.
+    Documents too deep for the BSON encoder's recursion (~1,000 levels) raise the depth
+    error (code 15) of ``check_depth`` instead of a ``RecursionError``.
     """
     try:
         return len(bson.encode(doc))
     except RecursionError:
-        check_depth(doc, max_depth=SERVER_MAX_BSON_DEPTH)
-        raise  # pragma: no cover - encoder recursion limit below the server's depth
+        check_depth(doc)
+        raise  # pragma: no cover - the encoder's limit is far above MAX_NESTING_DEPTH
 
 
-def check_insert_size(doc: Mapping[str, Any], max_size: int = MAX_BSON_SIZE) -> int:
-    """Raise ``DocumentTooLarge`` (pymongo's wording) if ``doc`` exceeds ``max_size``.
+def check_insert_size(doc: Mapping[str, Any], max_size: int = MAX_BSON_SIZE,
+                      as_server: bool = False) -> int:
+    """Refuse a document bigger than ``max_size`` bytes; return its size otherwise.
 
-    Returns the document's size so callers can reuse it.
+    By default raise pymongo's ``DocumentTooLarge`` (the driver's wording); with
+    ``as_server=True`` raise the server's write error instead (code 2, "object to insert
+    too large. size in bytes: N, max size: 16777216").
     """
     size = bson_size(doc)
     if size > max_size:
+        if as_server:
+            message = f"object to insert too large. size in bytes: {size}, max size: {max_size}"
+            raise WriteError(message, ERR_BAD_VALUE,
+                             {"index": 0, "code": ERR_BAD_VALUE, "codeName": "BadValue",
+                              "errmsg": message})
         raise DocumentTooLarge(
             f"BSON document too large ({size} bytes) - the connected server supports"
             f" BSON document sizes up to {max_size} bytes."

@@ -12,12 +12,10 @@ from labkit import limits
 
 
 def _nested(levels: int) -> dict:
-    """A document with ``levels`` levels: {"a": {"a": ... {}}}."""
-    doc: dict = {}
-    cur = doc
+    """A document with ``levels`` levels: {"a": {"a": ... {"x": 1}}}."""
+    doc: dict = {"x": 1}
     for _ in range(levels - 1):
-        cur["a"] = {}
-        cur = cur["a"]
+        doc = {"a": doc}
     return doc
 
 
@@ -51,6 +49,11 @@ def test_insert_at_the_limit_is_accepted_and_over_it_rejected():
         "BSON document too large (16777217 bytes) - the connected server supports"
         " BSON document sizes up to 16777216 bytes."
     )
+    with pytest.raises(WriteError) as info:  # what the server itself answers
+        limits.check_insert_size(too_big, as_server=True)
+    assert info.value.code == 2
+    assert info.value.details["errmsg"] == (
+        "object to insert too large. size in bytes: 16777217, max size: 16777216")
 
 
 def test_update_growing_past_limit_is_write_error_17419():
@@ -67,21 +70,25 @@ def test_update_growing_past_limit_is_write_error_17419():
 
 
 def test_depth_counts_objects_and_arrays():
-    """Manual, "Nested Depth for BSON Documents": each object or array adds a level."""
+    """Manual, "Nested Depth for BSON Documents": each object or array adds a level; the
+    server's validateDepth (ops/insert.cpp) does not count empty ones."""
     assert limits.nesting_depth({}) == 1
     assert limits.nesting_depth({"a": {"b": 1}}) == 2
     assert limits.nesting_depth({"a": [[1]]}) == 3
-    assert limits.nesting_depth({"a": 1, "b": [1, {"c": []}], "d": {}}) == 4
+    assert limits.nesting_depth({"a": 1, "b": [1, {"c": [0]}], "d": {}}) == 4
+    assert limits.nesting_depth({"a": {}, "b": []}) == 1
 
 
 def test_depth_100_accepted_101_rejected_with_overflow():
     """Manual, "Nested Depth for BSON Documents": no more than 100 levels; the server's
-    error is code 15 (Overflow) "BSONObj exceeds maximum nested object depth"."""
-    limits.check_depth(_nested(100))
+    insert error is code 15 (Overflow) "cannot insert document because it exceeds N levels
+    of nesting"."""
+    limits.check_depth({"a": _nested(99)})
     with pytest.raises(WriteError) as info:
-        limits.check_depth(_nested(101))
+        limits.check_depth({"a": {"b": _nested(99)}})
     assert info.value.code == 15
-    assert "BSONObj exceeds maximum nested object depth" in str(info.value)
+    assert info.value.details["errmsg"] == (
+        "cannot insert document because it exceeds 100 levels of nesting")
     assert isinstance(info.value, OperationFailure)
 
 
