@@ -232,3 +232,12 @@ def test_full_day_lunch_is_mid_day():
     agenda = gen_docs.plan(gen_docs.FORMATS[2], course)
     lunch = next(start for start, _, item in agenda.rows if item == "**Lunch**")
     assert abs(lunch - agenda.end / 2) <= 60
+
+
+def test_dollar_signs_never_pair_up_into_math(tmp_path):
+    make_lesson(tmp_path / "notebooks", "03_lookup", "minutes: 5\ntitle: $lookup or `$graphLookup`?\nsection: R")
+    make_lesson(tmp_path / "notebooks", "04_more", "minutes: 5\ntitle: More $match\nsection: R")
+    files = gen_docs.expected_files(tmp_path)
+    assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "04_more.py"]
+    assert "| 03 | [\\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
+    assert "[03 · \\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]

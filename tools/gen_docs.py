@@ -60,13 +60,19 @@ def fmt_clock(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
+def _md(text: str) -> str:
+    """Escape ``$`` outside code spans, so two of them on one line never render as math (Jupyter, GitHub)."""
+    parts = text.split("`")
+    return "`".join(p if i % 2 else p.replace("$", "\\$") for i, p in enumerate(parts))
+
+
 def _cell(text: str) -> str:
     """Escape text for a markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _label(lesson: Lesson) -> str:
-    return f"{lesson.number} · {lesson.title}"
+    return f"{lesson.number} · {_md(lesson.title)}"
 
 
 # --- CONTENTS.md -------------------------------------------------------------------------------------------
@@ -88,7 +94,7 @@ def render_contents(all_lessons: list[Lesson]) -> str:
     out.append(f"| **Total** | **{len(all_lessons)}** | **{total}** |")
     for section, items in groups:
         minutes = sum(x.minutes for x in items)
-        out += ["", f"## {section}", "", f"{len(items)} lesson{'s' if len(items) != 1 else ''}, {fmt_minutes(minutes)}.",
+        out += ["", f"## {_md(section)}", "", f"{len(items)} lesson{'s' if len(items) != 1 else ''}, {fmt_minutes(minutes)}.",
                 "", "| # | Lesson | Minutes |", "|---|---|---:|"]
         for x in items:
             out.append(f"| {x.number} | [{_cell(x.title)}](notebooks/{x.name}.ipynb) | {x.minutes} |")
@@ -253,7 +259,7 @@ def plan(fmt: Format, all_lessons: list[Lesson]) -> Agenda:
             clock += minutes
         ex = f" + {lesson.exercise_minutes} exercise" if lesson.exercise_minutes else ""
         rows.append((clock, lesson.slot_minutes,
-                     f"[{_cell(_label(lesson))}](notebooks/{lesson.name}.ipynb) ({lesson.minutes}{ex})"))
+                     f"[{_cell(lesson.number + ' · ' + lesson.title)}](notebooks/{lesson.name}.ipynb) ({lesson.minutes}{ex})"))
         clock += lesson.slot_minutes
         content += lesson.slot_minutes
     rows.append((clock, CLOSING[1], CLOSING[0]))
