@@ -49,6 +49,8 @@ CANONICAL_PATH = Path(__file__).resolve().parent.parent / "data" / "canonical.js
 #: Hard cap on the documents (or, for :func:`sensors`, readings) one seeder call may create.
 MAX_DOCUMENTS = 5_000_000
 MAX_USERS = 1_000_000
+#: ``social(celebrity_followers=None)`` means this many, capped at ``users - 1``.
+DEFAULT_CELEBRITY_FOLLOWERS = 1000
 BATCH_SIZE = 5_000
 #: ``progress=None`` shows a bar only above this many documents.
 AUTO_PROGRESS_DOCS = 20_000
@@ -382,7 +384,7 @@ def social(
     seed: int = 42,
     posts_per_user: float = 5.0,
     celebrities: int = 1,
-    celebrity_followers: int = 1000,
+    celebrity_followers: int | None = None,
     celebrity_posts: int = 500,
     skew: float = 1.2,
     follows_per_user: float = 10.0,
@@ -396,8 +398,9 @@ def social(
     (``user:234``). Posts and follower counts are heavy-tailed (``skew``: higher = more
     unequal) with overall averages of about ``posts_per_user`` / ``follows_per_user``.
     The ``celebrities`` busiest accounts -- Sam first, then ``user:1``, ``user:2``, ... --
-    get exactly ``celebrity_posts`` posts and ``celebrity_followers`` followers; everyone
-    else gets fewer. Each user has 0..``roles_max`` embedded ``{title, canEdit}`` roles.
+    get exactly ``celebrity_posts`` posts and ``celebrity_followers`` followers (default
+    ``None``: 1000, or ``users - 1`` when there are fewer other users); everyone else gets
+    fewer. Each user has 0..``roles_max`` embedded ``{title, canEdit}`` roles.
     Indexes (when ``indexes``) are the lesson's: posts ``{authorId: 1, createdAt: -1,
     _id: -1}``; follows ``{followerId: 1, followingId: 1}`` (unique) and ``{followingId: 1,
     followerId: 1}``. Raises ``ValueError`` before writing anything if a knob is invalid or
@@ -412,6 +415,8 @@ def social(
         fn, "celebrities", celebrities, 1, users - 1,
         " (Sam is always the first; Fred never is, so at most users - 1)",
     )
+    if celebrity_followers is None:
+        celebrity_followers = min(DEFAULT_CELEBRITY_FOLLOWERS, users - 1)
     celebrity_followers = _int_arg(
         fn, "celebrity_followers", celebrity_followers, 1, users - 1,
         f" (a user can't have more followers than the {users - 1:_} other users; "

@@ -325,7 +325,7 @@ BAD_SOCIAL = [
     ("posts_per_user", "5"), ("posts_per_user", True), ("posts_per_user", 41),
     ("celebrities", 0), ("celebrities", -1), ("celebrities", 150), ("celebrities", 1.0),
     ("celebrity_followers", 0), ("celebrity_followers", 150), ("celebrity_followers", 1000),
-    ("celebrity_followers", 10.0),
+    ("celebrity_followers", 10.0), ("celebrity_followers", "auto"),
     ("celebrity_posts", 1), ("celebrity_posts", 0), ("celebrity_posts", 2.5),
     ("celebrity_posts", 5_000_001),
     ("skew", 0), ("skew", -1.0), ("skew", math.nan), ("skew", 11), ("skew", "1.2"),
@@ -344,6 +344,13 @@ def test_bad_social_knobs_raise_before_writing(arg, value):
     message = str(info.value)
     assert f"{arg}=" in message and f"{arg} must be" in message
     assert db.list_collection_names() == []
+
+
+@pytest.mark.parametrize("users, expected", [(500, 499), (1001, 1000), (1200, 1000)])
+def test_default_celebrity_followers_fits_the_user_count(users, expected):
+    db = new_db()
+    social(db, users=users, posts_per_user=0.0, follows_per_user=0.0, celebrity_posts=2)
+    assert db.follows.count_documents({"followingId": "user:112"}) == expected
 
 
 def test_error_message_format():
@@ -511,9 +518,12 @@ def test_layouts_hold_the_same_values_and_sensors_are_deterministic(seeded_senso
     assert docs(only_buckets, "reading_buckets") == docs(db, "reading_buckets")
     assert docs(only_readings, "readings") == docs(db, "readings")
     assert list(s1.counts) == ["reading_buckets"] and list(s2.counts) == ["readings"]
-    other = new_db("o")
-    sensors(other, sensors=3, hours=25, seed=8, layouts=("readings",))
-    assert docs(other, "readings") != docs(db, "readings")
+    same, other = new_db("s"), new_db("o")
+    sensors(same, sensors=3, hours=2, layouts=("readings",))
+    sensors(other, sensors=3, hours=2, seed=8, layouts=("readings",))
+    first_two_hours = docs(db, "readings")[: 3 * 120]  # readings are in (ts, sensor) order
+    assert docs(same, "readings") == first_two_hours
+    assert docs(other, "readings") != first_two_hours
 
 
 def test_sensor_indexes(seeded_sensors):
