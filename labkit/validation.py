@@ -1083,28 +1083,40 @@ def _field_error(path: str, operator: str, argument: Any, doc: Mapping, inverted
     return entry
 
 
-def _field_details(path: str, condition: Any, doc: Mapping, inverted: bool,
-                   matcher: Callable) -> dict:
-    if isinstance(condition, Mapping) and condition and all(
-            isinstance(k, str) and k.startswith("$") for k in condition):
-        ops = []
-        for op, arg in condition.items():
+def _is_operator_doc(condition: Any) -> bool:
+    return isinstance(condition, Mapping) and bool(condition) and all(
+        isinstance(k, str) and k.startswith("$") for k in condition)
+
+
+def _leaf_clauses(query: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Split a filter into the children of the server's implicit top-level $and: each
+    field operator is its own clause (``parseSub`` adds them to the same AND)."""
+    clauses: list[tuple[str, Any]] = []
+    for key, value in query.items():
+        if key == "$comment":
+            continue
+        if key.startswith("$") or not _is_operator_doc(value):
+            clauses.append((key, value))
+            continue
+        for op, arg in value.items():
             if op == "$options":
                 continue
-            if op == "$regex" and "$options" in condition:
-                ops.append((op, {"$regex": arg, "$options": condition["$options"]}))
+            if op == "$regex" and "$options" in value:
+                clauses.append((key, {"$regex": arg, "$options": value["$options"]}))
             else:
-                ops.append((op, {op: arg}))
-        clauses = []
-        for index, (op, spec) in enumerate(ops):
-            if bool(matcher({path: spec}, doc)) == inverted:
-                clauses.append((index, _field_error(path, op, spec[op] if op in spec else spec,
-                                                    doc, inverted, {path: spec})))
-        if len(ops) == 1:
-            return clauses[0][1] if clauses else {}
-        return {"operatorName": "$and",
-                ("clausesSatisfied" if inverted else "clausesNotSatisfied"):
-                    [{"index": i, "details": d} for i, d in clauses]}
+                clauses.append((key, {op: arg}))
+    return clauses
+
+
+def _field_details(path: str, condition: Any, doc: Mapping, inverted: bool,
+                   matcher: Callable) -> dict:
+    if _is_operator_doc(condition):
+        clauses = _leaf_clauses({path: condition})
+        if len(clauses) == 1:
+            _, spec = clauses[0]
+            op = next(iter(spec))
+            return _field_error(path, op, spec[op], doc, inverted, {path: spec})
+        return _query_details({path: condition}, doc, inverted, matcher)
     return _field_error(path, "$eq", condition, doc, inverted, {path: condition})
 
 
@@ -1119,7 +1131,7 @@ def _expr_result(expression: Any, doc: Mapping) -> Any:
 
 def _query_details(query: Mapping[str, Any], doc: Mapping, inverted: bool,
                    matcher: Callable) -> dict:
-    clauses = [(k, v) for k, v in query.items() if k != "$comment"]
+    clauses = _leaf_clauses(query)
     if len(clauses) != 1:
         failing = [{"index": i, "details": _clause_details(k, v, doc, inverted, matcher)}
                    for i, (k, v) in enumerate(clauses)

@@ -537,6 +537,19 @@ def test_errinfo_expr():
         "reason": "expression did not match", "expressionResult": False}
 
 
+def test_errinfo_field_operators_are_separate_and_clauses():
+    """Server expression_parser.cpp (parseSub): each operator of {qty: {$gt, $lt}} is its
+    own child of the implicit top-level $and, so clause indexes count operators."""
+    validator = {"qty": {"$gt": 1, "$lt": 5}, "status": "A"}
+    details = v.validation_error_info(validator, {"_id": 1, "qty": 7, "status": "B"})["details"]
+    assert details["operatorName"] == "$and"
+    assert [c["index"] for c in details["clausesNotSatisfied"]] == [1, 2]
+    assert details["clausesNotSatisfied"][0]["details"] == {
+        "operatorName": "$lt", "specifiedAs": {"qty": {"$lt": 5}},
+        "reason": "comparison failed", "consideredValue": 7}
+    assert details["clausesNotSatisfied"][1]["details"]["operatorName"] == "$eq"
+
+
 def test_errinfo_schema_and_query_combined_is_and():
     """Manual, "Schema Validation": $jsonSchema may be combined with query operators; the
     implicit top-level $and reports which clause failed."""
