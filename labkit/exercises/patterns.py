@@ -4,3 +4,237 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.exercises import Exercise, NotYet, _stages, register  # noqa: F401
+
+# --- notebook 10 -------------------------------------------------------------------------------------------
+
+def _check_bucket_upsert(args: Any) -> str:
+    import datetime as dt
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(db, add_reading)`.")
+    db, add_reading = args
+    if not hasattr(db, "list_collection_names"):
+        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
+    coll = db["exercise_10_buckets"]
+    coll.drop()
+    coll.create_index([("sensorId", 1), ("start", 1)])
+    start = dt.datetime(2026, 10, 2, 10, 0)
+    fed: dict[str, list[tuple[dt.datetime, float]]] = {"sensor:a": [], "sensor:b": []}
+    try:
+        for i in range(150):  # 75 minutes, one reading per sensor every 30 s
+            ts = start + dt.timedelta(seconds=30 * i)
+            for k, sid in enumerate(fed):
+                value = round(20.0 + ((i * 7 + k * 3) % 23) / 10, 2)
+                fed[sid].append((ts, value))
+                add_reading(coll, sid, ts, value)
+        docs = list(coll.find().sort([("sensorId", 1), ("start", 1), ("_id", 1)]))
+    finally:
+        coll.drop()
+    if not docs:
+        raise NotYet("the scratch collection is empty after 300 calls: pass `upsert=True` to update_one.")
+    missing = [f for f in ("sensorId", "start", "readings", "count", "min", "max") if any(f not in d for d in docs)]
+    if missing:
+        raise NotYet(f"some buckets lack field(s) {missing}; each bucket needs sensorId, start, readings, count, "
+                     "min and max.")
+    stored = sum(len(d["readings"]) for d in docs if isinstance(d["readings"], list))
+    if stored != 300:
+        raise NotYet(f"the buckets hold {stored} readings, but 300 were written; `$push` each reading once.")
+    if len(docs) >= 150:
+        raise NotYet(f"{len(docs)} documents for 300 readings: almost one per reading. The filter must name the "
+                     "bucket (sensor and hour start), not the reading's exact timestamp.")
+    for d in docs:
+        hours = {r["ts"].replace(minute=0, second=0, microsecond=0) for r in d["readings"]}
+        if len(hours) != 1 or d["start"] not in hours:
+            raise NotYet(f"bucket {d.get('_id')} mixes hours or has a `start` ({d['start']}) that is not the hour of "
+                         "its readings: truncate ts to the hour with `ts.replace(minute=0, second=0, microsecond=0)`.")
+        if d["count"] != len(d["readings"]):
+            raise NotYet(f"bucket {d.get('_id')} says count={d['count']} but holds {len(d['readings'])} readings: "
+                         "use `$inc: {count: 1}` in the same update as the `$push`.")
+        if len(d["readings"]) > 60:
+            raise NotYet(f"a bucket holds {len(d['readings'])} readings; cap it at 60 with `\"count\": {{\"$lt\": 60}}` "
+                         "in the upsert filter (and no unique index that would forbid a second bucket per hour).")
+        values = [r["temperature"] if "temperature" in r else r.get("v") for r in d["readings"]]
+        if d["min"] != min(values) or d["max"] != max(values):
+            raise NotYet(f"bucket {d.get('_id')} stores min={d['min']}, max={d['max']} but its readings range "
+                         f"{min(values)}..{max(values)}: use `$min` and `$max`, not `$set`.")
+    if len(docs) != 6:
+        raise NotYet(f"{len(docs)} buckets; expected 6 (per sensor: two full buckets of 60 for 10:00-10:59 and "
+                     "one of 30 for 11:00-11:14).")
+    return "6 buckets for 300 readings, each within one hour, at most 60 readings, with a correct summary."
+
+
+@register
+def _ex10() -> Exercise:
+    return Exercise(
+        id="10-bucket-upsert",
+        lesson="10_bucket",
+        task="Write add_reading(coll, sensor_id, ts, value): one upsert into hourly buckets of at most 60 readings "
+             "with count/min/max.",
+        checker=_check_bucket_upsert,
+        hints=["Filter: `{sensorId, start: <ts truncated to the hour>, count: {$lt: 60}}`, and `upsert=True`.",
+               "Update: `$push` the reading, `$inc` count, `$min`/`$max` the value, `$setOnInsert` the _id."],
+        solution_text=(
+            "def add_reading(coll, sensor_id, ts, value):\n"
+            "    start = ts.replace(minute=0, second=0, microsecond=0)\n"
+            "    coll.update_one(\n"
+            "        {\"sensorId\": sensor_id, \"start\": start, \"count\": {\"$lt\": 60}},\n"
+            "        {\"$push\": {\"readings\": {\"ts\": ts, \"temperature\": value}}, \"$inc\": {\"count\": 1},\n"
+            "         \"$min\": {\"min\": value}, \"$max\": {\"max\": value},\n"
+            "         \"$setOnInsert\": {\"_id\": f\"{sensor_id}:{ts.isoformat()}Z\"}},\n"
+            "        upsert=True)\n\nex.check(db, add_reading)"
+        ),
+    )
+
+
+# --- notebooks 15-19 ---------------------------------------------------------------------------------------
+
+def _index_keys(coll: Any) -> list[list[tuple[str, Any]]]:
+    """Key patterns of a collection's secondary indexes, as lists of (field, direction)."""
+    return [[(f, d) for f, d in spec["key"]] for name, spec in sorted(coll.index_information().items())
+            if name != "_id_"]
+
+
+def _check_attribute(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the collection and your function: `ex.check(practice.products, to_attributes)`.")
+    coll, to_attributes = args
+    sample = {"_id": "prod:check", "name": "Check", "price": 7, "spec_weight_g": 120, "spec_power_w": 5}
+    out = to_attributes(dict(sample))
+    if not isinstance(out, dict):
+        raise NotYet(f"to_attributes should return the new document (a dict), got {type(out).__name__}.")
+    left = sorted(k for k in out if k.startswith("spec_"))
+    if left:
+        raise NotYet(f"the returned document still has {left}: the spec_* fields move into `specs`, they do not stay.")
+    for k in ("_id", "name", "price"):
+        if out.get(k) != sample[k]:
+            raise NotYet(f"field `{k}` changed or disappeared ({out.get(k)!r}); keep the other fields as they are.")
+    specs = out.get("specs")
+    if isinstance(specs, dict):
+        raise NotYet("`specs` is a subdocument keyed by name; the pattern needs an ARRAY of {k, v} pairs, so that "
+                     "one index on specs.k/specs.v serves every name.")
+    if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
+        raise NotYet("`specs` should be a list of {\"k\": ..., \"v\": ...} subdocuments.")
+    pairs = sorted((s.get("k"), s.get("v")) for s in specs if set(s) == {"k", "v"})
+    if len(pairs) != len(specs):
+        raise NotYet(f"each element should have exactly the fields k and v; got {specs}.")
+    if pairs == sorted([("spec_power_w", 5), ("spec_weight_g", 120)]):
+        raise NotYet("keep the name without its `spec_` prefix: k should be 'weight_g', not 'spec_weight_g'.")
+    if any(isinstance(k, int) for k, _ in pairs):
+        raise NotYet("k and v are swapped: k holds the spec's name, v its value.")
+    if pairs != [("power_w", 5), ("weight_g", 120)]:
+        raise NotYet(f"for {{spec_weight_g: 120, spec_power_w: 5}} expected the pairs weight_g=120 and power_w=5, "
+                     f"got {pairs}.")
+    docs = list(coll.find())
+    if not docs:
+        raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
+    wide = [d["_id"] for d in docs if any(k.startswith("spec_") for k in d)]
+    if wide:
+        raise NotYet(f"{len(wide)} document(s) still have spec_* fields (e.g. {wide[0]}); rewrite every document "
+                     "with `replace_one({'_id': ...}, to_attributes(doc))`.")
+    if any(not isinstance(d.get("specs"), list) or not d["specs"] for d in docs):
+        raise NotYet("some documents have no `specs` array; run the rewrite on every document.")
+    keys = _index_keys(coll)
+    on_specs = [k for k in keys if any(f.startswith("specs.") for f, _ in k)]
+    wanted = [("specs.k", 1), ("specs.v", 1)]
+    if [[f for f, _ in k] for k in on_specs] == [["specs.v", "specs.k"]]:
+        raise NotYet("the index starts with specs.v: put the equality field first, {specs.k: 1, specs.v: 1}.")
+    if not any([(f, abs(d)) for f, d in k] == wanted for k in on_specs):
+        if on_specs:
+            raise NotYet(f"the indexes on specs are {on_specs}; the pattern uses ONE compound index: specs.k, then "
+                         "specs.v.")
+        raise NotYet("no index on the specs array yet: create the compound index on specs.k, then specs.v.")
+    if len(on_specs) > 1:
+        raise NotYet(f"{len(on_specs)} indexes on specs ({on_specs}); the compound one serves every name, drop the others.")
+    some = docs[0]["specs"][0]
+    lo, hi = some["v"] - 100, some["v"] + 100
+    query = {"specs": {"$elemMatch": {"k": some["k"], "v": {"$gte": lo, "$lte": hi}}}}
+    expect = sum(1 for d in docs if any(s.get("k") == some["k"] and lo <= s.get("v") <= hi for s in d["specs"]))
+    got = coll.count_documents(query)
+    if got != expect:
+        raise NotYet(f"the $elemMatch query for {some['k']} finds {got} products, expected {expect}: check the values.")
+    return (f"{len(docs)} products in attribute form and one compound index that serves any spec name "
+            f"({got} products with {some['k']} in {lo}..{hi}).")
+
+
+@register
+def _ex15() -> Exercise:
+    return Exercise(
+        id="15-attribute",
+        lesson="15_attribute",
+        task="Move every spec_* field into specs: [{k, v}], rewrite the collection, and create the one index it needs.",
+        checker=_check_attribute,
+        hints=["Build the new document from the fields that do not start with `spec_`, then add the `specs` list.",
+               "`k[len(\"spec_\"):]` drops the prefix; the index is `[(\"specs.k\", 1), (\"specs.v\", 1)]`."],
+        solution_text=(
+            "def to_attributes(doc):\n"
+            "    out = {k: v for k, v in doc.items() if not k.startswith(\"spec_\")}\n"
+            "    out[\"specs\"] = [{\"k\": k[len(\"spec_\"):], \"v\": v} for k, v in doc.items() if k.startswith(\"spec_\")]\n"
+            "    return out\n\n"
+            "for product in list(practice.products.find()):\n"
+            "    practice.products.replace_one({\"_id\": product[\"_id\"]}, to_attributes(product))\n"
+            "practice.products.create_index([(\"specs.k\", 1), (\"specs.v\", 1)])\n"
+            "ex.check(practice.products, to_attributes)"
+        ),
+    )
+
+def _check_subset(args: Any) -> str:
+    import datetime as dt
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(practice, add_review)`.")
+    db, add_review = args
+    pid = "prod:subset-check"
+    db.products.delete_one({"_id": pid})
+    db.reviews.delete_many({"productId": pid})
+    db.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
+    order = [3, 7, 1, 6, 2, 8, 5, 4]  # arrival order; createdAt grows with n
+    try:
+        for n in order:
+            add_review(db, {"_id": f"rev:check:{n}", "productId": pid, "userId": f"user:{n}", "rating": 1 + n % 5,
+                            "text": f"review {n}", "createdAt": dt.datetime(2026, 3, n, 12, 0)})
+        product = db.products.find_one({"_id": pid})
+        stored = db.reviews.count_documents({"productId": pid})
+    finally:
+        db.products.delete_one({"_id": pid})
+        db.reviews.delete_many({"productId": pid})
+    if stored != len(order):
+        raise NotYet(f"db.reviews holds {stored} of the {len(order)} reviews: every review goes into the reviews "
+                     "collection too (it is the full history).")
+    recent = product.get("recentReviews")
+    if not isinstance(recent, list):
+        raise NotYet("the product has no `recentReviews` array after the calls; push into that field.")
+    if len(recent) > 5:
+        raise NotYet(f"recentReviews holds {len(recent)} reviews after {len(order)} calls: add `$slice: 5` so it "
+                     "stays bounded.")
+    if len(recent) < 5:
+        raise NotYet(f"recentReviews holds only {len(recent)} reviews; it should keep five.")
+    got = [r.get("_id") for r in recent]
+    want = [f"rev:check:{n}" for n in (8, 7, 6, 5, 4)]
+    if got == list(reversed(want)):
+        raise NotYet("the five newest, but oldest first: sort with `{\"createdAt\": -1}` so the newest comes first.")
+    if got != want:
+        raise NotYet(f"expected the five newest by createdAt, newest first ({want}), got {got}: reviews arrive out of "
+                     "order, so `$position: 0` alone is not enough; use `$sort: {\"createdAt\": -1}` with `$slice: 5`.")
+    return "the product keeps exactly the five newest reviews, newest first, and every review is in db.reviews."
+
+
+@register
+def _ex16() -> Exercise:
+    return Exercise(
+        id="16-subset",
+        lesson="16_extended_reference_subset",
+        task="Write add_review(db, review): store it in reviews and keep the product's recentReviews to the 5 newest "
+             "by createdAt, newest first, even when reviews arrive out of order.",
+        checker=_check_subset,
+        hints=["Two writes: `insert_one` into db.reviews, then one `update_one` on the product with `$push`.",
+               "`{\"$push\": {\"recentReviews\": {\"$each\": [r], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}}`"],
+        solution_text=(
+            "def add_review(db, review):\n"
+            "    db.reviews.insert_one(review)\n"
+            "    db.products.update_one({\"_id\": review[\"productId\"]}, {\"$push\": {\"recentReviews\": {\n"
+            "        \"$each\": [review], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}})\n\n"
+            "ex.check(practice, add_review)"
+        ),
+    )
+
+# --- end notebooks 15-19 -----------------------------------------------------------------------------------
