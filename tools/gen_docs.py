@@ -31,7 +31,7 @@ try:
     import jupytext  # noqa: F401
     import nbformat
 except ImportError:  # run with a Python that lacks the dev dependencies: use the project's .venv instead
-    if __name__ == "__main__" and _VENV_PY.exists() and Path(sys.executable).resolve() != _VENV_PY.resolve():
+    if __name__ == "__main__" and _VENV_PY.exists() and Path(sys.prefix).resolve() != _VENV_PY.parents[1].resolve():
         os.execv(str(_VENV_PY), [str(_VENV_PY), __file__, *sys.argv[1:]])
     raise
 
