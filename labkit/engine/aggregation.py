@@ -1,19 +1,648 @@
-"""Aggregation on the embedded engine (placeholder: materialize then mongomock)."""
+"""Aggregation on the embedded engine.
+
+A leading ``$match`` / ``$sort`` / ``$skip`` / ``$limit`` prefix is pushed down to the planner (it shows up as
+the ``$cursor`` stage in explain). Fast paths for the common stages work on read-only document lists and
+never copy inside the loop; everything else is delegated to mongomock's ``process_pipeline`` on copies of
+the already-materialized documents, so results are identical to mongomock's. Output documents are copied
+once at the end.
+"""
 from __future__ import annotations
 
+import heapq
+import time
+from typing import Any, Callable
+
+import bson
+from mongomock import OperationFailure
 from mongomock import aggregate as mm_aggregate
+from mongomock import filtering as mm_filtering
+from mongomock import helpers
 
-from .collection import fast_copy
-from .planner import unsupported
+from . import keys as K
+from .collection import _check_sort, _sort_list, fast_copy
+from .planner import IS_EOF, Query, make_matcher, totals, unsupported
+from .stages import IndexScan
+
+# ---------------------------------------------------------------------------------- $bsonSize
 
 
-def run_pipeline(coll, pipeline: list, hint=None) -> list:
-    docs = [fast_copy(d) for d in coll._store.docs.values()]
+def _install_bson_size() -> None:
+    parser = mm_aggregate._Parser
+    if getattr(parser, "_labkit_bson_size", False):
+        return
+    original = parser.parse
+
+    def parse(self, expression):
+        if isinstance(expression, dict) and len(expression) == 1 and "$bsonSize" in expression:
+            try:
+                v = self.parse(expression["$bsonSize"])
+            except KeyError:
+                return None
+            if v is None:
+                return None
+            if not isinstance(v, dict):
+                raise OperationFailure("$bsonSize requires a document input, found: %s" % type(v).__name__, 31393)
+            return len(bson.encode(v))
+        return original(self, expression)
+
+    parser.parse = parse
+    parser._labkit_bson_size = True
+
+
+_install_bson_size()
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+class Ctx:
+    """Per-run statistics used by explain."""
+
+    def __init__(self) -> None:
+        self.cursor_exec = None
+        self.cursor_query: Query | None = None
+        self.lookups: list[dict] = []
+        self.stage_times: list[float] = []
+
+
+def _get_path(doc: Any, path: str) -> Any:
+    """Value at a dotted path like an aggregation field path ($a.b): arrays are mapped; missing -> KeyError."""
+    return helpers.get_value_by_dot(doc, path, can_generate_array=True)
+
+
+def _compile_expr(expr: Any) -> Callable[[dict], Any]:
+    """A fast evaluator for field paths and constants; general expressions go through mongomock."""
+    if isinstance(expr, str) and expr.startswith("$") and not expr.startswith("$$"):
+        path = expr[1:]
+        if "." not in path:
+            def get(doc: dict, _p=path):
+                if _p in doc:
+                    return doc[_p]
+                raise KeyError(_p)
+            return get
+        return lambda doc, _p=path: _get_path(doc, _p)
+    if not isinstance(expr, (dict, list, str)):
+        return lambda doc, _v=expr: _v
+    if isinstance(expr, dict) and expr and not any(str(k).startswith("$") for k in expr):
+        subs = {k: _compile_expr(v) for k, v in expr.items()}
+
+        def obj(doc: dict):
+            out = {}
+            for k, f in subs.items():
+                try:
+                    out[k] = f(doc)
+                except KeyError:
+                    pass
+            return out
+        return obj
+
+    def general(doc: dict, _e=expr):
+        try:
+            return mm_aggregate._parse_expression(_e, doc)
+        except NotImplementedError as e:
+            raise unsupported("Expression %s (%s)" % (_e, e)) from None
+    return general
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, bson.Decimal128, bson.Int64)) and not isinstance(v, bool)
+
+
+class _Acc:
+    __slots__ = ("op", "f", "state", "seen")
+
+
+def _make_acc(op: str, arg: Any):
+    if op not in ("$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count"):
+        return None
+    f = _compile_expr(arg) if op != "$count" else None
+    return op, f
+
+
+def _group(docs: list[dict], spec: dict) -> list[dict]:
+    if "_id" not in spec:
+        raise OperationFailure("a group specification must include an _id", 15955)
+    key_f = _compile_expr(spec["_id"])
+    accs = []
+    for field, acc in spec.items():
+        if field == "_id":
+            continue
+        if not isinstance(acc, dict) or len(acc) != 1:
+            raise OperationFailure("The field '%s' must be an accumulator object" % field, 40234)
+        (op, arg), = acc.items()
+        made = _make_acc(op, arg)
+        if made is None:
+            return None  # type: ignore[return-value]  # delegate
+        accs.append((field, made[0], made[1]))
+    groups: dict[bytes, list] = {}
+    order: list[bytes] = []
+    for doc in docs:
+        try:
+            kv = key_f(doc)
+        except KeyError:
+            kv = None
+        kb = K.encode(kv)
+        g = groups.get(kb)
+        if g is None:
+            g = [kv] + [_init(op) for _, op, _ in accs]
+            groups[kb] = g
+            order.append(kb)
+        for i, (field, op, f) in enumerate(accs, start=1):
+            if op == "$count":
+                g[i] += 1
+                continue
+            try:
+                v = f(doc)
+                present = True
+            except KeyError:
+                v, present = None, False
+            if op == "$sum":
+                if isinstance(v, list) and not isinstance(spec[field]["$sum"], list):
+                    continue
+                if _is_number(v):
+                    g[i] = _add(g[i], v)
+            elif op == "$avg":
+                if _is_number(v):
+                    s, n = g[i]
+                    g[i] = (_add(s, v), n + 1)
+            elif op == "$min" or op == "$max":
+                if present and v is not None:
+                    e = K.encode(v)
+                    cur = g[i]
+                    if cur is None or (e < cur[0] if op == "$min" else e > cur[0]):
+                        g[i] = (e, v)
+            elif op == "$first":
+                if g[i] is _UNSET:
+                    g[i] = v
+            elif op == "$last":
+                g[i] = v
+            elif op == "$push":
+                if present:
+                    g[i].append(v)
+            elif op == "$addToSet":
+                if present:
+                    e = K.encode(v)
+                    if e not in g[i][0]:
+                        g[i][0].add(e)
+                        g[i][1].append(v)
+    out = []
+    for kb in order:
+        g = groups[kb]
+        d = {"_id": g[0]}
+        for i, (field, op, f) in enumerate(accs, start=1):
+            val = g[i]
+            if op == "$avg":
+                s, n = val
+                d[field] = (s / n) if n else None
+            elif op in ("$min", "$max"):
+                d[field] = val[1] if val is not None else None
+            elif op == "$first":
+                d[field] = None if val is _UNSET else val
+            elif op == "$addToSet":
+                d[field] = val[1]
+            else:
+                d[field] = val
+        out.append(d)
+    return out
+
+
+_UNSET = object()
+
+
+def _init(op: str):
+    if op in ("$sum", "$count"):
+        return 0
+    if op == "$avg":
+        return (0, 0)
+    if op in ("$min", "$max"):
+        return None
+    if op == "$first":
+        return _UNSET
+    if op == "$last":
+        return None
+    if op == "$push":
+        return []
+    if op == "$addToSet":
+        return (set(), [])
+    return None
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, bson.Decimal128) or isinstance(b, bson.Decimal128):
+        da = a.to_decimal() if isinstance(a, bson.Decimal128) else a
+        db = b.to_decimal() if isinstance(b, bson.Decimal128) else b
+        from decimal import Decimal
+        return bson.Decimal128(Decimal(da) + Decimal(db))
+    return a + b
+
+
+def _sort_docs(docs: list[dict], sort: list[tuple[str, int]], limit: int = 0) -> list[dict]:
+    parts = [(f.split("."), d < 0) for f, d in sort]
+
+    def key(doc: dict) -> tuple:
+        return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+    if limit:
+        return [d for _, _, d in heapq.nsmallest(limit, ((key(d), i, d) for i, d in enumerate(docs)))]
+    return sorted(docs, key=key)
+
+
+def _unwind(docs: list[dict], opts: Any) -> list[dict]:
+    if isinstance(opts, str):
+        opts = {"path": opts}
+    path = opts.get("path")
+    if not isinstance(path, str) or not path.startswith("$"):
+        raise OperationFailure("$unwind path must be a string starting with '$'", 28818)
+    unknown = set(opts) - {"path", "includeArrayIndex", "preserveNullAndEmptyArrays"}
+    if unknown:
+        raise OperationFailure("unrecognized option to $unwind stage: %s" % unknown.pop(), 28811)
+    field = path[1:]
+    parts = field.split(".")
+    idx_field = opts.get("includeArrayIndex")
+    preserve = opts.get("preserveNullAndEmptyArrays", False)
+    out = []
+    for doc in docs:
+        cur: Any = doc
+        ok = True
+        for p in parts:
+            if isinstance(cur, dict) and p in cur:
+                cur = cur[p]
+            else:
+                ok = False
+                break
+        if not ok or cur is None or (isinstance(cur, list) and not cur):
+            if preserve:
+                d = dict(doc)
+                if ok and isinstance(cur, list):
+                    # the server drops an empty array field (docs: $unwind preserveNullAndEmptyArrays)
+                    d = _drop_path(doc, parts)
+                if idx_field:
+                    d[idx_field] = None
+                out.append(d)
+            continue
+        if not isinstance(cur, list):
+            d = dict(doc)
+            if idx_field:
+                d[idx_field] = None
+            out.append(d)
+            continue
+        for i, v in enumerate(cur):
+            d = _set_path(doc, parts, v)
+            if idx_field:
+                d[idx_field] = i
+            out.append(d)
+    return out
+
+
+def _drop_path(doc: dict, parts: list[str]) -> dict:
+    d = dict(doc)
+    if len(parts) == 1:
+        d.pop(parts[0], None)
+    else:
+        d[parts[0]] = _drop_path(doc[parts[0]], parts[1:])
+    return d
+
+
+def _set_path(doc: dict, parts: list[str], v: Any) -> dict:
+    d = dict(doc)
+    if len(parts) == 1:
+        d[parts[0]] = v
+        return d
+    d[parts[0]] = _set_path(doc[parts[0]], parts[1:], v)
+    return d
+
+
+def _subst_vars(obj: Any, vars_: dict) -> Any:
+    """Replace $$name / $$name.path references with literal values (let variables of $lookup)."""
+    if isinstance(obj, str) and obj.startswith("$$"):
+        name, _, rest = obj[2:].partition(".")
+        if name in vars_:
+            v = vars_[name]
+            if rest:
+                try:
+                    v = _get_path(v, rest)
+                except (KeyError, TypeError):
+                    v = None
+            return {"$literal": v}
+        return obj
+    if isinstance(obj, dict):
+        return {k: _subst_vars(v, vars_) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_subst_vars(v, vars_) for v in obj]
+    return obj
+
+
+def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
+    unknown = set(opts) - {"from", "localField", "foreignField", "as", "let", "pipeline"}
+    if unknown:
+        raise OperationFailure("unknown argument to $lookup: %s" % unknown.pop(), 9)
+    frm = opts.get("from")
+    if isinstance(frm, dict):
+        raise unsupported("$lookup from another database")
+    as_ = opts["as"]
+    foreign = coll.database.get_collection(frm)
+    lf, ff = opts.get("localField"), opts.get("foreignField")
+    pipeline = opts.get("pipeline")
+    let = opts.get("let") or {}
+    if (lf is None) != (ff is None):
+        raise OperationFailure("$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
+                               4570)
+    stats = {"from": frm, "as": as_, "localField": lf, "foreignField": ff, "totalDocsExamined": 0,
+             "totalKeysExamined": 0, "collectionScans": 0, "indexesUsed": [], "millis": 0.0}
+    if pipeline is not None:
+        stats["let"] = let
+        stats["pipeline"] = pipeline
+    t0 = time.perf_counter()
+    let_fs = {k: _compile_expr(v) for k, v in let.items()}
+    out = []
+    fst = foreign._store
+    for doc in docs:
+        if lf is not None:
+            try:
+                lv = _get_path(doc, lf)
+            except (KeyError, TypeError):
+                lv = None
+            if isinstance(lv, list):
+                cond = {ff: {"$in": [v for v in lv]}} if lv else {ff: {"$in": []}}
+            else:
+                cond = {ff: lv}
+            ex = foreign._run(Query(cond))
+            _note(ex, stats)
+            matched = [m[1] if m[1] is not None else fst.docs[m[0]] for m in ex.results]
+        else:
+            matched = None
+        if pipeline is not None:
+            vars_ = {}
+            for k, f in let_fs.items():
+                try:
+                    vars_[k] = f(doc)
+                except KeyError:
+                    vars_[k] = None
+            sub = _subst_vars(pipeline, vars_) if vars_ else pipeline
+            sub_ctx = Ctx()
+            res = run_stages(foreign, sub, sub_ctx, input_docs=matched)
+            if sub_ctx.cursor_exec is not None:
+                _note(sub_ctx.cursor_exec, stats)
+            elif matched is None:
+                stats["collectionScans"] += 1
+                stats["totalDocsExamined"] += len(fst.docs)
+            matched = res
+        d = dict(doc)
+        d[as_] = matched
+        out.append(d)
+    stats["millis"] += (time.perf_counter() - t0) * 1000
+    ctx.lookups.append(stats)
+    return out
+
+
+def _note(ex, stats: dict) -> None:
+    root = ex.winner.root
+    k, d = totals(root)
+    stats["totalKeysExamined"] += k
+    stats["totalDocsExamined"] += d
+    names = []
+    collscan = False
+    for s in root.walk():
+        if s.name == "COLLSCAN":
+            collscan = True
+        idx = getattr(s, "index", None)
+        if idx is not None and idx.spec.name not in names:
+            names.append(idx.spec.name)
+    if collscan:
+        stats["collectionScans"] += 1
+    for n in names:
+        if n not in stats["indexesUsed"]:
+            stats["indexesUsed"].append(n)
+
+
+def _sort_by_count(docs: list[dict], expr: Any) -> list[dict]:
+    g = _group(docs, {"_id": expr, "count": {"$sum": 1}})
+    return sorted(g, key=lambda d: -d["count"])
+
+
+# ---------------------------------------------------------------------------------- driver
+
+PUSHABLE = ("$match", "$sort", "$skip", "$limit")
+
+
+def _split_prefix(pipeline: list[dict]) -> tuple[dict | None, list | None, int, int, int]:
+    """Leading $match (merged) / $sort / $skip / $limit that the query layer can run."""
+    filt: dict | None = None
+    sort = None
+    skip = limit = 0
+    i = 0
+    while i < len(pipeline):
+        st = pipeline[i]
+        if not isinstance(st, dict) or len(st) != 1:
+            raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
+        (name, arg), = st.items()
+        if name == "$match" and sort is None and not skip and not limit:
+            if not isinstance(arg, dict):
+                raise OperationFailure("the match filter must be an expression in an object", 15959)
+            if any(k in ("$text", "$where", "$near", "$nearSphere") for k in arg):
+                break
+            filt = arg if filt is None else {"$and": [filt, arg]}
+        elif name == "$sort" and sort is None and not skip and not limit:
+            sort = _check_sort(_sort_list(arg))
+        elif name == "$skip" and not limit:
+            skip += int(arg)
+        elif name == "$limit":
+            limit = int(arg) if not limit else min(limit, int(arg))
+        else:
+            break
+        i += 1
+    return filt, sort, skip, limit, i
+
+
+def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = None) -> list[dict]:
+    st = coll._store
+    i = 0
+    if input_docs is None:
+        if pipeline and isinstance(pipeline[0], dict) and "$indexStats" in pipeline[0]:
+            from .stats import index_stats
+            docs = index_stats(coll)
+            i = 1
+        elif pipeline and isinstance(pipeline[0], dict) and "$collStats" in pipeline[0]:
+            from .stats import coll_stats_stage
+            docs = [coll_stats_stage(coll, pipeline[0]["$collStats"])]
+            i = 1
+        else:
+            filt, sort, skip, limit, i = _split_prefix(pipeline)
+            if filt is not None or sort is not None:
+                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit)
+                ex = coll._run(q)
+                ctx.cursor_exec = ex
+                ctx.cursor_query = q
+                docs = [m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results]
+            else:
+                docs = list(st.docs.values())
+                if skip:
+                    docs = docs[skip:]
+                if limit:
+                    docs = docs[:limit]
+                ctx.cursor_query = Query({}, None, None, skip, limit)
+    else:
+        docs = input_docs
+    while i < len(pipeline):
+        stage = pipeline[i]
+        if not isinstance(stage, dict) or len(stage) != 1:
+            raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
+        (name, arg), = stage.items()
+        nxt = pipeline[i + 1] if i + 1 < len(pipeline) else None
+        if name == "$match":
+            m = make_matcher(helpers.patch_datetime_awareness_in_document(arg))
+            docs = [d for d in docs if m(d)]
+        elif name == "$sort":
+            sort = _check_sort(_sort_list(arg))
+            lim = 0
+            if nxt and "$limit" in nxt:
+                lim = int(nxt["$limit"])
+                i += 1
+            docs = _sort_docs(docs, sort, lim)
+        elif name == "$limit":
+            docs = docs[:int(arg)]
+        elif name == "$skip":
+            docs = docs[int(arg):]
+        elif name == "$unwind":
+            docs = _unwind(docs, arg)
+        elif name == "$group":
+            g = _group(docs, arg)
+            if g is None:
+                docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
+            else:
+                docs = g
+        elif name == "$count":
+            docs = mm_aggregate._handle_count_stage(docs, coll.database, arg)
+            if docs and docs[0][arg] == 0:
+                docs = []
+        elif name == "$sortByCount":
+            docs = _sort_by_count(docs, arg)
+        elif name in ("$addFields", "$set"):
+            if any("." in k for k in arg):
+                docs = [fast_copy(d) for d in docs]
+            docs = _call(mm_aggregate._handle_add_fields_stage, docs, coll, arg)
+        elif name == "$unset":
+            fields = [arg] if isinstance(arg, str) else list(arg)
+            docs = _call(mm_aggregate._handle_project_stage, docs, coll, {f: 0 for f in fields})
+        elif name == "$project":
+            docs = _call(mm_aggregate._handle_project_stage, docs, coll, arg)
+        elif name == "$lookup":
+            docs = _lookup(coll, docs, arg, ctx)
+        elif name == "$facet":
+            out = {}
+            for title, sub in arg.items():
+                out[title] = run_stages(coll, sub, Ctx(), input_docs=docs)
+            docs = [out]
+        elif name == "$bucket":
+            docs = _call(mm_aggregate._handle_bucket_stage, docs, coll, arg)
+        elif name in ("$indexStats", "$collStats"):
+            raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
+        elif name in ("$out", "$merge"):
+            docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
+            break
+        else:
+            docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
+            break
+        i += 1
+    return docs
+
+
+def _call(handler, docs: list[dict], coll, arg) -> list[dict]:
     try:
-        return list(mm_aggregate.process_pipeline(docs, coll.database, pipeline, None))
+        return handler(docs, coll.database, arg)
     except NotImplementedError as e:
         raise unsupported("Aggregation (%s)" % e) from None
 
 
-def explain_pipeline(coll, pipeline, verbosity, command):
-    raise unsupported("explain of aggregate")
+def _delegate(coll, docs: list[dict], pipeline: list) -> list[dict]:
+    for stage in pipeline:
+        name = next(iter(stage)) if isinstance(stage, dict) and stage else stage
+        if isinstance(name, str) and name.startswith("$") and name not in mm_aggregate._PIPELINE_HANDLERS:
+            raise OperationFailure("Unrecognized pipeline stage name: '%s'" % name, 40324)
+    try:
+        return list(mm_aggregate.process_pipeline(docs, coll.database, pipeline, None))
+    except NotImplementedError as e:
+        raise unsupported("Aggregation stage or operator (%s)" % str(e).split(". See")[0]) from None
+
+
+def run_pipeline(coll, pipeline: list, hint=None) -> list:
+    if hint is not None:
+        raise unsupported("aggregate(hint=...)")
+    ctx = Ctx()
+    docs = run_stages(coll, pipeline, ctx)
+    return [fast_copy(d) for d in docs]
+
+
+# ---------------------------------------------------------------------------------- explain
+
+def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dict:
+    from .explain_doc import _check_verbosity, _query_planner, _wrap
+    _check_verbosity(verbosity)
+    t0 = time.perf_counter()
+    ctx = Ctx()
+    docs = run_stages(coll, list(pipeline), ctx)
+    millis = int((time.perf_counter() - t0) * 1000)
+    ns = "%s.%s" % (coll.database.name, coll.name)
+    filt, sort, skip, limit, n_pushed = _split_prefix(list(pipeline)) if pipeline and not any(
+        k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
+    ex = ctx.cursor_exec
+    if ex is not None:
+        root = ex.winner.root
+        winning = dict(root.plan_doc(), isCached=False)
+        rejected = [dict(c.root.plan_doc(), isCached=False) for c in ex.cands if c is not ex.winner]
+        keys, ndocs = totals(root)
+        exec_stages = root.exec_doc()
+        nret = len(ex.results)
+    else:
+        winning = {"stage": "COLLSCAN", "direction": "forward", "isCached": False}
+        if limit:
+            winning = {"stage": "LIMIT", "limitAmount": limit, "inputStage": winning}
+        rejected = []
+        n = len(coll._store.docs)
+        nret = max(0, min(n - skip, limit) if limit else n - skip)
+        keys, ndocs = 0, min(n, skip + limit) if limit else n
+        exec_stages = {"stage": "COLLSCAN", "filter": {}, "nReturned": nret, "executionTimeMillisEstimate": 0,
+                       "works": ndocs + 1, "advanced": nret, "needTime": ndocs - nret, "needYield": 0,
+                       "saveState": 0, "restoreState": 0, "isEOF": 1, "direction": "forward",
+                       "docsExamined": ndocs}
+    qp = _query_planner(ns, filt or {}, winning, rejected)
+    rest = list(pipeline)[n_pushed:]
+    if not rest:
+        doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": dict(qp, optimizedPipeline=True)}
+        if verbosity != "queryPlanner":
+            doc["executionStats"] = {"executionSuccess": True, "nReturned": nret, "executionTimeMillis": millis,
+                                     "totalKeysExamined": keys, "totalDocsExamined": ndocs,
+                                     "executionStages": exec_stages}
+            if verbosity == "allPlansExecution":
+                doc["executionStats"]["allPlansExecution"] = []
+        return _wrap(doc, command, verbosity)
+    cursor: dict[str, Any] = {"queryPlanner": qp}
+    if verbosity != "queryPlanner":
+        cursor["executionStats"] = {"executionSuccess": True, "nReturned": nret, "executionTimeMillis": millis,
+                                    "totalKeysExamined": keys, "totalDocsExamined": ndocs,
+                                    "executionStages": exec_stages}
+        if verbosity == "allPlansExecution":
+            cursor["executionStats"]["allPlansExecution"] = []
+    stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
+    lookups = iter(ctx.lookups)
+    for st in rest:
+        name = next(iter(st))
+        entry: dict[str, Any] = {name: st[name]}
+        if name == "$lookup":
+            info = next(lookups, None)
+            if info is not None:
+                spec = {"from": info["from"], "as": info["as"]}
+                if info["localField"] is not None:
+                    spec["localField"] = info["localField"]
+                    spec["foreignField"] = info["foreignField"]
+                if "let" in info:
+                    spec["let"] = info["let"]
+                    spec["pipeline"] = info["pipeline"]
+                entry = {"$lookup": spec}
+                if verbosity != "queryPlanner":
+                    entry.update({"totalDocsExamined": info["totalDocsExamined"],
+                                  "totalKeysExamined": info["totalKeysExamined"],
+                                  "collectionScans": info["collectionScans"],
+                                  "indexesUsed": info["indexesUsed"],
+                                  "executionTimeMillisEstimate": int(info["millis"])})
+        stages_out.append(entry)
+    doc = {"explainVersion": "1", "stages": stages_out}
+    return _wrap(doc, command, verbosity)
