@@ -15,6 +15,7 @@ arguments always produce the same documents in the same insertion order. Nothing
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import random
@@ -405,6 +406,10 @@ def social(
     _id: -1}``; follows ``{followerId: 1, followingId: 1}`` (unique) and ``{followingId: 1,
     followerId: 1}``. Raises ``ValueError`` before writing anything if a knob is invalid or
     a target collection already has documents.
+
+    Insertion order (what an unsorted ``find()`` shows): canonical records first; then users
+    by number; posts author by author (ids ascending, chronological per author); follows
+    followed-user by followed-user, followers by number.
     """
     started = time.perf_counter()
     fn = "social"
@@ -548,7 +553,7 @@ def _social_docs(plan: dict[str, Any], roles_max: int) -> Iterator[tuple[str, di
     }
     rng = plan["rng_users"]
     random_, choices, sample = rng.random, rng.choices, rng.sample
-    cum_weights = list(_accumulate(_ROLE_COUNT_WEIGHTS[: roles_max + 1]))
+    cum_weights = list(itertools.accumulate(_ROLE_COUNT_WEIGHTS[: roles_max + 1]))
     role_counts = range(roles_max + 1)
     n_names = len(_FIRST_NAMES)
     for i in range(2, n):
@@ -633,13 +638,6 @@ def _social_docs(plan: dict[str, Any], roles_max: int) -> Iterator[tuple[str, di
                 "followingId": following,
                 "createdAt": base + (lo + int(random_() * (end_s - lo))) * second,
             }, t_size + len(_id) + len(follower)
-
-
-def _accumulate(values: Sequence[float]) -> Iterator[float]:
-    total = 0.0
-    for v in values:
-        total += v
-        yield total
 
 
 # --------------------------------------------------------------------------- sensors

@@ -83,6 +83,17 @@ def test_load_canonical_returns_fresh_copies():
     assert len(load_canonical()["users"][0]["roles"]) == 2
 
 
+def test_load_canonical_accepts_canonical_extended_json(tmp_path, monkeypatch):
+    from bson import json_util
+
+    strict = tmp_path / "canonical.json"
+    strict.write_text(json_util.dumps(load_canonical(), json_options=json_util.CANONICAL_JSON_OPTIONS))
+    assert '"$numberLong"' in strict.read_text()
+    expected = load_canonical()
+    monkeypatch.setattr(seed, "CANONICAL_PATH", strict)
+    assert load_canonical() == expected
+
+
 def test_canonical_records_are_seeded_verbatim(seeded):
     db, _, _ = seeded
     for name, records in load_canonical().items():
@@ -442,6 +453,15 @@ def test_progress_bar_only_on_stderr_and_only_when_asked(capsys):
     out = capsys.readouterr()
     assert out.out == "" and "sensors" in out.err
     sensors(new_db(), sensors=1, hours=1, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_auto_turns_on_for_large_seeds(capsys, monkeypatch):
+    monkeypatch.setattr(seed, "AUTO_PROGRESS_DOCS", 100)  # instead of seeding 20,000+ documents
+    sensors(new_db(), sensors=1, hours=2)
+    out = capsys.readouterr()
+    assert out.out == "" and "sensors" in out.err
+    sensors(new_db(), sensors=1, hours=1)  # 60 + 1 documents: below the threshold
     assert capsys.readouterr().err == ""
 
 
