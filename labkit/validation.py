@@ -604,14 +604,19 @@ def _check_one_schema(schema: Mapping[str, Any], stack: list) -> None:
                         "$jsonSchema keyword 'enum' array cannot contain duplicate values.")
 
 
-def check_schema(schema: Any) -> None:
+def check_schema(schema: Any, collection_validator: bool = False) -> None:
     """Raise OperationFailure (server code and message) if ``schema`` is not a valid
-    MongoDB ``$jsonSchema``. Nested schemas are checked without recursion."""
+    MongoDB ``$jsonSchema``. Nested schemas are checked without recursion.
+
+    With ``collection_validator`` (a top-level validator schema) the server's warning about
+    ``additionalProperties: false`` without ``_id`` is logged, as mongod does."""
     if not isinstance(schema, Mapping):
         raise _fail(TYPE_MISMATCH, "$jsonSchema must be an object")
     stack: list = [schema]
     while stack:
         _check_one_schema(stack.pop(), stack)
+    if not collection_validator:
+        return
     extra = schema.get("additionalProperties")
     if extra is False and "_id" not in schema.get("properties", {}) and not any(
             re.search(p, "_id") for p in schema.get("patternProperties", {})):
@@ -667,7 +672,7 @@ def _check_query(query: Any) -> None:
             if key in ("$where", "$text"):
                 raise _fail(BAD_VALUE, f"{key} is not allowed in this context")
             if key == "$jsonSchema":
-                check_schema(value)
+                check_schema(value, collection_validator=current is query)
             elif key in ("$and", "$or", "$nor"):
                 if not isinstance(value, (list, tuple)):
                     raise _fail(BAD_VALUE, f"{key} must be an array")
@@ -752,6 +757,7 @@ def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
     2), as the server does.
     """
     base_fn = base or _default_base()
+    checked: dict[int, Any] = {}  # schemas already checked, by identity (kept alive here)
 
     def applies(search_filter: Mapping, document: Mapping) -> bool:
         if not isinstance(search_filter, Mapping) or not _mentions_jsonschema(search_filter):
@@ -759,7 +765,12 @@ def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
         rest: dict = {}
         for key, value in search_filter.items():
             if key == "$jsonSchema":
-                if not jsonschema_filter_applies(value, document):
+                if checked.get(id(value)) is not value:
+                    check_schema(value)
+                    if len(checked) > 256:
+                        checked.clear()
+                    checked[id(value)] = value
+                if not schema_matches(value, document):
                     return False
             elif key in ("$and", "$or", "$nor"):
                 if not isinstance(value, (list, tuple)) or not value:

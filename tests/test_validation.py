@@ -198,9 +198,15 @@ def test_validator_top_level_operators():
 def test_additional_properties_false_without_id_warns(caplog):
     """Server log 3216000: a top-level additionalProperties: false that forgets _id rejects
     every document (manual, "Specify JSON Schema Validation" > _id and additionalProperties)."""
+    schema = {"properties": {"a": {}}, "additionalProperties": False}
     with caplog.at_level(logging.WARNING, logger="labkit.engine"):
-        v.check_validator({"$jsonSchema": {"properties": {"a": {}}, "additionalProperties": False}})
+        v.check_validator({"$jsonSchema": schema})
     assert "does not allow '_id' field" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="labkit.engine"):  # queries do not warn
+        applies = v.make_filter_applies()
+        assert not any(applies({"$jsonSchema": schema}, {"_id": i, "a": 1}) for i in range(3))
+    assert caplog.text == ""
 
 
 # ---------------------------------------------------------------------------------------
