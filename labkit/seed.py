@@ -53,6 +53,8 @@ MAX_USERS = 1_000_000
 #: ``social(celebrity_followers=None)`` means this many, capped at ``users - 1``.
 DEFAULT_CELEBRITY_FOLLOWERS = 1000
 BATCH_SIZE = 5_000
+#: ...or fewer, once a batch holds this many BSON bytes (big buckets), to bound memory.
+BATCH_BYTES = 16 * 1024 * 1024
 #: ``progress=None`` shows a bar only above this many documents.
 AUTO_PROGRESS_DOCS = 20_000
 
@@ -260,23 +262,29 @@ def _refuse_existing(fn: str, db: Any, names: Sequence[str]) -> None:
 class _Writer:
     """Buffers documents per collection, sums their BSON sizes, inserts ordered batches."""
 
-    def __init__(self, db: Any, names: Sequence[str], bar: Any, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, db: Any, names: Sequence[str], bar: Any, batch_size: int | None = None) -> None:
         self._collections = {name: db[name] for name in names} if db is not None else None
         self._buffers: dict[str, list[dict]] = {name: [] for name in names}
         self._bar = bar
-        self._batch_size = batch_size
+        self._batch_size = batch_size or BATCH_SIZE
         self.counts: dict[str, int] = dict.fromkeys(names, 0)
         self.bytes: dict[str, int] = dict.fromkeys(names, 0)
 
     def write_all(self, docs: Iterator[tuple[str, dict, int]]) -> None:
-        """Consume ``(collection, document, bson_size)`` triples, then flush everything."""
+        """Consume ``(collection, document, bson_size)`` triples, then flush everything.
+
+        A batch is sent when it reaches ``BATCH_SIZE`` documents or ``BATCH_BYTES`` bytes.
+        """
         buffers, sizes, batch_size = self._buffers, self.bytes, self._batch_size
+        pending = dict.fromkeys(buffers, 0)
         for name, doc, size in docs:
             sizes[name] += size
             buffer = buffers[name]
             buffer.append(doc)
-            if len(buffer) >= batch_size:
+            pending[name] += size
+            if len(buffer) >= batch_size or pending[name] >= BATCH_BYTES:
                 self.flush(name)
+                pending[name] = 0
         for name in buffers:
             self.flush(name)
 

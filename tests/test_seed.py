@@ -445,6 +445,30 @@ def test_summary_display_is_deterministic_and_has_no_timing(seeded):
     assert other == summary and repr(other) == text
 
 
+def test_inserts_ordered_batches_bounded_by_count_and_bytes(monkeypatch):
+    calls = []
+    real = mongomock.collection.Collection.insert_many
+
+    def spy(self, documents, ordered=True, **kwargs):
+        calls.append((self.name, len(documents), ordered))
+        return real(self, documents, ordered=ordered, **kwargs)
+
+    monkeypatch.setattr(mongomock.collection.Collection, "insert_many", spy)
+    monkeypatch.setattr(seed, "BATCH_SIZE", 300)
+    monkeypatch.setattr(seed, "BATCH_BYTES", 50_000)  # about 19 one-hour buckets of 60 readings
+    reference = new_db("ref")
+    sensors(reference, sensors=4, hours=12, layouts=("readings", "buckets"))
+    assert all(ordered for _, _, ordered in calls)
+    assert max(n for name, n, _ in calls if name == "readings") == 300
+    assert 10 < max(n for name, n, _ in calls if name == "reading_buckets") < 48
+    monkeypatch.setattr(seed, "BATCH_SIZE", 5_000)
+    monkeypatch.setattr(seed, "BATCH_BYTES", 16 * 1024 * 1024)
+    other = new_db("other")
+    sensors(other, sensors=4, hours=12)
+    for name in ("readings", "reading_buckets"):
+        assert docs(reference, name) == docs(other, name)  # batching never changes the data
+
+
 def test_progress_bar_only_on_stderr_and_only_when_asked(capsys):
     social(new_db(), **SMALL)  # small seed: auto means off
     out = capsys.readouterr()
