@@ -177,7 +177,14 @@ def load_canonical() -> dict[str, list[dict]]:
     timezone-naive UTC ``datetime`` objects, as pymongo returns them by default.
     """
     options = JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False)
-    data = json_util.loads(CANONICAL_PATH.read_text(encoding="utf-8"), json_options=options)
+    try:
+        text = CANONICAL_PATH.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"labkit.seed: {CANONICAL_PATH} is missing; labkit reads data/ from the repository "
+            "checkout, so install it editable (pip install -e .) from a full clone"
+        ) from None
+    data = json_util.loads(text, json_options=options)
     return {name: list(docs) for name, docs in data.items()}
 
 
