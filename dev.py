@@ -8,6 +8,8 @@
 Contributors also have:
 
     python3 dev.py build-notebooks [NAME ...]   regenerate notebooks from their .py sources, with outputs
+    python3 dev.py docs [--check]               regenerate CONTENTS.md, INSTRUCTOR.md, navigation cells and
+                                                students/ from the notebooks' labkit metadata
 """
 from __future__ import annotations
 
@@ -61,7 +63,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd not in {"lab", "test", "build-notebooks"}:
+    if cmd not in {"lab", "test", "build-notebooks", "docs"}:
         print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
         return 2
     setup()
@@ -70,6 +72,8 @@ def main(argv: list[str]) -> int:
         args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *rest]
     elif cmd == "test":
         args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *rest]
+    elif cmd == "docs":
+        args = [str(PY), str(ROOT / "tools" / "gen_docs.py"), *rest]
     else:
         args = [str(PY), str(ROOT / "tools" / "build_notebooks.py"), *rest]
     return subprocess.call(args, env=_env())

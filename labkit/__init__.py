@@ -5,6 +5,7 @@ Public API (everything else is private):
 - ``connect``, ``LabConnectionError``, ``describe``, ``redact_uri``   (labkit.connection, notebook 00)
 - ``fresh_db``, ``reset_db``, ``db_name``, ``UnsafeDatabaseError``   (labkit.databases, notebook 00)
 - ``labkit.seed``: ``social``, ``sensors``, ``load_canonical``        (labkit.seed, notebook 00)
+- ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -18,13 +19,15 @@ from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots"}
-_LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain"}
+_SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
+               "decision"}
+_LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
+         "recommend": "decision", "decision_widget": "decision"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
-    "seed", "show_plan", "plan_summary", "plan_tree", "__version__",
+    "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "__version__",
 ]
 
 

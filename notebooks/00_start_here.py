@@ -10,6 +10,16 @@
 #     minutes: 15
 #     title: Start here
 #     section: Introduction
+#     exercise_minutes: 5
+#     demo: >-
+#       Run the setup cell and read the engine line aloud (embedded, no server). Build the workload
+#       table, then compute reads per write live: about 1,000 product-page reads per review written.
+#       Call ex.check(workload) on the unsorted table to show how the checker explains what is wrong.
+#     mistakes:
+#     - Sorting least frequent first (sort_values is ascending by default; pass ascending=False).
+#     - Drawing documents from the entities before listing the operations and how often each runs.
+#     - Letting a rare operation, such as the monthly report, shape the schema.
+#     - Setting MONGODB_URI inside a running notebook; it must be set before Jupyter starts.
 # ---
 
 # %% [markdown]
