@@ -238,3 +238,91 @@ def _ex16() -> Exercise:
     )
 
 # --- end notebooks 15-19 -----------------------------------------------------------------------------------
+
+
+# --- notebook 11 -------------------------------------------------------------------------------------------
+
+def _check_outlier_write(args: Any) -> str:
+    import datetime as dt
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(db, add_comment)`.")
+    db, add_comment = args
+    if not hasattr(db, "list_collection_names"):
+        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
+    posts, comments = db["exercise_11_posts"], db["exercise_11_comments"]
+    posts.drop()
+    comments.drop()
+    base = dt.datetime(2026, 10, 3, 9, 0)
+    posts.insert_many([{"_id": "post:busy", "title": "Busy", "commentCount": 0, "comments": [], "hasOverflow": False},
+                       {"_id": "post:quiet", "title": "Quiet", "commentCount": 0, "comments": [],
+                        "hasOverflow": False}])
+    made = {"post:busy": 25, "post:quiet": 3}
+    try:
+        for post_id, n in made.items():
+            for i in range(n):
+                add_comment(posts, comments, post_id,
+                            {"userId": f"user:{i}", "text": f"comment {i}", "createdAt": base + dt.timedelta(minutes=i)})
+        busy, quiet = posts.find_one({"_id": "post:busy"}), posts.find_one({"_id": "post:quiet"})
+        overflow = list(comments.find({}, {"_id": 0}).sort("createdAt", 1))
+    finally:
+        posts.drop()
+        comments.drop()
+    if busy is None or quiet is None:
+        raise NotYet("a test post disappeared; update the existing post (filter on `_id`), do not replace or "
+                     "delete it.")
+    texts = [c.get("text") for c in busy.get("comments", []) if isinstance(c, dict)]
+    if len(texts) > 20:
+        raise NotYet(f"the busy post embeds {len(texts)} comments after 25 calls; keep at most 20 with "
+                     "`$slice` inside the `$push`.")
+    newest = {f"comment {i}" for i in range(5, 25)}
+    if set(texts) != newest:
+        kept = sorted(set(texts) - newest)
+        raise NotYet(f"the busy post should embed the 20 newest comments (5..24); it keeps {kept[:3]}... instead. "
+                     "Push to the front (`$position: 0`) and `$slice: 20`, so the oldest falls off the end.")
+    if busy.get("commentCount") != 25 or quiet.get("commentCount") != 3:
+        raise NotYet(f"commentCount is {busy.get('commentCount')} and {quiet.get('commentCount')}; expected 25 and 3: "
+                     "`$inc` it on every comment, embedded or not.")
+    moved = [c.get("text") for c in overflow if c.get("postId") == "post:busy"]
+    if sorted(moved) != [f"comment {i}" for i in range(5)]:
+        if not moved:
+            raise NotYet("the 5 oldest comments of the busy post were dropped, not moved: insert the comment that "
+                         "falls off the array into `comments` (read the document BEFORE the update to see it).")
+        raise NotYet(f"the overflow collection holds {sorted(moved)} for the busy post; expected comments 0..4, "
+                     "each once, with `postId`.")
+    if any(c.get("postId") == "post:quiet" for c in overflow) or len(overflow) != 5:
+        raise NotYet("the quiet post (3 comments) must not use the overflow collection at all.")
+    if busy.get("hasOverflow") is not True:
+        raise NotYet("the busy post does not say `hasOverflow: True`, so readers never look in `comments`.")
+    if quiet.get("hasOverflow"):
+        raise NotYet("the quiet post says `hasOverflow: True` with only 3 comments; set it only when a comment "
+                     "moves to the overflow collection.")
+    return "20 newest embedded, 5 oldest moved to the overflow collection, counts and flags right."
+
+
+@register
+def _ex11() -> Exercise:
+    return Exercise(
+        id="11-outlier-write",
+        lesson="11_outlier",
+        task="Write add_comment(posts, comments, post_id, comment): keep the 20 newest embedded, move the rest to "
+             "`comments`, maintain commentCount and hasOverflow.",
+        checker=_check_outlier_write,
+        hints=["`find_one_and_update` with `$push: {comments: {$each: [c], $position: 0, $slice: 20}}` and "
+               "`return_document=ReturnDocument.BEFORE` shows the array before the push.",
+               "If that array already had 20 comments, its last one fell off: insert it with `postId` and set "
+               "`hasOverflow: True`."],
+        solution_text=(
+            "from pymongo import ReturnDocument\n\n"
+            "def add_comment(posts, comments, post_id, comment):\n"
+            "    before = posts.find_one_and_update(\n"
+            "        {\"_id\": post_id},\n"
+            "        {\"$push\": {\"comments\": {\"$each\": [comment], \"$position\": 0, \"$slice\": 20}},\n"
+            "         \"$inc\": {\"commentCount\": 1}},\n"
+            "        return_document=ReturnDocument.BEFORE)\n"
+            "    if len(before.get(\"comments\", [])) == 20:\n"
+            "        comments.insert_one(dict(before[\"comments\"][-1], postId=post_id))\n"
+            "        posts.update_one({\"_id\": post_id}, {\"$set\": {\"hasOverflow\": True}})\n"
+            "\nex.check(db, add_comment)"
+        ),
+    )

@@ -1,0 +1,362 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 35
+#     title: "Extended reference and subset: copy only what the hot read needs"
+#     section: Patterns
+#     demo: "Build the day's packing list three ways (two queries, $lookup, extended reference) and compare round trips and documents examined; then push reviews with $slice and watch the product document stay small."
+#     mistakes: ["copying the whole customer into every order instead of the two or three fields the read needs", "forgetting the index on the copied reference (customer._id) that a name change has to update", "$push without $slice, so the 'recent' array grows without bound", "$position: 0 without $sort when reviews can arrive out of date order"]
+# ---
+
+# %% [markdown]
+# # 16 · Extended reference and subset: copy only what the hot read needs
+#
+# **You will learn**
+# - the **extended reference** pattern: keep the reference, and copy next to it the few fields a frequent read needs;
+# - to measure the cost of resolving a reference on every read: round trips and documents examined;
+# - the **subset** pattern: keep a bounded, hot part of a big one-to-many (the 5 newest reviews) inside the parent,
+#   and all of it in its own collection;
+# - `$push` with `$each`, `$position`/`$sort` and `$slice` to keep that subset bounded in one write.
+#
+# **Time:** about 35 minutes.
+
+# %%
+import datetime as dt
+import random
+
+import bson
+import pandas as pd
+
+import labkit
+from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array
+
+db = labkit.fresh_db("16_extended_reference_subset")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# An online shop: 500 customers with full profiles (addresses, preferences, marketing flags, notes), and 3,000 orders
+# over 30 days that reference their customer by id. Seeded, so every run builds the same data.
+
+# %%
+rng = random.Random(16)
+CITIES = ["Lyon", "Porto", "Leeds", "Gent", "Bonn", "Turin", "Cork", "Graz", "Brno", "Malmo"]
+START = dt.datetime(2026, 9, 1)
+
+
+def make_customer(i):
+    city = CITIES[i % len(CITIES)]
+    return {"_id": f"cust:{i:04d}", "name": f"Customer {i:04d}", "email": f"c{i:04d}@example.com",
+            "phone": f"+33 1 {i:04d} {i * 7 % 10000:04d}",
+            "address": {"street": f"{rng.randint(1, 200)} Market Street", "city": city, "zip": f"{10000 + i}"},
+            "addresses": [{"label": f"address {n}", "street": f"{n} Side Road", "city": city} for n in range(3)],
+            "preferences": {"newsletter": i % 2 == 0, "language": "en", "currency": "EUR"},
+            "notes": "customer since 2019; prefers deliveries after 6 pm; " * 12,
+            "createdAt": dt.datetime(2019, 1, 1) + dt.timedelta(days=i)}
+
+
+customers = [make_customer(i) for i in range(1, 501)]
+orders = []
+for n in range(1, 3001):
+    cust = customers[rng.randrange(len(customers))]
+    items = [{"sku": f"sku:{rng.randint(1, 900):03d}", "qty": rng.randint(1, 3), "price": rng.randint(3, 90)}
+             for _ in range(rng.randint(1, 4))]
+    orders.append({"_id": f"order:{n:05d}", "customerId": cust["_id"], "items": items,
+                   "total": sum(i["qty"] * i["price"] for i in items),
+                   "createdAt": START + dt.timedelta(minutes=14 * n + rng.randint(0, 13))})
+db.customers.insert_many(customers)
+db.orders.insert_many(orders)
+db.orders.create_index("createdAt")
+print("customers:", db.customers.count_documents({}), "| orders:", db.orders.count_documents({}))
+print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
+
+# %% [markdown]
+# ## Part 1 · Extended reference
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | packing list: all orders of one day, with customer name and delivery address | read | every few minutes, in every warehouse | order + 2 customer fields |
+# | order page | read | very frequent | order + customer name and address |
+# | customer changes name | write | rare | |
+# | customer moves | write | rare | past orders keep the address they were shipped to |
+#
+# The customer profile is big and mostly irrelevant to orders: the order views need its name and address only.
+
+# %%
+day = {"createdAt": {"$gte": dt.datetime(2026, 9, 10), "$lt": dt.datetime(2026, 9, 11)}}
+print("orders on 2026-09-10:", db.orders.count_documents(day))
+
+
+# %% [markdown]
+# A helper reads the numbers this lesson compares from `explain()`:
+
+# %%
+def examined(cursor):
+    stats = cursor.explain()["executionStats"]
+    return {"keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"],
+            "returned": stats["nReturned"]}
+
+
+# %% [markdown]
+# ### Design A: reference only, resolved with a second query
+#
+# One query for the day's orders, then one `$in` query for their customers: two round trips, and every customer
+# document read in full to use two of its fields.
+
+# %%
+day_orders = list(db.orders.find(day).sort("_id", 1))
+ids = sorted({o["customerId"] for o in day_orders})
+who = {c["_id"]: c for c in db.customers.find({"_id": {"$in": ids}}, {"name": 1, "address": 1})}
+packing_a = [{"order": o["_id"], "name": who[o["customerId"]]["name"], "city": who[o["customerId"]]["address"]["city"]}
+             for o in day_orders]
+two_queries = [examined(db.orders.find(day)), examined(db.customers.find({"_id": {"$in": ids}}))]
+pd.DataFrame(two_queries, index=["1: orders of the day", "2: their customers"])
+
+# %% [markdown]
+# ### Design B: reference only, resolved with `$lookup`
+#
+# `$lookup` saves the second round trip, but the server still does the join work: for every order it looks up
+# one customer through the `_id` index.
+
+# %%
+lookup_pipeline = [
+    {"$match": day},
+    {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "customer"}},
+    {"$project": {"customerId": 1, "customer.name": 1, "customer.address": 1}},
+    {"$sort": {"_id": 1}},
+]
+packing_b = [{"order": o["_id"], "name": o["customer"][0]["name"], "city": o["customer"][0]["address"]["city"]}
+             for o in db.orders.aggregate(lookup_pipeline)]
+print("same packing list as design A:", packing_a == packing_b)
+
+# %% [markdown]
+# `explain` of the aggregation shows the join's work: the `$cursor` stage reads the day's orders, and the `$lookup`
+# stage reports what it examined in `customers` (one `_id` lookup per order). The helper below also accepts the
+# single-plan form a server prints when it runs the whole pipeline in its SBE engine.
+
+# %%
+def aggregate_cost(collection, pipeline):
+    explain = db.command("explain", {"aggregate": collection, "pipeline": pipeline, "cursor": {}},
+                         verbosity="executionStats")
+    if "stages" not in explain:  # whole pipeline pushed down into one plan
+        stats = explain["executionStats"]
+        return {"keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"]}
+    outer = explain["stages"][0]["$cursor"]["executionStats"]
+    joins = [s for s in explain["stages"] if "$lookup" in s]
+    return {"keys examined": outer["totalKeysExamined"] + sum(s["totalKeysExamined"] for s in joins),
+            "docs examined": outer["totalDocsExamined"] + sum(s["totalDocsExamined"] for s in joins),
+            "$lookup indexes used": sorted({i for s in joins for i in s.get("indexesUsed", [])})}
+
+
+lookup_cost = aggregate_cost("orders", lookup_pipeline)
+lookup_cost
+
+# %% [markdown]
+# ### Design C: extended reference
+#
+# Keep `customerId`, and copy the two fields the order views need into the order, at the time of the order:
+# `customer: {_id, name, address}`. The address copy is a **snapshot**: it records where this order was shipped, so
+# it must *not* follow later moves.
+
+# %%
+snapshot = {c["_id"]: {"_id": c["_id"], "name": c["name"], "address": c["address"]} for c in customers}
+db.orders_ext.insert_many([o | {"customer": snapshot[o["customerId"]]} for o in orders])
+db.orders_ext.create_index("createdAt")
+db.orders_ext.find_one({"_id": "order:00001"}, {"items": 0})
+
+# %%
+packing_c = [{"order": o["_id"], "name": o["customer"]["name"], "city": o["customer"]["address"]["city"]}
+             for o in db.orders_ext.find(day, {"customer": 1}).sort("_id", 1)]
+print("same packing list:", packing_c == packing_a)
+ext_cost = examined(db.orders_ext.find(day))
+ext_cost
+
+# %% [markdown]
+# ### Side by side
+
+# %%
+sizes = {name: db.command("collStats", name)["size"] for name in ("orders", "orders_ext")}
+part1 = pd.DataFrame({
+    "A: two queries": {"round trips": 2, "docs examined": sum(q["docs examined"] for q in two_queries),
+                       "orders collection bytes": sizes["orders"]},
+    "B: $lookup": {"round trips": 1, "docs examined": lookup_cost["docs examined"],
+                   "orders collection bytes": sizes["orders"]},
+    "C: extended reference": {"round trips": 1, "docs examined": ext_cost["docs examined"],
+                              "orders collection bytes": sizes["orders_ext"]},
+}).T
+part1
+
+# %% [markdown]
+# The extended reference reads each order once and nothing else. The price is storage (every order carries a copy)
+# and the copies themselves: when a customer changes **name**, past orders may need the new one. The copy lives
+# in many orders, so index it and update them all in one statement:
+
+# %%
+db.orders_ext.create_index("customer._id")
+rename = db.orders_ext.update_many({"customer._id": "cust:0007"}, {"$set": {"customer.name": "Customer Seven"}})
+db.customers.update_one({"_id": "cust:0007"}, {"$set": {"name": "Customer Seven"}})
+print("orders rewritten for one name change:", rename.modified_count)
+examined(db.orders_ext.find({"customer._id": "cust:0007"}))
+
+# %% [markdown]
+# Copy fields that change rarely (or whose old value is the right one, like a shipping address) and that the hot
+# read needs. A field that changes often is a poor candidate: every change fans out to all the copies.
+
+# %% [markdown]
+# ## Part 2 · Subset
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | product page | read | very frequent | product + its 5 newest reviews |
+# | "all reviews" page | read | occasional | any page of a product's reviews, newest first |
+# | write a review | write | frequent | |
+#
+# Reviews are a one-to-many that can grow without bound: a popular product collects thousands.
+
+# %%
+REVIEW_TEXT = "Solid build, arrived on time, would buy again. Battery could last longer. " * 3
+
+
+def make_review(product, n):
+    return {"_id": f"rev:{product}:{n:05d}", "productId": f"prod:{product}", "userId": f"user:{(n * 37) % 9000:04d}",
+            "rating": 1 + (n * 7 + product) % 5, "text": REVIEW_TEXT,
+            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(hours=3 * n + product)}
+
+
+review_counts = {1: 1000, 2: 300, 3: 40, 4: 5, 5: 0}
+products = [{"_id": f"prod:{p}", "name": f"Headphones model {p}", "price": 20 + 10 * p} for p in review_counts]
+all_reviews = {p: [make_review(p, n) for n in range(1, c + 1)] for p, c in review_counts.items()}
+print({f"prod:{p}": len(r) for p, r in all_reviews.items()})
+
+# %% [markdown]
+# ### Naive: every review embedded in the product
+#
+# The page needs 5 reviews, but reading the product brings all of them.
+
+# %%
+db.products_all.insert_many([p | {"reviews": [{k: v for k, v in r.items() if k != "productId"}
+                                               for r in reversed(all_reviews[int(p["_id"][5:])])]}
+                             for p in products])
+embedded_sizes = {d["_id"]: len(bson.encode(d)) for d in db.products_all.find().sort("_id", 1)}
+embedded_sizes
+
+# %% [markdown]
+# ### Subset: the 5 newest in the product, all of them in `reviews`
+#
+# Every review is written to the `reviews` collection (the full, paginated history). The product keeps a copy of the
+# newest five in `recentReviews`. One `$push` adds the new review at the front (`$position: 0`) and trims the array to
+# five (`$slice: 5`), so the product can never grow past five reviews.
+
+# %%
+db.products.insert_many([p | {"recentReviews": [], "reviewCount": 0} for p in products])
+db.reviews.create_index([("productId", 1), ("createdAt", -1)])
+
+
+def add_review(review):
+    db.reviews.insert_one(review)
+    summary = {k: review[k] for k in ("_id", "userId", "rating", "text", "createdAt")}
+    db.products.update_one({"_id": review["productId"]},
+                           {"$push": {"recentReviews": {"$each": [summary], "$position": 0, "$slice": 5}},
+                            "$inc": {"reviewCount": 1}})
+
+
+for p in sorted(all_reviews):
+    for review in all_reviews[p]:
+        add_review(review)
+page = db.products.find_one({"_id": "prod:1"})
+print("reviewCount:", page["reviewCount"], "| embedded:", [r["_id"] for r in page["recentReviews"]])
+
+# %% [markdown]
+# `$position: 0` assumes reviews arrive in date order. When they may not (an import, a retried write), let `$sort`
+# order the array instead: `{"$each": [r], "$sort": {"createdAt": -1}, "$slice": 5}` keeps the five newest whatever
+# the arrival order.
+#
+# The product page is now one document of bounded size:
+
+# %%
+product_page = pd.DataFrame({
+    "all reviews embedded (bytes)": embedded_sizes,
+    "subset of 5 (bytes)": {d["_id"]: len(bson.encode(d)) for d in db.products.find().sort("_id", 1)},
+    "reviews": {f"prod:{p}": c for p, c in review_counts.items()},
+})
+product_page["docs read for the page"] = 1
+product_page
+
+# %% [markdown]
+# The full history is one indexed query away, a page at a time, only for the learners who click "all reviews":
+
+# %%
+examined(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20).limit(20))
+
+# %% [markdown]
+# ## Explore: reviews per product
+#
+# The product document's exact BSON size when it embeds every review, against the subset design that keeps 5.
+# Sizes are computed with `labkit.sizes` (exact `bson.encode` arithmetic), so a slider step is instant.
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+base_product = dict(products[0])
+embedded_review = {k: v for k, v in make_review(1, 1).items() if k != "productId"}
+
+
+def review_sizes(reviews):
+    everything = doc_size_with_array(base_product, "reviews", reviews,
+                                     lambda i: embedded_review)
+    subset = doc_size_with_array(base_product | {"reviewCount": 0}, "recentReviews", min(reviews, 5),
+                                 lambda i: embedded_review)
+    return {"reviews": reviews,
+            "product with all reviews (bytes)": everything,
+            "product with the 5 newest (bytes)": subset,
+            "all reviews fit in 16 MiB": everything <= MAX_BSON_SIZE,
+            "bytes read per product page, all embedded": everything,
+            "bytes read per product page, subset": subset}
+
+
+review_explorer = explorer(
+    review_sizes, sliders={"reviews": (0, 60_000, 2_000, 500)}, title="Reviews per product",
+    draw=lambda ax, v, r: bars_against_limit(ax, ["all embedded", "subset of 5"],
+                                             [r["product with all reviews (bytes)"],
+                                              r["product with the 5 newest (bytes)"]], title="product document"))
+review_explorer
+
+# %% [markdown]
+# ## Exercise
+#
+# Reviews imported from a partner arrive **out of date order**. Write `add_review(db, review)` that stores the
+# review in `db.reviews` and keeps `recentReviews` on its product to the **5 newest by `createdAt`, newest first**,
+# with one update on the product. `ex.check(practice, add_review)` feeds it reviews in a shuffled order.
+
+# %%
+practice = labkit.fresh_db("16_practice")
+practice.products.insert_one({"_id": "prod:1", "name": "Headphones model 1", "recentReviews": []})
+ex = labkit.exercises.get("16-subset")
+ex
+
+
+# %% tags=["solution"]
+def add_review(db, review):
+    db.reviews.insert_one(review)
+    db.products.update_one({"_id": review["productId"]}, {"$push": {"recentReviews": {
+        "$each": [{k: v for k, v in review.items() if k != "productId"}], "$sort": {"createdAt": -1}, "$slice": 5}}})
+
+
+ex.check(practice, add_review)
+
+# %% [markdown]
+# ## Summary
+#
+# - Extended reference: keep the id *and* copy the few, rarely changing fields a frequent read needs. The read
+#   becomes one query over one collection; the cost is storage and fanning out the rare changes (index the copied id).
+# - A copied address can be a deliberate snapshot: past orders keep the address they were shipped to.
+# - Subset: the parent holds a bounded slice of a big one-to-many (`$push` + `$each` + `$position`/`$sort` +
+#   `$slice`), the child collection holds everything. The hot page reads one small document.
+#
+# **Next:** 17 · trees: parent references, ancestors, materialized paths and `$graphLookup`.

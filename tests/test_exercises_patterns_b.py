@@ -1,0 +1,112 @@
+"""Checkers of the pattern lessons 15-19 accept good answers and reject typical wrong ones (embedded engine)."""
+import datetime as dt
+
+import pytest
+
+import labkit
+from labkit.engine import EmbeddedClient
+
+
+def _fresh(name):
+    return labkit.fresh_db(name, client=EmbeddedClient())
+
+
+# --- 15 attribute ------------------------------------------------------------------------------------------
+
+def _products(name):
+    db = _fresh(name)
+    db.products.insert_many([{"_id": f"prod:{i}", "name": f"Gadget {i}", "price": i,
+                              f"spec_{'abc'[i % 3]}": i * 10, "spec_power_w": i % 7} for i in range(1, 31)])
+    return db
+
+
+def _good_to_attributes(doc):
+    out = {k: v for k, v in doc.items() if not k.startswith("spec_")}
+    out["specs"] = [{"k": k[len("spec_"):], "v": v} for k, v in doc.items() if k.startswith("spec_")]
+    return out
+
+
+def _rewrite(db, func):
+    for doc in list(db.products.find()):
+        db.products.replace_one({"_id": doc["_id"]}, func(doc))
+
+
+def test_attribute_accepts_the_solution():
+    db = _products("t15a")
+    _rewrite(db, _good_to_attributes)
+    db.products.create_index([("specs.k", 1), ("specs.v", 1)])
+    result = labkit.exercises.get("15-attribute").check(db.products, _good_to_attributes)
+    assert result.correct, result.message
+
+
+def test_attribute_rejects_typical_mistakes():
+    ex = labkit.exercises.get("15-attribute")
+    db = _products("t15b")
+    # prefix kept in k
+    keep_prefix = lambda d: {k: v for k, v in d.items() if not k.startswith("spec_")} | {  # noqa: E731
+        "specs": [{"k": k, "v": v} for k, v in d.items() if k.startswith("spec_")]}
+    assert "prefix" in ex.check(db.products, keep_prefix).message
+    # a subdocument instead of an array
+    as_dict = lambda d: {k: v for k, v in d.items() if not k.startswith("spec_")} | {  # noqa: E731
+        "specs": {k[5:]: v for k, v in d.items() if k.startswith("spec_")}}
+    assert "ARRAY" in ex.check(db.products, as_dict).message
+    # k and v swapped
+    swapped = lambda d: {k: v for k, v in d.items() if not k.startswith("spec_")} | {  # noqa: E731
+        "specs": [{"k": v, "v": k[5:]} for k, v in d.items() if k.startswith("spec_")]}
+    assert "swapped" in ex.check(db.products, swapped).message
+    # good function, but the collection was not rewritten
+    assert "still have spec_" in ex.check(db.products, _good_to_attributes).message
+    _rewrite(db, _good_to_attributes)
+    assert "no index" in ex.check(db.products, _good_to_attributes).message
+    db.products.create_index([("specs.v", 1), ("specs.k", 1)])
+    assert "equality field first" in ex.check(db.products, _good_to_attributes).message
+    db.products.drop_indexes()
+    db.products.create_index("specs.k")
+    db.products.create_index("specs.v")
+    assert "ONE compound index" in ex.check(db.products, _good_to_attributes).message
+    assert not ex.check(db.products)  # the function is missing
+
+
+# --- 16 subset ---------------------------------------------------------------------------------------------
+
+def _practice16(name):
+    db = _fresh(name)
+    db.products.insert_one({"_id": "prod:1", "name": "Headphones", "recentReviews": []})
+    return db
+
+
+def _push(db, review, **modifiers):
+    db.products.update_one({"_id": review["productId"]},
+                           {"$push": {"recentReviews": {"$each": [review], **modifiers}}})
+
+
+def test_subset_accepts_sort_and_slice():
+    def add_review(db, review):
+        db.reviews.insert_one(review)
+        _push(db, review, **{"$sort": {"createdAt": -1}, "$slice": 5})
+
+    db = _practice16("t16a")
+    result = labkit.exercises.get("16-subset").check(db, add_review)
+    assert result.correct, result.message
+    assert db.products.count_documents({}) == 1 and db.reviews.count_documents({}) == 0  # cleaned up
+
+
+@pytest.mark.parametrize("modifiers, reviews_too, expected", [
+    ({"$position": 0}, True, "$slice: 5"),                                   # unbounded
+    ({"$position": 0, "$slice": 5}, True, "out of order"),                   # arrival order, not date order
+    ({"$sort": {"createdAt": 1}, "$slice": -5}, True, "oldest first"),       # newest five, wrong direction
+    ({"$sort": {"createdAt": -1}, "$slice": 5}, False, "reviews collection"),  # history not stored
+])
+def test_subset_rejects_typical_mistakes(modifiers, reviews_too, expected):
+    def add_review(db, review):
+        if reviews_too:
+            db.reviews.insert_one(review)
+        _push(db, review, **modifiers)
+
+    result = labkit.exercises.get("16-subset").check(_practice16("t16b"), add_review)
+    assert not result.correct
+    assert expected in result.message
+
+
+def test_subset_needs_a_function():
+    assert "add_review" in labkit.exercises.get("16-subset").check(_practice16("t16c")).message
