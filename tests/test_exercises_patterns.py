@@ -56,3 +56,44 @@ def test_bucket_upsert_wrong(db, kwargs, why):
 def test_bucket_upsert_call_shape(db):
     ex = labkit.exercises.get("10-bucket-upsert")
     assert "ex.check(db, add_reading)" in ex.check(_bucket_writer()).message
+
+
+# --- 11 outlier write path ------------------------------------------------------------------------------------
+
+def _comment_writer(slice_=True, position=True, move=True, flag=True, count=True):
+    from pymongo import ReturnDocument
+
+    def add_comment(posts, comments, post_id, comment):
+        push = {"$each": [comment]}
+        if position:
+            push["$position"] = 0
+        if slice_:
+            push["$slice"] = 20 if position else 20
+        update = {"$push": {"comments": push}}
+        if count:
+            update["$inc"] = {"commentCount": 1}
+        before = posts.find_one_and_update({"_id": post_id}, update, return_document=ReturnDocument.BEFORE)
+        embedded = before.get("comments", [])
+        if len(embedded) == 20:
+            if move:
+                comments.insert_one(dict(embedded[-1] if position else comment, postId=post_id))
+            if flag:
+                posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
+    return add_comment
+
+
+def test_outlier_write_good(db):
+    result = labkit.exercises.get("11-outlier-write").check(db, _comment_writer())
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    ({"slice_": False}, "$slice"),
+    ({"position": False}, "$position"),
+    ({"move": False}, "dropped, not moved"),
+    ({"flag": False}, "hasOverflow"),
+    ({"count": False}, "commentCount"),
+])
+def test_outlier_write_wrong(db, kwargs, why):
+    result = labkit.exercises.get("11-outlier-write").check(db, _comment_writer(**kwargs))
+    assert not result.correct and why in result.message, result.message

@@ -1,0 +1,283 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "Outlier: embed for the common case, overflow for the viral post"
+#     section: Patterns
+#     demo: "Drag virality to 300,000 comments: the fully embedded post crosses 16 MiB while the outlier design's post stays at a few KiB."
+#     mistakes: ["designing every post around the one viral post", "capping the embedded array but dropping the comments that fall off", "forgetting the hasOverflow flag, so every post page makes a second query"]
+# ---
+
+# %% [markdown]
+# # 11 · Outlier: embed for the common case, overflow for the viral post
+#
+# **You will learn**
+# - why one viral post should not dictate the schema of every post;
+# - to embed up to N comments, move the rest to an overflow collection and mark the post with `hasOverflow`;
+# - to measure both read paths (documents read, bytes, round trips) for a normal and a viral post;
+# - how the threshold N trades the main document's size against extra queries.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import datetime as dt
+import math
+import random
+
+import bson
+import pandas as pd
+
+import labkit
+from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array, max_elements
+
+db = labkit.fresh_db("11_outlier")
+N = 20  # comments embedded per post
+VIRAL = 50_000  # comments on the viral post
+BASE = dt.datetime(2026, 10, 1)
+rng = random.Random(11)
+
+
+def comment(post_no, i):
+    """The i-th comment (0 = oldest) of a post: fixed shape, deterministic content."""
+    return {"userId": f"user:{(post_no * 7919 + i) % 10_000:04d}", "text": TEXTS[(post_no + i) % len(TEXTS)],
+            "createdAt": BASE + dt.timedelta(minutes=post_no, seconds=7 * i)}
+
+
+TEXTS = ["Great post!", "Amazing!", "Thanks for sharing", "So true", "Love this"]
+counts = [min(int(rng.expovariate(1 / 5)), 15) for _ in range(199)]  # most posts: a handful of comments
+print("normal posts:", len(counts), "| comments on them:", sum(counts), "| most on one:", max(counts),
+      "| viral post:", f"{VIRAL:,}")
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | show a post with its newest comments | read | very frequent | title, comment count, up to 20 newest comments |
+# | "more comments" on a post | read | occasional, mostly viral posts | the next 20, newest first |
+# | add a comment | write | frequent, bursty on viral posts | must stay cheap even on the viral post |
+#
+# Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**.
+
+# %% [markdown]
+# ## The naive design: embed every comment
+#
+# Embedding is ideal for the typical post: one read shows it all. Build that design for all 200 posts, including
+# the viral one with all 50,000 comments inside it:
+
+# %%
+def embedded_post(no, n):
+    return {"_id": f"post:{no}", "title": f"Post {no}", "commentCount": n,
+            "comments": [comment(no, i) for i in reversed(range(n))]}  # newest first
+
+
+db.posts_embedded.insert_many([embedded_post(no, n) for no, n in enumerate(counts, start=1)])
+db.posts_embedded.insert_one(embedded_post(200, VIRAL) | {"title": "This post went viral"})
+
+
+def read_cost(coll, post_id):
+    doc = coll.find_one({"_id": post_id})
+    return {"round trips": 1, "documents read": 1, "bytes read": len(bson.encode(doc))}
+
+
+s = db.command("collStats", "posts_embedded")
+print(f"posts: {s['count']}, total {s['size']:,} bytes, average {s['avgObjSize']:,} bytes per post")
+pd.DataFrame({"normal post (post:1)": read_cost(db.posts_embedded, "post:1"),
+              "viral post (post:200)": read_cost(db.posts_embedded, "post:200")})
+
+# %% [markdown]
+# Most posts are a few hundred bytes. The viral one is megabytes: every view of it transfers all 50,000
+# comments to show 20, and every new comment rewrites that whole document. It still fits under 16 MiB, but
+# not for long:
+
+# %%
+viral_base = {"_id": "post:200", "title": "This post went viral", "commentCount": VIRAL, "comments": []}
+fits = max_elements(viral_base, "comments", lambda i: comment(200, 0))
+print(f"the viral post hits 16 MiB at {fits:,} embedded comments")
+
+# %% [markdown]
+# ## The better design: the outlier pattern
+#
+# Keep the design that suits 199 posts out of 200, and treat the exception separately:
+#
+# - each post embeds at most **N = 20** comments, the newest first, and keeps `commentCount`;
+# - comments pushed out of the embedded array go to an **overflow** collection `comments`, one document each with
+#   `postId`, indexed `{postId: 1, createdAt: -1}`;
+# - `hasOverflow: true` tells the application that older comments live elsewhere. Normal posts say `false`, so
+#   their page never queries `comments`.
+
+# %%
+def outlier_post(no, n):
+    newest = [comment(no, i) for i in reversed(range(max(0, n - N), n))]
+    return {"_id": f"post:{no}", "title": f"Post {no}", "commentCount": n, "comments": newest,
+            "hasOverflow": n > N}
+
+
+db.posts.insert_many([outlier_post(no, n) for no, n in enumerate(counts, start=1)])
+db.posts.insert_one(outlier_post(200, VIRAL) | {"title": "This post went viral"})
+db.comments.insert_many([dict(comment(200, i), _id=f"comment:200:{i:05d}", postId="post:200")
+                         for i in range(VIRAL - N)])
+db.comments.create_index([("postId", 1), ("createdAt", -1)])
+pd.DataFrame({name: {k: db.command("collStats", name)[k] for k in ("count", "size", "avgObjSize")}
+              for name in ("posts", "comments")})
+
+# %%
+db.posts.count_documents({"hasOverflow": True}), db.posts.find_one({"_id": "post:200"}, {"comments": 0})
+
+# %% [markdown]
+# ## The read path
+#
+# Page 1 is always the post document alone. Later pages exist only for posts with `hasOverflow`; they come
+# from the overflow collection, newest first (page 2 starts right after the 20 embedded comments).
+
+# %%
+def get_comments(post_id, page=1):
+    """Return (comments, cost) for one page of 20."""
+    post = db.posts.find_one({"_id": post_id})
+    cost = {"round trips": 1, "documents read": 1, "bytes read": len(bson.encode(post)),
+            "index keys examined": 0}
+    if page == 1 or not post["hasOverflow"]:
+        return (post["comments"] if page == 1 else []), cost
+    cursor = (db.comments.find({"postId": post_id}, {"_id": 0, "postId": 0})
+              .sort("createdAt", -1).skip((page - 2) * 20).limit(20))
+    stats = cursor.explain()["executionStats"]
+    page_docs = list(cursor.clone())
+    cost["round trips"] += 1
+    cost["documents read"] += stats["totalDocsExamined"]
+    cost["index keys examined"] = stats["totalKeysExamined"]
+    cost["bytes read"] += sum(len(bson.encode(d)) for d in page_docs)
+    return page_docs, cost
+
+
+paths = {"normal post, page 1": get_comments("post:1")[1],
+         "viral post, page 1": get_comments("post:200")[1],
+         "viral post, page 2": get_comments("post:200", 2)[1],
+         "viral post, page 50": get_comments("post:200", 50)[1]}
+pd.DataFrame(paths)
+
+# %% [markdown]
+# Side by side with the naive design for the page everybody sees:
+
+# %%
+compare = pd.DataFrame({
+    "naive: normal post": read_cost(db.posts_embedded, "post:1"),
+    "naive: viral post": read_cost(db.posts_embedded, "post:200"),
+    "outlier: normal post": {k: v for k, v in paths["normal post, page 1"].items() if k != "index keys examined"},
+    "outlier: viral post": {k: v for k, v in paths["viral post, page 1"].items() if k != "index keys examined"},
+})
+compare
+
+# %% [markdown]
+# The normal post costs exactly what it did: one round trip, same bytes. The viral post's page drops from
+# megabytes to the size of a normal post. Deep pages cost more (`skip` walks the index past earlier pages); a
+# range on `createdAt` from the last comment shown would avoid that.
+#
+# The newest comments on page 1 and page 2 continue each other without a gap:
+
+# %%
+first, _ = get_comments("post:200")
+second, _ = get_comments("post:200", 2)
+print("page 1 oldest:", first[-1]["createdAt"], "| page 2 newest:", second[0]["createdAt"])
+print("strictly older:", second[0]["createdAt"] < first[-1]["createdAt"])
+
+# %% [markdown]
+# ## The write path
+#
+# Adding a comment to a post with fewer than N embedded comments is one update (`$push` + `$inc`). When the
+# array is already full, the new comment goes to the front and the oldest embedded comment falls off the end
+# (`$position: 0`, `$slice: N`): read the document *before* the update (`find_one_and_update` with
+# `ReturnDocument.BEFORE`) to learn which comment fell off, insert it into `comments`, and set `hasOverflow`.
+# That is two or three writes, but only for outliers. You will write it in the exercise.
+#
+# ## Explore: threshold and virality
+#
+# Exact BSON sizes (each comment the size of the viral post's first one) of its main document in both designs, how many overflow documents it needs,
+# and what it costs to show page 1 or to read every comment (20 per round trip from the overflow collection).
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+post_shell = {"_id": "post:200", "title": "This post went viral", "commentCount": VIRAL, "comments": [],
+              "hasOverflow": True}
+
+
+def outlier(threshold, virality):
+    embedded_all = doc_size_with_array(post_shell, "comments", virality, lambda i: comment(200, 0))
+    kept = min(threshold, virality)
+    main = doc_size_with_array(post_shell, "comments", kept, lambda i: comment(200, 0))
+    overflow = virality - kept
+    return {
+        "naive: main document (bytes)": embedded_all,
+        "naive: under 16 MiB": embedded_all <= MAX_BSON_SIZE,
+        "outlier: main document (bytes)": main,
+        "outlier: overflow documents": overflow,
+        "page 1: round trips (both designs)": 1,
+        "page 1: bytes read, naive": embedded_all,
+        "page 1: bytes read, outlier": main,
+        "all comments: round trips, outlier": 1 + math.ceil(overflow / 20),
+    }
+
+
+def draw(ax, values, r):
+    bars_against_limit(ax, ["embed all", f"embed {values['threshold']}"],
+                       [r["naive: main document (bytes)"], r["outlier: main document (bytes)"]],
+                       title="viral post's main document")
+
+
+knobs = explorer(outlier, sliders={"threshold": (5, 500, 20, 5), "virality": (0, 400_000, 50_000, 1_000)},
+                 title="Outlier threshold", draw=draw)
+knobs
+
+# %% [markdown]
+# A larger N serves more posts from one document but makes each outlier's main document heavier; N should
+# cover the comments a page shows and most posts entirely. Virality only grows the overflow collection,
+# never the post.
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `add_comment(posts, comments, post_id, comment)` for a threshold of **20**: the post keeps its 20 newest
+# comments embedded and an accurate `commentCount`; a comment pushed out of the embedded array is inserted into
+# `comments` with a `postId`, and the post gets `hasOverflow: True`. `ex.check(db, add_comment)` runs it on
+# scratch collections: 25 comments on one post, 3 on another.
+
+# %%
+from pymongo import ReturnDocument
+
+ex = labkit.exercises.get("11-outlier-write")
+ex
+
+
+# %% tags=["solution"]
+def add_comment(posts, comments, post_id, comment):
+    before = posts.find_one_and_update(
+        {"_id": post_id},
+        {"$push": {"comments": {"$each": [comment], "$position": 0, "$slice": 20}},
+         "$inc": {"commentCount": 1}},
+        return_document=ReturnDocument.BEFORE,
+    )
+    embedded = before.get("comments", [])
+    if len(embedded) == 20:  # the oldest embedded comment fell off the end
+        comments.insert_one(dict(embedded[-1], postId=post_id))
+        posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
+
+
+ex.check(db, add_comment)
+
+# %% [markdown]
+# ## Summary
+#
+# - Design for the common case (a few embedded comments, one read) and handle the outlier separately.
+# - Embed up to N items; the rest go to an overflow collection indexed for the overflow query; a flag
+#   (`hasOverflow`) keeps normal posts at one round trip.
+# - Measured here: the viral post's page went from megabytes and the full 50,000 comments to one small document;
+#   normal posts did not change at all.
+#
+# **Next:** 12 · the computed pattern.
