@@ -96,6 +96,36 @@ def cmd_reset(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_workshop(args: argparse.Namespace) -> int:
+    from labkit import seed, workshop
+
+    client = _client(args)
+    print(f"Workshop on {describe(client)}")
+    if args.action == "prepare":
+        seeder = (lambda db: seed.social(db, users=args.users, seed=args.seed)) if args.users else None
+        rows = workshop.prepare(client, args.learners, base=args.base, seed_db=seeder)
+        for r in rows:
+            print(f"  learner {r['learner']:>3}: LABKIT_DB_PREFIX={r['LABKIT_DB_PREFIX']:<16} "
+                  f"{r['database']} ({r['documents']} documents)")
+        print("Each learner sets MONGODB_URI and their LABKIT_DB_PREFIX before starting Jupyter.")
+        return 0
+    if args.action == "check":
+        rows = workshop.check(client, args.learners, base=args.base)
+        for r in rows:
+            state = "ready" if r["ready"] else "NOT READY (run: workshop prepare)"
+            print(f"  learner {r['learner']:>3}: {r['LABKIT_DB_PREFIX']:<16} {state}, {r['databases']} database(s)")
+        missing = sum(not r["ready"] for r in rows)
+        print(f"{len(rows) - missing} of {len(rows)} learners ready.")
+        return 0 if missing == 0 else 1
+    result = workshop.cleanup(client, base=args.base)
+    for name in result["dropped"]:
+        print(f"  dropped {name}")
+    for name in result["kept"]:
+        print(f"  kept {name} (not created by labkit)")
+    print(f"Dropped {len(result['dropped'])} database(s); kept {len(result['kept'])}.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -121,6 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--hours", type=int, default=24, help="sensors: hours of readings (default 24)")
     s.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
     s.set_defaults(func=cmd_seed)
+
+    w = sub.add_parser(
+        "workshop", parents=[common], help="per-learner databases on a shared cluster: prepare, check, cleanup",
+        description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . prepare creates and seeds one marked database "
+                    "per learner; check reports readiness; cleanup drops only labkit-marked databases of the "
+                    "workshop.",
+    )
+    w.add_argument("action", choices=["prepare", "check", "cleanup"])
+    w.add_argument("--learners", type=int, default=30, help="number of learners (default 30)")
+    w.add_argument("--base", default="sl_learner", help="prefix base (default sl_learner -> sl_learner07_)")
+    w.add_argument("--users", type=int, default=200, help="prepare: users to seed per learner, 0 = none (default 200)")
+    w.add_argument("--seed", type=int, default=42, help="prepare: random seed (default 42)")
+    w.set_defaults(func=cmd_workshop)
 
     r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
     r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")

@@ -121,13 +121,32 @@ def fresh_db(name: str, *, client: Any = None) -> Any:
     """
     if client is None:
         client = connect()
-    full = db_name(name, client)
-    if _exists(client, full):
-        if not is_labkit_database(client, full):
-            _refuse(client, full, "drop or change")
-        client.drop_database(full)
-    _mark(client, full, name)
-    return client[full]
+    return recreate(db_name(name, client), client=client, label=name)
+
+
+def recreate(full_name: str, *, client: Any, label: str | None = None) -> Any:
+    """Drop labkit's database ``full_name`` (exact name, no prefix added) if it exists, and create it marked.
+
+    The guard of :func:`fresh_db`: an existing database without labkit's mark raises :class:`UnsafeDatabaseError`.
+    """
+    if _exists(client, full_name):
+        if not is_labkit_database(client, full_name):
+            _refuse(client, full_name, "drop or change")
+        client.drop_database(full_name)
+    _mark(client, full_name, label or full_name)
+    return client[full_name]
+
+
+def drop_marked(full_name: str, *, client: Any) -> bool:
+    """Drop ``full_name`` (exact name) if it carries labkit's mark; refuse otherwise. False if it is absent."""
+    if not _exists(client, full_name):
+        return False
+    if not is_labkit_database(client, full_name):
+        _refuse(client, full_name, "drop")
+    client.drop_database(full_name)
+    if is_embedded(client):
+        _registry(client).discard(full_name)
+    return True
 
 
 def reset_db(name: str, *, client: Any = None) -> bool:
@@ -137,15 +156,7 @@ def reset_db(name: str, *, client: Any = None) -> bool:
     """
     if client is None:
         client = connect()
-    full = db_name(name, client)
-    if not _exists(client, full):
-        return False
-    if not is_labkit_database(client, full):
-        _refuse(client, full, "drop")
-    client.drop_database(full)
-    if is_embedded(client):
-        _registry(client).discard(full)
-    return True
+    return drop_marked(db_name(name, client), client=client)
 
 
 def labkit_databases(client: Any = None) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 from labkit.__main__ import main
 
 
-@pytest.mark.parametrize("cmd", [[], ["doctor"], ["seed"], ["reset"]])
+@pytest.mark.parametrize("cmd", [[], ["doctor"], ["seed"], ["reset"], ["workshop"]])
 def test_help(cmd, capsys):
     with pytest.raises(SystemExit) as info:
         main([*cmd, "--help"])
