@@ -340,20 +340,21 @@ real cluster instead:
    first and fails within 3 seconds with a `LabConnectionError` naming the host if it does not answer; passwords
    are always shown redacted. Have everyone run `python -m labkit doctor` first: it reports versions, the engine,
    whether the server answers and whether widgets render.
-2. **Keep learners apart with prefixes.** On a real server every database labkit creates is named
-   `<prefix><name>`. The prefix is `$LABKIT_DB_PREFIX` when set, otherwise `sl_<OS user name>_`
-   (so `fresh_db("01_embed")` creates `sl_ada_01_embed`). When learners share an OS account (lab machines,
-   one container image), give each an explicit prefix, e.g. `LABKIT_DB_PREFIX=table7_`.
-3. **Seed data in advance (optional).**
-   `python -m labkit seed social --db workshop --learners 30` creates and seeds `workshop_01` … `workshop_30`,
-   each with the prefix of the shell that runs it (set `LABKIT_DB_PREFIX` there to choose it) and each guarded
-   like `fresh_db`. Add `--uri` (default `$MONGODB_URI`) and `--users N` as needed;
-   `python -m labkit seed sensors --sensors 10 --hours 24` seeds sensor readings. Tell learner *k* which
-   database is theirs.
-4. **Clean up afterwards.** `python -m labkit reset NAME` drops labkit's database `NAME` (with the prefix added)
-   and refuses to touch any database labkit did not create, e.g.
-   `for i in $(seq -w 1 30); do python -m labkit reset workshop_$i; done`. Each lesson's own database is
-   recreated empty by `labkit.fresh_db` every time the lesson runs.
+2. **Give every learner a seat.** Workshop mode numbers the learners and gives learner *k* the database
+   prefix `sl_learnerKK_`. Before the workshop, with `MONGODB_URI` set to the cluster:
+   `python -m labkit workshop prepare --learners 30` creates and seeds one marked database per learner
+   (`sl_learner01_ready` ...) and prints the `LABKIT_DB_PREFIX` each learner must set. It refuses, before writing
+   anything, if a database of the same name exists that labkit did not create. `--base NAME` changes the
+   `sl_learner` part; `--users N` the size of the seeded data (0 for none).
+3. **Learners set their prefix.** Learner 7 starts JupyterLab with
+   `MONGODB_URI=... LABKIT_DB_PREFIX=sl_learner07_ python3 dev.py lab`; every `labkit.fresh_db("02_one_to_many")`
+   then creates `sl_learner07_02_one_to_many`, so nobody touches anybody else's data. (Without workshop mode,
+   the prefix defaults to `sl_<OS user name>_`.)
+4. **Check readiness.** `python -m labkit workshop check --learners 30` lists every seat as ready or not, with
+   the number of databases each learner has so far, and exits non-zero while any seat is missing.
+5. **Clean up afterwards.** `python -m labkit workshop cleanup` drops every labkit-marked database of the
+   workshop (`sl_learnerNN_...`) and lists, untouched, any matching database labkit did not create.
+   `python -m labkit reset NAME` drops a single labkit database.
 
 Every `python -m labkit` command takes `--uri` and `--help`."""
 
