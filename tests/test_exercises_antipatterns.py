@@ -61,3 +61,59 @@ def test_31_no_parallel_arrays():
     db.products.create_index([("variants.color", 1), ("variants.size", 1)])
     assert ex.check(db.products).correct
     assert not ex.check(db)
+
+
+# --- 32 ---------------------------------------------------------------------------------------------------
+
+def test_32_capped_subset():
+    ex = labkit.exercises.get("32-capped-subset")
+
+    def good(db, device_id, event):
+        db.events.insert_one({"deviceId": device_id, **event})
+        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
+
+    def uncapped(db, device_id, event):
+        db.events.insert_one({"deviceId": device_id, **event})
+        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": event}})
+
+    def oldest(db, device_id, event):
+        db.events.insert_one({"deviceId": device_id, **event})
+        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": 10}}})
+
+    def no_child(db, device_id, event):
+        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
+
+    assert ex.check(good).correct
+    assert "not capped" in ex.check(uncapped).message
+    assert "oldest" in ex.check(oldest).message
+    assert "db.events holds 0" in ex.check(no_child).message
+    assert not ex.check("record_event")
+
+
+# --- 33 ---------------------------------------------------------------------------------------------------
+
+def _bloated():
+    db = _db("t33")
+    db.products.insert_many([{"_id": f"p{i}", "name": "n", "price": 1.0, "category": "c", "rating": 4.0,
+                              "thumbnailUrl": "u", "description": "d" * 500, "specs": {"a": 1}, "history": [1],
+                              "thumbnail": "T" * 1000} for i in range(10)])
+    return db
+
+
+COLD = ["description", "specs", "history", "thumbnail"]
+
+
+def test_33_split_hot_cold():
+    ex = labkit.exercises.get("33-split-hot-cold")
+    db = _bloated()
+    assert "still holds cold" in ex.check(db).message
+    db.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])
+    assert "still holds cold" in ex.check(db).message
+    db.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+    assert ex.check(db).correct
+    db.product_details.delete_one({"_id": "p3"})
+    assert "same `_id`" in ex.check(db).message
+    db2 = _bloated()
+    db2.products.update_many({}, {"$unset": {f: "" for f in COLD}})  # deleted before copying
+    assert "empty" in ex.check(db2).message
+    assert not ex.check(db.products)

@@ -131,3 +131,113 @@ def _ex31() -> Exercise:
             'practice.products.create_index([("variants.color", 1), ("variants.size", 1)])\n'
             'ex.check(practice.products)'),
     )
+
+
+# --- notebook 32 -------------------------------------------------------------------------------------------
+
+def _check_capped_subset(record_event: Any) -> str:
+    import datetime as dt
+
+    import labkit
+
+    if not callable(record_event):
+        raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
+    db = labkit.fresh_db("32_check")
+    db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
+    events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
+               "value": i} for i in range(25)]
+    try:
+        for ev in events:
+            record_event(db, "device:900", dict(ev))
+    except TypeError as exc:
+        raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
+    stored = list(db.events.find({"deviceId": "device:900"}))
+    if len(stored) != 25:
+        raise NotYet(f"db.events holds {len(stored)} events for the device after 25 calls; insert each event, with "
+                     "its `deviceId`, into the child collection.")
+    parent = db.devices.find_one({"_id": "device:900"}) or {}
+    recent = parent.get("recentEvents")
+    if not isinstance(recent, list):
+        raise NotYet("the device has no `recentEvents` array; `$push` each event into it.")
+    if len(recent) > 10:
+        raise NotYet(f"`recentEvents` holds {len(recent)} events: the push is not capped. Add `$each` and "
+                     "`$slice` to the `$push`.")
+    values = [e.get("value") for e in recent if isinstance(e, dict)]
+    if sorted(values) == list(range(10)):
+        raise NotYet("`recentEvents` kept the 10 *oldest* events: `$slice: 10` keeps the first elements; "
+                     "use `$slice: -10` to keep the last ones.")
+    if values != list(range(15, 25)):
+        raise NotYet(f"`recentEvents` should hold the 10 newest events, newest last; it holds values {values}.")
+    big = [k for k, v in parent.items() if isinstance(v, list) and len(v) > 10]
+    if big:
+        raise NotYet(f"the device also keeps {big} with more than 10 elements; keep the full history only in db.events.")
+    return "25 events in the child collection, the 10 newest in the parent, and nothing unbounded left."
+
+
+@register
+def _ex32() -> Exercise:
+    return Exercise(
+        id="32-capped-subset",
+        lesson="32_unbounded_arrays",
+        task="Write record_event(db, device_id, event): full history in db.events, 10 newest in recentEvents.",
+        checker=_check_capped_subset,
+        hints=["Two writes: `insert_one` into `db.events` (add `deviceId`), then `update_one` on the device.",
+               "`{\"$push\": {\"recentEvents\": {\"$each\": [event], \"$slice\": -10}}}` keeps the last 10."],
+        solution_text=(
+            'def record_event(db, device_id, event):\n'
+            '    db.events.insert_one({"deviceId": device_id, **event})\n'
+            '    db.devices.update_one({"_id": device_id},\n'
+            '                          {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})\n\n'
+            'ex.check(record_event)'),
+    )
+
+
+# --- notebook 33 -------------------------------------------------------------------------------------------
+
+_HOT = ("name", "price", "category", "rating", "thumbnailUrl")
+_COLD = ("description", "specs", "history", "thumbnail")
+
+
+def _check_split_hot_cold(db: Any) -> str:
+    if not _is_database(db):
+        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+    products = list(db.products.find())
+    if not products:
+        raise NotYet("practice.products is empty; re-run the cell that creates it (and keep the hot fields there).")
+    still_cold = sorted({f for p in products for f in _COLD if f in p})
+    if still_cold:
+        raise NotYet(f"practice.products still holds cold field(s) {still_cold}; `$unset` them once they are copied.")
+    lost_hot = sorted({f for p in products for f in _HOT if f not in p})
+    if lost_hot:
+        raise NotYet(f"some products lost hot field(s) {lost_hot}; the listing needs them in practice.products.")
+    details = {d["_id"]: d for d in db.product_details.find()}
+    if not details:
+        raise NotYet("practice.product_details is empty; copy the cold fields there first (before removing them!).")
+    missing = [p["_id"] for p in products if p["_id"] not in details]
+    if missing:
+        raise NotYet(f"{len(missing)} product(s), e.g. {missing[0]!r}, have no product_details document with the "
+                     "same `_id`; share `_id` so the sheet can read both by key.")
+    incomplete = [i for i, d in details.items() if any(f not in d for f in _COLD)]
+    if incomplete:
+        raise NotYet(f"product_details {incomplete[0]!r} lacks some of {list(_COLD)}; copy all four cold fields.")
+    hot_dup = sorted({f for d in details.values() for f in ("name", "price") if f in d})
+    if hot_dup:
+        raise NotYet(f"product_details also copies {hot_dup}; keep only the cold fields there (one owner per field).")
+    hot = db.command("collStats", "products")["avgObjSize"]
+    cold = db.command("collStats", "product_details")["avgObjSize"]
+    return f"products avgObjSize is now {hot:,} bytes; the {cold:,}-byte cold part is read only by the sheet."
+
+
+@register
+def _ex33() -> Exercise:
+    return Exercise(
+        id="33-split-hot-cold",
+        lesson="33_bloated_documents",
+        task="Split practice.products into hot fields (products) and cold fields (product_details, same _id).",
+        checker=_check_split_hot_cold,
+        hints=["Copy first, delete second: `$project` the cold fields and `$out` them to product_details.",
+               "Then `update_many({}, {\"$unset\": {\"description\": \"\", \"specs\": \"\", ...}})`."],
+        solution_text=(
+            'practice.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])\n'
+            'practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})\nex.check(practice)'),
+    )
