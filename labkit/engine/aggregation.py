@@ -104,6 +104,9 @@ def _compile_expr(expr: Any) -> Callable[[dict], Any]:
 
 
 def _is_number(v: Any) -> bool:
+    t = type(v)
+    if t is int or t is float:
+        return True
     return isinstance(v, (int, float, bson.Decimal128, bson.Int64)) and not isinstance(v, bool)
 
 
@@ -133,20 +136,30 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
         if made is None:
             return None  # type: ignore[return-value]  # delegate
         accs.append((field, made[0], made[1]))
-    groups: dict[bytes, list] = {}
-    order: list[bytes] = []
+    groups: dict[Any, list] = {}
+    order: list[Any] = []
+    simple_types = _GROUP_KEY_TYPES
+    count_only = [i for i, (field, op, f) in enumerate(accs, start=1)
+                  if op == "$count" or (op == "$sum" and spec[field]["$sum"] == 1 and type(spec[field]["$sum"]) is int)]
+    rest = [(i, field, op, f) for i, (field, op, f) in enumerate(accs, start=1) if i not in count_only]
     for doc in docs:
         try:
             kv = key_f(doc)
         except KeyError:
             kv = None
-        kb = K.encode(kv)
+        tk = type(kv)
+        if tk in simple_types and not (tk is float and kv != kv):
+            kb = (simple_types[tk], kv)
+        else:
+            kb = K.encode(kv)
         g = groups.get(kb)
         if g is None:
             g = [kv] + [_init(op) for _, op, _ in accs]
             groups[kb] = g
             order.append(kb)
-        for i, (field, op, f) in enumerate(accs, start=1):
+        for i in count_only:
+            g[i] += 1
+        for i, field, op, f in rest:
             if op == "$count":
                 g[i] += 1
                 continue
@@ -206,6 +219,7 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
 
 
 _UNSET = object()
+_GROUP_KEY_TYPES = {str: 2, int: 1, float: 1, bool: 4, type(None): 0, bson.ObjectId: 5}
 
 
 def _init(op: str):

@@ -36,6 +36,33 @@ def fast_copy(v: Any) -> Any:
     return v
 
 
+_DT = __import__("datetime").datetime
+
+
+def internalize(v: Any) -> Any:
+    """Deep copy for storage; datetimes become naive UTC with millisecond precision (like the server)."""
+    t = type(v)
+    if t is dict:
+        out = {}
+        for k, x in v.items():
+            tx = type(x)
+            if tx is dict or tx is list or tx is _DT:
+                x = internalize(x)
+            elif tx is not str and tx is not int and tx is not float and tx is not bool and x is not None:
+                x = internalize(x)
+            out[k] = x
+        return out
+    if t is list:
+        return [internalize(x) for x in v]
+    if isinstance(v, _DT):
+        return helpers.patch_datetime_awareness_in_document(v)
+    if isinstance(v, dict):
+        return {k: internalize(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return [internalize(x) for x in v]
+    return v
+
+
 def _sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
     if key_or_list is None:
         return []
@@ -114,7 +141,7 @@ class EmbeddedCollection(mm_collection.Collection):
                 keys, arrays = ix.keys_for(doc)
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
-            if ix.spec.unique and keys:
+            if ix.spec.unique and keys and name != "_id_":
                 for k in keys:
                     other = ix.find_conflict(k, rid)
                     if other is not None:
@@ -134,21 +161,19 @@ class EmbeddedCollection(mm_collection.Collection):
         return out
 
     def _prepare_insert(self, data: Any) -> dict:
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise TypeError("document must be an instance of dict, bson.son.SON, or any other type that "
                             "inherits from collections.MutableMapping")
-        if not all(isinstance(k, str) for k in data):
-            raise ValueError("Document keys must be strings")
+        for k in data:
+            if type(k) is not str:
+                raise ValueError("Document keys must be strings")
         mm_collection._validate_data_fields(data)
         if "_id" not in data:
             data["_id"] = ObjectId()
-        try:
-            size = len(bson.encode(data))
-        except bson.errors.InvalidDocument as e:
-            raise
+        size = len(bson.encode(data))
         if size > MAX_BSON:
             raise WriteError("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
-        return helpers.patch_datetime_awareness_in_document(data)
+        return internalize(data)
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
         st = self._store
@@ -562,6 +587,8 @@ class EmbeddedCollection(mm_collection.Collection):
         if session:
             raise unsupported("Sessions")
         kwargs.pop("cache_for", None)
+        if isinstance(keys, Mapping):  # pymongo accepts {"a": 1, "b": -1} (ordered) as well as [("a", 1), ...]
+            keys = list(keys.items())
         key = helpers.create_index_list(keys)
         if not key:
             raise ValueError("key_or_list must not be empty")

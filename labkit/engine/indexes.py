@@ -36,6 +36,8 @@ class IndexSpec:
         self.fields = [f for f, _ in self.key]
         self.parts = [f.split(".") for f in self.fields]
         self.desc = [(isinstance(d, (int, float)) and d < 0) for _, d in self.key]
+        self.simple = all(len(p) == 1 for p in self.parts)
+        self.any_desc = any(self.desc)
         self.unique = bool(unique) or name == "_id_"
         self.sparse = bool(sparse)
         self.partial = partial
@@ -43,6 +45,9 @@ class IndexSpec:
         self.expire = expire
         self.collation = collation
         self.extra = extra or {}
+        if partial is not None:
+            from .match import fast_matcher
+            self.partial_match = fast_matcher(partial)
         for f, d in self.key:
             if isinstance(d, str):
                 raise _op_failure("Index type '%s' is not supported on the embedded engine; "
@@ -93,8 +98,23 @@ class Index:
     def keys_for(self, doc: dict) -> tuple[list[tuple], dict[str, set[str]]]:
         """Index keys of ``doc`` (empty list when sparse/partial excludes it). Raises ParallelArrays."""
         spec = self.spec
-        if spec.partial is not None and not filter_applies(spec.partial, doc):
+        if spec.partial is not None and not spec.partial_match(doc):
             return [], {}
+        if spec.simple:
+            vals = []
+            for f in spec.fields:
+                v = doc.get(f, K.MISSING)
+                if type(v) is list:
+                    break
+                vals.append(v)
+            else:
+                kf = self.keyfunc
+                if spec.sparse and all(v is K.MISSING for v in vals):
+                    return [], {}
+                if spec.any_desc:
+                    return [tuple((K.invert(kf(None if v is K.MISSING else v)) if d else
+                                   kf(None if v is K.MISSING else v)) for v, d in zip(vals, spec.desc))], {}
+                return [tuple([kf(None if v is K.MISSING else v) for v in vals])], {}
         kv, arrays_pos = K.index_key_values(doc, spec.parts)
         kf = self.keyfunc
         missing = K.MISSING

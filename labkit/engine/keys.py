@@ -318,6 +318,11 @@ def _collect(cur: Any, parts: list[str], i: int, out: list, array_paths: set | N
 
 def doc_sort_key(doc: Any, parts: list[str], descending: bool) -> bytes:
     """Key-string of a document for one sort field: min element ascending, max descending."""
+    if len(parts) == 1:
+        v = doc.get(parts[0], MISSING)
+        if type(v) is not list:
+            e = NULL_B if v is MISSING else encode(v)
+            return invert(e) if descending else e
     vals = path_values(doc, parts)
     if not vals:
         return NULL_B if not descending else invert(NULL_B)

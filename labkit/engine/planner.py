@@ -29,7 +29,14 @@ def unsupported(what: str) -> OperationFailure:
 
 
 def make_matcher(filter_: dict) -> Callable[[dict], bool]:
+    from .match import compile_filter
+    compiled = compile_filter(filter_)
+
     def match(doc: dict) -> bool:
+        if compiled is not None:
+            r = compiled(doc)
+            if r is not None:
+                return r
         try:
             return filter_applies(filter_, doc)
         except NotImplementedError as e:
@@ -518,6 +525,7 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         winner.root = winner.build()
         results = []
     root = winner.root
+    _enable_batching(root, [])
     if stop_after is None or len(results) < stop_after:
         work = root.work
         while True:
@@ -537,6 +545,15 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
                 s.index.accesses += 1
                 break
     return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+
+
+def _enable_batching(stage: Stage, path: list) -> None:
+    if isinstance(stage, CollScan):
+        stage.ancestors = list(path)
+        return
+    if stage.name in ("SORT", "LIMIT", "SKIP", "SUBPLAN") or stage.name.startswith("PROJECTION"):
+        for c in stage.children:
+            _enable_batching(c, path + [stage])
 
 
 def _snapshot(c: Candidate) -> dict:

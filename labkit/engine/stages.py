@@ -107,21 +107,47 @@ class CollScan(Stage):
         self.docs_examined = 0
         self._it = None
 
+    ancestors: list | None = None  # set by the executor outside the trial: skip non-matches in one call
+
     def _work(self) -> int:
         if self._it is None:
             items = list(self.store.docs.items())
             if self.direction < 0:
                 items.reverse()
             self._it = iter(items)
+        match = self.match
+        if self.ancestors is not None and match is not None:
+            # Examine documents until one matches; every skipped document still counts as one work()
+            # returning NEED_TIME here and in every ancestor (same counters as one-at-a-time).
+            skipped = 0
+            for rid, doc in self._it:
+                if match(doc):
+                    if skipped:
+                        self._credit(skipped)
+                    self.docs_examined += skipped + 1
+                    self.out = (rid, doc, None)
+                    return ADVANCED
+                skipped += 1
+            if skipped:
+                self._credit(skipped)
+                self.docs_examined += skipped
+            return IS_EOF
         try:
             rid, doc = next(self._it)
         except StopIteration:
             return IS_EOF
         self.docs_examined += 1
-        if self.match is None or self.match(doc):
+        if match is None or match(doc):
             self.out = (rid, doc, None)
             return ADVANCED
         return NEED_TIME
+
+    def _credit(self, n: int) -> None:
+        self.works += n
+        self.need_time += n
+        for a in self.ancestors:
+            a.works += n
+            a.need_time += n
 
     def plan_fields(self) -> dict:
         d: dict[str, Any] = {}

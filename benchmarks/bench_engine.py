@@ -1,0 +1,280 @@
+"""Benchmark: the embedded engine vs plain mongomock vs hand-written Python, same answers, one process.
+
+Usage:  .venv/bin/python benchmarks/bench_engine.py [--quick] [--million]
+
+Prints a table (nothing is written). Workloads:
+  1. insert 2,000 follows one by one into a unique compound index
+  2. 20 feed queries find({authorId}).sort(createdAt -1).limit(20) over 20,000 posts (index {authorId:1, createdAt:-1})
+  3. $group over 10,000 posts (count and average likes per author)
+  4. $lookup from 100 users into 20,000 posts with an index on posts.authorId
+plus explain() time at 10k and 100k documents and (with --million) memory for 1M small documents with two indexes.
+mongomock is slow on some workloads; with --quick it runs a sample of the operations and scales per operation.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import heapq
+import os
+import platform
+import statistics
+import sys
+import time
+import tracemalloc
+from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import mongomock  # noqa: E402
+from pymongo import DESCENDING  # noqa: E402
+
+from labkit.engine import EmbeddedClient  # noqa: E402
+
+BASE = datetime.datetime(2024, 1, 1)
+
+
+def timed(fn, repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def follows_docs(n: int = 2000) -> list[dict]:
+    return [{"followerId": "user:%d" % (i % 97), "followeeId": "user:%d" % (i // 97 + 1000)} for i in range(n)]
+
+
+def posts_docs(n: int, authors: int = 100) -> list[dict]:
+    return [{"_id": i, "authorId": "user:%d" % (i % authors), "createdAt": BASE + datetime.timedelta(seconds=37 * i),
+             "likes": (i * 7919) % 100, "body": "post body %d" % i} for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------------ workloads
+
+def w_follows(client_cls, sample: int | None = None):
+    docs = follows_docs()
+    if sample:
+        docs = docs[:sample]
+    coll = client_cls().bench.follows
+    coll.create_index([("followerId", 1), ("followeeId", 1)], unique=True)
+
+    def run():
+        for d in docs:
+            coll.insert_one(dict(d))
+    t = timed(run)
+    assert coll.count_documents({}) == len(docs)
+    return t / len(docs) * 2000
+
+
+def h_follows():
+    docs = follows_docs()
+
+    def run():
+        store = {}
+        seen = set()
+        for i, d in enumerate(docs):
+            key = (d["followerId"], d["followeeId"])
+            if key in seen:
+                raise ValueError("dup")
+            seen.add(key)
+            store[i] = dict(d)
+    return timed(run, 3)
+
+
+def feed_setup(client_cls, n: int = 20000):
+    coll = client_cls().bench.posts
+    coll.insert_many(posts_docs(n))
+    coll.create_index([("authorId", 1), ("createdAt", DESCENDING)])
+    return coll
+
+
+def w_feed(coll, queries: int = 20):
+    authors = ["user:%d" % (i * 5) for i in range(queries)]
+    out = []
+
+    def run():
+        out.clear()
+        for a in authors:
+            out.append(list(coll.find({"authorId": a}).sort("createdAt", DESCENDING).limit(20)))
+    t = timed(run, 3 if queries >= 20 else 1)
+    assert all(len(r) == 20 for r in out)
+    return t / queries * 20, out
+
+
+def h_feed(n: int = 20000):
+    docs = posts_docs(n)
+    by_author = defaultdict(list)  # the "index", built outside the timing like the engine's
+    for d in docs:
+        by_author[d["authorId"]].append(d)
+    authors = ["user:%d" % (i * 5) for i in range(20)]
+    out = []
+
+    def run():
+        out.clear()
+        for a in authors:
+            top = heapq.nlargest(20, by_author[a], key=lambda d: d["createdAt"])
+            out.append([dict(d) for d in top])
+    return timed(run, 3), out
+
+
+def w_group(coll):
+    pipe = [{"$group": {"_id": "$authorId", "n": {"$sum": 1}, "avgLikes": {"$avg": "$likes"}}}]
+    res = []
+
+    def run():
+        res[:] = list(coll.aggregate(pipe))
+    return timed(run, 3 if not isinstance(coll, mongomock.Collection) or type(coll).__module__ != "mongomock.collection" else 1), res
+
+
+def h_group(docs):
+    res = []
+
+    def run():
+        acc = {}
+        for d in docs:
+            a = acc.get(d["authorId"])
+            if a is None:
+                a = acc[d["authorId"]] = [0, 0]
+            a[0] += 1
+            a[1] += d["likes"]
+        res[:] = [{"_id": k, "n": v[0], "avgLikes": v[1] / v[0]} for k, v in acc.items()]
+    return timed(run, 3), res
+
+
+def lookup_setup(client_cls, n: int = 20000):
+    db = client_cls().bench
+    db.users.insert_many([{"_id": "user:%d" % i, "name": "User %d" % i} for i in range(100)])
+    db.posts.insert_many(posts_docs(n))
+    db.posts.create_index("authorId")
+    return db
+
+
+LOOKUP = [{"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts"}},
+          {"$project": {"name": 1, "nPosts": {"$size": "$posts"}}}]
+
+
+def w_lookup(db):
+    res = []
+
+    def run():
+        res[:] = list(db.users.aggregate(LOOKUP))
+    return timed(run, 1), res
+
+
+def h_lookup(n: int = 20000):
+    users = [{"_id": "user:%d" % i, "name": "User %d" % i} for i in range(100)]
+    posts = posts_docs(n)
+    by_author = defaultdict(list)
+    for p in posts:
+        by_author[p["authorId"]].append(p)
+    res = []
+
+    def run():
+        res[:] = [{"_id": u["_id"], "name": u["name"], "nPosts": len([dict(p) for p in by_author[u["_id"]]])}
+                  for u in users]
+    return timed(run, 3), res
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def fmt(t: float) -> str:
+    return "%.1f ms" % (t * 1000) if t < 10 else "%.1f s" % t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="sample mongomock's slow workloads and scale per op")
+    ap.add_argument("--million", action="store_true", help="also measure memory for 1M docs with two indexes")
+    args = ap.parse_args()
+    rows = []
+
+    # 1. follows
+    e = w_follows(EmbeddedClient)
+    m = w_follows(mongomock.MongoClient, sample=400 if args.quick else None)
+    h = h_follows()
+    rows.append(("insert 2,000 follows (unique compound)", e, m, h))
+
+    # 2. feed
+    ce = feed_setup(EmbeddedClient)
+    cm = feed_setup(mongomock.MongoClient)
+    e, re_ = w_feed(ce)
+    m, rm = w_feed(cm, queries=2 if args.quick else 20)
+    h, rh = h_feed()
+    assert [[d["_id"] for d in r] for r in re_[: len(rm)]] == [[d["_id"] for d in r] for r in rm]
+    assert [[d["_id"] for d in r] for r in re_] == [[d["_id"] for d in r] for r in rh]
+    rows.append(("20 feed queries over 20,000 posts", e, m, h))
+
+    # 3. group
+    ge = EmbeddedClient().bench.posts
+    gm = mongomock.MongoClient().bench.posts
+    docs = posts_docs(10000)
+    ge.insert_many([dict(d) for d in docs])
+    gm.insert_many([dict(d) for d in docs])
+    e, rge = w_group(ge)
+    m, rgm = w_group(gm)
+    h, rgh = h_group(docs)
+    key = lambda r: sorted((d["_id"], d["n"], round(d["avgLikes"], 9)) for d in r)  # noqa: E731
+    assert key(rge) == key(rgm) == key(rgh)
+    rows.append(("$group over 10,000 posts", e, m, h))
+
+    # 4. lookup
+    le = lookup_setup(EmbeddedClient)
+    lm = lookup_setup(mongomock.MongoClient)
+    e, rle = w_lookup(le)
+    m, rlm = w_lookup(lm)
+    h, rlh = h_lookup()
+    assert sorted(map(repr, rle)) == sorted(map(repr, rlm))
+    assert sorted((d["_id"], d["nPosts"]) for d in rle) == sorted((d["_id"], d["nPosts"]) for d in rlh)
+    rows.append(("$lookup 100 users -> 20,000 posts", e, m, h))
+
+    print("labkit embedded engine benchmark  %s  Python %s  %s, %d cores" % (
+        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), platform.python_version(), platform.machine(),
+        os.cpu_count() or 0))
+    print("%-42s %12s %12s %12s %12s %12s" % ("workload", "embedded", "mongomock", "hand-written", "vs mongomock",
+                                              "vs hand"))
+    for name, e, m, h in rows:
+        print("%-42s %12s %12s %12s %11.0fx %11.1fx" % (name, fmt(e), fmt(m), fmt(h), m / e, e / h))
+    if args.quick:
+        print("(--quick: mongomock timings for 1 and 2 are scaled from a sample)")
+
+    # explain timings
+    print()
+    print("%-58s %10s" % ("explain('executionStats') time", "seconds"))
+    for n in (10000, 100000):
+        c = EmbeddedClient().bench.posts
+        c.insert_many(posts_docs(n, authors=max(100, n // 200)))
+        c.create_index([("authorId", 1), ("createdAt", -1)])
+        c.create_index("likes")
+        for label, cur in (
+            ("feed query, indexed (n=%d)" % n, lambda: c.find({"authorId": "user:7"}).sort("createdAt", -1).limit(20)),
+            ("range on likes + sort, 2 candidate plans (n=%d)" % n,
+             lambda: c.find({"likes": {"$gte": 90}, "authorId": {"$gte": "user:5"}}).sort("createdAt", -1)),
+            ("unindexed filter, COLLSCAN (n=%d)" % n, lambda: c.find({"body": "post body 17"})),
+        ):
+            t = timed(lambda: cur().explain(), 1)
+            print("%-58s %10.3f" % (label, t))
+
+    if args.million:
+        print()
+        gc.collect()
+        tracemalloc.start()
+        c = EmbeddedClient().bench.small
+        t0 = time.perf_counter()
+        batch = 100000
+        for start in range(0, 1000000, batch):
+            c.insert_many([{"_id": i, "a": i % 1000, "b": "k%d" % (i % 5000)} for i in range(start, start + batch)])
+        c.create_index("a")
+        c.create_index("b")
+        t = time.perf_counter() - t0
+        cur, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print("1M small documents + 2 indexes: load %.1f s, traced memory %.0f MiB (peak %.0f MiB)" % (
+            t, cur / 2 ** 20, peak / 2 ** 20))
+
+
+if __name__ == "__main__":
+    main()
