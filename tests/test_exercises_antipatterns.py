@@ -117,3 +117,40 @@ def test_33_split_hot_cold():
     db2.products.update_many({}, {"$unset": {f: "" for f in COLD}})  # deleted before copying
     assert "empty" in ex.check(db2).message
     assert not ex.check(db.products)
+
+
+# --- 34 ---------------------------------------------------------------------------------------------------
+
+def _tenants():
+    db = _db("t34")
+    for t in range(3):
+        db[f"events_t{t}"].insert_many([{"_id": f"t{t}:{k:03d}", "seq": k, "at": dt.datetime(2026, 11, 1) +
+                                         dt.timedelta(hours=k)} for k in range(30 + t)])
+    return db
+
+
+def _merge(db, drop=True):
+    for name in sorted(db.list_collection_names()):
+        if name.startswith("events_"):
+            db.events.insert_many([d | {"tenantId": name.removeprefix("events_")} for d in db[name].find()])
+            if drop:
+                db.drop_collection(name)
+
+
+def test_34_merge_collections():
+    ex = labkit.exercises.get("34-merge-collections")
+    db = _tenants()
+    assert "no `events` collection" in ex.check(db).message
+    _merge(db, drop=False)
+    assert "remain" in ex.check(db).message
+    db = _tenants()
+    _merge(db)
+    assert "no index starts with `tenantId`" in ex.check(db).message
+    db.events.create_index([("tenantId", 1), ("at", -1)])
+    assert "no TTL index" in ex.check(db).message
+    db.events.create_index([("at", 1)], expireAfterSeconds=30)
+    assert "2,592,000" in ex.check(db).message
+    db.events.drop_index("at_1")
+    db.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)
+    assert ex.check(db).correct
+    assert not ex.check(db.events)

@@ -241,3 +241,70 @@ def _ex33() -> Exercise:
             'practice.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])\n'
             'practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})\nex.check(practice)'),
     )
+
+
+# --- notebook 34 -------------------------------------------------------------------------------------------
+
+def _check_merge_collections(db: Any) -> str:
+    if not _is_database(db):
+        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+    names = sorted(db.list_collection_names())
+    leftovers = [n for n in names if n.startswith("events_")]
+    docs = list(db.events.find()) if "events" in names else []
+    if not docs:
+        raise NotYet("there is no `events` collection with documents yet; copy each events_<tenant> collection into it.")
+    if leftovers:
+        raise NotYet(f"{len(leftovers)} per-tenant collection(s) remain, e.g. {leftovers[0]!r}; drop them once "
+                     "their documents are in `events`.")
+    wrong = [d["_id"] for d in docs if d.get("tenantId") != str(d["_id"]).split(":")[0]]
+    if wrong:
+        raise NotYet(f"{len(wrong)} document(s), e.g. {wrong[0]!r}, have no or a wrong `tenantId`: it is the tenant "
+                     "part of the old collection name (events_t3 -> 't3').")
+    by_tenant: dict = {}
+    for d in docs:
+        by_tenant.setdefault(d["tenantId"], set()).add(d.get("seq"))
+    for tenant, seqs in sorted(by_tenant.items()):
+        if seqs != set(range(len(seqs))) or len(seqs) < 30:
+            raise NotYet(f"tenant {tenant!r} lost documents in the merge ({len(seqs)} left); re-run the practice "
+                         "setup cell and merge again.")
+    infos = db.events.index_information()
+    leading = [n for n, i in infos.items() if i["key"][0][0] == "tenantId"]
+    if not leading:
+        raise NotYet("no index starts with `tenantId`: every per-tenant query would scan all tenants.")
+    tenant = sorted(by_tenant)[-1]
+    explain = db.events.find({"tenantId": tenant}).explain()
+    stages = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
+    stats = explain["executionStats"]
+    if "IXSCAN" not in stages or stats["totalKeysExamined"] != stats["nReturned"]:
+        raise NotYet(f"a query for tenant {tenant!r} does not read only that tenant's keys (plan {stages}).")
+    ttl = {n: i for n, i in infos.items() if "expireAfterSeconds" in i}
+    if not ttl:
+        raise NotYet("no TTL index yet: `create_index([(\"at\", 1)], expireAfterSeconds=...)` expires old events.")
+    name, info = next(iter(ttl.items()))
+    if [k for k, _ in info["key"]] != ["at"]:
+        raise NotYet(f"the TTL index {name} is on {info['key']}; a TTL index is a single-field index on the date `at`.")
+    if info["expireAfterSeconds"] != 30 * 86_400:
+        raise NotYet(f"expireAfterSeconds is {info['expireAfterSeconds']}; 30 days is 30 * 86_400 = 2,592,000 seconds.")
+    return (f"{len(by_tenant)} tenants in one collection, a tenantId-led index reading only {tenant}'s keys, "
+            "and a 30-day TTL index.")
+
+
+@register
+def _ex34() -> Exercise:
+    return Exercise(
+        id="34-merge-collections",
+        lesson="34_massive_collections",
+        task="Merge the events_<tenant> collections into one `events` collection with tenantId, indexes and a TTL.",
+        checker=_check_merge_collections,
+        hints=["Loop over `practice.list_collection_names()`; for each events_<tenant>, insert its documents with "
+               "`tenantId` added, then drop it.",
+               "Indexes: `[(\"tenantId\", 1), (\"at\", -1)]`, and `[(\"at\", 1)]` with `expireAfterSeconds=30 * 86_400`."],
+        solution_text=(
+            'for name in sorted(practice.list_collection_names()):\n'
+            '    if name.startswith("events_"):\n'
+            '        tenant = name.removeprefix("events_")\n'
+            '        practice.events.insert_many([d | {"tenantId": tenant} for d in practice[name].find()])\n'
+            '        practice.drop_collection(name)\n'
+            'practice.events.create_index([("tenantId", 1), ("at", -1)])\n'
+            'practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)\nex.check(practice)'),
+    )

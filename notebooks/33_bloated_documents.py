@@ -1,0 +1,249 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "Anti-pattern: bloated documents"
+#     section: Anti-patterns
+#     demo: "Show avgObjSize next to the bytes the listing returns, then a covered query with totalDocsExamined 0."
+#     mistakes: ["Relying on projection to shrink what the server loads", "Splitting by field type instead of by access pattern", "Giving the cold collection new ids instead of sharing _id"]
+# ---
+
+# %% [markdown]
+# # 33 · Anti-pattern: bloated documents
+#
+# **You will learn**
+# - to compare `avgObjSize` with the bytes the most frequent query actually needs;
+# - why a projection saves network bytes but not cache: the server loads whole documents unless the query is
+#   **covered** by an index;
+# - to split hot and cold fields into two collections that share `_id`, and migrate to it.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import base64
+import random
+
+import bson
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("33_bloated_documents")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# A catalogue of 600 products, generated with a fixed seed. Each product carries what the listing page needs
+# (name, price, category, rating, thumbnail URL) **and** a long description, a specification sheet, its
+# change history and an inline base64 thumbnail.
+
+# %%
+rng = random.Random(33)
+WORDS = "steel grinder burr espresso quiet compact warranty ceramic adjustable hopper motor".split()
+
+
+def product(i):
+    return {
+        "_id": f"product:{i:04d}", "name": f"Grinder {i:04d}", "category": f"cat:{i % 10}",
+        "price": round(20 + rng.random() * 480, 2), "rating": round(1 + rng.random() * 4, 1),
+        "thumbnailUrl": f"https://img.example/{i:04d}.jpg",
+        "description": " ".join(rng.choice(WORDS) for _ in range(600)),
+        "specs": {f"spec{k:02d}": f"value {rng.randint(1, 999)}" for k in range(40)},
+        "history": [{"version": v, "editor": f"user:{rng.randint(1, 50)}", "note": "price and copy update"}
+                    for v in range(30)],
+        "thumbnail": base64.b64encode(rng.randbytes(12_000)).decode(),
+    }
+
+
+db.products.insert_many([product(i) for i in range(600)])
+print(f"{db.products.count_documents({})} products")
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | list products in a category, by price | read | 600/s | name, price, rating, thumbnail URL (20 per page) |
+# | show the full product sheet | read | 20/s | everything |
+# | edit the description or specs | write | a few per day | cold fields |
+
+# %% [markdown]
+# ## Detect: `avgObjSize` vs what the hot query returns
+
+# %%
+listing_filter = {"category": "cat:3"}
+listing_fields = {"name": 1, "price": 1, "rating": 1, "thumbnailUrl": 1}
+db.products.create_index([("category", 1), ("price", 1)])
+
+stats = db.command("collStats", "products")
+page = list(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
+returned = sum(len(bson.encode(d)) for d in page) / len(page)
+print(f"avgObjSize:                        {stats['avgObjSize']:>8,} bytes")
+print(f"bytes the listing needs per item:  {returned:>8,.0f} bytes")
+print(f"share of each document the hot path uses: {returned / stats['avgObjSize']:.1%}")
+
+# %% [markdown]
+# Under 1% of every document loaded for the listing is used by it. The rest still goes into the cache.
+
+# %% [markdown]
+# ## Projection does not save the cache
+#
+# The projection above trimmed what crossed the network. `explain()` shows what the server read to produce
+# it: one whole document per result (`totalDocsExamined`), behind a FETCH stage.
+
+# %%
+def plan(cursor):
+    e = cursor.explain()
+    node, stages = e["queryPlanner"]["winningPlan"], []
+    while node:
+        node = node.get("queryPlan", node)
+        stages.append(node["stage"])
+        node = node.get("inputStage")
+    s = e["executionStats"]
+    return {"stages": " <- ".join(stages), "keys examined": s["totalKeysExamined"],
+            "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+
+
+projected = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
+projected
+
+# %% [markdown]
+# A query is **covered** when the index holds every field the filter, sort and projection touch, and `_id` is
+# excluded. Then the server answers from the index alone: a PROJECTION_COVERED stage and no documents
+# examined. Covering the whole listing would need an index holding every listed field:
+
+# %%
+db.products.create_index([("category", 1), ("price", 1), ("name", 1), ("rating", 1), ("thumbnailUrl", 1)])
+covered = plan(db.products.find(listing_filter, {"_id": 0, "price": 1, "name": 1, "rating": 1, "thumbnailUrl": 1})
+               .sort("price", 1).limit(20))
+pd.DataFrame({"projected, not covered": projected, "covered": covered}).T
+
+# %% [markdown]
+# Covering works, but it copies the hot fields into a wide index and breaks as soon as the page needs one more
+# field. The durable fix is to stop storing cold fields in the hot document.
+
+# %% [markdown]
+# ## The fix: split along access lines
+#
+# `products` keeps the hot fields; `product_details` holds the cold ones under the **same `_id`**, so the
+# product sheet reads both by `_id` with no extra key. The binary thumbnail belongs in object storage (or
+# GridFS) with only its URL in the document; here it moves to the cold collection with the rest.
+#
+# Migration step 1: copy the cold fields to the new collection on the server with `$project` and `$out`.
+
+# %%
+COLD = ["description", "specs", "history", "thumbnail"]
+db.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])
+print("product_details:", db.product_details.count_documents({}))
+
+# %% [markdown]
+# Step 2: once reads of the product sheet use both collections, remove the cold fields from `products`.
+# The covering index is no longer needed either.
+
+# %%
+db.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+db.products.drop_index("category_1_price_1_name_1_rating_1_thumbnailUrl_1")
+db.products.find_one({"_id": "product:0003"})
+
+# %% [markdown]
+# ## Measured: before and after
+
+# %%
+after = db.command("collStats", "products")
+details = db.command("collStats", "product_details")
+split_plan = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
+compare = pd.DataFrame({
+    "one bloated collection": {"products avgObjSize": stats["avgObjSize"],
+                               "docs examined per listing page": projected["docs examined"],
+                               "bytes loaded per listing page": projected["docs examined"] * stats["avgObjSize"],
+                               "products data size (all docs)": stats["size"],
+                               "reads for the product sheet": 1},
+    "hot + cold split": {"products avgObjSize": after["avgObjSize"],
+                         "docs examined per listing page": split_plan["docs examined"],
+                         "bytes loaded per listing page": split_plan["docs examined"] * after["avgObjSize"],
+                         "products data size (all docs)": after["size"],
+                         "reads for the product sheet": 2},
+})
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.2))
+ax.barh(compare.columns, compare.loc["bytes loaded per listing page"], color=["#d62728", "#1f77b4"])
+ax.set_xlabel("bytes loaded into cache per listing page")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The cold collection holds the rest (about the same bytes as before, read only by the sheet at 20/s):
+
+# %%
+print(f"product_details avgObjSize: {details['avgObjSize']:,} bytes")
+
+# %% [markdown]
+# ## Explore: the working set
+#
+# The working set is the documents and index pages in frequent use. For a catalogue of a million products, how
+# much cache does the listing's working set need, bloated and split? Sizes are the real BSON sizes of a product
+# generated with the thumbnail and description sizes you choose.
+
+# %%
+from labkit.widgets import explorer
+
+hot_doc = db.products.find_one({"_id": "product:0003"})
+
+
+def working_set(thumbnail_kib, description_words):
+    cold = {"description": " ".join(["espresso"] * description_words), "specs": product(0)["specs"],
+            "history": product(0)["history"], "thumbnail": "A" * (thumbnail_kib * 1024)}
+    bloated = len(bson.encode(hot_doc | cold))
+    hot = len(bson.encode(hot_doc))
+    return {"bloated document (bytes)": bloated, "hot document (bytes)": hot,
+            "listing working set, 1M products, bloated (MiB)": round(bloated * 1_000_000 / 2**20),
+            "listing working set, 1M products, split (MiB)": round(hot * 1_000_000 / 2**20)}
+
+
+def draw_ws(ax, values, r):
+    ax.barh(["bloated", "split"], [r["listing working set, 1M products, bloated (MiB)"],
+                                   r["listing working set, 1M products, split (MiB)"]], color=["#d62728", "#1f77b4"])
+    ax.set_xlabel("MiB of cache for 1M products")
+
+
+ws = explorer(working_set, sliders={"thumbnail_kib": (0, 200, 16, 4), "description_words": (0, 2000, 600, 50)},
+              title="Cold field sizes", draw=draw_ws)
+ws
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.products` is bloated the same way. Split it: keep `name`, `price`, `category`, `rating` and
+# `thumbnailUrl` in `practice.products`, move `description`, `specs`, `history` and `thumbnail` to
+# `practice.product_details` under the same `_id`. `ex.check(practice)` compares sizes with `collStats`
+# and checks that no cold data was lost.
+
+# %%
+practice = labkit.fresh_db("33_practice")
+rng = random.Random(333)
+practice.products.insert_many([product(i) for i in range(150)])
+ex = labkit.exercises.get("33-split-hot-cold")
+ex
+
+# %% tags=["solution"]
+practice.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])
+practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+ex.check(practice)
+
+# %% [markdown]
+# ## Summary
+#
+# - Detect: `avgObjSize` (from `collStats`) far above the bytes the hot query returns.
+# - Projection only trims the network; unless the query is covered (PROJECTION_COVERED, no documents
+#   examined), the server loads every whole document into the cache.
+# - Fix: split by access pattern into two collections sharing `_id`; binaries go to object storage or GridFS.
+#
+# **Next:** 34 · a massive number of collections.
