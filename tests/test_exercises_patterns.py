@@ -97,3 +97,40 @@ def test_outlier_write_good(db):
 def test_outlier_write_wrong(db, kwargs, why):
     result = labkit.exercises.get("11-outlier-write").check(db, _comment_writer(**kwargs))
     assert not result.correct and why in result.message, result.message
+
+
+# --- 12 computed statistics -----------------------------------------------------------------------------------
+
+def _review_writer(minmax="ops", insert=True, dist=True):
+    def add_review(db, review):
+        r = review["rating"]
+        if insert:
+            db.reviews.insert_one(review)
+        update = {"$inc": {"ratingStats.count": 1, "ratingStats.sum": r}}
+        if dist:
+            update["$inc"][f"ratingStats.distribution.{r}"] = 1
+        if minmax == "ops":
+            update["$min"], update["$max"] = {"ratingStats.min": r}, {"ratingStats.max": r}
+        else:
+            update["$set"] = {"ratingStats.min": r, "ratingStats.max": r}
+        db.products.update_one({"_id": review["productId"]}, update)
+    return add_review
+
+
+def test_computed_stats_good():
+    result = labkit.exercises.get("12-computed-stats").check(_review_writer())
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    ({"minmax": "set"}, "$min"),
+    ({"insert": False}, "must still be inserted"),
+    ({"dist": False}, "distribution"),
+])
+def test_computed_stats_wrong(kwargs, why):
+    result = labkit.exercises.get("12-computed-stats").check(_review_writer(**kwargs))
+    assert not result.correct and why in result.message, result.message
+
+
+def test_computed_stats_call_shape(db):
+    assert "ex.check(add_review)" in labkit.exercises.get("12-computed-stats").check(db, _review_writer()).message

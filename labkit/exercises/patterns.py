@@ -237,6 +237,80 @@ def _ex16() -> Exercise:
         ),
     )
 
+def _check_materialized_path(coll: Any) -> str:
+    import re
+
+    if not hasattr(coll, "find") or not hasattr(coll, "index_information"):
+        raise NotYet(f"pass the collection (`practice.categories`), not {type(coll).__name__}.")
+    docs = {d["_id"]: d for d in coll.find()}
+    if not docs:
+        raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
+    missing = sorted(n for n, d in docs.items() if "path" not in d)
+    if missing:
+        raise NotYet(f"{len(missing)} node(s) have no `path` field yet (e.g. {missing[0]!r}); give every node one "
+                     "(the root gets null).")
+    for name in sorted(docs):
+        chain, up = [], docs[name].get("parent")
+        while up is not None and up in docs and len(chain) <= len(docs):
+            chain.insert(0, up)
+            up = docs[up].get("parent")
+        want = "," + ",".join(chain) + "," if chain else None
+        got = docs[name]["path"]
+        if got == want:
+            continue
+        if not chain:
+            raise NotYet(f"the root {name!r} has path {got!r}; a root has no ancestors, so its path is None (null).")
+        if isinstance(got, list):
+            raise NotYet(f"{name!r} has a list as path; this design stores ONE string (an array would be the "
+                         "array-of-ancestors design).")
+        if got == "," + ",".join(chain + [name]) + ",":
+            raise NotYet(f"{name!r}'s path includes the node itself ({got!r}); the path lists its ancestors only: "
+                         f"{want!r}.")
+        if got == ",".join(chain) or got == "," + ",".join(chain) or got == ",".join(chain) + ",":
+            raise NotYet(f"{name!r} has path {got!r}: put a comma at BOTH ends ({want!r}), so that a prefix such as "
+                         "',Books,' cannot match ',Bookshelves,'.")
+        raise NotYet(f"{name!r} has path {got!r}, expected {want!r} (its ancestors from the root, in order).")
+    keys = _index_keys(coll)
+    if not any(k and k[0][0] == "path" for k in keys):
+        raise NotYet("no index starts with `path`: the descendants query would scan the whole collection.")
+    inner = sorted(n for n, d in docs.items() if d.get("parent") is not None
+                   and any(c.get("parent") == n for c in docs.values()))
+    probe = inner[0]
+    prefix = (docs[probe]["path"] or ",") + probe + ","
+    explain = coll.find({"path": {"$regex": "^" + re.escape(prefix)}}).explain()
+    stats = explain["executionStats"]
+    names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
+    if "COLLSCAN" in names:
+        raise NotYet("the anchored-regex descendants query still scans the collection; create an index on `path`.")
+    if stats["totalKeysExamined"] > stats["nReturned"] + 1:
+        raise NotYet(f"the descendants of {probe!r} read {stats['totalKeysExamined']} index keys for "
+                     f"{stats['nReturned']} results: the index should start with `path` so the prefix is a range.")
+    return (f"every path matches its parent chain, and the descendants of {probe!r} ({stats['nReturned']} nodes) come "
+            f"from an index range ({stats['totalKeysExamined']} keys).")
+
+
+@register
+def _ex17() -> Exercise:
+    return Exercise(
+        id="17-materialized-path",
+        lesson="17_trees",
+        task="Give every category a materialized path (',A,B,' of its ancestors, null for the root) and index it so "
+             "the anchored-regex descendants query is an index range.",
+        checker=_check_materialized_path,
+        hints=["Load {_id: parent} into a dict, then walk up from each node to the root, collecting ancestors.",
+               "`\",\" + \",\".join(chain) + \",\"` (or None when the chain is empty), then `create_index(\"path\")`."],
+        solution_text=(
+            "parent_of = {d[\"_id\"]: d[\"parent\"] for d in practice.categories.find({}, {\"parent\": 1})}\n"
+            "for node in sorted(parent_of):\n"
+            "    chain, up = [], parent_of[node]\n"
+            "    while up is not None:\n"
+            "        chain.insert(0, up)\n"
+            "        up = parent_of[up]\n"
+            "    practice.categories.update_one({\"_id\": node}, {\"$set\": {\"path\": \",\" + \",\".join(chain) + \",\" if chain else None}})\n"
+            "practice.categories.create_index(\"path\")\nex.check(practice.categories)"
+        ),
+    )
+
 # --- end notebooks 15-19 -----------------------------------------------------------------------------------
 
 
@@ -324,5 +398,74 @@ def _ex11() -> Exercise:
             "        comments.insert_one(dict(before[\"comments\"][-1], postId=post_id))\n"
             "        posts.update_one({\"_id\": post_id}, {\"$set\": {\"hasOverflow\": True}})\n"
             "\nex.check(db, add_comment)"
+        ),
+    )
+
+
+# --- notebook 12 -------------------------------------------------------------------------------------------
+
+def _check_computed_stats(add_review: Any) -> str:
+    import datetime as dt
+
+    from labkit.engine import EmbeddedClient
+
+    if isinstance(add_review, tuple):
+        raise NotYet("call it with your function only: `ex.check(add_review)`.")
+    if not callable(add_review):
+        raise NotYet(f"pass your function `add_review` itself, not {type(add_review).__name__}.")
+    db = EmbeddedClient()["exercise_12"]
+    db.products.insert_many([{"_id": "prod:a", "name": "A"}, {"_id": "prod:b", "name": "B"},
+                             {"_id": "prod:c", "name": "C"}])
+    ratings = [("prod:a", 5), ("prod:b", 3), ("prod:a", 4), ("prod:a", 5), ("prod:b", 1), ("prod:a", 2),
+               ("prod:b", 5), ("prod:a", 5), ("prod:a", 3), ("prod:b", 3), ("prod:a", 4), ("prod:a", 1)]
+    for i, (pid, r) in enumerate(ratings):
+        add_review(db, {"_id": f"review:{i}", "productId": pid, "userId": f"user:{i}", "rating": r,
+                        "createdAt": dt.datetime(2026, 10, 4, 12, i)})
+    if db.reviews.count_documents({}) != len(ratings):
+        raise NotYet(f"db.reviews holds {db.reviews.count_documents({})} reviews after {len(ratings)} calls: the "
+                     "review itself must still be inserted (the statistics are a copy, not a replacement).")
+    for pid in ("prod:a", "prod:b"):
+        mine = [r for p, r in ratings if p == pid]
+        want = {"count": len(mine), "sum": sum(mine), "min": min(mine), "max": max(mine),
+                "distribution": {str(k): mine.count(k) for k in sorted(set(mine))}}
+        got = (db.products.find_one({"_id": pid}) or {}).get("ratingStats")
+        if not isinstance(got, dict):
+            raise NotYet(f"{pid} has no `ratingStats` sub-document; update the product with "
+                         "`ratingStats.<field>` paths.")
+        for field in ("count", "sum"):
+            if got.get(field) != want[field]:
+                raise NotYet(f"{pid}: ratingStats.{field} is {got.get(field)!r}, expected {want[field]} from its "
+                             f"reviews; `$inc` it with every review (count by 1, sum by the rating).")
+        if got.get("min") != want["min"] or got.get("max") != want["max"]:
+            raise NotYet(f"{pid}: min/max stored as {got.get('min')!r}/{got.get('max')!r} but the reviews range "
+                         f"{want['min']}..{want['max']}: `$set` keeps the last rating; use `$min` and `$max`.")
+        dist = {str(k): v for k, v in (got.get("distribution") or {}).items()}
+        if dist != want["distribution"]:
+            raise NotYet(f"{pid}: distribution is {dist}, expected {want['distribution']}: `$inc` "
+                         "`ratingStats.distribution.<rating>` by 1.")
+    if (db.products.find_one({"_id": "prod:c"}) or {}).get("ratingStats"):
+        raise NotYet("prod:c got statistics without any review: update only the review's product.")
+    return "count, sum, min, max and the distribution match an aggregation over the reviews."
+
+
+@register
+def _ex12() -> Exercise:
+    return Exercise(
+        id="12-computed-stats",
+        lesson="12_computed",
+        task="Write add_review(db, review): store the review and maintain ratingStats count, sum, distribution, "
+             "min and max on its product.",
+        checker=_check_computed_stats,
+        hints=["One `update_one` can combine `$inc`, `$min` and `$max` on different fields.",
+               "`{\"$inc\": {\"ratingStats.count\": 1, \"ratingStats.sum\": r, f\"ratingStats.distribution.{r}\": 1}, "
+               "\"$min\": {\"ratingStats.min\": r}, \"$max\": {\"ratingStats.max\": r}}`"],
+        solution_text=(
+            "def add_review(db, review):\n"
+            "    r = review[\"rating\"]\n"
+            "    db.reviews.insert_one(review)\n"
+            "    db.products.update_one({\"_id\": review[\"productId\"]},\n"
+            "        {\"$inc\": {\"ratingStats.count\": 1, \"ratingStats.sum\": r, f\"ratingStats.distribution.{r}\": 1},\n"
+            "         \"$min\": {\"ratingStats.min\": r}, \"$max\": {\"ratingStats.max\": r}})\n"
+            "\nex.check(add_review)"
         ),
     )

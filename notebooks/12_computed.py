@@ -1,0 +1,300 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "Computed: maintain rating statistics on write"
+#     section: Patterns
+#     demo: "Set reads per write to 100 and compare documents examined: the aggregation reads every review on every page view, the stored statistics one document."
+#     mistakes: ["storing only a rounded average, which cannot be updated incrementally", "updating the statistics without the review in the same transaction and never reconciling", "computing on write a value that is read less often than it changes"]
+# ---
+
+# %% [markdown]
+# # 12 · Computed: maintain rating statistics on write
+#
+# **You will learn**
+# - what an aggregation on every page view costs (documents examined grow with the reviews);
+# - to store pre-computed statistics on the product and update them with each new review, in a transaction;
+# - to compare the total work of both designs as the read/write ratio changes;
+# - the approximation pattern: write a counter one time in N and measure the error you accept.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import datetime as dt
+import random
+
+import pandas as pd
+from pymongo.errors import OperationFailure
+
+import labkit
+
+db = labkit.fresh_db("12_computed")
+HEADPHONES = {"5": 5200, "4": 3100, "3": 1500, "2": 700, "1": 342}  # the source's distribution
+rng = random.Random(12)
+review_counts = {"prod:1": HEADPHONES} | {
+    f"prod:{p}": {str(r): rng.randint(0, 60 // r) for r in range(1, 6)} for p in range(2, 21)}
+db.products.insert_many([{"_id": pid, "name": "Wireless Headphones" if pid == "prod:1" else f"Product {pid[5:]}",
+                          "price": 79.99} for pid in review_counts])
+reviews, n = [], 0
+for pid, dist in review_counts.items():
+    for rating, count in dist.items():
+        for _ in range(count):
+            n += 1
+            reviews.append({"_id": f"review:{n}", "productId": pid, "userId": f"user:{rng.randrange(5000)}",
+                            "rating": int(rating), "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=n)})
+rng.shuffle(reviews)  # reviews arrive interleaved across products
+db.reviews.insert_many(reviews)
+db.reviews.create_index([("productId", 1), ("rating", 1)])
+print("products:", db.products.count_documents({}), "| reviews:", db.reviews.count_documents({}),
+      "| on prod:1:", db.reviews.count_documents({"productId": "prod:1"}))
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | show a product page | read | very frequent | name, price, average rating, number of reviews, star distribution |
+# | add a review | write | occasional | stored for ever; the page must reflect it |
+#
+# A page view is far more frequent than a new review: that ratio decides the design.
+#
+# ## The naive design: aggregate on every read
+
+# %%
+def rating_pipeline(pid):
+    return [{"$match": {"productId": pid}},
+            {"$group": {"_id": None, "avgRating": {"$avg": "$rating"}, "count": {"$sum": 1}}}]
+
+
+list(db.reviews.aggregate(rating_pipeline("prod:1")))
+
+
+# %% [markdown]
+# How much work is that? The pipeline's `$match` runs as an ordinary query on `reviews`; its explain shows what
+# one page view examines (here even covered by the `{productId: 1, rating: 1}` index, so the reviews themselves
+# are not fetched, but every key is):
+
+# %%
+def match_cost(pid):
+    explain = db.reviews.find({"productId": pid}, {"_id": 0, "rating": 1}).explain()
+    s = explain["executionStats"]
+    return {"keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"],
+            "returned to $group": s["nReturned"]}
+
+
+pd.DataFrame({pid: match_cost(pid) for pid in ("prod:1", "prod:2")})
+
+# %% [markdown]
+# Every view of the headphones walks 10,842 index entries to produce two numbers, and the work grows with every
+# review. Without a covering index, each of those would also be a document fetch.
+#
+# ## The better design: statistics stored on the product
+#
+# Compute once, when a review arrives, and store the result where the page reads it. Keep `count` and `sum`
+# (the average is `sum / count`, exact at any time) and the star distribution. First, initialise them from the
+# existing reviews:
+
+# %%
+for g in db.reviews.aggregate([{"$group": {"_id": {"p": "$productId", "r": "$rating"}, "n": {"$sum": 1}}}]):
+    pid, r = g["_id"]["p"], g["_id"]["r"]
+    db.products.update_one({"_id": pid}, {"$inc": {"ratingStats.count": g["n"], "ratingStats.sum": r * g["n"],
+                                                   f"ratingStats.distribution.{r}": g["n"]}})
+headphones = db.products.find_one({"_id": "prod:1"})
+stats = headphones["ratingStats"]
+print("average:", round(stats["sum"] / stats["count"], 2), "| count:", stats["count"])
+dict(sorted(stats["distribution"].items(), reverse=True))
+
+# %% [markdown]
+# A page view is now one document read by `_id`:
+
+# %%
+def page_cost(pid):
+    s = db.products.find({"_id": pid}, {"name": 1, "price": 1, "ratingStats": 1}).explain()["executionStats"]
+    return {"keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"],
+            "returned to $group": 0}
+
+
+pd.DataFrame({"aggregate on read (prod:1)": match_cost("prod:1"), "computed (prod:1)": page_cost("prod:1")})
+
+# %% [markdown]
+# ## Keeping the statistics right: the write
+#
+# A new review is two writes: insert the review, `$inc` the product's statistics. Both should happen or
+# neither, so the natural tool is a transaction. Is one available here?
+
+# %%
+try:
+    with db.client.start_session() as probe:
+        print("sessions available; transactions need a replica set or sharded cluster")
+except (NotImplementedError, OperationFailure) as exc:
+    print("no sessions here:", exc)
+
+# %% [markdown]
+# The embedded engine has no sessions, so the transaction version below only runs against a real server (a
+# replica set; set `MONGODB_URI`) and is skipped when the lesson is checked on the embedded engine.
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+client = db.client
+
+
+def add_review_tx(review):
+    def work(s):
+        db.reviews.insert_one(review, session=s)
+        db.products.update_one({"_id": review["productId"]},
+                               {"$inc": {"ratingStats.count": 1, "ratingStats.sum": review["rating"],
+                                         f"ratingStats.distribution.{review['rating']}": 1}}, session=s)
+
+    with client.start_session() as s:
+        s.with_transaction(work)
+
+
+add_review_tx({"_id": "review:tx-1", "productId": "prod:1", "userId": "user:112", "rating": 5,
+               "createdAt": dt.datetime(2026, 10, 1, 9)})
+db.products.find_one({"_id": "prod:1"}, {"ratingStats.count": 1})
+
+# %% [markdown]
+# Without a transaction, the same two writes run one after the other. The statistics update is still a single
+# atomic `$inc` on one document, so concurrent reviews never lose increments; what can happen is a crash between
+# the two writes, leaving a review that is not counted. A periodic job that recomputes the statistics from
+# `reviews` (the aggregation above, run rarely) repairs that, as in lesson 05.
+
+# %%
+def add_review(review):
+    db.reviews.insert_one(review)
+    db.products.update_one({"_id": review["productId"]},
+                           {"$inc": {"ratingStats.count": 1, "ratingStats.sum": review["rating"],
+                                     f"ratingStats.distribution.{review['rating']}": 1}})
+
+
+for i, rating in enumerate([5, 4, 5, 1]):
+    add_review({"_id": f"review:new-{i}", "productId": "prod:1", "userId": f"user:{900 + i}", "rating": rating,
+                "createdAt": dt.datetime(2026, 10, 1, 10, i)})
+stored = db.products.find_one({"_id": "prod:1"})["ratingStats"]
+fresh = list(db.reviews.aggregate(rating_pipeline("prod:1")))[0]
+pd.DataFrame.from_dict({"stored on product": {"count": stored["count"],
+                                             "average": round(stored["sum"] / stored["count"], 4)},
+                        "aggregated from reviews": {"count": fresh["count"], "average": round(fresh["avgRating"], 4)}},
+                       orient="index")
+
+# %% [markdown]
+# ## Explore: reads per write
+#
+# Total documents and index keys examined for 1,000 new reviews of a product and the page views between them.
+# Per page view: the aggregation walks the product's reviews (measured above), the computed design reads one
+# document. Per review: both insert the review; the computed design also updates one product (found by `_id`:
+# one key, one document).
+
+# %%
+from labkit.widgets import explorer
+
+per_read = {pid: sum(match_cost(pid)[k] for k in ("keys examined", "docs examined")) for pid in review_counts}
+computed_read = sum(page_cost("prod:1")[k] for k in ("keys examined", "docs examined"))
+computed_write_extra = computed_read  # the $inc finds the product by _id exactly like a page view
+sizes = {pid: db.reviews.count_documents({"productId": pid}) for pid in review_counts}
+
+
+def work(reads_per_write, reviews):
+    pid = min(sizes, key=lambda p: (abs(sizes[p] - reviews), p))
+    writes = 1_000
+    reads = writes * reads_per_write
+    aggregate = reads * per_read[pid]
+    computed = reads * computed_read + writes * computed_write_extra
+    return {"product": pid, "its reviews": sizes[pid], "page views": reads,
+            "aggregate on read: keys+docs examined": aggregate,
+            "computed: keys+docs examined": computed,
+            "cheaper": "computed" if computed < aggregate else "aggregate on read" if aggregate < computed else "tie"}
+
+
+def draw(ax, values, r):
+    ax.barh(["aggregate on read", "computed"],
+            [r["aggregate on read: keys+docs examined"], r["computed: keys+docs examined"]])
+    ax.set_xlabel("keys + documents examined")
+
+
+ratio = explorer(work, sliders={"reads_per_write": (0, 1000, 100, 10), "reviews": (0, 11_000, 10_846, 2)},
+                 title="Reads per write", draw=draw)
+ratio
+
+# %% [markdown]
+# With hardly any reads per write, maintaining the statistics is wasted work; as soon as pages are viewed more
+# often than reviews are written, the computed design wins, and by more the more reviews a product has.
+
+# %%
+pd.DataFrame([work(r, 10_846) for r in (0, 1, 10, 100, 1000)]).set_index("page views")
+
+# %% [markdown]
+# ## The approximation pattern
+#
+# Some numbers only need to be about right: page views, downloads, likes on a trending post. Instead of a
+# write per event, add N to the stored counter on one event in N (chosen at random, so bursts average out).
+# Writes drop N-fold; the stored value is off by a bounded, measurable amount. 10,000 views of one page:
+
+# %%
+VIEWS = 10_000
+
+
+def simulate(n, seed=3):
+    page = f"page:every-{n}"
+    db.pages.insert_one({"_id": page, "views": 0})
+    pick = random.Random(seed)
+    writes = 0
+    for _ in range(VIEWS):
+        if pick.random() < 1 / n:
+            db.pages.update_one({"_id": page}, {"$inc": {"views": n}})
+            writes += 1
+    stored = db.pages.find_one({"_id": page})["views"]
+    return {"true views": VIEWS, "stored views": stored, "writes": writes,
+            "error": stored - VIEWS, "error %": round(100 * (stored - VIEWS) / VIEWS, 2)}
+
+
+pd.DataFrame.from_dict({f"N = {n}": simulate(n) for n in (1, 10, 100)}, orient="index")
+
+# %% [markdown]
+# One write in ten needs about a tenth of the writes for an error of a couple of percent here; one in a
+# hundred is cheaper still, and noticeably less exact. Use it only where nobody needs the exact figure (never for
+# money or stock).
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `add_review(db, review)` for a new design where each product also keeps `ratingStats.min` and
+# `ratingStats.max` next to `count`, `sum` and `distribution`. `ex.check(add_review)` runs it on a scratch
+# database with a dozen reviews across products and compares the stored statistics with an aggregation over the
+# reviews (and checks that each review was stored).
+
+# %%
+ex = labkit.exercises.get("12-computed-stats")
+ex
+
+
+# %% tags=["solution"]
+def add_review(db, review):
+    r = review["rating"]
+    db.reviews.insert_one(review)
+    db.products.update_one(
+        {"_id": review["productId"]},
+        {"$inc": {"ratingStats.count": 1, "ratingStats.sum": r, f"ratingStats.distribution.{r}": 1},
+         "$min": {"ratingStats.min": r}, "$max": {"ratingStats.max": r}},
+    )
+
+
+ex.check(add_review)
+
+# %% [markdown]
+# ## Summary
+#
+# - An aggregation on every read costs work proportional to the data it summarises, on every read.
+# - The computed pattern does the work once per write and stores the result where the reader looks; keep the
+#   raw ingredients (`count`, `sum`) so every update is a simple `$inc`.
+# - Put the source write and the statistics update in one transaction where available; otherwise use one atomic
+#   `$inc` and a periodic reconciliation.
+# - It pays off when reads outnumber writes; the approximation pattern goes further for counters that only need
+#   to be roughly right.
+#
+# **Next:** 13 · schema versioning.
