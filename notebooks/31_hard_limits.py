@@ -1,0 +1,302 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "The hard limits, live"
+#     section: Anti-patterns
+#     demo: "Push into one document until the server refuses the write, after predicting the exact push."
+#     mistakes: ["Treating 16 MiB as a target rather than a wall", "Storing comment threads as nested replies", "Indexing two arrays of the same document together"]
+# ---
+
+# %% [markdown]
+# # 31 · The hard limits, live
+#
+# **You will learn**
+# - which limits the server enforces and which design choice each one punishes;
+# - to predict the write that breaks the 16 MiB document limit, then watch it fail;
+# - what happens with deep nesting, too many indexes, too many fields in an index, and two indexed arrays;
+# - to check document sizes with `$bsonSize` and `avgObjSize` long before the wall.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import bson
+import matplotlib.pyplot as plt
+import pandas as pd
+from pymongo.errors import OperationFailure, WriteError
+
+import labkit
+from labkit.limits import nesting_depth
+from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array, max_elements
+
+db = labkit.fresh_db("31_hard_limits")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# ## The limits
+#
+# These are fixed by the server; no setting raises them.
+
+# %%
+limits = pd.DataFrame(
+    [
+        ("maximum BSON document size", "16 MiB (16,777,216 bytes)", "an array that never stops growing will fail writes"),
+        ("nesting depth", "100 levels", "recursive shapes (replies inside replies) reach it"),
+        ("indexes per collection", "64", "needing an index per attribute means the shape is wrong"),
+        ("fields in a compound index", "32", "rarely a constraint"),
+        ("array fields per compound multikey index", "one per document", "two parallel arrays cannot be indexed together"),
+        ("transaction lifetime", "60 s by default", "transactions are for short multi-document writes"),
+        ("time series document size", "4 MB", "applies to time series collections only"),
+    ],
+    columns=["limit", "value", "what it punishes"],
+)
+limits
+
+# %% [markdown]
+# ## 16 MiB: a document that grows until the server says no
+#
+# An audit trail kept inside one account document: every event appends 512 KiB of payload (large on purpose,
+# so the wall arrives in a few dozen writes instead of tens of thousands). First, predict the write that fails,
+# with exact BSON arithmetic:
+
+# %%
+CHUNK = "x" * (512 * 1024)
+account = {"_id": "account:1", "owner": "Sam", "events": []}
+db.accounts.insert_one(account)
+
+fits = max_elements(account, "events", lambda i: CHUNK)
+print(f"events that fit in 16 MiB: {fits}")
+print(f"size with {fits} events:     {doc_size_with_array(account, 'events', fits, lambda i: CHUNK):,} bytes")
+print(f"size with {fits + 1} events:     {doc_size_with_array(account, 'events', fits + 1, lambda i: CHUNK):,} bytes")
+print(f"limit:                  {MAX_BSON_SIZE:,} bytes")
+print(f"prediction: push number {fits + 1} fails")
+
+# %% [markdown]
+# Now push for real until the server refuses:
+
+# %%
+pushes = 0
+while True:
+    try:
+        db.accounts.update_one({"_id": "account:1"}, {"$push": {"events": CHUNK}})
+    except WriteError as exc:
+        print(f"push number {pushes + 1} failed: code {exc.code}")
+        print("message:", str(exc).split(", full error")[0])
+        break
+    pushes += 1
+print(f"pushes accepted: {pushes} (predicted {fits})")
+
+# %% [markdown]
+# The document is still there, frozen just under the wall: every later `$push` will fail in the same way,
+# for this account only. The failure is local and sudden, which is what makes it nasty in production.
+#
+# ### Checking sizes before the wall
+#
+# `collStats` reports the average document size without scanning anything:
+
+# %%
+stats = db.command("collStats", "accounts")
+print(f"count: {stats['count']}, avgObjSize: {stats['avgObjSize']:,} bytes "
+      f"({stats['avgObjSize'] / MAX_BSON_SIZE:.1%} of the limit)")
+
+# %% [markdown]
+# The largest documents need a scan with `$bsonSize`. It reads every document, so on a real cluster run it on a
+# secondary or off peak. The embedded engine does not implement `$bsonSize` yet, so this cell runs only
+# against a real server (set `MONGODB_URI`):
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+list(db.accounts.aggregate([
+    {"$project": {"bytes": {"$bsonSize": "$$ROOT"}}},
+    {"$sort": {"bytes": -1}},
+    {"$limit": 5},
+]))
+
+# %% [markdown]
+# The same measurement from the client side (it downloads every document, so only do this on small
+# collections):
+
+# %%
+sorted(((len(bson.encode(d)), d["_id"]) for d in db.accounts.find()), reverse=True)[:5]
+
+# %% [markdown]
+# ## Nesting depth: replies inside replies
+#
+# A comment thread stored as nested replies adds two levels per reply (the `replies` array and the reply
+# document in it). `labkit.limits.nesting_depth` counts levels the way the limit does (the top-level document
+# is level 1).
+
+# %%
+def thread(replies):
+    node = {"text": "last reply"}
+    for i in range(replies):
+        node = {"text": f"reply {replies - i}", "replies": [node]}
+    return {"_id": f"thread:{replies}", "post": "post:1", **node}
+
+
+depths = pd.DataFrame([{"nested replies": n, "depth": nesting_depth(thread(n))} for n in (1, 10, 49, 50, 100)])
+depths
+
+# %% [markdown]
+# The documented limit is 100 levels, so 50 nested replies is already over it. The server binary checks a
+# somewhat more generous ceiling for stored documents (the manual's 100 is the figure to design for), so we
+# try one thread just over the documented limit and one far beyond any ceiling, and print what the server
+# answers. Where the engine accepts the insert, the cell says so instead of pretending.
+
+# %%
+def try_insert(collection, doc):
+    try:
+        collection.insert_one(doc)
+        return "accepted"
+    except (WriteError, OperationFailure) as exc:
+        return f"refused, code {exc.code}"
+
+
+deep = pd.DataFrame([{"nested replies": n, "depth": nesting_depth(thread(n)),
+                      "insert": try_insert(db.threads, thread(n))} for n in (50, 150)])
+deep
+
+# %% [markdown]
+# The fix is the same as for any unbounded structure: one document per reply, with `parentId` (and, to read a
+# whole thread in one query, the root `threadId` and a path or depth field).
+
+# %% [markdown]
+# ## 64 indexes per collection
+#
+# The `_id` index counts. Create 63 more, then a 65th:
+
+# %%
+for i in range(63):
+    db.catalog.create_index([(f"attr{i:02d}", 1)])
+print("indexes now:", len(db.catalog.index_information()))
+try:
+    db.catalog.create_index([("attr63", 1)])
+    index65 = f"accepted; indexes now: {len(db.catalog.index_information())}"
+except OperationFailure as exc:
+    index65 = f"refused, code {exc.code}"
+print("the 65th index:", index65)
+
+# %% [markdown]
+# A real server refuses the 65th index. A collection that wants an index per attribute wants a different
+# shape: the attribute pattern, `attrs: [{k, v}]` with one index on `{"attrs.k": 1, "attrs.v": 1}`.
+#
+# ## 32 fields in a compound index
+
+# %%
+def try_index(collection, keys):
+    try:
+        return f"accepted as {collection.create_index(keys)[:30]}..."
+    except OperationFailure as exc:
+        return f"refused, code {exc.code}"
+
+
+wide = pd.DataFrame([{"fields": n, "create_index": try_index(db[f"wide{n}"], [(f"f{i:02d}", 1) for i in range(n)])}
+                     for n in (32, 33)])
+wide
+
+# %% [markdown]
+# ## One array per compound multikey index
+#
+# A product with a `colors` array and a `sizes` array cannot have both in one index: the server would have to
+# store every color × size pair. The error code is 171, both when building the index over existing documents
+# and when inserting such a document under an existing index.
+
+# %%
+db.shirts.insert_one({"_id": "shirt:1", "colors": ["red", "blue"], "sizes": ["S", "M", "L"]})
+print("index build over two arrays:", try_index(db.shirts, [("colors", 1), ("sizes", 1)]))
+db.shirts2.create_index([("colors", 1), ("sizes", 1)])
+parallel = try_insert(db.shirts2, {"_id": "shirt:1", "colors": ["red", "blue"], "sizes": ["S", "M", "L"]})
+print("insert under an existing index:", parallel)
+
+# %% [markdown]
+# One array of objects holds both facts and indexes fine: `variants: [{color, size}]`. The exercise does this.
+#
+# ## Measured: what each limit did on this engine
+
+# %%
+measured = pd.DataFrame([
+    {"limit": "16 MiB document", "what we tried": f"{fits + 1} pushes of 512 KiB (predicted to fail at {fits + 1})",
+     "result": f"push {pushes + 1} refused"},
+    {"limit": "nesting depth 100", "what we tried": f"depth {deep.loc[1, 'depth']}", "result": deep.loc[1, "insert"]},
+    {"limit": "64 indexes", "what we tried": "65th index", "result": index65},
+    {"limit": "32 index fields", "what we tried": "33 fields", "result": wide.loc[1, "create_index"]},
+    {"limit": "one array per multikey index", "what we tried": "insert with two indexed arrays", "result": parallel},
+]).set_index("limit")
+measured
+
+# %% [markdown]
+# A real MongoDB 8.0 server refuses all five. Where a row above reads *accepted*, the engine running this
+# notebook does not enforce that limit yet: set `MONGODB_URI` and re-run to see the server's error codes.
+
+# %%
+sizes_mib = [doc_size_with_array(account, "events", n, lambda i: CHUNK) / 2**20 for n in range(0, fits + 2)]
+fig, ax = plt.subplots(figsize=(6, 2.6))
+ax.plot(range(0, fits + 2), sizes_mib, marker=".", label="document size")
+ax.axhline(16, color="#d62728", linestyle="--", label="16 MiB")
+ax.axvline(pushes + 1, color="grey", linestyle=":", label=f"push {pushes + 1} refused")
+ax.set_xlabel("pushes")
+ax.set_ylabel("MiB")
+ax.legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Explore: how many pushes until the wall?
+#
+# Event payloads are rarely 512 KiB. Pick a payload size: the readout gives the exact number of events one
+# document can hold, from the same arithmetic that predicted the failing push above.
+
+# %%
+from labkit.plots import bars_against_limit
+from labkit.widgets import explorer
+
+
+def wall(payload_bytes):
+    event = {"at": "2026-11-01T00:00:00Z", "type": "login", "payload": "x" * payload_bytes}
+    n = max_elements(account, "events", lambda i: event)
+    return {"bytes per event (BSON)": len(bson.encode({"e": event})) - 5, "events that fit": n,
+            "document at 10,000 events (bytes)": doc_size_with_array(account, "events", 10_000, lambda i: event)}
+
+
+walls = explorer(wall, sliders={"payload_bytes": (0, 4000, 200, 50)}, title="Events in one document",
+                 draw=lambda ax, v, r: bars_against_limit(ax, ["10,000 events"], [r["document at 10,000 events (bytes)"]]))
+walls
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.products` stores `colors` and `sizes` as two arrays, so no index can serve "red in size M".
+# Reshape every product to hold `variants: [{"color": ..., "size": ...}]` (one per color × size) and remove
+# the two arrays, then create one compound index on `variants.color` and `variants.size`.
+# `ex.check(practice.products)` checks the shapes, the index, and the plan of a color + size query.
+
+# %%
+practice = labkit.fresh_db("31_practice")
+practice.products.insert_many([
+    {"_id": f"shirt:{i:03d}", "name": f"Shirt {i}", "colors": ["red", "blue", "green", "black"][: 1 + i % 4],
+     "sizes": ["S", "M", "L", "XL"][: 1 + (i // 4) % 4]} for i in range(200)])
+ex = labkit.exercises.get("31-no-parallel-arrays")
+ex
+
+# %% tags=["solution"]
+for p in practice.products.find():
+    variants = [{"color": c, "size": s} for c in p["colors"] for s in p["sizes"]]
+    practice.products.update_one({"_id": p["_id"]}, {"$set": {"variants": variants},
+                                                       "$unset": {"colors": "", "sizes": ""}})
+practice.products.create_index([("variants.color", 1), ("variants.size", 1)])
+ex.check(practice.products)
+
+# %% [markdown]
+# ## Summary
+#
+# - 16 MiB is a wall: the write that crosses it fails (code 17419 for an update) and so does every later one.
+#   Predict it with size arithmetic; watch `avgObjSize` and `$bsonSize` long before.
+# - Recursive nesting and per-attribute indexes run into fixed limits; both signal a shape problem.
+# - A compound index may span at most one array per document (code 171); use one array of objects instead.
+#
+# **Next:** 32 · unbounded arrays, detected and fixed.
