@@ -301,6 +301,8 @@ class IndexScan(Stage):
 
     def _work(self) -> int:
         if self.pos is None:
+            if any(not ivs for ivs in self.sb):
+                return IS_EOF  # an empty interval list (contradictory predicates) scans nothing
             self._start()
         entries = self.index.entries
         pos = self.pos
