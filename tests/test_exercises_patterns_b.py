@@ -110,3 +110,47 @@ def test_subset_rejects_typical_mistakes(modifiers, reviews_too, expected):
 
 def test_subset_needs_a_function():
     assert "add_review" in labkit.exercises.get("16-subset").check(_practice16("t16c")).message
+
+
+# --- 17 materialized path ----------------------------------------------------------------------------------
+
+_TREE = {"Catalog": None, "Books": "Catalog", "Music": "Catalog", "Programming": "Books", "Fiction": "Books",
+         "Databases": "Programming", "Jazz": "Music", "MongoDB": "Databases", "Redis": "Databases"}
+
+
+def _tree(name, path_of=None, index=True):
+    db = _fresh(name)
+    db.categories.insert_many([{"_id": n, "parent": p} for n, p in sorted(_TREE.items())])
+    if path_of:
+        for n in _TREE:
+            chain, up = [], _TREE[n]
+            while up:
+                chain.insert(0, up)
+                up = _TREE[up]
+            db.categories.update_one({"_id": n}, {"$set": {"path": path_of(n, chain)}})
+    if index:
+        db.categories.create_index("path")
+    return db.categories
+
+
+def _good_path(n, chain):
+    return "," + ",".join(chain) + "," if chain else None
+
+
+def test_materialized_path_accepts_the_solution():
+    result = labkit.exercises.get("17-materialized-path").check(_tree("t17a", _good_path))
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("path_of, index, expected", [
+    (None, True, "no `path` field"),
+    (lambda n, c: "," + ",".join(c + [n]) + ",", True, "includes the node itself"),
+    (lambda n, c: ",".join(c) if c else None, True, "BOTH ends"),
+    (lambda n, c: c if c else None, True, "ONE string"),
+    (lambda n, c: _good_path(n, c) or ",", True, "root"),
+    (_good_path, False, "no index starts with `path`"),
+])
+def test_materialized_path_rejects_typical_mistakes(path_of, index, expected):
+    result = labkit.exercises.get("17-materialized-path").check(_tree("t17b", path_of, index))
+    assert not result.correct
+    assert expected in result.message

@@ -1,0 +1,446 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 35
+#     title: "Trees: parent and child references, ancestors, materialized paths, $graphLookup"
+#     section: Patterns
+#     demo: "Ask 'all descendants of Programming' of each design and count the queries; then show the materialized path's anchored regex turning into a tight index range in explain."
+#     mistakes: ["an unanchored or case-insensitive regex on the path, which cannot use the index as a range", "a path without delimiters on both ends, so ',Books' also matches ',Bookshelves'", "walking a parent-reference tree one query per node instead of one $in query per level", "forgetting the index on connectToField that $graphLookup relies on at every level"]
+# ---
+
+# %% [markdown]
+# # 17 · Trees: parent and child references, ancestors, materialized paths, `$graphLookup`
+#
+# **You will learn**
+# - four ways to store a hierarchy in documents: parent references, child references, an array of ancestors and a
+#   materialized path;
+# - to count what the two typical tree questions cost in each: "all descendants of X" and "breadcrumb of Y";
+# - to read the index bounds of an anchored regular expression on a materialized path;
+# - to let the server walk a parent-reference tree with `$graphLookup`.
+#
+# **Time:** about 35 minutes.
+
+# %%
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("17_trees")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# A product taxonomy with one root, `Catalog`, five departments, and four more levels of fan-out. Names are unique, so
+# they serve as `_id`s. The tree is built by a fixed rule (no randomness): 4 children per department, 4 per
+# category, and 6 leaves per subcategory. One branch carries familiar names: `Catalog > Books > Programming >
+# Databases > MongoDB`.
+
+# %%
+DEPARTMENTS = {"Books": ["Programming", "Fiction", "History", "Science"],
+               "Music": ["Jazz", "Classical", "Rock", "Folk"],
+               "Electronics": ["Phones", "Laptops", "Cameras", "Audio"],
+               "Garden": ["Tools", "Plants", "Furniture", "Lighting"],
+               "Toys": ["Puzzles", "Blocks", "Dolls", "Games"]}
+NAMED = {"Programming": ["Databases", "Languages", "Web", "Testing"],
+         "Databases": ["MongoDB", "PostgreSQL", "Redis", "SQLite", "Cassandra", "Neo4j"]}
+
+
+def children_of(name, level):
+    if name in NAMED:
+        return NAMED[name]
+    if level == 0:
+        return list(DEPARTMENTS)
+    if level == 1:
+        return DEPARTMENTS[name]
+    if level == 2:
+        return [f"{name} {n}" for n in range(1, 5)]
+    if level == 3:
+        return [f"{name}{letter}" for letter in "abcdef"]
+    return []
+
+
+nodes = []  # (name, parent, ancestors from the root), in breadth-first order
+frontier = [("Catalog", None, [])]
+level = 0
+while frontier:
+    nodes += frontier
+    frontier = [(child, name, ancestors + [name]) for name, _, ancestors in frontier
+                for child in children_of(name, level)]
+    level += 1
+children = {}
+for name, parent, _ in nodes:
+    children.setdefault(name, [])
+    if parent:
+        children[parent].append(name)
+print("nodes:", len(nodes), "| depth:", max(len(a) for _, _, a in nodes), "| leaves:",
+      sum(1 for n, _, _ in nodes if not children[n]))
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | every product page | the ancestors, in order |
+# | all descendants of a category (to list its products) | read | every category page | the whole subtree |
+# | move or rename a category | write | rare | |
+#
+# Same data, four shapes, one collection each:
+
+# %%
+db.parent_refs.insert_many([{"_id": n, "parent": p} for n, p, _ in nodes])
+db.parent_refs.create_index("parent")
+
+db.child_refs.insert_many([{"_id": n, "children": children[n]} for n, _, _ in nodes])
+db.child_refs.create_index("children")
+
+db.ancestors.insert_many([{"_id": n, "parent": p, "ancestors": a} for n, p, a in nodes])
+db.ancestors.create_index("ancestors")
+
+db.paths.insert_many([{"_id": n, "path": ("," + ",".join(a) + ",") if a else None} for n, _, a in nodes])
+db.paths.create_index("path")
+
+for label, coll in [("parent references", db.parent_refs), ("child references", db.child_refs),
+                    ("array of ancestors", db.ancestors), ("materialized path", db.paths)]:
+    print(f"{label:19}", coll.find_one({"_id": "Databases"}))
+
+
+# %% [markdown]
+# ## Measuring a tree question
+#
+# Every query below goes through `run`, which executes it and adds its `explain()` figures to a meter: one round
+# trip per query, plus the keys and documents the server examined.
+
+# %%
+class Meter:
+    def __init__(self):
+        self.queries = self.keys = self.docs = 0
+
+    def run(self, collection, filter_, projection=None):
+        stats = collection.find(filter_, projection).explain()["executionStats"]
+        self.queries += 1
+        self.keys += stats["totalKeysExamined"]
+        self.docs += stats["totalDocsExamined"]
+        return list(collection.find(filter_, projection))
+
+    def figures(self):
+        return {"queries": self.queries, "keys examined": self.keys, "docs examined": self.docs}
+
+
+# %% [markdown]
+# ## Parent references
+#
+# Each node names its parent. The breadcrumb walks up one query per level; the descendants walk down one `$in`
+# query per level (never one query per node), until a level comes back empty.
+
+# %%
+def breadcrumb_parent(name):
+    meter, trail = Meter(), []
+    while name is not None:
+        doc = meter.run(db.parent_refs, {"_id": name})[0]
+        trail.insert(0, doc["_id"])
+        name = doc["parent"]
+    return trail, meter
+
+
+def descendants_parent(name):
+    meter, found, level = Meter(), [], [name]
+    while level:
+        level = [d["_id"] for d in meter.run(db.parent_refs, {"parent": {"$in": level}}, {"_id": 1})]
+        found += level
+    return sorted(found), meter
+
+
+trail, m = breadcrumb_parent("Databases")
+print(" > ".join(trail), m.figures())
+subtree, m = descendants_parent("Programming")
+print(len(subtree), "descendants of Programming", m.figures())
+
+
+# %% [markdown]
+# ## Child references
+#
+# Each node lists its children (an indexed array). Going down reads the node and then one level per query; going up
+# asks "which node lists me as a child?" once per level, and the root's question comes back empty.
+
+# %%
+def breadcrumb_child(name):
+    meter, trail = Meter(), [name]
+    while True:
+        parents = meter.run(db.child_refs, {"children": trail[0]}, {"_id": 1})
+        if not parents:
+            return trail, meter
+        trail.insert(0, parents[0]["_id"])
+
+
+def descendants_child(name):
+    meter, found = Meter(), []
+    level = meter.run(db.child_refs, {"_id": name})[0]["children"]
+    while level:
+        found += level
+        level = [c for d in meter.run(db.child_refs, {"_id": {"$in": level}}) for c in d["children"]]
+    return sorted(found), meter
+
+
+trail, m = breadcrumb_child("Databases")
+print(" > ".join(trail), m.figures())
+subtree, m = descendants_child("Programming")
+print(len(subtree), "descendants of Programming", m.figures())
+
+
+# %% [markdown]
+# ## Array of ancestors
+#
+# Each node stores its ancestors in order (plus its parent). Both questions are now one query: the breadcrumb is in
+# the node itself, and the descendants are the nodes whose `ancestors` array contains X, found through the multikey
+# index.
+
+# %%
+def breadcrumb_ancestors(name):
+    meter = Meter()
+    doc = meter.run(db.ancestors, {"_id": name}, {"ancestors": 1})[0]
+    return doc["ancestors"] + [name], meter
+
+
+def descendants_ancestors(name):
+    meter = Meter()
+    return sorted(d["_id"] for d in meter.run(db.ancestors, {"ancestors": name}, {"_id": 1})), meter
+
+
+trail, m = breadcrumb_ancestors("Databases")
+print(" > ".join(trail), m.figures())
+subtree, m = descendants_ancestors("Programming")
+print(len(subtree), "descendants of Programming", m.figures())
+
+# %% [markdown]
+# ## Materialized paths
+#
+# Each node stores the chain of its ancestors as one string with a delimiter on both ends, following the MongoDB
+# manual's example: `Databases` has the path `",Catalog,Books,Programming,"` (the root's path is `null`). The
+# descendants of X are the nodes whose path **starts with** X's path followed by `X,`: an anchored regular expression.
+
+# %%
+db.paths.find_one({"_id": "MongoDB"})
+
+# %%
+import re
+
+
+def descendants_regex(name, path):
+    return {"path": {"$regex": "^" + re.escape((path or ",") + name + ",")}}
+
+
+programming = db.paths.find_one({"_id": "Programming"})
+query = descendants_regex("Programming", programming["path"])
+print(query)
+explain = db.paths.find(query).explain()
+ixscan = explain["queryPlanner"]["winningPlan"]["inputStage"]
+{"stage": ixscan["stage"], "indexName": ixscan["indexName"], "indexBounds": ixscan["indexBounds"],
+ "keys examined": explain["executionStats"]["totalKeysExamined"], "returned": explain["executionStats"]["nReturned"]}
+
+# %% [markdown]
+# A case-sensitive regex anchored with `^` and starting with literal characters becomes an index **range**: from the
+# prefix up to the next possible prefix (the last character incremented, `,` becomes `-`). Only keys inside that range
+# are read. The second interval, the regex itself, covers documents whose `path` holds a stored regular expression
+# value; there are none here.
+#
+# Without the anchor (or with the `i` option) the server has to test every key of the index:
+
+# %%
+loose = db.paths.find({"path": {"$regex": ",Programming,"}}).explain()
+{"bounds": loose["queryPlanner"]["winningPlan"]["inputStage"]["indexBounds"],
+ "keys examined": loose["executionStats"]["totalKeysExamined"], "returned": loose["executionStats"]["nReturned"]}
+
+
+# %%
+def breadcrumb_path(name):
+    meter = Meter()
+    doc = meter.run(db.paths, {"_id": name})[0]
+    return [p for p in (doc["path"] or "").split(",") if p] + [name], meter
+
+
+def descendants_path(name):
+    meter = Meter()
+    doc = meter.run(db.paths, {"_id": name}, {"path": 1})[0]
+    found = meter.run(db.paths, descendants_regex(name, doc["path"]), {"_id": 1})
+    return sorted(d["_id"] for d in found), meter
+
+
+trail, m = breadcrumb_path("Databases")
+print(" > ".join(trail), m.figures())
+subtree, m = descendants_path("Programming")
+print(len(subtree), "descendants of Programming", m.figures())
+
+# %% [markdown]
+# ## `$graphLookup`: let the server walk parent references
+#
+# `$graphLookup` repeats a lookup level after level inside one aggregation: from `startWith`, it matches
+# `connectToField` against the values of `connectFromField` it has collected so far, until nothing new turns up (or
+# `maxDepth`). Each level is a lookup on `connectToField`, so that field needs an index (`parent` for descendants,
+# `_id` for ancestors). `depthField` records how far each result is from the start.
+
+# %%
+down = [{"$match": {"_id": "Programming"}},
+        {"$graphLookup": {"from": "parent_refs", "startWith": "$_id", "connectFromField": "_id",
+                          "connectToField": "parent", "as": "subtree", "depthField": "depth"}}]
+up = [{"$match": {"_id": "Databases"}},
+      {"$graphLookup": {"from": "parent_refs", "startWith": "$parent", "connectFromField": "parent",
+                        "connectToField": "_id", "as": "chain", "depthField": "depth"}}]
+graph_down = next(db.parent_refs.aggregate(down))
+graph_up = next(db.parent_refs.aggregate(up))
+print("descendants:", len(graph_down["subtree"]), "| deepest level below Programming:",
+      max(d["depth"] for d in graph_down["subtree"]))
+print("breadcrumb:", " > ".join(d["_id"] for d in sorted(graph_up["chain"], key=lambda d: -d["depth"])) + " > Databases")
+
+
+# %% [markdown]
+# One round trip each. `explain` does not report the documents `$graphLookup` reads internally, so the comparison
+# counts what it must read at least: the start document plus every document it gathers.
+
+# %%
+def graph_figures(pipeline, field):
+    result = next(db.parent_refs.aggregate(pipeline))
+    return {"queries": 1, "keys examined": "not reported", "docs examined": 1 + len(result[field])}
+
+
+# %% [markdown]
+# ## Side by side
+#
+# "All descendants of Programming" (a level-2 category) and "breadcrumb of Databases" (level 3):
+
+# %%
+designs = {"parent references": (descendants_parent, breadcrumb_parent),
+           "child references": (descendants_child, breadcrumb_child),
+           "array of ancestors": (descendants_ancestors, breadcrumb_ancestors),
+           "materialized path": (descendants_path, breadcrumb_path)}
+rows, answers = {}, set()
+for label, (down_fn, up_fn) in designs.items():
+    found, m_down = down_fn("Programming")
+    trail, m_up = up_fn("Databases")
+    answers.add((tuple(found), tuple(trail)))
+    rows[label] = {f"descendants: {k}": v for k, v in m_down.figures().items()} | {
+        f"breadcrumb: {k}": v for k, v in m_up.figures().items()}
+rows["$graphLookup (parent refs)"] = {f"descendants: {k}": v for k, v in graph_figures(down, "subtree").items()} | {
+    f"breadcrumb: {k}": v for k, v in graph_figures(up, "chain").items()}
+print("all four designs give the same answers:", len(answers) == 1)
+comparison = pd.DataFrame.from_dict(rows, orient="index")
+comparison
+
+# %% [markdown]
+# - **Parent references** are the simplest to write (moving a subtree changes one field) but need one query per
+#   level in either direction, unless `$graphLookup` walks the levels on the server.
+# - **Child references** need one query per level too; they suit "show the children of this node" menus.
+# - **Array of ancestors** answers both questions in one indexed query; moving a subtree means rewriting the
+#   `ancestors` of every node in it.
+# - **Materialized paths** do the same with one string and an anchored regex range; the path can also be sorted to
+#   list the tree in depth-first order. Moves rewrite the paths of the subtree.
+
+# %% [markdown]
+# ## Explore: depth and fan-out
+#
+# The counts follow from the shape of the tree alone. `tree_costs` computes them for one node at `level`, given the
+# number of children per node at each level (`fanouts`). It is checked first against the measurements on our own
+# tree, whose levels have 5, 4, 4 and 6 children per node, for `Fiction` (level 2).
+
+# %%
+from math import prod
+
+from labkit.widgets import explorer
+
+
+def tree_costs(fanouts, level):
+    depth = len(fanouts)
+    below = depth - level  # levels under the node
+    subtree = sum(prod(fanouts[level:i]) for i in range(level + 1, depth + 1))
+    return {
+        "descendants: parent references": {"queries": below + 1, "docs examined": subtree},
+        "descendants: child references": {"queries": below + 1, "docs examined": 1 + subtree},
+        "descendants: array of ancestors": {"queries": 1, "docs examined": subtree},
+        "descendants: materialized path": {"queries": 2, "docs examined": 1 + subtree},
+        "breadcrumb: parent references": {"queries": level + 1, "docs examined": level + 1},
+        "breadcrumb: child references": {"queries": level + 1, "docs examined": level},
+        "breadcrumb: array of ancestors": {"queries": 1, "docs examined": 1},
+        "breadcrumb: materialized path": {"queries": 1, "docs examined": 1},
+    }
+
+
+measured = {}
+for label, (down_fn, up_fn) in designs.items():
+    for question, fn in (("descendants", down_fn), ("breadcrumb", up_fn)):
+        figures = fn("Fiction")[1].figures()
+        measured[f"{question}: {label}"] = {"queries": figures["queries"], "docs examined": figures["docs examined"]}
+print("formulas match the measurements:", tree_costs([5, 4, 4, 6], level=2) == measured)
+
+
+# %%
+def explore(depth, fanout, level):
+    level = min(level, depth)
+    fanouts = [fanout] * depth
+    out = {"nodes in the tree": 1 + sum(prod(fanouts[:i]) for i in range(1, depth + 1)), "node level": level}
+    for question, figures in tree_costs(fanouts, level).items():
+        out[question] = f"queries {figures['queries']}, docs {figures['docs examined']:,}"
+    return out
+
+
+def draw_tree(ax, values, r):
+    depth = values["depth"]
+    costs = tree_costs([values["fanout"]] * depth, min(values["level"], depth))
+    labels = ["parent", "child", "ancestors", "path"]
+    designs_long = ("parent references", "child references", "array of ancestors", "materialized path")
+    ax.bar([f"{d}\n(down)" for d in labels], [costs[f"descendants: {k}"]["queries"] for k in designs_long],
+           color="#1f77b4")
+    ax.bar([f"{d}\n(up)" for d in labels], [costs[f"breadcrumb: {k}"]["queries"] for k in designs_long],
+           color="#ff7f0e")
+    ax.set_ylabel("queries")
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title("round trips: descendants (down) and breadcrumb (up)", fontsize=10)
+
+
+tree_explorer = explorer(explore, sliders={"depth": (1, 8, 4), "fanout": (2, 10, 4), "level": (0, 8, 2)},
+                         title="Tree shape", draw=draw_tree)
+tree_explorer
+
+# %% [markdown]
+# Deep trees hurt the per-level designs (parent and child references) in round trips; wide trees make every design
+# read more documents for the descendants, because the answer itself is large.
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.categories` holds a small taxonomy with parent references only. Give **every** node a materialized
+# `path` (ancestors from the root, a comma on both ends, `null` for the root) and create the index that lets
+# the anchored-regex descendants query run as an index range. `ex.check(practice.categories)` compares each path with
+# the parent chain and explains a descendants query.
+
+# %%
+practice = labkit.fresh_db("17_practice")
+practice.categories.insert_many([{"_id": n, "parent": p} for n, p, a in nodes if len(a) <= 3])
+ex = labkit.exercises.get("17-materialized-path")
+ex
+
+# %% tags=["solution"]
+parent_of = {d["_id"]: d["parent"] for d in practice.categories.find({}, {"parent": 1})}
+for node in sorted(parent_of):
+    chain, up = [], parent_of[node]
+    while up is not None:
+        chain.insert(0, up)
+        up = parent_of[up]
+    practice.categories.update_one({"_id": node}, {"$set": {"path": "," + ",".join(chain) + "," if chain else None}})
+practice.categories.create_index("path")
+ex.check(practice.categories)
+
+# %% [markdown]
+# ## Summary
+#
+# - Parent and child references store the least and cost one query per level (or one `$graphLookup`, with an index
+#   on `connectToField`).
+# - An array of ancestors or a materialized path answers "descendants" and "breadcrumb" in one indexed query each,
+#   at the price of rewriting a whole subtree when it moves.
+# - A materialized path needs delimiters on both ends and a case-sensitive, `^`-anchored regex to become a tight
+#   index range.
+#
+# **Next:** 18 · archiving cold data and keeping a document's revision history.
