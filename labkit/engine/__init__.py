@@ -35,6 +35,11 @@ class EmbeddedClient(mongomock.MongoClient):
                 read_concern=read_concern)
         return db
 
+    def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
+        """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
+        from .sessions import start_session
+        return start_session(self, causal_consistency, default_transaction_options, snapshot)
+
     def __repr__(self) -> str:
         return "EmbeddedClient(engine='labkit-embedded', models='MongoDB %s')" % MODELED_SERVER_VERSION
 

@@ -18,6 +18,7 @@ from . import keys as K
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
+from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 
 MAX_BSON = 16 * 1024 * 1024
@@ -98,7 +99,10 @@ class EmbeddedCollection(mm_collection.Collection):
     # ------------------------------------------------------------------------------ store helpers
     @property
     def _store(self):
-        return self._db_store[self._name]
+        st = self._db_store[self._name]
+        if _active_txn() is None:
+            return st
+        return _txn_store(self._db_store, self._name, st)  # a transaction's snapshot (sessions.py)
 
     def _ns(self) -> str:
         return "%s.%s" % (self.database.name, self._name)
@@ -106,7 +110,7 @@ class EmbeddedCollection(mm_collection.Collection):
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
         if type(c) is mm_collection.Collection:
-            return EmbeddedCollection(self.database, self.name, write_concern=c.write_concern,
+            return type(self)(self.database, self.name, write_concern=c.write_concern,
                                       read_concern=c.read_concern, read_preference=c.read_preference,
                                       codec_options=c.codec_options, _db_store=self._db_store)
         return c
@@ -279,7 +283,7 @@ class EmbeddedCollection(mm_collection.Collection):
         ex = self._run(q, stop_after=None if multi else 1)
         return [m[0] for m in ex.results]
 
-    def _run(self, q: Query, stop_after: int | None = None):
+    def _run(self, q: Query, stop_after: int | None = None, explain: bool = False):
         st = self._store
         ix = express_eligible(st, q)
         if ix is not None:
@@ -287,7 +291,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if q.limit:
             n = q.limit
             stop_after = n if stop_after is None else min(stop_after, n)
-        return plan_and_run(st, q, stop_after=stop_after)
+        return plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain)
 
     # ------------------------------------------------------------------------------ updates
     def _update(self, spec, document, upsert=False, manipulate=False, multi=False, check_keys=False,
@@ -605,8 +609,8 @@ class EmbeddedCollection(mm_collection.Collection):
         collation = opts.pop("collation", None)
         opts.pop("background", None)
         opts.pop("v", None)
-        if collation is not None:
-            raise unsupported("Index collation")
+        from .collate import index_keyfunc, normalize
+        collation = normalize(collation)  # full server document, or None for simple (collate.py)
         extra = {}
         for k in list(opts):
             if k in ("weights", "default_language", "language_override", "textIndexVersion", "2dsphereIndexVersion",
@@ -630,7 +634,7 @@ class EmbeddedCollection(mm_collection.Collection):
             if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
                     existing.spec.collation == spec.collation:
                 raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
-        ix = Index(spec)
+        ix = Index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
         for rid, doc in st.docs.items():

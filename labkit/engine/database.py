@@ -4,11 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 import bson
-from mongomock import OperationFailure
+from mongomock import OperationFailure, helpers
 from mongomock import database as mm_database
 from mongomock import read_preferences
 
 from .collection import EmbeddedCollection, _check_sort, _sort_list
+from .rules import LabCollection
 from .planner import Query, unsupported
 from . import stats
 
@@ -25,19 +26,24 @@ class EmbeddedDatabase(mm_database.Database):
                 read_concern=read_concern, write_concern=write_concern)
         except KeyError:
             self._ensure_valid_collection_name(name)
-            coll = self._collection_accesses[name] = EmbeddedCollection(
+            coll = self._collection_accesses[name] = LabCollection(
                 self, name=name, read_concern=read_concern, write_concern=write_concern,
                 read_preference=read_preference or self.read_preference,
                 codec_options=codec_options or self._codec_options, _db_store=self._store)
             return coll
 
     def create_collection(self, name, **kwargs):
-        unsupported_opts = [k for k in kwargs if k not in ("check_exists", "session")]
-        if unsupported_opts:
-            raise unsupported("create_collection(%s=...)" % unsupported_opts[0])
-        kwargs.pop("check_exists", None)
-        kwargs.pop("session", None)
-        return super().create_collection(name)
+        from .rules import create_collection  # validator options; clear errors for the rest
+        return create_collection(self, name, kwargs)
+
+    def list_collections(self, filter=None, session=None, nameOnly=False, **kwargs):
+        from .rules import list_collections
+        return list_collections(self, filter, session, nameOnly, **kwargs)
+
+    def drop_collection(self, name_or_collection, session=None, **kwargs):
+        from .sessions import bind
+        with bind(session, self, ddl="drop"):
+            return super().drop_collection(name_or_collection)
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         return EmbeddedDatabase(self._client, self.name, self._store,
@@ -87,20 +93,22 @@ def _cmd_explain(db, cmd):
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
         sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
-        q = Query(inner.get("filter") or {}, sort, inner.get("projection"), inner.get("skip", 0),
+        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0))
         return coll.explain_find(q, verbosity, inner)
     if op == "count":
         extra = set(inner) - {"count", "query", "limit", "skip", "hint", "maxTimeMS", "comment", "$db"}
         if extra:
             raise unsupported("explain count option '%s'" % sorted(extra)[0])
-        q = Query(inner.get("query") or {}, hint=inner.get("hint"), kind="count")
+        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
+                  kind="count")
         return coll.explain_find(q, verbosity, inner)
     if op == "distinct":
         extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}
         if extra:
             raise unsupported("explain distinct option '%s'" % sorted(extra)[0])
-        q = Query(inner.get("query") or {}, hint=inner.get("hint"), kind="distinct", distinct_key=inner["key"])
+        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
+                  kind="distinct", distinct_key=inner["key"])
         return coll.explain_find(q, verbosity, inner)
     if op == "aggregate":
         from .aggregation import explain_pipeline
@@ -114,8 +122,10 @@ def _cmd_collmod(db, cmd):
     if not coll._store.is_created:
         raise OperationFailure("ns does not exist", 26)
     out: dict[str, Any] = {"ok": 1.0}
+    from .rules import VALIDATION_KEYS, collmod_validation
+    out.update(collmod_validation(coll, cmd))  # validator/validationLevel/validationAction (rules.py)
     for k, v in cmd.items():
-        if k == "collMod":
+        if k == "collMod" or k in VALIDATION_KEYS:
             continue
         if k == "index":
             iname = v.get("name")

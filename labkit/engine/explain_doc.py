@@ -87,7 +87,7 @@ def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command:
         d = _explain_distinct_scan(coll, q, ns, verbosity, command)
         if d is not None:
             return d
-    ex = coll._run(q)
+    ex = coll._run(q, explain=True)
     root = ex.winner.root
     express = ex.notes.get("express")
     winning = root.plan_doc()

@@ -12,7 +12,11 @@ import time
 from typing import Any, Callable
 
 from mongomock import OperationFailure
-from mongomock.filtering import filter_applies
+from mongomock.filtering import filter_applies as _mm_filter_applies
+
+from labkit.validation import make_filter_applies
+
+filter_applies = make_filter_applies(_mm_filter_applies)  # mongomock's matcher + the $jsonSchema operator
 
 from . import keys as K
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union

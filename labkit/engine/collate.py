@@ -1,0 +1,451 @@
+"""Query collation for the embedded engine: glue between ``labkit.collation`` and the planner.
+
+* ``normalize`` validates a ``collation=`` argument (``labkit.collation.normalize_collation``); ``None``
+  means the simple (binary) collation.
+* ``using(collation)`` binds the collation of the current call (a context variable); the collection's
+  ``_run`` then plans with ``CollationPlanner``.
+* ``encode(value, collation)`` is the order-preserving key string of a value with every string replaced by
+  its collation key (``labkit.collation.collation_key``); collation indexes use it as their key function,
+  and the matcher/sort/distinct below compare with it.
+* ``CollationPlanner`` is the engine's Planner with the server's collation rules: an index is eligible only
+  when its collation equals the query's (so a strength-2 index serves a strength-2 query but neither a
+  simple nor a strength-1 one); string bounds on a collation index are collation keys; ``$regex`` cannot
+  use a collation index's bounds; a collation index never covers a projection.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+import time
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from bson.regex import Regex
+from mongomock.filtering import filter_applies as _mm_filter_applies
+
+from labkit.collation import CollationKey, collation_key, normalize_collation
+from labkit.validation import make_filter_applies
+
+from . import keys as K
+from .bounds import Interval, full, union
+from .planner import (ADVANCED, IS_EOF, Candidate, Execution, Planner, Query, run_trial, unsupported)
+from .stages import Fetch, IndexScan, Or, Passthrough, Stage
+
+_CURRENT: contextvars.ContextVar[dict | None] = contextvars.ContextVar("labkit_collation", default=None)
+_RE_TYPE = type(re.compile(""))
+_MISSING = K.MISSING
+
+base_filter_applies = make_filter_applies(_mm_filter_applies)
+
+
+def normalize(collation: Any) -> dict | None:
+    return normalize_collation(collation)
+
+
+def current() -> dict | None:
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def using(collation: dict | None):
+    token = _CURRENT.set(collation)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+# ---------------------------------------------------------------------------------------------- key strings
+def _enc_int(n: int) -> bytes:
+    b = n.to_bytes((n.bit_length() + 7) // 8 or 1, "big")
+    return bytes([len(b)]) + b
+
+
+def _enc_tuple(t: tuple) -> bytes:
+    out = []
+    for x in t:
+        out.append(b"\x02")
+        out.append(_enc_tuple(x) if isinstance(x, tuple) else _enc_int(x))
+    out.append(b"\x01")
+    return b"".join(out)
+
+
+def key_bytes(ck: CollationKey) -> bytes:
+    """Order-preserving, prefix-free bytes of a collation key (tuple of level tuples)."""
+    return _enc_tuple(tuple(ck))
+
+
+def encode(v: Any, collation: dict | None) -> bytes:
+    """``keys.encode`` with strings (also nested in documents and arrays) compared under ``collation``."""
+    if collation is None:
+        return K.encode(v)
+    t = type(v)
+    if t is str:
+        return b"\x3c" + key_bytes(collation_key(v, collation))
+    if isinstance(v, dict):
+        parts = [b"\x46"]
+        for k, x in v.items():
+            e = encode(x, collation)
+            parts.append(e[:1])
+            parts.append(K._enc_str(k))
+            parts.append(e[1:])
+        parts.append(b"\x00")
+        return b"".join(parts)
+    if t is list or t is tuple:
+        return b"\x50" + b"".join(encode(x, collation) for x in v) + b"\x00"
+    return K.encode(v)
+
+
+def index_keyfunc(collation: dict | None) -> Callable[[Any], bytes]:
+    if collation is None:
+        return K.encode
+    return lambda v: encode(v, collation)
+
+
+# ---------------------------------------------------------------------------------------------- matching
+def _has_str(v: Any) -> bool:
+    if isinstance(v, str):
+        return True
+    if isinstance(v, dict):
+        return any(_has_str(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(_has_str(x) for x in v)
+    return False
+
+
+def _values(cur: Any, parts: list[str], i: int = 0):
+    """Candidate values of a dotted path, MQL style: arrays match as a whole and by element."""
+    if i == len(parts):
+        if isinstance(cur, list):
+            yield cur
+            yield from cur
+        else:
+            yield cur
+        return
+    p = parts[i]
+    if isinstance(cur, dict):
+        if p in cur:
+            yield from _values(cur[p], parts, i + 1)
+        else:
+            yield _MISSING
+    elif isinstance(cur, list):
+        if p.isdigit() and int(p) < len(cur):
+            yield from _values(cur[int(p)], parts, i + 1)
+        for e in cur:
+            if isinstance(e, dict):
+                yield from _values(e, parts, i)
+    else:
+        yield _MISSING
+
+
+def _is_regex(v: Any) -> bool:
+    return isinstance(v, (Regex, _RE_TYPE))
+
+
+def _regex_match(rx: Any, s: Any) -> bool:
+    if not isinstance(s, str):
+        return False
+    if isinstance(rx, Regex):
+        rx = rx.try_compile()
+    return rx.search(s) is not None
+
+
+class _Matcher:
+    def __init__(self, collation: dict) -> None:
+        self.c = collation
+
+    def enc(self, v: Any) -> bytes:
+        return encode(v, self.c)
+
+    def eq(self, cand: Any, target: Any) -> bool:
+        if target is None:
+            return cand is _MISSING or cand is None
+        if cand is _MISSING:
+            return False
+        if _is_regex(target):
+            return _regex_match(target, cand) or (_is_regex(cand) and K.encode(cand) == K.encode(target))
+        return self.enc(cand) == self.enc(target)
+
+    def cmp(self, cand: Any, op: str, target: Any) -> bool:
+        if cand is _MISSING:
+            cand = None
+            if target is not None:
+                return False
+        a, b = self.enc(cand), self.enc(target)
+        if a[:1] != b[:1]:
+            return False
+        if op == "$gt":
+            return a > b
+        if op == "$gte":
+            return a >= b
+        if op == "$lt":
+            return a < b
+        return a <= b
+
+    def doc(self, filt: Mapping, doc: Mapping) -> bool:
+        for k, v in filt.items():
+            if k == "$and":
+                if not all(self.doc(x, doc) for x in v):
+                    return False
+            elif k == "$or":
+                if not any(self.doc(x, doc) for x in v):
+                    return False
+            elif k == "$nor":
+                if any(self.doc(x, doc) for x in v):
+                    return False
+            elif k.startswith("$"):
+                if not base_filter_applies({k: v}, doc):
+                    return False
+            elif not self.field(k, v, doc):
+                return False
+        return True
+
+    def field(self, path: str, cond: Any, doc: Mapping) -> bool:
+        parts = path.split(".")
+        if isinstance(cond, dict) and cond and all(isinstance(k, str) and k.startswith("$") for k in cond):
+            rest = {}
+            for op, arg in cond.items():
+                if op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$all") and _has_str(arg):
+                    if not self.op(parts, op, arg, doc):
+                        return False
+                elif op == "$not" and isinstance(arg, dict):
+                    if self.field(path, arg, doc):
+                        return False
+                elif op == "$elemMatch" and isinstance(arg, dict):
+                    if not self.elem_match(parts, arg, doc):
+                        return False
+                else:
+                    rest[op] = arg
+            return not rest or base_filter_applies({path: rest}, doc)
+        if not _has_str(cond):
+            return base_filter_applies({path: cond}, doc)
+        return self.op(parts, "$eq", cond, doc)
+
+    def op(self, parts: list[str], op: str, arg: Any, doc: Mapping) -> bool:
+        cands = list(_values(doc, parts))
+        if op == "$eq":
+            return any(self.eq(c, arg) for c in cands)
+        if op == "$ne":
+            return not any(self.eq(c, arg) for c in cands)
+        if op == "$in":
+            return any(self.eq(c, t) for c in cands for t in arg)
+        if op == "$nin":
+            return not any(self.eq(c, t) for c in cands for t in arg)
+        if op == "$all":
+            if not arg:
+                return False
+            return all(any(self.eq(c, t) for c in cands) for t in arg)
+        if isinstance(arg, (list, dict)):
+            return any(self.cmp(c, op, arg) for c in cands if c is not _MISSING)
+        return any(self.cmp(c, op, arg) for c in cands if not isinstance(c, list))
+
+    def elem_match(self, parts: list[str], arg: dict, doc: Mapping) -> bool:
+        scalar = all(isinstance(k, str) and k.startswith("$") for k in arg) and \
+            not any(k in ("$and", "$or", "$nor") for k in arg)
+        for c in _values(doc, parts):
+            if not isinstance(c, list):
+                continue
+            for e in c:
+                if scalar:
+                    if self.field("x", arg, {"x": e}):
+                        return True
+                elif isinstance(e, dict) and self.doc(arg, e):
+                    return True
+        return False
+
+
+def make_matcher(filter_: dict, collation: dict | None) -> Callable[[dict], bool]:
+    """A document predicate for ``filter_`` compared under ``collation``."""
+    if collation is None:
+        from .planner import make_matcher as plain
+        return plain(filter_)
+    m = _Matcher(collation)
+
+    def match(doc: dict) -> bool:
+        try:
+            return m.doc(filter_, doc)
+        except NotImplementedError as e:
+            raise unsupported("Query %s (%s)" % (filter_, e)) from None
+    return match
+
+
+# ---------------------------------------------------------------------------------------------- sorting
+def sort_value_key(doc: Any, parts: list[str], descending: bool, collation: dict | None) -> bytes:
+    vals = K.path_values(doc, parts)
+    if not vals:
+        e = K.NULL_B
+    else:
+        encs = [encode(v, collation) for v in vals]
+        e = max(encs) if descending else min(encs)
+    return K.invert(e) if descending else e
+
+
+def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> Callable[[tuple], tuple]:
+    parts = [(f.split("."), d < 0) for f, d in sort]
+
+    def key(m: tuple) -> tuple:
+        doc = m[1]
+        if doc is None:
+            doc = store.docs.get(m[0])
+        return tuple(sort_value_key(doc, p, desc, collation) for p, desc in parts)
+    return key
+
+
+def distinct_values(docs, key: str, collation: dict | None) -> list:
+    from .collection import fast_copy
+    seen: dict[bytes, Any] = {}
+    parts = key.split(".")
+    for doc in docs:
+        for v in K.path_values(doc, parts):
+            if isinstance(v, K.Undefined):
+                continue
+            e = encode(v, collation)
+            if e not in seen:
+                seen[e] = v
+    return [fast_copy(seen[e]) for e in sorted(seen)]
+
+
+# ---------------------------------------------------------------------------------------------- planning
+def _rebound(ivs: list[Interval], collation: dict) -> list[Interval]:
+    out = []
+    for iv in ivs:
+        lo, hi = iv.lo, iv.hi
+        if _has_str(iv.lo_d):
+            lo = encode(iv.lo_d, collation)
+        if _has_str(iv.hi_d):
+            hi = encode(iv.hi_d, collation)
+        out.append(Interval(lo, iv.lo_incl, hi, iv.hi_incl, iv.lo_d, iv.hi_d))
+    return union(out)
+
+
+class CollationPlanner(Planner):
+    """The engine's planner with the server's collation rules for index eligibility."""
+
+    def __init__(self, store, query: Query, collation: dict | None) -> None:
+        self.collation = collation
+        super().__init__(store, query)
+        if collation is not None:
+            self.match_all = make_matcher(query.filter, collation) if query.filter else None
+            self.sort_key = sort_key_fn(query.sort, store, collation) if query.sort else None
+
+    def visible_indexes(self) -> list:
+        return [ix for ix in super().visible_indexes() if ix.spec.collation == self.collation]
+
+    def _allowed(self, ix, p) -> bool:
+        if ix.spec.collation is not None and p.kind == "regex":
+            return False
+        return super()._allowed(ix, p)
+
+    def assign(self, ix, by_path):
+        if ix.spec.collation != self.collation:
+            # A hinted index with another collation: scan it whole and filter (no string bounds).
+            return [full() for _ in ix.spec.fields], [], False
+        bounds, exact, lead = super().assign(ix, by_path)
+        if ix.spec.collation is not None:
+            bounds = [_rebound(b, ix.spec.collation) for b in bounds]
+        return bounds, exact, lead
+
+    def _covered(self, ix, exact_all: bool) -> bool:
+        if ix.spec.collation is not None:
+            return False
+        return super()._covered(ix, exact_all)
+
+    def _or_candidate(self, branches: list) -> Candidate | None:
+        store = self.store
+        subs = []
+        for br in branches:
+            if not isinstance(br, dict):
+                return None
+            sub = CollationPlanner(store, Query(br, hint=None), self.collation)
+            if sub.parsed.ors or sub.parsed.false:
+                return None
+            cands, _ = sub.candidates()
+            if not cands or cands[0].index is None:
+                return None
+            winner = run_trial(cands, len(store.docs))[0] if len(cands) > 1 else cands[0]
+            subs.append((sub, winner))
+        q = self.q
+        match = self.match_all
+
+        def build() -> Stage:
+            scans = []
+            for sub, w in subs:
+                bounds, exact, lead = sub.assign(w.index, sub.parsed.by_path())
+                scans.append(IndexScan(w.index, bounds, 1))
+            root: Stage = Fetch(Or(scans), store, match, None)
+            root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
+            return Passthrough(root, "SUBPLAN")
+        return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+
+
+def has_collation_index(store) -> bool:
+    return any(ix.spec.collation is not None for ix in store.ix.values())
+
+
+def run_query(coll, q: Query, collation: dict | None, stop_after: int | None = None,
+              explain: bool = False) -> Execution:
+    """``plan_and_run`` with ``CollationPlanner`` (same counters, trial and index access statistics)."""
+    if q.limit:
+        stop_after = q.limit if stop_after is None else min(stop_after, q.limit)
+    store = coll._store
+    t0 = time.perf_counter()
+    planner = CollationPlanner(store, q, collation)
+    cands, notes = planner.candidates()
+    trial_docs: list = []
+    if len(cands) > 1:
+        winner, cands = run_trial(cands, len(store.docs))
+        if explain:
+            from .planner import _snapshot
+            trial_docs = [_snapshot(c) for c in cands]
+        results = list(winner.results)
+    else:
+        winner = cands[0]
+        winner.root = winner.build()
+        results = []
+    root = winner.root
+    if stop_after is None or len(results) < stop_after:
+        while True:
+            st = root.work()
+            if st == ADVANCED:
+                results.append(root.out)
+                if stop_after is not None and len(results) >= stop_after:
+                    break
+            elif st == IS_EOF:
+                break
+    notes["trial"] = trial_docs
+    if winner.index is not None:
+        winner.index.accesses += 1
+    else:
+        for s in root.walk():
+            if isinstance(s, IndexScan):
+                s.index.accesses += 1
+                break
+    return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+
+
+# ---------------------------------------------------------------------------------------------- aggregate
+_SAFE_AFTER_PREFIX = {"$project", "$addFields", "$set", "$unset", "$limit", "$skip", "$count", "$unwind",
+                      "$replaceRoot", "$replaceWith", "$out", "$merge"}
+
+
+def check_pipeline(pipeline: list) -> None:
+    """Refuse (clearly) pipelines whose later stages would compare strings without the collation.
+
+    The leading $match/$sort/$skip/$limit run through the collation-aware planner, ``$lookup`` with
+    localField/foreignField too; the stages in ``_SAFE_AFTER_PREFIX`` do not compare strings."""
+    from .aggregation import _split_prefix
+    pipeline = list(pipeline)
+    try:
+        i = _split_prefix(pipeline)[-1]
+    except Exception:  # malformed pipelines get their usual error later
+        return
+    for stage in pipeline[i:]:
+        if not isinstance(stage, dict) or len(stage) != 1:
+            return
+        name, arg = next(iter(stage.items()))
+        if name in _SAFE_AFTER_PREFIX:
+            continue
+        if name == "$lookup" and isinstance(arg, dict) and "pipeline" not in arg:
+            continue
+        raise unsupported("aggregate(collation=...) with a %s stage after the leading $match/$sort" % name)

@@ -1,0 +1,396 @@
+"""Server rules for the embedded engine: schema validation, document limits, and the collection class that
+routes ``session=``, ``collation=`` and ``bypass_document_validation=`` to them.
+
+The rules themselves live in engine-free modules and are only *used* here:
+
+* ``labkit.validation`` -- validator checks (``check_validator``/``validation_options``), write-time
+  enforcement (``check_write``: levels strict/moderate/off, actions error/warn, WriteError 121 with
+  ``errInfo``) and the ``$jsonSchema`` query operator (``make_filter_applies``);
+* ``labkit.limits`` -- 16 MiB documents (``check_insert_size`` raises pymongo's ``DocumentTooLarge`` as
+  the driver does; ``check_update_size`` raises WriteError 17419) and nesting depth (``check_depth``,
+  WriteError 15, computed without recursion);
+* ``labkit.collation`` via ``collate.py``; sessions and transactions via ``sessions.py``.
+
+``LabCollection`` subclasses ``EmbeddedCollection`` and overrides only the public entry points (to bind
+the per-call context: session/transaction, collation, bypass flag) and three internal hooks
+(``_prepare_insert``, ``_replace_doc``, ``_run``) so that every write path -- insert_one/insert_many,
+update_*/replace_one, upserts, bulk_write, find_one_and_* -- checks the *resulting* document before
+anything (document or index entry) is changed.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from bson import ObjectId
+from mongomock import OperationFailure, WriteError
+from mongomock.command_cursor import CommandCursor
+
+from labkit import limits, validation
+
+from . import collate, sessions
+from .collection import Cursor, EmbeddedCollection, distinct_values
+from .planner import express_eligible, unsupported
+
+_BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
+
+# The depth limit the engine enforces: the manual's documented limit (100 levels, labkit.limits).
+MAX_DEPTH = limits.MAX_NESTING_DEPTH
+
+VALIDATION_KEYS = ("validator", "validationLevel", "validationAction")
+
+
+@contextlib.contextmanager
+def bypassing(flag: bool):
+    token = _BYPASS.set(bool(flag))
+    try:
+        yield
+    finally:
+        _BYPASS.reset(token)
+
+
+# ---------------------------------------------------------------------------------------------- options
+def set_validation(store, validator: Any = None, level: Any = None, action: Any = None) -> dict:
+    """Check and store a collection's validation options (createCollection/collMod).
+
+    Unspecified parts keep their current value (collMod semantics); bad rules raise OperationFailure before
+    anything is changed. Existing documents are not re-checked (the server does not either)."""
+    cur = store.options
+    if validator is None:
+        validator = cur.get("validator") or {}
+    if level is None:
+        level = cur.get("validationLevel", "strict")
+    if action is None:
+        action = cur.get("validationAction", "error")
+    opts = validation.validation_options(validator, level, action)
+    for k in VALIDATION_KEYS:
+        store.options[k] = opts[k]
+    return opts
+
+
+def collection_options(store) -> dict:
+    """What ``listCollections`` shows as ``options`` for a collection."""
+    return {k: v for k, v in store.options.items()}
+
+
+def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCollections=None, comment=None,
+                     **kwargs) -> CommandCursor:
+    """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
+    from mongomock.filtering import filter_applies
+    with sessions.bind(session, db):
+        out = []
+        for name in sorted(db.list_collection_names()):
+            st = db._store[name]
+            if nameOnly:
+                entry: dict = {"name": name, "type": "collection"}
+            else:
+                entry = {"name": name, "type": "collection", "options": collection_options(st),
+                         "info": {"readOnly": False},
+                         "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+            if filter and not filter_applies(filter, entry):
+                continue
+            out.append(entry)
+    return CommandCursor(out)
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_insert_doc(coll, doc: Mapping) -> None:
+    """Depth, size and validation for a document about to be inserted (``_id`` already set)."""
+    limits.check_depth(doc, MAX_DEPTH)
+    limits.check_insert_size(doc)
+    opts = coll._store.options
+    if opts.get("validator"):
+        validation.check_write(opts, doc, None, bypass=_BYPASS.get(), namespace=coll._ns())
+
+
+def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
+    limits.check_depth(new, MAX_DEPTH)
+    limits.check_update_size(new)
+    opts = coll._store.options
+    if opts.get("validator"):
+        validation.check_write(opts, new, old, bypass=_BYPASS.get(), namespace=coll._ns())
+
+
+def _check_update_spec_depth(update: Any) -> None:
+    """Refuse absurdly deep update documents before the update machinery recurses into them."""
+    if isinstance(update, (Mapping, list)) and limits.nesting_depth(update, stop_after=MAX_DEPTH + 2) > MAX_DEPTH + 1:
+        msg = "cannot update document because it would exceed %d levels of nesting" % MAX_DEPTH
+        raise WriteError(msg, limits.ERR_OVERFLOW, {"index": 0, "code": limits.ERR_OVERFLOW, "codeName": "Overflow",
+                                                    "errmsg": msg})
+
+
+# ---------------------------------------------------------------------------------------------- wrappers
+def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg: int | None = None):
+    """An override of ``EmbeddedCollection.<name>`` that accepts ``session=`` (and ``collation=`` /
+    ``bypass_document_validation=``) and runs the base method inside that context."""
+    base = getattr(EmbeddedCollection, name)
+
+    @functools.wraps(base)
+    def method(self, *args, **kwargs):
+        session = kwargs.pop("session", None)
+        coll_spec = kwargs.pop("collation", None) if collation else None
+        norm = collate.normalize(coll_spec)
+        flag = kwargs.get("bypass_document_validation", False) if bypass else False
+        if update_arg is not None:
+            upd = args[update_arg] if len(args) > update_arg else kwargs.get("update", kwargs.get("replacement"))
+            _check_update_spec_depth(upd)
+        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+            return base(self, *args, **kwargs)
+    return method
+
+
+class LabCollection(EmbeddedCollection):
+    """``EmbeddedCollection`` plus validation, limits, sessions/transactions and collation."""
+
+    # -- internal hooks -----------------------------------------------------------------------------
+    def _prepare_insert(self, data: Any) -> dict:
+        if isinstance(data, Mapping):
+            limits.check_depth(data, MAX_DEPTH)  # before anything walks the document recursively
+            if "_id" not in data:
+                data["_id"] = ObjectId()
+            check_insert_doc(self, data)
+        return super()._prepare_insert(data)
+
+    def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
+        check_update_doc(self, old, new)
+        super()._replace_doc(rid, old, new)
+
+    def _run(self, q, stop_after=None, **kwargs):
+        c = collate.current()
+        if c is None and (not collate.has_collation_index(self._store) or
+                          express_eligible(self._store, q) is not None):
+            return super()._run(q, stop_after, **kwargs)
+        # a collation was given, or collation indexes exist that a simple-collation query must not use
+        return collate.run_query(self, q, c, stop_after, **kwargs)
+
+    # -- writes -------------------------------------------------------------------------------------
+    insert_one = _bound("insert_one", bypass=True)
+    insert_many = _bound("insert_many", bypass=True)
+    update_one = _bound("update_one", bypass=True, collation=True, update_arg=1)
+    update_many = _bound("update_many", bypass=True, collation=True, update_arg=1)
+    replace_one = _bound("replace_one", bypass=True, collation=True, update_arg=1)
+    delete_one = _bound("delete_one", collation=True)
+    delete_many = _bound("delete_many", collation=True)
+    bulk_write = _bound("bulk_write", bypass=True)
+
+    def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None, *args, **kwargs):
+        # Resolve the target under the collation first, then modify it by _id with the simple collation (an
+        # _id lookup under a case-insensitive collation could pick a different document).
+        norm = collate.current()
+        if norm is not None:
+            rids = self._matching_rids(query, False, sort=sort, hint=kwargs.get("hint"))
+            if rids:
+                query = {"_id": self._store.docs[rids[0]]["_id"]}
+                sort = None
+        with collate.using(None):
+            return super()._find_and_modify(query, projection, update, upsert, sort, *args, **kwargs)
+
+    def find_one_and_delete(self, filter, *args, **kwargs):
+        return self._fam("find_one_and_delete", filter, None, args, kwargs)
+
+    def find_one_and_update(self, filter, update, *args, **kwargs):
+        _check_update_spec_depth(update)
+        return self._fam("find_one_and_update", filter, update, args, kwargs)
+
+    def find_one_and_replace(self, filter, replacement, *args, **kwargs):
+        _check_update_spec_depth(replacement)
+        return self._fam("find_one_and_replace", filter, replacement, args, kwargs)
+
+    def _fam(self, name, filter, doc, args, kwargs):
+        session = kwargs.pop("session", None)
+        norm = collate.normalize(kwargs.pop("collation", None))
+        flag = kwargs.pop("bypass_document_validation", False)
+        base = getattr(EmbeddedCollection, name)
+        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+            if doc is None:
+                return base(self, filter, *args, **kwargs)
+            return base(self, filter, doc, *args, **kwargs)
+
+    # -- reads --------------------------------------------------------------------------------------
+    def find(self, *args, **kwargs):
+        session = kwargs.pop("session", None)
+        norm = collate.normalize(kwargs.pop("collation", None))
+        sessions.check_session(session, self)
+        cur = super().find(*args, **kwargs)
+        cur.__class__ = LabCursor
+        cur._session = session
+        cur._lab_collation = norm
+        return cur
+
+    def find_one(self, filter=None, *args, **kwargs):
+        session = kwargs.pop("session", None)
+        with sessions.bind(session, self):
+            return super().find_one(filter, *args, **kwargs)
+
+    count_documents = _bound("count_documents", collation=True)
+    estimated_document_count = _bound("estimated_document_count")
+
+    def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
+        norm = collate.normalize(kwargs.pop("collation", None))
+        with sessions.bind(session, self), collate.using(norm):
+            if norm is None:
+                return super().distinct(key, filter, comment=comment, hint=hint, **kwargs)
+            if not isinstance(key, str):
+                raise TypeError("key must be an instance of str")
+            from mongomock import helpers
+            from .planner import Query
+            filter = helpers.patch_datetime_awareness_in_document(filter or {})
+            ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
+            st = self._store
+            return collate.distinct_values(
+                (m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key, norm)
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        norm = collate.normalize(kwargs.pop("collation", None))
+        with sessions.bind(session, self), collate.using(norm):
+            if norm is not None:
+                collate.check_pipeline(pipeline)
+            result = super().aggregate(pipeline, **kwargs)
+        return result
+
+    # -- indexes & DDL ------------------------------------------------------------------------------
+    def create_index(self, keys, session=None, comment=None, **kwargs):
+        with sessions.bind(session, self, ddl="createIndexes"):
+            return super().create_index(keys, comment=comment, **kwargs)
+
+    def create_indexes(self, indexes, session=None, comment=None, **kwargs):
+        with sessions.bind(session, self, ddl="createIndexes"):
+            return super().create_indexes(indexes, comment=comment, **kwargs)
+
+    def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
+        with sessions.bind(session, self, ddl="dropIndexes"):
+            return super().drop_index(index_or_name, comment=comment, **kwargs)
+
+    def drop_indexes(self, session=None, comment=None, **kwargs):
+        with sessions.bind(session, self, ddl="dropIndexes"):
+            return super().drop_indexes(comment=comment, **kwargs)
+
+    def list_indexes(self, session=None, comment=None):
+        with sessions.bind(session, self):
+            return super().list_indexes(comment=comment)
+
+    def index_information(self, session=None, comment=None):
+        with sessions.bind(session, self):
+            return super().index_information(comment=comment)
+
+    def drop(self, session=None, comment=None, **kwargs):
+        with sessions.bind(session, self, ddl="drop"):
+            return super().drop(comment=comment, **kwargs)
+
+    def options(self, session=None, comment=None) -> dict:
+        """The collection's options as ``listCollections`` shows them (``{}`` when none were set)."""
+        with sessions.bind(session, self):
+            return collection_options(self._store)
+
+
+class LabCursor(Cursor):
+    """The engine Cursor, run inside its session (transaction snapshot) and collation."""
+
+    _session = None
+    _lab_collation = None
+
+    @contextlib.contextmanager
+    def _ctx(self):
+        with sessions.bind(self._session, self.collection), collate.using(self._lab_collation):
+            yield
+
+    def _execute(self) -> None:
+        with self._ctx():
+            super()._execute()
+
+    def distinct(self, key: str) -> list:
+        with self._ctx():
+            if self._lab_collation is None:
+                return super().distinct(key)
+            ex = self.collection._run(self._query())
+            st = self.collection._store
+            return collate.distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key,
+                                           self._lab_collation)
+
+    def explain(self, verbosity: str = "allPlansExecution") -> dict:
+        with self._ctx():
+            out = super().explain(verbosity)
+        if self._lab_collation is not None:
+            cmd = out.get("command")
+            if isinstance(cmd, dict):
+                cmd["collation"] = dict(self._lab_collation)
+        return out
+
+    def clone(self) -> "LabCursor":
+        c = super().clone()
+        c.__class__ = LabCursor
+        c._session = self._session
+        c._lab_collation = self._lab_collation
+        return c
+
+    __copy__ = clone
+
+    def collation(self, collation) -> "LabCursor":
+        self._check_okay_to_chain()
+        self._lab_collation = collate.normalize(collation)
+        return self
+
+
+__all__ = ["LabCollection", "LabCursor", "set_validation", "list_collections", "collection_options",
+           "check_insert_doc", "check_update_doc", "bypassing"]
+
+# Names kept importable for callers that use them through this module.
+_ = (OperationFailure, unsupported, distinct_values)
+
+
+# ---------------------------------------------------------------------------------------------- DDL
+_CREATE_UNSUPPORTED = {
+    "timeseries": "Time-series collections (create_collection(timeseries=...))",
+    "capped": "Capped collections (create_collection(capped=True))",
+    "size": "Capped collections (create_collection(size=...))",
+    "max": "Capped collections (create_collection(max=...))",
+    "expireAfterSeconds": "create_collection(expireAfterSeconds=...) (time-series/clustered collections)",
+    "clusteredIndex": "Clustered collections (create_collection(clusteredIndex=...))",
+    "viewOn": "Views (create_collection(viewOn=...))",
+    "pipeline": "Views (create_collection(pipeline=...))",
+    "collation": "A collection default collation (create_collection(collation=...)); pass collation= to each "
+                 "query or index instead",
+    "changeStreamPreAndPostImages": "create_collection(changeStreamPreAndPostImages=...)",
+    "encryptedFields": "Queryable encryption (create_collection(encryptedFields=...))",
+}
+
+
+def create_collection(db, name: str, kwargs: dict):
+    """``Database.create_collection`` with validation options; other server options raise clearly."""
+    from mongomock import database as mm_database
+    kwargs = dict(kwargs)
+    session = kwargs.pop("session", None)
+    check_exists = kwargs.pop("check_exists", True)
+    kwargs.pop("comment", None)
+    vopts = {k: kwargs.pop(k) for k in VALIDATION_KEYS if k in kwargs}
+    for k in kwargs:
+        if k in _CREATE_UNSUPPORTED:
+            if k == "capped" and not kwargs[k]:
+                continue
+            raise unsupported(_CREATE_UNSUPPORTED[k])
+        raise unsupported("create_collection(%s=...)" % k)
+    opts = None
+    if vopts:
+        opts = validation.validation_options(vopts.get("validator") or {}, vopts.get("validationLevel", "strict"),
+                                             vopts.get("validationAction", "error"))
+    with sessions.bind(session, db, ddl="create"):
+        if check_exists:
+            coll = mm_database.Database.create_collection(db, name)
+        else:
+            db._ensure_valid_collection_name(name)
+            db._store.create_collection(name)
+            coll = db.get_collection(name)
+        if opts is not None:
+            coll._store.options.update(opts)
+    return coll
+
+
+def collmod_validation(coll, cmd: dict) -> dict:
+    """The validation part of ``collMod`` (validator / validationLevel / validationAction)."""
+    if not any(k in cmd for k in VALIDATION_KEYS):
+        return {}
+    set_validation(coll._store, cmd.get("validator"), cmd.get("validationLevel"), cmd.get("validationAction"))
+    return {}
