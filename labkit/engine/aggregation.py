@@ -163,6 +163,30 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
             if op == "$count":
                 g[i] += 1
                 continue
+            if op == "$sum" or op == "$avg":
+                try:
+                    v = f(doc)
+                except KeyError:
+                    continue
+                tv = type(v)
+                if tv is int or tv is float:
+                    if op == "$sum":
+                        g[i] += v if type(g[i]) is not bson.Decimal128 else 0
+                        if type(g[i]) is bson.Decimal128:
+                            g[i] = _add(g[i], v)
+                    else:
+                        s_, n_ = g[i]
+                        g[i] = (s_ + v if type(s_) is not bson.Decimal128 else _add(s_, v), n_ + 1)
+                    continue
+                if tv is list and op == "$sum" and not isinstance(spec[field]["$sum"], list):
+                    continue
+                if _is_number(v):
+                    if op == "$sum":
+                        g[i] = _add(g[i], v)
+                    else:
+                        s_, n_ = g[i]
+                        g[i] = (_add(s_, v), n_ + 1)
+                continue
             try:
                 v = f(doc)
                 present = True
