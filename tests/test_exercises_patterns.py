@@ -134,3 +134,40 @@ def test_computed_stats_wrong(kwargs, why):
 
 def test_computed_stats_call_shape(db):
     assert "ex.check(add_review)" in labkit.exercises.get("12-computed-stats").check(db, _review_writer()).message
+
+
+# --- 13 migration in batches ----------------------------------------------------------------------------------
+
+def _migrator(limit=True, unset=True, bump=True, split="partition"):
+    def migrate_batch(coll, batch_size):
+        cursor = coll.find({"schemaVersion": 1}).sort("_id", 1)
+        todo = list(cursor.limit(batch_size) if limit else cursor)
+        for d in todo:
+            if split == "partition":
+                first, _, last = d["name"].partition(" ")
+            else:
+                first, last = d["name"].split(" ")[0], d["name"].split(" ")[-1]
+            update = {"$set": {"firstName": first, "lastName": last}}
+            if bump:
+                update["$set"]["schemaVersion"] = 2
+            if unset:
+                update["$unset"] = {"name": ""}
+            coll.update_one({"_id": d["_id"]}, update)
+        return len(todo)
+    return migrate_batch
+
+
+def test_migrate_batches_good(db):
+    result = labkit.exercises.get("13-migrate-batches").check(db, _migrator())
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    ({"limit": False}, ".limit(batch_size)"),
+    ({"unset": False}, "$unset"),
+    ({"bump": False}, "schemaVersion: 2"),
+    ({"split": "last-word"}, "first word, then the rest"),
+])
+def test_migrate_batches_wrong(db, kwargs, why):
+    result = labkit.exercises.get("13-migrate-batches").check(db, _migrator(**kwargs))
+    assert not result.correct and why in result.message, result.message

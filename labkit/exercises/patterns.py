@@ -469,3 +469,83 @@ def _ex12() -> Exercise:
             "\nex.check(add_review)"
         ),
     )
+
+
+# --- notebook 13 -------------------------------------------------------------------------------------------
+
+def _check_migrate_batches(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(db, migrate_batch)`.")
+    db, migrate_batch = args
+    if not hasattr(db, "list_collection_names"):
+        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
+    coll = db["exercise_13_users"]
+    coll.drop()
+    names = ["Alice Smith", "Mary Ann Lee", "Omar van Dijk", "Ben Lee", "Hana Okafor"]
+    v1 = [{"_id": f"u:{i:04d}", "schemaVersion": 1, "name": names[i % len(names)], "email": f"u{i}@example.com"}
+          for i in range(1, 238)]
+    v2 = [{"_id": f"u:{i:04d}", "schemaVersion": 2, "firstName": "Gus", "lastName": "Rossi",
+           "email": f"u{i}@example.com"} for i in range(238, 260)]
+    coll.insert_many(v1 + v2)
+    batch_size, calls, sizes = 50, 0, []
+    try:
+        while calls < 20:
+            left = coll.count_documents({"schemaVersion": 1})
+            returned = migrate_batch(coll, batch_size)
+            calls += 1
+            moved = left - coll.count_documents({"schemaVersion": 1})
+            sizes.append(moved)
+            if not isinstance(returned, int) or isinstance(returned, bool):
+                raise NotYet(f"migrate_batch returned {returned!r}; return the number of users it upgraded (an int).")
+            if returned and not moved:
+                raise NotYet(f"a call returned {returned} but every user is still v1: set `schemaVersion: 2` in the "
+                             "update, or the same documents are found again.")
+            if returned != moved:
+                raise NotYet(f"a call returned {returned} but upgraded {moved} users; return how many it upgraded.")
+            if moved > batch_size:
+                raise NotYet(f"one call upgraded {moved} users with batch_size={batch_size}: limit the find to "
+                             "`batch_size` documents (`.limit(batch_size)`).")
+            if returned == 0:
+                break
+        docs = {d["_id"]: d for d in coll.find()}
+    finally:
+        coll.drop()
+    if any(d.get("schemaVersion") == 1 for d in docs.values()):
+        raise NotYet(f"after {calls} calls some users are still v1 (upgraded per call: {sizes[:6]}): set "
+                     "`schemaVersion: 2` in the update, or the same documents are found again.")
+    for orig in v1:
+        d = docs[orig["_id"]]
+        first, _, last = orig["name"].partition(" ")
+        if "name" in d:
+            raise NotYet(f"{d['_id']} still has `name`: `$unset` it in the same update.")
+        if (d.get("firstName"), d.get("lastName")) != (first, last):
+            raise NotYet(f"{orig['name']!r} became firstName={d.get('firstName')!r}, lastName={d.get('lastName')!r}; "
+                         f"expected {first!r} and {last!r} (first word, then the rest).")
+        if d.get("email") != orig["email"]:
+            raise NotYet(f"{d['_id']} lost or changed its email: update only the name fields.")
+    for orig in v2:
+        if docs[orig["_id"]] != orig:
+            raise NotYet(f"the v2 user {orig['_id']} was changed; select only `schemaVersion: 1` documents.")
+    return f"237 users upgraded in batches of {[s for s in sizes if s]}, v2 users untouched, names split right."
+
+
+@register
+def _ex13() -> Exercise:
+    return Exercise(
+        id="13-migrate-batches",
+        lesson="13_schema_versioning",
+        task="Write migrate_batch(coll, batch_size): upgrade at most batch_size v1 users to v2 and return how many.",
+        checker=_check_migrate_batches,
+        hints=["`coll.find({\"schemaVersion\": 1}).sort(\"_id\", 1).limit(batch_size)` finds one batch.",
+               "`first, _, last = name.partition(\" \")`; `$set` firstName, lastName, schemaVersion 2 and `$unset` name."],
+        solution_text=(
+            "def migrate_batch(coll, batch_size):\n"
+            "    todo = list(coll.find({\"schemaVersion\": 1}).sort(\"_id\", 1).limit(batch_size))\n"
+            "    for d in todo:\n"
+            "        first, _, last = d[\"name\"].partition(\" \")\n"
+            "        coll.update_one({\"_id\": d[\"_id\"], \"schemaVersion\": 1},\n"
+            "                        {\"$set\": {\"firstName\": first, \"lastName\": last, \"schemaVersion\": 2},\n"
+            "                         \"$unset\": {\"name\": \"\"}})\n"
+            "    return len(todo)\n\nex.check(db, migrate_batch)"
+        ),
+    )

@@ -1,0 +1,315 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 35
+#     title: "Schema versioning: v1 name, v2 firstName/lastName, no downtime"
+#     section: Patterns
+#     demo: "Run the background migration batch by batch and watch the remaining v1 count and the partial index shrink to zero."
+#     mistakes: ["querying only the new field names while old documents still use the old ones", "one huge update_many instead of bounded batches", "a validator that accepts only the new version while old documents remain"]
+# ---
+
+# %% [markdown]
+# # 13 · Schema versioning: v1 `name`, v2 `firstName`/`lastName`, no downtime
+#
+# **You will learn**
+# - to tag every document with `schemaVersion` so code can tell old shapes from new;
+# - to migrate on read: upgrade a v1 document when it is loaded and write it back;
+# - to migrate the rest in the background in bounded batches, with progress after each batch;
+# - a validator that accepts both versions while the migration runs (`$jsonSchema` with `oneOf`);
+# - an index that finds the unmigrated documents (and a partial one that shrinks as they disappear).
+#
+# **Time:** about 35 minutes.
+
+# %%
+import random
+
+import pandas as pd
+from pymongo import UpdateOne
+from pymongo.errors import OperationFailure, WriteError
+
+import labkit
+
+db = labkit.fresh_db("13_schema_versioning")
+FIRST = ["Alice", "Ben", "Chloe", "Dev", "Elena", "Farah", "Gus", "Hana", "Mary", "Omar"]
+LAST = ["Smith", "Lee", "Garcia", "Nguyen", "Okafor", "Rossi", "Ann Lee", "van Dijk"]
+rng = random.Random(13)
+
+
+def person(i):
+    return rng.choice(FIRST), rng.choice(LAST)
+
+
+users = [{"_id": "user:1", "schemaVersion": 1, "name": "Alice Smith", "email": "alice1@example.com"}]
+for i in range(2, 4001):
+    first, last = person(i)
+    if i <= 3000:  # written by the old code
+        users.append({"_id": f"user:{i}", "schemaVersion": 1, "name": f"{first} {last}",
+                      "email": f"{first.lower()}{i}@example.com"})
+    else:  # written since the new code shipped
+        users.append({"_id": f"user:{i}", "schemaVersion": 2, "firstName": first, "lastName": last,
+                      "email": f"{first.lower()}{i}@example.com"})
+db.users.insert_many(users)
+pd.DataFrame(db.users.aggregate([{"$group": {"_id": "$schemaVersion", "documents": {"$sum": 1}}},
+                                 {"$sort": {"_id": 1}}])).rename(columns={"_id": "schemaVersion"})
+
+# %% [markdown]
+# Two shapes of the same user live side by side:
+
+# %%
+db.users.find_one({"_id": "user:1"}), db.users.find_one({"_id": "user:3001"})
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | load a profile by `_id` | read | very frequent | first and last name, always in the v2 shape |
+# | find users by last name | read | frequent | every matching user, whatever the version |
+# | ship the v2 code | deploy | once | no downtime, no stop-the-world migration |
+# | migrate the old documents | background | until done | bounded load, visible progress |
+#
+# ## The naive approach: new code, old data
+#
+# Code written for v2 queries `lastName`. Old documents do not have it, so they silently drop out:
+
+# %%
+v2_only = db.users.count_documents({"lastName": "Smith"})
+truth = sum(1 for u in users if u.get("lastName") == "Smith" or u.get("name", "").split(" ", 1)[-1] == "Smith")
+print(f"users named Smith: {truth}; the v2 query finds {v2_only}")
+
+# %% [markdown]
+# Stopping the application to rewrite 3,000 (or 300 million) documents at once is the other naive option: one
+# enormous write, no progress reporting, and downtime. Versioning avoids both.
+#
+# ## Better: migrate on read
+#
+# The application reads through one function. A v1 document is upgraded in memory (first word = `firstName`,
+# the rest = `lastName`, exactly as the old `name` was written), returned in the v2 shape, and written back.
+# The write-back filter includes `schemaVersion: 1`, so two readers upgrading the same user at once do no harm.
+
+# %%
+def upgrade(doc):
+    first, _, last = doc["name"].partition(" ")
+    return {"firstName": first, "lastName": last, "schemaVersion": 2}
+
+
+def get_user(user_id):
+    doc = db.users.find_one({"_id": user_id})
+    if doc is not None and doc["schemaVersion"] == 1:
+        changes = upgrade(doc)
+        db.users.update_one({"_id": user_id, "schemaVersion": 1}, {"$set": changes, "$unset": {"name": ""}})
+        del doc["name"]
+        doc.update(changes)
+    return doc
+
+
+get_user("user:1")
+
+# %% [markdown]
+# A day of traffic touches some profiles; each first read of an old one migrates it (one extra write, once):
+
+# %%
+visits = random.Random(7)
+reads = [f"user:{visits.randint(1, 4000)}" for _ in range(1500)]
+before = db.users.count_documents({"schemaVersion": 1})
+for uid in reads:
+    get_user(uid)
+after = db.users.count_documents({"schemaVersion": 1})
+pd.Series({"profile reads": len(reads), "distinct users read": len(set(reads)), "v1 before": before,
+           "v1 after": after, "migrated by reads (writes)": before - after})
+
+# %% [markdown]
+# Users who never log in are never migrated that way, so the queries by `lastName` would stay wrong for ever.
+# A background job finishes the work.
+#
+# ## Finding the unmigrated documents: an index
+#
+# The job asks for `{schemaVersion: 1}` again and again. Without an index each ask scans the collection:
+
+# %%
+def find_cost(query, **kw):
+    s = db.users.find(query, **kw).limit(500).explain()["executionStats"]
+    return {"keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"],
+            "returned": s["nReturned"]}
+
+
+no_index = find_cost({"schemaVersion": 1})
+db.users.create_index([("schemaVersion", 1)])
+pd.DataFrame({"no index": no_index, "{schemaVersion: 1}": find_cost({"schemaVersion": 1})})
+
+# %% [markdown]
+# A **partial** index indexes only the documents that match its filter. Indexing `_id` for v1 documents only
+# gives an index whose size *is* the remaining work; it shrinks to nothing as the migration ends, while
+# the `{schemaVersion: 1}` index keeps one entry per user for ever.
+
+# %%
+db.users.create_index([("_id", 1), ("schemaVersion", 1)], name="unmigrated",
+                      partialFilterExpression={"schemaVersion": {"$lt": 2}})
+
+
+def index_sizes():
+    sizes = db.command("collStats", "users")["indexSizes"]
+    return {"schemaVersion_1 (bytes)": sizes["schemaVersion_1"], "unmigrated, partial (bytes)": sizes["unmigrated"]}
+
+
+index_sizes()
+
+# %% [markdown]
+# ## Background migration in batches
+#
+# Each batch takes at most `BATCH` v1 documents in `_id` order through the index, upgrades them with one
+# `bulk_write` (one round trip), and reports progress. The batch size bounds the load on the server; a pause
+# between batches (left out here) would bound it further.
+
+# %%
+BATCH = 500
+
+
+def migrate_batch(coll, batch_size):
+    todo = list(coll.find({"schemaVersion": 1}, {"name": 1}).sort("_id", 1).limit(batch_size))
+    if not todo:
+        return 0
+    coll.bulk_write([UpdateOne({"_id": d["_id"], "schemaVersion": 1},
+                               {"$set": upgrade(d), "$unset": {"name": ""}}) for d in todo])
+    return len(todo)
+
+
+total = db.users.count_documents({"schemaVersion": 1})
+progress, done, batch_no = [], 0, 0
+while True:
+    n = migrate_batch(db.users, BATCH)
+    if n == 0:
+        break
+    batch_no += 1
+    done += n
+    progress.append({"batch": batch_no, "migrated": n, "done": done, "remaining": total - done,
+                     "% done": round(100 * done / total, 1)} | index_sizes())
+pd.DataFrame(progress).set_index("batch")
+
+# %%
+print("v1 left:", db.users.count_documents({"schemaVersion": 1}),
+      "| Smiths found now:", db.users.count_documents({"lastName": "Smith"}), "of", truth)
+
+# %% [markdown]
+# ## A validator for both versions
+#
+# While old and new documents coexist, the collection's rules must accept exactly two shapes: a v1 user with
+# a `name`, or a v2 user with `firstName` and `lastName`. `oneOf` says "exactly one of these".
+
+# %%
+both_versions = {"$jsonSchema": {
+    "bsonType": "object",
+    "required": ["schemaVersion", "email"],
+    "oneOf": [
+        {"properties": {"schemaVersion": {"enum": [1]}, "name": {"bsonType": "string"}},
+         "required": ["name"]},
+        {"properties": {"schemaVersion": {"enum": [2]}, "firstName": {"bsonType": "string"},
+                        "lastName": {"bsonType": "string"}},
+         "required": ["firstName", "lastName"]},
+    ],
+}}
+try:
+    db.command("collMod", "users", validator=both_versions)
+    print("validator installed on users")
+except OperationFailure as exc:
+    print("collMod validator not available here:", exc)
+print("documents failing it:", db.users.count_documents({"$nor": [both_versions]}))
+
+# %% [markdown]
+# Candidate documents against those rules. `labkit.validation.document_matches` evaluates a validator locally
+# with the server's `$jsonSchema` rules, without writing anything:
+
+# %%
+from labkit.validation import document_matches
+
+candidates = {
+    "v1 with name": {"schemaVersion": 1, "name": "Ben Lee", "email": "b@example.com"},
+    "v2 with both names": {"schemaVersion": 2, "firstName": "Ben", "lastName": "Lee", "email": "b@example.com"},
+    "v2 without lastName": {"schemaVersion": 2, "firstName": "Ben", "email": "b@example.com"},
+    "v1 shape labelled 2": {"schemaVersion": 2, "name": "Ben Lee", "email": "b@example.com"},
+    "unknown version 3": {"schemaVersion": 3, "fullName": "Ben Lee", "email": "b@example.com"},
+}
+pd.Series({label: document_matches(both_versions, doc) for label, doc in candidates.items()}, name="accepted")
+
+# %% [markdown]
+# The server applies the same rules on insert: the bad shapes are rejected with code 121.
+
+# %%
+for label, doc in candidates.items():
+    try:
+        db.users.insert_one(dict(doc, _id=f"user:candidate-{label}"))
+        print(f"{label}: accepted")
+    except WriteError as exc:
+        print(f"{label}: rejected ({exc.code})")
+removed = db.users.delete_many({"_id": {"$regex": "^user:candidate-"}}).deleted_count
+
+# %% [markdown]
+# Once no v1 document is left, tighten the rules to v2 only (and the code can drop its v1 branch): the version
+# field keeps the door open for a v3 later.
+#
+# ## Explore: batch size
+#
+# How the background job splits the v1 documents that were left after the day of reads (measured above):
+# batches needed, documents per batch, and the index keys each batch's query examines with the index versus the
+# documents a collection scan may examine per batch without one (all of them, in the worst case).
+
+# %%
+from labkit.widgets import explorer
+
+left_after_reads = total
+collection_size = db.users.count_documents({})
+
+
+def batches(batch_size):
+    n = -(-left_after_reads // batch_size)
+    return {"v1 documents to migrate": left_after_reads, "batches": n,
+            "documents per batch": min(batch_size, left_after_reads),
+            "last batch": left_after_reads - (n - 1) * batch_size if n else 0,
+            "keys examined per batch (index)": min(batch_size, left_after_reads),
+            "docs examined per batch without an index (worst case)": collection_size}
+
+
+explorer(batches, sliders={"batch_size": (50, 3000, BATCH, 50)}, title="Migration batches")
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `migrate_batch(coll, batch_size)` that upgrades **at most** `batch_size` v1 users (name -> firstName
+# and lastName, first word and the rest; `schemaVersion: 2`; no `name` left) and returns how many it upgraded.
+# `ex.check(db, migrate_batch)` calls it on a scratch collection until it returns 0 and checks every document.
+
+# %%
+ex = labkit.exercises.get("13-migrate-batches")
+ex
+
+
+# %% tags=["solution"]
+def migrate_batch(coll, batch_size):
+    todo = list(coll.find({"schemaVersion": 1}).sort("_id", 1).limit(batch_size))
+    for d in todo:
+        first, _, last = d["name"].partition(" ")
+        coll.update_one({"_id": d["_id"], "schemaVersion": 1},
+                        {"$set": {"firstName": first, "lastName": last, "schemaVersion": 2},
+                         "$unset": {"name": ""}})
+    return len(todo)
+
+
+ex.check(db, migrate_batch)
+
+# %% [markdown]
+# ## Summary
+#
+# - A `schemaVersion` field lets old and new shapes coexist and tells code which one it holds.
+# - Migrate on read for the documents that are used, in the background in bounded batches for the rest;
+#   report progress after each batch.
+# - Index the version (or keep a partial index of unmigrated documents) so each batch finds its work without
+#   scanning.
+# - During the migration, validate with `oneOf` both versions; tighten the rules once the old version is gone.
+#
+# **Next:** 14 · the polymorphic pattern.
