@@ -425,3 +425,53 @@ def test_multikey_explain(db):
     assert ix["multiKeyPaths"] == {"a": [], "b.c": ["b", "b.c"], "b.d": ["b"]}
     assert e["executionStats"]["totalKeysExamined"] == 4
     assert e["executionStats"]["nReturned"] == 1
+
+
+def test_partial_index_needs_implication(db):
+    """mongodb/mongo jstests/core/index/index_partial_read_ops.js: {x:6, a:1} uses {x:1} partial on
+    a <= 1.5; {x:6, a:{$lt:1.6}} and {x:6} do not."""
+    t = db.partial
+    t.create_index("x", partialFilterExpression={"a": {"$lte": 1.5}})
+    t.insert_many([{"x": 5, "a": 2}, {"x": 6, "a": 1}])
+    e = t.find({"x": 6, "a": 1}).explain()
+    assert find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")["isPartial"] is True
+    assert e["executionStats"]["nReturned"] == 1
+    assert stages(t.find({"x": 6, "a": {"$lt": 1.6}}).explain()["queryPlanner"]["winningPlan"]) == ["COLLSCAN"]
+    assert stages(t.find({"x": 6}).explain()["queryPlanner"]["winningPlan"]) == ["COLLSCAN"]
+
+
+def test_sparse_index_not_used_for_null(db):
+    """Rules §3.2: sparse indexes miss documents without the field, so {f: null} must not use them."""
+    t = db.sparse
+    t.create_index("f", sparse=True)
+    t.insert_many([{"f": 1}, {"g": 1}, {"f": None}])
+    e = t.find({"f": None}).explain()
+    assert stages(e["queryPlanner"]["winningPlan"]) == ["COLLSCAN"]
+    assert e["executionStats"]["nReturned"] == 2
+    assert "IXSCAN" in stages(t.find({"f": 1}).explain()["queryPlanner"]["winningPlan"])
+
+
+def test_limit_stops_collscan_early(db):
+    """Rules §8.4: COLLSCAN + limit stops at the N-th match; an index-ordered scan + limit touches N keys."""
+    t = db.lim
+    t.insert_many([{"i": i, "m": i % 10 == 0} for i in range(100)])
+    e = t.find({"m": True}).limit(5).explain()
+    assert e["executionStats"]["totalDocsExamined"] == 41
+    t.create_index("i")
+    e = t.find({}).sort("i", 1).limit(5).explain()
+    assert e["executionStats"]["totalKeysExamined"] == 5
+    assert e["executionStats"]["totalDocsExamined"] == 5
+
+
+def test_allplans_trial_stops_at_101_results(db):
+    """mongodb/mongo explain_winning_plan.js: two index candidates, trial ends when one has 101 results."""
+    t = db.win
+    t.insert_many([{"a": 1, "b": 1, "i": i} for i in range(300)])
+    t.create_index("a")
+    t.create_index("b")
+    e = t.find({"a": 1, "b": 1}).explain()
+    allp = e["executionStats"]["allPlansExecution"]
+    assert len(allp) == 2 and len(e["queryPlanner"]["rejectedPlans"]) == 1
+    assert max(p["nReturned"] for p in allp) == 101
+    assert e["executionStats"]["nReturned"] == 300
+    assert all(find_stage(p["executionStages"], "IXSCAN") for p in allp)
