@@ -154,3 +154,88 @@ def test_34_merge_collections():
     db.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)
     assert ex.check(db).correct
     assert not ex.check(db.events)
+
+
+# --- 35 ---------------------------------------------------------------------------------------------------
+
+def _orders35():
+    db = _db("t35")
+    st = ["new", "paid", "shipped", "delivered"]
+    db.orders.insert_many([{"_id": i, "customerId": f"cust:{(i * 7919) % 400:03d}", "status": st[i % 4],
+                            "region": f"region:{(i * 31) % 6}", "sku": f"sku:{(i * 13) % 250:03d}", "total": i % 50,
+                            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=i)} for i in range(1500)])
+    for keys in [[("customerId", 1)], [("customerId", 1), ("createdAt", -1)], [("status", 1)],
+                 [("region", 1), ("status", 1)], [("sku", 1)], [("total", 1)], [("createdAt", 1)]]:
+        db.orders.create_index(keys)
+    return db.orders
+
+
+def test_35_drop_unneeded():
+    ex = labkit.exercises.get("35-drop-unneeded")
+    orders = _orders35()
+    assert "prefix of" in ex.check(orders).message
+    orders.drop_index("customerId_1")
+    assert "no query of the workload uses" in ex.check(orders).message
+    for name in ["status_1", "total_1", "createdAt_1"]:
+        orders.drop_index(name)
+    assert ex.check(orders).correct
+    orders.drop_index("sku_1")
+    assert "dropped the index it needs" in ex.check(orders).message
+    orders = _orders35()
+    for name in ["customerId_1_createdAt_-1", "status_1", "total_1", "createdAt_1"]:
+        orders.drop_index(name)
+    assert "blocking SORT" in ex.check(orders).message
+    assert not ex.check(orders.database)
+
+
+# --- 36 ---------------------------------------------------------------------------------------------------
+
+def _split36():
+    db = _db("t36")
+    db.users.insert_many([{"_id": f"u{u}", "email": "e"} for u in range(6)])
+    db.user_profiles.insert_many([{"_id": f"p{u}", "userId": f"u{u}", "displayName": "n"} for u in range(6)])
+    db.user_addresses.insert_many([{"_id": f"a{u}{k}", "userId": f"u{u}", "label": "home", "city": "c"}
+                                   for u in range(6) for k in range(1 + u % 3)])
+    db.user_settings.insert_many([{"_id": f"s{u}", "userId": f"u{u}", "theme": "light"} for u in range(6)])
+    return db
+
+
+LOOKUPS = [{"$lookup": {"from": f, "localField": "_id", "foreignField": "userId", "as": a}}
+           for f, a in (("user_profiles", "p"), ("user_addresses", "a"), ("user_settings", "s"))]
+PROJECT = {"$project": {"email": 1, "profile": {"displayName": {"$first": "$p.displayName"}},
+                        "addresses": {"$map": {"input": "$a", "as": "x", "in": {"label": "$$x.label", "city": "$$x.city"}}},
+                        "settings": {"theme": {"$first": "$s.theme"}}}}
+
+
+def test_36_embed_context():
+    ex = labkit.exercises.get("36-embed-context")
+    db = _split36()
+    assert "no embedded `profile`" in ex.check(db).message
+    db.users.aggregate([LOOKUPS[0] | {}, {"$addFields": {"profile": "$p"}}, {"$out": "tmp"}])
+    db.tmp.rename("users", dropTarget=True)
+    assert "is an array" in ex.check(db).message
+    db = _split36()
+    db.users.aggregate(LOOKUPS + [PROJECT, {"$out": "tmp"}])
+    db.tmp.rename("users", dropTarget=True)
+    assert "still exist" in ex.check(db).message
+    for name in ("user_profiles", "user_addresses", "user_settings"):
+        db.drop_collection(name)
+    assert ex.check(db).correct
+    assert not ex.check(db.users)
+
+
+# --- 37 ---------------------------------------------------------------------------------------------------
+
+def test_37_login_filter():
+    ex = labkit.exercises.get("37-login-filter")
+    db = _db("t37")
+    db.members.insert_many([{"_id": f"m{i:04d}", "email": ["ana", "Ben", "CHLOE"][i % 3] + f"{i}@Example.com"}
+                            for i in range(200)])
+    db.members.create_index([("email", 1)])
+    assert "regular expression" in ex.check(db.members, lambda e: {"email": {"$regex": f"^{e}$", "$options": "i"}}).message
+    assert "expected only" in ex.check(db.members, lambda e: {"email": e}).message
+    db.members.update_many({}, [{"$set": {"emailLower": {"$toLower": "$email"}}}])
+    assert "index the normalized field" in ex.check(db.members, lambda e: {"emailLower": e.lower()}).message
+    db.members.create_index([("emailLower", 1)], unique=True)
+    assert ex.check(db.members, lambda e: {"emailLower": e.lower()}).correct
+    assert not ex.check(db.members)

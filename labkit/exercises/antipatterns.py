@@ -103,7 +103,7 @@ def _check_no_parallel_arrays(products: Any) -> str:
     query = {"variants.color": "red", "variants.size": "M"}
     explain = products.find(query).explain()
     names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
-    if "IXSCAN" not in names:
+    if not any("IXSCAN" in str(n) for n in names):
         raise NotYet(f"the color + size query does not use the index (plan: {names}).")
     expected = sum(1 for d in docs if any(v["color"] == "red" for v in d["variants"])
                    and any(v["size"] == "M" for v in d["variants"]))
@@ -275,7 +275,7 @@ def _check_merge_collections(db: Any) -> str:
     explain = db.events.find({"tenantId": tenant}).explain()
     stages = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
     stats = explain["executionStats"]
-    if "IXSCAN" not in stages or stats["totalKeysExamined"] != stats["nReturned"]:
+    if not any("IXSCAN" in str(n) for n in stages) or stats["totalKeysExamined"] != stats["nReturned"]:
         raise NotYet(f"a query for tenant {tenant!r} does not read only that tenant's keys (plan {stages}).")
     ttl = {n: i for n, i in infos.items() if "expireAfterSeconds" in i}
     if not ttl:
@@ -307,4 +307,167 @@ def _ex34() -> Exercise:
             '        practice.drop_collection(name)\n'
             'practice.events.create_index([("tenantId", 1), ("at", -1)])\n'
             'practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)\nex.check(practice)'),
+    )
+
+
+# --- notebook 35 -------------------------------------------------------------------------------------------
+
+def _check_drop_unneeded(orders: Any) -> str:
+    if not _is_collection(orders):
+        raise NotYet(f"pass the collection (`practice.orders`), not {type(orders).__name__}.")
+    queries = {
+        "customer orders": orders.find({"customerId": "cust:017"}).sort("createdAt", -1).limit(20),
+        "region dashboard": orders.find({"region": "region:1", "status": "paid"}),
+        "orders with a SKU": orders.find({"sku": "sku:013"}),
+    }
+    used = set()
+    for label, cursor in queries.items():
+        plan = cursor.explain()["queryPlanner"]["winningPlan"]
+        stages = _stages(plan)
+        names = [s.get("stage") for s in stages]
+        if not any("IXSCAN" in str(n) for n in names):
+            raise NotYet(f"the {label} query now runs {names[-1] if names else '?'}: you dropped the index it needs.")
+        if "SORT" in names:
+            raise NotYet(f"the {label} query has a blocking SORT: keep the compound index that also gives the order.")
+        used |= {s["indexName"] for s in stages if "IXSCAN" in str(s.get("stage"))}
+    infos = orders.index_information()
+    keys = {n: list(i["key"]) for n, i in infos.items()}
+    for name, key in sorted(keys.items()):
+        for other, longer in keys.items():
+            if other != name and name != "_id_" and len(longer) > len(key) and longer[: len(key)] == key:
+                raise NotYet(f"{name} is a prefix of {other}, so the longer index serves all its queries: drop it.")
+    unused = sorted(set(infos) - used - {"_id_"})
+    if unused:
+        raise NotYet(f"no query of the workload uses {unused}; each one still costs a write per insert. Drop them.")
+    return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload."
+
+
+@register
+def _ex35() -> Exercise:
+    return Exercise(
+        id="35-drop-unneeded",
+        lesson="35_unnecessary_indexes",
+        task="Drop every index of practice.orders that the three workload queries do not need.",
+        checker=_check_drop_unneeded,
+        hints=["Look at the lesson's index report: which indexes served no query, and which is a prefix of another?",
+               "Keep `_id_`, `customerId_1_createdAt_-1`, `region_1_status_1` and `sku_1`."],
+        solution_text=('for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:\n'
+                       '    practice.orders.drop_index(name)\nex.check(practice.orders)'),
+    )
+
+
+# --- notebook 36 -------------------------------------------------------------------------------------------
+
+def _check_embed_context(db: Any) -> str:
+    if not _is_database(db):
+        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+    users = list(db.users.find())
+    if not users:
+        raise NotYet("practice.users is empty; re-run the practice setup cell.")
+    for field, kind in (("profile", "subdocument"), ("settings", "subdocument")):
+        if any(isinstance(u.get(field), list) for u in users):
+            raise NotYet(f"`{field}` is an array (what `$lookup` returns); it is one-to-one, so make it a "
+                         f"{kind}, e.g. with `$first`.")
+        missing = [u["_id"] for u in users if not isinstance(u.get(field), dict) or not u[field]]
+        if missing:
+            raise NotYet(f"{len(missing)} user(s), e.g. {missing[0]!r}, have no embedded `{field}` {kind}.")
+    if any("displayName" not in u["profile"] for u in users) or any("theme" not in u["settings"] for u in users):
+        raise NotYet("the embedded profile needs `displayName` and the settings need `theme`.")
+    bad = [u["_id"] for u in users if not isinstance(u.get("addresses"), list)
+           or not 1 <= len(u["addresses"]) <= 3 or not all(isinstance(a, dict) and "city" in a for a in u["addresses"])]
+    if bad:
+        raise NotYet(f"{len(bad)} user(s), e.g. {bad[0]!r}, lack an `addresses` array of 1 to 3 {{label, city}} objects.")
+    left = sorted({"user_profiles", "user_addresses", "user_settings"} & set(db.list_collection_names()))
+    if left:
+        raise NotYet(f"{left} still exist; once reads use the embedded document, drop them so nobody writes there.")
+    sample = users[len(users) // 2]["_id"]
+    stats = db.users.find({"_id": sample}).explain()["executionStats"]
+    return (f"the request context for {sample} is one round trip examining {stats['totalDocsExamined']} document, "
+            "and a profile + settings change is one atomic update.")
+
+
+@register
+def _ex36() -> Exercise:
+    return Exercise(
+        id="36-embed-context",
+        lesson="36_separate_data",
+        task="Embed profile, settings and addresses into practice.users and drop the three side collections.",
+        checker=_check_embed_context,
+        hints=["Reuse the lesson's `embed_stages`: three $lookup stages and a $project with $first and $map.",
+               "End the pipeline with `{\"$out\": \"users_embedded\"}`, rename it over `users` "
+               "(`rename(\"users\", dropTarget=True)`), then drop the side collections."],
+        solution_text=(
+            'practice.users.aggregate(embed_stages + [{"$out": "users_embedded"}])\n'
+            'practice.users_embedded.rename("users", dropTarget=True)\n'
+            'for name in ("user_profiles", "user_addresses", "user_settings"):\n'
+            '    practice.drop_collection(name)\nex.check(practice)'),
+    )
+
+
+# --- notebook 37 -------------------------------------------------------------------------------------------
+
+def _has_regex(value: Any) -> bool:
+    import re
+
+    if isinstance(value, re.Pattern) or type(value).__name__ == "Regex":
+        return True
+    if isinstance(value, dict):
+        return any(k == "$regex" or _has_regex(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_regex(v) for v in value)
+    return False
+
+
+def _check_login_filter(args: Any) -> str:
+    members, login_filter = _pair(args, "`ex.check(practice.members, login_filter)`")
+    if not _is_collection(members):
+        raise NotYet(f"the first argument should be the collection `practice.members`, not {type(members).__name__}.")
+    if not callable(login_filter):
+        raise NotYet("the second argument should be your function `login_filter` (no parentheses).")
+    sample = list(members.find().sort("_id", 1).limit(60))[::20]
+    if not sample:
+        raise NotYet("practice.members is empty; re-run the practice setup cell.")
+    total = members.count_documents({})
+    for doc in sample:
+        email = doc["email"]
+        for variant in (email, email.upper(), email.lower(), email.swapcase()):
+            filt = login_filter(variant)
+            if not isinstance(filt, dict):
+                raise NotYet(f"login_filter({variant!r}) returned {type(filt).__name__}; return a filter document.")
+            if _has_regex(filt):
+                raise NotYet("the filter uses a regular expression: with the `i` option no index range is possible, "
+                             "so every key is examined. Query a normalized field with plain equality instead.")
+            fields = [k for k in filt if not k.startswith("$")]
+            if fields:
+                with_field = members.count_documents({fields[0]: {"$exists": True}})
+                if with_field < total:
+                    raise NotYet(f"only {with_field} of {total} members have `{fields[0]}`; set it on every member "
+                                 "(update_many with a pipeline and `$toLower`).")
+            found = [d["_id"] for d in members.find(filt)]
+            if found != [doc["_id"]]:
+                raise NotYet(f"login_filter({variant!r}) found {found[:3]}{'...' if len(found) > 3 else ''}, "
+                             f"expected only {doc['_id']!r}. Normalize the input the same way as the stored field.")
+            explain = members.find(filt).explain()
+            names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
+            keys = explain["executionStats"]["totalKeysExamined"]
+            if not any("IXSCAN" in str(n) for n in names) or keys > 2:
+                raise NotYet(f"the right member comes back, but the plan is {names} with {keys} keys examined: "
+                             "index the normalized field.")
+    return "every spelling finds exactly one member through one index key."
+
+
+@register
+def _ex37() -> Exercise:
+    return Exercise(
+        id="37-login-filter",
+        lesson="37_case_insensitive",
+        task="Make the case-insensitive login use an index: a normalized field, its index, and login_filter(email).",
+        checker=_check_login_filter,
+        hints=["`update_many({}, [{\"$set\": {\"emailLower\": {\"$toLower\": \"$email\"}}}])` adds the field.",
+               "Index `emailLower`, and have login_filter return `{\"emailLower\": email.lower()}`."],
+        solution_text=(
+            'practice.members.update_many({}, [{"$set": {"emailLower": {"$toLower": "$email"}}}])\n'
+            'practice.members.create_index([("emailLower", 1)], unique=True)\n\n'
+            'def login_filter(email):\n    return {"emailLower": email.lower()}\n\n'
+            'ex.check(practice.members, login_filter)'),
     )

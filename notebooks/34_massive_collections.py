@@ -1,0 +1,266 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Anti-pattern: a massive number of collections"
+#     section: Anti-patterns
+#     demo: "Count collections and indexes with dbStats, merge 300 per-tenant-per-day collections into one, count again."
+#     mistakes: ["Creating a collection per tenant, day or device type", "Dropping old collections instead of expiring documents with a TTL index", "Forgetting to put the former collection name in the leading index field"]
+# ---
+
+# %% [markdown]
+# # 34 · Anti-pattern: a massive number of collections
+#
+# **You will learn**
+# - why a collection per tenant or per day scales badly: every collection brings at least one index, and the
+#   storage engine manages each collection and index separately;
+# - to detect it with `dbStats` and with collection names that contain ids or dates;
+# - to merge the collections into one, turning the name into a field that leads the indexes;
+# - to expire old data with a TTL index instead of dropping collections.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import datetime as dt
+import re
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("34_massive_collections")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# A multi-tenant order service that "partitions" its data by creating one collection per tenant per day:
+# `orders_t03_2026_11_02`. 20 tenants × 15 days, each collection with its own `customerId` index.
+
+# %%
+TENANTS = [f"t{t:02d}" for t in range(20)]
+DAYS = [dt.date(2026, 11, 1) + dt.timedelta(days=d) for d in range(15)]
+
+
+def coll_name(tenant, day):
+    return f"orders_{tenant}_{day:%Y_%m_%d}"
+
+
+for ti, tenant in enumerate(TENANTS):
+    for di, day in enumerate(DAYS):
+        coll = db[coll_name(tenant, day)]
+        coll.insert_many([{"_id": f"{tenant}:{day:%m%d}:{k:03d}", "customerId": f"c{(k * 7 + ti) % 40:03d}",
+                           "total": round(5 + (k * 13 + di) % 200 * 1.5, 2),
+                           "createdAt": dt.datetime.combine(day, dt.time(8)) + dt.timedelta(minutes=17 * k)}
+                          for k in range(12)])
+        coll.create_index([("customerId", 1)])
+print("collections created:", len(db.list_collection_names()))
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | record an order | write | 30/s | one tenant, today |
+# | a customer's orders, last 15 days | read | 50/s | one tenant, one customer, newest first |
+# | delete data older than 15 days | write | once a day | whole days |
+
+# %% [markdown]
+# ## Detect: `dbStats` and the names
+#
+# `dbStats` counts collections and indexes without reading any data:
+
+# %%
+before = db.command("dbStats")
+{k: before[k] for k in ("collections", "objects", "indexes", "indexSize")}
+
+# %% [markdown]
+# Names that contain dates or ids are the giveaway. A regular expression over the listing finds them:
+
+# %%
+names = sorted(db.list_collection_names())
+pattern = re.compile(r"^(?P<prefix>[a-z]+)_(?P<tenant>t\d+)_(?P<day>\d{4}_\d{2}_\d{2})$")
+matches = [pattern.match(n) for n in names]
+families = pd.Series([m["prefix"] for m in matches if m]).value_counts()
+print(f"{sum(bool(m) for m in matches)} of {len(names)} collection names contain a tenant id and a date")
+print("first three:", names[:3])
+families
+
+# %% [markdown]
+# Indexes per collection, from each collection's index list (here every collection has the same two):
+
+# %%
+per_collection = pd.Series({n: len(db[n].index_information()) for n in names})
+per_collection.describe()[["count", "mean", "max"]]
+
+# %% [markdown]
+# The cost of the read in the workload: a customer's orders for the last 15 days means one query per daily
+# collection, so 15 round trips, each through its own small index.
+
+# %%
+def customer_orders_split(tenant, customer):
+    trips, found, keys = 0, [], 0
+    for day in DAYS:
+        cursor = db[coll_name(tenant, day)].find({"customerId": customer})
+        keys += cursor.explain()["executionStats"]["totalKeysExamined"]
+        found += list(db[coll_name(tenant, day)].find({"customerId": customer}))
+        trips += 1
+    return trips, found, keys
+
+
+trips_before, orders_before, keys_before = customer_orders_split("t03", "c010")
+print(f"round trips: {trips_before}, orders found: {len(orders_before)}, keys examined: {keys_before}")
+
+# %% [markdown]
+# ## The fix: one collection, the name becomes fields
+#
+# All orders go into `orders`, each carrying `tenantId` and `day`. The index the read needs leads with the
+# tenant, then the customer, then time (newest first).
+#
+# On a real server the merge runs on the server, one aggregation per old collection, ending in `$merge`. The
+# embedded engine does not implement `$merge` yet, so that cell is skipped here and the next cell does the
+# same copy through the client:
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+for name in names:
+    m = pattern.match(name)
+    db[name].aggregate([
+        {"$addFields": {"tenantId": m["tenant"], "day": m["day"].replace("_", "-")}},
+        {"$merge": {"into": "orders", "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
+    ])
+
+# %%
+for name in names:
+    m = pattern.match(name)
+    docs = [d | {"tenantId": m["tenant"], "day": m["day"].replace("_", "-")} for d in db[name].find().sort("_id", 1)]
+    db.orders.insert_many(docs)
+db.orders.create_index([("tenantId", 1), ("customerId", 1), ("createdAt", -1)])
+print("orders:", db.orders.count_documents({}))
+
+# %% [markdown]
+# Expiry: instead of dropping yesterday's collections, a TTL index deletes documents whose `createdAt` is older
+# than the retention period. 15 days is 1,296,000 seconds.
+
+# %%
+db.orders.create_index([("createdAt", 1)], expireAfterSeconds=15 * 86_400)
+{name: info for name, info in db.orders.index_information().items() if "expireAfterSeconds" in info}
+
+# %% [markdown]
+# The embedded engine accepts and lists the TTL index but does **not** delete expired documents (there is no
+# background TTL monitor). On a real server the monitor runs about once a minute, so deletions lag a little.
+# Time-partitioned data often fits a time series collection, which needs a real server:
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+db.create_collection("orders_ts", timeseries={"timeField": "createdAt", "metaField": "tenantId",
+                                              "granularity": "minutes"}, expireAfterSeconds=15 * 86_400)
+
+# %% [markdown]
+# Once reads use `orders`, drop the old collections:
+
+# %%
+for name in names:
+    db.drop_collection(name)
+
+# %% [markdown]
+# ## Measured: before and after
+
+# %%
+after = db.command("dbStats")
+cursor = db.orders.find({"tenantId": "t03", "customerId": "c010"}).sort("createdAt", -1)
+merged = cursor.explain()["executionStats"]
+compare = pd.DataFrame({
+    "collection per tenant per day": {"collections": before["collections"], "indexes": before["indexes"],
+                                      "round trips for 15 days of a customer": trips_before,
+                                      "keys examined": keys_before, "orders returned": len(orders_before)},
+    "one collection": {"collections": after["collections"], "indexes": after["indexes"],
+                       "round trips for 15 days of a customer": 1,
+                       "keys examined": merged["totalKeysExamined"], "orders returned": merged["nReturned"]},
+})
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.4))
+x = range(2)
+ax.bar([i - 0.2 for i in x], compare.loc["collections"], width=0.4, label="collections")
+ax.bar([i + 0.2 for i in x], compare.loc["indexes"], width=0.4, label="indexes")
+ax.set_xticks(list(x), compare.columns)
+ax.set_ylabel("count")
+ax.legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Same orders, same keys examined, one round trip instead of one per day, and a single collection with a
+# fixed handful of indexes (the TTL index included) instead of hundreds of each. The numbers the storage
+# engine cares about are collections and indexes, and they no longer grow with tenants × days.
+
+# %% [markdown]
+# ## Explore: tenants × retention
+#
+# How many collections and indexes does each design carry? Every collection has the `_id` index plus, here,
+# one secondary index; the merged design has a fixed set.
+
+# %%
+from labkit.widgets import explorer
+
+
+def growth(tenants, days_kept):
+    split_colls = tenants * days_kept
+    return {"split: collections": split_colls, "split: indexes": split_colls * 2,
+            "merged: collections": 1, "merged: indexes": len(db.orders.index_information())}
+
+
+def draw_growth(ax, values, r):
+    ax.bar(["split", "merged"], [r["split: indexes"], r["merged: indexes"]], color=["#d62728", "#1f77b4"])
+    ax.set_ylabel("indexes to maintain")
+
+
+grow = explorer(growth, sliders={"tenants": (1, 5000, 20, 1), "days_kept": (1, 365, 15, 1)},
+                title="Tenants and days kept", draw=draw_growth)
+grow
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice` holds one `events_<tenant>` collection per tenant. Merge them into one `events` collection where
+# each document has a `tenantId` (the tenant part of the old name), create an index that starts with
+# `tenantId`, add a TTL index on `at` expiring after 30 days, and drop the per-tenant collections.
+# `ex.check(practice)` looks at the collections, the indexes and a per-tenant query plan.
+
+# %%
+practice = labkit.fresh_db("34_practice")
+for t in range(8):
+    practice[f"events_t{t}"].insert_many([
+        {"_id": f"t{t}:{k:03d}", "seq": k, "kind": ["click", "view"][k % 2],
+         "at": dt.datetime(2026, 11, 1) + dt.timedelta(hours=k)} for k in range(30 + 5 * t)])
+sorted(practice.list_collection_names())
+
+# %%
+ex = labkit.exercises.get("34-merge-collections")
+ex
+
+# %% tags=["solution"]
+for name in sorted(practice.list_collection_names()):
+    if name.startswith("events_"):
+        tenant = name.removeprefix("events_")
+        practice.events.insert_many([d | {"tenantId": tenant} for d in practice[name].find().sort("_id", 1)])
+        practice.drop_collection(name)
+practice.events.create_index([("tenantId", 1), ("at", -1)])
+practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)
+ex.check(practice)
+
+# %% [markdown]
+# ## Summary
+#
+# - Detect: `dbStats` (`collections`, `indexes`) and collection names containing dates or ids.
+# - Every collection carries at least an `_id` index; thousands of collections and indexes strain the storage
+#   engine even when idle.
+# - Fix: one collection, the old name as a field (`tenantId`, `day`) leading the indexes; merge with
+#   `$merge` on a real server; expire with a TTL index (or a time series collection) instead of dropping.
+#
+# **Next:** 35 · unnecessary indexes.

@@ -1,0 +1,310 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 30
+#     title: "Anti-pattern: unnecessary indexes"
+#     section: Anti-patterns
+#     demo: "Run a fixed query mix, tally which index each query used, hide the unused and prefix-redundant ones, then drop them."
+#     mistakes: ["Reading $indexStats on one node only, or over too short a period", "Dropping an index without hiding it first", "Keeping {a: 1} next to {a: 1, b: 1}"]
+# ---
+
+# %% [markdown]
+# # 35 · Anti-pattern: unnecessary indexes
+#
+# **You will learn**
+# - that every index is written by every insert and delete (and by updates that touch its fields);
+# - to find indexes nothing uses, after a realistic workload (`$indexStats` on a real cluster);
+# - to find prefix-redundant indexes: `{customerId: 1}` is covered by `{customerId: 1, createdAt: -1}`;
+# - to hide an index first, watch, then drop it.
+#
+# **Time:** about 30 minutes.
+
+# %%
+import datetime as dt
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("35_unnecessary_indexes")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# 6,000 orders generated deterministically, and the indexes a few years of "this query is slow, add an index"
+# left behind.
+
+# %%
+STATUSES = ["new", "paid", "shipped", "delivered"]
+
+
+def order(i):
+    return {"_id": f"order:{i:05d}", "customerId": f"cust:{(i * 7919) % 400:03d}", "status": STATUSES[i % 4],
+            "region": f"region:{(i * 31) % 6}", "sku": f"sku:{(i * 13) % 250:03d}", "total": round((i * 37) % 500 + 0.99, 2),
+            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=53 * i)}
+
+
+db.orders.insert_many([order(i) for i in range(6000)])
+legacy_indexes = [
+    [("customerId", 1)],
+    [("customerId", 1), ("createdAt", -1)],
+    [("status", 1)],
+    [("region", 1), ("status", 1)],
+    [("sku", 1)],
+    [("total", 1)],
+    [("createdAt", 1)],
+]
+for keys in legacy_indexes:
+    db.orders.create_index(keys)
+sorted(db.orders.index_information())
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | a customer's orders, newest first | read | 120/s | `customerId` equality, sort `createdAt` desc, 20 |
+# | dashboard: orders of a region in a status | read | 50/s | `region` and `status` equality |
+# | orders containing a SKU | read | 30/s | `sku` equality |
+# | place order | write | 30/s | one insert |
+#
+# Below is a deterministic mix of 200 queries in those proportions. Each query is run and its plan recorded,
+# which is what the server's per-index access counters add up over time.
+
+# %%
+def workload_queries():
+    for i in range(200):
+        kind = i % 20
+        if kind < 12:
+            yield "customer orders", db.orders.find({"customerId": f"cust:{(i * 17) % 400:03d}"}).sort("createdAt", -1).limit(20)
+        elif kind < 17:
+            yield "region dashboard", db.orders.find({"region": f"region:{i % 6}", "status": STATUSES[i % 4]})
+        else:
+            yield "orders with a SKU", db.orders.find({"sku": f"sku:{(i * 7) % 250:03d}"})
+
+
+def index_used(cursor):
+    node, names = cursor.explain()["queryPlanner"]["winningPlan"], []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        n = n.get("queryPlan", n)
+        if n.get("stage") == "IXSCAN":
+            names.append(n["indexName"])
+        todo += [n[k] for k in ("inputStage",) if k in n] + list(n.get("inputStages", []))
+    return names[0] if names else "COLLSCAN"
+
+
+def run_workload():
+    rows = [{"query": kind, "index": index_used(cursor)} for kind, cursor in workload_queries()]
+    return pd.DataFrame(rows)
+
+
+usage = run_workload()
+usage.groupby(["query", "index"]).size().rename("queries").reset_index()
+
+# %% [markdown]
+# ## Detect unused indexes
+#
+# On a real cluster, `$indexStats` returns, per index, `accesses.ops` (how many operations used it) and
+# `accesses.since` (when counting started). The counters live on each node and reset on restart, so read them
+# on **every** member, including secondaries that serve reads, over a period that covers a full business
+# cycle. The embedded engine does not implement `$indexStats` yet, so this cell needs a real server:
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+pd.DataFrame([{"index": s["name"], "ops": s["accesses"]["ops"], "since": s["accesses"]["since"]}
+              for s in db.orders.aggregate([{"$indexStats": {}}])]).sort_values("index")
+
+# %% [markdown]
+# Here we count the same thing from the plans recorded above: how many of the 200 queries each index served.
+
+# %%
+ops = usage["index"].value_counts()
+index_report = pd.DataFrame({"index": sorted(db.orders.index_information())})
+index_report["queries served"] = index_report["index"].map(ops).fillna(0).astype(int)
+index_report
+
+# %% [markdown]
+# ## Detect prefix-redundant indexes
+#
+# An index whose keys (with their directions) are the first keys of another index can serve nothing the
+# longer one cannot. Unique, TTL, partial or sparse indexes are exceptions: they do more than serve queries.
+
+# %%
+def redundant_prefixes(collection):
+    infos = collection.index_information()
+    special = {"unique", "expireAfterSeconds", "partialFilterExpression", "sparse"}
+    found = {}
+    for name, info in infos.items():
+        key = list(info["key"])
+        if name == "_id_" or special & set(info):
+            continue
+        for other, other_info in infos.items():
+            longer = list(other_info["key"])
+            if other != name and len(longer) > len(key) and longer[: len(key)] == key:
+                found[name] = other
+    return found
+
+
+redundant = redundant_prefixes(db.orders)
+redundant
+
+# %%
+index_report["prefix of"] = index_report["index"].map(redundant).fillna("")
+index_report["verdict"] = [
+    "keep (_id)" if r["index"] == "_id_" else
+    "drop: prefix-redundant" if r["prefix of"] else
+    "drop: unused" if r["queries served"] == 0 else "keep"
+    for _, r in index_report.iterrows()]
+index_report
+
+# %% [markdown]
+# ## Hide first, then drop
+#
+# A hidden index is still maintained on every write, but the planner ignores it. If something gets slower,
+# un-hiding it takes effect at once, with no rebuild. (A hidden unique index still enforces uniqueness and a
+# hidden TTL index still deletes documents: hiding only tests the effect on query plans.)
+
+# %%
+to_drop = index_report.loc[index_report["verdict"].str.startswith("drop"), "index"].tolist()
+for name in to_drop:
+    db.command("collMod", "orders", index={"name": name, "hidden": True})
+sorted(name for name, info in db.orders.index_information().items() if info.get("hidden"))
+
+# %% [markdown]
+# While the indexes are hidden, the same workload runs again; watch for any query that loses its index:
+
+# %%
+usage_hidden = run_workload()
+check = (usage_hidden.groupby("query")["index"].agg(lambda s: ", ".join(sorted(set(s))))
+         .rename("index while hidden").to_frame())
+check["COLLSCAN?"] = check["index while hidden"].str.contains("COLLSCAN")
+check
+
+# %% [markdown]
+# No query changed plan, so the hidden indexes can go (on a real system: after days of watching latency and
+# the slow query log, not after one cell).
+
+# %%
+size_before = db.command("collStats", "orders")
+for name in to_drop:
+    db.orders.drop_index(name)
+size_after = db.command("collStats", "orders")
+sorted(db.orders.index_information())
+
+# %% [markdown]
+# ## Measured: the write cost of each index
+#
+# Each insert writes one entry into every index (more into a multikey index: one per array element). We
+# insert the same 1,000 orders into two scratch collections, one with the legacy indexes and one with the
+# kept ones, and count entries from the documents and the index definitions. `collStats` shows the index
+# bytes each design maintains.
+
+# %%
+def entries_for(collection, docs):
+    total = 0
+    for info in collection.index_information().values():
+        for d in docs:
+            lengths = [len(d[f]) if isinstance(d.get(f), list) else 1 for f, _ in info["key"]]
+            total += max(lengths)
+    return total
+
+
+new_orders = [order(i) for i in range(6000, 7000)]
+legacy, kept = db.orders_legacy, db.orders_kept
+for keys in legacy_indexes:
+    legacy.create_index(keys)
+for name, info in db.orders.index_information().items():
+    if name != "_id_":
+        kept.create_index(list(info["key"]))
+legacy.insert_many(new_orders)
+kept.insert_many(new_orders)
+
+compare = pd.DataFrame({
+    "legacy indexes": {"indexes": len(legacy.index_information()),
+                       "index entries written per insert": entries_for(legacy, new_orders) // len(new_orders),
+                       "index entries for 1,000 inserts": entries_for(legacy, new_orders),
+                       "orders: total index size (bytes)": size_before["totalIndexSize"]},
+    "after review": {"indexes": len(kept.index_information()),
+                     "index entries written per insert": entries_for(kept, new_orders) // len(new_orders),
+                     "index entries for 1,000 inserts": entries_for(kept, new_orders),
+                     "orders: total index size (bytes)": size_after["totalIndexSize"]},
+})
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.2))
+ax.barh(compare.columns, compare.loc["index entries written per insert"], color=["#d62728", "#1f77b4"])
+ax.set_xlabel("index entries written per insert")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Every query is served exactly as before, and each insert writes fewer index entries. The index sizes are
+# the embedded engine's model (key bytes plus a fixed overhead per entry); a real server reports allocated
+# pages, so its absolute numbers differ but the direction does not.
+
+# %% [markdown]
+# ## Explore: indexes × insert rate
+#
+# Index entries written per second for a given insert rate and number of indexes (all single-valued; a
+# multikey index adds one entry per array element).
+
+# %%
+from labkit.widgets import explorer
+
+
+def write_load(inserts_per_second, secondary_indexes, tags_per_order):
+    per_insert = 1 + secondary_indexes
+    multikey = per_insert + max(tags_per_order, 1)  # an empty array still gets one key
+    return {"index entries per insert": per_insert, "entries per second": per_insert * inserts_per_second,
+            "with a multikey index on tags: entries per insert": multikey,
+            "with a multikey index on tags: entries per second": multikey * inserts_per_second}
+
+
+def draw_load(ax, values, r):
+    ax.bar(["plain", "+ tags index"], [r["entries per second"], r["with a multikey index on tags: entries per second"]],
+           color=["#1f77b4", "#ff7f0e"])
+    ax.set_ylabel("index entries / s")
+
+
+load = explorer(write_load, sliders={"inserts_per_second": (1, 2000, 30, 1), "secondary_indexes": (0, 63, 7, 1),
+                                     "tags_per_order": (0, 50, 0, 1)}, title="Write load from indexes", draw=draw_load)
+load
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.orders` has the same legacy indexes. The workload is the same three queries. Remove every index
+# the workload does not need (unused or prefix-redundant), keeping each query on an index and the customer
+# query free of a blocking SORT. `ex.check(practice.orders)` runs the three queries and inspects the indexes.
+
+# %%
+practice = labkit.fresh_db("35_practice")
+practice.orders.insert_many([order(i) for i in range(1500)])
+for keys in legacy_indexes:
+    practice.orders.create_index(keys)
+ex = labkit.exercises.get("35-drop-unneeded")
+ex
+
+# %% tags=["solution"]
+for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:
+    practice.orders.drop_index(name)
+ex.check(practice.orders)
+
+# %% [markdown]
+# ## Summary
+#
+# - Every index costs a write per insert and delete, plus disk and cache.
+# - Find unused indexes with `$indexStats` on every node over a full business cycle; find prefix-redundant ones
+#   by comparing key patterns.
+# - Hide (`collMod` with `hidden: True`), watch, then drop. Extend an index that shares a prefix instead of
+#   adding a new one.
+#
+# **Next:** 36 · separating data that is accessed together.
