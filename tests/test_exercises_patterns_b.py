@@ -154,3 +154,63 @@ def test_materialized_path_rejects_typical_mistakes(path_of, index, expected):
     result = labkit.exercises.get("17-materialized-path").check(_tree("t17b", path_of, index))
     assert not result.correct
     assert expected in result.message
+
+
+# --- 18 versioning -----------------------------------------------------------------------------------------
+
+def _practice18(name, unique=True):
+    db = _fresh(name)
+    db.documents.insert_one({"_id": "doc:1", "rev": 1, "title": "Policy", "body": "first draft"})
+    db.documents_history.create_index([("docId", 1), ("rev", 1)], unique=unique)
+    return db
+
+
+def _save_good(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"}
+    db.documents_history.insert_one(copy | {"_id": f"{doc_id}:rev:{current['rev']}", "docId": doc_id})
+    db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
+
+
+def _save_new_revision(db, doc_id, changes):  # copies the revision AFTER the change
+    db.documents.update_one({"_id": doc_id}, {"$set": changes, "$inc": {"rev": 1}})
+    current = db.documents.find_one({"_id": doc_id})
+    db.documents_history.insert_one({k: v for k, v in current.items() if k != "_id"}
+                                    | {"_id": f"{doc_id}:rev:{current['rev']}", "docId": doc_id})
+
+
+def _save_same_id(db, doc_id, changes):  # keeps the current _id in the copy
+    current = db.documents.find_one({"_id": doc_id})
+    db.documents_history.insert_one(current | {"docId": doc_id})
+    db.documents.update_one({"_id": doc_id}, {"$set": changes, "$inc": {"rev": 1}})
+
+
+def _save_no_inc(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    db.documents_history.insert_one({k: v for k, v in current.items() if k != "_id"}
+                                    | {"_id": f"{doc_id}:{changes['body']}", "docId": doc_id})
+    db.documents.update_one({"_id": doc_id}, {"$set": changes})
+
+
+def test_versioning_accepts_the_solution():
+    db = _practice18("t18a")
+    result = labkit.exercises.get("18-versioning").check(db, _save_good)
+    assert result.correct, result.message
+    assert db.documents.count_documents({}) == 1 and db.documents_history.count_documents({}) == 0  # cleaned up
+
+
+@pytest.mark.parametrize("func, unique, expected", [
+    (_save_good, False, "not unique"),
+    (_save_new_revision, True, "NEW revisions"),
+    (_save_same_id, True, "_id of its own"),
+    (_save_no_inc, True, "`$inc` rev"),
+])
+def test_versioning_rejects_typical_mistakes(func, unique, expected):
+    result = labkit.exercises.get("18-versioning").check(_practice18("t18b", unique), func)
+    assert not result.correct
+    assert expected in result.message
+
+
+def test_versioning_needs_the_index():
+    db = _fresh("t18c")
+    assert "create the unique index" in labkit.exercises.get("18-versioning").check(db, _save_good).message

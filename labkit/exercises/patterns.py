@@ -311,6 +311,78 @@ def _ex17() -> Exercise:
         ),
     )
 
+def _check_versioning(args: Any) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet("call it with the database and your function: `ex.check(practice, save_revision)`.")
+    db, save_revision = args
+    keys = _index_keys(db.documents_history)
+    unique = [spec for name, spec in db.documents_history.index_information().items()
+              if name != "_id_" and spec.get("unique")]
+    if not any([f for f, _ in spec["key"]] == ["docId", "rev"] for spec in unique):
+        if any([f for f, _ in k] == ["docId", "rev"] for k in keys):
+            raise NotYet("the {docId, rev} index exists but is not unique: create it with `unique=True`.")
+        raise NotYet("create the unique index on documents_history: `[(\"docId\", 1), (\"rev\", 1)]`, `unique=True`.")
+    doc_id = "doc:versioning-check"
+    db.documents.delete_one({"_id": doc_id})
+    db.documents_history.delete_many({"docId": doc_id})
+    db.documents.insert_one({"_id": doc_id, "rev": 1, "title": "Check", "body": "v1"})
+    try:
+        for body in ("v2", "v3", "v4"):
+            try:
+                save_revision(db, doc_id, {"body": body})
+            except DuplicateKeyError as exc:
+                key = (exc.details or {}).get("keyValue") or {}
+                if "rev" in key:
+                    raise NotYet(f"revision {key['rev']} was filed in the history twice: the current document's rev "
+                                 "must grow with every save (`$inc` rev by one).") from None
+                raise NotYet(f"saving a revision failed with a duplicate key ({key}): give each history copy an _id "
+                             "of its own (not the current document's _id).") from None
+        current = db.documents.find_one({"_id": doc_id})
+        history = list(db.documents_history.find({"docId": doc_id}).sort("rev", 1))
+        stray = db.documents_history.count_documents({"_id": doc_id})
+    finally:
+        db.documents.delete_one({"_id": doc_id})
+        db.documents_history.delete_many({"docId": doc_id})
+        db.documents_history.delete_many({"_id": doc_id})
+    if stray or not history:
+        raise NotYet("no history copy carries `docId`: store the document's id in a `docId` field of each copy.")
+    if current.get("body") != "v4":
+        raise NotYet(f"after three saves the current body is {current.get('body')!r}, expected 'v4': apply `changes` "
+                     "to the document in db.documents.")
+    if current.get("rev") != 4:
+        raise NotYet(f"after three saves the current rev is {current.get('rev')!r}, expected 4: `$inc` rev by one.")
+    got = [(h.get("rev"), h.get("body")) for h in history]
+    if got == [(2, "v2"), (3, "v3"), (4, "v4")]:
+        raise NotYet("the history holds the NEW revisions; copy the current revision before changing it, so the "
+                     "history holds revisions 1-3.")
+    if got != [(1, "v1"), (2, "v2"), (3, "v3")]:
+        raise NotYet(f"the history should hold (rev, body) (1, 'v1'), (2, 'v2'), (3, 'v3'); it holds {got}.")
+    return "the current document is at revision 4 and revisions 1-3 are in the history, unique by {docId, rev}."
+
+
+@register
+def _ex18() -> Exercise:
+    return Exercise(
+        id="18-versioning",
+        lesson="18_archive_versioning",
+        task="Write save_revision(db, doc_id, changes): copy the current revision into documents_history, then apply "
+             "the changes and increase rev; index {docId, rev} uniquely.",
+        checker=_check_versioning,
+        hints=["Read the current document first; the history copy is that document with a new _id plus `docId`.",
+               "Then `update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})`."],
+        solution_text=(
+            "def save_revision(db, doc_id, changes):\n"
+            "    current = db.documents.find_one({\"_id\": doc_id})\n"
+            "    copy = {k: v for k, v in current.items() if k != \"_id\"}\n"
+            "    db.documents_history.insert_one(copy | {\"_id\": f\"{doc_id}:rev:{current['rev']}\", \"docId\": doc_id})\n"
+            "    db.documents.update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})\n\n"
+            "practice.documents_history.create_index([(\"docId\", 1), (\"rev\", 1)], unique=True)\n"
+            "ex.check(practice, save_revision)"
+        ),
+    )
+
 # --- end notebooks 15-19 -----------------------------------------------------------------------------------
 
 

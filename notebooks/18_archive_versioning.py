@@ -1,0 +1,315 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 35
+#     title: "Archive and document versioning: keep the hot collection small"
+#     section: Patterns
+#     demo: "Archive orders older than a year with $match + $merge, then show the support search reading a third of the documents it read before; then save two revisions of a document and read revision 1 back through the unique {docId, rev} index."
+#     mistakes: ["deleting from the hot collection before the copy to the archive is confirmed", "expecting archiving to speed up a query that an index already narrows to a few documents", "copying the new revision into the history instead of the one being replaced", "keeping the current document's _id in the history copy, so the second revision collides"]
+# ---
+
+# %% [markdown]
+# # 18 · Archive and document versioning: keep the hot collection small
+#
+# **You will learn**
+# - the **archive** pattern: move documents nobody reads any more (orders older than a cutoff) to an archive
+#   collection with an aggregation ending in `$merge`, then delete them from the hot one;
+# - which queries get faster after archiving (scans and loose filters) and which do not (a tight index lookup);
+# - the **document versioning** pattern: the current revision in `documents`, every earlier one in
+#   `documents_history`, with a unique index on `{docId, rev}`;
+# - to read a past revision with one index lookup.
+#
+# **Time:** about 35 minutes.
+
+# %%
+import datetime as dt
+import random
+from bisect import bisect_left
+
+import bson
+import pandas as pd
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+import labkit
+
+db = labkit.fresh_db("18_archive_versioning")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# Three years of orders for a shop, four or five a day, seeded so every run builds the same ones. "Today" is fixed at
+# 2026-10-01 so the lesson's numbers never drift.
+
+# %%
+TODAY = dt.datetime(2026, 10, 1)
+FIRST_DAY = dt.datetime(2023, 10, 1)
+rng = random.Random(18)
+span_minutes = int((TODAY - FIRST_DAY).total_seconds() // 60)
+orders = []
+for n in range(1, 5_001):
+    created = FIRST_DAY + dt.timedelta(minutes=(n * span_minutes) // 5_000 - rng.randint(1, 60))
+    items = [{"sku": f"sku:{rng.randint(1, 400):03d}", "qty": rng.randint(1, 3)} for _ in range(rng.randint(1, 3))]
+    orders.append({"_id": f"order:{n:05d}", "customerId": f"cust:{rng.randint(1, 800):04d}", "items": items,
+                   "status": "delivered" if created < TODAY - dt.timedelta(days=14) else "shipped",
+                   "createdAt": created})
+db.orders.insert_many(orders)
+db.orders.create_index([("customerId", 1), ("createdAt", -1)])
+print("orders:", db.orders.count_documents({}), "| first:", orders[0]["createdAt"].date(),
+      "| last:", orders[-1]["createdAt"].date())
+
+# %% [markdown]
+# ## Part 1 · Archive
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | a customer's orders of the last 90 days | read | very frequent | indexed on `{customerId, createdAt}` |
+# | support search: last year's orders containing a SKU | read | frequent | ad hoc, no index on `items.sku` |
+# | full history of a customer (tax, disputes) | read | rare | may be slower |
+#
+# Orders older than a year are almost never read, yet they fill the collection, its indexes and the server's cache.
+
+# %%
+def cost(cursor):
+    explain = cursor.explain()
+    stats, plan = explain["executionStats"], explain["queryPlanner"]["winningPlan"]
+    while "inputStage" in plan:
+        plan = plan["inputStage"]
+    return {"scan": plan["stage"], "keys examined": stats["totalKeysExamined"],
+            "docs examined": stats["totalDocsExamined"], "returned": stats["nReturned"]}
+
+
+def collection_figures(name):
+    stats = db.command("collStats", name)
+    return {"documents": stats["count"], "data bytes": stats["size"], "index bytes": stats["totalIndexSize"]}
+
+
+recent = {"customerId": "cust:0042", "createdAt": {"$gte": TODAY - dt.timedelta(days=90)}}
+support = {"items.sku": "sku:042", "createdAt": {"$gte": TODAY - dt.timedelta(days=365)}}
+before = {"customer, last 90 days": cost(db.orders.find(recent).sort("createdAt", -1)),
+          "support search, last year": cost(db.orders.find(support))}
+sizes_before = collection_figures("orders")
+pd.DataFrame(before).T
+
+# %% [markdown]
+# The customer query is already cheap: its index narrows the scan to the few matching orders. The support search
+# has no index to use and reads every order, three years of them, to return a handful from the last twelve months.
+
+# %% [markdown]
+# ### Moving cold orders with `$merge`
+#
+# The aggregation selects the cold orders and `$merge`s them into `orders_archive` (inserting new ones, keeping any
+# that a previous, interrupted run already copied). Only once the copy is confirmed are the orders deleted from the
+# hot collection. A crash between the two steps leaves an order in both places, never in neither, and running the
+# job again finishes it.
+#
+# The embedded engine does not implement `$merge`; it reports error code 115 and the function falls back to doing
+# the same copy from the client (`insert_many` of the orders not yet archived). On a server the `$merge` path runs.
+
+# %%
+def archive_before(cutoff):
+    cold = {"createdAt": {"$lt": cutoff}}
+    try:
+        db.orders.aggregate([{"$match": cold},
+                             {"$merge": {"into": "orders_archive", "on": "_id",
+                                         "whenMatched": "keepExisting", "whenNotMatched": "insert"}}])
+    except OperationFailure as exc:
+        if exc.code != 115:  # 115: not supported by the embedded engine
+            raise
+        done = {d["_id"] for d in db.orders_archive.find(cold, {"_id": 1})}
+        todo = [d for d in db.orders.find(cold).sort("_id", 1) if d["_id"] not in done]
+        if todo:
+            db.orders_archive.insert_many(todo)
+    hot_ids = {d["_id"] for d in db.orders.find(cold, {"_id": 1})}
+    archived = {d["_id"] for d in db.orders_archive.find(cold, {"_id": 1})}
+    if hot_ids - archived:
+        raise RuntimeError(f"{len(hot_ids - archived)} cold orders are not in the archive; nothing deleted")
+    return db.orders.delete_many(cold).deleted_count
+
+
+CUTOFF = TODAY - dt.timedelta(days=365)
+print("moved to the archive:", archive_before(CUTOFF))
+print("running it again moves:", archive_before(CUTOFF))
+archive_index = db.orders_archive.create_index([("customerId", 1), ("createdAt", -1)])
+
+# %% [markdown]
+# ### Before and after
+
+# %%
+after = {"customer, last 90 days": cost(db.orders.find(recent).sort("createdAt", -1)),
+         "support search, last year": cost(db.orders.find(support))}
+pd.concat([pd.DataFrame(before).T, pd.DataFrame(after).T], keys=["before archiving", "after archiving"])
+
+# %%
+pd.DataFrame({"orders before": sizes_before, "orders after": collection_figures("orders"),
+              "orders_archive": collection_figures("orders_archive")}).T
+
+# %% [markdown]
+# The support search reads about a third of what it read before, because two thirds of the documents it used to scan
+# are gone from the hot collection. The customer query did not change at all: archiving helps scans, caches and
+# index sizes, not a query that an index already pins down.
+#
+# The rare full-history read now needs both collections: two indexed queries (or, on a server, one aggregation with
+# `$unionWith`, which the embedded engine does not implement):
+
+# %%
+history = [("hot", cost(db.orders.find({"customerId": "cust:0042"}))),
+           ("archive", cost(db.orders_archive.find({"customerId": "cust:0042"})))]
+pd.DataFrame(dict(history)).T
+
+# %% [markdown]
+# ## Explore: where to put the cutoff
+#
+# The readouts come from the orders' real BSON sizes, sorted by date: how many documents and bytes stay hot for a
+# given cutoff age, and how many documents the unindexed support search (a collection scan of the hot collection)
+# has to read.
+
+# %%
+from labkit.widgets import explorer
+
+by_date = sorted((o["createdAt"], len(bson.encode(o))) for o in orders)
+dates = [d for d, _ in by_date]
+cumulative = [0]
+for _, size in by_date:
+    cumulative.append(cumulative[-1] + size)
+
+
+def cutoff_split(days):
+    index = bisect_left(dates, TODAY - dt.timedelta(days=days))
+    return {"cutoff": str((TODAY - dt.timedelta(days=days)).date()),
+            "hot documents": len(dates) - index, "archived documents": index,
+            "hot bytes": cumulative[-1] - cumulative[index], "archive bytes": cumulative[index],
+            "support search docs examined (scan of hot)": len(dates) - index}
+
+
+def draw_split(ax, values, r):
+    ax.barh(["hot", "archive"], [r["hot bytes"] / 1024, r["archive bytes"] / 1024], color=["#d62728", "#1f77b4"])
+    ax.set_xlabel("KiB")
+    ax.set_title(f"cutoff {values['days']} days", fontsize=10)
+
+
+split_explorer = explorer(cutoff_split, sliders={"days": (30, 1095, 365, 15)}, title="Archive cutoff",
+                          draw=draw_split)
+split_explorer
+
+# %% [markdown]
+# ## Part 2 · Document versioning
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | read a contract | read | very frequent | the current revision only |
+# | edit a contract | write | occasional | keep the replaced revision, never lose a concurrent edit |
+# | show revision *n* / the revision list | read | rare | any past revision, by number |
+#
+# The current revisions live in `documents`; each edit first copies the revision it replaces into
+# `documents_history`. A unique index on `{docId, rev}` makes every revision number exist once per document.
+
+# %%
+db.documents.insert_many([{"_id": f"doc:{i:03d}", "rev": 1, "title": f"Contract {i:03d}",
+                           "body": f"Terms of contract {i:03d}, first draft.", "updatedBy": "legal",
+                           "updatedAt": dt.datetime(2026, 1, 1) + dt.timedelta(days=i)} for i in range(1, 101)])
+db.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
+sorted(db.documents_history.index_information())
+
+
+# %% [markdown]
+# An edit starts from the revision the editor loaded (`seen`). Saving copies that revision into the history, under an
+# `_id` of its own (when it was replaced), then updates the current document only if it is still at that revision.
+
+# %%
+def save_revision(seen, changes, by, when):
+    doc_id = seen["_id"]
+    old = {k: v for k, v in seen.items() if k != "_id"} | {"_id": f"{doc_id}@{when:%Y-%m-%dT%H:%M}", "docId": doc_id}
+    db.documents_history.insert_one(old)  # refused if this revision was already replaced
+    db.documents.update_one({"_id": doc_id, "rev": seen["rev"]},
+                            {"$set": changes | {"updatedBy": by, "updatedAt": when}, "$inc": {"rev": 1}})
+    return db.documents.find_one({"_id": doc_id}, {"rev": 1})["rev"]
+
+
+print("doc:007 is now at revision", save_revision(db.documents.find_one({"_id": "doc:007"}),
+                                                  {"body": "Terms, second draft."}, "ana", dt.datetime(2026, 3, 1)))
+print("doc:007 is now at revision", save_revision(db.documents.find_one({"_id": "doc:007"}),
+                                                  {"body": "Terms, signed."}, "ben", dt.datetime(2026, 3, 9)))
+
+# %% [markdown]
+# Two editors open revision 3 at the same time. The first save wins; the second tries to file revision 3 in the
+# history a second time, the unique `{docId, rev}` index refuses it, and the current document is left alone instead
+# of silently losing the first edit.
+
+# %%
+seen_by_ana = db.documents.find_one({"_id": "doc:007"})
+seen_by_ben = db.documents.find_one({"_id": "doc:007"})
+print("Ana saves: revision", save_revision(seen_by_ana, {"title": "Contract 007 (renewed)"}, "ana",
+                                           dt.datetime(2026, 3, 10, 9, 0)))
+try:
+    save_revision(seen_by_ben, {"title": "Contract 007 (cancelled)"}, "ben", dt.datetime(2026, 3, 10, 9, 5))
+except DuplicateKeyError as exc:
+    print("Ben's save refused, code", exc.code, exc.details["keyValue"])
+print("current title:", db.documents.find_one({"_id": "doc:007"})["title"])
+
+# %% [markdown]
+# Many more edits, deterministic, so the history is much bigger than the current collection:
+
+# %%
+edit_rng = random.Random(180)
+for i in range(1, 101):
+    for n in range(edit_rng.randint(0, 20)):
+        save_revision(db.documents.find_one({"_id": f"doc:{i:03d}"}),
+                      {"body": f"Terms of contract {i:03d}, edit {n + 1}."}, "legal",
+                      dt.datetime(2026, 4, 1) + dt.timedelta(hours=n))
+pd.DataFrame({"documents": collection_figures("documents"),
+              "documents_history": collection_figures("documents_history")}).T
+
+# %% [markdown]
+# Reading the current contract never touches the history; reading revision 1 is one unique-index lookup:
+
+# %%
+reads = {"current doc:007": cost(db.documents.find({"_id": "doc:007"})),
+         "doc:007 revision 1": cost(db.documents_history.find({"docId": "doc:007", "rev": 1})),
+         "doc:007 revision list, newest first": cost(db.documents_history.find({"docId": "doc:007"}).sort("rev", -1))}
+pd.DataFrame(reads).T
+
+# %%
+[(d["rev"], d["body"], d["updatedBy"]) for d in db.documents_history.find({"docId": "doc:007"}).sort("rev", 1).limit(5)]
+
+# %% [markdown]
+# ## Exercise
+#
+# Write `save_revision(db, doc_id, changes)` for the practice database: copy the **current** revision into
+# `db.documents_history` (with `docId` and `rev`, and an `_id` of its own), then apply `changes` to the document in
+# `db.documents` and increase its `rev` by one. Also create the unique index on `{docId, rev}`.
+# `ex.check(practice, save_revision)` saves a few revisions of a scratch document and inspects both collections.
+
+# %%
+practice = labkit.fresh_db("18_practice")
+practice.documents.insert_one({"_id": "doc:1", "rev": 1, "title": "Policy", "body": "first draft"})
+ex = labkit.exercises.get("18-versioning")
+ex
+
+
+# %% tags=["solution"]
+def save_revision(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"}
+    db.documents_history.insert_one(copy | {"_id": f"{doc_id}:rev:{current['rev']}", "docId": doc_id})
+    db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
+
+
+practice.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
+ex.check(practice, save_revision)
+
+# %% [markdown]
+# ## Summary
+#
+# - Archive: move cold documents with `$match` + `$merge` (copy first, verify, then delete), so scans, caches and
+#   indexes only carry what is still read. Tightly indexed queries were already fast and stay the same.
+# - Reads that span hot and cold data pay for it (two queries or `$unionWith`); choose the cutoff from the workload.
+# - Document versioning: current revisions in one collection, replaced revisions in another, keyed and made unique
+#   by `{docId, rev}`. Current reads stay small; a past revision is one index lookup; a concurrent edit of the same
+#   revision is refused.
+#
+# **Next:** 19 · single-collection design for a many-to-many.
