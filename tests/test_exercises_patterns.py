@@ -171,3 +171,41 @@ def test_migrate_batches_good(db):
 def test_migrate_batches_wrong(db, kwargs, why):
     result = labkit.exercises.get("13-migrate-batches").check(db, _migrator(**kwargs))
     assert not result.correct and why in result.message, result.message
+
+
+# --- 14 polymorphic validator ---------------------------------------------------------------------------------
+
+def _events_validator(pin=True, number=("int", "double", "decimal"), require_at=True):
+    click_type = {"enum": ["click"]} if pin else {"enum": ["click", "purchase"]}
+    purchase_type = {"enum": ["purchase"]} if pin else {"enum": ["click", "purchase"]}
+    schema = {
+        "bsonType": "object",
+        "required": ["type", "at"] if require_at else ["type"],
+        "properties": {"type": {"enum": ["click", "purchase"]}, "at": {"bsonType": "date"}},
+        "oneOf": [
+            {"properties": {"type": click_type, "element": {"bsonType": "string"},
+                            "x": {"bsonType": "int"}, "y": {"bsonType": "int"}},
+             "required": ["element", "x", "y"]},
+            {"properties": {"type": purchase_type, "orderId": {"bsonType": "string"},
+                            "amount": {"bsonType": list(number)}},
+             "required": ["orderId", "amount"]},
+        ],
+    }
+    return {"$jsonSchema": schema}
+
+
+def test_polymorphic_validator_good():
+    result = labkit.exercises.get("14-polymorphic-validator").check(_events_validator())
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("validator, why", [
+    (_events_validator(pin=False), "labelled"),
+    (_events_validator(number=("double",)), "int amount was rejected"),
+    (_events_validator(require_at=False), "without `at`"),
+    ({"$jsonSchema": {"required": ["type"]}}, "accepted"),
+    ("not a dict", "must be a dict"),
+])
+def test_polymorphic_validator_wrong(validator, why):
+    result = labkit.exercises.get("14-polymorphic-validator").check(validator)
+    assert not result.correct and why in result.message, result.message

@@ -1,0 +1,342 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 35
+#     title: "Polymorphic: articles, videos and tools in one feed collection"
+#     section: Patterns
+#     demo: "Move the video share slider down to 5% and compare the entries of a full durationSeconds index with the partial one."
+#     mistakes: ["one collection per type, then merging three queries in the application for one feed page", "a partial index whose filter the query does not repeat, so it cannot be used", "a validator with anyOf branches that overlap, so a document of one type passes with another type's fields"]
+# ---
+
+# %% [markdown]
+# # 14 · Polymorphic: articles, videos and tools in one feed collection
+#
+# **You will learn**
+# - to store documents of different but related shapes in one collection with a `type` field;
+# - to handle each type in code (one handler per type) while querying them together;
+# - the feed indexes `{type: 1, createdAt: -1}` and `{authorId: 1, type: 1}`, read with `explain()`;
+# - partial indexes (`partialFilterExpression`) for fields only one type has, and when a query may use them;
+# - to validate a polymorphic collection (`oneOf`, one branch per type) and the inheritance pattern.
+#
+# **Time:** about 35 minutes.
+
+# %%
+import datetime as dt
+import random
+
+import pandas as pd
+from pymongo.errors import WriteError
+
+import labkit
+
+db = labkit.fresh_db("14_polymorphic")
+rng = random.Random(14)
+BASE = dt.datetime(2026, 4, 1)
+TOPICS = ["Redis", "MongoDB", "Kafka", "Postgres", "Docker", "Python"]
+
+
+def make_item(i, kind):
+    topic = TOPICS[i % len(TOPICS)]
+    common = {"_id": f"content:{i}", "type": kind, "createdAt": BASE + dt.timedelta(minutes=17 * i)}
+    if kind == "article":
+        return common | {"title": f"{i % 12 + 2} {topic} patterns", "authorId": f"user:{rng.randint(1, 300)}",
+                         "slug": f"{i % 12 + 2}-{topic.lower()}-patterns-{i}", "readingTime": rng.randint(3, 20)}
+    if kind == "video":
+        return common | {"title": f"{topic} tutorial {i}", "authorId": f"user:{rng.randint(1, 300)}",
+                         "durationSeconds": rng.randint(120, 3600),
+                         "thumbnailUrl": f"https://cdn.example.com/thumb/{i}.jpg"}
+    return common | {"name": f"{topic} Commander {i}", "category": "database",
+                     "githubUrl": f"https://github.com/example/tool-{i}", "stars": rng.randint(10, 20_000)}
+
+
+kinds = rng.choices(["article", "video", "tool"], weights=[60, 30, 10], k=6000)
+items = [make_item(i, k) for i, k in enumerate(kinds, start=1)]
+# the source material's three examples, newest of all
+newest = BASE + dt.timedelta(days=200)
+items += [
+    {"_id": "content:redis-article", "type": "article", "title": "10 Redis Patterns", "authorId": "user:112",
+     "slug": "10-redis-patterns", "readingTime": 8, "createdAt": newest},
+    {"_id": "content:redis-video", "type": "video", "title": "Redis Tutorial", "authorId": "user:112",
+     "durationSeconds": 1320, "thumbnailUrl": "https://cdn.example.com/thumb.jpg",
+     "createdAt": newest + dt.timedelta(minutes=1)},
+    {"_id": "content:redis-tool", "type": "tool", "name": "Redis Commander", "category": "database",
+     "githubUrl": "https://github.com/joeferner/redis-commander", "stars": 8900,
+     "createdAt": newest + dt.timedelta(minutes=2)},
+]
+db.content.insert_many(items)
+pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$sum": 1}}},
+                                   {"$sort": {"_id": 1}}])).set_index("_id")
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | home feed: newest 20 items of every type | read | very frequent | each item rendered its own way |
+# | a type tab: newest 20 videos (or articles, tools) | read | frequent | one type, newest first |
+# | an author's items of one type | read | occasional | authorId and type |
+# | publish an item | write | occasional | must have the fields of its type |
+#
+# The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has
+# fields of its own (`slug`, `durationSeconds`, `stars`...).
+
+# %%
+samples = [db.content.find_one({"_id": f"content:redis-{k}"}) for k in ("article", "video", "tool")]
+pd.DataFrame(samples, dtype=object).set_index("_id").T.fillna("")
+
+# %% [markdown]
+# ## The naive design: one collection per type
+#
+# With `articles`, `videos` and `tools` apart, the home feed needs the newest 20 of **each** (any of them could
+# be in the top 20), three round trips, and a merge in the application:
+
+# %%
+for kind in ("article", "video", "tool"):
+    db[kind + "s"].insert_many([d for d in items if d["type"] == kind])
+    db[kind + "s"].create_index([("createdAt", -1)])
+
+
+def plan(cursor):
+    s = labkit.plan_summary(cursor.explain())
+    return {"plan": s["stages"], "keys examined": s["keysExamined"], "docs examined": s["docsExamined"],
+            "returned": s["nReturned"]}
+
+
+per_type = {kind: plan(db[kind + "s"].find().sort("createdAt", -1).limit(20)) for kind in ("article", "video", "tool")}
+merged = sorted((d for kind in ("article", "video", "tool") for d in db[kind + "s"].find().sort("createdAt", -1).limit(20)),
+                key=lambda d: d["createdAt"], reverse=True)[:20]
+separate = {"round trips": 3, "docs examined": sum(p["docs examined"] for p in per_type.values()),
+            "docs shown": len(merged)}
+pd.DataFrame(per_type)
+
+# %% [markdown]
+# ## The better design: one collection, a `type` field
+#
+# In one collection the feed is a single query, and one index on `createdAt` serves it:
+
+# %%
+db.content.create_index([("createdAt", -1)])
+feed = db.content.find().sort("createdAt", -1).limit(20)
+one = plan(feed)
+pd.DataFrame({"one collection per type": separate,
+              "one polymorphic collection": {"round trips": 1, "docs examined": one["docs examined"],
+                                             "docs shown": one["returned"]}})
+
+# %% [markdown]
+# ## Per-type handling in code
+#
+# Each type gets a handler that knows its fields; the feed code stays a single loop.
+
+# %%
+def minutes(seconds):
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+handlers = {
+    "article": lambda d: {"headline": d["title"], "detail": f"{d['readingTime']} min read",
+                          "url": f"/articles/{d['slug']}"},
+    "video": lambda d: {"headline": d["title"], "detail": minutes(d["durationSeconds"]),
+                        "url": f"/videos/{d['_id']}"},
+    "tool": lambda d: {"headline": d["name"], "detail": f"{d['stars']:,} stars", "url": f"/tools/{d['_id']}"},
+}
+
+
+def render(doc):
+    return {"type": doc["type"]} | handlers[doc["type"]](doc)
+
+
+pd.DataFrame([render(d) for d in db.content.find().sort("createdAt", -1).limit(6)])
+
+# %% [markdown]
+# ## The type tab and the author page: two compound indexes
+#
+# The source material indexes the polymorphic collection with `{type: 1, createdAt: -1}` (one type, newest
+# first) and `{authorId: 1, type: 1}` (one author's items of one type).
+
+# %%
+videos_tab = {"type": "video"}
+author_videos = {"authorId": "user:112", "type": "video"}
+before = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20)),
+          "user:112's videos": plan(db.content.find(author_videos))}
+db.content.create_index([("type", 1), ("createdAt", -1)])
+db.content.create_index([("authorId", 1), ("type", 1)])
+after = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20)),
+         "user:112's videos": plan(db.content.find(author_videos))}
+pd.concat([pd.DataFrame(before), pd.DataFrame(after)], keys=["before", "after"])
+
+# %% [markdown]
+# Before, the tab walked the `createdAt` index and fetched items until 20 videos turned up (more than twice as
+# many as it returned; far more for a rare type); now it reads exactly 20 keys. The author page went from a
+# collection scan to reading only that author's videos. Tools have no `authorId`: in `{authorId: 1, type: 1}` each tool still gets an
+# entry, with a null `authorId`.
+#
+# ## Partial indexes for one type's fields
+#
+# "Top tools by stars" needs an index on `stars`, a field only tools have. A normal index on `stars` also holds
+# an entry (a null key) for every article and video. A **partial** index holds only the documents matching its
+# `partialFilterExpression`:
+
+# %%
+db.content.create_index([("stars", -1)], name="stars_all")
+db.content.create_index([("stars", -1)], name="stars_tools_only", partialFilterExpression={"type": "tool"})
+sizes = db.command("collStats", "content")["indexSizes"]
+counts = {"stars_all": db.content.count_documents({}), "stars_tools_only": db.content.count_documents({"type": "tool"})}
+pd.DataFrame({name: {"entries": counts[name], "bytes": sizes[name]} for name in counts})
+
+# %% [markdown]
+# A partial index can only answer a query whose filter **implies** the index's filter: every document the query
+# can return must be in the index. `{type: "tool", stars: {$gt: 1000}}` implies `type: "tool"`; a query on
+# `stars` alone does not (an article could match it), so the planner will not use the partial index for it.
+# A server's planner considers the partial index on its own when the query repeats `type: "tool"`; below we
+# name each index with `hint` so both plans can be compared side by side:
+
+# %%
+top_tools = db.content.find({"type": "tool"}).sort("stars", -1).limit(10)
+pd.DataFrame({"top 10 tools, stars_tools_only": plan(top_tools.hint("stars_tools_only")),
+              "top 10 tools, stars_all": plan(db.content.find({"type": "tool"}).sort("stars", -1).limit(10)
+                                              .hint("stars_all"))})
+
+# %% [markdown]
+# Both read just 10 keys (the highest `stars` values all belong to tools), so the query costs the same. The
+# difference is what the index holds: the full one keeps a null entry for every article and video, entries
+# nobody looks up but every insert maintains and the cache has to hold.
+#
+# ## Explore: the share of each type
+#
+# For a collection of 100,000 items, the entries and bytes of a full index versus a partial index on a field
+# only videos have (`durationSeconds`). Bytes per entry are measured on the two indexes built here.
+
+# %%
+from labkit.widgets import explorer
+
+db.content.create_index([("durationSeconds", 1)], name="duration_all")
+db.content.create_index([("durationSeconds", 1)], name="duration_videos",
+                        partialFilterExpression={"type": "video"})
+sizes = db.command("collStats", "content")["indexSizes"]
+n_all, n_videos = db.content.count_documents({}), db.content.count_documents({"type": "video"})
+per_video_entry = sizes["duration_videos"] / n_videos
+per_null_entry = (sizes["duration_all"] - sizes["duration_videos"]) / (n_all - n_videos)
+
+
+def shares(video_percent, article_percent):
+    article_percent = min(article_percent, 100 - video_percent)
+    total = 100_000
+    videos = total * video_percent // 100
+    return {"articles": total * article_percent // 100, "videos": videos,
+            "tools": total - videos - total * article_percent // 100,
+            "full index entries": total, "partial index entries": videos,
+            "full index bytes": round(videos * per_video_entry + (total - videos) * per_null_entry),
+            "partial index bytes": round(videos * per_video_entry)}
+
+
+def draw(ax, values, r):
+    ax.barh(["full", "partial"], [r["full index bytes"], r["partial index bytes"]])
+    ax.set_xlabel("bytes of the durationSeconds index")
+
+
+explorer(shares, sliders={"video_percent": (0, 100, 30), "article_percent": (0, 100, 60)},
+         title="Type mix", draw=draw)
+
+# %% [markdown]
+# The rarer the type, the bigger the saving: a field that 5% of documents carry needs 5% of the entries.
+#
+# ## Validating a polymorphic collection
+#
+# Each type has its own required fields. `oneOf` with one branch per type accepts a document only if it fits
+# exactly one branch; pinning `type` with `enum` in each branch keeps the branches from overlapping.
+#
+# This is also the **inheritance pattern**: a base shape every item shares (`type`, `createdAt`), extended by
+# each type. In code the base is one dictionary merged into each type's rules:
+
+# %%
+base = {"type": {"enum": ["article", "video", "tool"]}, "createdAt": {"bsonType": "date"}}
+per_type_rules = {
+    "article": ({"title": {"bsonType": "string"}, "authorId": {"bsonType": "string"},
+                 "slug": {"bsonType": "string"}, "readingTime": {"bsonType": "int", "minimum": 1}},
+                ["title", "authorId", "slug"]),
+    "video": ({"title": {"bsonType": "string"}, "authorId": {"bsonType": "string"},
+               "durationSeconds": {"bsonType": "int", "minimum": 1}, "thumbnailUrl": {"bsonType": "string"}},
+              ["title", "authorId", "durationSeconds"]),
+    "tool": ({"name": {"bsonType": "string"}, "githubUrl": {"bsonType": "string"},
+              "stars": {"bsonType": "int", "minimum": 0}},
+             ["name", "githubUrl"]),
+}
+content_schema = {"$jsonSchema": {
+    "bsonType": "object",
+    "required": ["type", "createdAt"],
+    "properties": base,
+    "oneOf": [{"properties": base | {"type": {"enum": [kind]}} | props, "required": ["type", *required]}
+              for kind, (props, required) in per_type_rules.items()],
+}}
+checked = db.create_collection("content_checked", validator=content_schema)
+print("documents of the feed that pass:", sum(1 for d in items if labkit.validation.document_matches(content_schema, d)),
+      "of", len(items))
+
+# %%
+when = dt.datetime(2026, 11, 1)
+attempts = {
+    "article": {"type": "article", "title": "t", "authorId": "user:1", "slug": "t", "createdAt": when},
+    "video": {"type": "video", "title": "t", "authorId": "user:1", "durationSeconds": 90, "createdAt": when},
+    "tool": {"type": "tool", "name": "n", "githubUrl": "https://github.com/x/y", "stars": 3, "createdAt": when},
+    "article without slug": {"type": "article", "title": "t", "authorId": "user:1", "createdAt": when},
+    "video with duration as text": {"type": "video", "title": "t", "authorId": "user:1",
+                                    "durationSeconds": "1:30", "createdAt": when},
+    "tool labelled video": {"type": "video", "name": "n", "githubUrl": "https://github.com/x/y", "createdAt": when},
+    "podcast": {"type": "podcast", "title": "t", "createdAt": when},
+}
+outcome = {}
+for i, (label, doc) in enumerate(attempts.items()):
+    try:
+        checked.insert_one(dict(doc, _id=f"try:{i}"))
+        outcome[label] = "accepted"
+    except WriteError as exc:
+        outcome[label] = f"rejected ({exc.code})"
+pd.Series(outcome, name="insert")
+
+# %% [markdown]
+# ## Exercise
+#
+# Write a validator for a polymorphic `events` collection with two types:
+# - `"click"` events need `element` (string) and `x`, `y` (ints);
+# - `"purchase"` events need `orderId` (string) and `amount` (a number: `bsonType: ["int", "double", "decimal"]`);
+# - every event needs `type` (one of those two) and `at` (a date); any other type is rejected.
+#
+# `ex.check(validator)` creates a scratch collection with it and inserts good and bad events.
+
+# %%
+ex = labkit.exercises.get("14-polymorphic-validator")
+ex
+
+# %% tags=["solution"]
+number = {"bsonType": ["int", "double", "decimal"]}
+validator = {"$jsonSchema": {
+    "bsonType": "object",
+    "required": ["type", "at"],
+    "properties": {"type": {"enum": ["click", "purchase"]}, "at": {"bsonType": "date"}},
+    "oneOf": [
+        {"properties": {"type": {"enum": ["click"]}, "element": {"bsonType": "string"},
+                        "x": {"bsonType": "int"}, "y": {"bsonType": "int"}},
+         "required": ["element", "x", "y"]},
+        {"properties": {"type": {"enum": ["purchase"]}, "orderId": {"bsonType": "string"}, "amount": number},
+         "required": ["orderId", "amount"]},
+    ],
+}}
+ex.check(validator)
+
+# %% [markdown]
+# ## Summary
+#
+# - Related shapes that are queried together belong in one collection with a `type` field: one query, one
+#   index, one round trip for a mixed feed, and a handler per type in code.
+# - Index shared fields for the common queries (`{type: 1, createdAt: -1}`, `{authorId: 1, type: 1}`).
+# - For fields only one type has, a partial index keeps just that type's entries; queries must repeat its filter.
+# - Validate with `oneOf`, one branch per type, each pinning `type`; a base shape merged into every branch is
+#   the inheritance pattern.
+#
+# **Next:** 15 · the attribute pattern.
