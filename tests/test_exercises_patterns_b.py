@@ -214,3 +214,53 @@ def test_versioning_rejects_typical_mistakes(func, unique, expected):
 def test_versioning_needs_the_index():
     db = _fresh("t18c")
     assert "create the unique index" in labkit.exercises.get("18-versioning").check(db, _save_good).message
+
+
+# --- 19 single collection ----------------------------------------------------------------------------------
+
+def _practice19(name):
+    db = _fresh(name)
+    db.authors.insert_many([{"_id": f"author:{a}", "name": f"Author {a}"} for a in range(1, 7)])
+    db.books.insert_many([{"_id": f"book:{b}", "title": f"Book {b}",
+                           "authorIds": [f"author:{1 + b % 6}", f"author:{1 + (b + 2) % 6}"][: 1 + b % 2]}
+                          for b in range(1, 13)])
+    return db
+
+
+def _build_library(db, own_id=True, author_links=True, index=True, doc_type=True):
+    linked = {}
+    for b in db.books.find():
+        for a in b["authorIds"]:
+            linked.setdefault(a, []).append(b["_id"])
+    db.library.insert_many(
+        [{"_id": b["_id"], "docType": "book" if doc_type else None,
+          "relatedIds": ([b["_id"]] if own_id else []) + b["authorIds"]} for b in db.books.find()]
+        + [{"_id": a["_id"], "docType": "author" if doc_type else None,
+            "relatedIds": ([a["_id"]] if own_id else []) + (linked.get(a["_id"], []) if author_links else [])}
+           for a in db.authors.find()])
+    if index:
+        db.library.create_index("relatedIds")
+    return db
+
+
+def test_single_collection_accepts_the_solution():
+    result = labkit.exercises.get("19-single-collection").check(_build_library(_practice19("t19a")))
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"own_id": False}, "own id"),
+    ({"author_links": False}, "authors list the ids of their books"),
+    ({"index": False}, "no index starts with `relatedIds`"),
+    ({"doc_type": False}, "docType"),
+])
+def test_single_collection_rejects_typical_mistakes(options, expected):
+    result = labkit.exercises.get("19-single-collection").check(_build_library(_practice19("t19b"), **options))
+    assert not result.correct
+    assert expected in result.message
+
+
+def test_single_collection_needs_every_document():
+    db = _practice19("t19c")
+    assert "not in practice.library" in labkit.exercises.get("19-single-collection").check(db).message
+    assert not labkit.exercises.get("19-single-collection").check(db.library)
