@@ -239,3 +239,62 @@ def test_37_login_filter():
     db.members.create_index([("emailLower", 1)], unique=True)
     assert ex.check(db.members, lambda e: {"emailLower": e.lower()}).correct
     assert not ex.check(db.members)
+
+
+# --- 38 ---------------------------------------------------------------------------------------------------
+
+def test_38_extended_reference():
+    ex = labkit.exercises.get("38-extended-reference")
+    db = _db("t38")
+    db.customers.insert_many([{"_id": f"c{c}", "name": f"N{c}", "tier": "gold", "email": "e"} for c in range(5)])
+    db.orders.insert_many([{"_id": f"o{o}", "customerId": f"c{o % 5}"} for o in range(20)])
+    assert "no `customer` subdocument" in ex.check(db).message
+    for c in db.customers.find():
+        db.orders.update_many({"customerId": c["_id"]}, {"$set": {"customer": c}})
+    assert "copies ['email']" in ex.check(db).message
+    for c in db.customers.find():
+        db.orders.update_many({"customerId": c["_id"]}, {"$set": {"customer": {"name": c["name"], "tier": c["tier"]}}})
+    assert ex.check(db).correct
+    db.customers.update_one({"_id": "c1"}, {"$set": {"name": "renamed"}})
+    assert "but customer" in ex.check(db).message
+    db.orders.update_many({}, {"$unset": {"customerId": ""}})
+    assert "lost their `customerId`" in ex.check(db).message
+    assert not ex.check(db.orders)
+
+
+# --- 39 ---------------------------------------------------------------------------------------------------
+
+def _legacy():
+    from pathlib import Path
+
+    from bson import json_util
+    from bson.json_util import JSONMode, JSONOptions
+
+    text = (Path(__file__).resolve().parents[1] / "data" / "legacy_store.json").read_text()
+    assert len(text) < 300_000
+    legacy = json_util.loads(text, json_options=JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False))
+    db = _db("t39")
+    for name, docs in legacy["collections"].items():
+        db[name].insert_many(docs)
+    for name, specs in legacy["indexes"].items():
+        for spec in specs:
+            db[name].create_index(list(spec["key"].items()), name=spec["name"])
+    return db, legacy["queryLog"]
+
+
+FINDINGS = {("bloated-document", "products"), ("case-insensitive-regex", "customers.email"),
+            ("collection-per-tenant", "orders_*"), ("hot-lookup", "orders_acme"),
+            ("redundant-index", "customers.email_1"), ("redundant-index", "products.category_1"),
+            ("unbounded-array", "customers.activity")}
+
+
+def test_39_schema_review():
+    ex = labkit.exercises.get("39-schema-review")
+    db, log = _legacy()
+    assert ex.check(db, log, FINDINGS).correct
+    assert ex.check(db, log, (FINDINGS - {("collection-per-tenant", "orders_*")}) | {("collection-per-tenant", "orders")})
+    assert "still hidden" in ex.check(db, log, FINDINGS - {("hot-lookup", "orders_acme")}).message
+    assert "does not hold" in ex.check(db, log, FINDINGS | {("bloated-document", "customers")}).message
+    assert "does not hold" in ex.check(db, log, FINDINGS | {("hot-lookup", "orders_globex")}).message
+    assert "not one of KINDS" in ex.check(db, log, {("slow", "x")}).message
+    assert not ex.check(db, FINDINGS)

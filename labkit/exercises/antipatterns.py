@@ -471,3 +471,188 @@ def _ex37() -> Exercise:
             'def login_filter(email):\n    return {"emailLower": email.lower()}\n\n'
             'ex.check(practice.members, login_filter)'),
     )
+
+
+# --- notebook 38 -------------------------------------------------------------------------------------------
+
+def _check_extended_reference(db: Any) -> str:
+    if not _is_database(db):
+        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+    customers = {c["_id"]: c for c in db.customers.find()}
+    if not customers:
+        raise NotYet("practice.customers is empty: keep the customers collection, the reference points to it.")
+    orders = list(db.orders.find())
+    if not orders:
+        raise NotYet("practice.orders is empty; re-run the practice setup cell.")
+    no_ref = [o["_id"] for o in orders if o.get("customerId") not in customers]
+    if no_ref:
+        raise NotYet(f"{len(no_ref)} order(s), e.g. {no_ref[0]!r}, lost their `customerId` reference; keep it for "
+                     "everything the copy does not hold.")
+    missing = [o["_id"] for o in orders if not isinstance(o.get("customer"), dict)]
+    if missing:
+        raise NotYet(f"{len(missing)} order(s), e.g. {missing[0]!r}, have no `customer` subdocument yet.")
+    for o in orders:
+        copy, source = o["customer"], customers[o["customerId"]]
+        extra = sorted(set(copy) - {"name", "tier", "_id"})
+        if extra:
+            raise NotYet(f"order {o['_id']!r} copies {extra} as well: copy only what the hot read needs "
+                         "(name and tier); the reference covers the rest.")
+        wrong = [f for f in ("name", "tier") if copy.get(f) != source.get(f)]
+        if wrong:
+            raise NotYet(f"order {o['_id']!r} has customer {wrong} = {[copy.get(f) for f in wrong]}, but customer "
+                         f"{source['_id']!r} has {[source.get(f) for f in wrong]}.")
+        if isinstance(copy.get("name"), list):
+            raise NotYet("the copied name is an array (from `$lookup`); take the first element with `$first`.")
+    return f"{len(orders)} orders carry their customer's name and tier next to `customerId`; the queue needs no join."
+
+
+@register
+def _ex38() -> Exercise:
+    return Exercise(
+        id="38-extended-reference",
+        lesson="38_lookup_overuse",
+        task="Copy each customer's name and tier into practice.orders as `customer`, keeping `customerId`.",
+        checker=_check_extended_reference,
+        hints=["The lesson's `copy_stages` do the copy; end them with `$out` to a new collection, then rename it.",
+               "`practice.orders.aggregate(copy_stages + [{\"$out\": \"orders_extended\"}])`, then "
+               "`practice.orders_extended.rename(\"orders\", dropTarget=True)`."],
+        solution_text=('practice.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])\n'
+                       'practice.orders_extended.rename("orders", dropTarget=True)\nex.check(practice)'),
+    )
+
+
+# --- notebook 39 -------------------------------------------------------------------------------------------
+
+REVIEW_KINDS = ("collection-per-tenant", "unbounded-array", "bloated-document", "redundant-index",
+                "case-insensitive-regex", "hot-lookup")
+
+
+def _is_ci_regex(value: Any) -> bool:
+    import re
+
+    if type(value).__name__ == "Regex" or isinstance(value, re.Pattern):
+        return bool(int(value.flags) & re.I)
+    return isinstance(value, dict) and "$regex" in value and "i" in str(value.get("$options", ""))
+
+
+def _review_truth(db: Any, log: list) -> dict:
+    """Every finding the data supports, with the evidence, measured the way lesson 39 does."""
+    import re
+    import statistics
+
+    import bson
+
+    truth: dict = {}
+    names = sorted(db.list_collection_names())
+    families: dict = {}
+    for n in names:
+        if "_" in n:
+            families.setdefault(n.rsplit("_", 1)[0], []).append(n)
+    for fam, members in families.items():
+        if len(members) >= 3:
+            truth[("collection-per-tenant", fam + "_*")] = f"{len(members)} collections named {fam}_<id>"
+    for n in names:
+        docs = list(db[n].find())
+        fields = {k for d in docs[:50] for k, v in d.items() if isinstance(v, list)}
+        for f in sorted(fields):
+            lengths = [len(d.get(f) or []) for d in docs]
+            mx, avg = max(lengths), sum(lengths) / len(lengths)
+            if mx >= 10 * max(avg, 1):
+                truth[("unbounded-array", f"{n}.{f}")] = f"max {mx} elements vs average {avg:.1f}"
+        infos = db[n].index_information()
+        for ix, info in infos.items():
+            for other, oinfo in infos.items():
+                key, longer = list(info["key"]), list(oinfo["key"])
+                if ix != other and ix != "_id_" and len(longer) > len(key) and longer[: len(key)] == key:
+                    truth[("redundant-index", f"{n}.{ix}")] = f"a prefix of {other}"
+    for q in log:
+        coll = q.get("collection")
+        if q.get("op") == "find" and q.get("projection"):
+            filt = {k: ({"$regex": v.pattern, "$options": "i" if int(v.flags) & re.I else ""}
+                        if type(v).__name__ == "Regex" else v) for k, v in q["filter"].items()}
+            returned = [len(bson.encode(d)) for d in db[coll].find(filt, q["projection"])]
+            sizes = [len(bson.encode(d)) for d in db[coll].find()]
+            if returned and statistics.median(sizes) >= 10 * statistics.median(returned):
+                truth[("bloated-document", coll)] = (f"median document {int(statistics.median(sizes)):,} bytes vs "
+                                                     f"{int(statistics.median(returned))} bytes the hot query needs")
+        for field, value in (q.get("filter") or {}).items():
+            if _is_ci_regex(value):
+                truth[("case-insensitive-regex", f"{coll}.{field}")] = f"{q['perSecond']}/s with the i option"
+        if q.get("op") == "aggregate" and q.get("perSecond", 0) >= 100 and any("$lookup" in s for s in q["pipeline"]):
+            truth[("hot-lookup", coll)] = f"$lookup at {q['perSecond']}/s"
+    return truth
+
+
+def _norm_where(kind: str, where: Any) -> str:
+    where = str(where).strip()
+    if kind == "collection-per-tenant":
+        return where.rstrip("*").rstrip("_") + "_*"
+    return where
+
+
+def _check_schema_review(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 3):
+        raise NotYet("call it with three arguments: `ex.check(db, log, findings)`.")
+    db, log, findings = args
+    if not _is_database(db):
+        raise NotYet(f"the first argument should be the lesson's database `db`, not {type(db).__name__}.")
+    if not isinstance(log, list) or not all(isinstance(q, dict) for q in log):
+        raise NotYet("the second argument should be the query log `log` (a list of dicts).")
+    if isinstance(findings, (list, tuple)) and not (findings and isinstance(findings[0], str)):
+        findings = set(map(tuple, findings))
+    if not isinstance(findings, (set, frozenset)):
+        raise NotYet(f"`findings` should be a set of (kind, where) pairs, got {type(findings).__name__}.")
+    truth = _review_truth(db, log)
+    claims = set()
+    for item in findings:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise NotYet(f"{item!r} is not a (kind, where) pair.")
+        kind, where = item
+        if kind not in REVIEW_KINDS:
+            raise NotYet(f"{kind!r} is not one of KINDS: {list(REVIEW_KINDS)}.")
+        claims.add((kind, _norm_where(kind, where)))
+    wrong = sorted(claims - set(truth))
+    if wrong:
+        kind, where = wrong[0]
+        same_kind = [w for k, w in truth if k == kind]
+        why = {
+            "unbounded-array": "its maximum length is not far above the average (or it is not an array)",
+            "bloated-document": "its median document is not 10x what its hot query returns (one outlier is not bloat)",
+            "redundant-index": "its keys are not a prefix of another index on the same collection",
+            "collection-per-tenant": "fewer than 3 collections share that name family",
+            "case-insensitive-regex": "no query in the log uses a regex with the i option on that field",
+            "hot-lookup": "no $lookup on that collection runs 100 times a second or more",
+        }[kind]
+        hint = "" if same_kind else f" The data has no {kind} finding at all."
+        raise NotYet(f"({kind!r}, {where!r}) does not hold: {why}.{hint} Check the spelling of `where` against the "
+                     "tables.")
+    missing = sorted(set(truth) - claims)
+    if missing:
+        kinds = sorted({k for k, _ in missing})
+        raise NotYet(f"all {len(claims)} claims hold, but {len(missing)} finding(s) are still hidden, of kind(s) "
+                     f"{kinds}. Re-run those checks.")
+    evidence = "; ".join(f"{w}: {e}" for (k, w), e in sorted(truth.items()))
+    return f"all {len(truth)} findings, each backed by evidence ({evidence})."
+
+
+@register
+def _ex39() -> Exercise:
+    return Exercise(
+        id="39-schema-review",
+        lesson="39_schema_review",
+        task="Run the checklist on the legacy store and submit the set of (kind, where) findings.",
+        checker=_check_schema_review,
+        hints=["Each checklist table has a column that crosses a threshold: max / avg >= 10, median / hot >= 10, "
+               "100 lookups a second; every redundant index and case-insensitive regex counts.",
+               "Build the set from the tables, e.g. `{(\"unbounded-array\", w) for w in arrays.loc[arrays[\"max / avg\"] "
+               ">= 10, \"where\"]}`, and union the six kinds."],
+        solution_text=(
+            'findings = set()\n'
+            'findings |= {("collection-per-tenant", f) for f, n in families.items() if n >= 3}\n'
+            'findings |= {("unbounded-array", w) for w in arrays.loc[arrays["max / avg"] >= 10, "where"]}\n'
+            'findings |= {("bloated-document", w) for w in sizes.loc[sizes["median / hot"] >= 10, "where"]}\n'
+            'findings |= {("redundant-index", w) for w in redundant["where"]}\n'
+            'findings |= {("case-insensitive-regex", w) for w in regexes["where"]}\n'
+            'findings |= {("hot-lookup", w) for w in lookups.loc[lookups["per second"] >= 100, "where"]}\n'
+            'ex.check(db, log, findings)'),
+    )

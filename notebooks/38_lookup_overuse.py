@@ -1,0 +1,255 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Anti-pattern: overuse of $lookup"
+#     section: Anti-patterns
+#     demo: "Rank the query log by frequency × duration, then replace the hot join with an extended reference."
+#     mistakes: ["Ranking slow queries by duration instead of frequency × duration", "Copying the whole referenced document instead of the few fields the read needs", "Dropping the reference after copying fields"]
+# ---
+
+# %% [markdown]
+# # 38 · Anti-pattern: overuse of `$lookup`
+#
+# **You will learn**
+# - that `$lookup` is fine for occasional joins and an anti-pattern when the most frequent read depends on it;
+# - to rank joins by **frequency × cost**, not by duration;
+# - what a join costs per input document, and why an unindexed `foreignField` is the worst case;
+# - the extended reference: copy the few fields the hot read needs, and keep the reference for the rest.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import datetime as dt
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("38_lookup_overuse")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# A support tool: 1,000 customers and 8,000 orders, generated deterministically. Orders reference their
+# customer by `customerId`.
+
+# %%
+TIERS = ["bronze", "silver", "gold"]
+db.customers.insert_many([{"_id": f"cust:{c:04d}", "name": f"Customer {c:04d}", "tier": TIERS[c % 3],
+                           "email": f"c{c}@example.com", "address": {"city": "Lyon", "street": f"{c} Rue Neuve"},
+                           "notes": "Prefers email. " * 10} for c in range(1000)])
+db.orders.insert_many([{"_id": f"order:{o:05d}", "customerId": f"cust:{(o * 7) % 1000:04d}",
+                        "total": round((o * 37) % 400 + 0.5, 2), "status": ["open", "paid", "shipped"][o % 3],
+                        "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=11 * o)} for o in range(8000)])
+db.orders.create_index([("status", 1), ("createdAt", -1)])
+print(db.customers.count_documents({}), "customers,", db.orders.count_documents({}), "orders")
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | support queue: 20 newest open orders with customer name and tier | read | 500/s | order fields, customer name and tier |
+# | nightly revenue report by tier | read | once a night | may take seconds |
+# | customer renames themselves | write | a few per day | name must eventually show everywhere |
+#
+# ## Detect: frequency × cost, not duration
+#
+# A profiler or slow-log extract, already grouped by query shape. Sorting by duration puts the nightly report
+# first; sorting by total time per day tells a different story. The 15 ms and 3 s figures are the example's.
+
+# %%
+log = pd.DataFrame([
+    {"shape": "support queue ($match, $sort, $limit, $lookup customers)", "ms per run": 15, "runs per day": 500 * 86_400},
+    {"shape": "nightly tier report ($lookup customers, $group)", "ms per run": 3_000, "runs per day": 1},
+    {"shape": "customer detail (find by _id)", "ms per run": 1, "runs per day": 20 * 86_400},
+])
+log["seconds per day"] = log["ms per run"] * log["runs per day"] / 1000
+log["hours per day"] = (log["seconds per day"] / 3600).round(2)
+log.sort_values("ms per run", ascending=False)
+
+# %%
+log.sort_values("seconds per day", ascending=False)[["shape", "seconds per day", "hours per day"]]
+
+# %%
+hot, report = log.loc[0, "seconds per day"], log.loc[1, "seconds per day"]
+print(f"the 15 ms join costs {hot:,.0f} s of server time a day; the 3 s report costs {report:,.0f} s: "
+      f"{hot / report:,.0f} times more")
+
+# %% [markdown]
+# ## What the hot join does
+#
+# The support queue as a pipeline:
+
+# %%
+queue_pipeline = [
+    {"$match": {"status": "open"}},
+    {"$sort": {"createdAt": -1}},
+    {"$limit": 20},
+    {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "customer",
+                 "pipeline": [{"$project": {"name": 1, "tier": 1}}]}},
+]
+queue = list(db.orders.aggregate(queue_pipeline))
+[(o["_id"], o["customer"][0]["name"], o["customer"][0]["tier"]) for o in queue[:3]]
+
+# %% [markdown]
+# For every order that reaches `$lookup`, the server runs an equality query on the `from` collection. We can
+# measure that inner query with `explain()`: here on `_id`, indexed, then on `email`, which has no index (the
+# case the manual warns about).
+
+# %%
+def show(doc):
+    """A document with `_id` first and the other fields in alphabetical order (stable output)."""
+    return {"_id": doc["_id"], **{k: doc[k] for k in sorted(doc) if k != "_id"}}
+
+
+def stats(cursor):
+    s = cursor.explain()["executionStats"]
+    return {"keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+
+
+order_part = stats(db.orders.find({"status": "open"}).sort("createdAt", -1).limit(20))
+per_lookup = stats(db.customers.find({"_id": queue[0]["customerId"]}))
+per_lookup_unindexed = stats(db.customers.find({"email": "c7@example.com"}))
+pd.DataFrame({"orders part": order_part, "one lookup on _id (indexed)": per_lookup,
+              "one lookup on email (no index)": per_lookup_unindexed}).T
+
+# %%
+naive_docs = order_part["docs examined"] + len(queue) * per_lookup["docs examined"]
+print(f"documents examined per support-queue read: {naive_docs} "
+      f"({order_part['docs examined']} orders + {len(queue)} customers)")
+print(f"with an unindexed foreignField it would be "
+      f"{order_part['docs examined'] + len(queue) * per_lookup_unindexed['docs examined']:,}")
+
+# %% [markdown]
+# ## The fix: an extended reference
+#
+# The queue needs two customer fields. Copy exactly those into each order, next to the `customerId`
+# reference, which stays for everything else (the detail page, the report).
+#
+# Migration with an aggregation: on a real server it ends with `$merge` back into `orders`. The embedded
+# engine does not implement `$merge` yet, so that cell needs a real server; the next cell does the same with
+# `$out` into a new collection renamed over `orders`.
+
+# %%
+copy_stages = [
+    {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "c",
+                 "pipeline": [{"$project": {"name": 1, "tier": 1}}]}},
+    {"$set": {"customer": {"name": {"$first": "$c.name"}, "tier": {"$first": "$c.tier"}}}},
+    {"$project": {"c": 0}},
+]
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+db.orders.aggregate(copy_stages + [{"$merge": {"into": "orders", "on": "_id", "whenMatched": "replace"}}])
+
+# %%
+db.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])
+db.orders_extended.rename("orders", dropTarget=True)
+db.orders.create_index([("status", 1), ("createdAt", -1)])
+db.orders.create_index([("customerId", 1)])
+show(db.orders.find_one({"_id": "order:00042"}))
+
+# %% [markdown]
+# The hot read is now a plain query, no join:
+
+# %%
+after_queue = db.orders.find({"status": "open"}, {"customer": 1, "total": 1, "createdAt": 1}).sort("createdAt", -1).limit(20)
+after = stats(after_queue)
+after
+
+# %% [markdown]
+# The price: a rename must reach the copies. It is rare, and `customerId` (now indexed) finds them:
+
+# %%
+db.customers.update_one({"_id": "cust:0007"}, {"$set": {"name": "Customer Seven"}})
+renamed = db.orders.update_many({"customerId": "cust:0007"}, {"$set": {"customer.name": "Customer Seven"}})
+print("orders updated by the rename:", renamed.modified_count)
+print("plan of that update's filter:", stats(db.orders.find({"customerId": "cust:0007"})))
+
+# %% [markdown]
+# ## Measured: before and after
+
+# %%
+compare = pd.DataFrame({
+    "$lookup on every read": {"collections read per queue view": 2, "documents examined per queue view": naive_docs,
+                              "documents examined per day at 500/s": naive_docs * 500 * 86_400,
+                              "writes per customer rename": 1},
+    "extended reference": {"collections read per queue view": 1, "documents examined per queue view": after["docs examined"],
+                           "documents examined per day at 500/s": after["docs examined"] * 500 * 86_400,
+                           "writes per customer rename": 1 + renamed.modified_count},
+})
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.2))
+ax.barh(compare.columns, compare.loc["documents examined per queue view"], color=["#d62728", "#1f77b4"])
+ax.set_xlabel("documents examined per support-queue view")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Half the documents read on the hottest path, paid for with a handful of extra writes a few times a day.
+#
+# ## Explore: frequency × cost
+#
+# Set the duration and rate of a join and of a report; the readout gives each one's server time per day.
+
+# %%
+from labkit.widgets import explorer
+
+
+def daily(join_ms, joins_per_second, report_seconds, reports_per_day):
+    join_s = join_ms * joins_per_second * 86_400 / 1000
+    report_s = report_seconds * reports_per_day
+    return {"hot join: server seconds per day": round(join_s), "report: server seconds per day": report_s,
+            "which to fix first": "the hot join" if join_s > report_s else "the report"}
+
+
+def draw_daily(ax, values, r):
+    ax.barh(["hot join", "report"], [r["hot join: server seconds per day"], r["report: server seconds per day"]],
+            color=["#d62728", "#7f7f7f"])
+    ax.set_xlabel("server seconds per day")
+
+
+freq = explorer(daily, sliders={"join_ms": (1, 100, 15, 1), "joins_per_second": (0, 2000, 500, 10),
+                                "report_seconds": (1, 3600, 3, 1), "reports_per_day": (1, 24, 1, 1)},
+                title="Frequency × cost", draw=draw_daily)
+freq
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.orders` references `practice.customers`. Give every order an extended reference
+# `customer: {"name": ..., "tier": ...}` copied from its customer, keep `customerId`, and copy nothing else.
+# `ex.check(practice)` compares every copy with its customer and checks the queue query needs no join.
+
+# %%
+practice = labkit.fresh_db("38_practice")
+practice.customers.insert_many([{"_id": f"cust:{c:03d}", "name": f"Customer {c}", "tier": TIERS[c % 3],
+                                 "email": f"c{c}@example.com", "notes": "n"} for c in range(100)])
+practice.orders.insert_many([{"_id": f"order:{o:04d}", "customerId": f"cust:{(o * 7) % 100:03d}", "status": "open",
+                              "createdAt": dt.datetime(2026, 2, 1) + dt.timedelta(hours=o)} for o in range(600)])
+ex = labkit.exercises.get("38-extended-reference")
+ex
+
+# %% tags=["solution"]
+practice.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])
+practice.orders_extended.rename("orders", dropTarget=True)
+ex.check(practice)
+
+# %% [markdown]
+# ## Summary
+#
+# - `$lookup` runs a query per document that enters it; an unindexed `foreignField` turns each into a scan.
+# - Rank joins by frequency × cost: 15 ms at 500/s is far more server time than 3 s once a night.
+# - Fix the hot path with an extended reference: copy the few fields it needs, keep the reference, and update
+#   the copies on the rare change.
+#
+# **Next:** 39 · a schema review of a legacy dataset.
