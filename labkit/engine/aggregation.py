@@ -20,6 +20,7 @@ from mongomock import helpers
 
 from . import keys as K
 from .collection import _check_sort, _sort_list, fast_copy
+from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .stages import IndexScan
 
@@ -573,9 +574,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = _call(mm_aggregate._handle_bucket_stage, docs, coll, arg)
         elif name in ("$indexStats", "$collStats"):
             raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
-        elif name in ("$out", "$merge"):
-            docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
-            break
+        elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $replaceWith; clear errors (extra_stages.py)
+            docs = EXTRA_STAGES[name](coll, [fast_copy(d) for d in docs], arg, pipeline, i)
         else:
             docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
             break

@@ -245,7 +245,8 @@ class LabCollection(EmbeddedCollection):
 
     def aggregate(self, pipeline, session=None, **kwargs):
         norm = collate.normalize(kwargs.pop("collation", None))
-        with sessions.bind(session, self), collate.using(norm):
+        flag = bool(kwargs.pop("bypassDocumentValidation", False) or kwargs.pop("bypass_document_validation", False))
+        with sessions.bind(session, self), collate.using(norm), bypassing(flag):
             if norm is not None:
                 collate.check_pipeline(pipeline)
             result = super().aggregate(pipeline, **kwargs)

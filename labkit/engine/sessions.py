@@ -364,9 +364,10 @@ def start_session(client, causal_consistency=None, default_transaction_options=N
 
 # ---------------------------------------------------------------------------------------------- binding
 def _client_of(obj):
-    if hasattr(obj, "database"):  # a collection
+    from mongomock.collection import Collection
+    if isinstance(obj, Collection):
         return obj.database.client
-    return obj.client
+    return obj.client  # a database
 
 
 def check_session(session, obj) -> None:

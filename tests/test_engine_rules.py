@@ -1,0 +1,362 @@
+"""Server rules on the embedded engine: schema validation and document limits.
+
+Each test reproduces a MongoDB manual example (quoted in its docstring) through plain pymongo calls, and
+every failing write is checked to change nothing: documents (find results) and indexes (entries and
+explain's keysExamined).
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from bson.int64 import Int64
+from pymongo import InsertOne, ReplaceOne, ReturnDocument, UpdateOne
+from pymongo.errors import (BulkWriteError, CollectionInvalid, DocumentTooLarge, OperationFailure, WriteError)
+
+from labkit.engine import EmbeddedClient
+
+MiB = 1024 * 1024
+
+STUDENTS_SCHEMA = {
+    "bsonType": "object",
+    "title": "Student Object Validation",
+    "required": ["address", "major", "name", "year"],
+    "properties": {
+        "name": {"bsonType": "string", "description": "'name' must be a string and is required"},
+        "year": {"bsonType": "int", "minimum": 2017, "maximum": 3017,
+                 "description": "'year' must be an integer in [ 2017, 3017 ] and is required"},
+        "gpa": {"bsonType": ["double"], "description": "'gpa' must be a double if the field exists"},
+    },
+}
+ALICE = {"name": "Alice", "year": 2019, "major": "History", "address": {"city": "NYC", "street": "33rd Street"}}
+
+
+@pytest.fixture()
+def db():
+    return EmbeddedClient().rules
+
+
+def state(coll):
+    """Everything a failed write must leave alone: documents in natural order and every index's entries."""
+    st = coll._store
+    return ([repr(d) for d in st.docs.values()], {n: list(ix.entries) for n, ix in st.ix.items()})
+
+
+def keys_examined(cur) -> int:
+    return cur.explain()["executionStats"]["totalKeysExamined"]
+
+
+def students(db, **opts):
+    db.create_collection("students", validator={"$jsonSchema": STUDENTS_SCHEMA}, **opts)
+    db.students.create_index("name")
+    return db.students
+
+
+# ------------------------------------------------------------------------------------------- validation
+def test_students_gpa_int_fails_double_passes(db):
+    """Manual, *Specify JSON Schema Validation*: the students collection requires ``gpa`` to be a double;
+    ``insertOne({name: "Alice", year: Int32(2019), major: "History", gpa: Int32(3), address: ...})`` fails
+    with "Document failed validation" (errInfo: gpa "type did not match", consideredValue 3, consideredType
+    "int"); the same document with ``gpa: Double(3.0)`` is inserted."""
+    c = students(db)
+    before = state(c)
+    with pytest.raises(WriteError) as ei:
+        c.insert_one(dict(ALICE, gpa=3))
+    e = ei.value
+    assert e.code == 121 and "Document failed validation" in str(e)
+    details = e.details["errInfo"]["details"]
+    assert details["operatorName"] == "$jsonSchema" and details["title"] == "Student Object Validation"
+    prop = details["schemaRulesNotSatisfied"][0]["propertiesNotSatisfied"][0]
+    assert prop["propertyName"] == "gpa"
+    assert prop["details"][0]["consideredValue"] == 3 and prop["details"][0]["consideredType"] == "int"
+    assert state(c) == before and c.count_documents({}) == 0
+    assert keys_examined(c.find({"name": "Alice"})) == 0
+    c.insert_one(dict(ALICE, gpa=3.0))
+    assert c.find_one({}, {"_id": 0, "name": 1, "gpa": 1}) == {"name": "Alice", "gpa": 3.0}
+    assert keys_examined(c.find({"name": "Alice"})) == 1
+
+
+def test_rules_shown_by_list_collections_and_options(db):
+    """Manual, *View Existing Validation Rules*: ``db.getCollectionInfos({name: "students"})`` shows
+    ``options: {validator: {$jsonSchema: ...}, validationLevel: "strict", validationAction: "error"}``."""
+    students(db)
+    db.create_collection("plain")
+    infos = {i["name"]: i for i in db.list_collections()}
+    assert infos["students"]["options"] == {"validator": {"$jsonSchema": STUDENTS_SCHEMA},
+                                            "validationLevel": "strict", "validationAction": "error"}
+    assert infos["plain"]["options"] == {} and infos["plain"]["type"] == "collection"
+    assert db.students.options() == infos["students"]["options"]
+    assert [i["name"] for i in db.list_collections(filter={"name": "students"})] == ["students"]
+    assert db.list_collections(nameOnly=True).next().keys() == {"name", "type"}
+    with pytest.raises(CollectionInvalid):
+        db.create_collection("students")
+
+
+def test_bad_rules_rejected_when_set(db):
+    """Manual, *$jsonSchema* (omissions): ``type: "integer"`` is not supported (use ``bsonType: "int"``);
+    createCollection/collMod refuse such validators, and unknown levels/actions, before changing anything."""
+    bad = {"$jsonSchema": {"bsonType": "object", "properties": {"qty": {"type": "integer"}}}}
+    with pytest.raises(OperationFailure) as ei:
+        db.create_collection("inv", validator=bad)
+    assert "Parsing of collection validator failed" in str(ei.value)
+    assert "inv" not in db.list_collection_names()
+    with pytest.raises(OperationFailure) as ei:
+        db.create_collection("inv", validator={"a": 1}, validationLevel="sometimes")
+    assert ei.value.code == 2
+    with pytest.raises(OperationFailure):
+        db.create_collection("inv", validator={"$where": "this.a > 1"})
+    db.create_collection("inv", validator={"qty": {"$gte": 0}})
+    with pytest.raises(OperationFailure):
+        db.command("collMod", "inv", validator=bad)
+    with pytest.raises(OperationFailure):
+        db.command("collMod", "inv", validationAction="explode")
+    assert db.inv.options()["validator"] == {"qty": {"$gte": 0}}
+    with pytest.raises(OperationFailure) as ei:
+        db.command("collMod", "missing", validator={"a": 1})
+    assert ei.value.code == 26
+
+
+def test_collmod_not_retroactive_and_moderate_level(db):
+    """Manual, *Specify Validation Level for Existing Documents*: contacts ``{_id: 1, name: "Anne",
+    phone: "+1 555 123 456", ...}`` and ``{_id: 2, name: "Ivan", city: "Vancouver"}`` exist before
+    ``collMod`` adds a validator requiring string ``phone`` and ``name``. Existing documents stay. With
+    ``validationLevel: "moderate"``, ``updateOne({_id: 1}, {$set: {name: 10}})`` fails (document 1 was
+    valid) while ``updateOne({_id: 2}, {$set: {name: 20}})`` succeeds (document 2 already was invalid);
+    with "strict" both fail."""
+    c = db.contacts
+    c.insert_many([{"_id": 1, "name": "Anne", "phone": "+1 555 123 456", "city": "London", "status": "Complete"},
+                   {"_id": 2, "name": "Ivan", "city": "Vancouver"}])
+    schema = {"bsonType": "object", "required": ["phone", "name"],
+              "properties": {"phone": {"bsonType": "string", "description": "phone must be a string and is required"},
+                             "name": {"bsonType": "string", "description": "name must be a string and is required"}}}
+    assert db.command("collMod", "contacts", validator={"$jsonSchema": schema}, validationLevel="moderate")["ok"] == 1
+    assert c.count_documents({}) == 2  # not applied retroactively
+    assert c.options()["validationLevel"] == "moderate"
+    before = state(c)
+    with pytest.raises(WriteError) as ei:
+        c.update_one({"_id": 1}, {"$set": {"name": 10}})
+    assert ei.value.code == 121 and state(c) == before
+    assert c.update_one({"_id": 2}, {"$set": {"name": 20}}).modified_count == 1
+    db.command("collMod", "contacts", validationLevel="strict")
+    assert c.options()["validator"] == {"$jsonSchema": schema}  # collMod keeps what it does not change
+    with pytest.raises(WriteError):
+        c.update_one({"_id": 2}, {"$set": {"name": 30}})
+    assert c.find_one({"_id": 2})["name"] == 20
+
+
+def test_query_operator_validator(db):
+    """Manual, *Specify Validation With Query Operators* / *Choose How to Handle Invalid Documents*: with
+    ``validator: {$or: [{phone: {$type: "string"}}, {email: {$regex: /@mongodb\\.com$/}},
+    {status: {$in: ["Unknown", "Incomplete"]}}]}``, inserting ``{name: "Amanda", status: "Updated"}``
+    fails with code 121 and errInfo ``operatorName: "$or"``."""
+    db.create_collection("contacts", validator={"$or": [{"phone": {"$type": "string"}},
+                                                        {"email": {"$regex": re.compile(r"@mongodb\.com$")}},
+                                                        {"status": {"$in": ["Unknown", "Incomplete"]}}]})
+    with pytest.raises(WriteError) as ei:
+        db.contacts.insert_one({"name": "Amanda", "status": "Updated"})
+    assert ei.value.code == 121
+    assert ei.value.details["errInfo"]["details"]["operatorName"] == "$or"
+    db.contacts.insert_one({"name": "Amanda", "status": "Incomplete"})
+    db.contacts.insert_one({"name": "Xiao", "email": "xiao@mongodb.com"})
+    assert db.contacts.count_documents({}) == 2
+
+
+def test_validation_action_warn_logs_and_accepts(db, caplog):
+    """Manual, *Choose How to Handle Invalid Documents*: with ``validationAction: "warn"`` the invalid
+    ``{name: "Amanda", status: "Updated"}`` is inserted and the server logs "Document would fail
+    validation" (log id 20294)."""
+    db.create_collection("contacts2", validator={"$jsonSchema": {"bsonType": "object", "required": ["phone"]}},
+                         validationAction="warn")
+    with caplog.at_level(logging.WARNING, logger="labkit.engine"):
+        db.contacts2.insert_one({"name": "Amanda", "status": "Updated"})
+    assert db.contacts2.count_documents({}) == 1
+    assert any("Document would fail validation" in r.getMessage() for r in caplog.records)
+
+
+def test_bypass_document_validation(db):
+    """Manual, *Bypass Schema Validation*: ``insertOne(doc, {bypassDocumentValidation: true})`` stores a
+    document the validator would refuse (also for updates and bulk writes)."""
+    c = students(db)
+    c.insert_one({"name": "Bob"}, bypass_document_validation=True)
+    c.insert_many([{"name": "Carol"}], bypass_document_validation=True)
+    c.update_one({"name": "Bob"}, {"$set": {"gpa": 2}}, bypass_document_validation=True)
+    c.bulk_write([InsertOne({"name": "Dan"})], bypass_document_validation=True)
+    c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 1}}, bypass_document_validation=True)
+    assert c.count_documents({}) == 3
+    with pytest.raises(WriteError):
+        c.insert_one({"name": "Eve"})
+
+
+def test_insert_many_ordered_stops_unordered_continues(db):
+    """Manual, *insertMany* error handling with the students validator: an ordered insert stops at the
+    first invalid document (``nInserted`` counts the ones before it; ``writeErrors[0]`` has ``index``, code
+    121 and ``errInfo``); an unordered insert tries every document and reports each failure."""
+    c = students(db)
+    docs = [dict(ALICE, name="A1", gpa=3.1), dict(ALICE, name="A2", gpa=3), dict(ALICE, name="A3", gpa=2.5),
+            dict(ALICE, name="A4", year="2020")]
+    with pytest.raises(BulkWriteError) as ei:
+        c.insert_many([dict(d) for d in docs])
+    det = ei.value.details
+    assert det["nInserted"] == 1
+    assert [(w["index"], w["code"]) for w in det["writeErrors"]] == [(1, 121)]
+    assert det["writeErrors"][0]["errInfo"]["details"]["operatorName"] == "$jsonSchema"
+    assert [d["name"] for d in c.find({}, {"name": 1})] == ["A1"]
+    c.delete_many({})
+    with pytest.raises(BulkWriteError) as ei:
+        c.insert_many([dict(d) for d in docs], ordered=False)
+    det = ei.value.details
+    assert det["nInserted"] == 2
+    assert [(w["index"], w["code"]) for w in det["writeErrors"]] == [(1, 121), (3, 121)]
+    assert sorted(d["name"] for d in c.find()) == ["A1", "A3"]
+    assert keys_examined(c.find({"name": "A2"})) == 0
+
+
+def test_every_write_path_checks_the_resulting_document(db):
+    """Manual, *Schema Validation*: "MongoDB applies validation rules on inserts and updates" -- update,
+    replace, upsert, bulk_write and findAndModify are all checked on the document they would produce, and
+    a refused write changes neither documents nor index entries."""
+    c = students(db)
+    c.insert_one(dict(ALICE, gpa=3.0))
+    before = state(c)
+    attempts = [
+        lambda: c.update_one({"name": "Alice"}, {"$set": {"gpa": 4}}),
+        lambda: c.update_many({}, {"$unset": {"major": ""}}),
+        lambda: c.replace_one({"name": "Alice"}, {"name": "Alice"}),
+        lambda: c.update_one({"name": "Zed"}, {"$set": {"gpa": 1.0}}, upsert=True),
+        lambda: c.replace_one({"name": "Zed"}, {"name": "Zed"}, upsert=True),
+        lambda: c.find_one_and_update({"name": "Alice"}, {"$set": {"year": 1999}}),
+        lambda: c.find_one_and_replace({"name": "Alice"}, {"name": "Alice"}),
+        lambda: c.find_one_and_update({"name": "Zed"}, {"$set": {"year": 2020}}, upsert=True),
+    ]
+    for attempt in attempts:
+        with pytest.raises(WriteError) as ei:
+            attempt()
+        assert ei.value.code == 121
+        assert state(c) == before
+    with pytest.raises(BulkWriteError) as ei:
+        c.bulk_write([UpdateOne({"name": "Alice"}, {"$set": {"gpa": 1}}), ReplaceOne({}, {"x": 1})])
+    assert ei.value.details["writeErrors"][0]["code"] == 121 and state(c) == before
+    assert keys_examined(c.find({"name": "Zed"})) == 0
+    doc = c.find_one_and_update({"name": "Alice"}, {"$set": {"gpa": 3.9}}, return_document=ReturnDocument.AFTER)
+    assert doc["gpa"] == 3.9
+
+
+def test_jsonschema_query_operator(db):
+    """Manual, *$jsonSchema* (query operator): with ``myschema`` (item string, qty int, size.uom string,
+    h/w double, instock bool), ``find({$jsonSchema: myschema})`` returns the conforming inventory documents
+    and ``find({$nor: [{$jsonSchema: myschema}]})`` the others (paper and planner: ``instock: 1``); also in
+    count_documents and an aggregation ``$match``."""
+    myschema = {"required": ["item", "qty", "instock"],
+                "properties": {"item": {"bsonType": "string"}, "qty": {"bsonType": "int"},
+                               "size": {"bsonType": "object", "required": ["uom"],
+                                        "properties": {"uom": {"bsonType": "string"}, "h": {"bsonType": "double"},
+                                                       "w": {"bsonType": "double"}}},
+                               "instock": {"bsonType": "bool"}}}
+    db.inventory.insert_many([
+        {"item": "journal", "qty": 25, "size": {"h": 14.0, "w": 21.0, "uom": "cm"}, "instock": True},
+        {"item": "notebook", "qty": 50, "size": {"h": 8.5, "w": 11.0, "uom": "in"}, "instock": True},
+        {"item": "paper", "qty": 100, "size": {"h": 8.5, "w": 11.0, "uom": "in"}, "instock": 1},
+        {"item": "planner", "qty": 75, "size": {"h": 22.85, "w": 30.0, "uom": "cm"}, "instock": 1},
+        {"item": "postcard", "qty": 45, "size": {"h": 10.0, "w": 15.25, "uom": "cm"}, "instock": True},
+        {"item": "apple", "qty": 45, "status": "A", "instock": True},
+        {"item": "pears", "qty": 50, "status": "A", "instock": True}])
+    inv = db.inventory
+    assert [d["item"] for d in inv.find({"$jsonSchema": myschema})] == \
+        ["journal", "notebook", "postcard", "apple", "pears"]
+    assert [d["item"] for d in inv.find({"$nor": [{"$jsonSchema": myschema}]})] == ["paper", "planner"]
+    assert inv.count_documents({"$jsonSchema": myschema, "qty": {"$gt": 45}}) == 2
+    out = inv.aggregate([{"$match": {"$nor": [{"$jsonSchema": myschema}]}}, {"$count": "n"}])
+    assert list(out) == [{"n": 2}]
+    with pytest.raises(OperationFailure):
+        list(inv.find({"$jsonSchema": {"properties": {"qty": {"type": "integer"}}}}))
+
+
+# ------------------------------------------------------------------------------------------- limits
+def test_insert_over_16mib_raises_document_too_large(db):
+    """Manual, *MongoDB Limits and Thresholds*: "The maximum BSON document size is 16 mebibytes"; pymongo
+    refuses such a document before sending it (DocumentTooLarge). Nothing is stored."""
+    c = db.big
+    c.create_index("k")
+    with pytest.raises(DocumentTooLarge):
+        c.insert_one({"k": 1, "blob": "x" * (17 * MiB)})
+    with pytest.raises(DocumentTooLarge):
+        c.insert_many([{"k": 2}, {"k": 3, "blob": "x" * (17 * MiB)}])
+    assert c.count_documents({}) == 0 and keys_examined(c.find({"k": {"$gte": 0}})) == 0
+    c.insert_one({"k": 4, "blob": "x" * (15 * MiB)})
+    assert c.count_documents({}) == 1
+
+
+def test_update_growth_past_16mib_fails_17419(db):
+    """Server rule (lesson 31's $push loop): an update whose result exceeds 16 MiB fails with WriteError
+    17419 "Resulting document after update is larger than 16777216" and leaves the document unchanged."""
+    c = db.grow
+    c.create_index("k")
+    c.insert_one({"_id": 1, "k": 1, "chunks": ["x" * (6 * MiB), "y" * (6 * MiB)]})
+    before = state(c)
+    with pytest.raises(WriteError) as ei:
+        c.update_one({"_id": 1}, {"$push": {"chunks": "z" * (6 * MiB)}})
+    assert ei.value.code == 17419 and "larger than 16777216" in str(ei.value)
+    with pytest.raises(WriteError) as ei:
+        c.replace_one({"_id": 1}, {"k": 2, "blob": "q" * (17 * MiB)})
+    assert ei.value.code in (17419, 10334) or isinstance(ei.value, WriteError)
+    assert state(c) == before
+    assert len(c.find_one({"_id": 1})["chunks"]) == 2
+
+
+def _nest(depth: int) -> dict:
+    doc: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        doc = {"a": doc}
+    return doc
+
+
+def test_nesting_depth_limit_fails_cleanly(db):
+    """Manual, *Nested Depth for BSON Documents*: "MongoDB supports no more than 100 levels of nesting";
+    deeper documents fail with code 15 (Overflow) on insert and on update -- even 5,000 levels give a clean
+    WriteError, never a RecursionError -- and nothing changes."""
+    c = db.deep
+    c.insert_one(_nest(100))
+    before = state(c)
+    for depth in (101, 5000):
+        with pytest.raises(WriteError) as ei:
+            c.insert_one(_nest(depth))
+        assert ei.value.code == 15
+    with pytest.raises(WriteError) as ei:
+        c.update_one({}, {"$set": {"deeper": _nest(5000)}})
+    assert ei.value.code == 15
+    with pytest.raises(WriteError) as ei:
+        c.update_one({}, {"$set": {"x": _nest(100)}})
+    assert ei.value.code == 15
+    assert state(c) == before
+
+
+def test_parallel_arrays_in_compound_index_171(db):
+    """Manual, *Multikey Indexes* (compound): "you cannot create a compound multikey index if more than one
+    to-be-indexed field of a document is an array" -- ``{a: [1, 2], b: [1, 2]}`` on index ``{a: 1, b: 1}``
+    fails with code 171 "cannot index parallel arrays", both when inserting and when building the index."""
+    c = db.par
+    c.create_index([("a", 1), ("b", 1)])
+    c.insert_one({"a": [1, 2], "b": 1})
+    before = state(c)
+    with pytest.raises(WriteError) as ei:
+        c.insert_one({"a": [1, 2], "b": [1, 2]})
+    assert ei.value.code == 171 and "cannot index parallel arrays" in str(ei.value)
+    with pytest.raises(WriteError) as ei:
+        c.update_one({}, {"$set": {"b": [3, 4]}})
+    assert ei.value.code == 171
+    assert state(c) == before
+    d = db.par2
+    d.insert_one({"a": [1], "b": [2]})
+    with pytest.raises(OperationFailure) as ei:
+        d.create_index([("a", 1), ("b", 1)])
+    assert ei.value.code == 171
+    assert list(d.index_information()) == ["_id_"]
+
+
+def test_int64_and_int32_bson_types_in_validator(db):
+    """Manual, *bsonType* aliases: ``"long"`` matches Int64 values only, ``"int"`` 32-bit integers."""
+    db.create_collection("counts", validator={"$jsonSchema": {"properties": {"n": {"bsonType": "long"}}}})
+    db.counts.insert_one({"n": Int64(5)})
+    with pytest.raises(WriteError):
+        db.counts.insert_one({"n": 5})

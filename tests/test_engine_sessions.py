@@ -1,0 +1,254 @@
+"""Sessions and multi-document transactions on the embedded engine (labkit/engine/sessions.py).
+
+The examples follow pymongo's documentation (*Transactions*, ``ClientSession.with_transaction``) and the
+MongoDB manual (*Transactions*, *Drivers API*). Rolled-back writes must leave documents AND indexes as they
+were (index entries and explain's keysExamined).
+"""
+from __future__ import annotations
+
+import pytest
+from pymongo import InsertOne, ReturnDocument, UpdateOne
+from pymongo.errors import DuplicateKeyError, InvalidOperation, OperationFailure
+
+from labkit.engine import EmbeddedClient
+
+
+@pytest.fixture()
+def client():
+    c = EmbeddedClient()
+    c.db.orders.create_index("sku")
+    c.db.inventory.insert_one({"sku": "abc123", "qty": 500})
+    c.db.inventory.create_index("sku", unique=True)
+    return c
+
+
+def state(coll):
+    st = coll._store
+    return ([repr(d) for d in st.docs.values()], {n: list(ix.entries) for n, ix in st.ix.items()})
+
+
+def keys_examined(cur) -> int:
+    return cur.explain()["executionStats"]["totalKeysExamined"]
+
+
+def test_transaction_context_managers_commit(client):
+    """pymongo docs, *Transactions*: ``with client.start_session() as session: with
+    session.start_transaction(): orders.insert_one({"sku": "abc123", "qty": 100}, session=session);
+    inventory.update_one({"sku": "abc123", "qty": {"$gte": 100}}, {"$inc": {"qty": -100}}, session=session)``.
+    Inside, the session sees both writes and other readers see neither; leaving the block commits."""
+    orders, inventory = client.db.orders, client.db.inventory
+    with client.start_session() as session:
+        with session.start_transaction():
+            assert session.in_transaction
+            orders.insert_one({"sku": "abc123", "qty": 100}, session=session)
+            inventory.update_one({"sku": "abc123", "qty": {"$gte": 100}}, {"$inc": {"qty": -100}},
+                                 session=session)
+            assert orders.count_documents({}, session=session) == 1
+            assert inventory.find_one({"sku": "abc123"}, session=session)["qty"] == 400
+            assert orders.count_documents({}) == 0
+            assert inventory.find_one({"sku": "abc123"})["qty"] == 500
+            assert keys_examined(orders.find({"sku": "abc123"})) == 0
+        assert not session.in_transaction
+    assert orders.find_one({}, {"_id": 0}) == {"sku": "abc123", "qty": 100}
+    assert inventory.find_one({"sku": "abc123"})["qty"] == 400
+    assert keys_examined(orders.find({"sku": "abc123"})) == 1
+
+
+def test_with_transaction_callback(client):
+    """pymongo docs, ``ClientSession.with_transaction``: ``def callback(session): orders =
+    session.client.db.orders; ... orders.insert_one(..., session=session); inventory.update_one(...,
+    session=session)`` then ``session.with_transaction(callback)`` commits and returns the callback's
+    result."""
+    def callback(session):
+        orders = session.client.db.orders
+        inventory = session.client.db.inventory
+        orders.insert_one({"sku": "abc123", "qty": 100}, session=session)
+        inventory.update_one({"sku": "abc123", "qty": {"$gte": 100}}, {"$inc": {"qty": -100}}, session=session)
+        return "done"
+
+    with client.start_session() as session:
+        assert session.with_transaction(callback) == "done"
+    assert client.db.orders.count_documents({}) == 1
+    assert client.db.inventory.find_one()["qty"] == 400
+
+
+def test_exception_in_callback_aborts_and_propagates(client):
+    """pymongo docs, ``with_transaction``: "If the callback raises an exception, the transaction is aborted
+    and the exception re-raised" -- every write in it is rolled back, documents and index entries."""
+    orders, inventory = client.db.orders, client.db.inventory
+    before = (state(orders), state(inventory))
+
+    def callback(session):
+        orders.insert_one({"sku": "abc123", "qty": 100}, session=session)
+        inventory.update_one({"sku": "abc123"}, {"$set": {"sku": "zzz"}}, session=session)
+        raise ValueError("out of stock")
+
+    with client.start_session() as session:
+        with pytest.raises(ValueError):
+            session.with_transaction(callback)
+        assert not session.in_transaction
+    assert (state(orders), state(inventory)) == before
+    assert keys_examined(inventory.find({"sku": "zzz"})) == 0
+
+
+def test_abort_rolls_back_only_the_transaction(client):
+    """Manual, *Transactions*: "When a transaction aborts, all data changes made in the transaction are
+    discarded" -- writes made outside it meanwhile stay, as do indexes' entries for them."""
+    orders = client.db.orders
+    session = client.start_session()
+    session.start_transaction()
+    orders.insert_one({"sku": "in-txn", "qty": 1}, session=session)
+    orders.insert_one({"sku": "outside", "qty": 2})
+    orders.delete_many({}, session=session)
+    assert orders.count_documents({}, session=session) == 0
+    session.abort_transaction()
+    assert [d["sku"] for d in orders.find()] == ["outside"]
+    assert keys_examined(orders.find({"sku": "in-txn"})) == 0
+    assert keys_examined(orders.find({"sku": "outside"})) == 1
+    # the with-statement form aborts on an exception
+    with pytest.raises(KeyError):
+        with session.start_transaction():
+            orders.update_many({}, {"$set": {"qty": 0}}, session=session)
+            raise KeyError("x")
+    assert orders.find_one({"sku": "outside"})["qty"] == 2
+
+
+def test_reads_with_the_session_see_the_transaction(client):
+    """Manual, *Read Concern/Write Concern/Read Preference in transactions*: operations in a transaction
+    read its own writes (find, cursors, aggregate with $lookup, distinct, count) from one snapshot."""
+    orders, inventory = client.db.orders, client.db.inventory
+    with client.start_session() as s:
+        with s.start_transaction():
+            orders.insert_many([{"sku": "abc123", "qty": 1}, {"sku": "abc123", "qty": 2}], session=s)
+            cur = orders.find({"sku": "abc123"}, session=s).sort("qty", -1)
+            assert [d["qty"] for d in cur] == [2, 1]
+            pipeline = [{"$lookup": {"from": "orders", "localField": "sku", "foreignField": "sku", "as": "o"}},
+                        {"$project": {"_id": 0, "n": {"$size": "$o"}}}]
+            assert list(inventory.aggregate(pipeline, session=s)) == [{"n": 2}]
+            assert list(inventory.aggregate(pipeline)) == [{"n": 0}]
+            assert orders.distinct("qty", session=s) == [1, 2]
+            assert orders.distinct("qty") == []
+            # an outside write after the snapshot is not seen by the transaction
+            inventory.update_one({}, {"$set": {"qty": 1}})
+            assert inventory.find_one({}, session=s)["qty"] == 500
+            assert orders.estimated_document_count(session=s) == 2
+
+
+def test_write_conflict_applies_nothing(client):
+    """Manual, *In-progress Transactions and Write Conflicts*: if a document the transaction modifies is
+    modified outside it, the transaction cannot commit: WriteConflict (112) with the
+    "TransientTransactionError" label; none of its writes (in any collection) are applied."""
+    orders, inventory = client.db.orders, client.db.inventory
+    s = client.start_session()
+    s.start_transaction()
+    orders.insert_one({"sku": "abc123", "qty": 100}, session=s)
+    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=s)
+    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # a concurrent writer
+    before = (state(orders), state(inventory))
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 112 and ei.value.has_error_label("TransientTransactionError")
+    assert (state(orders), state(inventory)) == before
+    assert inventory.find_one()["qty"] == 499 and orders.count_documents({}) == 0
+    assert not s.in_transaction
+
+
+def test_with_transaction_retries_transient_errors(client):
+    """pymongo docs, ``with_transaction``: on a TransientTransactionError the whole callback is retried;
+    here the first attempt meets a concurrent write (WriteConflict), the second commits."""
+    inventory = client.db.inventory
+    attempts = []
+
+    def callback(session):
+        attempts.append(1)
+        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=session)
+        if len(attempts) == 1:
+            inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # concurrent writer, once
+
+    with client.start_session() as s:
+        s.with_transaction(callback)
+    assert len(attempts) == 2
+    assert inventory.find_one()["qty"] == 399
+
+
+def test_unique_index_rechecked_at_commit(client):
+    """Unique indexes hold across a transaction: a key inserted outside after the snapshot makes the commit
+    fail (WriteConflict, nothing applied); inside, a duplicate fails at once (11000) and, as on the server,
+    the failed command aborts the transaction (commit -> NoSuchTransaction 251)."""
+    inventory = client.db.inventory
+    s = client.start_session()
+    s.start_transaction()
+    inventory.insert_one({"sku": "new", "qty": 1}, session=s)
+    inventory.insert_one({"sku": "new", "qty": 2})
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 112
+    assert [d["qty"] for d in inventory.find({"sku": "new"})] == [2]
+    s.start_transaction()
+    inventory.insert_one({"sku": "x", "qty": 1}, session=s)
+    with pytest.raises(DuplicateKeyError):
+        inventory.insert_one({"sku": "abc123"}, session=s)
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 251 and ei.value.has_error_label("TransientTransactionError")
+    assert inventory.count_documents({"sku": "x"}) == 0
+
+
+def test_session_accepted_on_every_call(client):
+    """pymongo API: every CRUD, aggregate, count, distinct and index method takes ``session=``; outside a
+    transaction it simply runs (causally consistent on one node). DDL inside a transaction is refused
+    clearly (263)."""
+    db = client.db
+    c = db.orders
+    with client.start_session() as s:
+        c.insert_one({"sku": "a", "qty": 1}, session=s)
+        c.insert_many([{"sku": "b", "qty": 2}], session=s)
+        c.update_one({"sku": "a"}, {"$inc": {"qty": 1}}, session=s)
+        c.update_many({}, {"$inc": {"qty": 1}}, session=s)
+        c.replace_one({"sku": "b"}, {"sku": "b", "qty": 9}, session=s)
+        c.bulk_write([InsertOne({"sku": "c"}), UpdateOne({"sku": "c"}, {"$set": {"qty": 5}})], session=s)
+        assert c.find_one_and_update({"sku": "c"}, {"$inc": {"qty": 1}}, session=s,
+                                     return_document=ReturnDocument.AFTER)["qty"] == 6
+        c.find_one_and_replace({"sku": "c"}, {"sku": "c", "qty": 7}, session=s)
+        c.find_one_and_delete({"sku": "c"}, session=s)
+        c.delete_one({"sku": "zz"}, session=s)
+        c.delete_many({"sku": "zz"}, session=s)
+        assert c.count_documents({}, session=s) == 2
+        assert c.estimated_document_count(session=s) == 2
+        assert c.distinct("sku", session=s) == ["a", "b"]
+        assert len(list(c.aggregate([{"$match": {}}], session=s))) == 2
+        assert c.create_index("qty", session=s) == "qty_1"
+        assert "qty_1" in c.index_information(session=s)
+        assert len(list(c.list_indexes(session=s))) == 3
+        c.drop_index("qty_1", session=s)
+        assert "orders" in [i["name"] for i in db.list_collections(session=s)]
+        db.create_collection("tmp", session=s)
+        db.tmp.drop(session=s)
+        with s.start_transaction():
+            with pytest.raises(OperationFailure) as ei:
+                c.create_index("qty", session=s)
+            assert ei.value.code == 263
+
+
+def test_session_api_errors(client):
+    """pymongo ``ClientSession`` rules: no nested transactions, commit/abort need a transaction, an ended
+    session cannot be used, and a session only works with the client that started it."""
+    s = client.start_session()
+    with pytest.raises(InvalidOperation):
+        s.commit_transaction()
+    with pytest.raises(InvalidOperation):
+        s.abort_transaction()
+    s.start_transaction()
+    with pytest.raises(InvalidOperation):
+        s.start_transaction()
+    s.commit_transaction()
+    s.commit_transaction()  # committing again is allowed (retry)
+    with pytest.raises(InvalidOperation):
+        s.abort_transaction()
+    other = EmbeddedClient()
+    with pytest.raises(InvalidOperation):
+        other.db.x.insert_one({}, session=s)
+    s.end_session()
+    assert s.has_ended
+    with pytest.raises(InvalidOperation):
+        client.db.orders.find_one({}, session=s)
