@@ -1,0 +1,220 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Anti-pattern: case-insensitive queries without a matching index"
+#     section: Anti-patterns
+#     demo: "Explain /^sam$/i (every key examined) next to a lower-case field lookup (one key)."
+#     mistakes: ["Writing /^x$/i and assuming the index on the field helps", "Creating a collation index but querying without the same collation", "Expecting a collation index to speed up $regex"]
+# ---
+
+# %% [markdown]
+# # 37 · Anti-pattern: case-insensitive queries without a matching index
+#
+# **You will learn**
+# - why `/^sam$/i` examines far more index keys than it returns, while `/^Sam/` scans only a range;
+# - the collation fix: an index with `{locale: "en", strength: 2}` and queries that name the same collation;
+# - the normalized-field fix: store `nameLower` and query it with a plain index;
+# - to read the signature in `explain("executionStats")`: keys or documents examined far above `nReturned`.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+from labkit.collation import strings_equal
+
+db = labkit.fresh_db("37_case_insensitive")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# 5,000 accounts with user names typed in whatever case people used, generated deterministically. Three of
+# them are some spelling of "sam".
+
+# %%
+FIRST = ["ana", "ben", "chloe", "dev", "elena", "farah", "gus", "hana", "ivan", "jada", "kenji", "lena"]
+
+
+def spelled(name, i):
+    return [name, name.capitalize(), name.upper()][i % 3]
+
+
+accounts = [{"_id": f"acct:{i:05d}", "username": spelled(FIRST[i % 12], i // 12) + str(i)} for i in range(4997)]
+accounts += [{"_id": "acct:sam-1", "username": "sam"}, {"_id": "acct:sam-2", "username": "Sam"},
+             {"_id": "acct:sam-3", "username": "SAM"}]
+db.accounts.insert_many(accounts)
+db.accounts.create_index([("username", 1)])
+print(db.accounts.count_documents({}), "accounts")
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | log in / look up by user name, ignoring case | read | 300/s | one account |
+# | sign up | write | 1/s | user name unique regardless of case |
+
+# %% [markdown]
+# ## Detect: keys examined vs returned
+
+# %%
+def plan(cursor):
+    e = cursor.explain()
+    node, stages = e["queryPlanner"]["winningPlan"], []
+    while node:
+        node = node.get("queryPlan", node)
+        stages.append(node["stage"])
+        node = node.get("inputStage")
+    s = e["executionStats"]
+    return {"stages": " <- ".join(stages), "keys examined": s["totalKeysExamined"],
+            "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+
+
+regex_i = plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}))
+prefix = plan(db.accounts.find({"username": {"$regex": "^Sam"}}))
+pd.DataFrame({"/^sam$/i": regex_i, "/^Sam/ (case-sensitive prefix)": prefix}).T
+
+# %% [markdown]
+# The case-sensitive prefix turns into a range of the index (`["Sam", "Sao")`), so the server reads only the
+# keys that start with "Sam". With the `i` option no range can be computed: every key in the index is read and
+# tested. That is the signature: keys examined ≈ the whole collection, returned = 3.
+
+# %% [markdown]
+# ## Fix 1: a case-insensitive collation index
+#
+# A collation at strength 2 compares base letters and accents but ignores case (strength 1 also ignores
+# accents). labkit's collation module shows what that means for single strings:
+
+# %%
+pairs = [("sam", "SAM"), ("sam", "Sâm"), ("sam", "sams")]
+pd.DataFrame([{"a": a, "b": b, **{f"equal at strength {s}": strings_equal(a, b, {"locale": "en", "strength": s})
+                                   for s in (1, 2, 3)}} for a, b in pairs])
+
+# %% [markdown]
+# The index must be created with the collation, and each query must name **the same** collation, or the
+# index is not used for the string comparison. A collation index never helps `$regex`.
+#
+# The embedded engine does not support collation on indexes or queries yet; the next cells need a real
+# server (set `MONGODB_URI`). They reproduce the example of MongoDB's case-insensitive index documentation:
+# three spellings of "apple", an index at strength 2, and three queries.
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+db.fruit.insert_many([{"_id": 1, "type": "apple"}, {"_id": 2, "type": "Apple"}, {"_id": 3, "type": "APPLE"}])
+db.fruit.create_index([("type", 1)], collation={"locale": "en", "strength": 2})
+fruit = {
+    "no collation": db.fruit.find({"type": "apple"}),
+    "strength 2 (same as the index)": db.fruit.find({"type": "apple"}, collation={"locale": "en", "strength": 2}),
+    "strength 1 (different)": db.fruit.find({"type": "apple"}, collation={"locale": "en", "strength": 1}),
+}
+pd.DataFrame({label: plan(cursor) for label, cursor in fruit.items()}).T
+
+# %% [markdown]
+# On a server, the first query cannot use the index (COLLSCAN) and finds only the exact "apple"; the second
+# uses it (IXSCAN) and finds all 3; the third finds all 3 but without the index, because its collation
+# differs. The same fix for our accounts:
+
+# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+db.accounts.create_index([("username", 1)], collation={"locale": "en", "strength": 2}, name="username_ci")
+with_collation = plan(db.accounts.find({"username": "sam"}, collation={"locale": "en", "strength": 2}))
+with_collation
+
+# %% [markdown]
+# ## Fix 2: a normalized field
+#
+# When one field needs it, a lower-case copy is simpler: set it on every write, index it, query it with the
+# lower-cased input. Migration for the existing accounts, in one update with a pipeline:
+
+# %%
+db.accounts.update_many({}, [{"$set": {"usernameLower": {"$toLower": "$username"}}}])
+db.accounts.create_index([("usernameLower", 1)], unique=False)
+normalized = plan(db.accounts.find({"usernameLower": "Sam".lower()}))
+sorted(d["username"] for d in db.accounts.find({"usernameLower": "sam"}))
+
+# %% [markdown]
+# A unique index on `usernameLower` would also make sign-up reject "SAM" when "sam" exists (here three such
+# accounts already exist, so it is left non-unique).
+#
+# ## Measured: before and after
+
+# %%
+compare = pd.DataFrame({"/^sam$/i on username": regex_i, "usernameLower equality": normalized}).T
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.2))
+ax.barh(compare.index, compare["keys examined"], color=["#d62728", "#1f77b4"])
+ax.set_xscale("log")
+ax.set_xlabel("index keys examined for 3 results (log scale)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Explore: pick a name and a query shape
+#
+# Each choice runs the query and its `explain()`.
+
+# %%
+from labkit.widgets import explorer
+
+SHAPES = ["regex with i", "case-sensitive prefix regex", "normalized field"]
+
+
+def lookup(name, shape):
+    if shape == "regex with i":
+        cursor = db.accounts.find({"username": {"$regex": f"^{name}$", "$options": "i"}})
+    elif shape == "case-sensitive prefix regex":
+        cursor = db.accounts.find({"username": {"$regex": f"^{name}"}})
+    else:
+        cursor = db.accounts.find({"usernameLower": name.lower()})
+    p = plan(cursor)
+    return {"query": shape, "keys examined": p["keys examined"], "docs examined": p["docs examined"],
+            "returned": p["returned"]}
+
+
+look = explorer(lookup, sliders={"name": ["sam", "Sam", "ana0", "hana7"], "shape": SHAPES}, title="Case-insensitive lookup",
+                draw=lambda ax, v, r: ax.barh(["keys examined", "returned"], [r["keys examined"], r["returned"]]))
+look
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.members` has an `email` field in mixed case and a login that must ignore case. Make the login
+# index-friendly: add a normalized field to every member, index it, and write `login_filter(email)` returning
+# the filter that finds the member. `ex.check(practice.members, login_filter)` tries several spellings and
+# reads the plans.
+
+# %%
+practice = labkit.fresh_db("37_practice")
+practice.members.insert_many([{"_id": f"m{i:04d}", "email": spelled(FIRST[i % 12], i) + f"{i}@Example.com"}
+                              for i in range(1500)])
+ex = labkit.exercises.get("37-login-filter")
+ex
+
+# %% tags=["solution"]
+practice.members.update_many({}, [{"$set": {"emailLower": {"$toLower": "$email"}}}])
+practice.members.create_index([("emailLower", 1)], unique=True)
+
+
+def login_filter(email):
+    return {"emailLower": email.lower()}
+
+
+ex.check(practice.members, login_filter)
+
+# %% [markdown]
+# ## Summary
+#
+# - `/^x$/i` cannot be turned into an index range: keys examined ≈ the whole index for a handful of results.
+# - Fix with an index at `{locale: "en", strength: 2}` and the same collation on every query, or with a
+#   normalized lower-case field and a plain (possibly unique) index.
+# - Collation indexes do not help `$regex`.
+#
+# **Next:** 38 · overuse of `$lookup`.
