@@ -475,3 +475,20 @@ def test_allplans_trial_stops_at_101_results(db):
     assert max(p["nReturned"] for p in allp) == 101
     assert e["executionStats"]["nReturned"] == 300
     assert all(find_stage(p["executionStages"], "IXSCAN") for p in allp)
+
+
+def test_regex_filters_on_index_keys_avoid_fetches(db):
+    """Rules §4 (explain6.js / explain_execution_stats_counters.js): both regexes on a compound index are
+    evaluated on the keys: keys 2, docs 1; and a regex query can be covered."""
+    t = db.rx
+    t.create_index([("a", 1), ("b", 1)])
+    t.insert_many([{"a": "a1", "b": "bx"}, {"a": "a2", "b": "cx"}])
+    e = t.find({"a": {"$regex": "a"}, "b": {"$regex": "b"}}).explain()
+    assert e["executionStats"]["totalKeysExamined"] == 2
+    assert e["executionStats"]["totalDocsExamined"] == 1
+    assert e["executionStats"]["nReturned"] == 1
+    ix = find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
+    assert ix["filter"] == {"$and": [{"a": {"$regex": "a"}}, {"b": {"$regex": "b"}}]}
+    e = t.find({"a": {"$regex": "^a"}}, {"_id": 0, "a": 1}).explain()
+    assert stages(e["queryPlanner"]["winningPlan"]) == ["PROJECTION_COVERED", "IXSCAN"]
+    assert list(t.find({"a": {"$regex": "2$"}}, {"_id": 0, "a": 1})) == [{"a": "a2"}]

@@ -65,6 +65,11 @@ def _enc_str(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00"
 
 
+def decode_str(b: bytes) -> str:
+    """The string of a string key-string (type byte, escaped UTF-8, terminator)."""
+    return b[1:-1].replace(b"\x00\xff", b"\x00").decode("utf-8", "surrogatepass")
+
+
 def _enc_double(f: float) -> bytes:
     if f == 0:
         f = 0.0

@@ -20,6 +20,7 @@ filter_applies = make_filter_applies(_mm_filter_applies)  # mongomock's matcher 
 
 from . import keys as K
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
+from .stages import IndexScan as _IndexScan
 from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
                      Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
@@ -120,6 +121,7 @@ class Planner:
         self.parsed = Parsed(query.filter)
         self.match_all = make_matcher(query.filter) if query.filter else None
         self.sort_key = _sort_key_fn(query.sort, store) if query.sort else None
+        self._keyfilters: dict[str, list[tuple[int, Pred]]] = {}
 
     # -- index eligibility ---------------------------------------------------------------------------
     def visible_indexes(self) -> list:
@@ -193,6 +195,7 @@ class Planner:
         bounds: list[list[Interval]] = []
         exact_used: list[Pred] = []
         lead = False
+        keyf: list[tuple[int, Pred]] = []
         mk_seen: list[set[str]] = []
         for i, f in enumerate(ix.spec.fields):
             ps = [p for p in by_path.get(f, []) if self._allowed(ix, p)]
@@ -218,6 +221,9 @@ class Planner:
             for p in chosen:
                 if p.exact and not (mk and p.kind == "ne"):
                     exact_used.append(p)
+                elif p.kind == "regex":
+                    keyf.append((i, p))
+        self._keyfilters[ix.spec.name] = keyf
         return bounds, exact_used, lead
 
     # -- candidate generation ---------------------------------------------------------------------
@@ -323,14 +329,21 @@ class Planner:
         q = self.q
         store = self.store
         parsed = self.parsed
-        residual_frags = [p.frag for p in parsed.preds if p not in exact]
+        keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
+        on_key = [p for _, p in keyf]
+        residual_frags = [p.frag for p in parsed.preds if p not in exact and p not in on_key]
         residual_frags += parsed.others + [{"$or": o} for o in parsed.ors]
         exact_all = not residual_frags
         shown = and_filter(_dedupe(residual_frags)) or None
         match = None if exact_all else self.match_all
+        key_filter = _key_filter(ix, keyf) if keyf else None
+        key_shown = and_filter(_dedupe([p.frag for p in on_key])) or None
         direction = self._sort_dir(ix, bounds)
         covered = self._covered(ix, exact_all)
         empty = any(len(b) == 0 for b in bounds)
+
+        def IndexScan(ix_, b_, d_):  # noqa: N802 - IXSCAN with the key-level (regex) filter attached
+            return _IndexScan(ix_, b_, d_, key_filter, key_shown)
         if direction:
             def build() -> Stage:
                 if empty:
@@ -428,6 +441,36 @@ class Planner:
             root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
             return Passthrough(root, "SUBPLAN")
         return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+
+
+def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
+    """Regex predicates evaluated on index keys (INEXACT_COVERED): no document fetch for non-matches."""
+    import re
+    from .bounds import _regex_parts
+    tests = []
+    for pos, p in keyf:
+        r, _ = _regex_parts(p.arg, (p.frag.get(p.path) or {}).get("$options", "") if isinstance(
+            p.frag.get(p.path), dict) else "")
+        flags = 0
+        fl = r.flags if isinstance(r.flags, str) else K._flags_str(r.flags)
+        for ch, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
+            if ch in fl:
+                flags |= bit
+        tests.append((pos, re.compile(r.pattern, flags), ix.spec.desc[pos]))
+
+    def f(key: tuple) -> bool:
+        for pos, rx, desc in tests:
+            kb = key[pos]
+            if desc:
+                kb = K.invert(kb)
+            t = kb[0]
+            if t == K.T_STR:
+                if not rx.search(K.decode_str(kb)):
+                    return False
+            elif t != K.T_REGEX:
+                return False
+        return True
+    return f
 
 
 def _nest(path: str, v: Any) -> dict:

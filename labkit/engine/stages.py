@@ -357,14 +357,14 @@ class IndexScan(Stage):
         return self._emit(key, rid)
 
     def _emit(self, key: tuple, rid: int) -> int:
+        if self.key_filter is not None and not self.key_filter(key):
+            return NEED_TIME
         if self.seen is not None:
             self.dups_tested += 1
             if rid in self.seen:
                 self.dups_dropped += 1
                 return NEED_TIME
             self.seen.add(rid)
-        if self.key_filter is not None and not self.key_filter(key):
-            return NEED_TIME
         self.out = (rid, None, key)
         return ADVANCED
 
