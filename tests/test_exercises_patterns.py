@@ -209,3 +209,39 @@ def test_polymorphic_validator_good():
 def test_polymorphic_validator_wrong(validator, why):
     result = labkit.exercises.get("14-polymorphic-validator").check(validator)
     assert not result.correct and why in result.message, result.message
+
+
+# --- 20 which pattern quiz ------------------------------------------------------------------------------------
+
+_RIGHT = {"sensor-every-second": "bucket", "viral-post": "outlier", "rating-on-every-view": "computed",
+          "renamed-fields": "schema versioning", "mixed-feed": "polymorphic",
+          "rough-view-counter": "approximation", "many-spec-fields": "attribute"}
+
+
+def test_which_pattern_good_and_spellings():
+    ex = labkit.exercises.get("20-which-pattern")
+    assert ex.check(_RIGHT).correct
+    loose = dict(_RIGHT, **{"sensor-every-second": "Bucket Pattern", "renamed-fields": "schema-versioning",
+                            "rating-on-every-view": " Computed "})
+    assert ex.check(loose).correct, ex.check(loose).message
+
+
+def test_which_pattern_explains_wrong_answers():
+    ex = labkit.exercises.get("20-which-pattern")
+    result = ex.check(dict(_RIGHT, **{"viral-post": "subset", "renamed-fields": "document versioning"}))
+    assert not result.correct
+    assert "5 of 7 right" in result.message
+    assert "viral-post" in result.message and "exceptional post" in result.message
+    assert "renamed-fields" in result.message and "shape" in result.message
+    assert "mixed-feed" not in result.message
+
+
+@pytest.mark.parametrize("answers, why", [
+    ({k: "bucket" for k in _RIGHT}, "1 of 7 right"),
+    (dict(_RIGHT, **{"viral-post": ""}), "no answer yet"),
+    (dict(_RIGHT, unknown="bucket"), "unknown scenario"),
+    (["bucket"], "should be a dict"),
+])
+def test_which_pattern_wrong(answers, why):
+    result = labkit.exercises.get("20-which-pattern").check(answers)
+    assert not result.correct and why in result.message, result.message

@@ -910,3 +910,135 @@ def _ex20() -> Exercise:
             "answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items()) + "}\nex.check(answers)"
         ),
     )
+
+
+# --- notebook 20 -------------------------------------------------------------------------------------------
+
+#: The quiz of notebook 20: scenario id -> what happens in the application.
+WHICH_PATTERN_SCENARIOS = {
+    "sensor-every-second": "A sensor reports a temperature every second; dashboards chart one sensor an hour at a time.",
+    "viral-post": "Most posts have about five comments and show them inline; one post has 50,000 comments.",
+    "rating-on-every-view": "Every product page shows the average rating; pages are viewed thousands of times per "
+                            "new review.",
+    "renamed-fields": "Old user documents store `name`, new ones `firstName` and `lastName`; the change must ship "
+                      "without downtime.",
+    "mixed-feed": "Articles, videos and tools appear together in one feed, newest first, each rendered its own way.",
+    "rough-view-counter": "A page-view counter may be off by a few percent, but its writes must drop tenfold.",
+    "many-spec-fields": "Products carry hundreds of different specification fields, and shoppers filter on any of "
+                        "them.",
+}
+
+_EXPECTED = {
+    "sensor-every-second": "bucket",
+    "viral-post": "outlier",
+    "rating-on-every-view": "computed",
+    "renamed-fields": "schema versioning",
+    "mixed-feed": "polymorphic",
+    "rough-view-counter": "approximation",
+    "many-spec-fields": "attribute",
+}
+
+_WHY = {
+    "sensor-every-second": "group readings per sensor and hour: 24 documents a day instead of 86,400 (lesson 10).",
+    "viral-post": "embed up to N comments and send the rest of the exceptional post to an overflow collection, "
+                  "flagged with hasOverflow (lesson 11).",
+    "rating-on-every-view": "reads vastly outnumber writes, so store the statistics on the product and update them "
+                            "with each review (lesson 12).",
+    "renamed-fields": "tag documents with schemaVersion, migrate on read and in background batches (lesson 13).",
+    "mixed-feed": "one collection with a `type` field gives one query and one index for the mixed feed "
+                  "(lesson 14).",
+    "rough-view-counter": "add N to the counter on one view in N: N times fewer writes for a small, measurable error "
+                          "(lesson 12).",
+    "many-spec-fields": "move the varying fields into an array of {k, v} pairs and index that array once "
+                        "(lesson 15).",
+}
+
+_SYNONYMS = {
+    "bucket": "bucket", "bucketing": "bucket", "buckets": "bucket", "time series": "bucket",
+    "outlier": "outlier", "outliers": "outlier", "overflow": "outlier",
+    "computed": "computed", "computation": "computed", "precomputed": "computed", "pre computed": "computed",
+    "schema versioning": "schema versioning", "versioning": "schema versioning", "schema version": "schema versioning",
+    "document versioning": "document versioning",
+    "polymorphic": "polymorphic", "polymorphism": "polymorphic", "single collection": "single collection",
+    "inheritance": "inheritance",
+    "approximation": "approximation", "approximate": "approximation",
+    "attribute": "attribute", "attributes": "attribute",
+    "subset": "subset", "extended reference": "extended reference", "archive": "archive", "tree": "tree",
+    "embedding": "embedding", "embed": "embedding", "referencing": "referencing", "reference": "referencing",
+}
+
+#: Explanations for tempting wrong answers: (scenario, given) -> why not.
+_NOT_THAT = {
+    ("viral-post", "subset"): "subset keeps a few items embedded for every document; here the problem is one "
+                              "exceptional post, handled differently from the rest.",
+    ("viral-post", "bucket"): "buckets group a regular stream by time; the issue here is one document far larger "
+                              "than all the others.",
+    ("rating-on-every-view", "approximation"): "an average rating shown to shoppers should be exact, and reviews are "
+                                               "rare writes: nothing to save by skipping updates.",
+    ("rough-view-counter", "computed"): "a counter updated on every view is the computed pattern; the hint is that "
+                                        "a few percent error is fine and writes must drop.",
+    ("renamed-fields", "document versioning"): "document versioning keeps old revisions of the data; here the "
+                                               "*shape* changed, which is schema versioning.",
+    ("mixed-feed", "inheritance"): "inheritance describes how the shapes share a base; the pattern that puts them "
+                                   "in one collection queried together is polymorphic.",
+    ("mixed-feed", "single collection"): "single collection stores related entities to fetch them together by a "
+                                         "shared key; a feed of similar items of several kinds is polymorphic.",
+    ("many-spec-fields", "polymorphic"): "polymorphic handles a few document shapes; hundreds of optional fields "
+                                         "that all need an index call for the attribute pattern.",
+    ("sensor-every-second", "computed"): "buckets usually carry computed summaries, but the pattern that removes "
+                                         "86,376 of 86,400 documents a day is bucket.",
+}
+
+
+def _normalise(answer: Any) -> str | None:
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().lower().replace("-", " ").replace("_", " ")
+    for suffix in (" pattern", " patterns"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+    text = " ".join(text.split())
+    return _SYNONYMS.get(text, text)
+
+
+def _check_which_pattern(answers: Any) -> str:
+    if isinstance(answers, tuple):
+        raise NotYet("call it with one dict: `ex.check(answers)`.")
+    if not isinstance(answers, dict):
+        raise NotYet(f"`answers` should be a dict {{scenario id: pattern name}}, got {type(answers).__name__}.")
+    unknown = sorted(set(answers) - set(WHICH_PATTERN_SCENARIOS))
+    if unknown:
+        raise NotYet(f"unknown scenario id(s) {unknown}; use the ids of the quiz table: "
+                     f"{sorted(WHICH_PATTERN_SCENARIOS)}.")
+    missing = [s for s in WHICH_PATTERN_SCENARIOS if not _normalise(answers.get(s))]
+    if missing:
+        raise NotYet(f"{len(missing)} scenario(s) have no answer yet: {missing}.")
+    wrong = []
+    for scenario, expected in _EXPECTED.items():
+        given = _normalise(answers[scenario])
+        if given == expected:
+            continue
+        why_not = _NOT_THAT.get((scenario, given), "")
+        wrong.append(f"- {scenario}: you said '{answers[scenario]}'. "
+                     + (f"Not quite: {why_not} " if why_not else "")
+                     + f"Expected {expected}: {_WHY[scenario]}")
+    right = len(_EXPECTED) - len(wrong)
+    if wrong:
+        raise NotYet(f"{right} of {len(_EXPECTED)} right.\n" + "\n".join(wrong))
+    return f"{right} of {len(_EXPECTED)} right: each scenario matched to the pattern that removes its main cost."
+
+
+@register
+def _ex20() -> Exercise:
+    return Exercise(
+        id="20-which-pattern",
+        lesson="20_which_pattern",
+        task="Name the pattern for each scenario of the quiz: answers = {scenario id: pattern name}.",
+        checker=_check_which_pattern,
+        hints=["Ask what grows without bound or what is recomputed too often in each scenario.",
+               "Seven scenarios, seven different patterns: bucket, outlier, computed, schema versioning, "
+               "polymorphic, approximation, attribute."],
+        solution_text=(
+            "answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items()) + "}\nex.check(answers)"
+        ),
+    )

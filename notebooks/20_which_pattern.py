@@ -1,0 +1,205 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 20
+#     title: "Which pattern when: use cases, patterns and a quiz"
+#     section: Patterns
+#     demo: "Pick 'IoT' and then 'mobile' in the dropdown and discuss why the same computed pattern appears for different reasons."
+#     mistakes: ["choosing a pattern by the data's nouns instead of the workload's numbers", "applying every pattern of a use case at once instead of the one that removes the measured cost", "confusing schema versioning (shape changes) with document versioning (old revisions)"]
+# ---
+
+# %% [markdown]
+# # 20 · Which pattern when: use cases, patterns and a quiz
+#
+# **You will learn**
+# - which patterns typically help in seven common kinds of application;
+# - to go from a use case to the lessons that measure each pattern;
+# - to recognise a pattern from a short description of a workload (checked quiz).
+#
+# **Time:** about 20 minutes.
+
+# %%
+import pandas as pd
+
+import labkit
+from labkit.exercises.patterns import WHICH_PATTERN_SCENARIOS
+
+db = labkit.fresh_db("20_which_pattern")  # not used for data: this lesson is a map of the others
+pd.set_option("display.max_colwidth", None)  # show the reasons in full
+LESSONS = {
+    "bucket": "10_bucket", "outlier": "11_outlier", "computed": "12_computed", "approximation": "12_computed",
+    "schema versioning": "13_schema_versioning", "polymorphic": "14_polymorphic", "inheritance": "14_polymorphic",
+    "attribute": "15_attribute", "extended reference": "16_extended_reference_subset",
+    "subset": "16_extended_reference_subset", "tree": "17_trees", "archive": "18_archive_versioning",
+    "document versioning": "18_archive_versioning", "single collection": "19_single_collection",
+}
+
+# %% [markdown]
+# ## The problem: many patterns, one application
+#
+# Every pattern in this section removes one specific cost that you can measure: too many documents, one
+# document far too big, the same aggregation on every read, an awkward migration, a query split over many
+# collections. An application type tends to meet the same costs, so a first guess of useful patterns can
+# start from it. Each row below says *why* a pattern tends to help in that kind of application; measure before
+# applying it.
+
+# %%
+USE_CASES = {
+    "catalog": {
+        "attribute": "products of different kinds carry many optional specification fields",
+        "polymorphic": "books, shoes and laptops share one collection and one search",
+        "computed": "rating averages and stock totals are read on every page view",
+        "subset": "a product page shows a few reviews out of thousands",
+        "extended reference": "an order keeps the product name and price it was sold at",
+        "tree": "categories nest inside categories",
+        "schema versioning": "the product model changes with every new product line",
+    },
+    "content management": {
+        "polymorphic": "articles, videos and tools are listed in one feed",
+        "document versioning": "editors need earlier revisions of a page",
+        "tree": "sections and pages form a hierarchy",
+        "outlier": "a few pieces attract far more comments than the rest",
+        "schema versioning": "content models evolve while old pages stay online",
+    },
+    "IoT": {
+        "bucket": "devices report every few seconds, charts read hours at a time",
+        "computed": "each bucket keeps count, min, max for instant summaries",
+        "approximation": "per-device counters tolerate a small error",
+        "archive": "old readings are rarely read but must be kept",
+        "outlier": "one chatty device reports far more often than the fleet",
+    },
+    "mobile": {
+        "subset": "small payloads over slow networks: only what the screen shows",
+        "extended reference": "one round trip per screen instead of joins",
+        "computed": "badges and totals shown on every app open",
+        "approximation": "like and view counters on popular items",
+        "schema versioning": "old app versions keep writing the old shape for months",
+    },
+    "personalization": {
+        "computed": "recommendations and scores prepared ahead of the visit",
+        "attribute": "preferences are open-ended key-value pairs",
+        "subset": "only the most recent activity is kept next to the profile",
+        "outlier": "a few power users generate most of the activity",
+        "schema versioning": "the profile gains new signals over time",
+    },
+    "real-time analytics": {
+        "bucket": "events are grouped per minute or hour for dashboards",
+        "computed": "running totals are updated on write instead of scanned on read",
+        "approximation": "high-rate counters where a small error is acceptable",
+        "extended reference": "events carry the few fields the dashboard filters on",
+    },
+    "single view": {
+        "polymorphic": "records from many source systems differ in shape",
+        "attribute": "each source brings its own optional fields",
+        "single collection": "a customer and everything about them fetched with one indexed query",
+        "schema versioning": "sources change their formats independently",
+        "document versioning": "the history of changes to a customer is audited",
+    },
+}
+patterns = sorted({p for row in USE_CASES.values() for p in row})
+matrix = pd.DataFrame([{p: ("✓" if p in row else "") for p in patterns} for row in USE_CASES.values()],
+                      index=list(USE_CASES))
+matrix.index.name = "use case"
+matrix
+
+# %% [markdown]
+# Counting the marks shows which patterns come up most often across application types:
+
+# %%
+(matrix == "✓").sum().sort_values(ascending=False, kind="stable").rename("use cases").to_frame().T
+
+# %% [markdown]
+# ## Explore: from a use case to the lessons
+#
+# Pick a use case: the readout lists each suggested pattern, the reason, and the lesson that measures it.
+
+# %%
+from labkit.widgets import explorer
+
+
+def suggest(use_case):
+    row = USE_CASES[use_case]
+    return {pattern: f"{LESSONS[pattern]}: {reason}" for pattern, reason in sorted(row.items())}
+
+
+explorer(suggest, sliders={"use_case": list(USE_CASES)}, title="Which pattern when")
+
+# %% [markdown]
+# The same as a table for all use cases, one row per (use case, pattern):
+
+# %%
+pd.DataFrame([{"use case": uc, "pattern": p, "lesson": LESSONS[p], "why": why}
+              for uc, row in USE_CASES.items() for p, why in sorted(row.items())]).set_index(["use case", "pattern"])
+
+# %% [markdown]
+# ## The source material's quick reference, with this section's measurements
+#
+# The source lists a scenario, a pattern and its main benefit for each pattern. The last column names the
+# lesson that measures it (the bucket arithmetic is recomputed here).
+
+# %%
+seconds_per_day, hours_per_day = 86_400, 24
+pd.DataFrame([
+    ("time-series data", "bucket", "far fewer documents",
+     f"{seconds_per_day:,} vs {hours_per_day} documents per sensor per day "
+     f"({seconds_per_day // hours_per_day:,}x fewer)"),
+    ("viral content with huge arrays", "outlier", "no document bloat", "11_outlier"),
+    ("expensive aggregations", "computed", "compute once, read fast", "12_computed"),
+    ("multiple content types", "polymorphic", "one collection, shared queries", "14_polymorphic"),
+    ("evolving schema", "schema versioning", "old and new shapes coexist", "13_schema_versioning"),
+    ("one-to-few", "embedding", "one read, atomic updates", "01_embed_one_to_few"),
+    ("one-to-many, unbounded", "referencing", "stays under 16 MiB", "02_one_to_many, 04_follows"),
+], columns=["scenario", "pattern", "benefit", "measured in"]).set_index("scenario")
+
+# %% [markdown]
+# ## Quiz
+#
+# Seven short scenarios. For each, name the one pattern that removes its main cost. Write
+# `answers = {scenario id: pattern name}`; `ex.check(answers)` marks each answer and explains the wrong ones.
+
+# %%
+quiz = pd.Series(WHICH_PATTERN_SCENARIOS, name="scenario").to_frame()
+quiz.index.name = "id"
+quiz
+
+# %%
+ex = labkit.exercises.get("20-which-pattern")
+ex
+
+# %% [markdown]
+# Here is what a first attempt with two slips looks like when checked:
+
+# %%
+attempt = {"sensor-every-second": "bucket", "viral-post": "subset", "rating-on-every-view": "computed",
+           "renamed-fields": "document versioning", "mixed-feed": "polymorphic",
+           "rough-view-counter": "approximation", "many-spec-fields": "attribute"}
+print(ex.check(attempt))
+
+# %% tags=["solution"]
+answers = {
+    "sensor-every-second": "bucket",
+    "viral-post": "outlier",
+    "rating-on-every-view": "computed",
+    "renamed-fields": "schema versioning",
+    "mixed-feed": "polymorphic",
+    "rough-view-counter": "approximation",
+    "many-spec-fields": "attribute",
+}
+ex.check(answers)
+
+# %% [markdown]
+# ## Summary
+#
+# - Start from the workload, not from the use case's name: the matrix only suggests where to look.
+# - Each pattern removes one measurable cost: documents per day (bucket), document size (outlier, subset),
+#   work per read (computed, approximation), migration pain (schema versioning), queries per page
+#   (polymorphic, extended reference, single collection).
+# - Check with the numbers: `collStats`, `explain()` and round trips, as in each lesson of this section.
+#
+# **Next:** 30 · the anti-patterns section starts with the workload.
