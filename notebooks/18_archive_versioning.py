@@ -107,8 +107,9 @@ pd.DataFrame(before).T
 # hot collection. A crash between the two steps leaves an order in both places, never in neither, and running the
 # job again finishes it.
 #
-# The embedded engine does not implement `$merge`; it reports error code 115 and the function falls back to doing
-# the same copy from the client (`insert_many` of the orders not yet archived). On a server the `$merge` path runs.
+# An engine without `$merge` (older versions of the embedded engine) reports error code 115; the function then does
+# the same copy from the client (`insert_many` of the orders not yet archived). Either way, the delete only runs once
+# every cold order is found in the archive.
 
 # %%
 def archive_before(cutoff):
@@ -118,7 +119,7 @@ def archive_before(cutoff):
                              {"$merge": {"into": "orders_archive", "on": "_id",
                                          "whenMatched": "keepExisting", "whenNotMatched": "insert"}}])
     except OperationFailure as exc:
-        if exc.code != 115:  # 115: not supported by the embedded engine
+        if exc.code != 115:  # 115: $merge not supported by this engine
             raise
         done = {d["_id"] for d in db.orders_archive.find(cold, {"_id": 1})}
         todo = [d for d in db.orders.find(cold).sort("_id", 1) if d["_id"] not in done]
