@@ -70,7 +70,7 @@ print(f"Sam with {len(sam_posts):,} post ids: {len(bson.encode(with_ids)):,} byt
 
 # %%
 def post_id(i):
-    return f"post:{i:07d}"
+    return f"post:{i}"
 
 
 def embedded_post(i):

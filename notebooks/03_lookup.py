@@ -109,14 +109,14 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # %% [markdown]
 # ## What the server did: `explain` on an aggregation
 #
-# pymongo has no `.explain()` on `aggregate`; send the `explain` command. The `$lookup` stage reports what the
-# join read on the `posts` side.
+# pymongo has no `.explain()` on `aggregate`; send the `explain` command. The `$lookup` entry of `stages`
+# reports what the join read on the `posts` side (`totalDocsExamined`, `totalKeysExamined`, `indexesUsed`).
 
 # %%
 def lookup_cost(pipeline):
     plan = db.command("explain", {"aggregate": "users", "pipeline": pipeline, "cursor": {}},
                       verbosity="executionStats")
-    lookup = next(s["$lookup"] for s in plan["stages"] if "$lookup" in s)
+    lookup = next(s for s in plan["stages"] if "$lookup" in s)  # statistics sit next to the stage spec
     docs = list(db.users.aggregate(pipeline))
     return {"round trips": 1, "docs examined": lookup["totalDocsExamined"] + 1,
             "keys examined": lookup["totalKeysExamined"] + 1, "bytes returned": bytes_of(docs),

@@ -64,3 +64,155 @@ def test_embed_atomic_duplicate(db):
         db.users.update_one({"_id": "user:234"}, {"$push": {"roles": {"title": "moderator", "canEdit": True}},
                                                   "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}})
     assert "2 times" in ex.check(db).message
+
+
+# --- 02..08: each checker accepts the lesson's answer and rejects typical mistakes -----------------------
+
+def _social(name, **kw):
+    db = labkit.fresh_db(name, client=EmbeddedClient())
+    labkit.seed.social(db, progress=False, **kw)
+    return db
+
+
+@pytest.fixture(scope="module")
+def posts_db():
+    return _social("t02", users=200, seed=3, celebrity_posts=120, indexes=False)
+
+
+@pytest.mark.parametrize("keys, good, why", [
+    ([("authorId", 1), ("createdAt", -1), ("_id", -1)], True, ""),
+    ([("authorId", -1), ("createdAt", 1), ("_id", 1)], True, ""),  # the exact reverse serves the sort too
+    ([("authorId", 1)], False, "blocking SORT"),
+    ([("authorId", 1), ("createdAt", 1), ("_id", -1)], False, "blocking SORT"),
+    ([("createdAt", -1), ("_id", -1), ("authorId", 1)], False, "keys examined"),
+    (None, False, "COLLSCAN"),
+])
+def test_feed_index(posts_db, keys, good, why):
+    posts = posts_db.posts
+    posts.drop_indexes()
+    if keys:
+        posts.create_index(keys)
+    result = labkit.exercises.get("02-feed-index").check(posts)
+    assert result.correct is good, result.message
+    assert why in result.message
+
+
+@pytest.fixture(scope="module")
+def lookup_db():
+    return _social("t03", users=100, seed=3, celebrity_posts=60)
+
+
+def _lookup(inner, as_="posts"):
+    return [{"$match": {"_id": "user:112"}},
+            {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": as_,
+                         "pipeline": inner}}]
+
+
+def test_bounded_lookup(lookup_db):
+    ex = labkit.exercises.get("03-bounded-lookup")
+    good = [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}]
+    assert ex.check(lookup_db, _lookup(good)).correct
+    assert ex.check(lookup_db, _lookup(good, as_="latest")).correct
+    assert "10 with `$limit`" in ex.check(lookup_db, _lookup(good[::2])).message
+    asc = [{"$sort": {"createdAt": 1, "_id": 1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}]
+    assert not ex.check(lookup_db, _lookup(asc)).correct
+    assert "carry" in ex.check(lookup_db, _lookup(good[:2])).message
+    assert "ex.check(db, pipeline)" in ex.check(_lookup(good)).message
+
+
+@pytest.fixture
+def follows_coll():
+    return _social("t04", users=120, seed=5, celebrity_followers=80, indexes=False).follows
+
+
+def test_follow_indexes_good(follows_coll):
+    follows_coll.create_index({"followerId": 1, "followingId": 1}, unique=True)
+    follows_coll.create_index({"followingId": 1, "followerId": 1})
+    assert labkit.exercises.get("04-follow-indexes").check(follows_coll).correct
+
+
+def test_follow_indexes_not_unique_changes_nothing(follows_coll):
+    follows_coll.create_index({"followerId": 1, "followingId": 1})
+    follows_coll.create_index({"followingId": 1, "followerId": 1})
+    before = follows_coll.count_documents({})
+    result = labkit.exercises.get("04-follow-indexes").check(follows_coll)
+    assert not result.correct and "unique" in result.message
+    assert follows_coll.count_documents({}) == before
+
+
+def test_follow_indexes_one_direction(follows_coll):
+    follows_coll.create_index({"followerId": 1, "followingId": 1}, unique=True)
+    assert "followingId" in labkit.exercises.get("04-follow-indexes").check(follows_coll).message
+
+
+def _reconcile_good(db):
+    for field, key, other in (("followingIds", "followerId", "followingId"), ("followerIds", "followingId", "followerId")):
+        db.users.update_many({}, {"$set": {field: []}})
+        for g in db.follows.aggregate([{"$group": {"_id": f"${key}", "ids": {"$push": f"${other}"}}}]):
+            db.users.update_one({"_id": g["_id"]}, {"$set": {field: g["ids"]}})
+
+
+def test_reconcile():
+    ex = labkit.exercises.get("05-reconcile")
+    db = _social("t05", users=60, seed=5, celebrity_followers=30)
+    assert ex.check(db, _reconcile_good).correct
+
+    def only_adds(db):  # forgets to remove ids that should not be there
+        for g in db.follows.aggregate([{"$group": {"_id": "$followingId", "ids": {"$push": "$followerId"}}}]):
+            db.users.update_one({"_id": g["_id"]}, {"$addToSet": {"followerIds": {"$each": g["ids"]}}})
+        for g in db.follows.aggregate([{"$group": {"_id": "$followerId", "ids": {"$push": "$followingId"}}}]):
+            db.users.update_one({"_id": g["_id"]}, {"$addToSet": {"followingIds": {"$each": g["ids"]}}})
+
+    assert "followerIds" in ex.check(db, only_adds).message
+
+    def touches_edges(db):
+        db.follows.delete_one({})
+        _reconcile_good(db)
+
+    assert "edges changed" in ex.check(db, touches_edges).message
+
+
+def test_bounded_preview():
+    ex = labkit.exercises.get("06-bounded-preview")
+    db = labkit.fresh_db("t06", client=EmbeddedClient())
+
+    def good(db, uid, fid, name):
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
+            "$each": [{"userId": fid, "name": name}], "$position": 0, "$slice": 3}}})
+
+    def unbounded(db, uid, fid, name):
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"userId": fid, "name": name}}})
+
+    def oldest_first(db, uid, fid, name):
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
+            "$each": [{"userId": fid, "name": name}], "$slice": -3}}})
+
+    assert ex.check(db, good).correct
+    assert "$slice" in ex.check(db, unbounded).message
+    assert "oldest first" in ex.check(db, oldest_first).message
+    assert db.users.count_documents({}) == 0, "the checker cleans up its test user"
+
+
+def test_post_validator():
+    ex = labkit.exercises.get("07-post-validator")
+    good = {"$jsonSchema": {"bsonType": "object", "required": ["authorId", "title", "createdAt"], "properties": {
+        "authorId": {"bsonType": "string", "pattern": "^user:"},
+        "title": {"bsonType": "string", "minLength": 1, "maxLength": 200},
+        "createdAt": {"bsonType": "date"}}}}
+    assert ex.check(good).correct
+    loose = {"$jsonSchema": {"required": ["authorId", "title", "createdAt"]}}
+    assert "accepted" in ex.check(loose).message
+    closed = {"$jsonSchema": dict(good["$jsonSchema"], additionalProperties=False)}
+    assert "valid post was rejected" in ex.check(closed).message
+    assert "refuses" in ex.check({"$jsonSchema": {"format": "date"}}).message
+
+
+def test_orphans():
+    ex = labkit.exercises.get("08-orphans")
+    db = _social("t08", users=80, seed=8, celebrity_posts=30)
+    assert "no orphaned" in ex.check(db, []).message
+    db.users.delete_many({"_id": {"$in": ["user:1", "user:2"]}})
+    truth = sorted(p["_id"] for p in db.posts.find({"authorId": {"$in": ["user:1", "user:2"]}}))
+    assert ex.check(db, truth).correct
+    assert "not sorted" in ex.check(db, truth[::-1]).message or len(truth) < 2
+    assert "missing" in ex.check(db, truth[1:]).message

@@ -403,11 +403,17 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 cond = {ff: {"$in": [v for v in lv]}} if lv else {ff: {"$in": []}}
             else:
                 cond = {ff: lv}
-            ex = foreign._run(Query(cond))
-            _note(ex, stats)
-            matched = [m[1] if m[1] is not None else fst.docs[m[0]] for m in ex.results]
+            if pipeline is None:
+                ex = foreign._run(Query(cond))
+                _note(ex, stats)
+                matched = [m[1] if m[1] is not None else fst.docs[m[0]] for m in ex.results]
+            else:
+                # Concise form: the server prepends the equality $match to the sub-pipeline and plans them
+                # together, so a leading $sort/$limit is served by an index on foreignField (bounded reads).
+                matched = None
         else:
             matched = None
+            cond = None
         if pipeline is not None:
             vars_ = {}
             for k, f in let_fs.items():
@@ -416,6 +422,8 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 except KeyError:
                     vars_[k] = None
             sub = _subst_vars(pipeline, vars_) if vars_ else pipeline
+            if cond is not None:
+                sub = [{"$match": cond}, *sub]
             sub_ctx = Ctx()
             res = run_stages(foreign, sub, sub_ctx, input_docs=matched)
             if sub_ctx.cursor_exec is not None:

@@ -543,6 +543,9 @@ class EmbeddedCollection(mm_collection.Collection):
                 out = self._copy_only_fields(doc, dict(projection), dict)
             except ValueError as e:
                 raise OperationFailure(str(e), 31254) from None
+            if list(out) != [k for k in doc if k in out]:
+                # The server keeps the stored field order (``_id`` first); mongomock appends ``_id`` last.
+                out = {**{k: out[k] for k in doc if k in out}, **{k: v for k, v in out.items() if k not in doc}}
         if self.codec_options.tz_aware:
             out = helpers.make_datetime_timezone_aware_in_document(out)
         return out
