@@ -84,25 +84,15 @@ print("published as:", post["authorSnapshot"]["name"], "| author today:", curren
 # %% [markdown]
 # ## A display cache, with a deadline
 #
-# Fred's name is cached in every preview that lists him. After Fred renames himself those copies are stale.
-# The policy: a preview may be at most one day old; a job rebuilds previews that are older.
+# Give every user such a preview. The job that builds them reads the canonical sources (`follows` for who,
+# `users` for the names) and stamps each preview with the time it was built.
 
 # %%
-def previews_listing(db, user_id):
-    return db.users.count_documents({"followerPreview.userId": user_id})
-
-
-fred_id = db.users.find_one({"followerPreview.0": {"$exists": True}}, {"followerPreview": 1})["followerPreview"][0]["userId"]
-db.users.update_one({"_id": fred_id}, {"$set": {"name": "Frederick"}})
-stale = db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": fred_id, "name": {"$ne": "Frederick"}}}})
-print(f"previews listing {fred_id}: {previews_listing(db, fred_id)}, stale after the rename: {stale}")
-
-
-# %%
-def rebuild_previews(db, now, max_age=dt.timedelta(days=1)):
-    """Rebuild previews refreshed before now - max_age from follows + users (the canonical sources)."""
+def rebuild_previews(db, now, max_age=dt.timedelta(days=1), everyone=False):
+    """Rebuild previews older than ``max_age`` (or all of them) from follows + users, the canonical sources."""
+    stale_filter = {} if everyone else {"previewRefreshedAt": {"$lt": now - max_age}}
     rebuilt = 0
-    for user in db.users.find({"previewRefreshedAt": {"$lt": now - max_age}}, {"_id": 1}):
+    for user in db.users.find(stale_filter, {"_id": 1}).sort("_id", 1):
         edges = db.follows.find({"followingId": user["_id"]}).sort([("createdAt", -1), ("_id", -1)]).limit(3)
         ids = [e["followerId"] for e in edges]
         names = {u["_id"]: u["name"] for u in db.users.find({"_id": {"$in": ids}}, {"name": 1})}
@@ -112,9 +102,35 @@ def rebuild_previews(db, now, max_age=dt.timedelta(days=1)):
     return rebuilt
 
 
-print("previews rebuilt:", rebuild_previews(db, now=dt.datetime(2026, 12, 1)))
-stale = db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": fred_id, "name": {"$ne": "Frederick"}}}})
-print("stale previews now:", stale)
+print("previews built:", rebuild_previews(db, now=dt.datetime(2027, 1, 1), everyone=True))
+
+# %% [markdown]
+# A follower who appears in many previews renames themselves. Every preview that lists them is now stale:
+
+# %%
+def previews_listing(db, user_id):
+    return db.users.count_documents({"followerPreview.userId": user_id})
+
+
+listed = list(db.users.aggregate([{"$unwind": "$followerPreview"}, {"$sortByCount": "$followerPreview.userId"},
+                                  {"$sort": {"count": -1, "_id": 1}}, {"$limit": 1}]))[0]
+renamed = listed["_id"]
+db.users.update_one({"_id": renamed}, {"$set": {"name": "Frederick"}})
+
+
+def stale_previews():
+    return db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": renamed, "name": {"$ne": "Frederick"}}}})
+
+
+print(f"previews listing {renamed}: {previews_listing(db, renamed)}, stale after the rename: {stale_previews()}")
+
+# %% [markdown]
+# The policy says a preview may be at most one day old. Two days later the job runs and rebuilds every preview
+# older than that; the stale copies are gone.
+
+# %%
+print("previews rebuilt:", rebuild_previews(db, now=dt.datetime(2027, 1, 3)))
+print("stale previews now:", stale_previews())
 
 # %% [markdown]
 # ## The current canonical value: resolve the reference
