@@ -189,8 +189,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="sample mongomock's slow workloads and scale per op")
     ap.add_argument("--million", action="store_true", help="also measure memory for 1M docs with two indexes")
+    ap.add_argument("--tracemalloc", action="store_true", help="with --million: also trace allocations (slow)")
+    ap.add_argument("--only-million", action="store_true", help="skip the comparison workloads")
     args = ap.parse_args()
     rows = []
+    if args.only_million:
+        args.million = True
+        _million(args)
+        return
 
     # 1. follows
     e = w_follows(EmbeddedClient)
@@ -259,21 +265,44 @@ def main() -> None:
             print("%-58s %10.3f" % (label, t))
 
     if args.million:
-        print()
-        gc.collect()
+        _million(args)
+
+
+def _million(args) -> None:
+    """Memory and load time for 1M small documents with two secondary indexes."""
+    print()
+    gc.collect()
+    use_tm = args.tracemalloc
+    if use_tm:
         tracemalloc.start()
-        c = EmbeddedClient().bench.small
-        t0 = time.perf_counter()
-        batch = 100000
-        for start in range(0, 1000000, batch):
-            c.insert_many([{"_id": i, "a": i % 1000, "b": "k%d" % (i % 5000)} for i in range(start, start + batch)])
-        c.create_index("a")
-        c.create_index("b")
-        t = time.perf_counter() - t0
+    rss0 = _rss_mib()
+    c = EmbeddedClient().bench.small
+    t0 = time.perf_counter()
+    batch = 100000
+    for start in range(0, 1000000, batch):
+        c.insert_many([{"_id": i, "a": i % 1000, "b": "k%d" % (i % 5000)} for i in range(start, start + batch)])
+    c.create_index("a")
+    c.create_index("b")
+    t = time.perf_counter() - t0
+    gc.collect()
+    rss1 = _rss_mib()
+    line = "1M small documents + 2 indexes: load %.1f s, RSS growth %.0f MiB" % (t, rss1 - rss0)
+    if use_tm:
         cur, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        print("1M small documents + 2 indexes: load %.1f s, traced memory %.0f MiB (peak %.0f MiB)" % (
-            t, cur / 2 ** 20, peak / 2 ** 20))
+        line += ", traced %.0f MiB (peak %.0f MiB)" % (cur / 2 ** 20, peak / 2 ** 20)
+    print(line)
+    t = timed(lambda: c.find({"a": 7}).sort("b", 1).limit(10).explain(), 1)
+    print("explain of an indexed query at 1M: %.3f s" % t)
+
+
+def _rss_mib() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except OSError:  # pragma: no cover - non-Linux
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

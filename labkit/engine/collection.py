@@ -1013,7 +1013,10 @@ class Cursor:
             c = self.clone()
             c._skip = self._skip + start
             if index.stop is not None:
-                c._limit = max(index.stop - start, 0) or -1
+                if index.stop - start <= 0:
+                    c._results = []  # an empty slice: nothing to run
+                    return c
+                c._limit = index.stop - start
             return c
         c = self.clone()
         c._skip = self._skip + index
