@@ -76,6 +76,9 @@ def test_lookup_forms_match_mongomock_and_use_index():
                        "as": "c"}}]
     got = list(eng.users.aggregate(lp))
     assert [d["c"] for d in got] == [[{"n": 8}]] * 5 + [[]]
+    e = eng.command("explain", {"aggregate": "users", "pipeline": lp, "cursor": {}}, verbosity="executionStats")
+    assert e["stages"][1]["indexesUsed"] == ["authorId_1"]  # $expr $eq on a let variable uses the index
+    assert e["stages"][1]["collectionScans"] == 0 and e["stages"][1]["totalDocsExamined"] == 40
     concise = [{"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId",
                             "pipeline": [{"$match": {"likes": {"$gt": 5}}}, {"$project": {"_id": 1}}], "as": "c"}}]
     got = list(eng.users.aggregate(concise))

@@ -369,6 +369,33 @@ def _subst_vars(obj: Any, vars_: dict) -> Any:
     return obj
 
 
+def _indexable_expr_eq(pipeline: list) -> list:
+    """``{$match: {$expr: {$eq: ["$f", <literal>]}}}`` gets an extra ``{f: <literal>}`` conjunct so the planner
+    can use an index on ``f`` (as servers since 5.0 do); the ``$expr`` stays as the exact filter."""
+    if not pipeline or not isinstance(pipeline[0], dict) or "$match" not in pipeline[0]:
+        return pipeline
+    m = pipeline[0]["$match"]
+    if not isinstance(m, dict) or set(m) != {"$expr"}:
+        return pipeline
+    e = m["$expr"]
+    if not isinstance(e, dict) or set(e) != {"$eq"} or not isinstance(e["$eq"], list) or len(e["$eq"]) != 2:
+        return pipeline
+    a, b = e["$eq"]
+    if isinstance(b, str) and b.startswith("$") and not b.startswith("$$"):
+        a, b = b, a
+    if not (isinstance(a, str) and a.startswith("$") and not a.startswith("$$")):
+        return pipeline
+    if isinstance(b, dict) and set(b) == {"$literal"}:
+        v = b["$literal"]
+    elif isinstance(b, (str, int, float, bool)) and not (isinstance(b, str) and b.startswith("$")):
+        v = b
+    else:
+        return pipeline
+    if isinstance(v, (list, dict)) or v is None:
+        return pipeline
+    return [{"$match": {"$and": [{a[1:]: v}, m]}}] + list(pipeline[1:])
+
+
 def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     unknown = set(opts) - {"from", "localField", "foreignField", "as", "let", "pipeline"}
     if unknown:
@@ -422,6 +449,7 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 except KeyError:
                     vars_[k] = None
             sub = _subst_vars(pipeline, vars_) if vars_ else pipeline
+            sub = _indexable_expr_eq(sub)
             if cond is not None:
                 sub = [{"$match": cond}, *sub]
             sub_ctx = Ctx()
