@@ -360,3 +360,131 @@ def test_int64_and_int32_bson_types_in_validator(db):
     db.counts.insert_one({"n": Int64(5)})
     with pytest.raises(WriteError):
         db.counts.insert_one({"n": 5})
+
+
+# ------------------------------------------------------------------------------------------- stages & DDL
+def test_out_replaces_atomically_keeps_indexes(db):
+    """Manual, *$out*: "$out replaces the existing collection ... does not change any indexes that existed
+    on the previous collection. If the aggregation fails, the $out operation makes no changes to the
+    pre-existing collection"; the aggregation returns no documents."""
+    db.books.insert_many([{"_id": 8751, "title": "The Banquet", "author": "Dante", "copies": 2},
+                          {"_id": 8752, "title": "Divine Comedy", "author": "Dante", "copies": 1},
+                          {"_id": 8645, "title": "Eclogues", "author": "Dante", "copies": 2},
+                          {"_id": 7000, "title": "The Odyssey", "author": "Homer", "copies": 10},
+                          {"_id": 7020, "title": "Iliad", "author": "Homer", "copies": 10}])
+    db.authors.insert_one({"_id": "Nobody", "books": []})
+    db.authors.create_index("books", name="books_1")
+    out = db.books.aggregate([{"$group": {"_id": "$author", "books": {"$push": "$title"}}}, {"$sort": {"_id": 1}},
+                              {"$out": "authors"}])
+    assert list(out) == []
+    assert list(db.authors.find()) == [
+        {"_id": "Dante", "books": ["The Banquet", "Divine Comedy", "Eclogues"]},
+        {"_id": "Homer", "books": ["The Odyssey", "Iliad"]}]
+    assert "books_1" in db.authors.index_information()
+    assert db.authors.find({"books": "Iliad"}).explain()["executionStats"]["totalKeysExamined"] == 1
+    db.authors.create_index("n", unique=True, sparse=True)
+    before = state(db.authors)
+    with pytest.raises(OperationFailure) as ei:
+        db.books.aggregate([{"$project": {"n": {"$literal": 1}}}, {"$out": "authors"}])
+    assert ei.value.code == 11000 and state(db.authors) == before
+    with pytest.raises(OperationFailure) as ei:
+        db.books.aggregate([{"$out": "x"}, {"$match": {}}])
+    assert ei.value.code == 40601
+
+
+def test_merge_when_matched_and_not_matched(db):
+    """Manual, *$merge* (On-Demand Materialized View / Merge and Replace): the defaults on "_id",
+    whenMatched "merge", whenNotMatched "insert"; "keepExisting"/"replace"/"fail", "discard"/"fail", an
+    update pipeline with $$new, and "on" fields that need a unique index (51183)."""
+    db.salaries.insert_many([{"_id": 1, "employee": "Ant", "dept": "A", "salary": 100000, "fiscal_year": 2017},
+                             {"_id": 2, "employee": "Bee", "dept": "A", "salary": 120000, "fiscal_year": 2017},
+                             {"_id": 3, "employee": "Cat", "dept": "Z", "salary": 115000, "fiscal_year": 2017},
+                             {"_id": 4, "employee": "Ant", "dept": "A", "salary": 115000, "fiscal_year": 2018}])
+    pipe = [{"$group": {"_id": {"fiscal_year": "$fiscal_year", "dept": "$dept"}, "salaries": {"$sum": "$salary"}}}]
+    assert list(db.salaries.aggregate(pipe + [{"$merge": {"into": "budgets", "whenMatched": "replace"}}])) == []
+    got = {(d["_id"]["fiscal_year"], d["_id"]["dept"]): d["salaries"] for d in db.budgets.find()}
+    assert got == {(2017, "A"): 220000, (2017, "Z"): 115000, (2018, "A"): 115000}
+    db.salaries.insert_one({"_id": 5, "employee": "Dog", "dept": "Z", "salary": 5, "fiscal_year": 2018})
+    db.salaries.update_one({"_id": 1}, {"$inc": {"salary": 1}})
+    db.salaries.aggregate(pipe + [{"$merge": {"into": "budgets", "whenMatched": "keepExisting"}}])
+    got = {(d["_id"]["fiscal_year"], d["_id"]["dept"]): d["salaries"] for d in db.budgets.find()}
+    assert got[(2017, "A")] == 220000 and got[(2018, "Z")] == 5
+    db.salaries.aggregate(pipe + [{"$merge": {"into": "budgets", "whenMatched": [
+        {"$set": {"previous": "$salaries", "salaries": "$$new.salaries"}}], "whenNotMatched": "discard"}}])
+    doc = db.budgets.find_one({"_id": {"fiscal_year": 2017, "dept": "A"}})
+    assert doc["salaries"] == 220001 and doc["previous"] == 220000
+    with pytest.raises(OperationFailure) as ei:
+        db.salaries.aggregate(pipe + [{"$merge": {"into": "budgets", "whenMatched": "fail"}}])
+    assert ei.value.code == 11000
+    with pytest.raises(OperationFailure) as ei:
+        db.salaries.aggregate([{"$merge": {"into": "other", "whenNotMatched": "fail"}}])
+    assert ei.value.code == 13113
+    with pytest.raises(OperationFailure) as ei:
+        db.salaries.aggregate([{"$merge": {"into": "budgets", "on": "employee"}}])
+    assert ei.value.code == 51183
+    # merge back into the collection being aggregated, adding a field (lesson 36's migration shape)
+    db.salaries.aggregate([{"$project": {"band": {"$cond": [{"$gte": ["$salary", 115000]}, "high", "low"]}}},
+                           {"$merge": {"into": "salaries", "on": "_id", "whenMatched": "merge",
+                                       "whenNotMatched": "discard"}}])
+    assert [d["band"] for d in db.salaries.find().sort("_id", 1)] == ["low", "high", "high", "high", "low"]
+
+
+def test_merge_and_out_respect_validation(db):
+    """Manual, *$merge*/*$out* with schema validation: the written documents must pass the target's
+    validator unless the aggregation sets bypassDocumentValidation."""
+    db.create_collection("valid", validator={"$jsonSchema": {"required": ["ok"]}})
+    db.src.insert_many([{"_id": 1}, {"_id": 2, "ok": True}])
+    with pytest.raises(OperationFailure) as ei:
+        db.src.aggregate([{"$merge": {"into": "valid"}}])
+    assert ei.value.code == 121
+    with pytest.raises(OperationFailure) as ei:
+        db.src.aggregate([{"$out": "valid"}])
+    assert ei.value.code == 121 and db.valid.count_documents({}) == 0
+    db.src.aggregate([{"$out": "valid"}], bypassDocumentValidation=True)
+    assert db.valid.count_documents({}) == 2 and db.valid.options()["validator"] == {"$jsonSchema": {"required": ["ok"]}}
+
+
+def test_graph_lookup_reporting_hierarchy(db):
+    """Manual, *$graphLookup* (Within a Single Collection): employees Dev <- Eliot <- Ron/Andrew <- Asya/Dan;
+    ``{$graphLookup: {from: "employees", startWith: "$reportsTo", connectFromField: "reportsTo",
+    connectToField: "name", as: "reportingHierarchy"}}`` gives Dev ``[]``, Eliot ``[Dev]``, Ron ``[Eliot,
+    Dev]``, Asya ``[Ron, Eliot, Dev]``...; maxDepth 0 keeps the first level; depthField counts levels."""
+    db.employees.insert_many([{"_id": 1, "name": "Dev"}, {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
+                              {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
+                              {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+                              {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
+                              {"_id": 6, "name": "Dan", "reportsTo": "Andrew"}])
+    db.employees.create_index("name")
+    stage = {"from": "employees", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+             "connectToField": "name", "as": "reportingHierarchy"}
+    out = {d["name"]: sorted(x["name"] for x in d["reportingHierarchy"])
+           for d in db.employees.aggregate([{"$graphLookup": stage}])}
+    assert out == {"Dev": [], "Eliot": ["Dev"], "Ron": ["Dev", "Eliot"], "Andrew": ["Dev", "Eliot"],
+                   "Asya": ["Dev", "Eliot", "Ron"], "Dan": ["Andrew", "Dev", "Eliot"]}
+    out = list(db.employees.aggregate([{"$match": {"name": "Asya"}},
+                                       {"$graphLookup": dict(stage, maxDepth=0, depthField="level")}]))
+    assert [(x["name"], x["level"]) for x in out[0]["reportingHierarchy"]] == [("Ron", 0)]
+    out = list(db.employees.aggregate([{"$match": {"name": "Asya"}},
+                                       {"$graphLookup": dict(stage, depthField="level",
+                                                             restrictSearchWithMatch={"name": {"$ne": "Dev"}})}]))
+    assert sorted((x["name"], x["level"]) for x in out[0]["reportingHierarchy"]) == [("Eliot", 1), ("Ron", 0)]
+
+
+def test_unmodelled_features_raise_clearly(db):
+    """Time-series and capped collections, $setWindowFields and $dateTrunc are valid on MongoDB 8.0 but not
+    modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
+    instead of being ignored or reported as unknown."""
+    db.t.insert_one({"d": 1})
+    attempts = [
+        lambda: db.create_collection("w", timeseries={"timeField": "ts", "metaField": "sensorId"}),
+        lambda: db.create_collection("c", capped=True, size=4096),
+        lambda: list(db.t.aggregate([{"$setWindowFields": {"sortBy": {"d": 1},
+                                                           "output": {"n": {"$documentNumber": {}}}}}])),
+        lambda: list(db.t.aggregate([{"$project": {"x": {"$dateTrunc": {"date": "$d", "unit": "day"}}}}])),
+    ]
+    for attempt in attempts:
+        with pytest.raises(OperationFailure) as ei:
+            attempt()
+        assert "not supported on the embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
+    assert db.list_collection_names() == ["t"]
+    assert list(db.t.aggregate([{"$replaceWith": {"x": "$d"}}])) == [{"x": 1}]

@@ -56,7 +56,8 @@ def _as_write_failure(stage: str, e: Exception) -> OperationFailure:
         err = e.details["writeErrors"][0]
         code, msg, det = err.get("code"), err.get("errmsg", str(e)), err
     else:
-        code, msg, det = getattr(e, "code", None), str(e), dict(getattr(e, "details", None) or {})
+        det = dict(getattr(e, "details", None) or {})
+        code, msg = getattr(e, "code", None), det.get("errmsg") or str(e)
     det = dict(det)
     det.pop("op", None)
     message = "%s failed: %s" % (stage, msg)

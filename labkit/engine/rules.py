@@ -97,21 +97,50 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def check_insert_doc(coll, doc: Mapping) -> None:
-    """Depth, size and validation for a document about to be inserted (``_id`` already set)."""
-    limits.check_depth(doc, MAX_DEPTH)
-    limits.check_insert_size(doc)
+_FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
+
+
+def _within_depth(doc: Any, max_depth: int) -> bool:
+    """Fast check that ``doc`` nests at most ``max_depth`` levels (plain dicts/lists; anything unusual
+    answers False so that ``limits.check_depth`` decides)."""
+    stack = [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        for x in (v.values() if type(v) is dict else v):
+            t = type(x)
+            if t is dict or t is list:
+                if x:
+                    if d >= max_depth:
+                        return False
+                    stack.append((x, d + 1))
+            elif t not in _FLAT_TYPES and isinstance(x, (Mapping, list, tuple)):
+                return False
+    return True
+
+
+def check_depth(doc: Any) -> None:
+    if type(doc) is not dict or not _within_depth(doc, MAX_DEPTH):
+        limits.check_depth(doc, MAX_DEPTH)
+
+
+def check_validation(coll, doc: Mapping, old: Mapping | None = None) -> None:
     opts = coll._store.options
     if opts.get("validator"):
-        validation.check_write(opts, doc, None, bypass=_BYPASS.get(), namespace=coll._ns())
+        validation.check_write(opts, doc, old, bypass=_BYPASS.get(), namespace=coll._ns())
+
+
+def check_insert_doc(coll, doc: Mapping) -> None:
+    """Depth, size and validation for a document about to be inserted (``_id`` already set)."""
+    check_depth(doc)
+    limits.check_insert_size(doc)
+    check_validation(coll, doc)
 
 
 def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
-    limits.check_depth(new, MAX_DEPTH)
+    """Depth, size (17419) and validation for the result of an update (``old`` is the stored document)."""
+    check_depth(new)
     limits.check_update_size(new)
-    opts = coll._store.options
-    if opts.get("validator"):
-        validation.check_write(opts, new, old, bypass=_BYPASS.get(), namespace=coll._ns())
+    check_validation(coll, new, old)
 
 
 def _check_update_spec_depth(update: Any) -> None:
@@ -133,10 +162,12 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
         session = kwargs.pop("session", None)
         coll_spec = kwargs.pop("collation", None) if collation else None
         norm = collate.normalize(coll_spec)
-        flag = kwargs.get("bypass_document_validation", False) if bypass else False
+        flag = (kwargs.get("bypass_document_validation", False) if bypass else False) or _BYPASS.get()
         if update_arg is not None:
             upd = args[update_arg] if len(args) > update_arg else kwargs.get("update", kwargs.get("replacement"))
             _check_update_spec_depth(upd)
+        if session is None and norm is None and not flag and collate.current() is None:
+            return base(self, *args, **kwargs)  # nothing to bind (the common case: keep it cheap)
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             return base(self, *args, **kwargs)
     return method
@@ -148,11 +179,15 @@ class LabCollection(EmbeddedCollection):
     # -- internal hooks -----------------------------------------------------------------------------
     def _prepare_insert(self, data: Any) -> dict:
         if isinstance(data, Mapping):
-            limits.check_depth(data, MAX_DEPTH)  # before anything walks the document recursively
-            if "_id" not in data:
-                data["_id"] = ObjectId()
-            check_insert_doc(self, data)
-        return super()._prepare_insert(data)
+            check_depth(data)  # before anything walks the document recursively
+        try:
+            doc = super()._prepare_insert(data)  # sets _id; refuses > 16 MiB (code 10334)
+        except WriteError as e:
+            if e.code == 10334:
+                limits.check_insert_size(data)  # pymongo refuses it first: DocumentTooLarge
+            raise
+        check_validation(self, doc)
+        return doc
 
     def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
         check_update_doc(self, old, new)
@@ -202,7 +237,7 @@ class LabCollection(EmbeddedCollection):
     def _fam(self, name, filter, doc, args, kwargs):
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
-        flag = kwargs.pop("bypass_document_validation", False)
+        flag = kwargs.pop("bypass_document_validation", False) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             if doc is None:
