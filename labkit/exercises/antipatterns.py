@@ -393,12 +393,11 @@ def _ex36() -> Exercise:
         lesson="36_separate_data",
         task="Embed profile, settings and addresses into practice.users and drop the three side collections.",
         checker=_check_embed_context,
-        hints=["Reuse the lesson's `embed_stages`: three $lookup stages and a $project with $first and $map.",
-               "End the pipeline with `{\"$out\": \"users_embedded\"}`, rename it over `users` "
-               "(`rename(\"users\", dropTarget=True)`), then drop the side collections."],
+        hints=["Reuse the lesson's `embed_stages`: three $lookup stages, a $project with $first and $map, "
+               "and $merge back into users.",
+               "`practice.users.aggregate(embed_stages)`, then drop the three side collections."],
         solution_text=(
-            'practice.users.aggregate(embed_stages + [{"$out": "users_embedded"}])\n'
-            'practice.users_embedded.rename("users", dropTarget=True)\n'
+            'practice.users.aggregate(embed_stages)\n'
             'for name in ("user_profiles", "user_addresses", "user_settings"):\n'
             '    practice.drop_collection(name)\nex.check(practice)'),
     )
@@ -513,11 +512,9 @@ def _ex38() -> Exercise:
         lesson="38_lookup_overuse",
         task="Copy each customer's name and tier into practice.orders as `customer`, keeping `customerId`.",
         checker=_check_extended_reference,
-        hints=["The lesson's `copy_stages` do the copy; end them with `$out` to a new collection, then rename it.",
-               "`practice.orders.aggregate(copy_stages + [{\"$out\": \"orders_extended\"}])`, then "
-               "`practice.orders_extended.rename(\"orders\", dropTarget=True)`."],
-        solution_text=('practice.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])\n'
-                       'practice.orders_extended.rename("orders", dropTarget=True)\nex.check(practice)'),
+        hints=["The lesson's `copy_stages` do the copy: $lookup the customer, $project the two fields, $merge back.",
+               "`practice.orders.aggregate(copy_stages)`, then `ex.check(practice)`."],
+        solution_text='practice.orders.aggregate(copy_stages)\nex.check(practice)',
     )
 
 
