@@ -488,3 +488,16 @@ def test_unmodelled_features_raise_clearly(db):
         assert "not supported on the embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
     assert db.list_collection_names() == ["t"]
     assert list(db.t.aggregate([{"$replaceWith": {"x": "$d"}}])) == [{"x": 1}]
+
+
+def test_create_and_list_collections_commands(db):
+    """Manual, *create* / *listCollections* commands: ``db.runCommand({create: "orders", validator: ...})``
+    sets the rules; ``listCollections`` with a filter shows them; creating an existing collection is
+    NamespaceExists (48)."""
+    assert db.command("create", "orders", validator={"total": {"$gte": 0}}, validationAction="warn")["ok"] == 1
+    batch = db.command("listCollections", filter={"name": "orders"})["cursor"]["firstBatch"]
+    assert batch[0]["options"] == {"validator": {"total": {"$gte": 0}}, "validationLevel": "strict",
+                                   "validationAction": "warn"}
+    with pytest.raises(OperationFailure) as ei:
+        db.command("create", "orders")
+    assert ei.value.code == 48

@@ -9,7 +9,7 @@ from mongomock import database as mm_database
 from mongomock import read_preferences
 
 from .collection import EmbeddedCollection, _check_sort, _sort_list
-from .rules import LabCollection
+from .rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from .planner import Query, unsupported
 from . import stats
 
@@ -216,6 +216,7 @@ def _cmd_server_status(db, cmd):
 
 _COMMANDS = {
     "ping": _cmd_ping,
+    **_RULES_COMMANDS,  # listCollections, create (rules.py)
     "buildinfo": _cmd_buildinfo, "buildInfo": _cmd_buildinfo,
     "explain": _cmd_explain,
     "collMod": _cmd_collmod, "collmod": _cmd_collmod,

@@ -430,3 +430,25 @@ def collmod_validation(coll, cmd: dict) -> dict:
         return {}
     set_validation(coll._store, cmd.get("validator"), cmd.get("validationLevel"), cmd.get("validationAction"))
     return {}
+
+
+# ---------------------------------------------------------------------------------------------- commands
+def cmd_list_collections(db, cmd: dict) -> dict:
+    """``db.command("listCollections", filter=..., nameOnly=...)``."""
+    docs = list(list_collections(db, cmd.get("filter"), None, bool(cmd.get("nameOnly", False))))
+    return {"cursor": {"id": 0, "ns": "%s.$cmd.listCollections" % db.name, "firstBatch": docs}, "ok": 1.0}
+
+
+def cmd_create(db, cmd: dict) -> dict:
+    """``db.command("create", name, validator=..., ...)`` (createCollection)."""
+    from pymongo.errors import CollectionInvalid
+    opts = {k: v for k, v in cmd.items() if k not in ("create", "$db")}
+    try:
+        create_collection(db, cmd["create"], opts)
+    except CollectionInvalid:
+        raise OperationFailure("Collection %s.%s already exists." % (db.name, cmd["create"]), 48) from None
+    return {"ok": 1.0}
+
+
+COMMANDS = {"listCollections": cmd_list_collections, "listcollections": cmd_list_collections,
+            "create": cmd_create}
