@@ -79,6 +79,23 @@ def _compile_cond(path: str, cond: Any) -> Callable[[dict], Any] | None:
                 return False
             return eq_null
 
+        if "." not in path and type(cond) in (str, int, float):
+            # the hot case: top-level field equal to a string or a number
+            p0 = path
+            want = (int, float) if type(cond) in (int, float) else (str,)
+
+            def eq_top(doc: dict) -> Any:
+                v = doc.get(p0, _MISSING)
+                t = type(v)
+                if t in want:
+                    return v == cond and v == v
+                if t is list or t is dict or (t is float and v != v):
+                    return None
+                if v is _MISSING or t in _SCALARS:
+                    return False
+                return None
+            return eq_top
+
         def eq(doc: dict) -> Any:
             v = get(doc)
             if v is _MISSING:
