@@ -162,3 +162,18 @@ def test_bad_collations_are_refused(db):
     next(cur)
     with pytest.raises(InvalidOperation):
         cur.collation(EN2)
+
+
+def test_collation_in_commands(db):
+    """Manual, *count*/*distinct*/*explain* commands: each takes a ``collation`` field, e.g.
+    ``{count: "fruit", query: {type: "apple"}, collation: {locale: "en", strength: 2}}`` counts all three
+    apples, and explaining the find with that collation shows the IXSCAN on the collation index."""
+    f = db.fruit
+    f.create_index("type", collation=EN2)
+    f.insert_many([{"type": "apple"}, {"type": "Apple"}, {"type": "APPLE"}])
+    assert db.command("count", "fruit", query={"type": "apple"}, collation=EN2)["n"] == 3
+    assert db.command("count", "fruit", query={"type": "apple"})["n"] == 1
+    assert db.command("distinct", "fruit", key="type", collation=EN2)["values"] == ["apple"]
+    e = db.command("explain", {"find": "fruit", "filter": {"type": "apple"}, "collation": EN2})
+    assert e["queryPlanner"]["winningPlan"]["inputStage"]["stage"] == "IXSCAN"
+    assert e["executionStats"]["nReturned"] == 3

@@ -252,3 +252,19 @@ def test_session_api_errors(client):
     assert s.has_ended
     with pytest.raises(InvalidOperation):
         client.db.orders.find_one({}, session=s)
+
+
+def test_collection_replaced_outside_is_a_conflict(client):
+    """Manual, *Transactions* (operations that conflict with an open transaction): if ``$out`` replaces a
+    collection the transaction wrote to, the transaction cannot commit (WriteConflict), and the replaced
+    collection is left as ``$out`` wrote it."""
+    orders = client.db.orders
+    s = client.start_session()
+    s.start_transaction()
+    orders.insert_one({"sku": "t", "qty": 1}, session=s)
+    client.db.inventory.aggregate([{"$project": {"sku": 1}}, {"$out": "orders"}])
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 112
+    assert [d["sku"] for d in orders.find()] == ["abc123"]
+    assert "sku_1" in orders.index_information()

@@ -88,14 +88,16 @@ def _cmd_explain(db, cmd):
         raise OperationFailure("collection name has invalid type", 73)
     if op == "find":
         allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
-                   "comment", "maxTimeMS", "$db"}
+                   "comment", "maxTimeMS", "$db", "collation"}
         extra = set(inner) - allowed
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
         sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
         q = Query(helpers.patch_datetime_awareness_in_document(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0))
-        return coll.explain_find(q, verbosity, inner)
+        from .collate import normalize, using
+        with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
+            return coll.explain_find(q, verbosity, inner)
     if op == "count":
         extra = set(inner) - {"count", "query", "limit", "skip", "hint", "maxTimeMS", "comment", "$db"}
         if extra:
@@ -177,12 +179,12 @@ def _cmd_count(db, cmd):
         kw["skip"] = cmd["skip"]
     if cmd.get("hint") is not None:
         kw["hint"] = cmd["hint"]
-    return {"n": coll.count_documents(q, **kw), "ok": 1.0}
+    return {"n": coll.count_documents(q, collation=cmd.get("collation"), **kw), "ok": 1.0}
 
 
 def _cmd_distinct(db, cmd):
     coll = db.get_collection(cmd["distinct"])
-    return {"values": coll.distinct(cmd["key"], cmd.get("query") or {}), "ok": 1.0}
+    return {"values": coll.distinct(cmd["key"], cmd.get("query") or {}, collation=cmd.get("collation")), "ok": 1.0}
 
 
 def _cmd_create_indexes(db, cmd):

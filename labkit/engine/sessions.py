@@ -104,9 +104,9 @@ class Transaction:
             st = self.override.get(key)
             return live if st is None else st
         sh = self.shadows.get(key)
-        if sh is None or sh.live is not live:
+        if sh is None:
             sh = self.shadows[key] = _Shadow(db_store, name, live)
-        return sh.store
+        return sh.store  # the snapshot stays even if the collection is replaced meanwhile ($out): see commit
 
     # -- commit -----------------------------------------------------------------------------------
     def _changes(self, sh: _Shadow):
@@ -123,6 +123,8 @@ class Transaction:
             deleted, updated, inserted = self._changes(sh)
             if not (deleted or updated or inserted):
                 continue
+            if sh.db_store[sh.name] is not sh.live:
+                raise _write_conflict("collection %s was replaced or dropped outside the transaction" % sh.name)
             for k in deleted + updated:
                 if sh.live._documents.get(k) is not sh.snap.get(k):
                     raise _write_conflict("a document this transaction changed (_id: %r) was changed outside "
