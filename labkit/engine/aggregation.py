@@ -640,9 +640,11 @@ def _delegate(coll, docs: list[dict], pipeline: list) -> list[dict]:
 def run_pipeline(coll, pipeline: list, hint=None) -> list:
     if hint is not None:
         raise unsupported("aggregate(hint=...)")
+    from .collection import no_gc
     ctx = Ctx()
-    docs = run_stages(coll, pipeline, ctx)
-    return [fast_copy(d) for d in docs]
+    with no_gc():
+        docs = run_stages(coll, pipeline, ctx)
+        return [fast_copy(d) for d in docs]
 
 
 # ---------------------------------------------------------------------------------- explain

@@ -64,6 +64,23 @@ def internalize(v: Any) -> Any:
     return v
 
 
+class no_gc:
+    """Pause the cyclic garbage collector around bulk work: building 100k result copies otherwise triggers
+    repeated full collections over every stored document (reference counting still frees memory)."""
+
+    def __enter__(self):
+        import gc
+        self._was = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+        if self._was:
+            gc.enable()
+        return False
+
+
 def _sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
     if key_or_list is None:
         return []
@@ -171,7 +188,10 @@ class EmbeddedCollection(mm_collection.Collection):
         for k in data:
             if type(k) is not str:
                 raise ValueError("Document keys must be strings")
-        mm_collection._validate_data_fields(data)
+            if k[:1] == "$":
+                raise bson.errors.InvalidDocument('Top-level field names cannot start with the "$" sign '
+                                                  "(found: %s)" % k)
+        # NUL bytes in field names are rejected by bson.encode below (InvalidDocument)
         if "_id" not in data:
             data["_id"] = ObjectId()
         size = len(bson.encode(data))
@@ -210,6 +230,10 @@ class EmbeddedCollection(mm_collection.Collection):
         return self._insert_many_docs(list(data), ordered)
 
     def _insert_many_docs(self, docs: list, ordered: bool) -> list:
+        with no_gc():
+            return self._insert_many_docs_inner(docs, ordered)
+
+    def _insert_many_docs_inner(self, docs: list, ordered: bool) -> list:
         st = self._store
         pending: dict = {}
         staged: list[tuple[dict, int, dict]] = []
@@ -856,16 +880,18 @@ class Cursor:
 
     def _execute(self) -> None:
         coll = self.collection
-        ex = coll._run(self._query())
-        docs = []
-        proj = self._projection
-        st = coll._store
-        for rid, doc, key in ex.results:
-            if doc is None:
-                doc = st.docs.get(rid)
+        with no_gc():
+            ex = coll._run(self._query())
+            docs = []
+            proj = self._projection
+            st = coll._store
+            project = coll._project
+            for rid, doc, key in ex.results:
                 if doc is None:
-                    continue
-            docs.append(coll._project(doc, proj))
+                    doc = st.docs.get(rid)
+                    if doc is None:
+                        continue
+                docs.append(project(doc, proj))
         self._results = docs
         self._i = 0
 
