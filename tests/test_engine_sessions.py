@@ -268,3 +268,60 @@ def test_collection_replaced_outside_is_a_conflict(client):
     assert ei.value.code == 112
     assert [d["sku"] for d in orders.find()] == ["abc123"]
     assert "sku_1" in orders.index_information()
+
+
+def test_random_transactions_keep_indexes_consistent():
+    """Engine invariant behind every transaction example: after any mix of committed and aborted
+    transactions interleaved with outside writes, each index holds exactly the keys of the stored documents
+    (multikey and unique included), and the data equals the same writes replayed without transactions."""
+    import random
+
+    from pymongo.errors import PyMongoError
+    rnd = random.Random(11)
+    client, plain = EmbeddedClient(), EmbeddedClient()
+    for cl in (client, plain):
+        cl.db.t.create_index("k", unique=True, sparse=True)
+        cl.db.t.create_index([("tags", 1), ("n", -1)])
+    c, p = client.db.t, plain.db.t
+
+    def op(coll, session=None):
+        kind = rnd.random()
+        i = rnd.randrange(40)
+        if kind < 0.4:
+            coll.update_one({"_id": i}, {"$set": {"n": rnd.randrange(5), "tags": [rnd.randrange(3)] * rnd.randrange(3)}},
+                            upsert=True, session=session)
+        elif kind < 0.6:
+            coll.delete_one({"_id": i}, session=session)
+        elif kind < 0.8:
+            coll.update_one({"_id": i}, {"$set": {"k": rnd.randrange(60)}}, session=session)
+        else:
+            coll.update_many({"n": rnd.randrange(5)}, {"$inc": {"n": 1}}, session=session)
+
+    for round_ in range(25):
+        s = client.start_session()
+        s.start_transaction()
+        state_rnd = rnd.getstate()
+        try:
+            for _ in range(5):
+                op(c, s)
+            commit = rnd.random() < 0.7
+            if commit:
+                s.commit_transaction()
+            else:
+                s.abort_transaction()
+        except PyMongoError:
+            commit = False
+            if s.in_transaction:
+                s.abort_transaction()
+        if commit:  # replay the same operations on the plain client
+            after = rnd.getstate()
+            rnd.setstate(state_rnd)
+            for _ in range(5):
+                op(p)
+            rnd.random()
+            rnd.setstate(after)
+        st = c._store
+        for ix in st.ix.values():
+            expected = sorted((k, rid) for rid, d in st.docs.items() for k in ix.keys_for(d)[0])
+            assert expected == ix.entries, (round_, ix.spec.name)
+        assert list(c.find().sort("_id", 1)) == list(p.find().sort("_id", 1)), round_
