@@ -501,3 +501,20 @@ def test_create_and_list_collections_commands(db):
     with pytest.raises(OperationFailure) as ei:
         db.command("create", "orders")
     assert ei.value.code == 48
+
+
+def test_expr_validator(db):
+    """Manual, *Specify Validation With Query Operators* ($expr): orders must satisfy ``totalWithVAT ==
+    total * (1 + VAT)``; a consistent order is stored, an inconsistent one fails with 121. (The manual uses
+    NumberDecimal; Decimal128 arithmetic is not modelled and raises a clear error instead.)"""
+    from bson import Decimal128
+    db.create_collection("orders", validator={"$expr": {"$eq": [
+        "$totalWithVAT", {"$multiply": ["$total", {"$sum": [1, "$VAT"]}]}]}})
+    db.orders.insert_one({"total": 141.0, "VAT": 0.25, "totalWithVAT": 176.25})
+    with pytest.raises(WriteError) as ei:
+        db.orders.insert_one({"total": 141.0, "VAT": 0.25, "totalWithVAT": 176.0})
+    assert ei.value.code == 121 and ei.value.details["errInfo"]["details"]["operatorName"] == "$expr"
+    with pytest.raises(OperationFailure) as ei:
+        db.orders.insert_one({"total": Decimal128("141"), "VAT": Decimal128("0.20"), "totalWithVAT": Decimal128("169")})
+    assert "MONGODB_URI" in str(ei.value)
+    assert db.orders.count_documents({}) == 1

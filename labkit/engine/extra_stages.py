@@ -338,6 +338,10 @@ def _install_expression_errors() -> None:
     def parse(self, expression):
         try:
             return original(self, expression)
+        except AssertionError as e:  # mongomock's arithmetic type checks (e.g. "$multiply only uses numbers")
+            raise OperationFailure(
+                "%s: the embedded engine's arithmetic operators take int, long and double values (not strings, "
+                "and not Decimal128: for Decimal128 arithmetic use a real server (set MONGODB_URI))" % e, 14) from None
         except OperationFailure as e:
             m = _re.match(r"Unrecognized expression '(\$\w+)'", str(e))
             if m and m.group(1) in SERVER_EXPRESSIONS_NOT_MODELLED:

@@ -31,7 +31,7 @@ from mongomock.command_cursor import CommandCursor
 
 from labkit import limits, validation
 
-from . import collate, sessions
+from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
 from .collection import Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 
