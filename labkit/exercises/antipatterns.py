@@ -361,7 +361,7 @@ def _ex35() -> Exercise:
 def _check_embed_context(db: Any) -> str:
     if not _is_database(db):
         raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
-    users = list(db.users.find())
+    users = list(db.users.find().sort("_id", 1))
     if not users:
         raise NotYet("practice.users is empty; re-run the practice setup cell.")
     for field, kind in (("profile", "subdocument"), ("settings", "subdocument")):
