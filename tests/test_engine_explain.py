@@ -492,3 +492,15 @@ def test_regex_filters_on_index_keys_avoid_fetches(db):
     e = t.find({"a": {"$regex": "^a"}}, {"_id": 0, "a": 1}).explain()
     assert stages(e["queryPlanner"]["winningPlan"]) == ["PROJECTION_COVERED", "IXSCAN"]
     assert list(t.find({"a": {"$regex": "2$"}}, {"_id": 0, "a": 1})) == [{"a": "a2"}]
+
+
+def test_collscan_counters_one_work_per_document(db):
+    """Classic COLLSCAN: one work() per document plus the final EOF call, with or without a filter
+    (the engine's bulk paths must give the one-at-a-time counters)."""
+    t = db.works
+    t.insert_many([{"i": i} for i in range(7)])
+    for filt, n in (({}, 7), ({"i": {"$gte": 4}}, 3)):
+        st = t.find(filt).explain()["executionStats"]["executionStages"]
+        assert (st["works"], st["advanced"], st["needTime"], st["docsExamined"], st["isEOF"]) == (8, n, 7 - n, 7, 1)
+    st = t.find({"i": {"$gte": 4}}).sort("i", -1).explain()["executionStats"]["executionStages"]
+    assert st["stage"] == "SORT" and st["inputStage"]["works"] == 8 and st["works"] >= 8

@@ -573,7 +573,20 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         results = []
     root = winner.root
     _enable_batching(root, [])
-    if stop_after is None or len(results) < stop_after:
+    done = False
+    if isinstance(root, CollScan) and root.match is None and root._it is None and stop_after is None:
+        # an unfiltered full scan: take every document at once, with the counters one-at-a-time gives
+        items = list(store.docs.items())
+        if root.direction < 0:
+            items.reverse()
+        results = [(rid, doc, None) for rid, doc in items]
+        n = len(results)
+        root.docs_examined = n
+        root.works = root.advanced = n
+        root._it = iter(())
+        root.work()  # the final IS_EOF call
+        done = True
+    if not done and (stop_after is None or len(results) < stop_after):
         work = root.work
         while True:
             st = work()
