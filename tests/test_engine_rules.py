@@ -471,15 +471,17 @@ def test_graph_lookup_reporting_hierarchy(db):
 
 
 def test_unmodelled_features_raise_clearly(db):
-    """Time-series and capped collections, $setWindowFields and $dateTrunc are valid on MongoDB 8.0 but not
-    modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
+    """Time-series and capped collections, time-unit windows and other window functions of
+    $setWindowFields, and $dateTrunc are valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
     instead of being ignored or reported as unknown."""
     db.t.insert_one({"d": 1})
     attempts = [
         lambda: db.create_collection("w", timeseries={"timeField": "ts", "metaField": "sensorId"}),
         lambda: db.create_collection("c", capped=True, size=4096),
+        lambda: list(db.t.aggregate([{"$setWindowFields": {"sortBy": {"d": 1}, "output": {"n": {
+            "$sum": 1, "window": {"range": [-1, 0], "unit": "day"}}}}}])),
         lambda: list(db.t.aggregate([{"$setWindowFields": {"sortBy": {"d": 1},
-                                                           "output": {"n": {"$documentNumber": {}}}}}])),
+                                                           "output": {"n": {"$expMovingAvg": {"input": "$d", "N": 2}}}}}])),
         lambda: list(db.t.aggregate([{"$project": {"x": {"$dateTrunc": {"date": "$d", "unit": "day"}}}}])),
     ]
     for attempt in attempts:
@@ -518,3 +520,38 @@ def test_expr_validator(db):
         db.orders.insert_one({"total": Decimal128("141"), "VAT": Decimal128("0.20"), "totalWithVAT": Decimal128("169")})
     assert "MONGODB_URI" in str(ei.value)
     assert db.orders.count_documents({}) == 1
+
+
+CAKE_SALES = [
+    {"_id": 0, "type": "chocolate", "orderDate": "2020-05-18T14:10:30", "state": "CA", "price": 13, "quantity": 120},
+    {"_id": 1, "type": "chocolate", "orderDate": "2021-03-20T11:30:05", "state": "WA", "price": 14, "quantity": 140},
+    {"_id": 2, "type": "vanilla", "orderDate": "2021-01-11T06:31:15", "state": "CA", "price": 12, "quantity": 145},
+    {"_id": 3, "type": "vanilla", "orderDate": "2020-02-08T13:13:23", "state": "WA", "price": 13, "quantity": 104},
+    {"_id": 4, "type": "strawberry", "orderDate": "2019-05-18T16:09:01", "state": "CA", "price": 41, "quantity": 162},
+    {"_id": 5, "type": "strawberry", "orderDate": "2019-01-08T06:12:03", "state": "WA", "price": 43, "quantity": 134}]
+
+
+def test_set_window_fields_manual_examples(db):
+    """Manual, *$setWindowFields* / *$rank* / *$shift* with the cakeSales collection: cumulative quantity per
+    state (documents ["unbounded", "current"]) 162/282/427 and 134/238/378; moving average per year
+    (documents [-1, 0]) 134, 148, 104, 112, 145, 142.5; a price range window [-10, 10] summing 265/265/162
+    and 244/244/134; $rank by quantity descending; $shift by 1 with default "Not available"."""
+    import datetime
+    db.cakeSales.insert_many([dict(d, orderDate=datetime.datetime.fromisoformat(d["orderDate"])) for d in CAKE_SALES])
+
+    def run(spec, field):
+        return [(d["_id"], d[field]) for d in db.cakeSales.aggregate([{"$setWindowFields": spec}])]
+    assert run({"partitionBy": "$state", "sortBy": {"orderDate": 1}, "output": {"cumulativeQuantityForState": {
+        "$sum": "$quantity", "window": {"documents": ["unbounded", "current"]}}}}, "cumulativeQuantityForState") == \
+        [(4, 162), (0, 282), (2, 427), (5, 134), (3, 238), (1, 378)]
+    assert run({"partitionBy": {"$year": "$orderDate"}, "sortBy": {"orderDate": 1}, "output": {"averageQuantity": {
+        "$avg": "$quantity", "window": {"documents": [-1, 0]}}}}, "averageQuantity") == \
+        [(5, 134), (4, 148), (3, 104), (0, 112), (2, 145), (1, 142.5)]
+    assert run({"partitionBy": "$state", "sortBy": {"price": 1}, "output": {"quantityFromSimilarOrders": {
+        "$sum": "$quantity", "window": {"range": [-10, 10]}}}}, "quantityFromSimilarOrders") == \
+        [(2, 265), (0, 265), (4, 162), (3, 244), (1, 244), (5, 134)]
+    assert run({"partitionBy": "$state", "sortBy": {"quantity": -1}, "output": {"rankQuantityForState": {
+        "$rank": {}}}}, "rankQuantityForState") == [(4, 1), (2, 2), (0, 3), (1, 1), (5, 2), (3, 3)]
+    assert run({"partitionBy": "$state", "sortBy": {"quantity": -1}, "output": {"shiftQuantityForState": {
+        "$shift": {"output": "$quantity", "by": 1, "default": "Not available"}}}}, "shiftQuantityForState") == \
+        [(4, 145), (2, 120), (0, "Not available"), (1, 134), (5, 104), (3, "Not available")]

@@ -31,6 +31,7 @@ from mongomock.command_cursor import CommandCursor
 
 from labkit import limits, validation
 
+from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
 from .collection import Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
