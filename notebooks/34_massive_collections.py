@@ -122,23 +122,16 @@ print(f"round trips: {trips_before}, orders found: {len(orders_before)}, keys ex
 # All orders go into `orders`, each carrying `tenantId` and `day`. The index the read needs leads with the
 # tenant, then the customer, then time (newest first).
 #
-# On a real server the merge runs on the server, one aggregation per old collection, ending in `$merge`. The
-# embedded engine does not implement `$merge` yet, so that cell is skipped here and the next cell does the
-# same copy through the client:
+# The merge runs on the server: one aggregation per old collection adds the fields its name encoded and
+# ends in `$merge`, which inserts into `orders` (and, re-run, would leave already-merged orders alone).
 
-# %% tags=["requires-server", "skip-execution", "nbval-skip"]
+# %%
 for name in names:
     m = pattern.match(name)
     db[name].aggregate([
         {"$addFields": {"tenantId": m["tenant"], "day": m["day"].replace("_", "-")}},
         {"$merge": {"into": "orders", "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
     ])
-
-# %%
-for name in names:
-    m = pattern.match(name)
-    docs = [d | {"tenantId": m["tenant"], "day": m["day"].replace("_", "-")} for d in db[name].find().sort("_id", 1)]
-    db.orders.insert_many(docs)
 db.orders.create_index([("tenantId", 1), ("customerId", 1), ("createdAt", -1)])
 print("orders:", db.orders.count_documents({}))
 

@@ -134,25 +134,17 @@ print(f"with an unindexed foreignField it would be "
 # The queue needs two customer fields. Copy exactly those into each order, next to the `customerId`
 # reference, which stays for everything else (the detail page, the report).
 #
-# Migration with an aggregation: on a real server it ends with `$merge` back into `orders`. The embedded
-# engine does not implement `$merge` yet, so that cell needs a real server; the next cell does the same with
-# `$out` into a new collection renamed over `orders`.
+# Migration with one aggregation that ends in `$merge` back into `orders`, adding the copy to each order in
+# place:
 
 # %%
 copy_stages = [
     {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "c",
                  "pipeline": [{"$project": {"name": 1, "tier": 1}}]}},
-    {"$set": {"customer": {"name": {"$first": "$c.name"}, "tier": {"$first": "$c.tier"}}}},
-    {"$project": {"c": 0}},
+    {"$project": {"customer": {"name": {"$first": "$c.name"}, "tier": {"$first": "$c.tier"}}}},
+    {"$merge": {"into": "orders", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}},
 ]
-
-# %% tags=["requires-server", "skip-execution", "nbval-skip"]
-db.orders.aggregate(copy_stages + [{"$merge": {"into": "orders", "on": "_id", "whenMatched": "replace"}}])
-
-# %%
-db.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])
-db.orders_extended.rename("orders", dropTarget=True)
-db.orders.create_index([("status", 1), ("createdAt", -1)])
+db.orders.aggregate(copy_stages)
 db.orders.create_index([("customerId", 1)])
 show(db.orders.find_one({"_id": "order:00042"}))
 
@@ -240,8 +232,7 @@ ex = labkit.exercises.get("38-extended-reference")
 ex
 
 # %% tags=["solution"]
-practice.orders.aggregate(copy_stages + [{"$out": "orders_extended"}])
-practice.orders_extended.rename("orders", dropTarget=True)
+practice.orders.aggregate(copy_stages)
 ex.check(practice)
 
 # %% [markdown]
