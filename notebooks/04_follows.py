@@ -121,8 +121,9 @@ counter_plan
 # %% [markdown]
 # ## Explore: a celebrity's followers
 #
-# For a follower count (the slider picks the generated account closest to it), compare what counting costs
-# with a maintained counter, and how big the user document would be if it kept all follower ids in an array.
+# For a follower count (the slider picks the generated account whose count is closest; the readout names it),
+# compare what counting costs with a maintained counter, and how big that user document would be if it kept all
+# follower ids in an array.
 
 # %%
 from labkit.plots import bars_against_limit
@@ -137,7 +138,7 @@ def celebrity(followers):
     cost = count_cost(account)
     return {"account": account, "followers": cost["followers"],
             "count: keys examined": cost["keys examined"], "counter: keys examined": 1,
-            "user doc with followerIds (bytes)": doc_size_with_array(sam_doc, "followerIds", followers,
+            "user doc with followerIds (bytes)": doc_size_with_array(sam_doc, "followerIds", cost["followers"],
                                                                       lambda i: f"user:{i}"),
             "user doc with followerIds, 1M followers (bytes)": doc_size_with_array(sam_doc, "followerIds", 1_000_000,
                                                                                    lambda i: f"user:{i}")}
