@@ -103,14 +103,18 @@ def test_count_distinct_update_delete_with_collation(db):
 
 
 def test_aggregate_with_collation(db):
-    """Manual, ``db.collection.aggregate()`` *Specify a Collation*: the pipeline's leading $match and $sort
-    compare strings under the collation (here strength 1: "cafe" matches café/cafe/cafE). Stages the engine
-    cannot run under a collation raise a clear OperationFailure instead of ignoring it."""
+    """Manual, ``db.collection.aggregate()`` *Specify a Collation*: $match and $sort stages (leading or later,
+    also inside $facet) compare strings under the collation (here strength 1: "cafe" matches café/cafe/cafE).
+    Stages the engine cannot run under a collation ($group...) raise a clear OperationFailure instead of
+    ignoring it."""
     c = cafe(db)
     out = c.aggregate([{"$match": {"category": "cafe"}}, {"$sort": {"category": 1}}, {"$project": {"_id": 1}}],
                       collation=EN1)
     assert sorted(d["_id"] for d in out) == [1, 2, 3]
     assert list(c.aggregate([{"$match": {"category": "CAFE"}}, {"$count": "n"}], collation=EN2)) == [{"n": 2}]
+    later = c.aggregate([{"$project": {"category": 1}}, {"$match": {"category": "CAFE"}}, {"$sort": {"category": -1, "_id": -1}},
+                         {"$facet": {"ids": [{"$match": {"category": {"$in": ["CAFÉ", "cafe"]}}}]}}], collation=EN2)
+    assert [d["_id"] for d in next(later)["ids"]] == [3, 2]
     with pytest.raises(OperationFailure) as ei:
         c.aggregate([{"$group": {"_id": "$category"}}], collation=EN2)
     assert "not supported on the embedded engine" in str(ei.value) and "$group" in str(ei.value)

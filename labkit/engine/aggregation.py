@@ -20,6 +20,7 @@ from mongomock import helpers
 
 from . import keys as K
 from .collection import _check_sort, _sort_list, fast_copy
+from .collate import current as _collation, make_matcher as _collation_matcher, sort_value_key as _collation_sort_key
 from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .stages import IndexScan
@@ -279,6 +280,10 @@ def _sort_docs(docs: list[dict], sort: list[tuple[str, int]], limit: int = 0) ->
 
     def key(doc: dict) -> tuple:
         return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+    coll = _collation()
+    if coll is not None:  # aggregate(collation=...): strings compare by collation key (collate.py)
+        def key(doc: dict) -> tuple:  # noqa: F811
+            return tuple(_collation_sort_key(doc, p, desc, coll) for p, desc in parts)
     if limit:
         return [d for _, _, d in heapq.nsmallest(limit, ((key(d), i, d) for i, d in enumerate(docs)))]
     return sorted(docs, key=key)
@@ -563,7 +568,7 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         (name, arg), = stage.items()
         nxt = pipeline[i + 1] if i + 1 < len(pipeline) else None
         if name == "$match":
-            m = make_matcher(helpers.patch_datetime_awareness_in_document(arg))
+            m = _collation_matcher(helpers.patch_datetime_awareness_in_document(arg), _collation())
             docs = [d for d in docs if m(d)]
         elif name == "$sort":
             sort = _check_sort(_sort_list(arg))

@@ -425,27 +425,26 @@ def run_query(coll, q: Query, collation: dict | None, stop_after: int | None = N
 
 
 # ---------------------------------------------------------------------------------------------- aggregate
-_SAFE_AFTER_PREFIX = {"$project", "$addFields", "$set", "$unset", "$limit", "$skip", "$count", "$unwind",
-                      "$replaceRoot", "$replaceWith", "$out", "$merge"}
+_SAFE_STAGES = {"$match", "$sort", "$project", "$addFields", "$set", "$unset", "$limit", "$skip", "$count",
+                "$unwind", "$replaceRoot", "$replaceWith", "$out", "$merge", "$graphLookup", "$lookup", "$facet"}
 
 
 def check_pipeline(pipeline: list) -> None:
-    """Refuse (clearly) pipelines whose later stages would compare strings without the collation.
+    """Refuse (clearly) pipelines with stages that would compare strings without the collation.
 
-    The leading $match/$sort/$skip/$limit run through the collation-aware planner, ``$lookup`` with
-    localField/foreignField too; the stages in ``_SAFE_AFTER_PREFIX`` do not compare strings."""
-    from .aggregation import _split_prefix
-    pipeline = list(pipeline)
-    try:
-        i = _split_prefix(pipeline)[-1]
-    except Exception:  # malformed pipelines get their usual error later
-        return
-    for stage in pipeline[i:]:
+    ``$match`` and ``$sort`` (anywhere), the planner-run leading stages, ``$lookup``/``$graphLookup`` (their
+    queries run through the collation-aware planner) honour the collation; the other stages listed in
+    ``_SAFE_STAGES`` do not compare strings. ``$group``, ``$sortByCount``, ``$bucket``, ``$setWindowFields``...
+    raise."""
+    for stage in list(pipeline):
         if not isinstance(stage, dict) or len(stage) != 1:
-            return
+            return  # malformed pipelines get their usual error later
         name, arg = next(iter(stage.items()))
-        if name in _SAFE_AFTER_PREFIX:
-            continue
-        if name == "$lookup" and isinstance(arg, dict) and "pipeline" not in arg:
-            continue
-        raise unsupported("aggregate(collation=...) with a %s stage after the leading $match/$sort" % name)
+        if name not in _SAFE_STAGES:
+            raise unsupported("aggregate(collation=...) with a %s stage" % name)
+        if name == "$lookup" and isinstance(arg, dict) and isinstance(arg.get("pipeline"), list):
+            check_pipeline(arg["pipeline"])
+        if name == "$facet" and isinstance(arg, dict):
+            for sub in arg.values():
+                if isinstance(sub, list):
+                    check_pipeline(sub)
