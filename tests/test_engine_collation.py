@@ -211,3 +211,16 @@ def test_index_and_collection_scan_agree_with_labkit_collation(db):
         keys = [functools.cmp_to_key(lambda a, b: compare(a, b, norm))(w) for w in ordered]
         assert all(not (keys[i + 1] < keys[i]) for i in range(len(keys) - 1))
         assert plan(c.find({"w": words[0]}, collation=spec))[1] == "IXSCAN"
+
+
+def test_bulk_write_operations_with_collation(db):
+    """pymongo API: UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany take ``collation=``; in bulk_write
+    each operation matches under its own collation."""
+    from pymongo import DeleteMany, UpdateMany, UpdateOne
+    f = db.fruit
+    f.insert_many([{"_id": 1, "type": "apple"}, {"_id": 2, "type": "Apple"}, {"_id": 3, "type": "pear"}])
+    r = f.bulk_write([UpdateMany({"type": "APPLE"}, {"$set": {"n": 1}}, collation=EN2),
+                      UpdateOne({"type": "APPLE"}, {"$set": {"n": 2}}),
+                      DeleteMany({"type": "PEAR"}, collation=EN1)])
+    assert (r.matched_count, r.modified_count, r.deleted_count) == (2, 2, 1)
+    assert [d.get("n") for d in f.find().sort("_id", 1)] == [1, 1]

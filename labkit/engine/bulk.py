@@ -15,8 +15,6 @@ def run_bulk(coll, requests: list, ordered: bool) -> BulkWriteResult:
                            "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []}
     for i, op in enumerate(requests):
         try:
-            if getattr(op, "_collation", None):
-                raise unsupported("collation in bulk_write")
             if isinstance(op, InsertOne):
                 coll._insert_one_doc(op._doc)
                 res["nInserted"] += 1
@@ -27,7 +25,8 @@ def run_bulk(coll, requests: list, ordered: bool) -> BulkWriteResult:
                     from mongomock.collection import validate_ok_for_replace
                     validate_ok_for_replace(op._doc)
                 r = coll._update(op._filter, op._doc, upsert=op._upsert, multi=isinstance(op, UpdateMany),
-                                 hint=getattr(op, "_hint", None), sort=getattr(op, "_sort", None))
+                                 hint=getattr(op, "_hint", None), sort=getattr(op, "_sort", None),
+                                 collation=getattr(op, "_collation", None))  # handled by rules.LabCollection
                 if r["upserted"] is not None:
                     res["nUpserted"] += 1
                     res["upserted"].append({"index": i, "_id": r["upserted"]})
@@ -35,7 +34,8 @@ def run_bulk(coll, requests: list, ordered: bool) -> BulkWriteResult:
                     res["nMatched"] += r["n"]
                     res["nModified"] += r["nModified"]
             elif isinstance(op, (DeleteOne, DeleteMany)):
-                r = coll._delete(op._filter, hint=getattr(op, "_hint", None), multi=isinstance(op, DeleteMany))
+                r = coll._delete(op._filter, hint=getattr(op, "_hint", None), multi=isinstance(op, DeleteMany),
+                                 collation=getattr(op, "_collation", None))
                 res["nRemoved"] += r["n"]
             else:
                 raise TypeError("%r is not a valid request" % (op,))

@@ -194,6 +194,18 @@ class LabCollection(EmbeddedCollection):
         check_update_doc(self, old, new)
         super()._replace_doc(rid, old, new)
 
+    def _update(self, *args, collation=None, **kwargs):
+        if collation is None:  # the public methods bind their collation themselves
+            return super()._update(*args, **kwargs)
+        with collate.using(collate.normalize(collation)):  # bulk_write operations carry their own
+            return super()._update(*args, **kwargs)
+
+    def _delete(self, *args, collation=None, **kwargs):
+        if collation is None:
+            return super()._delete(*args, **kwargs)
+        with collate.using(collate.normalize(collation)):
+            return super()._delete(*args, **kwargs)
+
     def _run(self, q, stop_after=None, **kwargs):
         c = collate.current()
         if c is None and (not collate.has_collation_index(self._store) or
