@@ -1,0 +1,250 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Anti-pattern: separating data that is accessed together"
+#     section: Anti-patterns
+#     demo: "Count the four round trips of the request context, migrate with one aggregation, count again."
+#     mistakes: ["One collection per table, carried over from a relational schema", "Using a transaction to keep split one-to-one data consistent", "Dropping the old collections before reads have switched"]
+# ---
+
+# %% [markdown]
+# # 36 · Anti-pattern: separating data that is accessed together
+#
+# **You will learn**
+# - to recognise the relational habit: `users`, `user_profiles`, `user_addresses`, `user_settings`, all loaded
+#   on every request;
+# - to detect it in application code: the same key fetched from several collections, every time;
+# - to embed one-to-one and one-to-few data into the parent, migrating with an aggregation (`$lookup` ...
+#   `$merge`), then switch reads, then drop;
+# - what it saves: round trips, documents examined, and transactions.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import datetime as dt
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("36_separate_data")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# 2,000 users in four collections, generated deterministically: every user has one profile, one settings
+# document and one to three addresses.
+
+# %%
+CITIES = ["Lisbon", "Osaka", "Denver", "Tallinn", "Accra", "Perth"]
+N = 2000
+db.users.insert_many([{"_id": f"user:{u:04d}", "email": f"user{u}@example.com",
+                       "createdAt": dt.datetime(2025, 1, 1) + dt.timedelta(hours=7 * u)} for u in range(N)])
+db.user_profiles.insert_many([{"_id": f"profile:{u:04d}", "userId": f"user:{u:04d}", "displayName": f"User {u}",
+                               "bio": "Coffee, maps and long walks."} for u in range(N)])
+db.user_addresses.insert_many([{"_id": f"addr:{u:04d}:{k}", "userId": f"user:{u:04d}", "label": ["home", "work", "other"][k],
+                                "city": CITIES[(u + k) % 6]} for u in range(N) for k in range(1 + u % 3)])
+db.user_settings.insert_many([{"_id": f"settings:{u:04d}", "userId": f"user:{u:04d}", "theme": ["light", "dark"][u % 2],
+                               "newsletter": u % 5 == 0} for u in range(N)])
+for name in ("user_profiles", "user_addresses", "user_settings"):
+    db[name].create_index([("userId", 1)])
+{name: db[name].count_documents({}) for name in sorted(db.list_collection_names())}
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | load the request context (every page) | read | 1,500/s | user, profile, addresses, settings |
+# | change display name and theme together | write | 3/s | profile and settings, atomically |
+# | add an address | write | rare | at most three per user |
+#
+# ## Detect: the same key, four collections, every time
+#
+# The application's request handler looks like this. A small counter wraps each query so we can count round
+# trips and, through `explain()`, documents examined.
+
+# %%
+def show(doc):
+    """A document with `_id` first and the other fields in alphabetical order (stable output)."""
+    return {"_id": doc["_id"], **{k: doc[k] for k in sorted(doc) if k != "_id"}}
+
+
+class Trips:
+    def __init__(self):
+        self.trips, self.docs = 0, 0
+
+    def find(self, collection, filter):
+        self.trips += 1
+        self.docs += collection.find(filter).explain()["executionStats"]["totalDocsExamined"]
+        return list(collection.find(filter))
+
+
+def load_context_split(user_id, t):
+    user = t.find(db.users, {"_id": user_id})[0]
+    user["profile"] = t.find(db.user_profiles, {"userId": user_id})[0]
+    user["addresses"] = t.find(db.user_addresses, {"userId": user_id})
+    user["settings"] = t.find(db.user_settings, {"userId": user_id})[0]
+    return user
+
+
+t_split = Trips()
+ctx = load_context_split("user:0044", t_split)
+print(f"round trips: {t_split.trips}, documents examined: {t_split.docs}, addresses: {len(ctx['addresses'])}")
+
+# %% [markdown]
+# A function that always fetches the same set of documents by the same key is describing **one** document.
+# The pipeline version does the same work on the server, with three `$lookup` stages, on every request:
+
+# %%
+context_pipeline = [
+    {"$match": {"_id": "user:0044"}},
+    {"$lookup": {"from": "user_profiles", "localField": "_id", "foreignField": "userId", "as": "profile"}},
+    {"$lookup": {"from": "user_addresses", "localField": "_id", "foreignField": "userId", "as": "addresses"}},
+    {"$lookup": {"from": "user_settings", "localField": "_id", "foreignField": "userId", "as": "settings"}},
+]
+joined = next(db.users.aggregate(context_pipeline))
+print({k: len(v) if isinstance(v, list) else v for k, v in joined.items()})
+
+# %% [markdown]
+# And a change to display name and theme touches two collections, so it needs a multi-document transaction
+# to be all-or-nothing: two writes plus the transaction's coordination, on every change.
+
+# %% [markdown]
+# ## The fix: embed one-to-one and one-to-few
+#
+# Profile and settings are one-to-one: subdocuments. Addresses are one-to-few (at most three): an array.
+#
+# Migration step 1 builds the new documents with one aggregation that ends in `$merge` back into `users`:
+# each user document gains its embedded parts in place (`whenMatched: "merge"` keeps its existing fields).
+
+# %%
+embed_stages = [
+    {"$lookup": {"from": "user_profiles", "localField": "_id", "foreignField": "userId", "as": "p"}},
+    {"$lookup": {"from": "user_addresses", "localField": "_id", "foreignField": "userId", "as": "a"}},
+    {"$lookup": {"from": "user_settings", "localField": "_id", "foreignField": "userId", "as": "s"}},
+    {"$project": {
+        "profile": {"displayName": {"$first": "$p.displayName"}, "bio": {"$first": "$p.bio"}},
+        "addresses": {"$map": {"input": "$a", "as": "x", "in": {"label": "$$x.label", "city": "$$x.city"}}},
+        "settings": {"theme": {"$first": "$s.theme"}, "newsletter": {"$first": "$s.newsletter"}},
+    }},
+    {"$merge": {"into": "users", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}},
+]
+db.users.aggregate(embed_stages)
+show(db.users.find_one({"_id": "user:0044"}))
+
+# %% [markdown]
+# Step 2: switch reads to the embedded document. Step 3: drop the old collections.
+
+# %%
+def load_context_embedded(user_id, t):
+    return t.find(db.users, {"_id": user_id})[0]
+
+
+t_embedded = Trips()
+ctx2 = load_context_embedded("user:0044", t_embedded)
+assert ctx2["profile"]["displayName"] == ctx["profile"]["displayName"] and len(ctx2["addresses"]) == len(ctx["addresses"])
+for name in ("user_profiles", "user_addresses", "user_settings"):
+    db.drop_collection(name)
+sorted(db.list_collection_names())
+
+# %% [markdown]
+# The change of display name and theme is now one atomic single-document update, no transaction:
+
+# %%
+result = db.users.update_one({"_id": "user:0044"}, {"$set": {"profile.displayName": "Sam K.", "settings.theme": "dark"}})
+print("documents modified:", result.modified_count)
+show(db.users.find_one({"_id": "user:0044"}, {"profile.displayName": 1, "settings.theme": 1}))
+
+# %% [markdown]
+# ## Measured: before and after
+
+# %%
+compare = pd.DataFrame({
+    "four collections": {"round trips per request": t_split.trips, "documents examined per request": t_split.docs,
+                         "round trips per second at 1,500 requests/s": t_split.trips * 1500,
+                         "writes to change name + theme": 2, "transaction needed": True},
+    "embedded": {"round trips per request": t_embedded.trips, "documents examined per request": t_embedded.docs,
+                 "round trips per second at 1,500 requests/s": t_embedded.trips * 1500,
+                 "writes to change name + theme": 1, "transaction needed": False},
+})
+compare
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.2))
+ax.barh(compare.columns, compare.loc["round trips per second at 1,500 requests/s"], color=["#d62728", "#1f77b4"])
+ax.set_xlabel("round trips per second at 1,500 requests/s")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Explore: what the round trips cost
+#
+# The time a request spends waiting on the network grows with round trips × latency. Pick the latency between
+# application and database and the request rate (the round-trip counts are the ones measured above).
+
+# %%
+from labkit.widgets import explorer
+
+
+def waiting(latency_ms, requests_per_second):
+    split = t_split.trips * latency_ms
+    embedded = t_embedded.trips * latency_ms
+    return {"split: ms waiting per request": split, "embedded: ms waiting per request": embedded,
+            "split: round trips per second": t_split.trips * requests_per_second,
+            "embedded: round trips per second": t_embedded.trips * requests_per_second}
+
+
+def draw_waiting(ax, values, r):
+    ax.barh(["split", "embedded"], [r["split: ms waiting per request"], r["embedded: ms waiting per request"]],
+            color=["#d62728", "#1f77b4"])
+    ax.set_xlabel("ms of network wait per request")
+
+
+wait = explorer(waiting, sliders={"latency_ms": (1, 50, 2, 1), "requests_per_second": (100, 10_000, 1500, 100)},
+                title="Latency and load", draw=draw_waiting)
+wait
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice` holds the same four collections for 300 users. Embed them into `practice.users` (`profile` and
+# `settings` subdocuments, an `addresses` array of `{label, city}`), then drop the three side collections.
+# `ex.check(practice)` loads a request context and counts what it takes.
+
+# %%
+practice = labkit.fresh_db("36_practice")
+practice.users.insert_many([{"_id": f"user:{u:04d}", "email": f"user{u}@example.com"} for u in range(300)])
+practice.user_profiles.insert_many([{"_id": f"profile:{u:04d}", "userId": f"user:{u:04d}", "displayName": f"User {u}",
+                                     "bio": "hi"} for u in range(300)])
+practice.user_addresses.insert_many([{"_id": f"addr:{u:04d}:{k}", "userId": f"user:{u:04d}",
+                                      "label": ["home", "work", "other"][k], "city": CITIES[(u + k) % 6]}
+                                     for u in range(300) for k in range(1 + u % 3)])
+practice.user_settings.insert_many([{"_id": f"settings:{u:04d}", "userId": f"user:{u:04d}", "theme": "light",
+                                     "newsletter": False} for u in range(300)])
+ex = labkit.exercises.get("36-embed-context")
+ex
+
+# %% tags=["solution"]
+practice.users.aggregate(embed_stages)
+for name in ("user_profiles", "user_addresses", "user_settings"):
+    practice.drop_collection(name)
+ex.check(practice)
+
+# %% [markdown]
+# ## Summary
+#
+# - Detect: code that always fetches the same key from several collections, or a hot pipeline with several
+#   `$lookup` stages.
+# - Fix: embed one-to-one parts as subdocuments and one-to-few parts as arrays; migrate with an aggregation
+#   ending in `$merge`, switch reads, then drop the old collections.
+# - One request becomes one round trip, and related changes become one atomic write.
+#
+# **Next:** 37 · case-insensitive queries.
