@@ -472,7 +472,7 @@ def test_graph_lookup_reporting_hierarchy(db):
 
 def test_unmodelled_features_raise_clearly(db):
     """Time-series and capped collections, time-unit windows and other window functions of
-    $setWindowFields, and $dateTrunc are valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
+    $setWindowFields, and $dateAdd are valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
     instead of being ignored or reported as unknown."""
     db.t.insert_one({"d": 1})
     attempts = [
@@ -482,7 +482,8 @@ def test_unmodelled_features_raise_clearly(db):
             "$sum": 1, "window": {"range": [-1, 0], "unit": "day"}}}}}])),
         lambda: list(db.t.aggregate([{"$setWindowFields": {"sortBy": {"d": 1},
                                                            "output": {"n": {"$expMovingAvg": {"input": "$d", "N": 2}}}}}])),
-        lambda: list(db.t.aggregate([{"$project": {"x": {"$dateTrunc": {"date": "$d", "unit": "day"}}}}])),
+        lambda: list(db.t.aggregate([{"$project": {"x": {"$dateAdd": {"startDate": "$d", "unit": "day",
+                                                                      "amount": 1}}}}])),
     ]
     for attempt in attempts:
         with pytest.raises(OperationFailure) as ei:
@@ -555,3 +556,26 @@ def test_set_window_fields_manual_examples(db):
     assert run({"partitionBy": "$state", "sortBy": {"quantity": -1}, "output": {"shiftQuantityForState": {
         "$shift": {"output": "$quantity", "by": 1, "default": "Not available"}}}}, "shiftQuantityForState") == \
         [(4, 145), (2, 120), (0, "Not available"), (1, 134), (5, 104), (3, "Not available")]
+
+
+def test_date_trunc(db):
+    """Manual, *$dateTrunc*: binSize 1 / unit hour truncates 2021-03-20T11:30:05Z to 11:00, binSize 2 to
+    10:00 (bins counted from 2000-01-01); grouping the cakeSales orders by ``{$dateTrunc: {date:
+    "$orderDate", unit: "month", binSize: 6}}`` sums quantities 296 (2019-01-01), 224 (2020-01-01) and 285
+    (2021-01-01); weeks start on ``startOfWeek``; a missing date gives null."""
+    import datetime
+    db.cakeSales.insert_many([dict(d, orderDate=datetime.datetime.fromisoformat(d["orderDate"])) for d in CAKE_SALES])
+    groups = db.cakeSales.aggregate([{"$group": {"_id": {"truncatedOrderDate": {"$dateTrunc": {
+        "date": "$orderDate", "unit": "month", "binSize": 6}}}, "sumQuantity": {"$sum": "$quantity"}}}])
+    assert sorted((g["_id"]["truncatedOrderDate"].isoformat(), g["sumQuantity"]) for g in groups) == [
+        ("2019-01-01T00:00:00", 296), ("2020-01-01T00:00:00", 224), ("2021-01-01T00:00:00", 285)]
+    out = next(db.cakeSales.aggregate([{"$match": {"_id": 1}}, {"$project": {
+        "h1": {"$dateTrunc": {"date": "$orderDate", "unit": "hour"}},
+        "h2": {"$dateTrunc": {"date": "$orderDate", "unit": "hour", "binSize": 2}},
+        "wk": {"$dateTrunc": {"date": "$orderDate", "unit": "week", "startOfWeek": "mon"}},
+        "q": {"$dateTrunc": {"date": "$orderDate", "unit": "quarter"}},
+        "la": {"$dateTrunc": {"date": "$orderDate", "unit": "day", "timezone": "-07:00"}},
+        "none": {"$dateTrunc": {"date": "$missing", "unit": "day"}}}}]))
+    assert out["h1"] == datetime.datetime(2021, 3, 20, 11) and out["h2"] == datetime.datetime(2021, 3, 20, 10)
+    assert out["wk"] == datetime.datetime(2021, 3, 15) and out["q"] == datetime.datetime(2021, 1, 1)
+    assert out["la"] == datetime.datetime(2021, 3, 20, 7) and out["none"] is None

@@ -317,7 +317,7 @@ for _name in ("$setWindowFields", "$densify", "$fill", "$unionWith", "$geoNear",
 # Valid MongoDB 8.0 expression operators that mongomock does not evaluate: say so instead of mongomock's
 # "Unrecognized expression" (which reads as if the server would refuse them too).
 SERVER_EXPRESSIONS_NOT_MODELLED = frozenset({
-    "$dateTrunc", "$dateAdd", "$dateSubtract", "$dateDiff", "$getField", "$setField", "$unsetField",
+    "$dateAdd", "$dateSubtract", "$dateDiff", "$getField", "$setField", "$unsetField",
     "$median", "$percentile", "$top", "$topN", "$bottom", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN",
     "$sortArray", "$tsIncrement", "$tsSecond", "$toHashedIndexKey", "$binarySize", "$function", "$accumulator",
     "$regexFind", "$regexFindAll", "$regexMatch", "$replaceOne", "$replaceAll", "$sampleRate", "$rand",
@@ -336,6 +336,8 @@ def _install_expression_errors() -> None:
     original = parser.parse
 
     def parse(self, expression):
+        if type(expression) is dict and len(expression) == 1 and "$dateTrunc" in expression:
+            return _date_trunc(self, expression["$dateTrunc"])
         try:
             return original(self, expression)
         except AssertionError as e:  # mongomock's arithmetic type checks (e.g. "$multiply only uses numbers")
@@ -533,3 +535,96 @@ def _accumulate(op: str, vals: list) -> Any:
 
 
 EXTRA_STAGES["$setWindowFields"] = set_window_fields_stage
+
+
+# ---------------------------------------------------------------------------------------------- $dateTrunc
+_MS = {"day": 86_400_000, "hour": 3_600_000, "minute": 60_000, "second": 1000, "millisecond": 1}
+_MONTHS = {"year": 12, "quarter": 3, "month": 1}
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAYS_SHORT = {d[:3]: d for d in _DAYS}
+
+
+def _tz(name: Any):
+    import datetime as dt
+    import re as _re
+    if name is None or name in ("UTC", "GMT", "Z", "Etc/UTC"):
+        return dt.timezone.utc
+    if not isinstance(name, str):
+        raise OperationFailure("$dateTrunc requires 'timezone' to be a string, found %r" % (name,), 40517)
+    m = _re.fullmatch(r"([+-])(\d{2}):?(\d{2})?", name)
+    if m:
+        delta = dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
+        return dt.timezone(-delta if m.group(1) == "-" else delta)
+    try:
+        from zoneinfo import ZoneInfo
+        return ZoneInfo(name)
+    except Exception:
+        raise OperationFailure("unrecognized time zone identifier: \"%s\"" % name, 40485) from None
+
+
+def _date_trunc(parser, spec: Any) -> Any:
+    """``$dateTrunc`` (manual): bins of ``binSize`` ``unit``s counted from 2000-01-01T00:00:00 in the given
+    timezone (for weeks: from the first ``startOfWeek`` on or after that date); null if an input is null or
+    missing; returns the lower bound of the bin as a UTC date."""
+    import datetime as dt
+
+    from bson import Timestamp
+    if not isinstance(spec, dict) or "date" not in spec or "unit" not in spec:
+        raise OperationFailure("$dateTrunc requires 'date' and 'unit'", 5439004)
+    unknown = set(spec) - {"date", "unit", "binSize", "timezone", "startOfWeek"}
+    if unknown:
+        raise OperationFailure("Unrecognized argument to $dateTrunc: %s" % sorted(unknown)[0], 5439007)
+
+    def ev(key, default=None):
+        if key not in spec:
+            return default
+        try:
+            return parser.parse(spec[key])
+        except KeyError:
+            return None
+    date, unit, bin_size = ev("date"), ev("unit"), ev("binSize", 1)
+    tzname = ev("timezone", "UTC")
+    sow = ev("startOfWeek", "sunday")
+    if date is None or unit is None or bin_size is None or tzname is None or (unit == "week" and sow is None):
+        return None
+    if isinstance(date, ObjectId):
+        date = date.generation_time
+    elif isinstance(date, Timestamp):
+        date = date.as_datetime()
+    if not isinstance(date, dt.datetime):
+        raise OperationFailure("$dateTrunc requires 'date' to be a date, but got %s" % type(date).__name__, 5439012)
+    if unit not in _MS and unit not in _MONTHS and unit != "week":
+        raise OperationFailure("$dateTrunc parameter 'unit' value cannot be recognized as a time unit: %s" % unit,
+                               5439014)
+    if isinstance(bin_size, bool) or not isinstance(bin_size, (int, float)) or bin_size != int(bin_size) \
+            or bin_size <= 0:
+        raise OperationFailure("$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '%s'"
+                               % (bin_size,), 5439017)
+    bin_size = int(bin_size)
+    tz = _tz(tzname)
+    utc = date.replace(tzinfo=dt.timezone.utc) if date.tzinfo is None else date.astimezone(dt.timezone.utc)
+    local = utc.astimezone(tz).replace(tzinfo=None)
+    ref = dt.datetime(2000, 1, 1)
+    if unit in _MONTHS:
+        span = _MONTHS[unit] * bin_size
+        m = (local.year - 2000) * 12 + local.month - 1
+        m -= m % span
+        out = dt.datetime(2000 + m // 12, m % 12 + 1, 1)
+    elif unit == "week":
+        day = str(sow).lower()
+        day = _DAYS_SHORT.get(day, day)
+        if day not in _DAYS:
+            raise OperationFailure("$dateTrunc parameter 'startOfWeek' value cannot be recognized as a day of a "
+                                   "week: %s" % sow, 5439015)
+        start = ref + dt.timedelta(days=(_DAYS.index(day) - ref.weekday()) % 7)
+        days = (local - start).days
+        days -= days % (7 * bin_size)
+        out = start + dt.timedelta(days=days)
+    else:
+        span = _MS[unit] * bin_size
+        ms = (local - ref) // dt.timedelta(milliseconds=1)
+        ms -= ms % span
+        out = ref + dt.timedelta(milliseconds=ms)
+    if tz is not dt.timezone.utc:
+        out = out.replace(tzinfo=tz).astimezone(dt.timezone.utc)
+    return out.replace(tzinfo=None)
