@@ -147,34 +147,21 @@ class Planner:
                                    "hint provided does not correspond to an existing index", 2)
         return ix
 
-    def _partial_ok(self, ix, by_path: dict[str, list[Pred]]) -> bool:
+    def _partial_ok(self, ix, by_path: dict[str, list[Pred]] | None = None) -> bool:
+        """A partial index answers the query only if the query predicate implies its filter expression
+        (the server's ``expression::isSubsetOf``; manual "Partial Indexes" > "Query Coverage")."""
         pf = ix.spec.partial
         if pf is None:
             return True
-        pp = Parsed(pf)
-        if pp.others or pp.ors:
-            return False
-        for ppred in pp.preds:
-            qs = by_path.get(ppred.path, [])
-            ok = False
-            for q in qs:
-                if q.is_equality and q.kind == "eq":
-                    if filter_applies({ppred.path: {ppred.op: ppred.arg}} if ppred.op != "$eq" else
-                                      {ppred.path: ppred.arg}, {ppred.path: q.arg} if "." not in ppred.path
-                                      else _nest(ppred.path, q.arg)):
-                        ok = True
-                        break
-            if not ok and ppred.intervals is not None:
-                qiv = full()
-                for q in qs:
-                    if q.intervals is not None and q.exact:
-                        qiv = intersect(qiv, q.intervals)
-                if qs and qiv and all(_contained(iv, ppred.intervals) for iv in qiv) and \
-                        ppred.kind in ("range", "eq", "in", "exists"):
-                    ok = True
-            if not ok:
-                return False
-        return True
+        cache = self.__dict__.setdefault("_partial_cache", {})
+        name = ix.spec.name
+        if name not in cache:
+            from .subset import implies
+            qc = getattr(self, "collation", None)
+            ic = getattr(ix.spec, "collation", None)
+            coll: Any = None if (qc is None and ic is None) else (qc if qc == ic else False)
+            cache[name] = implies(self.q.filter, pf, coll)
+        return cache[name]
 
     def _allowed(self, ix, p: Pred) -> bool:
         if not p.indexable:
@@ -267,9 +254,12 @@ class Planner:
             bounds, exact, lead = self.assign(ix, by_path)
             if lead:
                 cands.extend(self._index_candidates(ix, bounds, exact))
-            elif q.sort and self._sort_dir(ix, [full() for _ in ix.spec.fields]) and ix.spec.partial is None \
-                    and not ix.spec.sparse:
-                providing_sort.append(ix)
+            elif q.sort and self._sort_dir(ix, [full() for _ in ix.spec.fields]) and not ix.spec.sparse:
+                providing_sort.append(ix)  # partial ones only when implied (checked above), as the server does
+        if any(not c.has_sort for c in cands):
+            # query_planner.cpp adds "index provides the sort" whole-index scans only when no indexed
+            # solution already avoids a blocking SORT (``usingIndexToSort``)
+            providing_sort = []
         for ix in providing_sort:
             cands.extend(self._index_candidates(ix, [full() for _ in ix.spec.fields], []))
         if not cands:
