@@ -244,3 +244,36 @@ def test_hinted_sparse_index_returns_incomplete_results(db):
     # the manual's {x: {$exists: false}} example: not used unless hinted, and then nothing is found
     assert [d["_id"] for d in s.find({"score": {"$exists": False}})] == [1]
     assert list(s.find({"score": {"$exists": False}}).hint({"score": 1})) == []
+
+
+# ------------------------------------------------------------------------------- 3. array literals in expressions
+
+def test_project_new_array_fields_manual_example(db):
+    """Manual $project > "Project New Array Fields": for {x: 1, y: 1}, ``{$project: {myArray: ["$x", "$y"]}}``
+    gives [1, 1] and ``["$x", "$y", "$someField"]`` gives [1, 1, null] (a missing field becomes null)."""
+    c = db.collection
+    c.insert_one({"_id": 1, "x": 1, "y": 1})
+    assert list(c.aggregate([{"$project": {"myArray": ["$x", "$y"]}}])) == [{"_id": 1, "myArray": [1, 1]}]
+    assert list(c.aggregate([{"$project": {"myArray": ["$x", "$y", "$someField"]}}])) == [
+        {"_id": 1, "myArray": [1, 1, None]}]
+
+
+def test_array_literals_evaluated_in_add_fields_set_group_and_operators(db):
+    """Array literals are expressions wherever an expression is allowed (manual "Expressions" > "Expression
+    Objects"/literals: only ``$literal`` keeps "$x" as text): $project/$addFields/$set, $group keys and
+    accumulators, nested objects, and one-argument operators written in array form
+    (``{ $not: [ <expression> ] }`` per the $not manual page)."""
+    c = db.arrays
+    c.insert_one({"_id": 1, "x": 2, "arr": [1, 3], "s": "AbC", "f": False})
+    out = list(c.aggregate([{"$project": {"_id": 0, "a": ["$x", {"$min": "$arr"}], "o": {"k": ["$s"]},
+                                          "lit": {"$literal": ["$x"]}}}]))
+    assert out == [{"a": [2, 1], "o": {"k": ["AbC"]}, "lit": ["$x"]}]
+    assert list(c.aggregate([{"$addFields": {"a": ["$x", {"$min": "$arr"}]}}, {"$project": {"_id": 0, "a": 1}}])
+                ) == [{"a": [2, 1]}]
+    out = list(c.aggregate([{"$set": {"a": ["$x"]}},
+                            {"$project": {"_id": 0, "a": 1, "n": {"$not": ["$f"]}, "l": {"$toLower": ["$s"]},
+                                          "sz": {"$size": ["$arr"]}, "in": {"$in": ["$x", ["$x", 5]]}}}]))
+    assert out == [{"a": [2], "n": True, "l": "abc", "sz": 2, "in": True}]
+    out = list(c.aggregate([{"$group": {"_id": ["$x", "$s"], "p": {"$push": ["$x", "$nope"]}}}]))
+    assert out == [{"_id": [2, "AbC"], "p": [[2, None]]}]
+    assert [d["_id"] for d in c.find({"$expr": {"$in": ["$x", ["$x"]]}})] == [1]

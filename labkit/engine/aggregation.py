@@ -53,6 +53,44 @@ def _install_bson_size() -> None:
 
 _install_bson_size()
 
+# Operators the server defines with exactly one argument (ExpressionFixedArity<1>): an operand written as a
+# one-element array is that argument (manual: ``{ $not: [ <expression> ] }``, ``{ $toLower: <expression> }``).
+_UNARY_OPS = frozenset(("$not", "$toLower", "$toUpper", "$toString", "$toInt", "$toLong", "$toDecimal",
+                        "$toDouble", "$toBool", "$size", "$isArray", "$isNumber", "$arrayToObject",
+                        "$objectToArray", "$abs", "$ceil", "$floor", "$exp", "$ln", "$log10", "$sqrt",
+                        "$strLenCP", "$strLenBytes", "$reverseArray", "$type"))
+
+
+def _install_array_literals() -> None:
+    """Array literals are expressions: each element is evaluated, a missing field becoming null (manual
+    ``$project`` > "Project New Array Fields": ``[ "$x", "$y", "$someField" ]`` gives ``[ 1, 1, null ]``).
+    mongomock returned the list unevaluated, in $project, $addFields/$set, $group and everywhere else."""
+    parser = mm_aggregate._Parser
+    if getattr(parser, "_labkit_array_literals", False):
+        return
+    original = parser.parse
+
+    def parse(self, expression):
+        if isinstance(expression, list):
+            out = []
+            for x in expression:
+                try:
+                    out.append(self.parse(x))
+                except KeyError:
+                    out.append(None)
+            return out
+        if isinstance(expression, dict) and len(expression) == 1:
+            (op, arg), = expression.items()
+            if op in _UNARY_OPS and isinstance(arg, list) and len(arg) == 1:
+                return self.parse({op: arg[0]})
+        return original(self, expression)
+
+    parser.parse = parse
+    parser._labkit_array_literals = True
+
+
+_install_array_literals()
+
 
 # ---------------------------------------------------------------------------------- helpers
 
