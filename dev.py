@@ -8,6 +8,7 @@
 Contributors also have:
 
     python3 dev.py build-notebooks [NAME ...]   regenerate notebooks from their .py sources, with outputs
+    python3 dev.py demo                         demo mode: the live-demo dashboard in Voila (widgets only, code hidden)
     python3 dev.py docs [--check]               regenerate CONTENTS.md, INSTRUCTOR.md, navigation cells and
                                                 students/ from the notebooks' labkit metadata
 """
@@ -26,6 +27,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".schema-lab-installed"
 FIRST_NOTEBOOK = "notebooks/00_start_here.ipynb"
+DEMO_NOTEBOOK = "notebooks/demo_dashboard.ipynb"
 PYTEST_ARGS = [
     "tests", "notebooks",
     "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/sanitize.cfg",
@@ -63,7 +65,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd not in {"lab", "test", "build-notebooks", "docs"}:
+    if cmd not in {"lab", "test", "build-notebooks", "docs", "demo"}:
         print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
         return 2
     setup()
@@ -72,6 +74,8 @@ def main(argv: list[str]) -> int:
         args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *rest]
     elif cmd == "test":
         args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *rest]
+    elif cmd == "demo":
+        args = [str(PY), "-m", "voila", DEMO_NOTEBOOK, "--strip_sources=True", *rest]
     elif cmd == "docs":
         args = [str(PY), str(ROOT / "tools" / "gen_docs.py"), *rest]
     else:

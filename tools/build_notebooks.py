@@ -24,7 +24,7 @@ KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": 
 
 def sources(names: list[str]) -> list[Path]:
     """The py:percent sources to build, in lesson order."""
-    all_src = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+    all_src = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")) + sorted(NOTEBOOKS.glob("demo_*.py"))
     if not names:
         return all_src
     chosen = []

@@ -1,0 +1,76 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Schema Lab · live demo: cardinality and query plans
+#
+# Two questions, answered by moving a slider. Every number is computed on the spot by the engine the notebook
+# runs on (the embedded engine unless `MONGODB_URI` points at a server).
+
+# %%
+import bson
+
+import labkit
+from labkit.plots import bars_against_limit
+from labkit.sizes import doc_size_with_array
+from labkit.widgets import explorer
+
+db = labkit.fresh_db("demo_dashboard")
+labkit.seed.social(db, users=2000, seed=2, celebrity_posts=5000, indexes=False, progress=False)
+sam = db.users.find_one({"_id": "user:112"})
+
+# %% [markdown]
+# ## 1 · Parent-side arrays grow with the busiest author
+#
+# Keep every post id on the user, or every post embedded, or reference the user from each post.
+
+# %%
+def embedded_post(i):
+    return {"_id": f"post:{i}", "title": "need a break?", "location": "Sacramento", "createdAt": sam["createdAt"]}
+
+
+def parent_growth(posts):
+    ids = doc_size_with_array(sam, "postIds", posts, lambda i: f"post:{i}")
+    embedded = doc_size_with_array(sam, "posts", posts, embedded_post)
+    return {"posts by the author": posts, "user with postIds (bytes)": ids,
+            "user with embedded posts (bytes)": embedded, "user, child references (bytes)": len(bson.encode(sam))}
+
+
+explorer(parent_growth, sliders={"posts": (0, 200_000, 20_000, 1_000)}, title="Posts by the busiest author",
+         draw=lambda ax, v, r: bars_against_limit(ax, ["postIds", "embedded", "child ref"], list(r.values())[1:]))
+
+# %% [markdown]
+# ## 2 · The feed query's plan, with and without the right index
+#
+# `find({authorId}).sort({createdAt: -1, _id: -1}).limit(20)` for the author ranked *r* by number of posts
+# (rank 1 is the busiest).
+
+# %%
+copies = {"no index": None, "{authorId: 1}": [("authorId", 1)],
+          "{authorId: 1, createdAt: -1, _id: -1}": [("authorId", 1), ("createdAt", -1), ("_id", -1)]}
+posts = list(db.posts.find())
+for i, keys in enumerate(copies.values()):
+    db[f"posts_{i}"].insert_many(posts)
+    if keys:
+        db[f"posts_{i}"].create_index(keys)
+counts = {d["_id"]: d["count"] for d in db.posts.aggregate([{"$sortByCount": "$authorId"}])}
+ranked = sorted(counts, key=lambda a: (-counts[a], a))
+
+
+def feed_plan(rank, index):
+    author = ranked[rank - 1]
+    coll = db[f"posts_{list(copies).index(index)}"]
+    plan = labkit.plan_summary(coll.find({"authorId": author}).sort([("createdAt", -1), ("_id", -1)]).limit(20).explain())
+    return {"author": author, "author's posts": counts[author], "plan": plan["stages"],
+            "keys examined": plan["keysExamined"], "documents examined": plan["docsExamined"],
+            "returned": plan["nReturned"], "blocking sort": plan["blockingSort"]}
+
+
+explorer(feed_plan, sliders={"rank": (1, 200, 1), "index": list(copies)}, title="Feed query plan")
