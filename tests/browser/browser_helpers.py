@@ -29,7 +29,8 @@ DOCS_IMAGES = ROOT / "docs" / "images"
 
 NOTEBOOK_TIMEOUT_S = 120   # open + run all + checks, per notebook
 SERVER_START_TIMEOUT_S = 60
-SLIDER_TIMEOUT_S = 30      # from the key press to the kernel's new readout on the page
+SLIDER_TIMEOUT_S = 90      # from the key presses to the kernel's last new readout on the page (lessons may
+                           # recompute for seconds per step on a loaded 2-core machine)
 
 # Lab settings for a quiet, deterministic page: no news/update toast; every cell kept in the DOM
 # (JupyterLab 4 otherwise virtualises long notebooks and only renders the cells on screen).
@@ -304,6 +305,10 @@ class LabNotebook:
         except Exception:  # noqa: BLE001 - page reloaded or closed
             return False
 
+    def kernel_status(self) -> str:
+        return self.page.evaluate("""(path) => {""" + _PANEL_JS + """
+            const s = panel.sessionContext.session; return s && s.kernel ? s.kernel.status : 'none'; }""", self.path)
+
     def activate(self) -> None:
         """Bring this notebook's tab to the front (keyboard input and visibility need it)."""
         self.page.evaluate("""(path) => {""" + _PANEL_JS + """ app.shell.activateById(panel.id); }""", self.path)
@@ -489,6 +494,19 @@ def scroll_to_top(nb: LabNotebook) -> None:
     nb.page.wait_for_timeout(300)
 
 
+def lab_screenshot(nb: LabNotebook, name: str) -> Path:
+    """docs/images/<name>.png of this notebook in Lab's single-document mode (no tabs of other notebooks)."""
+    page = nb.page
+    nb.activate()
+    page.evaluate("() => { window.jupyterapp.shell.mode = 'single-document'; }")
+    page.wait_for_timeout(400)
+    try:
+        return screenshot(page, name)
+    finally:
+        page.evaluate("() => { window.jupyterapp.shell.mode = 'multiple-document'; }")
+        nb.activate()
+
+
 def screenshot(page, name: str, fit_content: bool = False) -> Path:
     """Write docs/images/<name>.png (deterministic name, overwritten each run).
 
@@ -563,13 +581,15 @@ def _readout_for(root, slider, readout_selector: str):
 
 def move_slider_and_read(page, notebook: LabNotebook | None, slider_index: int, presses: int,
                          readout_selector: str = ".labkit-readout", key: str = "ArrowRight",
-                         timeout_s: float = SLIDER_TIMEOUT_S) -> SliderReading:
+                         timeout_s: float = SLIDER_TIMEOUT_S, max_presses: int = 0) -> SliderReading:
     """Move the ``slider_index``-th slider as a user would (focus its handle, press ``key`` ``presses`` times;
-    ArrowRight becomes ArrowLeft when the slider starts at its maximum).
+    ArrowRight becomes ArrowLeft when the slider starts at its maximum) and read the readout next to it.
 
-    ``notebook`` scopes the search to that Lab notebook panel (``None``: the whole page, e.g. Voila). Waits
-    until the slider's own readout shows a new value and the readout text stopped changing, then returns the
-    before/after texts. (With ``continuous_update=False`` every key press is one update in the kernel.)
+    ``notebook`` scopes the search to that Lab notebook panel (``None``: the whole page, e.g. Voila). After the
+    presses, waits until the readout text has been stable for 1 s (and, in Lab, the kernel is idle: with
+    ``continuous_update=False`` every key press is one recomputation in the kernel). If the readout has not
+    changed yet (a lesson whose readout moves in coarse steps) and ``max_presses`` allows, presses again in
+    doubling bursts, as a learner nudging the slider further would, up to ``max_presses`` presses in all.
     """
     if notebook is not None:
         notebook.activate()
@@ -584,26 +604,41 @@ def move_slider_and_read(page, notebook: LabNotebook | None, slider_index: int, 
     now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
     if key == "ArrowRight" and now is not None and now == top:
         key = "ArrowLeft"  # already at its maximum: move it down instead
-    handle.focus()
-    for _ in range(presses):
-        page.keyboard.press(key)
-        page.wait_for_timeout(50)
-    wait_for(page, lambda: value_box.inner_text().strip() != slider_before, timeout_s,
-             f"slider {slider_index} to move from {slider_before}")
+    deadline = time.monotonic() + timeout_s
+    done, burst = 0, presses
+    while True:
+        handle.focus()
+        for _ in range(burst):
+            page.keyboard.press(key)
+            page.wait_for_timeout(50)
+        done += burst
+        if done == burst:
+            wait_for(page, lambda: value_box.inner_text().strip() != slider_before, timeout_s,
+                     f"slider {slider_index} to move from {slider_before}")
+        text = _settled_text(page, notebook, readout, max(5.0, deadline - time.monotonic()))
+        if text != readout_before or done + burst * 2 > max_presses or time.monotonic() > deadline:
+            break
+        burst *= 2
     slider_after = value_box.inner_text().strip()
+    assert text != readout_before, (f"readout {readout_selector!r} did not change after {done} x {key} "
+                                    f"(slider {slider_before} -> {slider_after}): {readout_before!r}")
+    return SliderReading(slider_before, slider_after, readout_before, text, readout)
 
+
+def _settled_text(page, notebook: LabNotebook | None, readout, timeout_s: float) -> str:
+    """The readout's text once stable for 1 s (and, in Lab, with the kernel idle)."""
     stable = {"text": None, "since": 0.0}
 
     def settled():
         text = squash(readout.inner_text())
         now = time.monotonic()
-        if text != stable["text"]:
+        if text != stable["text"] or (notebook is not None and notebook.kernel_status() != "idle"):
             stable.update(text=text, since=now)
             return False
-        return text != readout_before and now - stable["since"] > 1.0
+        return now - stable["since"] > 1.0
 
-    wait_for(page, settled, timeout_s, f"readout {readout_selector!r} to change after the slider moved")
-    return SliderReading(slider_before, slider_after, readout_before, squash(readout.inner_text()), readout)
+    wait_for(page, settled, timeout_s, "the readout to settle after the slider moved")
+    return stable["text"]
 
 
 def _panel_id(nb: LabNotebook) -> str:
@@ -632,8 +667,10 @@ def assert_readout_matches_kernel(nb: LabNotebook, reading: SliderReading, timeo
             return False
         last = kernel_widget_state(nb)
         page_text = squash(reading.readout_locator.inner_text())
-        return expected_slider in [v.replace(",", "") for v in last["sliders"]] and page_text in last["texts"] \
-            and page_text == reading.readout_after
+        if expected_slider in [v.replace(",", "") for v in last["sliders"]] and page_text in last["texts"]:
+            reading.readout_after = page_text
+            return True
+        return False
     try:
         wait_for(nb.page, agrees, timeout_s, "the kernel and the page to agree")
     except AssertionError as exc:
