@@ -64,11 +64,25 @@ def run_notebook(src: Path) -> dict:
 def bench(src: Path) -> list[dict]:
     from labkit.widgets import Explorer
 
-    start = time.perf_counter()
-    ns = run_notebook(src)
-    setup_s = time.perf_counter() - start
+    import labkit.widgets
+
+    created: list = []
+    real_explorer = labkit.widgets.explorer
+
+    def recording_explorer(*args, **kwargs):  # notebooks import it by name, so this wraps every handle made
+        handle = real_explorer(*args, **kwargs)
+        created.append(handle)
+        return handle
+
+    labkit.widgets.explorer = recording_explorer
+    try:
+        start = time.perf_counter()
+        ns = run_notebook(src)
+        setup_s = time.perf_counter() - start
+    finally:
+        labkit.widgets.explorer = real_explorer
     rows = []
-    explorers = [v for v in ns.values() if isinstance(v, Explorer)]
+    explorers = list(created) or [v for v in ns.values() if isinstance(v, Explorer)]
     for handle in explorers:
         times = []
         for name, control in handle.sliders.items():
@@ -79,7 +93,7 @@ def bench(src: Path) -> list[dict]:
         rows.append({"notebook": src.stem, "explorer": handle.title or "(untitled)", "steps": len(times),
                      "median ms": statistics.median(times), "max ms": max(times), "setup s": setup_s})
     if not explorers:
-        rows.append({"notebook": src.stem, "explorer": "(none kept in a variable)", "steps": 0,
+        rows.append({"notebook": src.stem, "explorer": "(no explorer)", "steps": 0,
                      "median ms": float("nan"), "max ms": float("nan"), "setup s": setup_s})
     return rows
 

@@ -174,7 +174,8 @@ drift(db)
 from labkit.widgets import explorer
 
 sandbox = labkit.fresh_db("05_sandbox")
-labkit.seed.social(sandbox, users=200, seed=6, celebrity_followers=100)
+labkit.seed.social(sandbox, users=60, seed=6, celebrity_followers=30, celebrity_posts=5, posts_per_user=1,
+                   follows_per_user=4)
 rebuild_arrays(sandbox)
 baseline = {c: list(sandbox[c].find()) for c in ("users", "follows")}
 sandbox_ids = sorted(u["_id"] for u in baseline["users"])
@@ -190,7 +191,7 @@ def reset_sandbox():
 
 def replay(one_in, follows):
     rows = {}
-    for design in ("sequential", "transaction", "sequential + reconcile"):
+    for design in ("sequential", "transaction"):
         reset_sandbox()
         for i, (a, b) in enumerate(new_pairs[:follows]):
             crash = i % one_in == 0
@@ -203,13 +204,14 @@ def replay(one_in, follows):
                         follow(sandbox, a, b, when)
             except SimulatedCrash:
                 pass
-        if design.endswith("reconcile"):
-            rebuild_arrays(sandbox)
         rows[f"{design}: users out of step"] = drift(sandbox)["users out of step"]
+        if design == "sequential":
+            rebuild_arrays(sandbox)  # the reconciliation job, run after the same failures
+            rows["sequential + reconcile: users out of step"] = drift(sandbox)["users out of step"]
     return rows
 
 
-failures = explorer(replay, sliders={"one_in": (1, 20, 5), "follows": (10, 100, 40, 10)},
+failures = explorer(replay, sliders={"one_in": (1, 20, 5), "follows": (10, 60, 30, 10)},
                     title="Crash one follow in N")
 failures
 
