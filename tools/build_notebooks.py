@@ -5,6 +5,7 @@
     python3 dev.py build-notebooks 00_start_here   # just one
 
 One executor only (nbclient), on the embedded engine, so stored outputs are what nbval compares.
+Afterwards tools/gen_docs.py refreshes the navigation cells, CONTENTS.md, INSTRUCTOR.md and students/.
 """
 from __future__ import annotations
 
@@ -63,6 +64,11 @@ def main(argv: list[str]) -> int:
         start = time.monotonic()
         out = build(src)
         print(f"built {out.relative_to(ROOT)} in {time.monotonic() - start:.1f} s", flush=True)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gen_docs  # navigation cells, CONTENTS.md, INSTRUCTOR.md and students/ follow the new notebooks
+
+    for path in gen_docs.write_all():
+        print(f"updated {path.relative_to(ROOT)}", flush=True)
     return 0
 
 
