@@ -1,0 +1,310 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   labkit:
+#     minutes: 25
+#     title: "Attribute pattern: many similar fields, one index"
+#     section: Patterns
+#     demo: "Create the 40 per-country indexes, then replace them with one compound index on releases.k/releases.v and show the $elemMatch plan's bounds."
+#     mistakes: ["querying releases.k and releases.v without $elemMatch, so the country and the date may come from different array elements", "indexing releases.v before releases.k, which puts the selective equality last", "storing the country code in the value and the date in the key (k/v swapped)"]
+# ---
+
+# %% [markdown]
+# # 15 · Attribute pattern: many similar fields, one index
+#
+# **You will learn**
+# - why a family of look-alike fields (`releaseUS`, `releaseFR`, ...) needs one index per field;
+# - to fold that family into a key/value array `releases: [{k, v}, ...]` served by a single compound index;
+# - to query the array with `$elemMatch`, and to read the multikey IXSCAN and its bounds in `explain()`;
+# - what goes wrong when the two conditions are written without `$elemMatch`.
+#
+# **Time:** about 25 minutes.
+
+# %%
+import datetime as dt
+import random
+
+import pandas as pd
+
+import labkit
+
+db = labkit.fresh_db("15_attribute")
+print("engine:", labkit.describe(db.client))
+
+# %% [markdown]
+# A film catalogue: 2,000 movies, each released in the United States and in a varying number of the other
+# 39 markets. The generator is seeded, so every run builds the same catalogue.
+
+# %%
+COUNTRIES = ["US", "FR", "DE", "IT", "GB", "ES", "JP", "BR", "CA", "AU", "MX", "KR", "IN", "NL", "SE", "NO", "DK",
+             "FI", "PL", "PT", "BE", "CH", "AT", "IE", "AR", "CL", "CO", "PE", "ZA", "EG", "TR", "GR", "CZ", "HU",
+             "RO", "NZ", "SG", "TH", "PH", "ID"]
+rng = random.Random(15)
+
+
+def make_movie(i):
+    us = dt.datetime(2000, 1, 7) + dt.timedelta(days=7 * rng.randrange(0, 1300))
+    others = rng.sample(COUNTRIES[1:], rng.randint(2, 24))
+    dates = {"US": us} | {c: us + dt.timedelta(days=rng.randint(0, 120)) for c in sorted(others)}
+    return {"_id": i, "title": f"Movie {i:04d}", "runtime": rng.randint(80, 180), "dates": dates}
+
+
+catalogue = [make_movie(i) for i in range(1, 2001)]
+print("movies:", len(catalogue), "| release dates:", sum(len(m["dates"]) for m in catalogue))
+
+# %% [markdown]
+# ## The workload
+#
+# | operation | type | rate | needs |
+# |---|---|---|---|
+# | movies released in country X between two dates | read | frequent | any of the 40 countries, one index-backed query |
+# | movie page | read | very frequent | the movie by `_id` |
+# | add a movie, add a country to a movie | write | daily | cheap, no schema change when a new market opens |
+#
+# The first read is the problem: *any* country may be asked for.
+
+# %% [markdown]
+# ## The naive design: one field per country
+#
+# Each country's date is its own top-level field, the way the data usually arrives from a spreadsheet.
+
+# %%
+wide = db.movies_wide
+wide.insert_many([{"_id": m["_id"], "title": m["title"], "runtime": m["runtime"]}
+                  | {f"release{c}": d for c, d in m["dates"].items()} for m in catalogue])
+wide.find_one({"_id": 1})
+
+
+# %% [markdown]
+# A small helper turns an `explain()` document into the few numbers this lesson compares. It walks the winning plan
+# from its root to the leaf.
+
+# %%
+def plan_stages(explain):
+    node, stages = explain["queryPlanner"]["winningPlan"], []
+    while node:
+        node = node.get("queryPlan", node)
+        stages.append(node)
+        node = node.get("inputStage")
+    return stages
+
+
+def cost(cursor):
+    explain = cursor.explain()
+    stats, stages = explain["executionStats"], plan_stages(explain)
+    scan = stages[-1]
+    return {"plan": " > ".join(s["stage"] for s in stages), "index": scan.get("indexName", "-"),
+            "multikey": scan.get("isMultiKey", "-"), "keys examined": stats["totalKeysExamined"],
+            "docs examined": stats["totalDocsExamined"], "returned": stats["nReturned"]}
+
+
+# %% [markdown]
+# Without an index on `releaseFR`, "French releases in spring 2010" reads every movie:
+
+# %%
+spring = {"$gte": dt.datetime(2010, 3, 1), "$lt": dt.datetime(2010, 6, 1)}
+pd.DataFrame([cost(wide.find({"releaseFR": spring}))], index=["releaseFR, no index"])
+
+# %% [markdown]
+# To make the query fast for **every** country, each country field needs its own index:
+
+# %%
+for country in COUNTRIES:
+    wide.create_index(f"release{country}")
+wide_stats = db.command("collStats", "movies_wide")
+print("indexes on movies_wide:", wide_stats["nindexes"], "(40 countries + _id)")
+print(f"total index size: {wide_stats['totalIndexSize']:,} bytes")
+
+# %%
+pd.DataFrame([cost(wide.find({"releaseFR": spring})), cost(wide.find({"releaseJP": spring}))],
+             index=["releaseFR", "releaseJP"])
+
+# %% [markdown]
+# Each query is fast now, but look at what it cost. An index that is not sparse holds one entry per document, even
+# for movies that have no date in that country (they are indexed under `null`). A full scan of one index, forced with
+# `hint`, counts its entries:
+
+# %%
+entries_one = wide.find().hint("releaseFR_1").explain()["executionStats"]["totalKeysExamined"]
+print("entries in releaseFR_1:", entries_one)
+print("entries in the 40 country indexes:", entries_one * len(COUNTRIES))
+
+# %% [markdown]
+# And the schema is tied to the list of countries: a 41st market means a new field name *and* a new index build.
+# Every insert writes a key into all 41 indexes.
+
+# %% [markdown]
+# ## The better design: the attribute pattern
+#
+# Move the family of fields into an array of small `{k, v}` subdocuments: `k` names the attribute (the country),
+# `v` holds its value (the date). Fields that are not part of the family (`title`, `runtime`) stay where they are.
+
+# %%
+movies = db.movies
+movies.insert_many([{"_id": m["_id"], "title": m["title"], "runtime": m["runtime"],
+                     "releases": [{"k": c, "v": d} for c, d in m["dates"].items()]} for m in catalogue])
+movies.find_one({"_id": 1})
+
+# %% [markdown]
+# One compound index covers every country, present and future: the key first (equality), then the value (range).
+
+# %%
+movies.create_index([("releases.k", 1), ("releases.v", 1)])
+attr_stats = db.command("collStats", "movies")
+print("indexes on movies:", attr_stats["nindexes"], "(releases.k_1_releases.v_1 + _id)")
+print(f"total index size: {attr_stats['totalIndexSize']:,} bytes")
+
+# %% [markdown]
+# ### Querying with `$elemMatch`
+#
+# Both conditions must hold for the **same** array element: the element whose `k` is `"FR"` must be the one whose
+# `v` falls in spring 2010. That is exactly what `$elemMatch` says.
+
+# %%
+fr_spring = {"releases": {"$elemMatch": {"k": "FR", "v": spring}}}
+pd.DataFrame([cost(movies.find(fr_spring)), cost(wide.find({"releaseFR": spring}))],
+             index=["attribute, $elemMatch", "wide, releaseFR_1"])
+
+# %% [markdown]
+# The plan is an IXSCAN on the compound index, flagged **multikey** (one document has many keys, one per array
+# element). The bounds show that both fields are constrained: `k` to the single point `"FR"`, `v` to the spring
+# range. The server can combine ("compound") the two bounds only because `$elemMatch` ties them to one element.
+
+# %%
+ixscan = plan_stages(movies.find(fr_spring).explain())[-1]
+{"indexName": ixscan["indexName"], "isMultiKey": ixscan["isMultiKey"], "indexBounds": ixscan["indexBounds"]}
+
+# %% [markdown]
+# ### The same conditions without `$elemMatch`
+#
+# Written as two dotted fields, the conditions may be satisfied by *different* elements: a movie released in
+# France in 2012 and somewhere else in spring 2010 matches. The answer is wrong, and the bounds on `v` are lost
+# (the server cannot tie `releases.v` to the element that matched `releases.k`), so the scan reads every French key.
+
+# %%
+loose = {"releases.k": "FR", "releases.v": spring}
+check = pd.DataFrame([cost(movies.find(fr_spring)), cost(movies.find(loose))],
+                     index=["$elemMatch", "two dotted fields"])
+check["correct answer"] = [movies.count_documents(fr_spring), wide.count_documents({"releaseFR": spring})]
+check
+
+# %%
+plan_stages(movies.find(loose).explain())[-1]["indexBounds"]
+
+# %% [markdown]
+# ## Side by side
+
+# %%
+entries_attr = movies.find().hint("releases.k_1_releases.v_1").explain()["executionStats"]["totalKeysExamined"]
+fr_wide, fr_attr = cost(wide.find({"releaseFR": spring})), cost(movies.find(fr_spring))
+comparison = pd.DataFrame({
+    "one field per country": {"indexes": wide_stats["nindexes"], "total index bytes": wide_stats["totalIndexSize"],
+                              "secondary index entries": entries_one * len(COUNTRIES),
+                              "index keys written per new movie": float(wide_stats["nindexes"]),
+                              "FR spring: keys examined": fr_wide["keys examined"],
+                              "FR spring: docs examined": fr_wide["docs examined"],
+                              "new country needs a new index": True},
+    "attribute pattern": {"indexes": attr_stats["nindexes"], "total index bytes": attr_stats["totalIndexSize"],
+                          "secondary index entries": entries_attr,
+                          "index keys written per new movie": round(1 + entries_attr / len(catalogue), 2),
+                          "FR spring: keys examined": fr_attr["keys examined"],
+                          "FR spring: docs examined": fr_attr["docs examined"],
+                          "new country needs a new index": False},
+})
+comparison
+
+# %% [markdown]
+# The attribute design answers the same query with the same work, with 2 indexes instead of 41. Its single index
+# holds one entry per *release* rather than one per movie per country, so it shrinks when most movies open in a
+# few markets. Adding a market is a new `k` value, not a schema change.
+
+# %% [markdown]
+# ## Explore: how many markets?
+#
+# Keep only the first N countries of the list (the US is always first). The readouts count the indexes each design
+# needs and the index entries they hold, from the release dates actually stored in `db.movies`.
+
+# %%
+from labkit.widgets import explorer
+
+per_country = {d["_id"]: d["n"] for d in movies.aggregate(
+    [{"$unwind": "$releases"}, {"$group": {"_id": "$releases.k", "n": {"$sum": 1}}}])}
+n_movies = movies.count_documents({})
+
+
+def markets(countries):
+    kept = COUNTRIES[:countries]
+    releases = sum(per_country.get(c, 0) for c in kept)
+    return {"countries": countries,
+            "indexes needed, one field per country": countries + 1,
+            "indexes needed, attribute pattern": 2,
+            "secondary index entries, one field per country": countries * n_movies,
+            "secondary index entries, attribute pattern": releases,
+            "index keys written per new movie (avg), one field per country": countries + 1,
+            "index keys written per new movie (avg), attribute pattern": round(1 + releases / n_movies, 2)}
+
+
+def draw_markets(ax, values, r):
+    labels = ["one field per country", "attribute pattern"]
+    ax.barh(labels, [r["secondary index entries, one field per country"],
+                     r["secondary index entries, attribute pattern"]], color=["#d62728", "#1f77b4"])
+    ax.set_xlabel("secondary index entries")
+    ax.set_title(f"{values['countries']} countries", fontsize=10)
+
+
+market_explorer = explorer(markets, sliders={"countries": (1, 40, 40)}, title="Release markets", draw=draw_markets)
+market_explorer
+
+# %% [markdown]
+# With one country both designs need an index on it. From the second country on, the wide design adds an index per
+# market while the attribute design keeps the same two.
+
+# %% [markdown]
+# ## Exercise
+#
+# `practice.products` stores technical specs as separate fields (`spec_weight_g`, `spec_width_mm`, ...).
+# Write `to_attributes(doc)` that returns the document with **every** `spec_*` field moved into
+# `specs: [{"k": <name without "spec_">, "v": <value>}, ...]` (other fields unchanged), rewrite the collection with it,
+# and create the **one** index that serves "products whose spec *k* lies between two values" with `$elemMatch`.
+# `ex.check(practice.products, to_attributes)` tests your function on sample documents, then looks at the
+# collection and its indexes.
+
+# %%
+practice = labkit.fresh_db("15_practice")
+spec_rng = random.Random(151)
+practice.products.insert_many([
+    {"_id": f"prod:{i}", "name": f"Gadget {i}", "price": spec_rng.randint(5, 500)}
+    | {f"spec_{s}": spec_rng.randint(1, 999) for s in spec_rng.sample(["weight_g", "width_mm", "height_mm",
+                                                                       "depth_mm", "battery_mah", "power_w"], 3)}
+    for i in range(1, 301)])
+ex = labkit.exercises.get("15-attribute")
+ex
+
+# %% tags=["solution"]
+def to_attributes(doc):
+    out = {k: v for k, v in doc.items() if not k.startswith("spec_")}
+    out["specs"] = [{"k": k[len("spec_"):], "v": v} for k, v in doc.items() if k.startswith("spec_")]
+    return out
+
+
+for product in list(practice.products.find()):
+    practice.products.replace_one({"_id": product["_id"]}, to_attributes(product))
+practice.products.create_index([("specs.k", 1), ("specs.v", 1)])
+ex.check(practice.products, to_attributes)
+
+# %% [markdown]
+# ## Summary
+#
+# - Many fields with the same meaning and type (one per country, per size, per language) each need an index to be
+#   searchable; that multiplies indexes, index entries and write cost.
+# - The attribute pattern stores them as `[{k, v}, ...]`; one compound index `{"<array>.k": 1, "<array>.v": 1}`
+#   serves every attribute, including ones added later.
+# - Query the pairs with `$elemMatch` so both conditions apply to one element: the multikey IXSCAN then bounds both
+#   `k` and `v`. Two separate dotted conditions give wrong matches and loose bounds.
+#
+# **Next:** 16 · extended reference and subset: copy only what the hot read needs.
