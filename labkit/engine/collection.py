@@ -153,32 +153,40 @@ class EmbeddedCollection(mm_collection.Collection):
             out[f] = val
         return out
 
-    def _compute_keys(self, doc: dict, rid: int, pending: dict | None = None) -> dict[str, tuple[list, dict]]:
-        """Index keys for ``doc`` on every index; raises on parallel arrays or unique conflicts."""
-        st = self._store
+    def _compute_keys(self, doc: dict, rid: int, pending: dict | None = None,
+                      st: Any = None) -> dict[str, tuple[list, dict]]:
+        """Index keys for ``doc`` on every index; raises on parallel arrays or unique conflicts.
+        ``st``: the store, when the caller (a batch) already has it."""
+        if st is None:
+            st = self._store
         out = {}
+        uniq = None
         for name, ix in st.ix.items():
             try:
                 keys, arrays = ix.keys_for(doc)
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
-            if ix.spec.unique and keys and name != "_id_":
-                for k in keys:
-                    other = ix.find_conflict(k, rid)
-                    if other is not None:
-                        raise self._dup_error(ix, doc, k)
-                    if pending is not None:
-                        p = pending.setdefault(name, {})
-                        o = p.get(k)
-                        if o is not None and o != rid:
-                            raise self._dup_error(ix, doc, k)
-            out[name] = (keys, arrays)
-        if pending is not None:
-            for name, (keys, _) in out.items():
-                if st.ix[name].spec.unique:
-                    p = pending.setdefault(name, {})
+            if ix.spec.unique:
+                if keys and name != "_id_":
                     for k in keys:
-                        p[k] = rid
+                        other = ix.find_conflict(k, rid)
+                        if other is not None:
+                            raise self._dup_error(ix, doc, k)
+                        if pending is not None:
+                            p = pending.setdefault(name, {})
+                            o = p.get(k)
+                            if o is not None and o != rid:
+                                raise self._dup_error(ix, doc, k)
+                if pending is not None:
+                    if uniq is None:
+                        uniq = []
+                    uniq.append((name, keys))
+            out[name] = (keys, arrays)
+        if uniq is not None:
+            for name, keys in uniq:
+                p = pending.setdefault(name, {})
+                for k in keys:
+                    p[k] = rid
         return out
 
     def _prepare_insert(self, data: Any) -> dict:
@@ -248,7 +256,7 @@ class EmbeddedCollection(mm_collection.Collection):
                     raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
                 rid = st.next_rid
                 st.next_rid += 1
-                keys = self._compute_keys(doc, rid, pending)
+                keys = self._compute_keys(doc, rid, pending, st)
             except (WriteError, DuplicateKeyError) as e:
                 det = dict(e.details or {})
                 det.update({"index": i, "code": e.code, "errmsg": str(e), "op": data})
@@ -678,7 +686,7 @@ class EmbeddedCollection(mm_collection.Collection):
                         raise DuplicateKeyError("Index build failed: " + str(err), 11000, err.details)
                     seen[k] = rid
                 items.append((k, rid))
-        items.sort()
+        ix.sort_entries(items)
         ix.entries = items
         st.ix[name] = ix
         st.indexes[name] = {"key": key}

@@ -16,6 +16,37 @@ from . import keys as K
 KeyFunc = Callable[[Any], bytes]
 
 
+def _flat_entry(entry: tuple) -> bytes:
+    """One bytes string ordered like the ``(key tuple, record id)`` entry: ``keys.encode`` values are
+    prefix-free (also when inverted), so their concatenation compares like the tuple; the record id is a
+    fixed-width big-endian suffix. Comparing bytes is far cheaper than comparing nested tuples."""
+    return b"".join(entry[0]) + entry[1].to_bytes(8, "big")
+
+
+def _no_fast_keys(doc: dict) -> None:
+    return None
+
+
+def _cached_str_encoder() -> KeyFunc:
+    """``keys.encode`` remembering recent string encodings (indexed strings such as author ids repeat
+    across documents); a bounded cache, so results are exactly ``keys.encode``'s."""
+    cache: dict = {}
+    get = cache.get
+    enc = K.encode
+    enc_s = K._enc_s
+
+    def kf(v: Any) -> bytes:
+        if type(v) is str:
+            e = get(v)
+            if e is None:
+                if len(cache) >= 65536:
+                    cache.clear()
+                e = cache[v] = enc_s(v)
+            return e
+        return enc(v)
+    return kf
+
+
 def default_collation_key(value: Any, collation: dict | None = None) -> bytes:
     """Simple binary comparison (the pluggable collation seam; swap for labkit.collation later)."""
     return K.encode(value)
@@ -95,11 +126,83 @@ class Index:
         self.since = datetime.datetime.utcnow()
 
     # -- key generation -------------------------------------------------------------------------
+    def _fast_keys(self) -> Callable[[dict], list | None] | None:
+        """A key function specialised for this index's top-level fields: the keys of a document without
+        arrays on the indexed fields, or None (then ``keys_for`` takes the general path). Same keys as the
+        general path, with fewer calls per document (one closure per index, specialised for one and two
+        fields, recent string encodings remembered)."""
+        spec = self.spec
+        if not spec.simple:
+            return None
+        kf = self.keyfunc
+        if kf is K.encode:
+            kf = _cached_str_encoder()
+        inv = K.invert
+        missing = K.MISSING
+        sparse = spec.sparse
+        null = kf(None)
+        if len(spec.fields) == 1:
+            f = spec.fields[0]
+            desc = spec.desc[0]
+            null_key = [((inv(null) if desc else null),)]
+
+            def one(doc: dict) -> list | None:
+                v = doc.get(f, missing)
+                if v is missing:
+                    return [] if sparse else list(null_key)
+                if type(v) is list:
+                    return None
+                e = null if v is None else kf(v)
+                return [(inv(e),)] if desc else [(e,)]
+            return one
+        fields = spec.fields
+        descs = spec.desc
+        any_desc = spec.any_desc
+        if len(fields) == 2:
+            f1, f2 = fields
+            d1, d2 = descs
+
+            def two(doc: dict) -> list | None:
+                v1 = doc.get(f1, missing)
+                v2 = doc.get(f2, missing)
+                if type(v1) is list or type(v2) is list:
+                    return None
+                if sparse and v1 is missing and v2 is missing:
+                    return []
+                e1 = null if (v1 is missing or v1 is None) else kf(v1)
+                e2 = null if (v2 is missing or v2 is None) else kf(v2)
+                return [((inv(e1) if d1 else e1), (inv(e2) if d2 else e2))]
+            return two
+
+        def many(doc: dict) -> list | None:
+            vals = [doc.get(f, missing) for f in fields]
+            enc = []
+            for v in vals:
+                if v is missing or v is None:
+                    enc.append(null)
+                elif type(v) is list:
+                    return None
+                else:
+                    enc.append(kf(v))
+            if sparse and all(v is missing for v in vals):
+                return []
+            if any_desc:
+                return [tuple([inv(e) if d else e for e, d in zip(enc, descs)])]
+            return [tuple(enc)]
+        return many
+
     def keys_for(self, doc: dict) -> tuple[list[tuple], dict[str, set[str]]]:
         """Index keys of ``doc`` (empty list when sparse/partial excludes it). Raises ParallelArrays."""
         spec = self.spec
         if spec.partial is not None and not spec.partial_match(doc):
             return [], {}
+        try:
+            fast = self._fast  # built on first use from the spec and the key function given at construction
+        except AttributeError:
+            fast = self._fast = self._fast_keys() or _no_fast_keys
+        keys = fast(doc)
+        if keys is not None:
+            return keys, {}
         if spec.simple:
             vals = []
             for f in spec.fields:
@@ -170,14 +273,40 @@ class Index:
         for k in keys:
             bisect.insort(e, (k, rid))
 
-    def add_bulk(self, items: list[tuple[tuple, int]]) -> None:
-        if len(items) > 32 and len(items) * 8 > len(self.entries) // 8:
-            self.entries.extend(items)
-            self.entries.sort()
+    def sort_entries(self, items: list[tuple[tuple, int]]) -> None:
+        """Sort ``(key, record id)`` entries in place (same order as ``items.sort()``)."""
+        if self.keyfunc is K.encode and len(items) > 8:
+            items.sort(key=_flat_entry)
         else:
-            e = self.entries
-            for it in items:
-                bisect.insort(e, it)
+            items.sort()
+
+    def add_bulk(self, items: list[tuple[tuple, int]]) -> None:
+        """Insert many entries: sort the batch, find each insertion point by binary search and rebuild the
+        list from slices (O(m log n) comparisons plus one C-level copy, instead of m list insertions or a
+        sort of the whole index). The list object is kept (updated in place)."""
+        if not items:
+            return
+        e = self.entries
+        if len(items) == 1:
+            bisect.insort(e, items[0])
+            return
+        self.sort_entries(items)
+        if not e or e[-1] < items[0]:
+            e.extend(items)  # appending past the end (e.g. increasing _id values)
+            return
+        out: list = []
+        prev = 0
+        n = len(e)
+        bl = bisect.bisect_left
+        for it in items:
+            pos = bl(e, it, prev) if prev < n else n
+            if pos > prev:
+                out.extend(e[prev:pos])
+            out.append(it)
+            prev = pos
+        if prev < n:
+            out.extend(e[prev:])
+        e[:] = out
 
     def remove(self, keys: list[tuple], rid: int) -> None:
         e = self.entries

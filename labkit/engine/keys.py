@@ -70,15 +70,33 @@ def decode_str(b: bytes) -> str:
     return b[1:-1].replace(b"\x00\xff", b"\x00").decode("utf-8", "surrogatepass")
 
 
+_PACK_D = struct.Struct(">d").pack
+_TOP = bytes(range(128, 256)) + bytes(range(128, 256))  # byte -> byte | 0x80 (for the first byte only)
+
+
 def _enc_double(f: float) -> bytes:
+    # IEEE-754 big-endian bits: negative numbers inverted, positive ones with the sign bit set
     if f == 0:
         f = 0.0
-    (u,) = struct.unpack(">Q", struct.pack(">d", f))
-    if u >> 63:
-        u ^= 0xFFFFFFFFFFFFFFFF
-    else:
-        u |= 0x8000000000000000
-    return u.to_bytes(8, "big")
+    b = _PACK_D(f)
+    if b[0] & 0x80:
+        return b.translate(_INV)
+    return b[:1].translate(_TOP) + b[1:]
+
+
+_EXACT = 1 << 53  # integers up to 2**53 are exact doubles: no tie-break suffix needed
+
+
+def _enc_int(v: int) -> bytes:
+    if -_EXACT <= v <= _EXACT:
+        return b"\x1e\x01" + _enc_double(float(v)) + b"\x02"
+    return _enc_number(v)
+
+
+def _enc_float(v: float) -> bytes:
+    if v != v:
+        return b"\x1e\x00"
+    return b"\x1e\x01" + _enc_double(v) + b"\x02"
 
 
 def _enc_number(v: Any) -> bytes:
@@ -145,6 +163,9 @@ def canonical_type(v: Any) -> int:
 
 def encode(v: Any) -> bytes:
     """Order-preserving, prefix-free encoding of one BSON value."""
+    f = _FAST_ENC.get(type(v))
+    if f is not None:
+        return f(v)
     if v is None:
         return NULL_B
     t = type(v)
@@ -194,6 +215,28 @@ def encode(v: Any) -> bytes:
     if isinstance(v, Undefined):
         return UNDEF_B
     raise TypeError("cannot index value of type %s" % type(v).__name__)
+
+
+def _enc_s(v: str) -> bytes:
+    b = v.encode("utf-8", "surrogatepass")
+    if b"\x00" in b:
+        b = b.replace(b"\x00", b"\x00\xff")
+    return b"\x3c" + b + b"\x00"
+
+
+def _enc_dt(v: datetime.datetime) -> bytes:
+    d = v - (_EPOCH if v.tzinfo is None else _EPOCH_TZ)
+    # same value as int(d / timedelta(milliseconds=1)): an exactly rounded int / int division, truncated
+    ms = int(((d.days * 86400 + d.seconds) * 1000000 + d.microseconds) / 1000)
+    return b"\x78" + (ms + (1 << 63)).to_bytes(8, "big")
+
+
+# exact-type fast paths for the common scalar types (other types take the isinstance chain above)
+_FAST_ENC: dict = {
+    str: _enc_s, int: _enc_int, float: _enc_float, bool: lambda v: b"\x6e\x01" if v else b"\x6e\x00",
+    type(None): lambda v: NULL_B, ObjectId: lambda v: b"\x64" + v.binary, datetime.datetime: _enc_dt,
+    Int64: _enc_int,
+}
 
 
 def _flags_str(flags: int) -> str:
