@@ -277,3 +277,119 @@ def test_array_literals_evaluated_in_add_fields_set_group_and_operators(db):
     out = list(c.aggregate([{"$group": {"_id": ["$x", "$s"], "p": {"$push": ["$x", "$nope"]}}}]))
     assert out == [{"_id": [2, "AbC"], "p": [[2, None]]}]
     assert [d["_id"] for d in c.find({"$expr": {"$in": ["$x", ["$x"]]}})] == [1]
+
+
+# ------------------------------------------------------------------------- 5. batched insert speed-ups keep results
+
+def _old_double(f: float) -> bytes:
+    import struct
+    if f == 0:
+        f = 0.0
+    (u,) = struct.unpack(">Q", struct.pack(">d", f))
+    u = u ^ 0xFFFFFFFFFFFFFFFF if u >> 63 else u | 0x8000000000000000
+    return u.to_bytes(8, "big")
+
+
+def test_fast_encodings_equal_the_reference_encoding():
+    """The exact-type fast paths of keys.encode give the bytes of the reference algorithm (IEEE-754 sign
+    flip for doubles, integer tie-break suffix beyond 2**53, milliseconds since the epoch for dates)."""
+    import datetime
+    import random
+    from labkit.engine import keys as K
+    rnd = random.Random(5)
+    for _ in range(3000):
+        f = rnd.uniform(-1e300, 1e300) * rnd.choice([1, 1e-300, 1e-9])
+        assert K.encode(f) == b"\x1e\x01" + _old_double(f) + b"\x02"
+        i = rnd.randint(-2**53, 2**53)
+        assert K.encode(i) == b"\x1e\x01" + _old_double(float(i)) + b"\x02"
+        assert K.encode(i) == K._enc_number(i)
+        big = rnd.choice([1, -1]) * rnd.randint(2**53 + 1, 2**70)
+        assert K.encode(big) == K._enc_number(big)
+        d = datetime.datetime(1, 1, 1) + datetime.timedelta(microseconds=rnd.randint(0, 315537897599999999))
+        ms = int((d - datetime.datetime(1970, 1, 1)) / datetime.timedelta(milliseconds=1))
+        assert K.encode(d) == b"\x78" + (ms + (1 << 63)).to_bytes(8, "big")
+    assert K.encode(-0.0) == K.encode(0.0) == K.encode(0)
+    assert K.encode(float("nan")) == b"\x1e\x00"
+    assert K.encode("a\x00b") == b"\x3ca\x00\xffb\x00"
+
+
+def test_index_fast_keys_and_bulk_merge_match_the_general_path():
+    """Index keys from the specialised per-index key functions equal the general key generator's, and
+    batched inserts (sorted merge) leave every index equal to a sorted rebuild."""
+    import random
+    from labkit.engine import EmbeddedClient as _C
+    from labkit.engine.indexes import Index, IndexSpec
+    rnd = random.Random(11)
+
+    def value():
+        return rnd.choice([None, rnd.randint(-5, 5), rnd.random(), "s%d" % rnd.randint(0, 9), "é\x00",
+                           [rnd.randint(0, 3), "x"], [], {"k": rnd.randint(0, 2)}, True])
+
+    docs = []
+    for i in range(1500):
+        d = {"_id": i}
+        for f in ("a", "b", "c"):
+            if rnd.random() < 0.8:
+                d[f] = value()
+        docs.append(d)
+    specs = [[("a", 1)], [("a", -1)], [("a", 1), ("b", -1)], [("b", 1), ("c", 1)], [("a", 1), ("b", 1), ("c", -1)]]
+    for key in specs:
+        for sparse in (False, True):
+            fast = Index(IndexSpec("f", key, sparse=sparse))
+            slow = Index(IndexSpec("s", key, sparse=sparse))
+            slow._fast = lambda doc: None  # forces the general key generator
+            for d in docs:
+                try:
+                    expect = slow.keys_for(d)
+                except Exception as e:  # parallel arrays
+                    with pytest.raises(type(e)):
+                        fast.keys_for(d)
+                    continue
+                assert fast.keys_for(d) == expect, (key, d)
+    db = _C().bulk
+    c = db.c
+    c.create_index([("a", 1)])
+    c.create_index([("b", -1), ("a", 1)])
+    c.create_index([("c", 1)], sparse=True)
+    ok = [d for d in docs if not (isinstance(d.get("a"), list) and isinstance(d.get("b"), list))]
+    for i in range(0, len(ok), 100):
+        c.insert_many([dict(d) for d in ok[i:i + 100]])
+    c.insert_one({"_id": "last", "a": 0})
+    st = c._store
+    for name, ix in st.ix.items():
+        assert ix.entries == sorted(ix.entries), name
+    rebuilt = db.r
+    rebuilt.insert_many([dict(d) for d in ok] + [{"_id": "last", "a": 0}])
+    rebuilt.create_index([("a", 1)])
+    rebuilt.create_index([("b", -1), ("a", 1)])
+    rebuilt.create_index([("c", 1)], sparse=True)
+    rst = rebuilt._store
+    for name, ix in st.ix.items():
+        mine = sorted((k, st.docs[r]["_id"].__repr__()) for k, r in ix.entries)
+        theirs = sorted((k, rst.docs[r]["_id"].__repr__()) for k, r in rst.ix[name].entries)
+        assert mine == theirs, name
+
+
+# ------------------------------------------------------------------------------ 4. gaps reported in engine_gaps.md
+
+def test_elem_match_compound_bounds_on_multikey_index(db):
+    """Manual "Multikey Index Bounds" > "Compound Bounds for Multikey Index": survey documents with
+    ratings [{score, by}] and index {"ratings.score": 1, "ratings.by": 1}: ``{ratings: {$elemMatch: {score:
+    {$lte: 5}, by: "anon"}}}`` compounds both bounds ([-inf, 5] and ["anon", "anon"]); without $elemMatch
+    (``{"ratings.score": {$lte: 5}, "ratings.by": "anon"}``) the bounds cannot be compounded."""
+    s = db.survey
+    s.insert_many([{"_id": 1, "item": "ABC", "ratings": [{"score": 2, "by": "mn"}, {"score": 9, "by": "anon"}]},
+                   {"_id": 2, "item": "XYZ", "ratings": [{"score": 5, "by": "anon"}, {"score": 7, "by": "wv"}]}])
+    s.create_index([("ratings.score", 1), ("ratings.by", 1)])
+    q = {"ratings": {"$elemMatch": {"score": {"$lte": 5}, "by": "anon"}}}
+    e = s.find(q).explain()
+    ix = find_stage(winning(e), "IXSCAN")
+    assert ix["indexBounds"] == {"ratings.score": ["[-inf.0, 5]"], "ratings.by": ['["anon", "anon"]']}
+    assert ix["isMultiKey"] is True and ix["multiKeyPaths"] == {"ratings.score": ["ratings"],
+                                                                "ratings.by": ["ratings"]}
+    assert find_stage(winning(e), "FETCH")["filter"] == q
+    assert [d["_id"] for d in s.find(q)] == [2]
+    q2 = {"ratings.score": {"$lte": 5}, "ratings.by": "anon"}
+    ix = find_stage(winning(s.find(q2).explain()), "IXSCAN")
+    assert ix["indexBounds"]["ratings.by"] == ["[MinKey, MaxKey]"]
+    assert sorted(d["_id"] for d in s.find(q2)) == [1, 2]

@@ -140,6 +140,9 @@ class Pred:
         self.intervals = intervals  # None => not indexable
         self.exact = exact
         self.kind = kind  # "eq", "range", "null", "regex", "in", "ne", "exists", "exists_false", "elem"
+        # (identity, path) of the object-form $elemMatch this predicate was derived from: it only supplies
+        # index bounds, the $elemMatch itself stays in the FETCH filter
+        self.elem_group: tuple | None = None
 
     @property
     def indexable(self) -> bool:
@@ -300,6 +303,19 @@ def make_preds(path: str, cond: Any) -> list[Pred] | None:
                 if ivs is not None and len(ivs) == 1 and ivs[0].is_full:
                     ivs = None
                 preds.append(Pred(path, op, arg, f, ivs, False, "elem"))
+            elif isinstance(arg, dict) and arg and not any(str(k).startswith("$") for k in arg):
+                # object form {path: {$elemMatch: {c: .., s: ..}}}: the sub-predicates give bounds on
+                # path.c / path.s (compoundable on a multikey index, manual "Multikey Index Bounds" >
+                # "Compound Bounds for Multikey Index" with $elemMatch); the $elemMatch is the filter
+                preds.append(Pred(path, op, arg, f, None, False))
+                group = (object(), path)
+                for sk, sv in arg.items():
+                    for p in make_preds(path + "." + sk, sv) or []:
+                        if p.intervals is None or p.kind not in ("eq", "range", "in"):
+                            continue
+                        p.exact = False
+                        p.elem_group = group
+                        preds.append(p)
             else:
                 preds.append(Pred(path, op, arg, f, None, False))
         else:

@@ -183,24 +183,38 @@ class Planner:
         exact_used: list[Pred] = []
         lead = False
         keyf: list[tuple[int, Pred]] = []
-        mk_seen: list[set[str]] = []
+        mk_seen: list[tuple[set[str], Any]] = []  # (multikey components, $elemMatch group of its bounds)
         for i, f in enumerate(ix.spec.fields):
             ps = [p for p in by_path.get(f, []) if self._allowed(ix, p)]
             mk = ix.multikey_paths.get(f) or set()
-            if mk and any(mk & s for s in mk_seen):
-                ps = [p for p in ps if p.kind == "elem"][:1] if False else []
+            if mk and any(mk & s for s, _ in mk_seen):
+                # bounds on fields sharing a multikey path compound only inside one $elemMatch on that
+                # path (manual "Multikey Index Bounds" > compound bounds, $elemMatch on array documents)
+                ps = [p for p in ps if p.elem_group is not None and all(
+                    g is not None and g is p.elem_group[0] and _elem_covers(p.elem_group[1], mk & s)
+                    for s, g in mk_seen if mk & s)]
+            chosen: list[Pred] = []
+            if ps:
+                if mk:
+                    elem = [p for p in ps if p.kind == "elem"]
+                    grouped = [p for p in ps if p.elem_group is not None and _elem_covers(p.elem_group[1], mk)]
+                    if elem:
+                        chosen = elem[:1]
+                    elif grouped:  # several predicates of one $elemMatch apply to the same element
+                        chosen = [p for p in grouped if p.elem_group is grouped[0].elem_group]
+                    else:
+                        chosen = ps[:1]
+                else:
+                    chosen = ps
             if mk:
-                mk_seen.append(mk)
+                gs = {id(p.elem_group[0]) if p.elem_group is not None else None for p in chosen}
+                mk_seen.append((mk, chosen[0].elem_group[0] if chosen and len(gs) == 1 and None not in gs
+                                else None))
             if not ps:
                 bounds.append(full())
                 continue
             if i == 0:
                 lead = True
-            if mk:
-                elem = [p for p in ps if p.kind == "elem"]
-                chosen = elem[:1] or ps[:1]
-            else:
-                chosen = ps
             ivs = full()
             for p in chosen:
                 ivs = intersect(ivs, p.intervals)
@@ -321,7 +335,8 @@ class Planner:
         parsed = self.parsed
         keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
         on_key = [p for _, p in keyf]
-        residual_frags = [p.frag for p in parsed.preds if p not in exact and p not in on_key]
+        residual_frags = [p.frag for p in parsed.preds if p not in exact and p not in on_key
+                          and p.elem_group is None]  # derived bounds: their $elemMatch is the filter
         residual_frags += parsed.others + [{"$or": o} for o in parsed.ors]
         exact_all = not residual_frags
         shown = and_filter(_dedupe(residual_frags)) or None
@@ -461,6 +476,11 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
                 return False
         return True
     return f
+
+
+def _elem_covers(elem_path: str, components: set[str]) -> bool:
+    """Every multikey path component is the $elemMatch path or above it (one array element decides)."""
+    return all(c == elem_path or elem_path.startswith(c + ".") for c in components)
 
 
 def _nest(path: str, v: Any) -> dict:
