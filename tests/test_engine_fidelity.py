@@ -393,3 +393,68 @@ def test_elem_match_compound_bounds_on_multikey_index(db):
     ix = find_stage(winning(s.find(q2).explain()), "IXSCAN")
     assert ix["indexBounds"]["ratings.by"] == ["[MinKey, MaxKey]"]
     assert sorted(d["_id"] for d in s.find(q2)) == [1, 2]
+
+
+def test_index_count_and_compound_field_limits(db):
+    """Manual "MongoDB Limits and Thresholds": at most 64 indexes per collection (index_catalog_impl.cpp
+    counts the _id index: the 65th fails with CannotCreateIndex 67, "add index fails, too many indexes for
+    <ns> key:{ f63: 1 }"); a compound index has at most 32 fields (jstests/core/index/
+    compound_index_max_fields.js: 32 fields build, 33 fail with code 13103)."""
+    c = db.lim
+    c.insert_one({"_id": 0})
+    for i in range(63):
+        c.create_index([("f%d" % i, 1)])
+    assert len(c.index_information()) == 64
+    c.create_index([("f0", 1)])  # an existing index is still a no-op at the limit
+    with pytest.raises(OperationFailure) as ei:
+        c.create_index([("f63", 1)])
+    assert ei.value.code == 67
+    assert "add index fails, too many indexes for fidelity.lim key:{ f63: 1 }" in str(ei.value)
+    assert len(c.index_information()) == 64
+    w = db.wide
+    spec = [("f%d" % i, 1 if i % 2 == 0 else -1) for i in range(32)]
+    w.create_index(spec)
+    w.insert_one({"_id": 0, **{"f%d" % i: 1 for i in range(32)}})
+    assert len(list(w.find({"f7": 1}).hint(spec))) == 1
+    with pytest.raises(OperationFailure) as ei:
+        w.create_index(spec + [("f32", -1)])
+    assert ei.value.code == 13103 and "too many compound keys" in str(ei.value)
+
+
+def test_write_errors_carry_the_write_error_document(db):
+    """pymongo raises WriteError with ``details`` = the server's writeErrors entry ({index, code, errmsg});
+    the 16 MiB update growth (17419, manual "Limits" BSON document size) and the immutable _id (66) alike."""
+    from pymongo.errors import WriteError
+    c = db.big
+    c.insert_one({"_id": 1, "s": "x" * (15 * 1024 * 1024)})
+    with pytest.raises(WriteError) as ei:
+        c.update_one({"_id": 1}, {"$set": {"t": "y" * (2 * 1024 * 1024)}})
+    assert ei.value.code == 17419
+    assert ei.value.details["code"] == 17419 and ei.value.details["index"] == 0
+    assert "Resulting document after update is larger than 16777216" in ei.value.details["errmsg"]
+    with pytest.raises(WriteError) as ei:
+        c.update_one({"_id": 1}, {"$set": {"_id": 2}})
+    assert ei.value.code == 66 and ei.value.details["code"] == 66
+
+
+def test_update_pipelines_unset_stage_and_round(db):
+    """Manual "Updates with Aggregation Pipeline": $unset is allowed in update pipelines (alias of a
+    $project exclusion); manual $round: ``{$round: ["$value", 1]}`` on 19.25 / 28.73 / 34.32 / -45.39 gives
+    19.2 / 28.7 / 34.3 / -45.4, and 10.5, 11.5, 12.5, 13.5 round to the even 10, 12, 12, 14; $trunc with a
+    place truncates toward zero."""
+    c = db.samples
+    c.insert_many([{"_id": 1, "value": 19.25, "tmp": 1}, {"_id": 2, "value": 28.73, "tmp": 1},
+                   {"_id": 3, "value": 34.32}, {"_id": 4, "value": -45.39}])
+    r = c.update_many({}, [{"$unset": "tmp"}, {"$set": {"roundedValue": {"$round": ["$value", 1]}}}])
+    assert r.matched_count == 4 and r.modified_count == 4
+    assert list(c.find({}, {"_id": 0, "value": 0})) == [{"roundedValue": v} for v in (19.2, 28.7, 34.3, -45.4)]
+    e = db.even
+    e.insert_many([{"_id": i, "value": v} for i, v in enumerate([10.5, 11.5, 12.5, 13.5])])
+    assert [d["r"] for d in e.aggregate([{"$project": {"r": {"$round": ["$value", 0]}}}])] == [10, 12, 12, 14]
+    out = list(e.aggregate([{"$limit": 1}, {"$project": {
+        "_id": 0, "a": {"$round": [1234.5678, 2]}, "b": {"$round": [1234.5678, -2]}, "c": {"$round": [1234.5678, -4]},
+        "d": {"$round": [1234.5678, 0]}, "n": {"$round": ["$missing", 1]}, "t": {"$trunc": [1234.5678, 2]}}}]))
+    assert out == [{"a": 1234.57, "b": 1200.0, "c": 0.0, "d": 1235.0, "n": None, "t": 1234.56}]
+    with pytest.raises(OperationFailure) as ei:
+        list(e.aggregate([{"$project": {"r": {"$round": ["x", 0]}}}]))
+    assert ei.value.code == 51081

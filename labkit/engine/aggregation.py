@@ -61,6 +61,62 @@ _UNARY_OPS = frozenset(("$not", "$toLower", "$toUpper", "$toString", "$toInt", "
                         "$strLenCP", "$strLenBytes", "$reverseArray", "$type"))
 
 
+def _round_or_trunc(parser, op: str, arg: Any) -> Any:
+    """``$round`` / ``$trunc`` as the server's evaluateRoundOrTrunc (expression.cpp): null/missing -> null,
+    place an integral value in [-20, 100], doubles converted to 34 significant decimal digits then quantized
+    (ties to even for $round, toward zero for $trunc), integers kept when place >= 0, input type kept."""
+    import decimal
+    import math
+    from bson import Decimal128, Int64
+    args = arg if isinstance(arg, list) else [arg]
+    if not 1 <= len(args) <= 2:
+        raise OperationFailure("Expression %s takes at least 1 arguments, and at most 2, but %d were passed in."
+                               % (op, len(args)), 28667)
+
+    def ev(x):
+        try:
+            return parser.parse(x)
+        except KeyError:
+            return None
+
+    def numeric(x) -> bool:
+        return isinstance(x, (int, float, Decimal128)) and not isinstance(x, bool)
+    v = ev(args[0])
+    if v is None:
+        return None
+    if not numeric(v):
+        raise OperationFailure("%s only supports numeric types, not %s" % (op, type(v).__name__), 51081)
+    place = 0
+    if len(args) == 2:
+        p = ev(args[1])
+        if p is None:
+            return None
+        pd = p.to_decimal() if isinstance(p, Decimal128) else (decimal.Decimal(p) if numeric(p) else None)
+        if pd is None or not pd.is_finite() or pd != pd.to_integral_value():
+            raise OperationFailure("precision argument to  %s must be a integral value" % op, 51082)
+        place = int(pd)
+        if not -20 <= place <= 100:
+            raise OperationFailure("cannot apply %s with precision value %d value must be in [-20, 100]"
+                                   % (op, place), 51083)
+    mode = decimal.ROUND_HALF_EVEN if op == "$round" else decimal.ROUND_DOWN
+    quantum = decimal.Decimal(1).scaleb(-place)
+    wide = decimal.Context(prec=200)
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        if not d.is_finite():
+            return v
+        return Decimal128(d.quantize(quantum, rounding=mode, context=wide))
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return v
+        d = decimal.Context(prec=34, rounding=decimal.ROUND_HALF_EVEN).create_decimal(v)
+        return float(d.quantize(quantum, rounding=mode, context=wide))
+    if place >= 0:
+        return v
+    out = int(decimal.Decimal(int(v)).quantize(quantum, rounding=mode, context=wide))
+    return Int64(out) if isinstance(v, Int64) else out
+
+
 def _install_array_literals() -> None:
     """Array literals are expressions: each element is evaluated, a missing field becoming null (manual
     ``$project`` > "Project New Array Fields": ``[ "$x", "$y", "$someField" ]`` gives ``[ 1, 1, null ]``).
@@ -83,6 +139,8 @@ def _install_array_literals() -> None:
             (op, arg), = expression.items()
             if op in _UNARY_OPS and isinstance(arg, list) and len(arg) == 1:
                 return self.parse({op: arg[0]})
+            if op in ("$round", "$trunc"):
+                return _round_or_trunc(self, op, arg)
         return original(self, expression)
 
     parser.parse = parse

@@ -22,7 +22,19 @@ from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 
 MAX_BSON = 16 * 1024 * 1024
+MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
+MAX_COMPOUND_FIELDS = 32  # manual "Limits": a compound index has at most 32 fields
 _ASC_DESC = (1, -1)
+
+
+def _key_pattern_str(key: list) -> str:
+    """A key pattern as the server prints a BSONObj in messages: ``{ a: 1, b: -1 }``."""
+    return "{ %s }" % ", ".join("%s: %s" % (f, d) for f, d in key)
+
+
+def _write_error(message: str, code: int) -> WriteError:
+    """A WriteError carrying the server's write-error document, as pymongo raises it."""
+    return WriteError(message, code, {"index": 0, "code": code, "errmsg": message})
 
 
 def fast_copy(v: Any) -> Any:
@@ -204,7 +216,7 @@ class EmbeddedCollection(mm_collection.Collection):
             data["_id"] = ObjectId()
         size = len(bson.encode(data))
         if size > MAX_BSON:
-            raise WriteError("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
+            raise _write_error("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
         return internalize(data)
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
@@ -364,10 +376,10 @@ class EmbeddedCollection(mm_collection.Collection):
             if new == old and _same_types(new, old):
                 continue
             if old.get("_id") != new.get("_id"):
-                raise WriteError("Performing an update on the path '_id' would modify the immutable field '_id'", 66)
+                raise _write_error("Performing an update on the path '_id' would modify the immutable field '_id'", 66)
             size = len(bson.encode(new))
             if size > MAX_BSON:
-                raise WriteError("Resulting document after update is larger than %d" % MAX_BSON, 17419)
+                raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
             self._replace_doc(rid, old, new)
             n_modified += 1
         if upsert and not n_matched:
@@ -511,6 +523,18 @@ class EmbeddedCollection(mm_collection.Collection):
         for doc in self.find(filter, *args, **kwargs):
             return doc
         return None
+
+    def _apply_update_pipeline(self, existing_document, pipeline, session):
+        """Updates with an aggregation pipeline ($set/$addFields, $project, $unset, $replaceRoot,
+        $replaceWith; manual "Updates with Aggregation Pipeline") run through the engine's stages, so that
+        ``$unset`` and the engine's expressions work as in ``aggregate``."""
+        from .aggregation import Ctx, run_stages
+        out = run_stages(self, list(pipeline), Ctx(), input_docs=[existing_document])
+        if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
+            raise unsupported("Update pipeline %s" % (pipeline,))
+        new = dict(out[0])
+        existing_document.clear()
+        existing_document.update(new)
 
     def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
                          return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
@@ -669,6 +693,14 @@ class EmbeddedCollection(mm_collection.Collection):
             if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
                     existing.spec.collation == spec.collation:
                 raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        if len(st.ix) >= MAX_INDEXES:
+            # index_catalog_impl.cpp: numIndexesTotal (the _id index included) >= 64 -> CannotCreateIndex
+            raise OperationFailure("add index fails, too many indexes for %s key:%s"
+                                   % (self._ns(), _key_pattern_str(key)), 67)
+        if len(key) > MAX_COMPOUND_FIELDS:
+            # jstests/core/index/compound_index_max_fields.js: 32 fields build, 33 fail with 13103
+            raise OperationFailure("Index build failed: Collection %s :: caused by :: too many compound keys"
+                                   % self._ns(), 13103)
         ix = Index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
