@@ -458,3 +458,39 @@ def test_update_pipelines_unset_stage_and_round(db):
     with pytest.raises(OperationFailure) as ei:
         list(e.aggregate([{"$project": {"r": {"$round": ["x", 0]}}}]))
     assert ei.value.code == 51081
+
+
+def test_long_in_lists_scan_in_n_log_k_with_the_same_counters(monkeypatch):
+    """A $in of thousands of values (engine_gaps.md #7: 6,552 _ids took ~10 s) locates keys among the
+    intervals by binary search; results and totalKeysExamined equal the linear walk's (checked against it
+    for ascending/descending fields, forward/backward scans, ranges and points), results equal a $natural
+    scan (rules file §4 counting rules unchanged)."""
+    import random
+    import time
+    from labkit.engine import stages as S
+    rnd = random.Random(3)
+    db = EmbeddedClient().inlist
+    c = db.c
+    c.insert_many([{"_id": i, "a": rnd.randint(0, 300), "b": rnd.randint(0, 50)} for i in range(3000)])
+    c.create_index([("a", 1), ("b", -1)])
+    queries = [({"a": {"$in": rnd.sample(range(300), 40)}, "b": {"$in": rnd.sample(range(50), 12)}}, None),
+               ({"a": {"$in": rnd.sample(range(300), 25)}, "b": {"$gt": 10, "$lt": 30}}, [("a", -1)]),
+               ({"a": {"$gte": 20}, "b": {"$in": list(range(0, 50, 3))}}, [("a", -1), ("b", 1)]),
+               ({"a": {"$nin": rnd.sample(range(300), 30)}}, [("a", 1)])]
+    for q, sort in queries:
+        def run():
+            cur = c.find(q)
+            if sort:
+                cur = cur.sort(sort)
+            e = c.find(q).sort(sort).explain() if sort else c.find(q).explain()
+            return [d["_id"] for d in cur], e["executionStats"]["totalKeysExamined"]
+        fast = run()
+        monkeypatch.setattr(S, "LOCATE_BISECT_MIN", 10**9)
+        slow = run()
+        monkeypatch.setattr(S, "LOCATE_BISECT_MIN", 8)
+        assert fast == slow, q
+        assert sorted(fast[0]) == sorted(d["_id"] for d in c.find(q).hint({"$natural": 1}))
+    ids = list(range(0, 3000, 2))
+    t = time.perf_counter()
+    assert len(list(c.find({"_id": {"$in": ids}}))) == 1500
+    assert time.perf_counter() - t < 5

@@ -13,6 +13,7 @@ from . import keys as K
 from .bounds import Interval
 
 ADVANCED, NEED_TIME, IS_EOF = 0, 1, 2
+LOCATE_BISECT_MIN = 8  # IndexScan._locate: binary search when a field has more intervals than this
 
 
 class Stage:
@@ -276,6 +277,29 @@ class IndexScan(Stage):
     def _locate(self, j: int, v: bytes) -> tuple[int, int]:
         """(-1, k): before interval k; (0, k): inside interval k; (1, -1): after all (scan order)."""
         ivs = self.sb[j]
+        if len(ivs) > LOCATE_BISECT_MIN:
+            # many intervals (a long $in): binary search over the sorted, disjoint intervals instead of a
+            # linear walk per key (which made k-value $in scans O(k^2)); same answers as the walk below
+            cache = self.__dict__.setdefault("_bounds_cols", {})
+            cols = cache.get(j)
+            if cols is None:
+                cols = cache[j] = ([iv[0] for iv in ivs], [iv[2] for iv in ivs])
+            los, his = cols
+            if self.direction > 0:
+                k = bisect.bisect_left(his, v)
+                if k < len(ivs) and his[k] == v and not ivs[k][3]:
+                    k += 1
+                if k >= len(ivs):
+                    return 1, -1
+                lo, li, hi, hii = ivs[k]
+                return (-1, k) if (v < lo or (v == lo and not li)) else (0, k)
+            k = bisect.bisect_right(los, v) - 1
+            if k >= 0 and los[k] == v and not ivs[k][1]:
+                k -= 1
+            if k < 0:
+                return 1, -1
+            lo, li, hi, hii = ivs[k]
+            return (-1, k) if (v > hi or (v == hi and not hii)) else (0, k)
         if self.direction > 0:
             for k, (lo, li, hi, hii) in enumerate(ivs):
                 if v < lo or (v == lo and not li):
