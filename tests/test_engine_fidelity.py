@@ -494,3 +494,24 @@ def test_long_in_lists_scan_in_n_log_k_with_the_same_counters(monkeypatch):
     t = time.perf_counter()
     assert len(list(c.find({"_id": {"$in": ids}}))) == 1500
     assert time.perf_counter() - t < 5
+
+
+def test_union_with_manual_suppliers_and_warehouses(db):
+    """Manual $unionWith: suppliers (Texas, Colorado, Rhode Island) and warehouses (California, Colorado,
+    Florida); projecting state in both and unioning gives the six states with the duplicate Colorado; the
+    simple form ``{$unionWith: "warehouses"}`` appends every warehouse; $out/$merge are refused inside."""
+    db.suppliers.insert_many([{"_id": 1, "supplier": "Aardvark and Sons", "state": "Texas"},
+                              {"_id": 2, "supplier": "Bears Run Amok.", "state": "Colorado"},
+                              {"_id": 3, "supplier": "Squid Mark Inc. ", "state": "Rhode Island"}])
+    db.warehouses.insert_many([{"_id": 1, "warehouse": "A", "region": "West", "state": "California"},
+                               {"_id": 2, "warehouse": "B", "region": "Central", "state": "Colorado"},
+                               {"_id": 3, "warehouse": "C", "region": "East", "state": "Florida"}])
+    out = list(db.suppliers.aggregate([
+        {"$project": {"state": 1, "_id": 0}},
+        {"$unionWith": {"coll": "warehouses", "pipeline": [{"$project": {"state": 1, "_id": 0}}]}}]))
+    assert sorted(d["state"] for d in out) == sorted(["Texas", "Colorado", "Rhode Island", "California",
+                                                      "Colorado", "Florida"])
+    assert all(set(d) == {"state"} for d in out)
+    assert len(list(db.suppliers.aggregate([{"$unionWith": "warehouses"}]))) == 6
+    with pytest.raises(OperationFailure):
+        list(db.suppliers.aggregate([{"$unionWith": {"coll": "warehouses", "pipeline": [{"$out": "x"}]}}]))

@@ -537,6 +537,37 @@ def _accumulate(op: str, vals: list) -> Any:
 EXTRA_STAGES["$setWindowFields"] = set_window_fields_stage
 
 
+def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> list[dict]:
+    """``{$unionWith: "coll"}`` / ``{$unionWith: {coll, pipeline}}`` (manual $unionWith): the documents so
+    far, then the other collection's documents passed through its pipeline."""
+    from .aggregation import Ctx, run_stages
+    if isinstance(arg, str):
+        name, sub = arg, []
+    elif isinstance(arg, dict):
+        extra = set(arg) - {"coll", "pipeline"}
+        if extra:
+            raise OperationFailure("BSON field '$unionWith.%s' is an unknown field." % sorted(extra)[0], 40415)
+        name, sub = arg.get("coll"), arg.get("pipeline", [])
+        if name is None:
+            raise unsupported("$unionWith without 'coll' (a $documents pipeline)")
+        if not isinstance(sub, list):
+            raise OperationFailure("BSON field '$unionWith.pipeline' is the wrong type '%s', expected type "
+                                   "'array'" % type(sub).__name__, 14)
+    else:
+        raise OperationFailure("the $unionWith stage specification must be an object or string, but found %s"
+                               % type(arg).__name__, 40413)
+    if not isinstance(name, str):
+        raise OperationFailure("BSON field '$unionWith.coll' is the wrong type, expected type 'string'", 14)
+    for st in sub:
+        if isinstance(st, dict) and next(iter(st), None) in ("$out", "$merge"):
+            raise OperationFailure("%s is not allowed within a $unionWith's sub-pipeline" % next(iter(st)), 31441)
+    other = coll.database.get_collection(name)
+    return list(docs) + run_stages(other, list(sub), Ctx())
+
+
+EXTRA_STAGES["$unionWith"] = union_with_stage
+
+
 # ---------------------------------------------------------------------------------------------- $dateTrunc
 _MS = {"day": 86_400_000, "hour": 3_600_000, "minute": 60_000, "second": 1000, "millisecond": 1}
 _MONTHS = {"year": 12, "quarter": 3, "month": 1}
