@@ -204,3 +204,6 @@ ex.check(ranked)
 #   `MONGODB_URI` switches to a real one without changing a line.
 #
 # **Next:** the relationship lessons, starting with embedding bounded one-to-few data.
+
+# %% [markdown] tags=["navigation"]
+# [Contents](../CONTENTS.md) · [01 · Embed one-to-few: roles inside the user →](01_embed_one_to_few.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 20
 #     title: "Embed one-to-few: roles inside the user"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Run the naive two-collection plans, then the single embedded read; create the roles.title index live and point at isMultiKey; move the roles slider past 8.
+#     mistakes:
+#     - "Using roles.0.canEdit when the role's position is not known; the positional $ with a filter on roles.title finds the right element."
+#     - "Two update_one calls (one for the role, one for updatedAt) instead of one write with $push and $set."
+#     - "Embedding a shared, centrally managed role definition in every user."
 # ---
 
 # %% [markdown]
@@ -207,3 +214,6 @@ ex.check(db)
 # - "Few" must be a real bound: enforce it (lesson 07 adds a validator with `maxItems: 8`).
 #
 # **Next:** 02 · One-to-many, where the children have no useful bound.
+
+# %% [markdown] tags=["navigation"]
+# [← 00 · Start here](00_start_here.ipynb) · [Contents](../CONTENTS.md) · [02 · One-to-many: reference the parent from the child →](02_one_to_many.ipynb)

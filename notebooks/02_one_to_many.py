@@ -10,6 +10,13 @@
 #     minutes: 30
 #     title: "One-to-many: reference the parent from the child"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Explain the feed query before and after creating {authorId: 1, createdAt: -1, _id: -1}: COLLSCAN + SORT over every post becomes 20 keys, 20 documents, no SORT. Then flip the ESR dropdown.
+#     mistakes:
+#     - "Indexing {authorId: 1, createdAt: 1} and expecting it to serve a sort on createdAt -1 with _id -1 (the directions must all match or all be reversed)."
+#     - "Adding a separate {authorId: 1} index next to the compound one."
+#     - "Judging a design by the average author instead of the busiest one."
 # ---
 
 # %% [markdown]
@@ -226,3 +233,6 @@ ex.check(posts)
 # - Order compound indexes Equality, Sort, Range.
 #
 # **Next:** 03 · resolving references with separate queries or `$lookup`.
+
+# %% [markdown] tags=["navigation"]
+# [← 01 · Embed one-to-few: roles inside the user](01_embed_one_to_few.ipynb) · [Contents](../CONTENTS.md) · [03 · Resolve references: separate queries or \$lookup →](03_lookup.ipynb)

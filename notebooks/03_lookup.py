@@ -10,6 +10,13 @@
 #     minutes: 25
 #     title: "Resolve references: separate queries or $lookup"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Show the unbounded $lookup's bytes returned, then the bounded form; read totalDocsExamined from the $lookup entry of the aggregate explain.
+#     mistakes:
+#     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
+#     - "Looking for $lookup statistics inside the stage spec; they sit next to it in the stages entry."
+#     - "Forgetting that pymongo's aggregate has no .explain(); use db.command('explain', ...)."
 # ---
 
 # %% [markdown]
@@ -187,3 +194,6 @@ ex.check(db, pipeline)
 # - Always bound a join: sort, limit and project inside the `$lookup` pipeline, with an index that serves them.
 #
 # **Next:** 04 · one-to-infinity with a relationship collection.
+
+# %% [markdown] tags=["navigation"]
+# [← 02 · One-to-many: reference the parent from the child](02_one_to_many.ipynb) · [Contents](../CONTENTS.md) · [04 · One-to-infinity: the follows relationship collection →](04_follows.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 25
 #     title: "One-to-infinity: the follows relationship collection"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers.
+#     mistakes:
+#     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
+#     - "Forgetting unique: true, so duplicate edges are accepted."
+#     - "Expecting count_documents to be constant-time with an index."
 # ---
 
 # %% [markdown]
@@ -177,3 +184,6 @@ ex.check(practice.follows)
 # - Counting walks the matches; keep a counter when the count is read far more often than it changes.
 #
 # **Next:** 05 · two-way references and how to keep copies consistent.
+
+# %% [markdown] tags=["navigation"]
+# [← 03 · Resolve references: separate queries or \$lookup](03_lookup.ipynb) · [Contents](../CONTENTS.md) · [05 · Two-way references and keeping copies consistent →](05_two_way.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 30
 #     title: "Two-way references and keeping copies consistent"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Crash a follow after the edge write and show the drift; repeat inside with_transaction; then run the reconciliation job and watch drift go to zero.
+#     mistakes:
+#     - "Reconciling by adding missing ids only, without removing ids that should not be there."
+#     - "Forgetting session=s on a write inside the transaction callback, so it escapes the transaction."
+#     - "Assuming transactions work on a standalone server (they need a replica set)."
 # ---
 
 # %% [markdown]
@@ -245,3 +252,6 @@ ex.check(db, reconcile)
 # - Usually simplest: keep only the `follows` collection and its two indexes (lesson 04).
 #
 # **Next:** 06 · denormalization: copies, caches and snapshots.
+
+# %% [markdown] tags=["navigation"]
+# [← 04 · One-to-infinity: the follows relationship collection](04_follows.ipynb) · [Contents](../CONTENTS.md) · [06 · Denormalization: copies, caches and snapshots →](06_denormalization.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 25
 #     title: "Denormalization: copies, caches and snapshots"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Push five followers into a three-entry preview; rename a widely listed follower, count stale previews, run the rebuild job after the deadline.
+#     mistakes:
+#     - "$slice: -3 with $position: 0 (keeps the oldest) instead of $slice: 3."
+#     - "Rewriting historical snapshots on rename."
+#     - "Copying whole user profiles into previews instead of the two fields the view needs."
 # ---
 
 # %% [markdown]
@@ -197,3 +204,6 @@ ex.check(db, add_follower)
 # - A rename's cost is the number of copies the policy says must follow it.
 #
 # **Next:** 07 · enforce the document shape with validation.
+
+# %% [markdown] tags=["navigation"]
+# [← 05 · Two-way references and keeping copies consistent](05_two_way.ipynb) · [Contents](../CONTENTS.md) · [07 · Enforce the shape with schema validation →](07_validation.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 25
 #     title: "Enforce the shape with schema validation"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema.
+#     mistakes:
+#     - "Using type: 'integer' or JSON Schema's format: MongoDB's dialect wants bsonType and rejects those keywords."
+#     - "Expecting collMod to fix existing documents."
+#     - "Forgetting that updates are validated on the resulting document."
 # ---
 
 # %% [markdown]
@@ -209,3 +216,6 @@ ex.check(validator)
 # - `moderate` tolerates legacy documents, `warn` only logs; audit with `$nor` + `$jsonSchema`, then migrate.
 #
 # **Next:** 08 · capstone: a real-world profile page.
+
+# %% [markdown] tags=["navigation"]
+# [← 06 · Denormalization: copies, caches and snapshots](06_denormalization.ipynb) · [Contents](../CONTENTS.md) · [08 · Capstone: a real-world profile page →](08_capstone_profile.ipynb)

@@ -10,6 +10,13 @@
 #     minutes: 35
 #     title: "Capstone: a real-world profile page"
 #     section: Relationships
+#     exercise_minutes: 5
+#     demo: >-
+#       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count.
+#     mistakes:
+#     - "Measuring only small accounts."
+#     - "Leaving orphaned posts after deleting users."
+#     - "Treating the two follows indexes as two copies of the relationship."
 # ---
 
 # %% [markdown]
@@ -187,3 +194,6 @@ ex.check(db, orphans)
 # - Run the checklist on data: bounds, arrays, copies, edges, and what deletion leaves behind.
 #
 # **Next:** the pattern lessons, starting with the bucket pattern.
+
+# %% [markdown] tags=["navigation"]
+# [← 07 · Enforce the shape with schema validation](07_validation.ipynb) · [Contents](../CONTENTS.md) · [10 · Bucket: group time-series readings per sensor and hour →](10_bucket.ipynb)

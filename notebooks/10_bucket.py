@@ -239,7 +239,7 @@ def draw(ax, values, r):
     ax.set_xlabel("index entries per sensor per day")
 
 
-bucketing = explorer(per_day, sliders={"interval_s": [60, 1, 2, 5, 10, 15, 30, 300],
+bucketing = explorer(per_day, sliders={"interval_s": (1, 300, 60),
                                        "bucket_span_min": [60, 10, 15, 30, 120, 360, 720, 1440],
                                        "cap": (10, 100_000, 100_000, 10)},
                      title="Bucket sizing", draw=draw)
@@ -339,3 +339,6 @@ ex.check(db, add_reading)
 # - Prefer a time-series collection when you can: it buckets on the server; never bucket by hand inside one.
 #
 # **Next:** 11 · the outlier pattern.
+
+# %% [markdown] tags=["navigation"]
+# [← 08 · Capstone: a real-world profile page](08_capstone_profile.ipynb) · [Contents](../CONTENTS.md) · [11 · Outlier: embed for the common case, overflow for the viral post →](11_outlier.ipynb)

@@ -281,3 +281,6 @@ ex.check(db, add_comment)
 #   normal posts did not change at all.
 #
 # **Next:** 12 · the computed pattern.
+
+# %% [markdown] tags=["navigation"]
+# [← 10 · Bucket: group time-series readings per sensor and hour](10_bucket.ipynb) · [Contents](../CONTENTS.md) · [12 · Computed: maintain rating statistics on write →](12_computed.ipynb)

@@ -293,3 +293,6 @@ ex.check(add_review)
 #   to be roughly right.
 #
 # **Next:** 13 · schema versioning.
+
+# %% [markdown] tags=["navigation"]
+# [← 11 · Outlier: embed for the common case, overflow for the viral post](11_outlier.ipynb) · [Contents](../CONTENTS.md) · [13 · Schema versioning: v1 name, v2 firstName/lastName, no downtime →](13_schema_versioning.ipynb)

@@ -313,3 +313,6 @@ ex.check(db, migrate_batch)
 # - During the migration, validate with `oneOf` both versions; tighten the rules once the old version is gone.
 #
 # **Next:** 14 · the polymorphic pattern.
+
+# %% [markdown] tags=["navigation"]
+# [← 12 · Computed: maintain rating statistics on write](12_computed.ipynb) · [Contents](../CONTENTS.md) · [14 · Polymorphic: articles, videos and tools in one feed collection →](14_polymorphic.ipynb)

@@ -340,3 +340,6 @@ ex.check(validator)
 #   the inheritance pattern.
 #
 # **Next:** 15 · the attribute pattern.
+
+# %% [markdown] tags=["navigation"]
+# [← 13 · Schema versioning: v1 name, v2 firstName/lastName, no downtime](13_schema_versioning.ipynb) · [Contents](../CONTENTS.md) · [15 · Attribute pattern: many similar fields, one index →](15_attribute.ipynb)

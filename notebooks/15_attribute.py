@@ -308,3 +308,6 @@ ex.check(practice.products, to_attributes)
 #   `k` and `v`. Two separate dotted conditions give wrong matches and loose bounds.
 #
 # **Next:** 16 · extended reference and subset: copy only what the hot read needs.
+
+# %% [markdown] tags=["navigation"]
+# [← 14 · Polymorphic: articles, videos and tools in one feed collection](14_polymorphic.ipynb) · [Contents](../CONTENTS.md) · [16 · Extended reference and subset: copy only what the hot read needs →](16_extended_reference_subset.ipynb)

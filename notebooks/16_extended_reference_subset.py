@@ -360,3 +360,6 @@ ex.check(practice, add_review)
 #   `$slice`), the child collection holds everything. The hot page reads one small document.
 #
 # **Next:** 17 · trees: parent references, ancestors, materialized paths and `$graphLookup`.
+
+# %% [markdown] tags=["navigation"]
+# [← 15 · Attribute pattern: many similar fields, one index](15_attribute.ipynb) · [Contents](../CONTENTS.md) · [17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup →](17_trees.ipynb)

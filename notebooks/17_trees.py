@@ -444,3 +444,6 @@ ex.check(practice.categories)
 #   index range.
 #
 # **Next:** 18 · archiving cold data and keeping a document's revision history.
+
+# %% [markdown] tags=["navigation"]
+# [← 16 · Extended reference and subset: copy only what the hot read needs](16_extended_reference_subset.ipynb) · [Contents](../CONTENTS.md) · [18 · Archive and document versioning: keep the hot collection small →](18_archive_versioning.ipynb)

@@ -314,3 +314,6 @@ ex.check(practice, save_revision)
 #   revision is refused.
 #
 # **Next:** 19 · single-collection design for a many-to-many.
+
+# %% [markdown] tags=["navigation"]
+# [← 17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup](17_trees.ipynb) · [Contents](../CONTENTS.md) · [19 · Single-collection design: a many-to-many in one indexed query →](19_single_collection.ipynb)

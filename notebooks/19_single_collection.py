@@ -254,3 +254,6 @@ ex.check(practice)
 #   `docType` when only one kind is wanted.
 #
 # **Next:** 30 · start from the workload (the anti-pattern lessons).
+
+# %% [markdown] tags=["navigation"]
+# [← 18 · Archive and document versioning: keep the hot collection small](18_archive_versioning.ipynb) · [Contents](../CONTENTS.md) · [20 · Which pattern when: use cases, patterns and a quiz →](20_which_pattern.ipynb)

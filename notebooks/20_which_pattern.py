@@ -203,3 +203,6 @@ ex.check(answers)
 # - Check with the numbers: `collStats`, `explain()` and round trips, as in each lesson of this section.
 #
 # **Next:** 30 · the anti-patterns section starts with the workload.
+
+# %% [markdown] tags=["navigation"]
+# [← 19 · Single-collection design: a many-to-many in one indexed query](19_single_collection.ipynb) · [Contents](../CONTENTS.md) · [30 · Start from the workload →](30_workload.ipynb)

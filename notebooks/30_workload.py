@@ -302,3 +302,6 @@ ex.check(workload, chosen)
 # - Keep the table next to the schema and re-run it when features change.
 #
 # **Next:** 31 · the hard limits the server enforces.
+
+# %% [markdown] tags=["navigation"]
+# [← 20 · Which pattern when: use cases, patterns and a quiz](20_which_pattern.ipynb) · [Contents](../CONTENTS.md) · [31 · The hard limits, live →](31_hard_limits.ipynb)

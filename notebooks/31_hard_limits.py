@@ -292,3 +292,6 @@ ex.check(practice.products)
 # - A compound index may span at most one array per document (code 171); use one array of objects instead.
 #
 # **Next:** 32 · unbounded arrays, detected and fixed.
+
+# %% [markdown] tags=["navigation"]
+# [← 30 · Start from the workload](30_workload.ipynb) · [Contents](../CONTENTS.md) · [32 · Anti-pattern: unbounded arrays →](32_unbounded_arrays.ipynb)

@@ -284,3 +284,6 @@ ex.check(record_event)
 # - Migrate on the server: unwind into the child collection, compute the subset, remove the array.
 #
 # **Next:** 33 · bloated documents.
+
+# %% [markdown] tags=["navigation"]
+# [← 31 · The hard limits, live](31_hard_limits.ipynb) · [Contents](../CONTENTS.md) · [33 · Anti-pattern: bloated documents →](33_bloated_documents.ipynb)

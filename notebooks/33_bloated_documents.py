@@ -247,3 +247,6 @@ ex.check(practice)
 # - Fix: split by access pattern into two collections sharing `_id`; binaries go to object storage or GridFS.
 #
 # **Next:** 34 · a massive number of collections.
+
+# %% [markdown] tags=["navigation"]
+# [← 32 · Anti-pattern: unbounded arrays](32_unbounded_arrays.ipynb) · [Contents](../CONTENTS.md) · [34 · Anti-pattern: a massive number of collections →](34_massive_collections.ipynb)

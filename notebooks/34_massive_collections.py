@@ -262,3 +262,6 @@ ex.check(practice)
 #   `$merge` on a real server; expire with a TTL index (or a time series collection) instead of dropping.
 #
 # **Next:** 35 · unnecessary indexes.
+
+# %% [markdown] tags=["navigation"]
+# [← 33 · Anti-pattern: bloated documents](33_bloated_documents.ipynb) · [Contents](../CONTENTS.md) · [35 · Anti-pattern: unnecessary indexes →](35_unnecessary_indexes.ipynb)

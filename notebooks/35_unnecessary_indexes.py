@@ -310,3 +310,6 @@ ex.check(practice.orders)
 #   adding a new one.
 #
 # **Next:** 36 · separating data that is accessed together.
+
+# %% [markdown] tags=["navigation"]
+# [← 34 · Anti-pattern: a massive number of collections](34_massive_collections.ipynb) · [Contents](../CONTENTS.md) · [36 · Anti-pattern: separating data that is accessed together →](36_separate_data.ipynb)

@@ -248,3 +248,6 @@ ex.check(practice)
 # - One request becomes one round trip, and related changes become one atomic write.
 #
 # **Next:** 37 · case-insensitive queries.
+
+# %% [markdown] tags=["navigation"]
+# [← 35 · Anti-pattern: unnecessary indexes](35_unnecessary_indexes.ipynb) · [Contents](../CONTENTS.md) · [37 · Anti-pattern: case-insensitive queries without a matching index →](37_case_insensitive.ipynb)

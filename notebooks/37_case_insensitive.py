@@ -224,3 +224,6 @@ ex.check(practice.members, login_filter)
 # - Collation indexes do not help `$regex`.
 #
 # **Next:** 38 · overuse of `$lookup`.
+
+# %% [markdown] tags=["navigation"]
+# [← 36 · Anti-pattern: separating data that is accessed together](36_separate_data.ipynb) · [Contents](../CONTENTS.md) · [38 · Anti-pattern: overuse of \$lookup →](38_lookup_overuse.ipynb)

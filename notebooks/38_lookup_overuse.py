@@ -244,3 +244,6 @@ ex.check(practice)
 #   the copies on the rare change.
 #
 # **Next:** 39 · a schema review of a legacy dataset.
+
+# %% [markdown] tags=["navigation"]
+# [← 37 · Anti-pattern: case-insensitive queries without a matching index](37_case_insensitive.ipynb) · [Contents](../CONTENTS.md) · [39 · Schema review: run the checklist on a legacy store →](39_schema_review.ipynb)

@@ -336,3 +336,6 @@ ex.check(db, log, findings)
 # - Re-run the checklist whenever the workload table changes.
 #
 # **Next:** back to the workload table (30): fix the findings in order of the traffic they touch.
+
+# %% [markdown] tags=["navigation"]
+# [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)

@@ -199,7 +199,8 @@ def test_instructor_guide_copes_with_missing_keys(course):
     text = (course / "INSTRUCTOR.md").read_text()
     assert "**Demo live:** Show the roles array." in text and "- Using the average as the bound." in text
     assert "add `labkit.demo` to the YAML header of `notebooks/00_intro.py`" in text
-    for fact in ("LABKIT_DB_PREFIX", "python -m labkit seed social --db workshop --learners 30",
+    for fact in ("LABKIT_DB_PREFIX", "python -m labkit workshop prepare --learners 30",
+                 "python -m labkit workshop check --learners 30", "python -m labkit workshop cleanup",
                  "python -m labkit reset", "MONGODB_URI", "sl_<OS user name>_"):
         assert fact in text
 
