@@ -194,6 +194,21 @@ answers = {
 ex.check(answers)
 
 # %% [markdown]
+# ## Your own schema: the decision helper
+#
+# Describe an access pattern (operation, reads or writes per second, the fields it needs) and a relationship
+# with its cardinality as **[min, likely, max]** (leave max empty for "no bound"). Press the button: the helper
+# recommends embedding, a child reference or a relationship collection, suggests patterns, and gives its reasons
+# with the numbers it used and the lessons that show each one. It starts with the source's users and posts.
+
+# %%
+helper = labkit.decision_widget()
+helper
+
+# %% [markdown]
+# The same rules are a plain function, `labkit.recommend(access_patterns, relationships)`, for your own scripts.
+
+# %% [markdown]
 # ## Summary
 #
 # - Start from the workload, not from the use case's name: the matrix only suggests where to look.
