@@ -222,8 +222,9 @@ measured = pd.DataFrame([
 measured
 
 # %% [markdown]
-# A real MongoDB 8.0 server refuses all five. Where a row above reads *accepted*, the engine running this
-# notebook does not enforce that limit yet: set `MONGODB_URI` and re-run to see the server's error codes.
+# A real MongoDB 8.0 server refuses all five, and the embedded engine reproduces each refusal with the server's
+# error code. Should a row ever read *accepted*, the engine running the notebook does not enforce that limit:
+# set `MONGODB_URI` and re-run against a real server.
 
 # %%
 sizes_mib = [doc_size_with_array(account, "events", n, lambda i: CHUNK) / 2**20 for n in range(0, fits + 2)]
