@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
-import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -29,7 +28,7 @@ from labkit.validation import make_filter_applies
 
 from . import keys as K
 from .bounds import Interval, full, union
-from .planner import (ADVANCED, IS_EOF, Candidate, Execution, Planner, Query, run_trial, unsupported)
+from .planner import Candidate, Execution, Planner, Query, plan_and_run, run_trial, unsupported
 from .stages import Fetch, IndexScan, Or, Passthrough, Stage
 
 _CURRENT: contextvars.ContextVar[dict | None] = contextvars.ContextVar("labkit_collation", default=None)
@@ -389,39 +388,8 @@ def run_query(coll, q: Query, collation: dict | None, stop_after: int | None = N
     if q.limit:
         stop_after = q.limit if stop_after is None else min(stop_after, q.limit)
     store = coll._store
-    t0 = time.perf_counter()
-    planner = CollationPlanner(store, q, collation)
-    cands, notes = planner.candidates()
-    trial_docs: list = []
-    if len(cands) > 1:
-        winner, cands = run_trial(cands, len(store.docs))
-        if explain:
-            from .planner import _snapshot
-            trial_docs = [_snapshot(c) for c in cands]
-        results = list(winner.results)
-    else:
-        winner = cands[0]
-        winner.root = winner.build()
-        results = []
-    root = winner.root
-    if stop_after is None or len(results) < stop_after:
-        while True:
-            st = root.work()
-            if st == ADVANCED:
-                results.append(root.out)
-                if stop_after is not None and len(results) >= stop_after:
-                    break
-            elif st == IS_EOF:
-                break
-    notes["trial"] = trial_docs
-    if winner.index is not None:
-        winner.index.accesses += 1
-    else:
-        for s in root.walk():
-            if isinstance(s, IndexScan):
-                s.index.accesses += 1
-                break
-    return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+    return plan_and_run(store, q, stop_after, explain_trial_snapshot=explain,
+                        planner=CollationPlanner(store, q, collation), fast_paths=False)
 
 
 # ---------------------------------------------------------------------------------------------- aggregate

@@ -566,10 +566,16 @@ class Execution:
         self.millis = millis
 
 
-def plan_and_run(store, query: Query, stop_after: int | None = None, explain_trial_snapshot: bool = False) -> Execution:
-    """Plan ``query``, run the winner to completion (or ``stop_after`` results) and keep stats."""
+def plan_and_run(store, query: Query, stop_after: int | None = None, explain_trial_snapshot: bool = False,
+                 planner: "Planner | None" = None, fast_paths: bool = True) -> Execution:
+    """Plan ``query``, run the winner to completion (or ``stop_after`` results) and keep stats.
+
+    ``planner`` replaces the default :class:`Planner` (collation queries pass theirs); ``fast_paths=False``
+    runs the winner one ``work()`` at a time without batching or the bulk full-scan shortcut.
+    """
     t0 = time.perf_counter()
-    planner = Planner(store, query)
+    if planner is None:
+        planner = Planner(store, query)
     cands, notes = planner.candidates()
     trial_docs: list[dict] = []
     if len(cands) > 1:
@@ -582,9 +588,10 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         winner.root = winner.build()
         results = []
     root = winner.root
-    _enable_batching(root, [])
+    if fast_paths:
+        _enable_batching(root, [])
     done = False
-    if isinstance(root, CollScan) and root.match is None and root._it is None and stop_after is None:
+    if fast_paths and isinstance(root, CollScan) and root.match is None and root._it is None and stop_after is None:
         # an unfiltered full scan: take every document at once, with the counters one-at-a-time gives
         items = list(store.docs.items())
         if root.direction < 0:
