@@ -13,23 +13,7 @@ from pymongo import ASCENDING, DESCENDING
 from labkit.engine import EmbeddedClient
 
 
-def stages(plan: dict) -> list[str]:
-    out = []
-    while plan:
-        out.append(plan["stage"])
-        plan = plan.get("inputStage") or (plan.get("inputStages") or [None])[0]
-    return out
-
-
-def find_stage(plan: dict, name: str):
-    if plan.get("stage") == name:
-        return plan
-    for c in [plan.get("inputStage")] + list(plan.get("inputStages") or []):
-        if c:
-            r = find_stage(c, name)
-            if r:
-                return r
-    return None
+from plan_helpers import find_stage, stages  # noqa: E402
 
 
 @pytest.fixture()

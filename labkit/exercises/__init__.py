@@ -87,6 +87,13 @@ def ids() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def _db_and_function(args: Any, name: str, db: str = "db") -> tuple[Any, Callable]:
+    """Unpack ``ex.check(db, function)``; explain the call when the learner passed something else."""
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
+        raise NotYet(f"call it with the database and your function: `ex.check({db}, {name})`.")
+    return args
+
+
 def _stages(plan: dict) -> list[dict]:
     """Every stage of an explain plan tree (classic or SBE ``queryPlan``), depth first."""
     out, todo = [], [plan]

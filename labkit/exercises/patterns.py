@@ -3,16 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import Exercise, NotYet, _stages, register  # noqa: F401
+from labkit.exercises import Exercise, NotYet, _db_and_function, _stages, register  # noqa: F401
 
 # --- notebook 10 -------------------------------------------------------------------------------------------
 
 def _check_bucket_upsert(args: Any) -> str:
     import datetime as dt
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(db, add_reading)`.")
-    db, add_reading = args
+    db, add_reading = _db_and_function(args, "add_reading")
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
     coll = db["exercise_10_buckets"]
@@ -180,9 +178,7 @@ def _ex15() -> Exercise:
 def _check_subset(args: Any) -> str:
     import datetime as dt
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(practice, add_review)`.")
-    db, add_review = args
+    db, add_review = _db_and_function(args, "add_review", "practice")
     pid = "prod:subset-check"
     db.products.delete_one({"_id": pid})
     db.reviews.delete_many({"productId": pid})
@@ -314,9 +310,7 @@ def _ex17() -> Exercise:
 def _check_versioning(args: Any) -> str:
     from pymongo.errors import DuplicateKeyError
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(practice, save_revision)`.")
-    db, save_revision = args
+    db, save_revision = _db_and_function(args, "save_revision", "practice")
     keys = _index_keys(db.documents_history)
     unique = [spec for name, spec in db.documents_history.index_information().items()
               if name != "_id_" and spec.get("unique")]
@@ -467,9 +461,7 @@ def _ex19() -> Exercise:
 def _check_outlier_write(args: Any) -> str:
     import datetime as dt
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(db, add_comment)`.")
-    db, add_comment = args
+    db, add_comment = _db_and_function(args, "add_comment")
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
     posts, comments = db["exercise_11_posts"], db["exercise_11_comments"]
@@ -622,9 +614,7 @@ def _ex12() -> Exercise:
 # --- notebook 13 -------------------------------------------------------------------------------------------
 
 def _check_migrate_batches(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(db, migrate_batch)`.")
-    db, migrate_batch = args
+    db, migrate_batch = _db_and_function(args, "migrate_batch")
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
     coll = db["exercise_13_users"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import Exercise, NotYet, _stages, register
+from labkit.exercises import Exercise, NotYet, _db_and_function, _stages, register
 
 # --- notebook 00 -------------------------------------------------------------------------------------------
 
@@ -247,9 +247,7 @@ def _edges_and_copies(db: Any) -> tuple[set, set, set]:
 
 
 def _check_reconcile(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(db, reconcile)`.")
-    db, reconcile = args
+    db, reconcile = _db_and_function(args, "reconcile")
     edges_before = list(db.follows.find().sort("_id", 1))
     if not edges_before:
         raise NotYet("db.follows is empty; re-run the lesson's setup cells first.")
@@ -299,9 +297,7 @@ def _ex05() -> Exercise:
 # --- notebook 06 -------------------------------------------------------------------------------------------
 
 def _check_bounded_preview(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the database and your function: `ex.check(db, add_follower)`.")
-    db, add_follower = args
+    db, add_follower = _db_and_function(args, "add_follower")
     test_id = "user:preview-check"
     db.users.delete_one({"_id": test_id})
     db.users.insert_one({"_id": test_id, "name": "Preview Check", "roles": []})
