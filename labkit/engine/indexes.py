@@ -271,7 +271,33 @@ class Index:
     def add(self, keys: list[tuple], rid: int) -> None:
         e = self.entries
         for k in keys:
-            bisect.insort(e, (k, rid))
+            entry = (k, rid)
+            if not e or e[-1] < entry:
+                e.append(entry)  # past the end (increasing _id values): one comparison, no search
+            else:
+                bisect.insort(e, entry)
+
+    def place(self, key: tuple, rid: int) -> tuple[int, int | None]:
+        """Where the entry ``(key, rid)`` belongs, and (unique indexes) the record id of another entry with
+        the same key, else None: one binary search serving both the unique check and the insertion (which
+        ``insert_at`` does later, once every index has been checked)."""
+        e = self.entries
+        n = len(e)
+        if not n or e[-1][0] < key:
+            return n, None
+        if self.spec.unique:
+            i = j = bisect.bisect_left(e, (key,))
+            while j < n and e[j][0] == key:
+                if e[j][1] != rid:
+                    return j, e[j][1]
+                j += 1
+            if j == i:
+                return i, None  # no entry with this key: (key, rid) goes exactly here
+        return bisect.bisect_left(e, (key, rid)), None
+
+    def insert_at(self, pos: int, key: tuple, rid: int) -> None:
+        """Insert the entry ``(key, rid)`` at ``pos`` as returned by ``place`` (nothing changed in between)."""
+        self.entries.insert(pos, (key, rid))
 
     def sort_entries(self, items: list[tuple[tuple, int]]) -> None:
         """Sort ``(key, record id)`` entries in place (same order as ``items.sort()``)."""

@@ -28,12 +28,13 @@ from typing import Any
 from bson import ObjectId
 from mongomock import OperationFailure, WriteError
 from mongomock.command_cursor import CommandCursor
+from mongomock.results import InsertOneResult
 
 from labkit import limits, validation
 
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
-from .collection import Cursor, EmbeddedCollection, distinct_values
+from .collection import NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
@@ -215,7 +216,21 @@ class LabCollection(EmbeddedCollection):
         return collate.run_query(self, q, c, stop_after, **kwargs)
 
     # -- writes -------------------------------------------------------------------------------------
-    insert_one = _bound("insert_one", bypass=True)
+    _insert_one_general = _bound("insert_one", bypass=True)
+
+    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+        """pymongo's ``insert_one``. A plain dict of scalar fields, outside a session, into a collection without
+        a validator takes ``_insert_flat`` (the same checks and effects in fewer steps); anything else takes
+        the general path (depth, deep copy, validation, sessions)."""
+        if session is None and type(document) is dict and sessions.current() is None:
+            st = self._db_store[self._name]
+            if not st.options.get("validator"):
+                _id = self._insert_flat(st, document)
+                if _id is not NOT_FLAT:
+                    return InsertOneResult(_id, acknowledged=True)
+        return self._insert_one_general(document, bypass_document_validation=bypass_document_validation,
+                                        session=session, comment=comment)
+
     insert_many = _bound("insert_many", bypass=True)
     update_one = _bound("update_one", bypass=True, collation=True, update_arg=1)
     update_many = _bound("update_many", bypass=True, collation=True, update_arg=1)
