@@ -21,7 +21,10 @@ from labkit.engine import EmbeddedClient
 from labkit.engine.collection import new_object_id
 
 scalar = st.one_of(st.integers(-3, 3), st.sampled_from([1.0, 2.5, -0.5]), st.sampled_from(["x", "y", "Y", ""]),
-                   st.none(), st.booleans(), st.just(ObjectId("5f0000000000000000000001")))
+                   st.none(), st.booleans(), st.just(ObjectId("5f0000000000000000000001")),
+                   st.sampled_from([datetime.datetime(2024, 1, 1, 12, 0, 0, 123456),
+                                    datetime.datetime(2024, 1, 1, 12, 0, 0, 123999),
+                                    datetime.datetime(2024, 1, 1, 13, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))]))
 
 INDEX_CHOICES = [
     ([("a", 1)], {}),
@@ -40,7 +43,7 @@ INDEX_CHOICES = [
 def flat_docs(draw):
     docs = []
     for _ in range(draw(st.integers(1, 20))):
-        d = {"_id": draw(st.one_of(st.integers(0, 12), st.sampled_from(["k1", "k2"])))}
+        d = {"_id": draw(st.one_of(st.integers(0, 12), st.sampled_from(["k1", "k2"]), scalar))}
         for f in ("a", "b"):
             if draw(st.booleans()):
                 d[f] = draw(scalar)

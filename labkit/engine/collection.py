@@ -271,15 +271,20 @@ class EmbeddedCollection(mm_collection.Collection):
         return doc["_id"]
 
     def _insert_flat(self, st: Any, data: dict) -> Any:
-        """``insert_one`` of a plain dict whose values are all scalars (str, int, float, bool, None, ObjectId)
-        into the live store ``st``, with the same checks and effects as the general path (``$``-prefixed
+        """``insert_one`` of a plain dict whose values are all scalars (str, int, float, bool, None, ObjectId,
+        datetime) into the live store ``st``, with the same checks and effects as the general path (``$``-prefixed
         names, ``_id``, BSON encoding and size, duplicate ``_id``, every index's keys, unique indexes) in fewer
         steps: no depth walk or deep copy is needed for such a document, and no collection can have parallel
         arrays from it. Returns the ``_id``, or ``NOT_FLAT`` (having changed nothing but a generated ``_id``)
         when the document needs the general path."""
+        dates = False
         for k, v in data.items():
-            if type(k) is not str or type(v) not in _FLAT_INSERT or k[:1] == "$":
+            if type(k) is not str or k[:1] == "$":
                 return NOT_FLAT
+            if type(v) not in _FLAT_INSERT:
+                if type(v) is not _DT:
+                    return NOT_FLAT
+                dates = True
         if "_id" in data:
             _id = data["_id"]
         else:
@@ -287,12 +292,17 @@ class EmbeddedCollection(mm_collection.Collection):
         if len(bson.encode(data)) > MAX_BSON:  # also refuses NUL bytes in names (InvalidDocument)
             return NOT_FLAT  # the general path raises the server's error
         doc = dict(data)
+        if dates:  # stored as the server does: naive UTC, millisecond precision
+            for k, v in data.items():
+                if type(v) is _DT:
+                    doc[k] = helpers.patch_datetime_awareness_in_document(v)
+            _id = doc["_id"]
         if _id in st.rid_by_key:
             raise self._dup_error(st.ix["_id_"], doc, ((K.encode(_id),)))
         rid = st.next_rid
         staged = []
         for ix in st.ix.values():
-            for k in ix.keys_for(doc)[0]:  # no arrays: at most one key per index
+            for k in ix.flat_keys(doc):  # no arrays: at most one key per index
                 pos, other = ix.place(k, rid)
                 if other is not None:
                     raise self._dup_error(ix, doc, k)

@@ -191,6 +191,19 @@ class Index:
             return [tuple(enc)]
         return many
 
+    def flat_keys(self, doc: dict) -> list[tuple]:
+        """``keys_for(doc)[0]`` for a document none of whose indexed values is an array (so no multikey
+        paths to report), with fewer steps."""
+        try:
+            fast = self._fast
+        except AttributeError:
+            fast = self._fast = self._fast_keys() or _no_fast_keys
+        if self.spec.partial is None:
+            keys = fast(doc)
+            if keys is not None:
+                return keys
+        return self.keys_for(doc)[0]
+
     def keys_for(self, doc: dict) -> tuple[list[tuple], dict[str, set[str]]]:
         """Index keys of ``doc`` (empty list when sparse/partial excludes it). Raises ParallelArrays."""
         spec = self.spec
