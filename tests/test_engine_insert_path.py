@@ -149,3 +149,19 @@ def test_new_object_id_random_part_changes_after_fork():
     os.waitpid(pid, 0)
     os.close(r)
     assert child[4:9] != new_object_id().binary[4:9]
+
+
+def test_boolean_and_numeric_ids_are_different_documents():
+    """BSON true and 1 are different _id values (different types in the _id index); Python's True == 1 must
+    not make them one document. 1 and 1.0 are the same value."""
+    c = EmbeddedClient().d.c
+    c.insert_one({"_id": True, "x": "bool"})
+    c.insert_one({"_id": 1, "x": "int"})
+    c.insert_many([{"_id": False}, {"_id": 0}])
+    assert [d["_id"] for d in c.find({}, sort=[("_id", 1)])] == [0, 1, False, True]
+    with pytest.raises(DuplicateKeyError):
+        c.insert_one({"_id": 1.0})
+    c.update_one({"_id": True}, {"$set": {"y": 1}})
+    c.delete_one({"_id": 1})
+    assert c.find_one({"_id": True}) == {"_id": True, "x": "bool", "y": 1}
+    assert c.count_documents({}) == 3

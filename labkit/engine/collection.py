@@ -297,7 +297,8 @@ class EmbeddedCollection(mm_collection.Collection):
                 if type(v) is _DT:
                     doc[k] = helpers.patch_datetime_awareness_in_document(v)
             _id = doc["_id"]
-        if _id in st.rid_by_key:
+        sk = store_key(_id)
+        if sk in st.rid_by_key:
             raise self._dup_error(st.ix["_id_"], doc, ((K.encode(_id),)))
         rid = st.next_rid
         staged = []
@@ -309,8 +310,8 @@ class EmbeddedCollection(mm_collection.Collection):
                 staged.append((ix, pos, k))
         st.next_rid = rid + 1
         st.docs[rid] = doc
-        st.rid_by_key[_id] = rid
-        st._documents[_id] = doc
+        st.rid_by_key[sk] = rid
+        st._documents[sk] = doc
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1

@@ -10,8 +10,16 @@ from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 from .indexes import Index, IndexSpec
 
 
+class _BoolId(tuple):
+    """Store key of a boolean ``_id``: BSON's true and 1 are different values (both may be stored), but
+    Python's ``True == 1`` would make them one dictionary key."""
+
+
 def store_key(_id: Any) -> Any:
-    """mongomock's dictionary key for an ``_id`` (dicts are made hashable)."""
+    """mongomock's dictionary key for an ``_id`` (dicts are made hashable; booleans kept apart from 0 and 1)."""
+    t = type(_id)
+    if t is bool:
+        return _BoolId(("bool", _id))
     if isinstance(_id, dict):
         return helpers.hashdict(_id)
     return _id
