@@ -26,6 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 DOCS_IMAGES = ROOT / "docs" / "images"
+# Screenshots go to build/screenshots/ (ignored by git) so that running the tests leaves the checkout clean;
+# LABKIT_UPDATE_SCREENSHOTS=1 writes them to docs/images/ instead, to refresh the README's pictures.
+SCREENSHOT_DIR = DOCS_IMAGES if os.environ.get("LABKIT_UPDATE_SCREENSHOTS") == "1" else ROOT / "build" / "screenshots"
 
 NOTEBOOK_TIMEOUT_S = 120   # open + run all + checks, per notebook
 SERVER_START_TIMEOUT_S = 60
@@ -495,7 +498,7 @@ def scroll_to_top(nb: LabNotebook) -> None:
 
 
 def lab_screenshot(nb: LabNotebook, name: str) -> Path:
-    """docs/images/<name>.png of this notebook in Lab's single-document mode (no tabs of other notebooks)."""
+    """<SCREENSHOT_DIR>/<name>.png of this notebook in Lab's single-document mode (no tabs of other notebooks)."""
     page = nb.page
     nb.activate()
     page.evaluate("() => { window.jupyterapp.shell.mode = 'single-document'; }")
@@ -508,12 +511,12 @@ def lab_screenshot(nb: LabNotebook, name: str) -> Path:
 
 
 def screenshot(page, name: str, fit_content: bool = False) -> Path:
-    """Write docs/images/<name>.png (deterministic name, overwritten each run).
+    """Write <SCREENSHOT_DIR>/<name>.png (deterministic name, overwritten each run).
 
     ``fit_content``: crop the viewport's height to the page's content (for pages that don't fill it).
     """
-    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-    path = DOCS_IMAGES / f"{name}.png"
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOT_DIR / f"{name}.png"
     page.mouse.move(0, 0)  # no hover highlight
     clip = None
     if fit_content:

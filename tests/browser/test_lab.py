@@ -12,7 +12,8 @@ from fixture_notebooks import BYTES_SELECTOR, READOUT_SELECTOR, SLIDER_DEMO, SLI
 
 NOTEBOOK_NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
-# Screenshots for docs/images/ (deterministic names, overwritten each run): notebook stem -> image name.
+# Screenshots (build/screenshots/, or docs/images/ with LABKIT_UPDATE_SCREENSHOTS=1; deterministic names,
+# overwritten each run): notebook stem -> image name.
 SCREENSHOTS = {"00_start_here": "lab-start-here"}
 
 # Lessons whose slider a test moves: (glob of the notebook under notebooks/, readout selector, slider index,
