@@ -170,6 +170,19 @@ def _human_bytes(n: int) -> str:
 # --------------------------------------------------------------------------- canonical records
 
 
+def _canonical_path() -> Path:
+    """The checkout's data/canonical.json (editable installs), else the copy a wheel installs as
+    ``share/schema-lab/data/canonical.json`` (pyproject's data-files) under the environment's prefix (or,
+    for ``pip install --target DIR``, under DIR)."""
+    if CANONICAL_PATH.exists():
+        return CANONICAL_PATH
+    installed = Path("share") / "schema-lab" / "data" / "canonical.json"
+    for root in (Path(sys.prefix), Path(__file__).resolve().parent.parent):
+        if (root / installed).exists():
+            return root / installed
+    return CANONICAL_PATH
+
+
 def load_canonical() -> dict[str, list[dict]]:
     """Return the lesson's canonical records (fresh copies) keyed by collection name.
 
@@ -177,12 +190,13 @@ def load_canonical() -> dict[str, list[dict]]:
     timezone-naive UTC ``datetime`` objects, as pymongo returns them by default.
     """
     options = JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False)
+    path = _canonical_path()
     try:
-        text = CANONICAL_PATH.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"labkit.seed: {CANONICAL_PATH} is missing; labkit reads data/ from the repository "
-            "checkout, so install it editable (pip install -e .) from a full clone"
+            f"labkit.seed: {path} is missing; it ships in the repository's data/ folder (and in "
+            "share/schema-lab/data/ of an installed wheel): reinstall labkit from a full clone"
         ) from None
     data = json_util.loads(text, json_options=options)
     return {name: list(docs) for name, docs in data.items()}

@@ -1,6 +1,12 @@
-"""environment.yml and pyproject.toml name the same packages, each with a reason."""
+"""environment.yml and pyproject.toml name the same packages, each with a reason; a wheel built from the
+checkout holds every labkit package and the data labkit reads."""
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +53,37 @@ def test_every_dependency_has_a_reason():
 
 def test_environment_installs_labkit_editable():
     assert "- -e ." in (ROOT / "environment.yml").read_text()
+
+
+def test_wheel_holds_every_package_and_the_canonical_records(tmp_path):
+    """``pip install .`` (not editable) must give a working labkit: every sub-package (labkit.exercises was
+    once left out) and data/canonical.json, which labkit.seed reads."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "labkit", src / "labkit", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "data").mkdir()
+    shutil.copy(ROOT / "data" / "canonical.json", src / "data" / "canonical.json")
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
+                          str(src)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "labkit").rglob("__init__.py"))
+    assert packages and all(f"{p}/__init__.py" in names for p in packages), packages
+    assert any(n.endswith(".data/data/share/schema-lab/data/canonical.json") for n in names)
+
+    target = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                          str(wheel)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    code = ("import labkit.seed, labkit.exercises.patterns; "
+            "print(labkit.seed.__file__); print(sorted(labkit.seed.load_canonical()))")
+    env = dict(os.environ, PYTHONPATH=str(target))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    where, collections = out.stdout.splitlines()
+    assert where.startswith(str(target))
+    assert collections == repr(sorted(__import__("labkit.seed").seed.load_canonical()))
