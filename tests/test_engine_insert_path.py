@@ -21,7 +21,7 @@ from labkit.engine import EmbeddedClient
 from labkit.engine.collection import new_object_id
 
 scalar = st.one_of(st.integers(-3, 3), st.sampled_from([1.0, 2.5, -0.5]), st.sampled_from(["x", "y", "Y", ""]),
-                   st.none(), st.booleans(), st.just(ObjectId("5f0000000000000000000001")),
+                   st.none(), st.booleans(), st.just(ObjectId("5f0000000000000000000001")), st.just(b"\x00\x01"),
                    st.sampled_from([datetime.datetime(2024, 1, 1, 12, 0, 0, 123456),
                                     datetime.datetime(2024, 1, 1, 12, 0, 0, 123999),
                                     datetime.datetime(2024, 1, 1, 13, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))]))

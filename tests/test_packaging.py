@@ -9,6 +9,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from labkit.seed import load_canonical
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -86,4 +88,4 @@ def test_wheel_holds_every_package_and_the_canonical_records(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     where, collections = out.stdout.splitlines()
     assert where.startswith(str(target))
-    assert collections == repr(sorted(__import__("labkit.seed").seed.load_canonical()))
+    assert collections == repr(sorted(load_canonical()))

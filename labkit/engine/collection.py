@@ -59,9 +59,9 @@ def new_object_id() -> ObjectId:
                     + (next(_OID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
 
 
-# Value types a document can hold at the top level without needing the general insert path (no nesting,
-# nothing for ``internalize`` to convert).
-_FLAT_INSERT = frozenset({str, int, float, bool, type(None), ObjectId})
+# Value types with nothing inside them and nothing for ``internalize`` to convert: a document holding only
+# these (and datetimes) takes the flat insert path; rules.py's depth check skips them.
+FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
 NOT_FLAT = object()  # ``_insert_flat``'s answer when a document needs the general path
 
 
@@ -209,7 +209,7 @@ class EmbeddedCollection(mm_collection.Collection):
             if ix.spec.unique:
                 if keys and name != "_id_":
                     for k in keys:
-                        other = ix.find_conflict(k, rid)
+                        other = ix.place(k, rid)[1]
                         if other is not None:
                             raise self._dup_error(ix, doc, k)
                         if pending is not None:
@@ -249,10 +249,7 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
         st = self._store
-        st.docs[rid] = doc
-        sk = store_key(doc["_id"])
-        st.rid_by_key[sk] = rid
-        st._documents[sk] = doc
+        st.put(rid, store_key(doc["_id"]), doc)
         for name, (ks, arrays) in keys.items():
             ix = st.ix[name]
             ix.note_arrays(arrays)
@@ -271,8 +268,7 @@ class EmbeddedCollection(mm_collection.Collection):
         return doc["_id"]
 
     def _insert_flat(self, st: Any, data: dict) -> Any:
-        """``insert_one`` of a plain dict whose values are all scalars (str, int, float, bool, None, ObjectId,
-        datetime) into the live store ``st``, with the same checks and effects as the general path (``$``-prefixed
+        """``insert_one`` of a plain dict whose values are all ``FLAT_TYPES`` or datetimes into the live store ``st``, with the same checks and effects as the general path (``$``-prefixed
         names, ``_id``, BSON encoding and size, duplicate ``_id``, every index's keys, unique indexes) in fewer
         steps: no depth walk or deep copy is needed for such a document, and no collection can have parallel
         arrays from it. Returns the ``_id``, or ``NOT_FLAT`` (having changed nothing but a generated ``_id``)
@@ -281,7 +277,7 @@ class EmbeddedCollection(mm_collection.Collection):
         for k, v in data.items():
             if type(k) is not str or k[:1] == "$":
                 return NOT_FLAT
-            if type(v) not in _FLAT_INSERT:
+            if type(v) not in FLAT_TYPES:
                 if type(v) is not _DT:
                     return NOT_FLAT
                 dates = True
@@ -309,9 +305,7 @@ class EmbeddedCollection(mm_collection.Collection):
                     raise self._dup_error(ix, doc, k)
                 staged.append((ix, pos, k))
         st.next_rid = rid + 1
-        st.docs[rid] = doc
-        st.rid_by_key[sk] = rid
-        st._documents[sk] = doc
+        st.put(rid, sk, doc)
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1
@@ -366,10 +360,7 @@ class EmbeddedCollection(mm_collection.Collection):
         st = self._store
         per_index: dict[str, list] = {n: [] for n in st.ix}
         for doc, rid, keys in staged:
-            st.docs[rid] = doc
-            sk = store_key(doc["_id"])
-            st.rid_by_key[sk] = rid
-            st._documents[sk] = doc
+            st.put(rid, store_key(doc["_id"]), doc)
             for name, (ks, arrays) in keys.items():
                 if arrays:
                     st.ix[name].note_arrays(arrays)
@@ -488,7 +479,7 @@ class EmbeddedCollection(mm_collection.Collection):
             old_keys, _ = ix.keys_for(old)
             if ix.spec.unique:
                 for k in new_keys:
-                    if ix.find_conflict(k, rid) is not None:
+                    if ix.place(k, rid)[1] is not None:
                         raise self._dup_error(ix, new, k)
             plans.append((ix, old_keys, new_keys, arrays))
         for ix, old_keys, new_keys, arrays in plans:

@@ -191,15 +191,19 @@ class Index:
             return [tuple(enc)]
         return many
 
+    def _fast_fn(self) -> Callable[[dict], list | None]:
+        """``_fast_keys()``, built on first use from the spec and the key function given at construction."""
+        try:
+            return self._fast
+        except AttributeError:
+            fast = self._fast = self._fast_keys() or _no_fast_keys
+            return fast
+
     def flat_keys(self, doc: dict) -> list[tuple]:
         """``keys_for(doc)[0]`` for a document none of whose indexed values is an array (so no multikey
         paths to report), with fewer steps."""
-        try:
-            fast = self._fast
-        except AttributeError:
-            fast = self._fast = self._fast_keys() or _no_fast_keys
         if self.spec.partial is None:
-            keys = fast(doc)
+            keys = self._fast_fn()(doc)
             if keys is not None:
                 return keys
         return self.keys_for(doc)[0]
@@ -209,11 +213,7 @@ class Index:
         spec = self.spec
         if spec.partial is not None and not spec.partial_match(doc):
             return [], {}
-        try:
-            fast = self._fast  # built on first use from the spec and the key function given at construction
-        except AttributeError:
-            fast = self._fast = self._fast_keys() or _no_fast_keys
-        keys = fast(doc)
+        keys = self._fast_fn()(doc)
         if keys is not None:
             return keys, {}
         if spec.simple:
@@ -270,16 +270,6 @@ class Index:
             self.multikey = True
             for f, ps in arrays.items():
                 self.multikey_paths[f] |= ps
-
-    def find_conflict(self, key: tuple, rid: int) -> int | None:
-        """Record id of another entry with the same key (for unique indexes), else None."""
-        e = self.entries
-        i = bisect.bisect_left(e, (key,))
-        while i < len(e) and e[i][0] == key:
-            if e[i][1] != rid:
-                return e[i][1]
-            i += 1
-        return None
 
     def add(self, keys: list[tuple], rid: int) -> None:
         e = self.entries

@@ -25,7 +25,6 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from bson import ObjectId
 from mongomock import OperationFailure, WriteError
 from mongomock.command_cursor import CommandCursor
 from mongomock.results import InsertOneResult
@@ -34,7 +33,7 @@ from labkit import limits, validation
 
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
-from .collection import NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
+from .collection import FLAT_TYPES, NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
@@ -99,7 +98,6 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
 
 
 # ---------------------------------------------------------------------------------------------- checks
-_FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
 
 
 def _within_depth(doc: Any, max_depth: int) -> bool:
@@ -115,7 +113,7 @@ def _within_depth(doc: Any, max_depth: int) -> bool:
                     if d >= max_depth:
                         return False
                     stack.append((x, d + 1))
-            elif t not in _FLAT_TYPES and isinstance(x, (Mapping, list, tuple)):
+            elif t not in FLAT_TYPES and isinstance(x, (Mapping, list, tuple)):
                 return False
     return True
 

@@ -17,8 +17,7 @@ class _BoolId(tuple):
 
 def store_key(_id: Any) -> Any:
     """mongomock's dictionary key for an ``_id`` (dicts are made hashable; booleans kept apart from 0 and 1)."""
-    t = type(_id)
-    if t is bool:
+    if type(_id) is bool:
         return _BoolId(("bool", _id))
     if isinstance(_id, dict):
         return helpers.hashdict(_id)
@@ -52,6 +51,12 @@ class EngineCollectionStore(CollectionStore):
     @property
     def is_created(self):
         return bool(self._documents) or bool(self.indexes) or self._is_force_created or len(self.ix) > 1
+
+    def put(self, rid: int, sk: Any, doc: dict) -> None:
+        """Record a new document under its record id and ``_id`` store key (the indexes are the caller's)."""
+        self.docs[rid] = doc
+        self.rid_by_key[sk] = rid
+        self._documents[sk] = doc
 
     def user_indexes(self) -> list[Index]:
         return [i for n, i in self.ix.items() if n != "_id_"]
