@@ -74,6 +74,8 @@ def main(argv: list[str]) -> int:
         args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *rest]
     elif cmd == "test":
         args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *rest]
+        # Exercise checks in the notebooks record progress: keep the test run's record out of the home folder.
+        os.environ.setdefault("LABKIT_PROGRESS_FILE", str(ROOT / "build" / "test-progress.json"))
     elif cmd == "demo":
         args = [str(PY), "-m", "voila", DEMO_NOTEBOOK, "--strip_sources=True", *rest]
     elif cmd == "docs":

@@ -1,4 +1,4 @@
-"""Command line: ``python -m labkit doctor | seed | reset`` (``--help`` on each)."""
+"""Command line: ``python -m labkit doctor | seed | reset | workshop | progress`` (``--help`` on each)."""
 from __future__ import annotations
 
 import argparse
@@ -126,6 +126,24 @@ def cmd_workshop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_progress(args: argparse.Namespace) -> int:
+    from labkit import tracking
+
+    if args.uri or os.environ.get(ENV_URI, "").strip():
+        client = _client(args)
+        coll = client[db_name(tracking.PROGRESS_DB, client)][tracking.PROGRESS_COLLECTION]
+        where = f"{describe(client)}, database {coll.database.name}"
+    else:
+        coll, where = None, str(tracking.progress_file())
+    df = tracking.progress(coll)
+    if args.lesson:
+        df = df[df["lesson"].str.startswith(args.lesson)]
+    print(f"Exercise progress ({where})")
+    print(df.to_string(index=False) if len(df) else "  no exercises match")
+    print(tracking.summary(coll))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -164,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--users", type=int, default=200, help="prepare: users to seed per learner, 0 = none (default 200)")
     w.add_argument("--seed", type=int, default=42, help="prepare: random seed (default 42)")
     w.set_defaults(func=cmd_workshop)
+
+    g = sub.add_parser(
+        "progress", parents=[common], help="which exercises you have passed, attempted or not started",
+        description="On the embedded engine: this machine's record (LABKIT_PROGRESS_FILE, default "
+                    "~/.schema-lab/progress.json). With --uri or MONGODB_URI: the record kept in your database "
+                    "on that server.",
+    )
+    g.add_argument("--lesson", default="", help="only lessons whose name starts with this, e.g. 03")
+    g.set_defaults(func=cmd_progress)
 
     r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
     r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")

@@ -15,18 +15,60 @@ class NotYet(Exception):
     """Raised by a checker with a learner-facing explanation of what is wrong."""
 
 
+OUTCOMES = ("correct", "incorrect", "error", "not-attempted")
+
+
 @dataclass(frozen=True)
 class CheckResult:
-    """What ``Exercise.check`` found: ``correct`` and a message for the learner."""
+    """What ``Exercise.check`` found: ``correct``, a message for the learner and the ``outcome``.
+
+    ``outcome`` is one of ``OUTCOMES``: "correct", "incorrect" (the checker explains what is wrong), "error"
+    (the learner's code raised; the exception is named, never re-raised) or "not-attempted" (no answer yet)."""
 
     correct: bool
     message: str
+    outcome: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.outcome:
+            object.__setattr__(self, "outcome", "correct" if self.correct else "incorrect")
 
     def __repr__(self) -> str:
-        return ("Correct! " if self.correct else "Not yet: ") + self.message
+        prefix = {"correct": "Correct! ", "error": "Not yet (an error was raised): ",
+                  "not-attempted": "Not attempted yet: "}.get(self.outcome, "Not yet: ")
+        return prefix + self.message
 
     def __bool__(self) -> bool:
         return self.correct
+
+
+def _not_attempted(answer: Any) -> bool:
+    parts = answer if isinstance(answer, tuple) else (answer,)
+    return any(p is None or p is Ellipsis for p in parts)
+
+
+def _raised_in_labkit(exc: BaseException) -> bool:
+    """True when the innermost frame of ``exc`` is labkit's own code (a checker gap), not the learner's."""
+    import os
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return bool(last) and os.path.abspath(last).startswith(here + os.sep) and "/engine/" not in last
+
+
+def _explain_exception(exc: BaseException) -> str:
+    text = str(exc).strip() or "(no message)"
+    if len(text) > 400:
+        text = text[:400] + "..."
+    kind = type(exc).__name__
+    if _raised_in_labkit(exc):
+        return (f"the checker could not check this answer ({kind}: {text}). Check the shape of what you passed "
+                "against the task; if it looks right, this is a checker gap worth reporting.")
+    return (f"{kind}: {text}. Run your code on its own first (the cell above the check), fix the error, "
+            "then check again.")
 
 
 @dataclass
@@ -42,12 +84,26 @@ class Exercise:
     _hints_shown: int = 0
 
     def check(self, answer: Any, *more: Any) -> CheckResult:
-        """Check ``answer`` (some exercises take two things, e.g. ``check(db, pipeline)``)."""
-        try:
-            praise = self.checker((answer, *more) if more else answer)
-        except NotYet as exc:
-            return CheckResult(False, str(exc))
-        return CheckResult(True, praise or "that is right.")
+        """Check ``answer`` (some exercises take two things, e.g. ``check(db, pipeline)``).
+
+        Never raises: an exception from the learner's code (or a gap in the checker) comes back as a result
+        with outcome "error" naming it. Each check is recorded for ``labkit.progress()``."""
+        args = (answer, *more) if more else answer
+        if _not_attempted(args):
+            result = CheckResult(False, "replace the `None` (or `...`) placeholder with your answer, then check "
+                                        "again.", "not-attempted")
+        else:
+            try:
+                praise = self.checker(args)
+            except NotYet as exc:
+                result = CheckResult(False, str(exc), "incorrect")
+            except Exception as exc:  # noqa: BLE001 - a learner gets a message, never a traceback
+                result = CheckResult(False, _explain_exception(exc), "error")
+            else:
+                result = CheckResult(True, praise or "that is right.", "correct")
+        from labkit import tracking
+        tracking.record(self.id, self.lesson, result.outcome)
+        return result
 
     def hint(self) -> str:
         """The next hint (repeats the last one when all were shown)."""
