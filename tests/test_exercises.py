@@ -84,10 +84,12 @@ def posts_db():
     ([("authorId", -1), ("createdAt", 1), ("_id", 1)], True, ""),  # the exact reverse serves the sort too
     ([("authorId", 1)], False, "blocking SORT"),
     ([("authorId", 1), ("createdAt", 1), ("_id", -1)], False, "blocking SORT"),
+    # lesson 02's listed mistake: {authorId: 1, createdAt: 1} expected to serve createdAt -1, _id -1
+    ([("authorId", 1), ("createdAt", 1)], False, "every direction matches the sort"),
     ([("createdAt", -1), ("_id", -1), ("authorId", 1)], False, "keys examined"),
     (None, False, "COLLSCAN"),
 ])
-def test_feed_index(posts_db, keys, good, why):
+def test_feed_index(posts_db, keys, good, why):  # noqa: D103
     posts = posts_db.posts
     posts.drop_indexes()
     if keys:
@@ -118,6 +120,50 @@ def test_bounded_lookup(lookup_db):
     assert not ex.check(lookup_db, _lookup(asc)).correct
     assert "carry" in ex.check(lookup_db, _lookup(good[:2])).message
     assert "ex.check(db, pipeline)" in ex.check(_lookup(good)).message
+
+
+def test_feed_index_rejects_a_redundant_authorId_index(posts_db):
+    """Lesson 02's listed mistake: a separate {authorId: 1} next to the compound index."""
+    posts = posts_db.posts
+    posts.drop_indexes()
+    posts.create_index([("authorId", 1), ("createdAt", -1), ("_id", -1)])
+    posts.create_index([("authorId", 1)])
+    result = labkit.exercises.get("02-feed-index").check(posts)
+    assert not result.correct and "`authorId_1` is a prefix of `authorId_1_createdAt_-1__id_-1`" in result.message
+    posts.drop_index("authorId_1")
+
+
+def test_feed_index_is_judged_on_pristine_posts(posts_db):
+    """Deleting the learner's posts cannot make a wrong index look cheap: the check uses its own data."""
+    posts = posts_db.client["t02_empty"].posts
+    posts.create_index([("createdAt", -1), ("_id", -1), ("authorId", 1)])
+    result = labkit.exercises.get("02-feed-index").check(posts)
+    assert not result.correct and "keys examined" in result.message
+
+
+@pytest.mark.parametrize("inner, why", [
+    # lesson 03's listed mistake: $limit before $sort keeps 10 posts in storage order
+    ([{"$limit": 10}, {"$sort": {"createdAt": -1, "_id": -1}}, {"$project": {"title": 1, "createdAt": 1}}],
+     "`$limit` comes before `$sort`"),
+    ([{"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}], "limits without sorting"),
+    ([{"$sort": {"createdAt": -1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}], "tie-breaker"),
+])
+def test_bounded_lookup_order_mistakes(lookup_db, inner, why):
+    result = labkit.exercises.get("03-bounded-lookup").check(lookup_db, _lookup(inner))
+    assert not result.correct and why in result.message, result.message
+
+
+@pytest.mark.parametrize("after", [
+    {"$project": {"posts": {"$slice": ["$posts", 10]}}},
+    {"$set": {"posts": {"$firstN": {"input": "$posts", "n": 10}}}},
+    {"$addFields": {"posts": {"$sortArray": {"input": "$posts", "sortBy": {"createdAt": -1}}}}},
+])
+def test_bounded_lookup_trimming_after_the_join(lookup_db, after):
+    """Lesson 03's listed mistake: trimming the joined array after $lookup instead of inside its pipeline."""
+    pipeline = _lookup([{"$project": {"title": 1, "createdAt": 1}}]) + [after]
+    result = labkit.exercises.get("03-bounded-lookup").check(lookup_db, pipeline)
+    assert not result.correct and "*inside* the $lookup pipeline" in result.message
+    assert result.outcome == "incorrect"
 
 
 @pytest.fixture

@@ -48,15 +48,27 @@ def _not_attempted(answer: Any) -> bool:
 
 
 def _raised_in_labkit(exc: BaseException) -> bool:
-    """True when the innermost frame of ``exc`` is labkit's own code (a checker gap), not the learner's."""
+    """True when no frame of the traceback is the learner's code: a gap in labkit (or the engine) itself.
+
+    The learner's code is anything outside labkit, installed packages and the standard library: a notebook
+    cell, a script, a test."""
     import os
-    tb = exc.__traceback__
-    last = None
+    import sys
+    import sysconfig
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    libs = {os.path.abspath(p) + os.sep for p in (sysconfig.get_paths().get("stdlib", ""),
+                                                   sysconfig.get_paths().get("purelib", ""),
+                                                   sysconfig.get_paths().get("platlib", "")) if p}
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None  # skip Exercise.check itself
     while tb is not None:
-        last = tb.tb_frame.f_code.co_filename
+        name = tb.tb_frame.f_code.co_filename
+        path = os.path.abspath(name)
+        if not (path.startswith(here) or any(path.startswith(lib) for lib in libs)
+                or "site-packages" in path or name.startswith("<frozen")):
+            return False
         tb = tb.tb_next
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return bool(last) and os.path.abspath(last).startswith(here + os.sep) and "/engine/" not in last
+    return True
 
 
 def _explain_exception(exc: BaseException) -> str:

@@ -92,26 +92,41 @@ def _ex01() -> Exercise:
 # --- notebook 02 -------------------------------------------------------------------------------------------
 
 def _check_feed_index(posts: Any) -> str:
+    from labkit.exercises import observe
+
     if not hasattr(posts, "find") or not hasattr(posts, "index_information"):
         raise NotYet(f"pass the collection (`posts`), not {type(posts).__name__}.")
-    cursor = posts.find({"authorId": "user:112"}, {"title": 1, "location": 1, "createdAt": 1})
-    explain = cursor.sort([("createdAt", -1), ("_id", -1)]).limit(20).explain()
-    stats = explain["executionStats"]
-    stages = _stages(explain["executionStats"]["executionStages"])
-    names = [s.get("stage") for s in stages]
-    if "COLLSCAN" in names:
+    # The learner's indexes, judged on pristine posts (Sam has 300, inserted out of order), never on the
+    # learner's own data, which an earlier cell may have changed.
+    with observe.sandbox("02-feed-index", posts) as box:
+        observe.seed_posts(box.db, {"user:112": 300, "user:234": 120, "user:345": 40})
+        observe.copy_indexes(posts, box.db.posts)
+        cursor = box.db.posts.find({"authorId": "user:112"}, {"title": 1, "location": 1, "createdAt": 1})
+        figures = observe.plan_figures(cursor.sort([("createdAt", -1), ("_id", -1)]).limit(20).explain())
+        redundant = observe.redundant_prefixes(box.db.posts)
+    if figures.collscan:
         raise NotYet("the feed still reads the whole collection (COLLSCAN): no index starts with `authorId`.")
-    if "SORT" in names:
-        ix = next((s.get("keyPattern") for s in stages if s.get("stage") == "IXSCAN"), None)
+    ix = figures.index
+    if figures.blocking_sort:
+        if ix and list(ix.items())[:2] == [("authorId", 1), ("createdAt", 1)]:
+            raise NotYet(f"the plan still has a blocking SORT: {ix} cannot serve a sort on createdAt -1 then _id -1: an index serves a sort only when "
+                         "every direction matches the sort, or every one is reversed. Use "
+                         "{authorId: 1, createdAt: -1, _id: -1}.")
         raise NotYet(f"the plan uses {ix} but still has a blocking SORT stage: after `authorId` the index must "
                      "list the sort fields in the sort's order and directions (createdAt -1, then _id -1), "
                      "or exactly the reverse of all of them.")
-    if stats["totalKeysExamined"] > 20:
-        ix = next((s.get("keyPattern") for s in stages if s.get("stage") == "IXSCAN"), None)
-        raise NotYet(f"no blocking sort, but {stats['totalKeysExamined']} keys examined for 20 posts with {ix}: "
+    if figures.keys_examined > 20:
+        raise NotYet(f"no blocking sort, but {figures.keys_examined} keys examined for 20 posts with {ix}: "
                      "put the equality field `authorId` first so the scan starts at Sam's newest post.")
-    return (f"IXSCAN with {stats['totalKeysExamined']} keys and {stats['totalDocsExamined']} documents for "
-            f"{stats['nReturned']} posts, and no blocking SORT.")
+    if figures.returned != 20:
+        raise NotYet(f"the feed returned {figures.returned} posts on a collection where Sam has 300; "
+                     "a partial or sparse index must not hide posts from the feed.")
+    for short, long_ in redundant:
+        raise NotYet(f"the feed is served, but `{short}` is a prefix of `{long_}`: the compound index already "
+                         f"answers queries on `authorId` alone, so the extra index only slows every write. "
+                         f"Drop it: `posts.drop_index(\"{short}\")`.")
+    return (f"IXSCAN with {figures.keys_examined} keys and {figures.docs_examined} documents for "
+            f"{figures.returned} posts, no blocking SORT, and no index that another one makes redundant.")
 
 
 @register
@@ -129,42 +144,90 @@ def _ex02() -> Exercise:
 
 # --- notebook 03 -------------------------------------------------------------------------------------------
 
+def _trims_after_lookup(pipeline: list, field: str) -> str | None:
+    """The operator a stage after $lookup uses to cut the joined array ``field`` down, if any."""
+    seen = False
+    for stage in pipeline:
+        if "$lookup" in stage:
+            seen = True
+            continue
+        if not seen:
+            continue
+        text = repr(stage)
+        if f"${field}" in text:
+            for op in ("$slice", "$firstN", "$lastN", "$sortArray", "$filter", "$topN", "$maxN"):
+                if op in text:
+                    return op
+    return None
+
+
+def _lookup_order_mistake(sub: list) -> str | None:
+    names = [next(iter(s), "") for s in sub if isinstance(s, dict)]
+    if "$limit" in names and "$sort" in names and names.index("$limit") < names.index("$sort"):
+        return ("inside the $lookup pipeline `$limit` comes before `$sort`: it keeps 10 posts in storage order "
+                "and only then sorts those 10. Sort first, then limit.")
+    if "$limit" in names and "$sort" not in names:
+        return "the $lookup pipeline limits without sorting, so it keeps whichever 10 posts come first, not the newest."
+    sort = next((s["$sort"] for s in sub if isinstance(s, dict) and "$sort" in s), None)
+    if isinstance(sort, dict) and "createdAt" in sort and "_id" not in sort:
+        return ("the sort has no tie-breaker: posts written at the same minute come back in an order the server "
+                "does not promise (it can change with the plan). Add `_id: -1` after `createdAt: -1`.")
+    return None
+
+
 def _check_bounded_lookup(args: Any) -> str:
+    from labkit.exercises import observe
+
     if not (isinstance(args, tuple) and len(args) == 2):
         raise NotYet("call it with the database and your pipeline: `ex.check(db, pipeline)`.")
     db, pipeline = args
     if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
         raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
-    if not any("$lookup" in s for s in pipeline):
+    lookups = [s["$lookup"] for s in pipeline if "$lookup" in s]
+    if not lookups or not isinstance(lookups[0], dict):
         raise NotYet("the pipeline has no `$lookup` stage; join the posts on the server.")
-    docs = list(db.users.aggregate(pipeline))
+    field = lookups[0].get("as")
+    trim = _trims_after_lookup(pipeline, str(field))
+    if trim:
+        raise NotYet(f"the join reads every post of Sam's history and a later stage cuts `{field}` down with "
+                     f"`{trim}`: the documents are still read and carried. Sort, limit and project *inside* the "
+                     "$lookup pipeline instead.")
+    sub = lookups[0].get("pipeline")
+    if isinstance(sub, list):
+        order = _lookup_order_mistake(sub)
+        if order:
+            raise NotYet(order)
+    # Run it on pristine data: Sam has 60 posts inserted out of order, with ties on createdAt.
+    with observe.sandbox("03-bounded-lookup", db) as box:
+        observe.seed_posts(box.db, {"user:112": 60, "user:234": 25})
+        box.db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+        try:
+            docs = list(box.db.users.aggregate(pipeline))
+        except Exception as exc:  # noqa: BLE001 - the server's error, explained
+            raise NotYet(f"the pipeline fails on the server: {exc}") from None
+        expected = [d["_id"] for d in box.db.posts.find({"authorId": "user:112"}, {"_id": 1})
+                    .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
     if len(docs) != 1 or docs[0].get("_id") != "user:112":
         raise NotYet(f"expected exactly Sam's document (user:112); got {len(docs)} document(s). Start with $match.")
-    field = next(s["$lookup"].get("as") for s in pipeline if "$lookup" in s)
     joined = docs[0].get(field)
     if not isinstance(joined, list):
         raise NotYet(f"Sam's document has no joined array `{field}`; check the `as` field of $lookup and any "
                      "later $project.")
-    expected = [d["_id"] for d in db.posts.find({"authorId": "user:112"}, {"_id": 1})
-                .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
     got = [d.get("_id") for d in joined if isinstance(d, dict)]
     if len(got) > 10:
         raise NotYet(f"`{field}` holds {len(got)} posts; limit the join to 10 with `$limit` inside its pipeline.")
     if got == list(reversed(expected)):
         raise NotYet("these are the right posts in the wrong order: newest first is `createdAt: -1`.")
+    if got[:1] == expected[:1] and got != expected and len(got) == 10:
+        raise NotYet("the newest post is right but later ones are not: posts written at the same minute need the "
+                     "tie-breaker `_id: -1` in the sort.")
     if got != expected:
         raise NotYet(f"`{field}` does not hold Sam's 10 newest posts, newest first (tie-break on `_id: -1`); "
                      "sort inside the $lookup pipeline before `$limit`.")
     extra = sorted({k for d in joined for k in d} - {"_id", "title", "createdAt"})
     if extra:
         raise NotYet(f"the posts still carry {extra}; add a `$project` inside the $lookup pipeline.")
-    plan = db.command("explain", {"aggregate": "users", "pipeline": pipeline, "cursor": {}},
-                      verbosity="executionStats")
-    lookup = next((s for s in plan.get("stages", []) if "$lookup" in s), None)
-    if lookup is not None and lookup.get("totalDocsExamined", 0) > 10:
-        raise NotYet(f"the result is right, but the join read {lookup['totalDocsExamined']} posts to build it: "
-                     "sort and limit *inside* the $lookup pipeline instead of trimming afterwards.")
-    return f"10 posts, newest first, three fields each, and the join read only what it returned."
+    return "10 posts, newest first, three fields each, sorted, limited and projected inside the join."
 
 
 @register
