@@ -10,7 +10,7 @@
 #     minutes: 20
 #     title: "Embed one-to-few: roles inside the user"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 10
 #     demo: >-
 #       Run the naive two-collection plans, then the single embedded read; create the roles.title index live and point at isMultiKey; move the roles slider past 8.
 #     mistakes:
@@ -186,24 +186,53 @@ roles_explorer
 copies = many.users.count_documents({"roles.title": "admin"})
 res = many.users.update_many({"roles.title": "admin"}, {"$set": {"roles.$.canEdit": False}})
 print(f"embedded copies rewritten: {res.modified_count} of {copies} users holding 'admin'")
-print("referenced definition rewritten: 1 document (the role), users unchanged")
 
 # %% [markdown]
-# ## Exercise
+# The referenced alternative keeps one `roles` document per definition; users hold only the role's name.
+# The same policy change is then one write:
+
+# %%
+many.roles.insert_many([{"_id": "admin", "canEdit": True}, {"_id": "editor", "canEdit": True},
+                        {"_id": "viewer", "canEdit": False}])
+res_ref = many.roles.update_one({"_id": "admin"}, {"$set": {"canEdit": False}})
+print(f"referenced definition rewritten: {res_ref.modified_count} document; users rewritten: 0")
+
+# %% [markdown]
+# ## Exercise 1: one write, on any user
 #
-# Fred (`user:234`) becomes a `moderator` who **can** edit. Give him that assignment and set his `updatedAt`
-# to `2026-10-06 08:00` in **one** write. `ex.check(db)` inspects Fred's document.
+# Write `give_role(db, user_id, title, can_edit, when)`: it adds an embedded role to the user and sets the
+# user's `updatedAt` to `when`, in **one** write. `ex.check(db, give_role)` runs your function on users of
+# its own (not Fred) and watches the commands it sends, so a second write or a rewrite of the whole document
+# shows up.
 
 # %%
 ex = labkit.exercises.get("01-embed-atomic")
 ex
 
 # %% tags=["solution"]
-db.users.update_one(
-    {"_id": "user:234"},
-    {"$push": {"roles": {"title": "moderator", "canEdit": True}}, "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8, 0)}},
-)
-ex.check(db)
+def give_role(db, user_id, title, can_edit, when):
+    db.users.update_one({"_id": user_id},
+                        {"$push": {"roles": {"title": title, "canEdit": can_edit}}, "$set": {"updatedAt": when}})
+
+
+ex.check(db, give_role)
+
+# %% [markdown]
+# ## Exercise 2: change a role whose position you do not know
+#
+# Write `set_can_edit(db, user_id, title, can_edit)`: it sets `canEdit` on the user's role with that title.
+# Users hold their roles in different orders, so the function cannot know where the role sits.
+
+# %%
+ex2 = labkit.exercises.get("01-positional-role")
+ex2
+
+# %% tags=["solution"]
+def set_can_edit(db, user_id, title, can_edit):
+    db.users.update_one({"_id": user_id, "roles.title": title}, {"$set": {"roles.$.canEdit": can_edit}})
+
+
+ex2.check(db, set_can_edit)
 
 # %% [markdown]
 # ## Summary

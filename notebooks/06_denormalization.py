@@ -182,7 +182,8 @@ renames
 #
 # Write `add_follower(db, user_id, follower_id, name)`: it must keep `followerPreview` to the **three newest**
 # followers, newest first, as `{userId, name}` entries, in **one** update. `ex.check(db, add_follower)` calls
-# it five times on a test user and inspects the preview.
+# it on a test user of its own, including two followers arriving at the same moment, and watches the commands
+# your function sends.
 
 # %%
 ex = labkit.exercises.get("06-bounded-preview")

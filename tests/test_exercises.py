@@ -38,32 +38,95 @@ def db():
     return db
 
 
+def _give_role_good(db, user_id, title, can_edit, when):
+    db.users.update_one({"_id": user_id}, {"$push": {"roles": {"title": title, "canEdit": can_edit}},
+                                           "$set": {"updatedAt": when}})
+
+
+def _give_role_two_writes(db, user_id, title, can_edit, when):
+    """Lesson 01's listed mistake: one update_one for the role, another for updatedAt."""
+    db.users.update_one({"_id": user_id}, {"$push": {"roles": {"title": title, "canEdit": can_edit}}})
+    db.users.update_one({"_id": user_id}, {"$set": {"updatedAt": when}})
+
+
+def _give_role_replace(db, user_id, title, can_edit, when):
+    """A replacement that keeps roles and updatedAt but drops name and email (issue 15's example)."""
+    old = db.users.find_one({"_id": user_id})
+    db.users.replace_one({"_id": user_id}, {"roles": old["roles"] + [{"title": title, "canEdit": can_edit}],
+                                            "updatedAt": when})
+
+
+def _give_role_read_modify_write(db, user_id, title, can_edit, when):
+    roles = db.users.find_one({"_id": user_id})["roles"] + [{"title": title, "canEdit": can_edit}]
+    db.users.update_one({"_id": user_id}, {"$set": {"roles": roles, "updatedAt": when}})
+
+
+def _give_role_fred_only(db, user_id, title, can_edit, when):
+    db.users.update_one({"_id": "user:234"}, {"$push": {"roles": {"title": "moderator", "canEdit": True}},
+                                              "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}})
+
+
 def test_embed_atomic_good(db):
+    ex = labkit.exercises.get("01-embed-atomic")
+    assert ex.check(db, _give_role_good).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_give_role_two_writes, "sent 2 writes"),
+    (_give_role_replace, "replacement"),
+    (_give_role_read_modify_write, "rewrites the whole `roles` array"),
+    (_give_role_fred_only, "instead of the user it was given"),
+    (lambda db, *a: None, "sent no write"),
+])
+def test_embed_atomic_wrong(db, fn, why):
+    result = labkit.exercises.get("01-embed-atomic").check(db, fn)
+    assert not result.correct and why in result.message, result.message
+    assert result.outcome == "incorrect"
+
+
+def test_embed_atomic_replacement_names_what_was_lost(db):
+    result = labkit.exercises.get("01-embed-atomic").check(db, _give_role_replace)
+    assert "email, name lost" in result.message
+
+
+def test_embed_atomic_document_alone_asks_for_the_function(db):
     ex = labkit.exercises.get("01-embed-atomic")
     db.users.update_one({"_id": "user:234"}, {"$push": {"roles": {"title": "moderator", "canEdit": True}},
                                               "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}})
-    assert ex.check(db).correct
-
-
-@pytest.mark.parametrize("update, why", [
-    ({"$push": {"roles": {"title": "moderator", "canEdit": True}}}, "updatedAt"),
-    ({"$push": {"roles": {"title": "moderator", "canEdit": "yes"}}, "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}}, "canEdit"),
-    ({"$set": {"roles": {"title": "moderator", "canEdit": True}, "updatedAt": dt.datetime(2026, 10, 6, 8)}}, "array"),
-    ({"$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}}, "moderator"),
-])
-def test_embed_atomic_wrong(db, update, why):
-    ex = labkit.exercises.get("01-embed-atomic")
-    db.users.update_one({"_id": "user:234"}, update)
     result = ex.check(db)
-    assert not result.correct and why in result.message
+    assert not result.correct and "ex.check(db, give_role)" in result.message
 
 
-def test_embed_atomic_duplicate(db):
-    ex = labkit.exercises.get("01-embed-atomic")
-    for _ in range(2):
-        db.users.update_one({"_id": "user:234"}, {"$push": {"roles": {"title": "moderator", "canEdit": True}},
-                                                  "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8)}})
-    assert "2 times" in ex.check(db).message
+def _can_edit_good(db, user_id, title, can_edit):
+    db.users.update_one({"_id": user_id, "roles.title": title}, {"$set": {"roles.$.canEdit": can_edit}})
+
+
+def _can_edit_index_zero(db, user_id, title, can_edit):
+    """Lesson 01's listed mistake: roles.0 when the role's position is not known."""
+    db.users.update_one({"_id": user_id}, {"$set": {"roles.0.canEdit": can_edit}})
+
+
+def _can_edit_whole_array(db, user_id, title, can_edit):
+    roles = db.users.find_one({"_id": user_id})["roles"]
+    for r in roles:
+        if r["title"] == title:
+            r["canEdit"] = can_edit
+    db.users.update_one({"_id": user_id}, {"$set": {"roles": roles}})
+
+
+def _can_edit_everyone(db, user_id, title, can_edit):
+    db.users.update_many({"roles.title": title}, {"$set": {"roles.$.canEdit": can_edit}})
+
+
+@pytest.mark.parametrize("fn, good, why", [
+    (_can_edit_good, True, "wherever it sat"),
+    (_can_edit_index_zero, False, "position 2 for this user"),
+    (_can_edit_whole_array, False, "rewrites the whole `roles` array"),
+    (_can_edit_everyone, False, "Lin's"),
+])
+def test_positional_role(db, fn, good, why):
+    result = labkit.exercises.get("01-positional-role").check(db, fn)
+    assert result.correct is good and why in result.message, result.message
 
 
 # --- 02..08: each checker accepts the lesson's answer and rejects typical mistakes -----------------------
@@ -233,10 +296,35 @@ def test_bounded_preview():
         db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
             "$each": [{"userId": fid, "name": name}], "$slice": -3}}})
 
+    def slice_minus_three(db, uid, fid, name):
+        """Lesson 06's listed mistake: $slice: -3 with $position: 0 keeps the oldest."""
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
+            "$each": [{"userId": fid, "name": name}], "$position": 0, "$slice": -3}}})
+
+    def read_modify_write(db, uid, fid, name):
+        """Issue 15's example: a lost update when two followers arrive together."""
+        preview = db.users.find_one({"_id": uid}).get("followerPreview", [])
+        preview = ([{"userId": fid, "name": name}] + preview)[:3]
+        db.users.update_one({"_id": uid}, {"$set": {"followerPreview": preview}})
+
+    def two_writes(db, uid, fid, name):
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"$each": [{"userId": fid, "name": name}],
+                                                                        "$position": 0}}})
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"$each": [], "$slice": 3}}})
+
+    def whole_profile(db, uid, fid, name):
+        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
+            "$each": [{"userId": fid, "name": name, "email": "x@example.com", "bio": "..."}],
+            "$position": 0, "$slice": 3}}})
+
     assert ex.check(db, good).correct
     assert "$slice" in ex.check(db, unbounded).message
     assert "oldest first" in ex.check(db, oldest_first).message
-    assert db.users.count_documents({}) == 0, "the checker cleans up its test user"
+    assert "`$slice: -3` keeps the last three" in ex.check(db, slice_minus_three).message
+    assert "was lost" in ex.check(db, read_modify_write).message
+    assert "sent 2 writes" in ex.check(db, two_writes).message
+    assert "only what the view needs" in ex.check(db, whole_profile).message
+    assert db.users.count_documents({}) == 0, "the checker works on its own data, never the learner's"
 
 
 def test_post_validator():

@@ -43,11 +43,10 @@ def _ex00() -> Exercise:
 
 # --- notebook 01 -------------------------------------------------------------------------------------------
 
-def _check_embed_atomic(db: Any) -> str:
+def _check_fred_document(db: Any) -> None:
+    """The end state the lesson's own cell should leave (the single-argument form ``ex.check(db)``)."""
     import datetime as dt
 
-    if not hasattr(db, "list_collection_names"):
-        raise NotYet(f"pass the lesson's database (`db`), not {type(db).__name__}.")
     fred = db.users.find_one({"_id": "user:234"})
     if fred is None:
         raise NotYet("Fred (user:234) is missing from db.users; re-run the cells above the exercise.")
@@ -58,18 +57,140 @@ def _check_embed_atomic(db: Any) -> str:
     if not mods:
         raise NotYet("Fred has no embedded role with title 'moderator' yet.")
     if len(mods) > 1:
-        raise NotYet(f"Fred holds 'moderator' {len(mods)} times; an assignment should appear once "
-                     "(run the exercise on a fresh database, or use `$addToSet`).")
-    if mods[0].get("canEdit") is not True:
-        raise NotYet(f"the moderator assignment has canEdit={mods[0].get('canEdit')!r}; it should be True (a bool).")
-    if set(mods[0]) != {"title", "canEdit"}:
-        raise NotYet(f"keep the assignment's shape {{title, canEdit}}; it has {sorted(mods[0])}.")
+        raise NotYet(f"Fred holds 'moderator' {len(mods)} times; an assignment should appear once.")
     if fred.get("updatedAt") != dt.datetime(2026, 10, 6, 8, 0):
-        raise NotYet(f"updatedAt is {fred.get('updatedAt')!r}; set it to 2026-10-06 08:00 in the same update "
-                     "(`$set` next to `$push`).")
-    if len(roles) > 8:
-        raise NotYet(f"Fred now holds {len(roles)} roles; the application allows at most 8.")
-    return "the role and its timestamp changed together in one document."
+        raise NotYet(f"updatedAt is {fred.get('updatedAt')!r}; set it to 2026-10-06 08:00 in the same update.")
+
+
+_USERS_01 = [
+    {"_id": "user:234", "name": "Fred", "email": "fred@example.com",
+     "roles": [{"title": "admin", "canEdit": False}], "updatedAt": None},
+    {"_id": "user:345", "name": "Ada", "email": "ada@example.com",
+     "roles": [{"title": "author", "canEdit": False}, {"title": "reviewer", "canEdit": False},
+               {"title": "editor", "canEdit": False}], "updatedAt": None},
+    {"_id": "user:456", "name": "Lin", "email": "lin@example.com",
+     "roles": [{"title": "editor", "canEdit": False}], "updatedAt": None},
+]
+
+
+def _users_sandbox(name: str, like: Any) -> Any:
+    import copy
+
+    from labkit.exercises import observe
+    box = observe.sandbox(name, like)
+    box.db.users.insert_many(copy.deepcopy(_USERS_01))
+    box.recorder.clear()
+    return box
+
+
+def _write_shape_mistakes(rec: Any, before: dict, after: dict | None, field: str = "roles") -> None:
+    """Messages for the lesson 01 mistakes seen in the commands: several writes, a replacement, a rewritten array."""
+    writes = rec.write_statements()
+    if writes == 0:
+        raise NotYet("your function sent no write to the server; it should update the user document.")
+    if writes > 1:
+        names = ", ".join(rec.names())
+        raise NotYet(f"your function sent {writes} writes ({names}): between them another reader sees the role "
+                     "changed but the timestamp stale, and a failure halfway leaves it so. Put both operators in "
+                     "ONE update: `{\"$push\": {...}, \"$set\": {...}}`.")
+    spec = (rec.update_specs() or [{}])[0]
+    u = spec.get("u")
+    if isinstance(u, dict) and u and not any(str(k).startswith("$") for k in u):
+        lost = sorted(set(before) - set(after or {}) - {"_id"})
+        raise NotYet("that was a replacement (`replace_one` or an update without operators): the whole user "
+                     f"document was rewritten{' and ' + ', '.join(lost) + ' lost' if lost else ''}. Use update "
+                     "operators so only the changed fields are written.")
+    if isinstance(u, dict) and isinstance(u.get("$set"), dict) and field in u["$set"]:
+        raise NotYet(f"your update rewrites the whole `{field}` array with `$set` (read in Python, changed, written "
+                     "back): a role added by someone else in between is lost. Change one element in place "
+                     "(`$push`, or `roles.$` with a filter on `roles.title`).")
+
+
+def _check_embed_atomic(args: Any) -> str:
+    import datetime as dt
+
+    if not isinstance(args, tuple):
+        if not hasattr(args, "list_collection_names"):
+            raise NotYet(f"pass the lesson's database and your function: `ex.check(db, give_role)`, not "
+                         f"{type(args).__name__}.")
+        _check_fred_document(args)
+        raise NotYet("Fred's document looks right, but a document alone cannot show that it was ONE write. Wrap "
+                     "your update in `def give_role(db, user_id, title, can_edit, when): ...` and call "
+                     "`ex.check(db, give_role)`: the check runs it on its own users and watches the commands.")
+    db, give_role = _db_and_function(args, "give_role")
+    when = dt.datetime(2026, 11, 3, 9, 30)
+    with _users_sandbox("01-embed-atomic", db) as box:
+        before = box.db.users.find_one({"_id": "user:345"})
+        give_role(box.db, "user:345", "moderator", True, when)
+        after = box.db.users.find_one({"_id": "user:345"})
+        others = list(box.db.users.find({"_id": {"$ne": "user:345"}}).sort("_id", 1))
+        _write_shape_mistakes(box.recorder, before, after)
+    if after is None:
+        raise NotYet("Ada (user:345) is gone after your function ran; update her document, do not delete it.")
+    expected_others = sorted([u for u in _USERS_01 if u["_id"] != "user:345"], key=lambda u: u["_id"])
+    if after == before and others != expected_others:
+        changed = [u["_id"] for u, e in zip(others, expected_others) if u != e]
+        raise NotYet(f"your function changed {changed} instead of the user it was given (user:345): use the "
+                     "`user_id`, `title`, `can_edit` and `when` arguments instead of Fred's values.")
+    roles = after.get("roles")
+    if not isinstance(roles, list):
+        raise NotYet("`roles` is no longer an array; use `$push` to add one element to it.")
+    if [r for r in roles if r.get("title") != "moderator"] != before["roles"]:
+        raise NotYet("Ada's existing roles changed; add the new assignment without touching the others.")
+    mods = [r for r in roles if isinstance(r, dict) and r.get("title") == "moderator"]
+    if len(mods) != 1:
+        raise NotYet(f"Ada holds 'moderator' {len(mods)} times after one call; add exactly one assignment.")
+    if mods[0] != {"title": "moderator", "canEdit": True}:
+        raise NotYet(f"the new assignment is {mods[0]}; it should be {{title: 'moderator', canEdit: True}} "
+                     "(use the function's arguments, not Fred's values).")
+    if after.get("updatedAt") != when:
+        raise NotYet(f"updatedAt is {after.get('updatedAt')!r} after the call; set it to the `when` argument in "
+                     "the same update.")
+    if {k: v for k, v in after.items() if k not in ("roles", "updatedAt")} != \
+            {k: v for k, v in before.items() if k not in ("roles", "updatedAt")}:
+        raise NotYet("other fields of the user changed; only `roles` and `updatedAt` should.")
+    if others != expected_others:
+        raise NotYet("other users changed too: filter the update on the user's `_id`.")
+    return "one update carried both the new role and the timestamp: readers never see one without the other."
+
+
+def _check_positional_role(args: Any) -> str:
+    db, set_can_edit = _db_and_function(args, "set_can_edit")
+    with _users_sandbox("01-positional-role", db) as box:
+        before = {u["_id"]: u for u in box.db.users.find()}
+        set_can_edit(box.db, "user:345", "editor", True)
+        after = {u["_id"]: u for u in box.db.users.find()}
+        rec = box.recorder
+        writes = rec.write_statements()
+        specs = rec.update_specs()
+    if writes != 1:
+        raise NotYet(f"your function sent {writes} write(s); one update of one array element is enough.")
+    ada, ada0 = after.get("user:345") or {}, before["user:345"]
+    roles, roles0 = ada.get("roles") or [], ada0["roles"]
+    if len(roles) != len(roles0):
+        raise NotYet(f"Ada had {len(roles0)} roles and now has {len(roles)}: change the existing 'editor' element, "
+                     "do not add or remove one.")
+    changed = [i for i, (a, b) in enumerate(zip(roles0, roles)) if a != b]
+    u = (specs or [{}])[0].get("u") or {}
+    fixed = sorted(k for op in u.values() if isinstance(op, dict) for k in op
+                   if any(part.isdigit() for part in str(k).split(".")))
+    if fixed and not changed == [2]:
+        raise NotYet(f"the update names a fixed position ({', '.join(fixed)}), but 'editor' sits at position 2 for "
+                     "this user and elsewhere for others: filter on `roles.title` and set `roles.$.canEdit`, so "
+                     "the server finds the element.")
+    if changed and changed != [2]:
+        titles = ", ".join(repr(roles0[i]["title"]) for i in changed)
+        raise NotYet(f"the update changed element(s) {changed} ({titles}) instead of 'editor', which is at "
+                     "position 2 for this user: positions differ from user to user. Filter on `roles.title` and "
+                     "set `roles.$.canEdit`, so the server finds the element.")
+    if isinstance(u.get("$set"), dict) and "roles" in u["$set"]:
+        raise NotYet("your update rewrites the whole `roles` array: set one field of the matched element instead "
+                     "(`{\"$set\": {\"roles.$.canEdit\": ...}}`).")
+    if roles[2] != {"title": "editor", "canEdit": True}:
+        raise NotYet(f"Ada's 'editor' role is {roles[2]}; it should now have canEdit True.")
+    if after.get("user:456") != before["user:456"]:
+        raise NotYet("Lin's 'editor' role changed too: filter on the user's `_id` as well as `roles.title`.")
+    return "the server found 'editor' wherever it sat in Ada's array and changed that one field, in one update."
 
 
 @register
@@ -77,14 +198,32 @@ def _ex01() -> Exercise:
     return Exercise(
         id="01-embed-atomic",
         lesson="01_embed_one_to_few",
-        task="Give Fred an embedded 'moderator' role that can edit, and set updatedAt, in one write.",
+        task="Write give_role(db, user_id, title, can_edit, when): add an embedded role and set updatedAt in ONE write.",
         checker=_check_embed_atomic,
         hints=["One `update_one` can carry several operators: `$push` for the array, `$set` for the timestamp.",
-               "`{\"$push\": {\"roles\": {...}}, \"$set\": {\"updatedAt\": dt.datetime(2026, 10, 6, 8, 0)}}`"],
+               "`db.users.update_one({\"_id\": user_id}, {\"$push\": {\"roles\": {...}}, \"$set\": {\"updatedAt\": when}})`"],
         solution_text=(
-            'db.users.update_one(\n    {"_id": "user:234"},\n'
-            '    {"$push": {"roles": {"title": "moderator", "canEdit": True}},\n'
-            '     "$set": {"updatedAt": dt.datetime(2026, 10, 6, 8, 0)}},\n)\nex.check(db)'
+            "def give_role(db, user_id, title, can_edit, when):\n"
+            "    db.users.update_one({\"_id\": user_id},\n"
+            "                        {\"$push\": {\"roles\": {\"title\": title, \"canEdit\": can_edit}},\n"
+            "                         \"$set\": {\"updatedAt\": when}})\n\nex.check(db, give_role)"
+        ),
+    )
+
+
+@register
+def _ex01b() -> Exercise:
+    return Exercise(
+        id="01-positional-role",
+        lesson="01_embed_one_to_few",
+        task="Write set_can_edit(db, user_id, title, can_edit): change canEdit of the role with that title, wherever it is.",
+        checker=_check_positional_role,
+        hints=["You do not know the role's position: let the query find it (`\"roles.title\": title`).",
+               "`update_one({\"_id\": user_id, \"roles.title\": title}, {\"$set\": {\"roles.$.canEdit\": can_edit}})`"],
+        solution_text=(
+            "def set_can_edit(db, user_id, title, can_edit):\n"
+            "    db.users.update_one({\"_id\": user_id, \"roles.title\": title},\n"
+            "                        {\"$set\": {\"roles.$.canEdit\": can_edit}})\n\nex.check(db, set_can_edit)"
         ),
     )
 
@@ -360,36 +499,52 @@ def _ex05() -> Exercise:
 # --- notebook 06 -------------------------------------------------------------------------------------------
 
 def _check_bounded_preview(args: Any) -> str:
+    from labkit.exercises import observe
+
     db, add_follower = _db_and_function(args, "add_follower")
     test_id = "user:preview-check"
-    db.users.delete_one({"_id": test_id})
-    db.users.insert_one({"_id": test_id, "name": "Preview Check", "roles": []})
-    try:
-        names = ["Ann", "Bo", "Cy", "Di", "Ed"]
-        for i, name in enumerate(names):
-            add_follower(db, test_id, f"user:p{i}", name)
-        doc = db.users.find_one({"_id": test_id})
-    finally:
-        db.users.delete_one({"_id": test_id})
-    preview = doc.get("followerPreview")
+    names = ["Ann", "Bo", "Cy", "Di", "Ed"]
+    with observe.sandbox("06-bounded-preview", db) as box:
+        box.db.users.insert_one({"_id": test_id, "name": "Preview Check", "roles": []})
+        box.recorder.clear()
+        for i, name in enumerate(names[:3]):
+            add_follower(box.db, test_id, f"user:p{i}", name)
+        per_call = box.recorder.write_statements() / 3
+        # Two followers arrive at once: the second call runs to completion right after the first one's read.
+        observe.interleaved(lambda: add_follower(box.db, test_id, "user:p3", "Di"),
+                            lambda: add_follower(box.db, test_id, "user:p4", "Ed"), box.recorder)
+        reads = [n for n in box.recorder.names() if n in ("find", "aggregate")]
+        doc = box.db.users.find_one({"_id": test_id})
+    preview = (doc or {}).get("followerPreview")
     if not isinstance(preview, list):
         raise NotYet("after five calls the user has no `followerPreview` array; push into that field.")
+    got = [(p.get("userId"), p.get("name")) for p in preview if isinstance(p, dict)]
+    want = [("user:p4", "Ed"), ("user:p3", "Di"), ("user:p2", "Cy")]
+    if reads and ("user:p4", "Ed") not in got or reads and ("user:p3", "Di") not in got:
+        lost = "Ed" if ("user:p4", "Ed") not in got else "Di"
+        raise NotYet(f"when two followers arrived at the same time, {lost} was lost: your function reads the "
+                     "preview, changes it in Python and writes it back, so the second writer overwrites the "
+                     "first. Let the server do it in one update: `$push` with `$each`, `$position` and `$slice`.")
+    if per_call > 1:
+        raise NotYet(f"each call sent {per_call:g} writes; keep the preview bounded in the same single update.")
     if len(preview) > 3:
         raise NotYet(f"the preview holds {len(preview)} entries after five follows; add `$slice: 3` to the $push.")
     if len(preview) < 3:
         raise NotYet(f"the preview holds only {len(preview)} entries; it should keep three.")
-    got = [(p.get("userId"), p.get("name")) for p in preview]
-    want = [("user:p4", "Ed"), ("user:p3", "Di"), ("user:p2", "Cy")]
+    if got == [("user:p2", "Cy"), ("user:p1", "Bo"), ("user:p0", "Ann")]:
+        raise NotYet("the preview kept the three OLDEST followers: `$slice: -3` keeps the last three elements, and "
+                     "with `$position: 0` the newest are at the front. Use `$slice: 3` to keep the first three.")
     if got == list(reversed(want)):
         raise NotYet("these are the three newest, but oldest first: use `$position: 0` so the newest comes first.")
-    if got == [("user:p0", "Ann"), ("user:p1", "Bo"), ("user:p2", "Cy")] or got[0] == ("user:p0", "Ann"):
+    if got == [("user:p0", "Ann"), ("user:p1", "Bo"), ("user:p2", "Cy")] or got[:1] == [("user:p0", "Ann")]:
         raise NotYet("the preview kept the *oldest* followers: with `$position: 0`, `$slice: 3` keeps the first three, "
                      "which are the newest.")
     if got != want:
         raise NotYet(f"expected {want} (newest first), got {got}.")
     if any(set(p) != {"userId", "name"} for p in preview):
         raise NotYet("keep each entry to `{userId, name}`: copy only what the view needs.")
-    return "the preview stays at the three newest followers, newest first, in one update each."
+    return ("the preview stays at the three newest followers, newest first, in one update each, and two followers "
+            "arriving together both show up.")
 
 
 @register
