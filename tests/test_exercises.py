@@ -338,7 +338,19 @@ def test_post_validator():
     assert "accepted" in ex.check(loose).message
     closed = {"$jsonSchema": dict(good["$jsonSchema"], additionalProperties=False)}
     assert "valid post was rejected" in ex.check(closed).message
-    assert "refuses" in ex.check({"$jsonSchema": {"format": "date"}}).message
+    # lesson 07's listed mistake: JSON Schema's `type`/`format` instead of MongoDB's `bsonType`
+    assert "does not support the `format` keyword" in ex.check({"$jsonSchema": {"format": "date"}}).message
+    typed = {"$jsonSchema": {"required": ["authorId"], "properties": {"authorId": {"type": "string"},
+                                                                      "n": {"type": "integer"}}}}
+    assert "Use `bsonType`" in ex.check(typed).message
+    # issue 15's example: the unanchored pattern "user:" accepts ids that merely contain it
+    unanchored = {"$jsonSchema": dict(good["$jsonSchema"], properties=dict(
+        good["$jsonSchema"]["properties"], authorId={"bsonType": "string", "pattern": "user:"}))}
+    result = ex.check(unanchored)
+    assert not result.correct and "anchor the pattern" in result.message
+    assert "refuses" in ex.check({"$jsonSchema": {"bsonType": "nonsense"}}).message
+    expr = {"$expr": {"$gt": ["$missing.field", 3]}}
+    assert ex.check(expr).outcome in ("incorrect", "error")
 
 
 def test_orphans():

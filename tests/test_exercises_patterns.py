@@ -53,6 +53,30 @@ def test_bucket_upsert_wrong(db, kwargs, why):
     assert not result.correct and why in result.message, result.message
 
 
+def _find_then_insert(coll, sensor_id, ts, value):
+    """Issue 15's example for lesson 10: find the open bucket, insert one when there is none."""
+    start = ts.replace(minute=0, second=0, microsecond=0)
+    open_bucket = coll.find_one({"sensorId": sensor_id, "start": start, "count": {"$lt": 60}})
+    if open_bucket is None:
+        coll.insert_one({"sensorId": sensor_id, "start": start, "readings": [{"ts": ts, "temperature": value}],
+                         "count": 1, "min": value, "max": value})
+    else:
+        coll.update_one({"_id": open_bucket["_id"]}, {"$push": {"readings": {"ts": ts, "temperature": value}},
+                                                      "$inc": {"count": 1}, "$min": {"min": value},
+                                                      "$max": {"max": value}})
+
+
+def test_bucket_upsert_rejects_find_then_insert(db):
+    result = labkit.exercises.get("10-bucket-upsert").check(db, _find_then_insert)
+    assert not result.correct and "upsert=True" in result.message and "reads first" in result.message
+
+
+def test_bucket_upsert_leaves_the_learners_database_alone(db):
+    db.exercise_10_buckets.insert_one({"_id": "mine"})
+    labkit.exercises.get("10-bucket-upsert").check(db, _bucket_writer())
+    assert db.exercise_10_buckets.find_one({"_id": "mine"}) == {"_id": "mine"}
+
+
 def test_bucket_upsert_call_shape(db):
     ex = labkit.exercises.get("10-bucket-upsert")
     assert "ex.check(db, add_reading)" in ex.check(_bucket_writer()).message
@@ -130,6 +154,25 @@ def test_computed_stats_good():
 def test_computed_stats_wrong(kwargs, why):
     result = labkit.exercises.get("12-computed-stats").check(_review_writer(**kwargs))
     assert not result.correct and why in result.message, result.message
+
+
+def _recompute_writer(db, review):
+    """Issue 15's example for lesson 12: a full re-aggregation of the product's reviews on every write."""
+    db.reviews.insert_one(review)
+    pid = review["productId"]
+    stats = next(db.reviews.aggregate([
+        {"$match": {"productId": pid}},
+        {"$group": {"_id": None, "count": {"$sum": 1}, "sum": {"$sum": "$rating"}, "min": {"$min": "$rating"},
+                    "max": {"$max": "$rating"}, "all": {"$push": "$rating"}}}]))
+    dist = {str(k): stats["all"].count(k) for k in set(stats["all"])}
+    db.products.update_one({"_id": pid}, {"$set": {"ratingStats": {
+        "count": stats["count"], "sum": stats["sum"], "min": stats["min"], "max": stats["max"],
+        "distribution": dist}}})
+
+
+def test_computed_stats_rejects_recomputing_on_every_write():
+    result = labkit.exercises.get("12-computed-stats").check(_recompute_writer)
+    assert not result.correct and "re-computing, not the computed pattern" in result.message
 
 
 def test_computed_stats_call_shape(db):

@@ -10,12 +10,13 @@ from labkit.exercises import Exercise, NotYet, _db_and_function, _stages, regist
 def _check_bucket_upsert(args: Any) -> str:
     import datetime as dt
 
+    from labkit.exercises import observe
+
     db, add_reading = _db_and_function(args, "add_reading")
-    if not hasattr(db, "list_collection_names"):
-        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
-    coll = db["exercise_10_buckets"]
-    coll.drop()
+    box = observe.sandbox("10-bucket-upsert", db)
+    coll = box.db["buckets"]
     coll.create_index([("sensorId", 1), ("start", 1)])
+    box.recorder.clear()
     start = dt.datetime(2026, 10, 2, 10, 0)
     fed: dict[str, list[tuple[dt.datetime, float]]] = {"sensor:a": [], "sensor:b": []}
     try:
@@ -25,9 +26,21 @@ def _check_bucket_upsert(args: Any) -> str:
                 value = round(20.0 + ((i * 7 + k * 3) % 23) / 10, 2)
                 fed[sid].append((ts, value))
                 add_reading(coll, sid, ts, value)
+        names = box.recorder.names()
+        writes = box.recorder.write_statements()
         docs = list(coll.find().sort([("sensorId", 1), ("start", 1), ("_id", 1)]))
     finally:
-        coll.drop()
+        box.close()
+    reads = sum(n in ("find", "aggregate", "count", "distinct") for n in names)
+    if reads and "insert" in names:
+        raise NotYet(f"your function reads first ({reads} reads for 300 readings) and then inserts or updates: two "
+                     "round trips per reading, and two readings arriving together can both find no open bucket and "
+                     "create two. One `update_one(filter, update, upsert=True)` finds-or-creates atomically.")
+    if reads:
+        raise NotYet(f"your function sent {reads} reads for 300 readings: the upsert's filter already finds the "
+                     "open bucket, so no read is needed (one round trip per reading).")
+    if writes > 300:
+        raise NotYet(f"{writes} writes for 300 readings: put `$push`, `$inc`, `$min` and `$max` in ONE update.")
     if not docs:
         raise NotYet("the scratch collection is empty after 300 calls: pass `upsert=True` to update_one.")
     missing = [f for f in ("sensorId", "start", "readings", "count", "min", "max") if any(f not in d for d in docs)]
@@ -553,14 +566,26 @@ def _check_computed_stats(add_review: Any) -> str:
         raise NotYet("call it with your function only: `ex.check(add_review)`.")
     if not callable(add_review):
         raise NotYet(f"pass your function `add_review` itself, not {type(add_review).__name__}.")
-    db = EmbeddedClient()["exercise_12"]
+    from labkit.exercises import observe
+
+    rec = observe.new_recorder()
+    db = EmbeddedClient(event_listeners=[rec])["exercise_12"]
     db.products.insert_many([{"_id": "prod:a", "name": "A"}, {"_id": "prod:b", "name": "B"},
                              {"_id": "prod:c", "name": "C"}])
     ratings = [("prod:a", 5), ("prod:b", 3), ("prod:a", 4), ("prod:a", 5), ("prod:b", 1), ("prod:a", 2),
                ("prod:b", 5), ("prod:a", 5), ("prod:a", 3), ("prod:b", 3), ("prod:a", 4), ("prod:a", 1)]
     for i, (pid, r) in enumerate(ratings):
+        if i == 0:
+            rec.clear()
         add_review(db, {"_id": f"review:{i}", "productId": pid, "userId": f"user:{i}", "rating": r,
                         "createdAt": dt.datetime(2026, 10, 4, 12, i)})
+    names = rec.names()
+    reads = [n for n in names if n in ("aggregate", "find", "count", "distinct")]
+    if "aggregate" in reads or len(reads) >= len(ratings):
+        raise NotYet(f"your function read the reviews back on every write ({len(reads)} reads for {len(ratings)} "
+                     "reviews: " + ", ".join(sorted(set(reads))) + "): that is re-computing, not the computed "
+                     "pattern. Each write already knows its rating: update the statistics with `$inc`, `$min` "
+                     "and `$max`, so a write costs the same whether the product has 10 reviews or 10 million.")
     if db.reviews.count_documents({}) != len(ratings):
         raise NotYet(f"db.reviews holds {db.reviews.count_documents({})} reviews after {len(ratings)} calls: the "
                      "review itself must still be inserted (the statistics are a copy, not a replacement).")

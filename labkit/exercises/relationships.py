@@ -575,6 +575,15 @@ def _check_post_validator(validator: Any) -> str:
 
     if not isinstance(validator, dict) or not validator:
         raise NotYet("`validator` must be a dict such as {\"$jsonSchema\": {...}}.")
+    schema = validator.get("$jsonSchema")
+    used = _schema_keywords(schema) if isinstance(schema, dict) else set()
+    if "type" in used and "bsonType" not in used:
+        raise NotYet("MongoDB's `$jsonSchema` names BSON types with `bsonType` (\"string\", \"date\", \"int\"); "
+                     "JSON Schema's `type: 'integer'` and friends are not BSON types, and there is no JSON "
+                     "`date` type at all. Use `bsonType`.")
+    if "format" in used:
+        raise NotYet("MongoDB's `$jsonSchema` does not support the `format` keyword (the server refuses it); use "
+                     "`bsonType: \"date\"` for dates and `pattern` for string shapes.")
     scratch = EmbeddedClient()["exercise_07"]
     try:
         coll = scratch.create_collection("posts", validator=validator)
@@ -586,6 +595,8 @@ def _check_post_validator(validator: Any) -> str:
     bad = [
         ({"_id": "b1", "authorId": 112, "title": "t", "createdAt": when}, "a numeric authorId"),
         ({"_id": "b2", "authorId": "112", "title": "t", "createdAt": when}, "an authorId without the 'user:' prefix"),
+        ({"_id": "b8", "authorId": "guest-user:9", "title": "t", "createdAt": when},
+         "an authorId that contains 'user:' but does not start with it ('guest-user:9'; anchor the pattern: '^user:')"),
         ({"_id": "b3", "authorId": "user:1", "title": "", "createdAt": when}, "an empty title"),
         ({"_id": "b4", "authorId": "user:1", "title": "x" * 201, "createdAt": when}, "a 201-character title"),
         ({"_id": "b5", "authorId": "user:1", "title": "t", "createdAt": "2026-10-02"}, "createdAt given as a string"),
@@ -606,7 +617,7 @@ def _check_post_validator(validator: Any) -> str:
                 raise NotYet(f"{what} failed with code {exc.code}, not validation (121).") from None
             continue
         raise NotYet(f"{what} was accepted; tighten the rules.")
-    return "valid posts pass and each of the seven bad ones is rejected with code 121."
+    return f"valid posts pass and each of the {len(bad)} bad ones is rejected with code 121."
 
 
 @register
@@ -626,6 +637,22 @@ def _ex07() -> Exercise:
             '        "createdAt": {"bsonType": "date"},\n    },\n}}\nex.check(validator)'
         ),
     )
+
+
+def _schema_keywords(schema: Any) -> set:
+    """Every keyword used anywhere in a ``$jsonSchema`` document."""
+    out: set = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k != "properties":
+                    out.add(k)
+                todo.append(v if k != "properties" or not isinstance(v, dict) else list(v.values()))
+        elif isinstance(node, list):
+            todo.extend(node)
+    return out
 
 
 # --- notebook 08 -------------------------------------------------------------------------------------------
