@@ -225,9 +225,12 @@ failures
 # %% [markdown]
 # ## Exercise
 #
-# Write `reconcile(db)`, your own version of the job: afterwards every user's `followerIds` and
-# `followingIds` must match the `follows` edges exactly, and the edges must be untouched. `ex.check(db,
-# reconcile)` first breaks some arrays on purpose, then runs your function.
+# `rebuild_arrays` above rewrites every user on every run. On a store of millions of users that is millions of
+# writes a night to repair a handful. Write `reconcile(db)`, a job that repairs the copies **and writes only
+# the users whose copies are wrong**: afterwards every user's `followerIds` and `followingIds` must match the
+# `follows` edges exactly (missing ids added, ids no edge supports removed), the edges untouched.
+# `ex.check(db, reconcile)` runs it on a follow graph of its own with four broken users and counts the user
+# documents your job rewrote.
 
 # %%
 ex = labkit.exercises.get("05-reconcile")
@@ -235,10 +238,15 @@ ex
 
 # %% tags=["solution"]
 def reconcile(db):
-    for field, key, other in (("followingIds", "followerId", "followingId"), ("followerIds", "followingId", "followerId")):
-        db.users.update_many({}, {"$set": {field: []}})
-        for group in db.follows.aggregate([{"$group": {"_id": f"${key}", "ids": {"$push": f"${other}"}}}]):
-            db.users.update_one({"_id": group["_id"]}, {"$set": {field: group["ids"]}})
+    following, followers = {}, {}
+    for e in db.follows.find({}, {"followerId": 1, "followingId": 1}):
+        following.setdefault(e["followerId"], set()).add(e["followingId"])
+        followers.setdefault(e["followingId"], set()).add(e["followerId"])
+    for u in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
+        want = {"followingIds": sorted(following.get(u["_id"], ())), "followerIds": sorted(followers.get(u["_id"], ()))}
+        fix = {f: ids for f, ids in want.items() if f not in u or set(u[f]) != set(ids)}
+        if fix:
+            db.users.update_one({"_id": u["_id"]}, {"$set": fix})
 
 
 ex.check(db, reconcile)

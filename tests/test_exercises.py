@@ -254,25 +254,39 @@ def test_follow_indexes_one_direction(follows_coll):
     assert "followingId" in labkit.exercises.get("04-follow-indexes").check(follows_coll).message
 
 
-def _reconcile_good(db):
+def _full_rebuild(db):
+    """The lesson's own job (issue 15: the exercise accepted it): rewrites every user."""
     for field, key, other in (("followingIds", "followerId", "followingId"), ("followerIds", "followingId", "followerId")):
         db.users.update_many({}, {"$set": {field: []}})
         for g in db.follows.aggregate([{"$group": {"_id": f"${key}", "ids": {"$push": f"${other}"}}}]):
             db.users.update_one({"_id": g["_id"]}, {"$set": {field: g["ids"]}})
 
 
+def _reconcile_good(db):
+    following, followers = {}, {}
+    for e in db.follows.find({}, {"followerId": 1, "followingId": 1}):
+        following.setdefault(e["followerId"], set()).add(e["followingId"])
+        followers.setdefault(e["followingId"], set()).add(e["followerId"])
+    for u in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
+        want = {"followingIds": sorted(following.get(u["_id"], ())), "followerIds": sorted(followers.get(u["_id"], ()))}
+        fix = {f: ids for f, ids in want.items() if f not in u or set(u[f]) != set(ids)}
+        if fix:
+            db.users.update_one({"_id": u["_id"]}, {"$set": fix})
+
+
 def test_reconcile():
     ex = labkit.exercises.get("05-reconcile")
     db = _social("t05", users=60, seed=5, celebrity_followers=30)
     assert ex.check(db, _reconcile_good).correct
+    assert "that is a full rebuild" in ex.check(db, _full_rebuild).message
 
-    def only_adds(db):  # forgets to remove ids that should not be there
+    def only_adds(db):  # lesson 05's listed mistake: adds missing ids, never removes ids that should not be there
         for g in db.follows.aggregate([{"$group": {"_id": "$followingId", "ids": {"$push": "$followerId"}}}]):
             db.users.update_one({"_id": g["_id"]}, {"$addToSet": {"followerIds": {"$each": g["ids"]}}})
         for g in db.follows.aggregate([{"$group": {"_id": "$followerId", "ids": {"$push": "$followingId"}}}]):
             db.users.update_one({"_id": g["_id"]}, {"$addToSet": {"followingIds": {"$each": g["ids"]}}})
 
-    assert "followerIds" in ex.check(db, only_adds).message
+    assert "that should not be there remain" in ex.check(db, only_adds).message
 
     def touches_edges(db):
         db.follows.delete_one({})

@@ -104,6 +104,22 @@ class CommandRecorder(monitoring.CommandListener):
                 out.append({"q": c.get("query", {}), "u": c["update"], "upsert": bool(c.get("upsert"))})
         return out
 
+    def modified(self) -> int:
+        """Documents the write commands changed, from the servers' replies (``nModified`` of update, one per
+        findAndModify that updated, ``n`` of delete)."""
+        with self._lock:
+            events = list(self.succeeded_events)
+        n = 0
+        for e in events:
+            reply = e.reply or {}
+            if e.command_name == "update":
+                n += int(reply.get("nModified", 0)) + len(reply.get("upserted") or [])
+            elif e.command_name == "delete":
+                n += int(reply.get("n", 0))
+            elif e.command_name == "findAndModify":
+                n += int((reply.get("lastErrorObject") or {}).get("n", 0))
+        return n
+
     def failures(self) -> list[monitoring.CommandFailedEvent]:
         with self._lock:
             return list(self.failed_events)

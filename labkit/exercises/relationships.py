@@ -448,31 +448,62 @@ def _edges_and_copies(db: Any) -> tuple[set, set, set]:
     return edges, following, followers
 
 
+def _seed_follow_graph(db: Any, users: int = 40, seed: int = 5) -> None:
+    """Pristine users and follows edges with both copies (followerIds / followingIds) consistent."""
+    import random
+
+    rng = random.Random(seed)
+    ids = [f"user:{i:03d}" for i in range(users)]
+    edges = sorted({(a, b) for a in ids for b in rng.sample(ids, 4) if a != b})
+    db.follows.insert_many([{"_id": f"{a}->{b}", "followerId": a, "followingId": b} for a, b in edges])
+    docs = {u: {"_id": u, "name": u[-3:], "followingIds": [], "followerIds": []} for u in ids}
+    for a, b in edges:
+        docs[a]["followingIds"].append(b)
+        docs[b]["followerIds"].append(a)
+    db.users.insert_many(list(docs.values()))
+
+
 def _check_reconcile(args: Any) -> str:
+    from labkit.exercises import observe
+
     db, reconcile = _db_and_function(args, "reconcile")
-    edges_before = list(db.follows.find().sort("_id", 1))
-    if not edges_before:
-        raise NotYet("db.follows is empty; re-run the lesson's setup cells first.")
-    # Break the copies on purpose: drop one side of some edges, add a bogus id, duplicate one.
-    users = [u["_id"] for u in db.users.find({}, {"_id": 1}).sort("_id", 1).limit(6)]
-    e0, e1 = edges_before[0], edges_before[-1]
-    db.users.update_one({"_id": e0["followerId"]}, {"$pull": {"followingIds": e0["followingId"]}})
-    db.users.update_one({"_id": e1["followingId"]}, {"$pull": {"followerIds": e1["followerId"]}})
-    db.users.update_one({"_id": users[0]}, {"$push": {"followerIds": "user:does-not-exist"}})
-    db.users.update_one({"_id": users[1]}, {"$unset": {"followingIds": ""}})
-    reconcile(db)
-    edges_after = list(db.follows.find().sort("_id", 1))
+    with observe.sandbox("05-reconcile", db) as box:
+        _seed_follow_graph(box.db)
+        edges_before = list(box.db.follows.find().sort("_id", 1))
+        # Break the copies on purpose: drop one side of two edges, add a bogus id, remove one array entirely.
+        users = [u["_id"] for u in box.db.users.find({}, {"_id": 1}).sort("_id", 1).limit(6)]
+        e0, e1 = edges_before[0], edges_before[-1]
+        box.db.users.update_one({"_id": e0["followerId"]}, {"$pull": {"followingIds": e0["followingId"]}})
+        box.db.users.update_one({"_id": e1["followingId"]}, {"$pull": {"followerIds": e1["followerId"]}})
+        box.db.users.update_one({"_id": users[3]}, {"$push": {"followerIds": "user:does-not-exist"}})
+        box.db.users.update_one({"_id": users[4]}, {"$unset": {"followingIds": ""}})
+        broken = len({e0["followerId"], e1["followingId"], users[3], users[4]})
+        total = box.db.users.count_documents({})
+        box.recorder.clear()
+        reconcile(box.db)
+        modified = box.recorder.modified()
+        edges_after = list(box.db.follows.find().sort("_id", 1))
+        edges, following, followers = _edges_and_copies(box.db)
     if edges_after != edges_before:
         raise NotYet(f"the follows edges changed ({len(edges_before)} before, {len(edges_after)} after): "
                      "reconciliation rebuilds the copies from the edges and never touches the edges.")
-    edges, following, followers = _edges_and_copies(db)
     if following != edges:
         raise NotYet(f"{len(edges ^ following)} followingIds entries still disagree with the edges "
                      f"(e.g. {sorted(edges ^ following)[:1]}).")
     if followers != edges:
+        extra = followers - edges
+        if extra and not (edges - followers):
+            raise NotYet(f"every missing id was added, but {len(extra)} id(s) that should not be there remain "
+                         f"(e.g. {sorted(extra)[:1]}): reconciling also removes what no edge supports.")
         raise NotYet(f"{len(edges ^ followers)} followerIds entries still disagree with the edges "
                      f"(e.g. {sorted(edges ^ followers)[:1]}); remember ids that should not be there at all.")
-    return f"all {len(edges)} edges are reflected exactly in both arrays, and the edges are untouched."
+    if modified > 2 * broken:
+        raise NotYet(f"the copies are right, but your job rewrote {modified} user documents to repair {broken} "
+                     f"broken users (of {total}): that is a full rebuild, and on a store of millions of users it "
+                     "rewrites every one of them every night. Compare each user's arrays with the edges and write "
+                     "only the users that differ.")
+    return (f"all {len(edges)} edges are reflected exactly in both arrays, the edges are untouched, and only "
+            f"{modified} user document(s) were rewritten to repair {broken} broken users.")
 
 
 @register
@@ -480,17 +511,24 @@ def _ex05() -> Exercise:
     return Exercise(
         id="05-reconcile",
         lesson="05_two_way",
-        task="Write reconcile(db): rebuild every user's followerIds/followingIds from the follows edges.",
+        task="Write reconcile(db): repair followerIds/followingIds from the follows edges, rewriting only the users "
+             "whose copies are wrong.",
         checker=_check_reconcile,
-        hints=["Group the edges by follower (for followingIds) and by followed user (for followerIds).",
-               "Reset both arrays to [] for every user first, so users whose edges are all gone end up empty."],
+        hints=["Group the edges by follower (for followingIds) and by followed user (for followerIds), then "
+               "compare each user's arrays with those groups as sets.",
+               "A user with no edges at all should end up with empty arrays; write a user only when a set differs."],
         solution_text=(
             "def reconcile(db):\n"
-            "    for field, key, other in ((\"followingIds\", \"followerId\", \"followingId\"),\n"
-            "                              (\"followerIds\", \"followingId\", \"followerId\")):\n"
-            "        db.users.update_many({}, {\"$set\": {field: []}})\n"
-            "        for g in db.follows.aggregate([{\"$group\": {\"_id\": f\"${key}\", \"ids\": {\"$push\": f\"${other}\"}}}]):\n"
-            "            db.users.update_one({\"_id\": g[\"_id\"]}, {\"$set\": {field: g[\"ids\"]}})\n"
+            "    following, followers = {}, {}\n"
+            "    for e in db.follows.find({}, {\"followerId\": 1, \"followingId\": 1}):\n"
+            "        following.setdefault(e[\"followerId\"], set()).add(e[\"followingId\"])\n"
+            "        followers.setdefault(e[\"followingId\"], set()).add(e[\"followerId\"])\n"
+            "    for u in db.users.find({}, {\"followingIds\": 1, \"followerIds\": 1}):\n"
+            "        want = {\"followingIds\": sorted(following.get(u[\"_id\"], ())),\n"
+            "                \"followerIds\": sorted(followers.get(u[\"_id\"], ()))}\n"
+            "        fix = {f: ids for f, ids in want.items() if set(u.get(f) or []) != set(ids) or f not in u}\n"
+            "        if fix:\n"
+            "            db.users.update_one({\"_id\": u[\"_id\"]}, {\"$set\": fix})\n"
             "\nex.check(db, reconcile)"
         ),
     )
