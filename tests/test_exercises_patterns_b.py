@@ -88,7 +88,7 @@ def test_subset_accepts_sort_and_slice():
     db = _practice16("t16a")
     result = labkit.exercises.get("16-subset").check(db, add_review)
     assert result.correct, result.message
-    assert db.products.count_documents({}) == 1 and db.reviews.count_documents({}) == 0  # cleaned up
+    assert db.products.count_documents({}) == 1 and db.reviews.count_documents({}) == 0  # learner's data untouched
 
 
 @pytest.mark.parametrize("modifiers, reviews_too, expected", [
@@ -106,6 +106,28 @@ def test_subset_rejects_typical_mistakes(modifiers, reviews_too, expected):
     result = labkit.exercises.get("16-subset").check(_practice16("t16b"), add_review)
     assert not result.correct
     assert expected in result.message
+
+
+def test_subset_rejects_read_modify_write():
+    """Issue 15's example for lesson 16: read the product, rebuild the list in Python, $set it (a lost update)."""
+    def add_review(db, review):
+        db.reviews.insert_one(review)
+        recent = db.products.find_one({"_id": review["productId"]}).get("recentReviews", [])
+        recent = sorted(recent + [review], key=lambda r: r["createdAt"], reverse=True)[:5]
+        db.products.update_one({"_id": review["productId"]}, {"$set": {"recentReviews": recent}})
+
+    result = labkit.exercises.get("16-subset").check(_practice16("t16d"), add_review)
+    assert not result.correct and "lost update" in result.message
+
+
+def test_subset_names_a_wrong_sort_key():
+    """Issue 15: 16's `$position` was blamed for a sort mistake."""
+    def add_review(db, review):
+        db.reviews.insert_one(review)
+        _push(db, review, **{"$sort": {"rating": -1}, "$slice": 5})
+
+    result = labkit.exercises.get("16-subset").check(_practice16("t16e"), add_review)
+    assert not result.correct and "sorts by {'rating': -1}" in result.message and "$position" not in result.message
 
 
 def test_subset_needs_a_function():

@@ -191,21 +191,39 @@ def _ex15() -> Exercise:
 def _check_subset(args: Any) -> str:
     import datetime as dt
 
+    from labkit.exercises import observe
+
     db, add_review = _db_and_function(args, "add_review", "practice")
     pid = "prod:subset-check"
-    db.products.delete_one({"_id": pid})
-    db.reviews.delete_many({"productId": pid})
-    db.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
-    order = [3, 7, 1, 6, 2, 8, 5, 4]  # arrival order; createdAt grows with n
-    try:
+    order = [3, 7, 1, 6, 2, 8]  # arrival order; createdAt grows with n
+
+    def review(n: int) -> dict:
+        return {"_id": f"rev:check:{n}", "productId": pid, "userId": f"user:{n}", "rating": 1 + n % 5,
+                "text": f"review {n}", "createdAt": dt.datetime(2026, 3, n, 12, 0)}
+
+    with observe.sandbox("16-subset", db) as sandbox:
+        box = sandbox.db
+        box.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
+        sandbox.recorder.clear()
         for n in order:
-            add_review(db, {"_id": f"rev:check:{n}", "productId": pid, "userId": f"user:{n}", "rating": 1 + n % 5,
-                            "text": f"review {n}", "createdAt": dt.datetime(2026, 3, n, 12, 0)})
-        product = db.products.find_one({"_id": pid})
-        stored = db.reviews.count_documents({"productId": pid})
-    finally:
-        db.products.delete_one({"_id": pid})
-        db.reviews.delete_many({"productId": pid})
+            add_review(box, review(n))
+        # two reviews arrive at the same moment: the second runs right after the first one's first read
+        observe.interleaved(lambda: add_review(box, review(5)), lambda: add_review(box, review(4)),
+                            sandbox.recorder)
+        order += [5, 4]
+        reads = [n for n in sandbox.recorder.names() if n in ("find", "aggregate")]
+        sorts = [m.get("$sort") for spec in sandbox.recorder.update_specs()
+                 for m in (((spec.get("u") or {}).get("$push") or {}).get("recentReviews"),)
+                 if isinstance(m, dict) and "$sort" in m]
+        product = box.products.find_one({"_id": pid})
+        stored = box.reviews.count_documents({"productId": pid})
+    got_ids = [r.get("_id") for r in (product or {}).get("recentReviews") or [] if isinstance(r, dict)]
+    if reads and ("rev:check:5" not in got_ids or "rev:check:4" not in got_ids):
+        lost = "rev:check:5" if "rev:check:5" not in got_ids else "rev:check:4"
+        raise NotYet(f"when two reviews arrived together, {lost} never reached recentReviews: your function reads "
+                     "the product, builds the new list in Python and writes it back, so the later write overwrites "
+                     "the earlier one (a lost update). Let the server do it: `$push` with `$each`, `$sort` and "
+                     "`$slice` in one update.")
     if stored != len(order):
         raise NotYet(f"db.reviews holds {stored} of the {len(order)} reviews: every review goes into the reviews "
                      "collection too (it is the full history).")
@@ -221,6 +239,9 @@ def _check_subset(args: Any) -> str:
     want = [f"rev:check:{n}" for n in (8, 7, 6, 5, 4)]
     if got == list(reversed(want)):
         raise NotYet("the five newest, but oldest first: sort with `{\"createdAt\": -1}` so the newest comes first.")
+    if got != want and sorts and sorts[0] != {"createdAt": -1}:
+        raise NotYet(f"expected the five newest by createdAt, newest first ({want}), got {got}: your `$push` sorts by "
+                     f"{sorts[0]}; the newest five are the first five of `$sort: {{\"createdAt\": -1}}`.")
     if got != want:
         raise NotYet(f"expected the five newest by createdAt, newest first ({want}), got {got}: reviews arrive out of "
                      "order, so `$position: 0` alone is not enough; use `$sort: {\"createdAt\": -1}` with `$slice: 5`.")
