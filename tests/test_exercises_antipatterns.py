@@ -63,6 +63,20 @@ def test_31_no_parallel_arrays():
     assert not ex.check(db)
 
 
+def test_31_rejects_a_dummy_variant():
+    """Issue 15's example: every product given one dummy variant passes the shape and index checks."""
+    ex = labkit.exercises.get("31-no-parallel-arrays")
+    db = _db("t31d")
+    db.products.insert_many([{"_id": f"shirt:{i:03d}", "name": f"Shirt {i}",
+                              "colors": ["red", "blue", "green", "black"][: 1 + i % 4],
+                              "sizes": ["S", "M", "L", "XL"][: 1 + (i // 4) % 4]} for i in range(40)])
+    db.products.update_many({}, {"$set": {"variants": [{"color": "none", "size": "none"}]},
+                                 "$unset": {"colors": "", "sizes": ""}})
+    db.products.create_index([("variants.color", 1), ("variants.size", 1)])
+    result = ex.check(db.products)
+    assert not result.correct and "combinations but its variants hold 1" in result.message
+
+
 # --- 32 ---------------------------------------------------------------------------------------------------
 
 def test_32_capped_subset():
@@ -117,6 +131,13 @@ def test_33_split_hot_cold():
     db2.products.update_many({}, {"$unset": {f: "" for f in COLD}})  # deleted before copying
     assert "empty" in ex.check(db2).message
     assert not ex.check(db.products)
+    # issue 15's example: the cold fields exist in product_details but were emptied (the task: no cold data lost)
+    db3 = _bloated()
+    db3.product_details.insert_many([{"_id": f"p{i}", "description": "", "specs": {}, "history": [], "thumbnail": ""}
+                                     for i in range(10)])
+    db3.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+    result = ex.check(db3)
+    assert not result.correct and "not their content" in result.message
 
 
 # --- 34 ---------------------------------------------------------------------------------------------------
@@ -186,6 +207,24 @@ def test_35_drop_unneeded():
         orders.drop_index(name)
     assert "blocking SORT" in ex.check(orders).message
     assert not ex.check(orders.database)
+
+
+def test_35_rejects_dropping_the_exact_index():
+    """Issue 15's example: dropping region_1_status_1 leaves the dashboard on status_1 (no COLLSCAN, but
+    hundreds of keys for a few results)."""
+    orders = _orders35()
+    for name in ["customerId_1", "total_1", "createdAt_1", "region_1_status_1"]:
+        orders.drop_index(name)
+    result = labkit.exercises.get("35-drop-unneeded").check(orders)
+    assert not result.correct and "No COLLSCAN is not the same as cheap" in result.message
+
+
+def test_35_is_judged_on_pristine_orders():
+    orders = _orders35()
+    for name in ["customerId_1", "total_1", "createdAt_1", "region_1_status_1"]:
+        orders.drop_index(name)
+    orders.delete_many({})  # an empty collection makes every plan look cheap; the check uses its own orders
+    assert "not the same as cheap" in labkit.exercises.get("35-drop-unneeded").check(orders).message
 
 
 # --- 36 ---------------------------------------------------------------------------------------------------

@@ -91,6 +91,9 @@ def _check_no_parallel_arrays(products: Any) -> str:
         isinstance(v, dict) and "color" in v and "size" in v for v in d["variants"]))]
     if bad:
         raise NotYet(f"{len(bad)} product(s), e.g. {bad[0]!r}, have no `variants` array of {{color, size}} objects.")
+    wrong = _variants_lost(docs)
+    if wrong:
+        raise NotYet(wrong)
     keys = {name: [k for k, _ in info["key"]] for name, info in products.index_information().items()}
     wanted = [n for n, k in keys.items() if "variants.color" in k and "variants.size" in k]
     if not wanted:
@@ -105,12 +108,42 @@ def _check_no_parallel_arrays(products: Any) -> str:
     names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
     if not any("IXSCAN" in str(n) for n in names):
         raise NotYet(f"the color + size query does not use the index (plan: {names}).")
-    expected = sum(1 for d in docs if any(v["color"] == "red" for v in d["variants"])
-                   and any(v["size"] == "M" for v in d["variants"]))
+    expected = sum(1 for d in docs if any(v["color"] == "red" and v["size"] == "M" for v in d["variants"]))
     got = explain["executionStats"]["nReturned"]
     if got != expected:
         raise NotYet(f"the query returned {got} products, expected {expected}; check the variant values.")
+    if got == 0:
+        raise NotYet("the color + size query returns no product at all: the variants no longer describe what the "
+                     "products come in.")
     return f"{len(docs)} products with variants, one compound multikey index, IXSCAN returning {got} products."
+
+
+_COLORS_31 = ["red", "blue", "green", "black"]
+_SIZES_31 = ["S", "M", "L", "XL"]
+
+
+def _variants_lost(docs: list) -> str | None:
+    """A message when the variants do not hold exactly each product's color x size combinations.
+
+    The lesson's products follow one rule (``shirt:NNN`` has the first 1 + N % 4 colors and the first
+    1 + (N // 4) % 4 sizes), so the checker knows what every product came in without trusting the data."""
+    for d in docs:
+        pid = str(d.get("_id"))
+        if not (pid.startswith("shirt:") and pid[6:].isdigit()):
+            continue
+        i = int(pid[6:])
+        want = {(c, z) for c in _COLORS_31[: 1 + i % 4] for z in _SIZES_31[: 1 + (i // 4) % 4]}
+        got = {(v.get("color"), v.get("size")) for v in d["variants"]}
+        if got != want:
+            missing, extra = sorted(want - got), sorted(got - want)
+            detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
+                      f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
+            return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
+                    f"({detail}): build one variant per color and size of the old arrays, so the index answers "
+                    "the same questions the arrays did.")
+        if len(d["variants"]) != len(got):
+            return f"{pid} lists a variant twice; one {{color, size}} per combination."
+    return None
 
 
 @register
@@ -198,6 +231,18 @@ _HOT = ("name", "price", "category", "rating", "thumbnailUrl")
 _COLD = ("description", "specs", "history", "thumbnail")
 
 
+def _cold_emptied(details: dict) -> str | None:
+    """A message when product_details holds the cold fields but not their content (the task: no cold data lost)."""
+    kinds = {"description": str, "specs": dict, "history": list, "thumbnail": str}
+    for pid, d in sorted(details.items(), key=lambda kv: str(kv[0])):
+        problems = [f for f, kind in kinds.items() if not isinstance(d.get(f), kind) or not d.get(f)]
+        if problems:
+            return (f"product_details {pid!r} has {', '.join(problems)} but not their content (empty, or not the "
+                    "product's value): the task is to move the cold data, not to lose it. Copy the values first "
+                    "(`$project` + `$out`, or `$merge`), then `$unset` them from products.")
+    return None
+
+
 def _check_split_hot_cold(db: Any) -> str:
     if not _is_database(db):
         raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
@@ -220,6 +265,9 @@ def _check_split_hot_cold(db: Any) -> str:
     incomplete = [i for i, d in details.items() if any(f not in d for f in _COLD)]
     if incomplete:
         raise NotYet(f"product_details {incomplete[0]!r} lacks some of {list(_COLD)}; copy all four cold fields.")
+    emptied = _cold_emptied(details)
+    if emptied:
+        raise NotYet(emptied)
     hot_dup = sorted({f for d in details.values() for f in ("name", "price") if f in d})
     if hot_dup:
         raise NotYet(f"product_details also copies {hot_dup}; keep only the cold fields there (one owner per field).")
@@ -312,34 +360,62 @@ def _ex34() -> Exercise:
 
 # --- notebook 35 -------------------------------------------------------------------------------------------
 
+_STATUSES_35 = ["new", "paid", "shipped", "delivered"]
+
+
+def _order_35(i: int) -> dict:
+    """Lesson 35's order generator (the same rule as the notebook), for pristine data."""
+    import datetime as dt
+    return {"_id": f"order:{i:05d}", "customerId": f"cust:{(i * 7919) % 400:03d}", "status": _STATUSES_35[i % 4],
+            "region": f"region:{(i * 31) % 6}", "sku": f"sku:{(i * 13) % 250:03d}",
+            "total": round((i * 37) % 500 + 0.99, 2),
+            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=53 * i)}
+
+
 def _check_drop_unneeded(orders: Any) -> str:
+    from labkit.exercises import observe
+
     if not _is_collection(orders):
         raise NotYet(f"pass the collection (`practice.orders`), not {type(orders).__name__}.")
-    queries = {
-        "customer orders": orders.find({"customerId": "cust:017"}).sort("createdAt", -1).limit(20),
-        "region dashboard": orders.find({"region": "region:1", "status": "paid"}),
-        "orders with a SKU": orders.find({"sku": "sku:013"}),
-    }
-    used = set()
-    for label, cursor in queries.items():
-        plan = cursor.explain()["queryPlanner"]["winningPlan"]
-        stages = _stages(plan)
-        names = [s.get("stage") for s in stages]
-        if not any("IXSCAN" in str(n) for n in names):
-            raise NotYet(f"the {label} query now runs {names[-1] if names else '?'}: you dropped the index it needs.")
-        if "SORT" in names:
-            raise NotYet(f"the {label} query has a blocking SORT: keep the compound index that also gives the order.")
-        used |= {s["indexName"] for s in stages if "IXSCAN" in str(s.get("stage"))}
-    infos = orders.index_information()
-    keys = {n: list(i["key"]) for n, i in infos.items()}
-    for name, key in sorted(keys.items()):
-        for other, longer in keys.items():
-            if other != name and name != "_id_" and len(longer) > len(key) and longer[: len(key)] == key:
-                raise NotYet(f"{name} is a prefix of {other}, so the longer index serves all its queries: drop it.")
+    # The learner's indexes on pristine orders (the lesson's 1,500), so deleting orders cannot hide a cost.
+    with observe.sandbox("35-drop-unneeded", orders) as box:
+        box.db.orders.insert_many([_order_35(i) for i in range(1500)])
+        observe.copy_indexes(orders, box.db.orders)
+        coll = box.db.orders
+        queries = {
+            "customer orders": coll.find({"customerId": "cust:017"}).sort("createdAt", -1).limit(20),
+            "region dashboard": coll.find({"region": "region:1", "status": "paid"}),
+            "orders with a SKU": coll.find({"sku": "sku:013"}),
+        }
+        used = set()
+        for label, cursor in queries.items():
+            explain = cursor.explain()
+            fig = observe.plan_figures(explain)
+            if not any("IXSCAN" in n for n in fig.stages):
+                raise NotYet(f"the {label} query now runs {fig.stages[-1] if fig.stages else '?'}: you dropped the "
+                             "index it needs.")
+            if fig.blocking_sort:
+                raise NotYet(f"the {label} query has a blocking SORT: keep the compound index that also gives the "
+                             "order.")
+            if fig.keys_examined > fig.returned + 1 or fig.docs_examined > fig.returned:
+                raise NotYet(f"the {label} query still uses an index, but it reads {fig.keys_examined} keys and "
+                             f"{fig.docs_examined} documents for {fig.returned} results ({fig.index}): you dropped "
+                             "the index that matches it exactly. No COLLSCAN is not the same as cheap.")
+            used |= {st.get("indexName") for st in _stages(explain["queryPlanner"]["winningPlan"])
+                     if "IXSCAN" in str(st.get("stage"))}
+        redundant = observe.redundant_prefixes(coll)
+        infos = coll.index_information()
+    for short, long_ in redundant:
+        raise NotYet(f"{short} is a prefix of {long_}, so the longer index serves all its queries: drop it.")
     unused = sorted(set(infos) - used - {"_id_"})
+    special = [n for n in unused if any(infos[n].get(k) for k in ("unique", "partialFilterExpression",
+                                                                  "expireAfterSeconds"))]
+    if special:
+        raise NotYet(f"{special} serve no query of the workload, but they enforce something (uniqueness, a partial "
+                     "filter or expiry): decide about them on purpose, do not drop them as 'unused'.")
     if unused:
         raise NotYet(f"no query of the workload uses {unused}; each one still costs a write per insert. Drop them.")
-    return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload."
+    return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload at its exact cost."
 
 
 @register
