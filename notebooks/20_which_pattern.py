@@ -173,12 +173,11 @@ ex = labkit.exercises.get("20-which-pattern")
 ex
 
 # %% [markdown]
-# Here is what a first attempt with two slips looks like when checked:
+# Here is how the checker answers a guess: it says which answers are wrong and asks a question about each
+# scenario's cost; it reveals the right answers only once all seven are right.
 
 # %%
-attempt = {"sensor-every-second": "bucket", "viral-post": "subset", "rating-on-every-view": "computed",
-           "renamed-fields": "document versioning", "mixed-feed": "polymorphic",
-           "rough-view-counter": "approximation", "many-spec-fields": "attribute"}
+attempt = {scenario: "embedding" for scenario in WHICH_PATTERN_SCENARIOS}
 print(ex.check(attempt))
 
 # %% tags=["solution"]

@@ -275,8 +275,21 @@ def test_which_pattern_explains_wrong_answers():
     assert not result.correct
     assert "5 of 7 right" in result.message
     assert "viral-post" in result.message and "exceptional post" in result.message
-    assert "renamed-fields" in result.message and "shape" in result.message
+    assert "renamed-fields" in result.message and "*shape*" in result.message
     assert "mixed-feed" not in result.message
+    assert "outlier" not in result.message and "schema versioning" not in result.message
+
+
+def test_which_pattern_never_reveals_an_answer_before_all_are_right():
+    """Issue 15: the quiz's checker said "Expected <pattern>" for each wrong answer, giving the quiz away."""
+    from labkit.exercises.patterns import _SYNONYMS
+    ex = labkit.exercises.get("20-which-pattern")
+    for scenario, expected in _RIGHT.items():
+        for wrong in sorted(set(_SYNONYMS.values()) - {expected}):
+            message = ex.check(dict(_RIGHT, **{scenario: wrong})).message
+            assert expected not in message.lower(), (scenario, wrong, message)
+            assert "Ask yourself" in message or "Not quite" in message
+    assert "polymorphic" in ex.check(_RIGHT).message  # once all are right, the explanations are shown
 
 
 @pytest.mark.parametrize("answers, why", [

@@ -871,26 +871,42 @@ _SYNONYMS = {
     "embedding": "embedding", "embed": "embedding", "referencing": "referencing", "reference": "referencing",
 }
 
+#: A question per scenario that points at its main cost without naming the pattern (shown for wrong answers,
+#: so a learner who guesses is nudged, not told).
+_NUDGE = {
+    "sensor-every-second": "what does one document per reading cost at 86,400 readings a day per sensor, and what "
+                           "do the readings of one sensor have in common?",
+    "viral-post": "is the problem every post, or one exceptional post far larger than the rest?",
+    "rating-on-every-view": "compare how often the rating is shown with how often it changes.",
+    "renamed-fields": "old and new documents must coexist while you migrate without downtime: how does a reader "
+                      "tell them apart?",
+    "mixed-feed": "articles, videos and tools are read together in one feed: one query on one collection, or "
+                  "three?",
+    "rough-view-counter": "does this counter need to be exact, and what does a write per view cost?",
+    "many-spec-fields": "how many indexes would one index per spec field take, and how many fields are there?",
+}
+
 #: Explanations for tempting wrong answers: (scenario, given) -> why not.
 _NOT_THAT = {
     ("viral-post", "subset"): "subset keeps a few items embedded for every document; here the problem is one "
                               "exceptional post, handled differently from the rest.",
-    ("viral-post", "bucket"): "buckets group a regular stream by time; the issue here is one document far larger "
+    ("viral-post", "bucket"): "grouping a regular stream by time does not help here; the issue here is one document far larger "
                               "than all the others.",
     ("rating-on-every-view", "approximation"): "an average rating shown to shoppers should be exact, and reviews are "
                                                "rare writes: nothing to save by skipping updates.",
-    ("rough-view-counter", "computed"): "a counter updated on every view is the computed pattern; the hint is that "
-                                        "a few percent error is fine and writes must drop.",
+    ("rough-view-counter", "computed"): "keeping the counter on the document is right, but updating it on every "
+                                        "view keeps every write; the hint is that a few percent error is fine and "
+                                        "writes must drop.",
     ("renamed-fields", "document versioning"): "document versioning keeps old revisions of the data; here the "
-                                               "*shape* changed, which is schema versioning.",
-    ("mixed-feed", "inheritance"): "inheritance describes how the shapes share a base; the pattern that puts them "
-                                   "in one collection queried together is polymorphic.",
+                                               "*shape* of the documents changed, not their content.",
+    ("mixed-feed", "inheritance"): "inheritance describes how the shapes share a base; the question is how to "
+                                   "store them so one query reads them together.",
     ("mixed-feed", "single collection"): "single collection stores related entities to fetch them together by a "
-                                         "shared key; a feed of similar items of several kinds is polymorphic.",
-    ("many-spec-fields", "polymorphic"): "polymorphic handles a few document shapes; hundreds of optional fields "
-                                         "that all need an index call for the attribute pattern.",
-    ("sensor-every-second", "computed"): "buckets usually carry computed summaries, but the pattern that removes "
-                                         "86,376 of 86,400 documents a day is bucket.",
+                                         "shared key; these are similar items of several kinds read as one list.",
+    ("many-spec-fields", "polymorphic"): "several document shapes in one collection is not the problem; hundreds "
+                                         "of optional fields that all need an index are.",
+    ("sensor-every-second", "computed"): "summaries help, but the main cost is 86,400 documents a day per "
+                                         "sensor; find the pattern that removes most of them.",
 }
 
 
@@ -924,12 +940,14 @@ def _check_which_pattern(answers: Any) -> str:
             continue
         why_not = _NOT_THAT.get((scenario, given), "")
         wrong.append(f"- {scenario}: you said '{answers[scenario]}'. "
-                     + (f"Not quite: {why_not} " if why_not else "")
-                     + f"Expected {expected}: {_WHY[scenario]}")
+                     + (f"Not quite: {why_not} " if why_not else "Not this one. ")
+                     + f"Ask yourself: {_NUDGE[scenario]}")
     right = len(_EXPECTED) - len(wrong)
     if wrong:
-        raise NotYet(f"{right} of {len(_EXPECTED)} right.\n" + "\n".join(wrong))
-    return f"{right} of {len(_EXPECTED)} right: each scenario matched to the pattern that removes its main cost."
+        raise NotYet(f"{right} of {len(_EXPECTED)} right (the right answers are shown once all are right).\n"
+                     + "\n".join(wrong))
+    return (f"{right} of {len(_EXPECTED)} right: each scenario matched to the pattern that removes its main cost.\n"
+            + "\n".join(f"- {k}: {v} ({_WHY[k]})" for k, v in _EXPECTED.items()))
 
 
 @register
@@ -940,8 +958,8 @@ def _ex20() -> Exercise:
         task="Name the pattern for each scenario of the quiz: answers = {scenario id: pattern name}.",
         checker=_check_which_pattern,
         hints=["Ask what grows without bound or what is recomputed too often in each scenario.",
-               "Seven scenarios, seven different patterns: bucket, outlier, computed, schema versioning, "
-               "polymorphic, approximation, attribute."],
+               "No pattern is used twice. The candidates are the patterns of lessons 10-19; the summary table of "
+               "each lesson names the problem it removes."],
         solution_text=(
             "answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items()) + "}\nex.check(answers)"
         ),
