@@ -7,6 +7,7 @@ Public API (everything else is private):
 - ``labkit.seed``: ``social``, ``sensors``, ``load_canonical``        (labkit.seed, notebook 00)
 - ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
 - ``progress``: which exercises this learner has passed                (labkit.tracking, notebook 00)
+- ``Ledger``: measured cost per operation x the workload's rates       (labkit.ledger, notebook 00)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -21,14 +22,14 @@ from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
 __version__ = "0.1.0"
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking"}
+               "decision", "tracking", "ledger"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
-         "recommend": "decision", "decision_widget": "decision", "progress": "tracking"}
+         "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
-    "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "__version__",
+    "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "Ledger", "__version__",
 ]
 
 

@@ -105,14 +105,16 @@ class CommandRecorder(monitoring.CommandListener):
         return out
 
     def modified(self) -> int:
-        """Documents the write commands changed, from the servers' replies (``nModified`` of update, one per
-        findAndModify that updated, ``n`` of delete)."""
+        """Documents the write commands wrote, from the servers' replies (``n`` of insert and delete,
+        ``nModified`` + upserts of update, ``n`` of findAndModify)."""
         with self._lock:
             events = list(self.succeeded_events)
         n = 0
         for e in events:
             reply = e.reply or {}
-            if e.command_name == "update":
+            if e.command_name == "insert":
+                n += int(reply.get("n", 0))
+            elif e.command_name == "update":
                 n += int(reply.get("nModified", 0)) + len(reply.get("upserted") or [])
             elif e.command_name == "delete":
                 n += int(reply.get("n", 0))

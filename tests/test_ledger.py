@@ -1,0 +1,79 @@
+"""The workload cost ledger (issue 15 item 4): costs measured per operation, totals at the workload's rates."""
+from __future__ import annotations
+
+import pytest
+
+import labkit
+from labkit.engine import EmbeddedClient
+
+
+@pytest.fixture
+def shop():
+    db = labkit.fresh_db("ledger_shop", client=EmbeddedClient())
+    db.products.insert_many([{"_id": f"p{i}", "name": f"P{i}", "stats": {"count": 0, "sum": 0}} for i in range(20)])
+    db.reviews.insert_many([{"_id": f"r{i}", "productId": f"p{i % 20}", "rating": 1 + i % 5} for i in range(2000)])
+    db.reviews.create_index({"productId": 1})
+    return db
+
+
+def _read_computed(db):
+    db.products.find_one({"_id": "p3"})
+
+
+def _read_on_the_fly(db):
+    list(db.reviews.aggregate([{"$match": {"productId": "p3"}},
+                               {"$group": {"_id": "$productId", "n": {"$sum": 1}, "s": {"$sum": "$rating"}}}]))
+
+
+def _write_computed(db):
+    db.reviews.insert_one({"productId": "p3", "rating": 4})
+    db.products.update_one({"_id": "p3"}, {"$inc": {"stats.count": 1, "stats.sum": 4}})
+
+
+def _write_plain(db):
+    db.reviews.insert_one({"productId": "p3", "rating": 4})
+
+
+def test_costs_are_measured_from_what_the_operation_did(shop):
+    ledger = labkit.Ledger({"show product": 1000, "write review": 1})
+    point = ledger.measure("computed", "show product", shop, _read_computed)
+    # an _id point read: one round trip, one key, one document (manual: "Explain Results", EXPRESS/IDHACK)
+    assert (point.round_trips, point.keys_examined, point.docs_examined) == (1, 1, 1)
+    scan = ledger.measure("on the fly", "show product", shop, _read_on_the_fly)
+    assert scan.round_trips == 1 and scan.docs_examined == 100 and scan.keys_examined == 100
+    write = ledger.measure("computed", "write review", shop, _write_computed)
+    assert (write.round_trips, write.docs_written, write.docs_examined) == (2, 2, 0)
+    plain = ledger.measure("on the fly", "write review", shop, _write_plain)
+    assert (plain.round_trips, plain.docs_written) == (1, 1)
+
+
+def test_totals_multiply_by_the_rates_and_the_better_design_flips(shop):
+    ledger = labkit.Ledger({"show product": 1000, "write review": 1})
+    ledger.measure("computed", "show product", shop, _read_computed)
+    ledger.measure("on the fly", "show product", shop, _read_on_the_fly)  # before the writes add reviews
+    ledger.measure("computed", "write review", shop, _write_computed)
+    ledger.measure("on the fly", "write review", shop, _write_plain)
+    totals = ledger.totals()
+    assert totals.loc["computed", "docs examined /s"] == 1000 * 1
+    assert totals.loc["on the fly", "docs examined /s"] == 1000 * 100
+    assert totals.loc["computed", "docs written /s"] == 2 and totals.loc["on the fly", "docs written /s"] == 1
+    assert ledger.best("docs examined") == "computed"
+    # a write-heavy workload: fewer documents written wins when nobody reads
+    assert ledger.best("docs written", {"show product": 0, "write review": 500}) == "on the fly"
+    handle = ledger.widget("round trips")
+    handle.set(**{"show product /s": 0, "write review /s": 100})
+    assert handle.result["better design"] == "on the fly"
+    handle.set(**{"show product /s": 5000})
+    assert handle.result["computed: round trips /s"] == 5000 + 200
+
+
+def test_bad_arguments_say_what_to_do(shop):
+    with pytest.raises(ValueError, match="runs per second"):
+        labkit.Ledger({})
+    with pytest.raises(ValueError, match="numbers >= 0"):
+        labkit.Ledger({"a": -1})
+    ledger = labkit.Ledger({"a": 1})
+    with pytest.raises(ValueError, match="not in the workload"):
+        ledger.measure("x", "b", shop, _read_computed)
+    with pytest.raises(ValueError, match="no design"):
+        ledger.best()
