@@ -11,8 +11,9 @@ their rates, then design for the top rows". A ledger makes that arithmetic visib
     ledger.widget()     # one slider per rate: move them and watch the better design flip
 
 Every cost is measured while the operation runs, through the command events a driver sees (round trips,
-documents written, bytes returned) and the ``explain`` of each read it sent (keys and documents examined), on
-the embedded engine and on a real server alike.
+documents written, bytes returned) and the ``explain`` of each read it sent (keys and documents examined; for a
+write, the explain of the query its filter runs, measured right after the write), on the embedded engine and on
+a real server alike.
 """
 from __future__ import annotations
 
@@ -83,6 +84,23 @@ def _examined(db: Any, command: dict) -> tuple[int, int]:
     return fig.keys_examined, fig.docs_examined
 
 
+def _as_queries(command: dict) -> list[dict]:
+    """The read commands whose explain measures ``command``: itself for a read; for an update or delete, a
+    ``find`` of each statement's filter (what the write had to find), since not every engine explains writes."""
+    name = next(iter(command), "")
+    if name in _READS:
+        return [command]
+    if name == "update":
+        return [{"find": command[name], "filter": u.get("q", {}), **({} if u.get("multi") else {"limit": 1})}
+                for u in command.get("updates") or []]
+    if name == "delete":
+        return [{"find": command[name], "filter": d.get("q", {}), **({"limit": 1} if d.get("limit") else {})}
+                for d in command.get("deletes") or []]
+    if name == "findAndModify":
+        return [{"find": command[name], "filter": command.get("query", {}), "limit": 1}]
+    return []
+
+
 def _sum_examined(plan: Any) -> tuple[int, int]:
     """Totals over every executionStats in an explain (aggregate explains carry one per stage)."""
     keys = docs = 0
@@ -117,8 +135,9 @@ def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
     started = [e for e in rec.started_events if e.command_name not in ("endSessions", "killCursors")]
     keys = docs = 0
     for e in started:
-        if e.command_name in _READS:
-            k, d = _examined(db.client[e.database_name], dict(e.command))
+        target = db.client[e.database_name]
+        for cmd in _as_queries(dict(e.command)):
+            k, d = _examined(target, cmd)
             keys, docs = keys + k, docs + d
     returned = sum(len(bson.encode(e.reply)) for e in rec.succeeded_events
                    if e.command_name in _READS + ("getMore", "findAndModify"))
