@@ -109,10 +109,18 @@ share = workload.loc[0, "per_second"] / workload["per_second"].sum()
 print(f"share of all operations that are product-page reads: {share:.0%}")
 
 # %% [markdown]
-# A review is written about twice a second but shown on a product page two thousand times a second, so doing a
-# little extra work when a review is written (keeping the rating average and the five newest reviews inside
-# the product) pays off a thousand times over. The monthly report, on the other hand, should not shape the
-# schema at all. The lessons come back to this table again and again.
+# Reviews are written far less often than they are shown. How many product pages show each review written?
+
+# %%
+per_second = workload.set_index("operation")["per_second"]
+views_per_review = per_second["Show product page"] / per_second["Add review"]
+print(f"product-page views per review written: {views_per_review:,.0f}")
+
+# %% [markdown]
+# So a little extra work when a review is written (keeping the rating average and the five newest reviews
+# inside the product) is repaid once per page view, that many times for every review. The monthly report, on
+# the other hand, should not shape the schema at all. The lessons come back to this table again and again;
+# lesson 12 measures this trade with a ledger of what each design costs per operation.
 
 # %% [markdown]
 # ## Real-looking data

@@ -242,8 +242,26 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# One extra write two times a second buys removing hundreds of thousands of document reads a second.
-# That trade is only visible because the table put both rates side by side.
+# product:007 is the busiest product, so its page is the worst case. The 2,000 page views a second are spread
+# over the whole catalogue, so the fair figure uses the average page. Measured over all 300 products:
+
+# %%
+naive_docs = [int(naive_page(p["_id"])["docs examined"].sum()) for p in db.products.find({}, {"_id": 1})]
+average_naive = sum(naive_docs) / len(naive_docs)
+fair = pd.DataFrame({
+    "average product": {"naive docs per page": round(average_naive, 1),
+                        "naive docs per second": round(average_naive * 2000),
+                        "workload-driven docs per second": int(better["docs examined"].sum()) * 2000},
+    "product:007 (busiest)": {"naive docs per page": int(naive_007["docs examined"].sum()),
+                              "naive docs per second": int(naive_007["docs examined"].sum()) * 2000,
+                              "workload-driven docs per second": int(better["docs examined"].sum()) * 2000},
+})
+fair
+
+# %% [markdown]
+# One extra write two times a second buys removing the difference between those rows: for the average page
+# and, far more, for the busiest one. That trade is only visible because the table put both rates side by
+# side.
 
 # %% [markdown]
 # ## Explore: how popular is the product?
