@@ -186,35 +186,82 @@ print("writes to add one book with two authors:", len(add_book), "statements,",
 print("its page:", sorted(d["_id"] for d in db.library.find({"relatedIds": "book:999"})))
 
 # %% [markdown]
-# ## Explore: authors per book
+# ## Explore: authors per book, and how often books are added
 #
-# The slider picks the anthology with that many contributors and runs both book-page queries under `explain()`.
+# Reading costs the two designs the same documents; writing does not. The explorer adds a book with the chosen
+# number of authors to each design (and removes it again), measuring the documents written with the
+# `labkit.ledger.measure`, and reads the matching anthology's page under `explain()`. The second slider is how
+# many page views each new book gets. Without `$lookup`, the two-collection book page is two finds (the book,
+# then its authors): watch which design needs fewer round trips as the views per book change.
 
 # %%
 from labkit.widgets import explorer
 
 
-def per_book(authors_per_book):
+def add_to_library(k):
+    def add(d):
+        d.library.insert_one({"_id": "book:explore", "docType": "book", "title": "Explore", "year": 2026,
+                              "relatedIds": ["book:explore"] + [f"author:{a}" for a in range(1, k + 1)]})
+        d.library.update_many({"_id": {"$in": [f"author:{a}" for a in range(1, k + 1)]}},
+                              {"$addToSet": {"relatedIds": "book:explore"}})
+    return add
+
+
+def add_to_books(k):
+    def add(d):
+        d.books.insert_one({"_id": "book:explore", "title": "Explore", "year": 2026,
+                            "authorIds": [f"author:{a}" for a in range(1, k + 1)]})
+    return add
+
+
+def undo_explore_book():
+    db.books.delete_one({"_id": "book:explore"})
+    db.library.delete_one({"_id": "book:explore"})
+    db.library.update_many({"relatedIds": "book:explore"}, {"$pull": {"relatedIds": "book:explore"}})
+
+
+def per_book(authors_per_book, views_per_new_book):
     book_id = f"book:{900 + authors_per_book}"
     joined = aggregate_cost("books", book_page_lookup(book_id))
     single = find_cost(db.library.find({"relatedIds": book_id}))
+    write_single = labkit.ledger.measure(db, add_to_library(authors_per_book))
+    undo_explore_book()
+    write_two = labkit.ledger.measure(db, add_to_books(authors_per_book))
+    undo_explore_book()
+    views = views_per_new_book
     return {"book": book_id, "authors": authors_per_book,
-            "two collections + $lookup: docs examined": joined["docs examined"],
-            "two collections + $lookup: keys examined": joined["keys examined"],
-            "two collections, two finds: round trips": 2,
-            "single collection: docs examined": single["docs examined"],
-            "single collection: keys examined": single["keys examined"],
-            "single collection: round trips": single["round trips"]}
+            "two collections + $lookup: docs examined per view": joined["docs examined"],
+            "single collection: docs examined per view": single["docs examined"],
+            "two collections: docs written per new book": write_two.docs_written,
+            "single collection: docs written per new book": write_single.docs_written,
+            "two collections, two finds: round trips (views + writes)": views * 2 + write_two.round_trips,
+            "single collection: round trips (views + writes)": views * 1 + write_single.round_trips,
+            "two collections: docs examined + written": views * joined["docs examined"] + write_two.docs_written,
+            "single collection: docs examined + written": views * single["docs examined"]
+            + write_single.docs_written,
+            "fewer round trips": "single collection" if views + write_single.round_trips < 2 * views
+            + write_two.round_trips else "two collections" if views + write_single.round_trips > 2 * views
+            + write_two.round_trips else "tie"}
 
 
 def draw_docs(ax, values, r):
-    ax.barh(["$lookup", "single collection"], [r["two collections + $lookup: docs examined"],
-                                               r["single collection: docs examined"]], color=["#ff7f0e", "#1f77b4"])
-    ax.set_xlabel("documents examined for one book page")
+    ax.barh(["two collections", "single collection"], [r["two collections: docs examined + written"],
+                                                       r["single collection: docs examined + written"]],
+            color=["#ff7f0e", "#1f77b4"])
+    ax.set_xlabel("documents examined + written, per new book and its page views")
 
 
-anthology = explorer(per_book, sliders={"authors_per_book": (1, 20, 3)}, title="Authors per book", draw=draw_docs)
+anthology = explorer(per_book, sliders={"authors_per_book": (1, 20, 3), "views_per_new_book": (0, 50, 10)},
+                     title="Authors per book", draw=draw_docs)
 anthology
+
+# %% [markdown]
+# Per new book the single collection writes one document per author more; per page view both read the same
+# documents, and the single collection saves a round trip over two finds. So it pays off when books are read
+# far more often than they are written (the catalogue's workload), and not for a write-heavy collection.
+
+# %%
+pd.DataFrame([per_book(k, v) for k, v in ((1, 0), (20, 0), (20, 50))]).set_index(["authors", "book"]).T
 
 # %% [markdown]
 # ## Exercise
