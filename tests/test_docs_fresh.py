@@ -141,8 +141,10 @@ def test_generate_then_fresh_then_stale_again(course):
     assert gen_docs.stale_files(course) == []
     assert gen_docs.write_all(course) == []          # idempotent
     contents = (course / "CONTENTS.md").read_text()
-    assert "| 01 | [Embed \\| few](notebooks/01_embed.ipynb) | 20 |" in contents
-    assert "| | **Relationships total** | **20** |" in contents and "| **Total** | **3** | **55** |" in contents
+    # lesson minutes, exercise minutes, their sum (issue 18: the total includes the exercises)
+    assert "| 01 | [Embed \\| few](notebooks/01_embed.ipynb) | 20 | 10 | 30 |" in contents
+    assert "| | **Relationships total** | **20** | **10** | **30** |" in contents
+    assert "| **Total** | **3** | **55** |" in contents
     make_lesson(course / "notebooks", "02_more", "minutes: 5\ntitle: More\nsection: Relationships", built=False)
     stale = gen_docs.stale_files(course)
     assert course / "CONTENTS.md" in stale and course / "notebooks" / "01_embed.py" in stale

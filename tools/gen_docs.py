@@ -78,27 +78,34 @@ def _label(lesson: Lesson) -> str:
 # --- CONTENTS.md -------------------------------------------------------------------------------------------
 
 def render_contents(all_lessons: list[Lesson]) -> str:
-    """The contents page: a section summary, then one table per section with links to the notebooks."""
-    total = sum(x.minutes for x in all_lessons)
+    """The contents page: a section summary, then one table per section with links to the notebooks.
+
+    Times are the lesson's reading and running time plus its exercises, so a self-paced learner can plan."""
+    total = sum(x.slot_minutes for x in all_lessons)
+    teach = sum(x.minutes for x in all_lessons)
     groups = sections(all_lessons)
     out = [
         "# Schema Lab: contents", "", GENERATED_NOTE, "",
         f"{len(all_lessons)} lesson{'s' if len(all_lessons) != 1 else ''}, about {fmt_minutes(total)} in total "
-        "when worked through alone. Open them with `python3 dev.py lab`. Copies without the exercise answers are "
+        f"when worked through alone ({fmt_minutes(teach)} of lessons and {fmt_minutes(total - teach)} of "
+        "exercises). Open them with `python3 dev.py lab`. Copies without the exercise answers are "
         "in [students/](students/README.md); workshop agendas are in [INSTRUCTOR.md](INSTRUCTOR.md).", "",
-        "| Section | Lessons | Minutes |", "|---|---:|---:|",
+        "| Section | Lessons | Lesson min | Exercise min | Total min |", "|---|---:|---:|---:|---:|",
     ]
     for section, items in groups:
         anchor = re.sub(r"[^a-z0-9 -]", "", section.lower()).replace(" ", "-")
-        out.append(f"| [{_cell(section)}](#{anchor}) | {len(items)} | {sum(x.minutes for x in items)} |")
-    out.append(f"| **Total** | **{len(all_lessons)}** | **{total}** |")
+        out.append(f"| [{_cell(section)}](#{anchor}) | {len(items)} | {sum(x.minutes for x in items)} | "
+                   f"{sum(x.exercise_minutes for x in items)} | {sum(x.slot_minutes for x in items)} |")
+    out.append(f"| **Total** | **{len(all_lessons)}** | **{teach}** | **{total - teach}** | **{total}** |")
     for section, items in groups:
-        minutes = sum(x.minutes for x in items)
+        minutes = sum(x.slot_minutes for x in items)
         out += ["", f"## {_md(section)}", "", f"{len(items)} lesson{'s' if len(items) != 1 else ''}, {fmt_minutes(minutes)}.",
-                "", "| # | Lesson | Minutes |", "|---|---|---:|"]
+                "", "| # | Lesson | Lesson min | Exercise min | Total min |", "|---|---|---:|---:|---:|"]
         for x in items:
-            out.append(f"| {x.number} | [{_cell(x.title)}](notebooks/{x.name}.ipynb) | {x.minutes} |")
-        out.append(f"| | **{_cell(section)} total** | **{minutes}** |")
+            out.append(f"| {x.number} | [{_cell(x.title)}](notebooks/{x.name}.ipynb) | {x.minutes} | "
+                       f"{x.exercise_minutes} | {x.slot_minutes} |")
+        out.append(f"| | **{_cell(section)} total** | **{sum(x.minutes for x in items)}** | "
+                   f"**{sum(x.exercise_minutes for x in items)}** | **{minutes}** |")
     return "\n".join(out) + "\n"
 
 
