@@ -72,6 +72,14 @@ class EmbeddedClient(mongomock.MongoClient):
         self._store[name].incarnation += 1
         return super().drop_database(name_or_database)
 
+    def bulk_write(self, models, session=None, ordered=True, verbose_results=False,
+                   bypass_document_validation=None, comment=None, let=None, write_concern=None):
+        """MongoDB 8.0's client-level bulkWrite (pymongo >= 4.9), see labkit/engine/client_bulk.py."""
+        from .client_bulk import client_bulk_write
+        return client_bulk_write(self, models, session=session, ordered=ordered, verbose_results=verbose_results,
+                                 bypass_document_validation=bypass_document_validation, comment=comment, let=let,
+                                 write_concern=write_concern)
+
     def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
         """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
         from .sessions import start_session
