@@ -88,15 +88,15 @@ def _collection(client: Any, namespace: str) -> Any:
                                                         "codeName": "InvalidNamespace"}) from None
 
 
-def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool) -> dict:
+def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool, comment: Any) -> dict:
     """Run one operation; return its reply as the server's bulkWrite cursor holds it (``ok``, ``n`` ...)."""
     if kind == "insert":
-        coll.insert_one(cmd["document"], bypass_document_validation=bypass, session=session)
+        coll.insert_one(cmd["document"], bypass_document_validation=bypass, session=session, comment=comment)
         return {"ok": 1.0, "n": 1}
     if kind in ("update", "replace"):
         kw: dict[str, Any] = {"upsert": bool(cmd.get("upsert", False)), "hint": cmd.get("hint"),
                               "collation": cmd.get("collation"), "session": session,
-                              "bypass_document_validation": bypass}
+                              "bypass_document_validation": bypass, "comment": comment}
         if kind == "replace":
             res = coll.replace_one(cmd["filter"], cmd["updateMods"], sort=cmd.get("sort"), **kw)
         elif cmd["multi"]:
@@ -108,7 +108,7 @@ def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool) -> dic
         if res.upserted_id is not None:
             reply["upserted"] = {"_id": res.upserted_id}
         return reply
-    kw = {"hint": cmd.get("hint"), "collation": cmd.get("collation"), "session": session}
+    kw = {"hint": cmd.get("hint"), "collation": cmd.get("collation"), "session": session, "comment": comment}
     res = coll.delete_many(cmd["filter"], **kw) if cmd["multi"] else coll.delete_one(cmd["filter"], **kw)
     return {"ok": 1.0, "n": res.deleted_count}
 
@@ -146,7 +146,7 @@ def client_bulk_write(client: Any, models: Sequence[Any], session: Any = None, o
     bypass = bool(bypass_document_validation)
     for idx, ((kind, cmd), coll) in enumerate(zip(collected.ops, colls)):
         try:
-            reply = _run_one(coll, kind, cmd, session, bypass)
+            reply = _run_one(coll, kind, cmd, session, bypass, comment)
         except (WriteError, OperationFailure) as exc:
             err = {"ok": 0.0, "idx": idx, "code": exc.code, "errmsg": _errmsg(exc)}
             details = exc.details if isinstance(exc.details, dict) else {}
