@@ -9,6 +9,8 @@ import platform
 import sys
 from typing import Any, Sequence
 
+from pymongo.errors import PyMongoError
+
 from labkit.connection import ENV_URI, LabConnectionError, connect, describe, is_embedded, redact_uri, scrub
 from labkit.databases import ENV_PREFIX, UnsafeDatabaseError, db_name, fresh_db, reset_db
 
@@ -190,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (LabConnectionError, UnsafeDatabaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except PyMongoError as exc:  # a server refusing an operation: one line, no traceback, no secret
+        uri = getattr(args, "uri", None) or os.environ.get(ENV_URI, "")
+        print(f"error: {type(exc).__name__}: {scrub(str(exc), uri)}", file=sys.stderr)
         return 1
 
 

@@ -93,8 +93,8 @@ def redact_uri(uri: str) -> str:
     """
     if not isinstance(uri, str):
         return repr(uri)
-    if _SCHEME.match(uri) and "\n" not in uri:
-        return _redact_one(uri)
+    if _SCHEME.match(uri) and "\n" not in uri or not any(c.isspace() for c in uri):
+        return _redact_one(uri)  # one URI, with or without (or with a mistyped) scheme
     text = _URI_IN_TEXT.sub(lambda m: _redact_one(m.group(0)), uri)
     return _redact_options(text, _OPTION_IN_TEXT)
 

@@ -61,3 +61,17 @@ def test_doctor_bad_uri_one_line_no_secret(monkeypatch, capsys, uri, secrets):
         assert s not in out
     assert "Traceback" not in out
     assert sum("engine" in line for line in out.splitlines()) == 1
+
+
+def test_server_errors_are_one_line_without_secret(monkeypatch, capsys):
+    from pymongo.errors import OperationFailure
+    from labkit import seed
+
+    def refuse(*a, **k):
+        raise OperationFailure("not authorized on mongodb://eve:Hunter22@h/ to execute command", 13)
+
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    monkeypatch.setattr(seed, "social", refuse)
+    assert main(["seed", "social", "--users", "10", "--db", "refused"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: OperationFailure:") and "Hunter22" not in err and "Traceback" not in err

@@ -156,3 +156,11 @@ def test_random_password_never_printed(password, shape):
         assume(secret not in frame)
         assert secret not in out, (uri, out)
         assert secret not in scrub(f"auth failed: {uri} / {secret}", uri)
+
+
+@pytest.mark.parametrize("uri", ["bob:Secret99@host:27017", "mongodb:/bob:Secret99@host", "mongodb//bob:Secret99@h"])
+def test_uri_without_a_proper_scheme_is_redacted(uri):
+    assert "Secret99" not in redact_uri(uri)
+    with pytest.raises(labkit.LabConnectionError) as info:
+        labkit.connect(uri)
+    assert "Secret99" not in str(info.value)
