@@ -184,3 +184,13 @@ def test_engine_refuses_long_and_case_names(client):
     assert "dbCase" not in client.list_database_names()
     client.drop_database("dbcase")
     client["dbCase"].t.insert_one({})  # allowed once the other is gone
+
+
+@pytest.mark.parametrize("bad", ["", "a.b", "a b", "a/b", "a\0b"])
+def test_engine_server_side_name_check_is_invalid_namespace(bad):
+    # For commands that arrive without a driver's check (the wire server): the server's 73.
+    from pymongo.errors import OperationFailure
+    from labkit.engine import check_database_name
+    with pytest.raises(OperationFailure, match="Invalid database name") as info:
+        check_database_name(bad, [], as_server=True)
+    assert info.value.code == 73

@@ -16,20 +16,29 @@ MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
 
 
-def check_database_name(name: str, existing: list[str]) -> None:
+def check_database_name(name: str, existing: list[str], as_server: bool = False) -> None:
     """Refuse a database name as pymongo and a MongoDB 8.0 server on Linux do.
 
     pymongo itself raises ``InvalidName`` for ``""`` and names with space, ``.``, ``$``, ``/``, ``\\``, NUL or
-    ``"`` (``pymongo/database_shared.py``); the server refuses names over 63 bytes (InvalidNamespace 73, "db name
-    must be at most 63 characters, found: N") and a name that differs only in case from an existing database
-    (DatabaseDifferCase 13297). Manual: "Naming Restrictions" (Restrictions on Database Names).
+    ``"`` (``pymongo/database_shared.py``); with ``as_server`` (a command arriving over the wire, where no driver
+    checked the name) those are the server's InvalidNamespace 73 "Invalid database name: '<name>'". The server
+    refuses names over 63 bytes (InvalidNamespace 73, "db name must be at most 63 characters, found: N") and a
+    name that differs only in case from an existing database (DatabaseDifferCase 13297). Manual: "Naming
+    Restrictions" (Restrictions on Database Names).
     """
     from pymongo.database_shared import _check_name
-    from pymongo.errors import OperationFailure
+    from pymongo.errors import InvalidName, OperationFailure
     if not isinstance(name, str):
         raise TypeError("name must be an instance of str, not %s" % type(name))
     if name != "$external":
-        _check_name(name)
+        try:
+            _check_name(name)
+        except InvalidName:
+            if not as_server:
+                raise
+            msg = "Invalid database name: '%s'" % name
+            raise OperationFailure(msg, 73, {"ok": 0.0, "errmsg": msg, "code": 73,
+                                             "codeName": "InvalidNamespace"}) from None
     size = len(name.encode("utf-8"))
     if size > MAX_DB_NAME_BYTES:
         raise OperationFailure("db name must be at most %d characters, found: %d" % (MAX_DB_NAME_BYTES, size),
