@@ -331,3 +331,18 @@ def test_dollar_names_inside_id_refused(client, bad_id):
         client.db.f.insert_many([{"_id": 1}, {"_id": bad_id}, {"_id": 3}], ordered=False)
     assert [e["code"] for e in info.value.details["writeErrors"]] == [52]
     assert client.db.f.count_documents({}) == 2
+
+
+def test_client_bulk_write_error_in_a_transaction_aborts_it(client):
+    # Manual "Transactions" > error handling: a write error aborts the transaction (NoSuchTransaction, 251, after).
+    client.db.c.insert_one({"_id": 1})
+    with client.start_session() as s:
+        s.start_transaction()
+        with pytest.raises(ClientBulkWriteException) as info:
+            client.bulk_write([InsertOne(namespace="db.c", document={"_id": 1}),
+                               InsertOne(namespace="db.c", document={"_id": 2})], session=s, ordered=False)
+        assert [(e["idx"], e["code"]) for e in info.value.write_errors] == [(0, 11000)]
+        with pytest.raises(OperationFailure) as info:
+            s.commit_transaction()
+        assert info.value.code == 251
+    assert client.db.c.count_documents({}) == 1

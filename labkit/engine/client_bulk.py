@@ -144,6 +144,7 @@ def client_bulk_write(client: Any, models: Sequence[Any], session: Any = None, o
         full["error"] = exc
         raise ClientBulkWriteException(full, verbose_results) from exc
     bypass = bool(bypass_document_validation)
+    in_txn = bool(session is not None and getattr(session, "in_transaction", False))
     for idx, ((kind, cmd), coll) in enumerate(zip(collected.ops, colls)):
         try:
             reply = _run_one(coll, kind, cmd, session, bypass, comment)
@@ -155,7 +156,7 @@ def client_bulk_write(client: Any, models: Sequence[Any], session: Any = None, o
                     err[key] = details[key]
             err["op"] = cmd
             full["writeErrors"].append(err)
-            if ordered:
+            if ordered or in_txn:  # a failed write aborts the transaction: nothing after it can run
                 break
             continue
         full["anySuccessful"] = True
