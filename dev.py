@@ -60,6 +60,20 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _is_root() -> bool:
+    """True when running as root (containers, cloud VMs, CI), where Jupyter refuses to start without a flag."""
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0
+
+
+def _root_args(tool: str, rest: list[str]) -> list[str]:
+    """``--allow-root`` for JupyterLab when running as root (said aloud), unless already given."""
+    if not _is_root() or "--allow-root" in rest:
+        return []
+    print(f"Running as root: adding --allow-root so {tool} starts (it refuses root otherwise).", flush=True)
+    return ["--allow-root"]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help", "help"}:
         print(__doc__)
@@ -71,12 +85,13 @@ def main(argv: list[str]) -> int:
     setup()
     os.chdir(ROOT)
     if cmd == "lab":
-        args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *rest]
+        args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *_root_args("JupyterLab", rest), *rest]
     elif cmd == "test":
         args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *rest]
         # Exercise checks in the notebooks record progress: keep the test run's record out of the home folder.
         os.environ.setdefault("LABKIT_PROGRESS_FILE", str(ROOT / "build" / "test-progress.json"))
     elif cmd == "demo":
+        # Voila has no root check (and no --allow-root flag): it starts as root as it is.
         args = [str(PY), "-m", "voila", DEMO_NOTEBOOK, "--strip_sources=True", *rest]
     elif cmd == "docs":
         args = [str(PY), str(ROOT / "tools" / "gen_docs.py"), *rest]

@@ -9,7 +9,9 @@ import platform
 import sys
 from typing import Any, Sequence
 
-from labkit.connection import ENV_URI, LabConnectionError, connect, describe, redact_uri
+from pymongo.errors import PyMongoError
+
+from labkit.connection import ENV_URI, LabConnectionError, connect, describe, is_embedded, redact_uri, scrub
 from labkit.databases import ENV_PREFIX, UnsafeDatabaseError, db_name, fresh_db, reset_db
 
 _VERSIONS = ["labkit", "pymongo", "mongomock", "jsonschema", "pandas", "ipywidgets", "matplotlib", "tqdm",
@@ -53,6 +55,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         except LabConnectionError as exc:
             ok = False
             print(f"  engine      server NOT reachable: {exc}")
+        except Exception as exc:  # noqa: BLE001 - doctor reports, it never shows a traceback
+            ok = False
+            print(f"  engine      cannot use {ENV_URI}: {type(exc).__name__}: {scrub(str(exc), uri)}")
     else:
         print(f"  engine      {describe(connect())} ({ENV_URI} is not set)")
     wok, wmsg = _widgets_status()
@@ -83,7 +88,16 @@ def cmd_seed(args: argparse.Namespace) -> int:
             summary = seed.sensors(db, sensors=args.sensors, hours=args.hours, seed=args.seed)
         counts = ", ".join(f"{k}={v}" for k, v in summary.counts.items())
         print(f"  {db.name}: {counts}")
+    _warn_if_embedded(client, "seeded")
     return 0
+
+
+def _warn_if_embedded(client: Any, what: str) -> None:
+    """The embedded engine lives in this process: say that its data are gone when the command ends."""
+    if is_embedded(client):
+        print(f"NOTE: this ran on the embedded engine, which lives inside this command's process: the {what} "
+              f"data are gone now that it exits. To keep them, run `python -m labkit serve` in another terminal "
+              f"and pass --uri mongodb://127.0.0.1:27017 (or set {ENV_URI} to a real server).")
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
@@ -108,6 +122,7 @@ def cmd_workshop(args: argparse.Namespace) -> int:
             print(f"  learner {r['learner']:>3}: LABKIT_DB_PREFIX={r['LABKIT_DB_PREFIX']:<16} "
                   f"{r['database']} ({r['documents']} documents)")
         print("Each learner sets MONGODB_URI and their LABKIT_DB_PREFIX before starting Jupyter.")
+        _warn_if_embedded(client, "prepared")
         return 0
     if args.action == "check":
         rows = workshop.check(client, args.learners, base=args.base)
@@ -204,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (LabConnectionError, UnsafeDatabaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except PyMongoError as exc:  # a server refusing an operation: one line, no traceback, no secret
+        uri = getattr(args, "uri", None) or os.environ.get(ENV_URI, "")
+        print(f"error: {type(exc).__name__}: {scrub(str(exc), uri)}", file=sys.stderr)
         return 1
 
 

@@ -8,7 +8,7 @@ import os
 import re
 import warnings
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 import pymongo
 from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
@@ -19,9 +19,6 @@ DEFAULT_TIMEOUT_MS = 3000
 ENV_URI = "MONGODB_URI"
 EMBEDDED = "embedded"
 
-# user:password@ after any scheme:// (mongodb://, mongodb+srv://, or a mistyped one); percent-encoding kept.
-_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*)(?::(?P<password>[^@/]*))?@")
-
 _embedded_client: EmbeddedClient | None = None
 
 
@@ -29,51 +26,116 @@ class LabConnectionError(ConnectionError):
     """The configured MongoDB server could not be reached or refused the connection."""
 
 
+# The URI grammar, as drivers read it: scheme://[userinfo@]hosts[/[db][?options]]. Learners paste passwords
+# with unescaped '/', '@', '?' and ':' in them, so redaction is deliberately greedy: the userinfo ends at the
+# LAST '@' that is followed by something shaped like a host list, and everything after the first ':' of the
+# userinfo is the password. When in doubt more is hidden, never less.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_HOST_SEGMENT = re.compile(r"[A-Za-z0-9._~%\-\[\]:,]+(?=[/?#]|$)")
+# Options whose values are secrets: any option name containing one of these words (case-insensitive, as drivers
+# treat option names), e.g. password, tlsCertificateKeyFilePassword, proxyPassword, authMechanismProperties
+# (AWS_SESSION_TOKEN:...). An option starts after "?", "&" or ";" (or a blank, in free text) and its value runs
+# to the next "&", ";" or "#" (or blank, in free text). Only secret options are matched, so an odd character
+# elsewhere (a ";" or "=" inside a password) can never make the scanner skip over one.
+_SECRET_WORDS = r"(?:password|secret|token|credential|authmechanismproperties|passphrase)"
+_OPTION = re.compile(r"(?:(?<=[?&;])|^)(?P<key>[A-Za-z0-9_.\-]*" + _SECRET_WORDS + r"[A-Za-z0-9_.\-]*)"
+                     r"=(?P<value>[^&;#]*)", re.IGNORECASE)
+_OPTION_IN_TEXT = re.compile(r"(?:(?<=[?&;\s])|^)(?P<key>[A-Za-z0-9_.\-]*" + _SECRET_WORDS +
+                             r"[A-Za-z0-9_.\-]*)=(?P<value>[^&;#\s]*)", re.IGNORECASE)
+MASK = "****"
+
+
+def _split_uri(uri: str) -> tuple[str, str | None, str | None, str]:
+    """``(scheme, user, password, rest)`` of one URI; ``user`` is None without userinfo."""
+    m = _SCHEME.match(uri)
+    scheme = m.group(0) if m else ""
+    body = uri[len(scheme):]
+    at = -1
+    for i in range(len(body) - 1, -1, -1):
+        if body[i] == "@" and _HOST_SEGMENT.match(body, i + 1):
+            at = i
+            break
+    if at < 0:
+        at = body.rfind("@")  # no host list after any '@': still hide everything before the last one
+    if at < 0:
+        return scheme, None, None, body
+    userinfo, rest = body[:at], body[at + 1:]
+    user, sep, password = userinfo.partition(":")
+    return scheme, user, (password if sep else None), rest
+
+
+def _redact_options(text: str, pattern: re.Pattern = _OPTION) -> str:
+    def repl(m: re.Match) -> str:
+        return f"{m.group('key')}={MASK}" if m.group("value") else m.group(0)
+    return pattern.sub(repl, text)
+
+
+def _redact_one(uri: str) -> str:
+    uri = _redact_options(uri)
+    scheme, user, password, rest = _split_uri(uri)
+    if user is None:
+        return uri
+    if password is None:
+        return f"{scheme}{user}@{rest}"
+    return f"{scheme}{user}:{MASK}@{rest}"
+
+
+# In free text (driver error messages) a URI runs from its scheme to the next blank or quote.
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
+
+
 def redact_uri(uri: str) -> str:
-    """Return ``uri`` with any password replaced by ``****`` (user names are kept)."""
+    """Return ``uri`` with its password and secret options replaced by ``****`` (user names are kept).
+
+    Works on a whole URI (any shape: unescaped ``/``, ``@`` or ``:`` in the password, ``mongodb+srv://``,
+    options such as ``tlsCertificateKeyFilePassword``, ``authMechanismProperties`` or ``proxyPassword``) and on
+    free text that contains URIs.
+    """
     if not isinstance(uri, str):
         return repr(uri)
-
-    def repl(m: re.Match) -> str:
-        if m.group("password") is None:
-            return m.group(0)
-        return f"{m.group('scheme')}{m.group('user')}:****@"
-
-    return _CREDENTIALS.sub(repl, uri)
+    if _SCHEME.match(uri) and "\n" not in uri or not any(c.isspace() for c in uri):
+        return _redact_one(uri)  # one URI, with or without (or with a mistyped) scheme
+    text = _URI_IN_TEXT.sub(lambda m: _redact_one(m.group(0)), uri)
+    return _redact_options(text, _OPTION_IN_TEXT)
 
 
 def _secrets(uri: str) -> list[str]:
-    """The password of ``uri`` in every spelling that could leak into a message."""
-    m = _CREDENTIALS.search(uri or "")
-    if not m or not m.group("password"):
+    """Every secret of ``uri`` (password, secret option values) in every spelling that could leak."""
+    if not isinstance(uri, str) or not uri:
         return []
-    raw = m.group("password")
-    return sorted({raw, unquote(raw)}, key=len, reverse=True)
+    raw: list[str] = []
+    m = _SCHEME.match(uri)
+    body = _redact_options(uri)[len(m.group(0)) if m else 0:]
+    for i, c in enumerate(body):  # every reading of the userinfo: hide each candidate password
+        if c == "@":
+            user, sep, password = body[:i].partition(":")
+            if sep and password:
+                raw.append(password)
+    for m in _OPTION.finditer(uri):
+        if m.group("value"):
+            value = m.group("value")
+            raw.extend((value, value.partition(":")[2]))
+            for pair in value.split(","):  # authMechanismProperties=KEY:VALUE,KEY2:VALUE2
+                raw.append(pair.partition(":")[2])
+    out = set()
+    for s in raw:
+        out.update({s, unquote(s), unquote_plus(s)})
+    return sorted((s for s in out if len(s) >= 3), key=len, reverse=True)
 
 
 def scrub(text: str, uri: str) -> str:
-    """Remove the password of ``uri`` from ``text`` (used on driver error messages)."""
-    text = redact_uri(text)
+    """Remove every secret of ``uri`` from ``text`` (used on driver error messages)."""
+    text = redact_uri(str(text))
     for secret in _secrets(uri):
-        if secret:
-            text = text.replace(secret, "****")
+        text = text.replace(secret, MASK)
     return text
 
 
 def _hosts(uri: str) -> str:
     """'host:port' list from a URI, for messages; never includes credentials."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = pymongo.uri_parser.parse_uri(uri, validate=False, warn=True)
-        nodes = parsed.get("nodelist") or []
-        if nodes:
-            return ", ".join(f"{h}:{p}" for h, p in nodes)
-    except Exception:  # noqa: BLE001 - SRV lookups and odd URIs: fall back to text
-        pass
-    rest = redact_uri(uri).split("://", 1)[-1]
-    rest = rest.split("@", 1)[-1]
-    return rest.split("/", 1)[0] or "?"
+    _, _, _, rest = _split_uri(_redact_options(uri))
+    hosts = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return hosts.replace(",", ", ") or "?"
 
 
 def embedded_client() -> EmbeddedClient:
@@ -110,15 +172,27 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         f"({redact_uri(uri)}), or unset {ENV_URI} to use the embedded engine."
     )
     try:
-        client = pymongo.MongoClient(
-            uri,
-            serverSelectionTimeoutMS=timeout_ms,
-            connectTimeoutMS=timeout_ms,
-            socketTimeoutMS=max(timeout_ms, 10_000),
-            appname="schema-lab",
-        )
-    except (ConfigurationError, ValueError, TypeError) as exc:
-        raise LabConnectionError(f"Invalid MongoDB URI for {hosts}: {scrub(str(exc), uri)}. {advice}") from None
+        with warnings.catch_warnings():  # option warnings would print the raw option; the error says enough
+            warnings.simplefilter("ignore")
+            client = pymongo.MongoClient(
+                uri,
+                serverSelectionTimeoutMS=timeout_ms,
+                connectTimeoutMS=timeout_ms,
+                socketTimeoutMS=max(timeout_ms, 10_000),
+                appname="schema-lab",
+            )
+    except OSError as exc:  # e.g. tlsCertificateKeyFile / tlsCAFile that does not exist or cannot be read
+        reason = scrub(str(exc.strerror or exc), uri).rstrip(".")
+        raise LabConnectionError(
+            f"A file named in the MongoDB URI cannot be used ({reason}). Fix the path in the URI "
+            f"({redact_uri(uri)}), or unset {ENV_URI} to use the embedded engine."
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - ConfigurationError, ValueError, TypeError, DNS errors ...
+        reason = scrub(str(exc), uri).rstrip(".")
+        raise LabConnectionError(
+            f"Invalid MongoDB URI for {hosts}: {reason}. Fix the URI ({redact_uri(uri)}), or unset {ENV_URI} "
+            f"to use the embedded engine."
+        ) from None
     try:
         client.admin.command("ping")
     except OperationFailure as exc:
@@ -127,7 +201,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
             f"The server at {hosts} refused the connection: {scrub(str(exc), uri)}. "
             f"Check the user name and password in the URI. {advice}"
         ) from None
-    except PyMongoError as exc:
+    except (PyMongoError, OSError) as exc:
         client.close()
         reason = scrub(str(exc).split(", Timeout:")[0], uri)
         if len(reason) > 300:

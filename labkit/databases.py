@@ -4,8 +4,10 @@ Introduced in ``notebooks/00_start_here.ipynb``.
 
 How labkit knows a database is its own:
 - on a real server, a marker collection ``_labkit`` holding one document ``{_id: "labkit", ...}``;
-- on the embedded engine, the engine's own registry (the engine is private to the process, so no marker
-  collection shows up in ``list_collection_names()`` or ``dbStats``).
+- on the embedded engine, a mark tied to the database's lifetime: the engine counts each database's
+  incarnations (every ``drop_database`` starts a new one) and labkit records the incarnation it created, so
+  the mark vanishes when the database is dropped, exactly as the ``_labkit`` collection does on a server
+  (and, the engine being private to the process, no marker collection shows up in listings or ``dbStats``).
 A database without the mark that holds any collection is never dropped or changed.
 """
 from __future__ import annotations
@@ -30,14 +32,30 @@ class UnsafeDatabaseError(RuntimeError):
     """labkit refused to drop or change a database it did not create."""
 
 
+def _check_prefix(prefix: str) -> str:
+    bad = sorted(set(prefix) & _FORBIDDEN)
+    if bad:
+        raise ValueError(
+            f"{ENV_PREFIX}={prefix!r} contains characters MongoDB forbids in database names: {''.join(bad)!r}. "
+            f"Set {ENV_PREFIX} to letters, digits, '_' and '-' only (for example 'sl_learner07_'), or unset it."
+        )
+    if len(prefix.encode()) > MAX_DB_NAME - 1:
+        raise ValueError(
+            f"{ENV_PREFIX}={prefix!r} is {len(prefix.encode())} bytes; database names are at most {MAX_DB_NAME} "
+            f"bytes, so leave room for the lesson's name. Set a shorter {ENV_PREFIX}."
+        )
+    return prefix
+
+
 def learner_prefix(client: Any = None) -> str:
     """The per-learner database-name prefix for ``client``.
 
-    Embedded engine: no prefix (the engine is private to this process). Real server: ``$LABKIT_DB_PREFIX`` if
-    set (may be empty), else ``sl_<os user>_`` so learners sharing one cluster never collide.
+    Embedded engine: no prefix (the engine is private to this process) unless ``$LABKIT_DB_PREFIX`` is set.
+    Real server: ``$LABKIT_DB_PREFIX`` if set (may be empty), else ``sl_<os user>_`` so learners sharing one
+    cluster never collide. A prefix with characters MongoDB forbids raises ``ValueError`` naming the variable.
     """
     if client is not None and is_embedded(client):
-        return os.environ.get(ENV_PREFIX, "")
+        return _check_prefix(os.environ.get(ENV_PREFIX, ""))
     if ENV_PREFIX in os.environ:
         prefix = os.environ[ENV_PREFIX]
     else:
@@ -46,14 +64,16 @@ def learner_prefix(client: Any = None) -> str:
         except Exception:  # noqa: BLE001 - no user name in some containers
             user = "learner"
         prefix = "sl_" + (re.sub(r"[^A-Za-z0-9_-]", "_", user) or "learner") + "_"
-    bad = sorted(set(prefix) & _FORBIDDEN)
-    if bad:
-        raise ValueError(f"{ENV_PREFIX}={prefix!r} contains characters MongoDB forbids in database names: {''.join(bad)!r}")
-    return prefix
+    return _check_prefix(prefix)
 
 
 def db_name(name: str, client: Any = None) -> str:
-    """The full database name ``fresh_db(name)`` uses on ``client`` (prefix + name), validated."""
+    """The full database name ``fresh_db(name)`` uses on ``client`` (prefix + name), validated.
+
+    The rules are the manual's "Naming Restrictions": no ``/\\. "$*<>:|?`` or NUL, at most 63 bytes, not a
+    system database, and not differing only in case from an existing database (the server refuses that with
+    DatabaseDifferCase 13297).
+    """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name={name!r}: a database name must be a non-empty string such as '01_embed'")
     bad = sorted(set(name) & _FORBIDDEN)
@@ -67,20 +87,32 @@ def db_name(name: str, client: Any = None) -> str:
             f"name={name!r}: the database name {full!r} is {len(full.encode())} bytes; MongoDB allows at most "
             f"{MAX_DB_NAME}. Use a shorter name or a shorter {ENV_PREFIX}."
         )
-    if full in _SYSTEM_DBS:
+    if full.lower() in _SYSTEM_DBS:
         raise UnsafeDatabaseError(f"'{full}' is a MongoDB system database; labkit never touches it. Choose another name.")
+    if client is not None:
+        for other in client.list_database_names():
+            if other != full and other.lower() == full.lower():
+                raise ValueError(
+                    f"name={name!r}: a database '{other}' already exists and MongoDB refuses names that differ "
+                    f"only in case (DatabaseDifferCase 13297). Use '{other[len(full) - len(name):]}' or another name."
+                )
     return full
 
 
-def _registry(client: Any) -> set:
+def _registry(client: Any) -> dict:
+    """Embedded engine: database name -> the incarnation labkit created (see the module docstring)."""
     # Stored in the instance dict: attribute access on a client would return a database of that name.
-    return client.__dict__.setdefault("_labkit_databases", set())
+    return client.__dict__.setdefault("_labkit_databases", {})
+
+
+def _incarnation(client: Any, full_name: str) -> int:
+    return client._store[full_name].incarnation
 
 
 def is_labkit_database(client: Any, full_name: str) -> bool:
     """True when the database ``full_name`` carries labkit's mark."""
     if is_embedded(client):
-        return full_name in _registry(client)
+        return _registry(client).get(full_name) == _incarnation(client, full_name)
     if full_name not in client.list_database_names():
         return False
     marker = client[full_name][MARKER_COLLECTION].find_one({"_id": MARKER_ID})
@@ -89,7 +121,7 @@ def is_labkit_database(client: Any, full_name: str) -> bool:
 
 def _mark(client: Any, full_name: str, name: str) -> None:
     if is_embedded(client):
-        _registry(client).add(full_name)
+        _registry(client)[full_name] = _incarnation(client, full_name)
         return
     client[full_name][MARKER_COLLECTION].insert_one(
         {"_id": MARKER_ID, "createdBy": "labkit", "name": name,
@@ -108,8 +140,9 @@ def _refuse(client: Any, full_name: str, what: str) -> None:
     shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
     raise UnsafeDatabaseError(
         f"Database '{full_name}' already exists and was not created by labkit "
-        f"({len(names)} collection(s): {shown}). labkit will not {what} it. "
-        f"Choose another name, or remove it yourself if you are sure it is disposable."
+        f"({len(names)} collection(s): {shown}; if labkit made it once, it has since been dropped and "
+        f"re-created by someone else). labkit will not {what} it. Choose another name, or drop it yourself "
+        f"(client.drop_database('{full_name}')) if you are sure its data is disposable."
     )
 
 
@@ -145,7 +178,7 @@ def drop_marked(full_name: str, *, client: Any) -> bool:
         _refuse(client, full_name, "drop")
     client.drop_database(full_name)
     if is_embedded(client):
-        _registry(client).discard(full_name)
+        _registry(client).pop(full_name, None)
     return True
 
 

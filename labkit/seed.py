@@ -248,6 +248,10 @@ def _bool_arg(fn: str, name: str, value: Any, *, optional: bool = False) -> bool
     return value
 
 
+DEFAULT_FOLLOWS_PER_USER = 10.0
+SYSTEM_DATABASES = ("admin", "local", "config")
+
+
 def _check_db(fn: str, db: Any) -> None:
     """Require something Database-shaped: ``db[name]`` and a str ``name``; not a client/collection."""
     cls = type(db)  # type-level checks: clients and databases invent attributes on access
@@ -263,6 +267,11 @@ def _check_db(fn: str, db: Any) -> None:
         raise TypeError(
             f"{fn}(db=<{cls.__name__}>): db must be a pymongo-compatible Database "
             f"(e.g. labkit.fresh_db()){hint}"
+        )
+    if db.name.lower() in SYSTEM_DATABASES:
+        raise SeedArgumentError(
+            f"{fn}(db=<database {db.name!r}>): '{db.name}' is a MongoDB system database; seeders never write "
+            f"there. Use a lesson database, e.g. labkit.fresh_db('{fn}')"
         )
 
 
@@ -417,7 +426,7 @@ def social(
     celebrity_followers: int | None = None,
     celebrity_posts: int = 500,
     skew: float = 1.2,
-    follows_per_user: float = 10.0,
+    follows_per_user: float | None = None,
     roles_max: int = 8,
     indexes: bool = True,
     progress: bool | None = None,
@@ -426,7 +435,9 @@ def social(
 
     ``users`` accounts in total, including the canonical Sam (``user:112``) and Fred
     (``user:234``). Posts and follower counts are heavy-tailed (``skew``: higher = more
-    unequal) with overall averages of about ``posts_per_user`` / ``follows_per_user``.
+    unequal) with overall averages of about ``posts_per_user`` / ``follows_per_user``
+    (``follows_per_user`` defaults to 10, clamped to ``celebrity_followers`` for small
+    networks: nobody follows more often on average than the most followed account).
     The ``celebrities`` busiest accounts -- Sam first, then ``user:1``, ``user:2``, ... --
     get exactly ``celebrity_posts`` posts and ``celebrity_followers`` followers (default
     ``None``: 1000, or ``users - 1`` when there are fewer other users); everyone else gets
@@ -464,6 +475,8 @@ def social(
         fn, "posts_per_user", posts_per_user, 0.0, float(celebrity_posts),
         hi_name="celebrity_posts", why=": celebrities are the busiest accounts",
     )
+    if follows_per_user is None:
+        follows_per_user = min(DEFAULT_FOLLOWS_PER_USER, float(celebrity_followers))
     follows_per_user = _real_arg(
         fn, "follows_per_user", follows_per_user, 0.0, float(celebrity_followers),
         hi_name="celebrity_followers", why=": celebrities are the most followed accounts",

@@ -30,6 +30,7 @@ class Explorer:
     title: str = ""
     result: dict[str, Any] = field(default_factory=dict)
     updates: int = 0
+    error: str = ""  # the last compute failure, shown instead of a stale result
 
     @property
     def values(self) -> dict[str, Any]:
@@ -37,20 +38,42 @@ class Explorer:
         return {k: s.value for k, s in self.sliders.items()}
 
     def update(self, *_: Any) -> dict[str, Any]:
-        """Recompute for the current slider values and refresh the readout and plot."""
+        """Recompute for the current slider values and refresh the readout and plot.
+
+        If ``compute`` raises, the readout shows that error for the current values (never the previous
+        result beside the new values), :attr:`result` is emptied, and the exception propagates.
+        """
         values = self.values
-        self.result = dict(self.compute(**values))
+        try:
+            self.result = dict(self.compute(**values))
+        except Exception as exc:
+            self.result = {}
+            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items())
+            self.error = f"could not compute for {shown}: {type(exc).__name__}: {exc}"
+            self.readout.value = (f"<div class='labkit-readout labkit-error' style='color:#b00020'>"
+                                  f"{html.escape(self.error)}</div>")
+            if self.image is not None:
+                self.image.value = b""
+            self.updates += 1
+            raise
+        self.error = ""
         self.readout.value = self._html()
         if self.image is not None and self.draw is not None:
             self.image.value = render_png(lambda ax: self.draw(ax, values, self.result))
         self.updates += 1
         return self.result
 
-    def set(self, **values: int) -> dict[str, Any]:
-        """Move sliders by name (as a learner would) and return the new result."""
+    def set(self, **values: Any) -> dict[str, Any]:
+        """Move controls by name (as a learner would) and return the new result.
+
+        Every value is checked first: a value outside a slider's range, of the wrong type, or not among a
+        dropdown's options raises ``ValueError`` naming the control (a slider would silently clamp it).
+        """
         unknown = set(values) - set(self.sliders)
         if unknown:
             raise ValueError(f"unknown slider(s) {sorted(unknown)}; this explorer has {sorted(self.sliders)}")
+        for name, value in values.items():
+            _check_control_value(name, self.sliders[name], value)
         with_change = False
         for name, value in values.items():
             if self.sliders[name].value != value:
@@ -65,6 +88,8 @@ class Explorer:
         parts = [f"{k}={_fmt(v)}" for k, v in self.values.items()]
         lines = [(self.title + ": " if self.title else "") + ", ".join(parts)]
         lines += [f"  {k}: {_fmt(v)}" for k, v in self.result.items()]
+        if self.error:
+            lines.append(f"  error: {self.error}")
         return "\n".join(lines)
 
     def _html(self) -> str:
@@ -112,10 +137,36 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_control_value(name: str, control: w.ValueWidget, value: Any) -> None:
+    """Refuse what the control would silently clamp or coerce: out of range, wrong type, not an option."""
+    if isinstance(control, w.Dropdown):
+        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        if value not in options:
+            raise ValueError(f"{name}={value!r}: not one of the dropdown {name!r}'s options {options}")
+        return
+    lo, hi = getattr(control, "min", None), getattr(control, "max", None)
+    if not _is_int(value):
+        raise ValueError(f"{name}={value!r}: slider {name!r} takes an integer between {lo:,} and {hi:,}, "
+                         f"not {type(value).__name__}")
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        raise ValueError(f"{name}={value:,}: slider {name!r} allows {lo:,} to {hi:,} "
+                         f"({'above the maximum' if value > hi else 'below the minimum'})")
+
+
+def _check_step(name: str, step: Any) -> None:
+    if not _is_int(step) or step <= 0:
+        raise ValueError(f"slider {name!r}: step must be a positive integer, got {step!r}")
+
+
 def slider(name: str, min: int, max: int, value: int, step: int = 1, *, description: str | None = None) -> w.IntSlider:
     """An integer slider that updates when released (no flood of recomputations while dragging)."""
-    if not (isinstance(min, int) and isinstance(max, int) and isinstance(value, int)) or not min <= value <= max:
+    if not (_is_int(min) and _is_int(max) and _is_int(value)) or not min <= value <= max:
         raise ValueError(f"slider {name!r}: need integers with min <= value <= max, got {min}, {value}, {max}")
+    _check_step(name, step)
     return w.IntSlider(value=value, min=min, max=max, step=step, description=description or name,
                        continuous_update=False, style={"description_width": "initial"},
                        layout=w.Layout(width="460px"))
@@ -148,12 +199,17 @@ def explorer(compute: Compute, *, sliders: Mapping[str, Any], draw: Draw | None 
     built: dict[str, w.ValueWidget] = {}
     for name, spec in sliders.items():
         if isinstance(spec, (w.IntSlider, w.Dropdown)):
+            if isinstance(spec, w.IntSlider):
+                _check_step(name, spec.step)
             built[name] = spec
         elif isinstance(spec, list):
             built[name] = dropdown(name, spec)
-        else:
+        elif isinstance(spec, tuple) and len(spec) in (3, 4):
             lo, hi, val, *step = spec
             built[name] = slider(name, lo, hi, val, step[0] if step else 1)
+        else:
+            raise ValueError(f"slider {name!r}: give (min, max, value[, step]), a list of options, an IntSlider "
+                             f"or a Dropdown, got {spec!r}")
     handle = Explorer(
         compute=compute, sliders=built, readout=w.HTML(), title=title, draw=draw,
         image=w.Image(format="png") if draw is not None else None,

@@ -1,8 +1,11 @@
 """labkit.connect: embedded by default, fast and password-free failures for unreachable servers."""
+import os
 import socket
 import time
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import labkit
 from labkit.connection import redact_uri, scrub
@@ -77,3 +80,87 @@ def test_redact(uri, expected):
 def test_scrub_removes_decoded_password_too():
     uri = "mongodb://bob:p%40ss@h/"
     assert "p@ss" not in scrub("auth failed for bob with p@ss", uri)
+
+
+# --- hostile URI shapes (issue 17 item 5). The URI grammar is the manual's "Connection Strings" page:
+# scheme://[username:password@]host[:port][,...][/[defaultauthdb][?options]]; the secrets are the password and
+# option values such as tlsCertificateKeyFilePassword, authMechanismProperties and proxyPassword.
+@pytest.mark.parametrize(
+    "uri, secret, kept",
+    [
+        ("mongodb://bob:pa/ss@h", "pa/ss", "mongodb://bob:****@h"),
+        ("mongodb://alice:S3cr@t!@h:27017/db", "S3cr@t!", "mongodb://alice:****@h:27017/db"),
+        ("mongodb://alice:S3cr@t!@h", "t!", "@h"),
+        ("mongodb://u:a?b/c@d@h1:1,h2:2/?replicaSet=rs", "a?b/c@d", "@h1:1,h2:2/?replicaSet=rs"),
+        ("mongodb+srv://carol:x:y:z@cluster0.example.net/app", "x:y:z", "mongodb+srv://carol:****@cluster0"),
+        ("mongodb://h/?tls=true&tlsCertificateKeyFilePassword=KeyPass99", "KeyPass99", "tls=true"),
+        ("mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:Tok3nValue",
+         "Tok3nValue", "authMechanism=MONGODB-AWS"),
+        ("mongodb://h/?proxyHost=p&proxyUsername=pu&proxyPassword=Prox1Pass", "Prox1Pass", "proxyUsername=pu"),
+        ("mongodb://h/?password=OptPass1", "OptPass1", "mongodb://h/?password=****"),
+        ("mongodb://h/?sslClientCertificateKeyPassword=OldStyle1", "OldStyle1", "mongodb://h/"),
+        ("mongodb://u:p%2Fw%40x@h/", "p%2Fw%40x", "mongodb://u:****@h/"),
+    ],
+)
+def test_redact_hostile_shapes(uri, secret, kept):
+    out = redact_uri(uri)
+    assert secret not in out
+    assert kept in out
+    assert secret not in scrub(f"error talking to {uri}: auth failed", uri)
+
+
+def test_redact_in_free_text():
+    text = "could not reach mongodb://bob:pa/ss@h1:27017 (tried 'mongodb+srv://x:y@z.example.net')"
+    out = redact_uri(text)
+    assert "pa/ss" not in out and "x:y@" not in out and "h1:27017" in out
+
+
+def test_unescaped_password_error_names_no_secret():
+    with pytest.raises(labkit.LabConnectionError) as info:
+        labkit.connect("mongodb://alice:S3cr@t!@127.0.0.1:9/", timeout_ms=200)
+    msg = str(info.value)
+    assert "S3cr" not in msg and "t!" not in msg and "alice:****@" in msg
+
+
+def test_missing_certificate_file_is_a_lab_error():
+    uri = ("mongodb://127.0.0.1:9/?tls=true&tlsCertificateKeyFile=/no/such/file.pem"
+           "&tlsCertificateKeyFilePassword=KeyPass99")
+    with pytest.raises(labkit.LabConnectionError, match="file named in the MongoDB URI") as info:
+        labkit.connect(uri, timeout_ms=200)
+    assert "KeyPass99" not in str(info.value)
+    assert info.value.__cause__ is None
+
+
+_PW_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%^*()-_+=[]{}|;:'\",.<>/?@~` "
+
+
+@given(password=st.text(alphabet=_PW_CHARS, min_size=6, max_size=24),
+       shape=st.sampled_from([
+           "mongodb://user:{pw}@db.example.net:27017/app?retryWrites=true",
+           "mongodb+srv://user:{pw}@cluster0.example.net/",
+           "mongodb://user:{pw}@h1:1,h2:2/?replicaSet=rs",
+           "mongodb://user:{pw}@127.0.0.1",
+           "mongodb://h/?tlsCertificateKeyFilePassword={opt}",
+           "mongodb://user:{pw}@h/?authMechanismProperties=AWS_SESSION_TOKEN:{opt}&appname=me",
+           "mongodb://h/?proxyHost=p&proxyPassword={opt}",
+       ]))
+@settings(max_examples=int(os.environ.get("LABKIT_HYPOTHESIS_EXAMPLES", "300")), deadline=None)
+def test_random_password_never_printed(password, shape):
+    # Option values end at '&' / ';' / '#' for every driver, so the option secret is drawn without them.
+    opt = "".join(c for c in password if c not in "&;#") or "Zq9"
+    uri = shape.format(pw=password, opt=opt)
+    frame = shape.format(pw="", opt="")
+    out = redact_uri(uri)
+    secrets = ({password} if "{pw}" in shape else set()) | ({opt} if "{opt}" in shape else set())
+    for secret in secrets - {"Zq9"}:
+        assume(secret not in frame)
+        assert secret not in out, (uri, out)
+        assert secret not in scrub(f"auth failed: {uri} / {secret}", uri)
+
+
+@pytest.mark.parametrize("uri", ["bob:Secret99@host:27017", "mongodb:/bob:Secret99@host", "mongodb//bob:Secret99@h"])
+def test_uri_without_a_proper_scheme_is_redacted(uri):
+    assert "Secret99" not in redact_uri(uri)
+    with pytest.raises(labkit.LabConnectionError) as info:
+        labkit.connect(uri)
+    assert "Secret99" not in str(info.value)

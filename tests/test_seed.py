@@ -579,3 +579,44 @@ def test_sensor_indexes(seeded_sensors):
     db2 = new_db()
     sensors(db2, sensors=1, hours=1, indexes=False)
     assert list(db2.readings.index_information()) == ["_id_"]
+
+
+# ----------------------------------------------------------------------------- hostile input (issue 17 item 5)
+
+@pytest.mark.parametrize("name", ["admin", "local", "config", "Admin"])
+def test_seeders_refuse_system_databases(name):
+    db = new_db(name)
+    with pytest.raises(seed.SeedArgumentError, match="system database"):
+        social(db, users=10)
+    with pytest.raises(seed.SeedArgumentError, match="system database"):
+        sensors(db, sensors=1, hours=1)
+    assert db.list_collection_names() == []
+
+
+@pytest.mark.parametrize("users", [2, 3, 10, 11])
+def test_small_social_works_with_default_follows(users):
+    db = new_db()
+    summary = social(db, users=users)
+    cap = min(10.0, users - 1)  # the documented clamp: follows_per_user <= celebrity_followers
+    assert summary.counts["follows"] <= round(users * cap)
+    assert summary.counts["users"] == users
+
+
+def test_explicit_follows_over_the_cap_still_refused():
+    with pytest.raises(seed.SeedArgumentError, match="follows_per_user"):
+        social(new_db(), users=10, follows_per_user=10.0)
+
+
+def test_cli_seed_on_embedded_says_data_vanish(monkeypatch, capsys):
+    from labkit.__main__ import main
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    assert main(["seed", "social", "--users", "10", "--db", "vanishing"]) == 0
+    out = capsys.readouterr().out
+    assert "embedded engine" in out and "gone" in out and "labkit serve" in out
+
+
+def test_cli_seed_refuses_admin(monkeypatch, capsys):
+    from labkit.__main__ import main
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    assert main(["seed", "social", "--users", "10", "--db", "admin"]) == 1
+    assert "system database" in capsys.readouterr().err

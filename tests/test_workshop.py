@@ -58,3 +58,12 @@ def test_cli_workshop(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "LABKIT_DB_PREFIX=cliws01_" in out and "2 of 2 learners ready" in out and "Dropped 2" in out
     assert not [n for n in embedded_client().list_database_names() if n.startswith("cliws")]
+
+
+def test_cli_workshop_prepare_on_embedded_says_data_vanish(monkeypatch, capsys):
+    # issue 17 item 5: the embedded engine dies with the command; prepare must not look like a lasting success.
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    assert main(["workshop", "prepare", "--learners", "1", "--base", "vanws", "--users", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "embedded engine" in out and "gone" in out and "labkit serve" in out
+    assert main(["workshop", "cleanup", "--base", "vanws"]) == 0

@@ -13,6 +13,43 @@ from .database import EmbeddedDatabase
 from .collection import EmbeddedCollection, Cursor
 
 MODELED_SERVER_VERSION = "8.0"
+MAX_DB_NAME_BYTES = 63
+
+
+def check_database_name(name: str, existing: list[str], as_server: bool = False) -> None:
+    """Refuse a database name as pymongo and a MongoDB 8.0 server on Linux do.
+
+    pymongo itself raises ``InvalidName`` for ``""`` and names with space, ``.``, ``$``, ``/``, ``\\``, NUL or
+    ``"`` (``pymongo/database_shared.py``); with ``as_server`` (a command arriving over the wire, where no driver
+    checked the name) those are the server's InvalidNamespace 73 "Invalid database name: '<name>'". The server
+    refuses names over 63 bytes (InvalidNamespace 73, "db name must be at most 63 characters, found: N") and a
+    name that differs only in case from an existing database (DatabaseDifferCase 13297). Manual: "Naming
+    Restrictions" (Restrictions on Database Names).
+    """
+    from pymongo.database_shared import _check_name
+    from pymongo.errors import InvalidName, OperationFailure
+    if not isinstance(name, str):
+        raise TypeError("name must be an instance of str, not %s" % type(name))
+    if name != "$external":
+        try:
+            _check_name(name)
+        except InvalidName:
+            if not as_server:
+                raise
+            msg = "Invalid database name: '%s'" % name
+            raise OperationFailure(msg, 73, {"ok": 0.0, "errmsg": msg, "code": 73,
+                                             "codeName": "InvalidNamespace"}) from None
+    size = len(name.encode("utf-8"))
+    if size > MAX_DB_NAME_BYTES:
+        raise OperationFailure("db name must be at most %d characters, found: %d" % (MAX_DB_NAME_BYTES, size),
+                               73, {"ok": 0.0, "errmsg": "db name must be at most %d characters, found: %d"
+                                    % (MAX_DB_NAME_BYTES, size), "code": 73, "codeName": "InvalidNamespace"})
+    low = name.lower()
+    for other in existing:
+        if other != name and other.lower() == low:
+            msg = "db already exists with different case already have: [%s] trying to create [%s]" % (other, name)
+            raise OperationFailure(msg, 13297, {"ok": 0.0, "errmsg": msg, "code": 13297,
+                                                "codeName": "DatabaseDifferCase"})
 
 
 class EmbeddedClient(mongomock.MongoClient):
@@ -29,11 +66,28 @@ class EmbeddedClient(mongomock.MongoClient):
             return super().get_database(name, codec_options, read_preference, write_concern, read_concern)
         db = self._database_accesses.get(name)
         if db is None:
+            check_database_name(name, self._store.list_created_database_names())
             db = self._database_accesses[name] = EmbeddedDatabase(
                 self, name, read_preference=read_preference or self.read_preference,
                 codec_options=codec_options or self._codec_options, _store=self._store[name],
                 read_concern=read_concern)
         return db
+
+    def drop_database(self, name_or_database, session=None, comment=None):
+        """Drop a database; its incarnation changes, so marks tied to the old one (``fresh_db``) vanish."""
+        name = getattr(name_or_database, "name", name_or_database)
+        if not isinstance(name, str):
+            raise TypeError("name_or_database must be an instance of str or a Database")
+        self._store[name].incarnation += 1
+        return super().drop_database(name_or_database)
+
+    def bulk_write(self, models, session=None, ordered=True, verbose_results=False,
+                   bypass_document_validation=None, comment=None, let=None, write_concern=None):
+        """MongoDB 8.0's client-level bulkWrite (pymongo >= 4.9), see labkit/engine/client_bulk.py."""
+        from .client_bulk import client_bulk_write
+        return client_bulk_write(self, models, session=session, ordered=ordered, verbose_results=verbose_results,
+                                 bypass_document_validation=bypass_document_validation, comment=comment, let=let,
+                                 write_concern=write_concern)
 
     def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
         """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
@@ -44,4 +98,4 @@ class EmbeddedClient(mongomock.MongoClient):
         return "EmbeddedClient(engine='labkit-embedded', models='MongoDB %s')" % MODELED_SERVER_VERSION
 
 
-__all__ = ["EmbeddedClient", "EmbeddedDatabase", "EmbeddedCollection", "Cursor", "MODELED_SERVER_VERSION"]
+__all__ = ["EmbeddedClient", "check_database_name", "EmbeddedDatabase", "EmbeddedCollection", "Cursor", "MODELED_SERVER_VERSION"]

@@ -149,6 +149,9 @@ def _install_array_literals() -> None:
 
 _install_array_literals()
 
+from . import expressions as _expressions  # noqa: E402 - $getField / $setField / $unsetField
+_expressions.install()
+
 
 # ---------------------------------------------------------------------------------- helpers
 

@@ -236,9 +236,14 @@ class EmbeddedCollection(mm_collection.Collection):
         for k in data:
             if type(k) is not str:
                 raise ValueError("Document keys must be strings")
-            if k[:1] == "$":
-                raise bson.errors.InvalidDocument('Top-level field names cannot start with the "$" sign '
-                                                  "(found: %s)" % k)
+        # Since 5.0 "$"-prefixed and dotted field names are stored as they are, at any level; only an _id
+        # object may not hold "$"-prefixed names (jstests/core/field_name_validation.js; manual "Field Names").
+        _id = data.get("_id")
+        if isinstance(_id, Mapping):
+            for k in _id:
+                if isinstance(k, str) and k[:1] == "$":
+                    raise _write_error("_id fields may not contain '$'-prefixed fields: %s is not valid for "
+                                       "storage." % k, 52)
         # NUL bytes in field names are rejected by bson.encode below (InvalidDocument)
         if "_id" not in data:
             data["_id"] = new_object_id()
@@ -884,6 +889,8 @@ class EmbeddedCollection(mm_collection.Collection):
         from .bulk import run_bulk
         if session:
             raise unsupported("Sessions")
+        if let:  # the server binds $$names in every operation's filter/update; never drop them silently
+            raise unsupported("bulk_write(let=...)")
         return run_bulk(self, list(requests), ordered)
 
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:

@@ -45,6 +45,24 @@ class EmbeddedDatabase(mm_database.Database):
         with bind(session, self, ddl="drop"):
             return super().drop_collection(name_or_collection)
 
+    def aggregate(self, pipeline, session=None, **kwargs):
+        """Database-level aggregation ({aggregate: 1}): ``$documents`` first (labkit/engine/db_aggregate.py)."""
+        from mongomock.command_cursor import CommandCursor
+        from .db_aggregate import run_database_pipeline
+        from .sessions import bind
+        for k, v in kwargs.items():
+            if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "max_time_ms", "batchSize", "comment"):
+                continue
+            if k in ("let", "collation") and not v:
+                continue
+            if k == "explain" and v:
+                from pymongo.errors import ConfigurationError
+                raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
+            raise unsupported("Database.aggregate(%s=...)" % k)
+        with bind(session, self):
+            return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
+                                                       else pipeline))
+
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         return EmbeddedDatabase(self._client, self.name, self._store,
                                 read_preference=read_preference or self._read_preference,

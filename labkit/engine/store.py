@@ -63,6 +63,10 @@ class EngineCollectionStore(CollectionStore):
 
 
 class EngineDatabaseStore(DatabaseStore):
+    # Bumped by every dropDatabase: anything tied to "this database" (labkit's fresh_db mark) records the
+    # incarnation it saw and is void once the database has been dropped, like a marker collection on a server.
+    incarnation = 0
+
     def __getitem__(self, col_name: str) -> EngineCollectionStore:
         try:
             return self._collections[col_name]
