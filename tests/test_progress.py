@@ -103,3 +103,32 @@ def test_cli_progress_prints_the_table(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "00-rank-workload" in out and "attempted" in out and "01-embed-atomic" not in out
     assert "0 passed, 1 attempted" in out
+
+
+def _prediction(**kw):
+    from labkit.exercises import Prediction
+    return Prediction(id="xx-predict-test", lesson="xx_test", task="How many keys?", checker=None,
+                      explain=lambda n: f"the index walks {n} keys.", **kw)
+
+
+def test_prediction_checked_against_the_measurement():
+    p = _prediction(tolerance=0.1)
+    first = p.check(20)
+    assert first.outcome == "not-attempted" and "ex.predict" in first.message
+    assert "recorded" in p.predict(21)
+    result = p.check(20)
+    assert result.correct and "you predicted 21 and it is 20" in result.message and "walks 20 keys" in result.message
+    p.predict(40)
+    wrong = p.check(20)
+    assert wrong.outcome == "incorrect" and "the measurement says 20" in wrong.message
+
+
+def test_prediction_choices_and_kinds():
+    p = _prediction(choices=("IXSCAN", "COLLSCAN"))
+    assert "Nothing recorded" in p.predict("FETCH")
+    p.predict(" ixscan ")
+    assert p.check("IXSCAN").correct
+    b = _prediction()
+    b.predict(True)
+    assert not b.check(1).correct  # a bool prediction is not the number 1
+    assert b.check(True).correct

@@ -36,7 +36,7 @@ except ImportError:  # run with a Python that lacks the dev dependencies: use th
     raise
 
 sys.path.insert(0, str(_HERE))
-from notebook_meta import NAVIGATION_TAG, ROOT, SOLUTION_TAG, Lesson, lessons, sections  # noqa: E402
+from notebook_meta import NAVIGATION_TAG, REVEAL_TAG, ROOT, SOLUTION_TAG, Lesson, lessons, sections  # noqa: E402
 
 REGENERATE = "python3 tools/gen_docs.py"
 GENERATED_NOTE = f"<!-- Generated from the notebooks' `labkit` metadata by `{REGENERATE}`. Do not edit by hand. -->"
@@ -165,12 +165,17 @@ def student_notebook(text: str) -> tuple[str, int]:
     """A student copy of notebook JSON ``text`` and how many ``solution`` cells it blanked.
 
     Each cell tagged ``solution`` becomes a code cell ``# Your answer here`` with the same tags and no outputs;
-    every other cell keeps its outputs. The jupytext pairing is removed so that opening the copy does not create
+    a cell tagged ``reveal`` (the check of a prediction) keeps its code but loses its output; every other cell
+    keeps its outputs. The jupytext pairing is removed so that opening the copy does not create
     a ``.py`` next to it."""
     nb = nbformat.reads(text, as_version=4)
     blanked = 0
     for i, cell in enumerate(nb.cells):
-        if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if REVEAL_TAG in tags and cell.cell_type == "code":
+            cell.outputs = []  # a prediction's reveal: the learner runs it after predicting
+            cell.execution_count = None
+        if SOLUTION_TAG not in tags:
             continue
         new = nbformat.v4.new_code_cell(STUDENT_PLACEHOLDER, metadata=dict(cell.metadata))
         if nb.nbformat_minor >= 5:

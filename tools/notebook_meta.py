@@ -33,6 +33,7 @@ DEFAULT_EXERCISE_MINUTES = 5
 REQUIRED_KEYS = ("minutes", "title", "section")
 OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes")
 SOLUTION_TAG = "solution"
+REVEAL_TAG = "reveal"  # the check of a prediction: code kept, output removed in student copies
 NAVIGATION_TAG = "navigation"
 
 
