@@ -15,7 +15,6 @@ from typing import Any, Callable
 import bson
 from mongomock import OperationFailure
 from mongomock import aggregate as mm_aggregate
-from mongomock import filtering as mm_filtering
 from mongomock import helpers
 
 from . import keys as K

@@ -12,13 +12,9 @@ import time
 from typing import Any, Callable
 
 from mongomock import OperationFailure
-from mongomock.filtering import filter_applies as _mm_filter_applies
-
-from labkit.validation import make_filter_applies
-
-filter_applies = make_filter_applies(_mm_filter_applies)  # mongomock's matcher + the $jsonSchema operator
 
 from . import keys as K
+from .match import fast_matcher, filter_applies  # noqa: F401 - the engine's matcher (match.py)
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from .stages import IndexScan as _IndexScan
 from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
@@ -33,20 +29,9 @@ def unsupported(what: str) -> OperationFailure:
                             % what, 115)
 
 
-def make_matcher(filter_: dict) -> Callable[[dict], bool]:
-    from .match import compile_filter
-    compiled = compile_filter(filter_)
-
-    def match(doc: dict) -> bool:
-        if compiled is not None:
-            r = compiled(doc)
-            if r is not None:
-                return r
-        try:
-            return filter_applies(filter_, doc)
-        except NotImplementedError as e:
-            raise unsupported("Query %s (%s)" % (filter_, e)) from None
-    return match
+def make_matcher(filter_: dict, variables: dict | None = None) -> Callable[[dict], bool]:
+    """The document predicate of a query filter: ``match.fast_matcher`` (the server's rules)."""
+    return fast_matcher(filter_, None, variables)
 
 
 class Query:
@@ -697,6 +682,7 @@ class Express(Stage):
         self.keys_examined = 0
         self.docs_examined = 0
         self._rids: list[int] | None = None
+        self._match: Callable[[dict], bool] | None = None
 
     def _work(self) -> int:
         if self._rids is None:
@@ -720,7 +706,9 @@ class Express(Stage):
         self.keys_examined += 1
         doc = self.store.docs.get(rid)
         self.docs_examined += 1
-        if doc is None or not filter_applies({self.index.spec.fields[0]: self.value}, doc):
+        if self._match is None:
+            self._match = fast_matcher({self.index.spec.fields[0]: self.value})
+        if doc is None or not self._match(doc):
             return NEED_TIME
         self.out = (rid, doc, None)
         return ADVANCED
