@@ -193,9 +193,18 @@ def compile_filter(f: Any, ctx: _Ctx | None = None, depth: int = 0) -> Pred:
     return _and_all(preds)
 
 
-def _short(v: Any) -> str:
+def _short(v: Any, depth: int = 3) -> str:
+    """A depth-limited rendering of a filter for error messages (never recursing deeply)."""
+    if isinstance(v, dict):
+        if depth <= 0:
+            return "{ ... }"
+        return "{ " + ", ".join("%s: %s" % (k, _short(x, depth - 1)) for k, x in list(v.items())[:5]) + " }"
+    if isinstance(v, (list, tuple)):
+        if depth <= 0:
+            return "[ ... ]"
+        return "[ " + ", ".join(_short(x, depth - 1) for x in list(v)[:5]) + " ]"
     s = repr(v)
-    return s if len(s) < 200 else s[:200] + "..."
+    return s if len(s) < 100 else s[:100] + "..."
 
 
 def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:

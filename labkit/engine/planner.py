@@ -153,8 +153,8 @@ class Planner:
             return False
         if any(part.isdigit() for part in p.path.split(".")):
             return False
-        if ix.spec.sparse and p.kind in ("null", "exists_false"):
-            return False
+        if ix.spec.sparse and _can_match_missing(p):
+            return False  # a sparse index lacks the documents without the field (planner_ixselect.cpp)
         if p.kind in ("null", "exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
             return False
         if p.kind in ("null", "exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
@@ -431,6 +431,19 @@ class Planner:
             root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
             return Passthrough(root, "SUBPLAN")
         return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+
+
+def _can_match_missing(p: Pred) -> bool:
+    """Whether a predicate is true for a document without the field ({a: null}, $exists: false, $in with
+    null, $ne / $nin of non-null values): a sparse index cannot answer it (manual "Sparse Indexes")."""
+    if p.kind in ("null", "exists_false"):
+        return True
+    if p.kind == "in":
+        return any(v is None for v in (p.arg or []))
+    if p.kind == "ne":
+        negated = p.arg if p.op == "$nin" else [p.arg]
+        return not any(v is None for v in negated)
+    return False
 
 
 def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
