@@ -17,7 +17,7 @@ from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
 from labkit.engine import values as V
-from labkit.engine.match import fast_matcher, first_matching_index
+from labkit.engine.match import check_query_depth, fast_matcher, first_matching_index
 
 
 def ids(filter_: dict, docs: list[dict], **kw) -> list:
@@ -304,6 +304,13 @@ def test_deep_nesting_is_the_servers_error_not_recursion_error():
     for _ in range(900):
         f = {"$and": [f]}
     assert error(f).code == 2
+    with pytest.raises(OperationFailure) as ei:
+        check_query_depth(f)  # the iterative check callers can run before any recursive walk
+    assert ei.value.code == 2
+    deep_value: dict = {}
+    for _ in range(150):
+        deep_value = {"x": deep_value}
+    check_query_depth({"a": deep_value})  # a literal document is not a tree level
 
 
 def test_where_text_and_geo_are_refused_clearly():
@@ -429,3 +436,15 @@ def test_same_answer_through_index_and_natural():
     assert [d["_id"] for d in c.find(f)] == [2]
     assert [d["_id"] for d in c.find(f).hint({"$natural": 1})] == [2]
     assert [d["_id"] for d in c.find(f).hint("c_1")] == [2]
+
+
+def test_elem_match_over_nested_arrays_same_through_index_and_scan():
+    # issue 13: $elemMatch {$gt: 1, $lt: 3} on nested arrays must not differ between a scan and an index
+    # (expression_array.cpp ElemMatchValue vs index keys of [[2]], which are the array [2])
+    c = EmbeddedClient().db.em
+    c.create_index("a")
+    c.insert_many([{"_id": 1, "a": [[2]]}, {"_id": 2, "a": [2]}, {"_id": 3, "a": [0, 5]}])
+    f = {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}}
+    assert [d["_id"] for d in c.find(f)] == [2]
+    assert [d["_id"] for d in c.find(f).hint("a_1")] == [2]
+    assert [d["_id"] for d in c.find(f).hint({"$natural": 1})] == [2]

@@ -712,9 +712,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
         elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $replaceWith; clear errors (extra_stages.py)
             docs = EXTRA_STAGES[name](coll, [fast_copy(d) for d in docs], arg, pipeline, i)
-        else:
-            docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
-            break
+        else:  # one stage at a time, so a later $match / $sort is still the engine's (match.py)
+            docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
         i += 1
     return docs
 

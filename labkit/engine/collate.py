@@ -166,7 +166,7 @@ class CollationPlanner(Planner):
         self.collation = collation
         super().__init__(store, query)
         if collation is not None:
-            self.match_all = make_matcher(query.filter, collation) if query.filter else None
+            self.match_all = make_matcher(query.filter, collation, query.let) if query.filter else None
             self.sort_key = sort_key_fn(query.sort, store, collation) if query.sort else None
 
     def visible_indexes(self) -> list:
@@ -197,7 +197,7 @@ class CollationPlanner(Planner):
         for br in branches:
             if not isinstance(br, dict):
                 return None
-            sub = CollationPlanner(store, Query(br, hint=None), self.collation)
+            sub = CollationPlanner(store, Query(br, hint=None, let=self.q.let), self.collation)
             if sub.parsed.ors or sub.parsed.false:
                 return None
             cands, _ = sub.candidates()

@@ -912,6 +912,21 @@ def fast_matcher(filter: dict, collation: dict | None = None,
     return compile_filter(filter, _Ctx(collation, variables), 0)
 
 
+def check_query_depth(filter: Any) -> None:
+    """Raise the server's BadValue (2) when a filter nests deeper than 100 levels (iteratively: safe to call
+    before anything recursive walks the filter)."""
+    stack = [(filter, 0)]
+    while stack:
+        cur, d = stack.pop()
+        if d > MAX_DEPTH:
+            raise _bad("exceeded maximum query tree depth of %d at %s" % (MAX_DEPTH, _short(cur)))
+        if isinstance(cur, dict):  # literal values (non-operator documents) are not tree levels
+            stack.extend((v, d + 1) for k, v in cur.items() if isinstance(v, (dict, list)) and (
+                str(k).startswith("$") or _is_op_doc(v)))
+        elif isinstance(cur, list):
+            stack.extend((v, d) for v in cur if isinstance(v, (dict, list)))
+
+
 def filter_applies(filter: dict, doc: dict, collation: dict | None = None,
                    variables: dict | None = None) -> bool:
     """One-shot ``fast_matcher(filter, ...)(doc)`` (the signature mongomock's filter_applies had)."""
@@ -959,10 +974,5 @@ def _replace_at(doc: Any, parts: list[str], value: Any) -> Any:
     return doc
 
 
-def compile_filter_or_none(f: dict) -> Callable[[dict], Any] | None:
-    """Backwards-compatible name: the compiled predicate."""
-    return fast_matcher(f)
-
-
-__all__ = ["fast_matcher", "filter_applies", "first_matching_index", "path_values", "compile_regex",
+__all__ = ["fast_matcher", "filter_applies", "check_query_depth", "first_matching_index", "path_values", "compile_regex",
            "compile_filter"]

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from mongomock import OperationFailure
 
 from . import keys as K
-from .match import fast_matcher, filter_applies  # noqa: F401 - the engine's matcher (match.py)
+from .match import fast_matcher  # the engine's matcher (match.py)
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from .stages import IndexScan as _IndexScan
 from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
@@ -39,8 +39,10 @@ class Query:
 
     def __init__(self, filter_: dict | None = None, sort: list[tuple[str, int]] | None = None,
                  projection: dict | None = None, skip: int = 0, limit: int = 0, hint: Any = None,
-                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None) -> None:
+                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None,
+                 let: dict | None = None) -> None:
         self.filter = filter_ or {}
+        self.let = let  # ``let`` variables ($$name) for $expr in the filter
         self.sort = list(sort or [])
         self.projection = projection
         self.skip = int(skip or 0)
@@ -104,7 +106,7 @@ class Planner:
         self.store = store
         self.q = query
         self.parsed = Parsed(query.filter)
-        self.match_all = make_matcher(query.filter) if query.filter else None
+        self.match_all = make_matcher(query.filter, query.let) if query.filter else None
         self.sort_key = _sort_key_fn(query.sort, store) if query.sort else None
         self._keyfilters: dict[str, list[tuple[int, Pred]]] = {}
 
@@ -405,7 +407,7 @@ class Planner:
         for br in branches:
             if not isinstance(br, dict):
                 return None
-            sub = Planner(store, Query(br, hint=None))
+            sub = Planner(store, Query(br, hint=None, let=self.q.let))
             if sub.parsed.ors or sub.parsed.false:
                 return None
             cands, _ = sub.candidates()
