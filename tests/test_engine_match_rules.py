@@ -448,3 +448,26 @@ def test_elem_match_over_nested_arrays_same_through_index_and_scan():
     assert [d["_id"] for d in c.find(f)] == [2]
     assert [d["_id"] for d in c.find(f).hint("a_1")] == [2]
     assert [d["_id"] for d in c.find(f).hint({"$natural": 1})] == [2]
+
+
+def test_compound_sort_pairs_fields_of_one_array_element():
+    # jstests/core/query/sort/sort_dotted_paths.js: {"a.c": 1, "a.b": 1} sorts by the smallest (c, b) pair of
+    # one element, not by the smallest c and the smallest b independently
+    c = EmbeddedClient().db.cs
+    c.insert_many([{"_id": 1, "a": [{"b": 4, "c": 1}, {"b": 1, "c": 2}]},
+                   {"_id": 4, "a": [{"b": 4, "c": 1}, {"b": 5, "c": 3}]},
+                   {"_id": 6, "a": [{"b": 5, "c": 1}, {"b": 3, "c": 3}]}])
+    assert [d["_id"] for d in c.find().sort([("a.c", 1), ("a.b", 1), ("_id", 1)])] == [1, 4, 6]
+    assert [d["_id"] for d in c.aggregate([{"$sort": {"a.c": 1, "a.b": 1, "_id": 1}}])] == [1, 4, 6]
+
+
+def test_sort_on_parallel_arrays_is_bad_value():
+    # jstests/core/query/sort/sort_dotted_paths.js: two sort fields through different arrays fail
+    c = EmbeddedClient().db.pa
+    c.insert_many([{"_id": 1, "a": [], "b": 1}, {"_id": 2, "a": 1, "b": []}, {"_id": 3, "a": [], "b": []}])
+    for sort in ([("a", 1), ("b", 1)], [("_id", 1), ("a", 1), ("b", 1)]):
+        with pytest.raises(OperationFailure) as ei:
+            list(c.find().sort(sort))
+        assert ei.value.code == 2 and "parallel arrays" in str(ei.value)
+    f = {"$or": [{"a": {"$not": {"$type": "array"}}}, {"b": {"$not": {"$type": "array"}}}]}
+    assert [d["_id"] for d in c.find(f).sort([("a", 1), ("b", 1)])] == [1, 2]

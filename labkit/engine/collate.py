@@ -115,12 +115,6 @@ def make_matcher(filter_: dict, collation: dict | None, variables: dict | None =
 
 
 # ---------------------------------------------------------------------------------------------- sorting
-def sort_value_key(doc: Any, parts: list[str], descending: bool, collation: dict | None) -> bytes:
-    encs = [encode(v, collation) for v in K.sort_values(doc, parts)]
-    e = max(encs) if descending else min(encs)
-    return K.invert(e) if descending else e
-
-
 def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> Callable[[tuple], tuple]:
     parts = [(f.split("."), d < 0) for f, d in sort]
 
@@ -128,7 +122,8 @@ def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> C
         doc = m[1]
         if doc is None:
             doc = store.docs.get(m[0])
-        return tuple(sort_value_key(doc, p, desc, collation) for p, desc in parts)
+        return K.doc_sort_keys(doc, parts, enc)
+    enc = index_keyfunc(collation)
     return key
 
 

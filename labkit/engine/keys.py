@@ -325,6 +325,54 @@ def doc_sort_key(doc: Any, parts: list[str], descending: bool) -> bytes:
     return invert(e) if descending else e
 
 
+def _parallel_error() -> Exception:
+    from pymongo.errors import OperationFailure
+    msg = "cannot sort with keys that are parallel arrays"
+    return OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
+
+
+def _check_parallel(arrays: dict[int, set[str]]) -> None:
+    items = list(arrays.values())
+    for i in range(len(items)):
+        for j in range(i + 1, len(items)):
+            for a in items[i]:
+                for b in items[j]:
+                    if not (a == b or a.startswith(b + ".") or b.startswith(a + ".")):
+                        raise _parallel_error()
+
+
+def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
+                  enc: Callable[[Any], bytes] | None = None) -> tuple:
+    """The sort key of a document for (parts, descending) fields, as the server generates it: a compound
+    sort takes the smallest of the B-tree key generator's keys (fields under one array are paired per element,
+    not chosen independently); two fields through different arrays fail with BadValue 2 "cannot sort with keys
+    that are parallel arrays" (jstests/core/query/sort/sort_dotted_paths.js). ``enc``: key-string function
+    (collation keys); default ``encode``."""
+    e = enc or encode
+    if len(fields) > 1:
+        parts_list = [p for p, _ in fields]
+        try:
+            for parts in parts_list:
+                _simple_get(doc, parts)
+        except _HasArray:
+            keys, arrays = index_key_values(doc, parts_list)
+            if len(arrays) > 1:
+                _check_parallel(arrays)
+            if not any(part.isdigit() for parts in parts_list for part in parts):
+                descs = [d for _, d in fields]
+                return min(tuple((invert(x) if d else x) for x, d in
+                                 zip((e(None if v is MISSING else v) for v in key), descs)) for key in keys)
+    out = []
+    for parts, desc in fields:
+        if enc is None:
+            out.append(doc_sort_key(doc, parts, desc))
+        else:
+            encs = [e(v) for v in sort_values(doc, parts)]
+            x = max(encs) if desc else min(encs)
+            out.append(invert(x) if desc else x)
+    return tuple(out)
+
+
 MISSING = object()
 
 

@@ -75,7 +75,7 @@ def _sort_key_fn(sort: list[tuple[str, int]], store) -> Callable[[tuple], tuple]
         doc = m[1]
         if doc is None:
             doc = store.docs.get(m[0])
-        return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+        return K.doc_sort_keys(doc, parts)
     return key
 
 
