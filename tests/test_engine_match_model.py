@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import functools
+import math
+import re
 
 from bson import ObjectId
 from hypothesis import HealthCheck, example, given, settings
@@ -140,6 +142,11 @@ def op_holds(op: str, arg, v) -> bool:
         return any(eq(v, x) for x in arg)
     if op == "$exists":
         return v is not MISSING
+    if op == "$regex":  # manual "$regex": matches string values only
+        return isinstance(v, str) and re.search(arg, v) is not None
+    if op == "$mod":  # manual "$mod": numbers, truncated toward zero, remainder with the dividend's sign
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and \
+            math.fmod(math.trunc(v), arg[0]) == arg[1]
     if op == "$type":
         names = {"null": lambda x: x is None, "bool": lambda x: isinstance(x, bool),
                  "string": lambda x: isinstance(x, str), "array": lambda x: isinstance(x, list),
@@ -246,6 +253,9 @@ operator = st.one_of(
                                           if t[0][0] != t[1][0] else {"$elemMatch": {t[0][0]: t[0][1]}}),
     st.tuples(st.sampled_from(["x", "y"]), scalar).map(lambda t: {"$elemMatch": {t[0]: t[1]}}),
     comparison.map(lambda t: {"$not": {t[0]: t[1]}}),
+    st.sampled_from(["^a", "b", "^$", "a|b"]).map(lambda r: {"$regex": r}),
+    st.sampled_from(["^a", "b"]).map(lambda r: {"$not": {"$regex": r}}),
+    st.tuples(st.sampled_from([2, 3]), st.sampled_from([0, 1, -1])).map(lambda t: {"$mod": [t[0], t[1]]}),
     st.tuples(comparison, comparison).map(lambda t: {t[0][0]: t[0][1], t[1][0]: t[1][1]}
                                           if t[0][0] != t[1][0] else {t[0][0]: t[0][1]}),
 )
