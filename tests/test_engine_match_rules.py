@@ -471,3 +471,21 @@ def test_sort_on_parallel_arrays_is_bad_value():
         assert ei.value.code == 2 and "parallel arrays" in str(ei.value)
     f = {"$or": [{"a": {"$not": {"$type": "array"}}}, {"b": {"$not": {"$type": "array"}}}]}
     assert [d["_id"] for d in c.find(f).sort([("a", 1), ("b", 1)])] == [1, 2]
+
+
+def test_find_let_variables():
+    # manual "db.collection.find()" > let (5.0+): $$name in $expr, constant expressions, variable-name rules
+    c = EmbeddedClient().db.lv
+    c.create_index("a")
+    c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 2}, {"_id": 3, "a": 3}])
+    f = {"$expr": {"$eq": ["$a", "$$v"]}}
+    assert [d["_id"] for d in c.find(f, let={"v": 2})] == [2]
+    assert [d["_id"] for d in c.find({"$or": [{"a": 1}, {"$expr": {"$gte": ["$a", "$$v"]}}]},
+                                     let={"v": {"$add": [1, 2]}})] == [1, 3]
+    assert c.find_one(f, let={"v": 3})["_id"] == 3
+    with pytest.raises(OperationFailure) as ei:
+        c.find({}, let={"V": 1})
+    assert ei.value.code == 16870
+    with pytest.raises(OperationFailure) as ei:
+        list(c.find(f))  # no let: $$v is undefined
+    assert ei.value.code == 17276

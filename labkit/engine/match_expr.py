@@ -225,6 +225,28 @@ def evaluate(expr: Any, doc: Any, variables: dict | None = None, str_key: Callab
     return Evaluator(variables, str_key).ev(expr, doc)
 
 
+def let_variables(let: Any) -> dict | None:
+    """The values of a command's ``let`` document: names checked as the server's user variable names
+    (16870 / 16871), each value a constant expression evaluated once (``$$NOW`` allowed)."""
+    if let is None:
+        return None
+    if not isinstance(let, dict):
+        raise TypeError("let must be an instance of dict, bson.son.SON, or any other type that inherits from "
+                        "collections.Mapping")
+    out = {}
+    for name, expr in let.items():
+        name = str(name)
+        if not name or not (name[0].islower() or ord(name[0]) > 127):
+            raise _fail("'%s' starts with an invalid character for a user variable name" % name, 16870)
+        if any(not (ch.isalnum() or ch == "_" or ord(ch) > 127) for ch in name):
+            raise _fail("'%s' contains an invalid character for a variable name: '%s'"
+                        % (name, next(ch for ch in name if not (ch.isalnum() or ch == "_" or ord(ch) > 127))),
+                        16871)
+        v = Evaluator(out, None).ev(expr, {})
+        out[name] = None if v is MISSING else v
+    return out
+
+
 def compile_expr_predicate(expr: Any, variables: dict | None, str_key: Callable | None) -> Callable[[Any], bool]:
     """The ``$expr`` query operator: the expression's truthiness per document."""
     ev = Evaluator(variables, str_key)
