@@ -489,3 +489,17 @@ def test_find_let_variables():
     with pytest.raises(OperationFailure) as ei:
         list(c.find(f))  # no let: $$v is undefined
     assert ei.value.code == 17276
+
+
+def test_expr_validator_on_a_missing_field_is_a_validation_error():
+    # issue 13 repro (KeyError before): manual "Schema Validation" > query operators in validators; the
+    # $expr comparison of a missing field is false (aggregation order: missing < 1), so the insert fails 121
+    from pymongo.errors import WriteError
+    db = EmbeddedClient().db
+    db.create_collection("v", validator={"$expr": {"$gt": ["$a", 1]}})
+    with pytest.raises(WriteError) as ei:
+        db.v.insert_one({"b": 1})
+    assert ei.value.code == 121
+    db.v.insert_one({"a": 5})
+    assert db.v.count_documents({}) == 1
+    assert [c["name"] for c in db.list_collections(filter={"name": {"$regex": "^v$"}})] == ["v"]

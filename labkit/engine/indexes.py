@@ -9,7 +9,6 @@ import bisect
 import itertools
 from typing import Any, Callable, Iterable
 
-
 from . import keys as K
 
 KeyFunc = Callable[[Any], bytes]

@@ -618,10 +618,9 @@ def _type_codes(arg: Any) -> tuple[set[int], bool]:
             else:
                 raise _bad("Unknown type name alias: %s" % x)
         elif V.is_number(x) and not isinstance(x, bool):
-            n = V.num_value(x)
-            if n != int(n) if not (isinstance(n, float) and n != n) else True:
+            if not V.is_finite_number(x) or V.num_value(x) != int(V.num_value(x)):
                 raise _bad("Invalid numerical type code: %s" % x)
-            n = int(n)
+            n = int(V.num_value(x))
             if n not in V.TYPE_CODES:
                 raise _bad("Invalid numerical type code: %s" % x)
             codes.add(n)
