@@ -6,6 +6,7 @@ Public API (everything else is private):
 - ``fresh_db``, ``reset_db``, ``db_name``, ``UnsafeDatabaseError``   (labkit.databases, notebook 00)
 - ``labkit.seed``: ``social``, ``sensors``, ``load_canonical``        (labkit.seed, notebook 00)
 - ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
+- ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from labkit.connection import LabConnectionError, connect, describe, redact_uri
 from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
+from labkit.review import Finding, Review, review
 
 __version__ = "0.1.0"
 
@@ -28,6 +30,7 @@ __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
     "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "__version__",
+    "review", "Review", "Finding",
 ]
 
 
