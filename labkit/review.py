@@ -50,29 +50,34 @@ SEVERITIES = ("high", "medium", "low")
 
 DEFAULT_SAMPLE = 1000
 PROFILE_LIMIT = 20_000
-# Thresholds (labkit's judgement calls; README "Schema review" lists them).
-ARRAY_DOCS_MIN = 20          # an array of sub-documents with nothing bounding it, this long, is flagged
-ARRAY_SCALARS_MIN = 100      # the same for arrays of scalars
-ARRAY_HIGH = 1000            # this long today: high severity
-AGE_CORRELATION = -0.5       # Spearman rho of (creation time, length): older documents hold longer arrays
-AGE_MIN_DOCS = 20
-BLOAT_RATIO = 10             # median document / bytes the hot query returns
-BLOAT_MIN_BYTES = 1024
-BLOAT_MEDIAN_BYTES = 1 << 20  # without query data: a median document of 1 MiB
-BLOAT_MAX_BYTES = 8 << 20    # ... or one document half-way to the 16 MiB limit
-FAMILY_MIN = 3               # collections named stem_<id> with the same shape
-FAMILY_SHAPE = 0.8           # Jaccard similarity of their field names
-COLLECTIONS_MEDIUM, COLLECTIONS_HIGH = 1_000, 10_000
-INDEX_LIMIT = 64
-INDEXES_MEDIUM, INDEXES_HIGH = 48, 60
-DEPTH_MEDIUM, DEPTH_HIGH = 20, 50  # the server's limit is 100 levels
-LOOKUP_MIN = 5               # a $lookup seen at least this often ...
-LOOKUP_SHARE = 0.10          # ... and in at least this share of the database's reads
-LOOKUP_HIGH_SHARE = 0.25
-TOGETHER_MIN = 3             # reads of two collections by the same key value, close in time
-TOGETHER_SHARE = 0.20
-TOGETHER_SECONDS = 2.0
-TOGETHER_ENTRIES = 8         # without timestamps: within this many log entries
+THRESHOLDS: dict[str, float] = {  # labkit's judgement calls; README "Schema review" lists them
+    "array_docs_min": 20,          # an array of sub-documents with nothing bounding it, this long, is flagged
+    "array_scalars_min": 100,      # the same for arrays of scalars
+    "array_high": 1000,            # this long today: high severity
+    "age_correlation": -0.5,       # Spearman rho of (creation time, length): older documents hold longer arrays
+    "age_min_docs": 20,
+    "bloat_ratio": 10,             # median document / bytes the hot query returns
+    "bloat_min_bytes": 1024,
+    "bloat_median_bytes": 1 << 20,  # without query data: a median document of 1 MiB
+    "bloat_max_bytes": 8 << 20,    # ... or one document half-way to the 16 MiB limit
+    "family_min": 3,               # collections named stem_<id> with the same shape
+    "family_shape": 0.8,           # Jaccard similarity of their field names
+    "collections_medium": 1_000,
+    "collections_high": 10_000,
+    "indexes_medium": 48,
+    "indexes_high": 60,
+    "depth_medium": 20,            # the server's limit is 100 levels
+    "depth_high": 50,
+    "lookup_min": 5,               # a $lookup seen at least this often ...
+    "lookup_share": 0.10,          # ... and in at least this share of the database's reads
+    "lookup_high_share": 0.25,
+    "together_min": 3,             # reads of two collections by the same key value, close in time
+    "together_share": 0.20,
+    "together_seconds": 2.0,
+    "together_entries": 8,         # without timestamps: within this many log entries
+}
+"""Default thresholds; ``review(..., thresholds={...})`` overrides any of them."""
+INDEX_LIMIT = 64  # the server's limit of indexes per collection
 USAGE_WINDOW = dt.timedelta(days=7)
 
 _DATE_FIELDS = ("createdAt", "created_at", "created", "createdOn", "date", "ts", "timestamp", "at")
@@ -446,7 +451,14 @@ def _sample(db: Any, c: _Coll, size: int, full: bool) -> None:
     elif c.count <= size:
         c.docs, c.method = list(coll.find({}).limit(size)), "all (at most the sample size)"
     else:
-        c.docs, c.method = list(coll.aggregate([{"$sample": {"size": size}}])), f"$sample {size}"
+        seen: set = set()
+        c.docs = []
+        for d in coll.aggregate([{"$sample": {"size": size}}]):  # $sample may return a document twice
+            key = repr(d.get("_id"))
+            if key not in seen:
+                seen.add(key)
+                c.docs.append(d)
+        c.method = f"$sample {size}"
 
 
 def _indexes(db: Any, c: _Coll) -> None:
@@ -619,14 +631,23 @@ def _median(xs: list[float]) -> float:
 # --- the review -------------------------------------------------------------------------------------------
 
 def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Iterable[dict] | None = None,
-           full: bool = False, usage_window: dt.timedelta = USAGE_WINDOW) -> Review:
+           full: bool = False, usage_window: dt.timedelta = USAGE_WINDOW,
+           thresholds: dict[str, float] | None = None) -> Review:
     """Review ``db`` read-only and return a :class:`Review` of findings with evidence.
 
     ``sample`` documents per collection are read with ``$sample`` (all of a smaller collection);
     ``full=True`` reads every document instead. Query-based checks use ``query_log`` (a JSON-lines file or
     a list of profiler-shaped documents) when given, else the database profiler's ``system.profile``.
     ``$indexStats`` counters younger than ``usage_window`` are not used to call an index unused.
+    ``thresholds`` overrides any of :data:`THRESHOLDS` (e.g. ``{"lookup_share": 0.2}``).
     """
+    unknown = sorted(set(thresholds or {}) - set(THRESHOLDS))
+    if unknown:
+        raise ReviewInputError(f"review(thresholds=...): unknown threshold(s) {unknown}; known: {sorted(THRESHOLDS)}")
+    bad = [k for k, v in (thresholds or {}).items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if bad:
+        raise ReviewInputError(f"review(thresholds=...): {bad[0]!r} must be a number")
+    th = {**THRESHOLDS, **(thresholds or {})}
     if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= 100_000:
         raise ReviewInputError(f"review(sample={sample!r}): sample must be an int between 1 and 100000")
     if not isinstance(usage_window, dt.timedelta):
@@ -655,30 +676,36 @@ def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Ite
             continue
         colls.append(_Coll(name=name, options=dict(info.get("options") or {})))
     colls.sort(key=lambda c: c.name)
+    unread: list[str] = []
     for c in colls:
-        _stats(db, c)
-        _indexes(db, c)
-        _sample(db, c, sample, full)
+        try:
+            _stats(db, c)
+            _indexes(db, c)
+            _sample(db, c, sample, full)
+        except PyMongoError as exc:
+            unread.append(f"{c.name} ({getattr(exc, 'code', None) or exc.__class__.__name__})")
 
     findings: list[Finding] = []
     r = Review(database=dbname, findings=findings, query_data=source,
                sampled=[{"collection": c.name, "documents": c.count, "sampled": len(c.docs), "method": c.method,
                          "avgObjSize": round(c.avg_obj_size), "indexes": c.nindexes} for c in colls])
+    if unread:
+        r.notes.append(f"Could not read {len(unread)} collection(s), their checks did not run: {', '.join(unread)}.")
     ns = lambda c: f"{dbname}.{c}"  # noqa: E731
     by_coll: dict[str, list[_Op]] = defaultdict(list)
     for o in ops:
         by_coll[o.coll].append(o)
 
-    findings += _check_arrays(colls, by_coll, has_queries, ns)
-    findings += _check_bloat(colls, by_coll, ns)
-    findings += _check_collections(colls, dbname)
-    findings += _check_indexes(colls, by_coll, ns, usage_window, r)
-    findings += _check_nesting(colls, ns)
+    findings += _check_arrays(colls, by_coll, has_queries, ns, th)
+    findings += _check_bloat(colls, by_coll, ns, th)
+    findings += _check_collections(colls, dbname, th)
+    findings += _check_indexes(colls, by_coll, ns, usage_window, r, th)
+    findings += _check_nesting(colls, ns, th)
     findings += _check_validation(colls, ns)
     if has_queries:
-        findings += _check_regex(ops, ns)
-        findings += _check_lookups(ops, ns)
-        findings += _check_together(ops, ns)
+        findings += _check_regex(ops, ns, th)
+        findings += _check_lookups(ops, ns, th)
+        findings += _check_together(ops, ns, th)
     else:
         for k in QUERY_KINDS:
             r.skipped[k] = "no query data (pass query_log=... or enable the profiler, then re-run)"
@@ -695,7 +722,7 @@ def _mk(kind: str, namespace: str, severity: str, summary: str, evidence: dict, 
                    lesson=KINDS[kind], target=target, summary=summary)
 
 
-def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any) -> list[Finding]:
+def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any, th: dict) -> list[Finding]:
     out = []
     for c in colls:
         arrays: dict = {}
@@ -717,20 +744,20 @@ def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any)
             if seen and all(seen):
                 continue  # every observed update caps it with $slice
             pairs = [(times[i], n) for i, n in rec["per_doc"].items() if times[i] is not None]
-            rho = _spearman([p[0] for p in pairs], [float(p[1]) for p in pairs]) if len(pairs) >= AGE_MIN_DOCS else None
+            rho = _spearman([p[0] for p in pairs], [float(p[1]) for p in pairs]) if len(pairs) >= th["age_min_docs"] else None
             growing_updates = sum(1 for s in seen if not s)
             is_docs = rec["subdocs"] * 2 >= rec["elements"] > 0
             reasons = []
             if growing_updates:
                 reasons.append(f"{growing_updates} observed update(s) push into it without $slice")
-            if rho is not None and rho <= AGE_CORRELATION:
+            if rho is not None and rho <= th["age_correlation"]:
                 reasons.append(f"older documents hold longer arrays (Spearman rho {rho:.2f} between creation "
                                "time and length)")
-            if mx >= (ARRAY_DOCS_MIN if is_docs else ARRAY_SCALARS_MIN):
+            if mx >= (th["array_docs_min"] if is_docs else th["array_scalars_min"]):
                 reasons.append(f"{mx:,} elements in the longest sampled array and nothing bounds it")
             if not reasons:
                 continue
-            severity = "high" if (mx >= ARRAY_HIGH or growing_updates or (rho is not None and rho <= AGE_CORRELATION)) \
+            severity = "high" if (mx >= th["array_high"] or growing_updates or (rho is not None and rho <= th["age_correlation"])) \
                 else "medium"
             bound_note = ("no maxItems in the validator; " +
                           (f"{len(seen)} observed update(s), none with $slice" if seen else
@@ -749,7 +776,7 @@ def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any)
     return out
 
 
-def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any) -> list[Finding]:
+def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any, th: dict) -> list[Finding]:
     out = []
     for c in colls:
         if not c.docs:
@@ -765,9 +792,9 @@ def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any) -> list[Finding]:
             proj = json.loads(shape)
             returned = _median([_bson_len(_project(d, proj)) for d in c.docs])
             ratio = med / max(returned, 1)
-            if ratio >= BLOAT_RATIO and med >= BLOAT_MIN_BYTES:
+            if ratio >= th["bloat_ratio"] and med >= th["bloat_min_bytes"]:
                 out.append(_mk(
-                    "bloated-document", ns(c.name), "high" if ratio >= 5 * BLOAT_RATIO else "medium",
+                    "bloated-document", ns(c.name), "high" if ratio >= 5 * th["bloat_ratio"] else "medium",
                     f"The hottest projected query on {c.name} needs {returned:,.0f} bytes of a {med:,.0f}-byte "
                     f"median document ({ratio:,.0f}x).",
                     {"median document bytes": round(med), "hot query bytes per document": round(returned),
@@ -778,9 +805,9 @@ def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any) -> list[Finding]:
                     f"db.{c.name}.aggregate([{{$project: ...}}, {{$merge: '{c.name}_details'}}]).",
                 ))
                 continue
-        if mx >= BLOAT_MAX_BYTES or med >= BLOAT_MEDIAN_BYTES:
+        if mx >= th["bloat_max_bytes"] or med >= th["bloat_median_bytes"]:
             out.append(_mk(
-                "bloated-document", ns(c.name), "high" if mx >= BLOAT_MAX_BYTES else "medium",
+                "bloated-document", ns(c.name), "high" if mx >= th["bloat_max_bytes"] else "medium",
                 f"{c.name} documents are large: median {med:,.0f} bytes, largest sampled {mx:,} bytes "
                 "(limit 16 MiB).",
                 {"median document bytes": round(med), "largest sampled bytes": mx,
@@ -791,12 +818,12 @@ def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any) -> list[Finding]:
     return out
 
 
-def _check_collections(colls: list[_Coll], dbname: str) -> list[Finding]:
+def _check_collections(colls: list[_Coll], dbname: str, th: dict) -> list[Finding]:
     out = []
     n = len(colls)
-    if n >= COLLECTIONS_MEDIUM:
+    if n >= th["collections_medium"]:
         out.append(_mk(
-            "many-collections", dbname, "high" if n >= COLLECTIONS_HIGH else "medium",
+            "many-collections", dbname, "high" if n >= th["collections_high"] else "medium",
             f"{dbname} holds {n:,} collections ({sum(c.nindexes for c in colls):,} indexes); each costs files, "
             "memory and startup time.",
             {"collections": n, "indexes": sum(c.nindexes for c in colls)},
@@ -808,7 +835,7 @@ def _check_collections(colls: list[_Coll], dbname: str) -> list[Finding]:
         if m:
             stems[m.group(1)].append(c)
     for stem, members in sorted(stems.items()):
-        if len(members) < FAMILY_MIN:
+        if len(members) < th["family_min"]:
             continue
         shapes = []
         for c in members:
@@ -817,7 +844,7 @@ def _check_collections(colls: list[_Coll], dbname: str) -> list[Finding]:
         union = set().union(*shapes)
         inter = set.intersection(*shapes) if shapes else set()
         similarity = len(inter) / len(union) if union else 1.0
-        if similarity < FAMILY_SHAPE:
+        if similarity < th["family_shape"]:
             continue  # different shapes: different entities, not one collection split by id or date
         names = [c.name for c in members]
         out.append(_mk(
@@ -843,16 +870,16 @@ def _plain_key(spec: dict) -> list[tuple[str, int]] | None:
 _SPECIAL = ("unique", "partialFilterExpression", "expireAfterSeconds", "collation", "sparse", "hidden")
 
 
-def _check_indexes(colls: list[_Coll], by_coll: dict, ns: Any, window: dt.timedelta, r: Review) -> list[Finding]:
+def _check_indexes(colls: list[_Coll], by_coll: dict, ns: Any, window: dt.timedelta, r: Review, th: dict) -> list[Finding]:
     out = []
     young: list[str] = []
     for c in colls:
         hinted = {o.hint for o in by_coll.get(c.name, []) if isinstance(o.hint, str)}
         hinted_keys = [list(o.hint.items()) for o in by_coll.get(c.name, []) if isinstance(o.hint, dict)]
         n = c.nindexes or len(c.indexes)
-        if n >= INDEXES_MEDIUM:
+        if n >= th["indexes_medium"]:
             out.append(_mk(
-                "index-limit", ns(c.name), "high" if n >= INDEXES_HIGH else "medium",
+                "index-limit", ns(c.name), "high" if n >= th["indexes_high"] else "medium",
                 f"{c.name} has {n} indexes of the {INDEX_LIMIT} a collection may hold; every write updates them all.",
                 {"indexes": n, "limit": INDEX_LIMIT},
                 "Replace per-attribute indexes with the attribute pattern (one {k: 1, v: 1} index on an array of "
@@ -923,16 +950,16 @@ def _span(td: dt.timedelta) -> str:
     return f"{s / 86400:g} days" if s >= 86400 else f"{s / 3600:g} hours" if s >= 3600 else f"{s:g} seconds"
 
 
-def _check_nesting(colls: list[_Coll], ns: Any) -> list[Finding]:
+def _check_nesting(colls: list[_Coll], ns: Any, th: dict) -> list[Finding]:
     out = []
     for c in colls:
         if not c.docs:
             continue
         depths = [nesting_depth(d) for d in c.docs]
         mx = max(depths)
-        if mx >= DEPTH_MEDIUM:
+        if mx >= th["depth_medium"]:
             out.append(_mk(
-                "deep-nesting", ns(c.name), "high" if mx >= DEPTH_HIGH else "medium",
+                "deep-nesting", ns(c.name), "high" if mx >= th["depth_high"] else "medium",
                 f"{c.name} documents nest {mx} levels deep (the server refuses more than 100).",
                 {"max depth": mx, "median depth": _median(depths), "limit": 100},
                 "Store recursive structures (replies in replies, trees) flat: one document per node with a "
@@ -969,7 +996,7 @@ def _rate(items: list[_Op]) -> float | None:
     return len(ts) / span if span > 0 else None
 
 
-def _check_regex(ops: list[_Op], ns: Any) -> list[Finding]:
+def _check_regex(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
     hits: dict[tuple[str, str], list[_Op]] = defaultdict(list)
     for o in ops:
         filters = ([s.get("$match") for s in o.pipeline if isinstance(s, dict) and "$match" in s]
@@ -995,7 +1022,7 @@ def _check_regex(ops: list[_Op], ns: Any) -> list[Finding]:
         if plans:
             ev["plan"] = plans.most_common(1)[0][0]
         out.append(_mk(
-            "case-insensitive-regex", ns(coll), "high" if len(items) / max(reads, 1) >= LOOKUP_SHARE else "medium",
+            "case-insensitive-regex", ns(coll), "high" if len(items) / max(reads, 1) >= th["lookup_share"] else "medium",
             f"{len(items)} quer{'y' if len(items) == 1 else 'ies'} match {coll}.{fld} with a case-insensitive regex, "
             "which cannot use an index's bounds (every key is examined).", ev,
             f"Create a case-insensitive index and query with its collation: db.{coll}.createIndex({{{fld}: 1}}, "
@@ -1018,7 +1045,7 @@ def _lookups(pipeline: list) -> Iterator[dict]:
             yield from _lookups(st["$unionWith"].get("pipeline") or [])
 
 
-def _check_lookups(ops: list[_Op], ns: Any) -> list[Finding]:
+def _check_lookups(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
     reads = len(_reads(ops))
     joins: dict[tuple[str, str], list[_Op]] = defaultdict(list)
     specs: dict[tuple[str, str], dict] = {}
@@ -1032,7 +1059,7 @@ def _check_lookups(ops: list[_Op], ns: Any) -> list[Finding]:
     out = []
     for (coll, frm), items in sorted(joins.items()):
         share = len(items) / max(reads, 1)
-        if len(items) < LOOKUP_MIN or share < LOOKUP_SHARE:
+        if len(items) < th["lookup_min"] or share < th["lookup_share"]:
             continue
         lk = specs[(coll, frm)]
         ev = {"from": frm, "runs": len(items), "share of reads": round(share, 3), "reads observed": reads,
@@ -1042,7 +1069,7 @@ def _check_lookups(ops: list[_Op], ns: Any) -> list[Finding]:
             ev["per second"] = round(rate, 2)
         copy = f"{{{lk.get('localField') or 'ref'}: ..., {frm[:-1] if frm.endswith('s') else frm}: {{<the fields read>}}}}"
         out.append(_mk(
-            "lookup-overuse", ns(coll), "high" if share >= LOOKUP_HIGH_SHARE else "medium",
+            "lookup-overuse", ns(coll), "high" if share >= th["lookup_high_share"] else "medium",
             f"{len(items)} of {reads} reads ({share:.0%}) join {coll} to {frm} with $lookup.", ev,
             f"Copy the fields the join reads into {coll} (extended reference, lesson 38): "
             f"db.{coll}.aggregate([{{$lookup: ...}}, {{$set: {copy}}}, {{$merge: '{coll}'}}]); keep them in step "
@@ -1050,7 +1077,7 @@ def _check_lookups(ops: list[_Op], ns: Any) -> list[Finding]:
     return out
 
 
-def _check_together(ops: list[_Op], ns: Any) -> list[Finding]:
+def _check_together(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
     reads = [o for o in _reads(ops) if o.op in ("find", "aggregate", "count")]
     per_coll = Counter(o.coll for o in reads)
     keyed = [(o, _eq_keys(o.filter)) for o in reads]
@@ -1059,13 +1086,13 @@ def _check_together(ops: list[_Op], ns: Any) -> list[Finding]:
     pair_fields: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for i, (a, ka) in enumerate(keyed):
         vals_a = {v: f for f, v in ka.items()}
-        for b, kb in keyed[i + 1: i + 1 + 4 * TOGETHER_ENTRIES]:
+        for b, kb in keyed[i + 1: i + 1 + 4 * th["together_entries"]]:
             if b.coll == a.coll:
                 continue
             if a.ts and b.ts:
-                if abs((b.ts - a.ts).total_seconds()) > TOGETHER_SECONDS:
+                if abs((b.ts - a.ts).total_seconds()) > th["together_seconds"]:
                     continue
-            elif abs(b.seq - a.seq) > TOGETHER_ENTRIES:
+            elif abs(b.seq - a.seq) > th["together_entries"]:
                 continue
             for f, v in kb.items():
                 if v in vals_a:
@@ -1075,7 +1102,7 @@ def _check_together(ops: list[_Op], ns: Any) -> list[Finding]:
                     break
     qualified: dict[tuple[str, str], int] = {}
     for (x, y), seqs in pairs.items():
-        if len(seqs) >= TOGETHER_MIN and len(seqs) >= TOGETHER_SHARE * min(per_coll[x], per_coll[y]):
+        if len(seqs) >= th["together_min"] and len(seqs) >= th["together_share"] * min(per_coll[x], per_coll[y]):
             qualified[(x, y)] = len(seqs)
     parent: dict[str, str] = {}
 

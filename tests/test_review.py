@@ -375,3 +375,35 @@ def test_cli_help(capsys):
     with pytest.raises(SystemExit) as info:
         main(["review", "--help"])
     assert info.value.code == 0 and "--query-log" in capsys.readouterr().out
+
+
+def test_engine_sample_stage():
+    # src/mongo/db/pipeline/document_source_sample.cpp: errors 28745-28749; N random documents, all when fewer
+    from pymongo.errors import OperationFailure
+
+    db = labkit.fresh_db("t_review_sample", client=EmbeddedClient())
+    db.c.insert_many([{"_id": i, "a": {"b": [i]}} for i in range(50)])
+    got = list(db.c.aggregate([{"$sample": {"size": 10}}]))
+    assert len(got) == 10 and len({d["_id"] for d in got}) == 10
+    got[0]["a"]["b"].append("changed")  # results are copies
+    assert db.c.find_one({"_id": got[0]["_id"]})["a"]["b"] == [got[0]["_id"]]
+    assert sorted(d["_id"] for d in db.c.aggregate([{"$sample": {"size": 500}}])) == list(range(50))
+    assert list(db.c.aggregate([{"$sample": {"size": 0}}])) == []
+    assert len(list(db.c.aggregate([{"$match": {"_id": {"$lt": 5}}}, {"$sample": {"size": 3.7}}, {"$project": {"a": 0}}]))) == 3
+    for spec, code in [(5, 28745), ({"size": "x"}, 28746), ({"size": -1}, 28747), ({"size": 1, "n": 1}, 28748),
+                       ({}, 28749), ({"size": True}, 28746)]:
+        with pytest.raises(OperationFailure) as info:
+            list(db.c.aggregate([{"$sample": spec}]))
+        assert info.value.code == code
+
+
+def test_thresholds_override(shop):
+    log = _log(shop.name)
+    strict = review(shop, sample=200, query_log=log, thresholds={"array_docs_min": 26, "lookup_share": 0.5})
+    got = {(f.kind, f.where) for f in strict.findings}
+    # revisions (25 sub-documents, no growth evidence) and the join (30 of ~170 reads) fall under the bar
+    assert got == EXPECTED - {("unbounded-array", "products.revisions"), ("lookup-overuse", "orders")}
+    with pytest.raises(ReviewInputError, match="unknown threshold"):
+        review(shop, thresholds={"nope": 1})
+    with pytest.raises(ReviewInputError, match="must be a number"):
+        review(shop, thresholds={"lookup_share": "x"})
