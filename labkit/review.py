@@ -449,7 +449,7 @@ def _sample(db: Any, c: _Coll, size: int, full: bool) -> None:
     if full:
         c.docs, c.method = list(coll.find({})), "full read"
     elif c.count <= size:
-        c.docs, c.method = list(coll.find({}).limit(size)), "all (at most the sample size)"
+        c.docs, c.method = list(coll.find({}).limit(size)), "every document (fewer than the sample)"
     else:
         seen: set = set()
         c.docs = []
