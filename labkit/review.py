@@ -50,6 +50,7 @@ SEVERITIES = ("high", "medium", "low")
 
 DEFAULT_SAMPLE = 1000
 PROFILE_LIMIT = 20_000
+COMMENT = "labkit.review"  # every read of the review carries it; profiler entries with it are skipped
 THRESHOLDS: dict[str, float] = {  # labkit's judgement calls; README "Schema review" lists them
     "array_docs_min": 20,          # an array of sub-documents with nothing bounding it, this long, is flagged
     "array_scalars_min": 100,      # the same for arrays of scalars
@@ -326,7 +327,7 @@ def _ops_from_entry(entry: dict, seq: int, dbname: str) -> list[_Op]:
     def mk(op: str, c: str, **kw: Any) -> _Op:
         return _Op(ts=ts, seq=seq, coll=c or coll, op=op, filter=kw.pop("filter", None) or {}, **kw, **stats)
 
-    if kind == "getmore" or "getMore" in cmd:
+    if kind == "getmore" or "getMore" in cmd or cmd.get("comment") == COMMENT:
         return []
     if "find" in cmd:
         return [mk("find", str(cmd["find"]), filter=cmd.get("filter"), projection=cmd.get("projection"),
@@ -397,16 +398,12 @@ def read_query_log(source: str | Path | Iterable[dict]) -> list[dict]:
 
 def _profiler_entries(db: Any) -> list[dict]:
     """The newest profiler documents of ``db`` (read only; empty when the profiler never ran)."""
+    prof = db["system.profile"]
     try:
-        if "system.profile" not in db.list_collection_names(filter={"name": "system.profile"}):
-            return []
-    except PyMongoError:
-        return []
-    try:
-        return list(db["system.profile"].find({}).sort("ts", -1).limit(PROFILE_LIMIT))[::-1]
+        return list(prof.find({}, comment=COMMENT).sort("ts", -1).limit(PROFILE_LIMIT))[::-1]
     except PyMongoError:
         try:
-            return list(db["system.profile"].find({}).limit(PROFILE_LIMIT))
+            return list(prof.find({}, comment=COMMENT).limit(PROFILE_LIMIT))
         except PyMongoError:
             return []
 
@@ -430,7 +427,7 @@ class _Coll:
 
 def _stats(db: Any, c: _Coll) -> None:
     try:
-        s = next(iter(db[c.name].aggregate([{"$collStats": {"storageStats": {}}}])), {})
+        s = next(iter(db[c.name].aggregate([{"$collStats": {"storageStats": {}}}], comment=COMMENT)), {})
         st = s.get("storageStats", {})
         c.local_time = s.get("localTime")
     except PyMongoError:
@@ -447,13 +444,13 @@ def _stats(db: Any, c: _Coll) -> None:
 def _sample(db: Any, c: _Coll, size: int, full: bool) -> None:
     coll = db[c.name]
     if full:
-        c.docs, c.method = list(coll.find({})), "full read"
+        c.docs, c.method = list(coll.find({}, comment=COMMENT)), "full read"
     elif c.count <= size:
-        c.docs, c.method = list(coll.find({}).limit(size)), "every document (fewer than the sample)"
+        c.docs, c.method = list(coll.find({}, comment=COMMENT).limit(size)), "every document (fewer than the sample)"
     else:
         seen: set = set()
         c.docs = []
-        for d in coll.aggregate([{"$sample": {"size": size}}]):  # $sample may return a document twice
+        for d in coll.aggregate([{"$sample": {"size": size}}], comment=COMMENT):  # $sample may return a document twice
             key = repr(d.get("_id"))
             if key not in seen:
                 seen.add(key)
@@ -467,7 +464,7 @@ def _indexes(db: Any, c: _Coll) -> None:
     except PyMongoError:
         c.indexes = []
     try:
-        c.usage = {u["name"]: u for u in db[c.name].aggregate([{"$indexStats": {}}])}
+        c.usage = {u["name"]: u for u in db[c.name].aggregate([{"$indexStats": {}}], comment=COMMENT)}
     except PyMongoError:
         c.usage = {}
     c.nindexes = c.nindexes or len(c.indexes)

@@ -354,6 +354,8 @@ def test_cli_all_formats_and_output(shop, tmp_path, monkeypatch, capsys):
                  "--query-log", str(log)]) == 0
     assert str(dest) in capsys.readouterr().out
     assert {(f["kind"], f["where"]) for f in json.loads(dest.read_text())["findings"]} == EXPECTED
+    assert main(["review", "--db", shop.name, "--full", "--format", "json"]) == 0
+    assert {s["method"] for s in json.loads(capsys.readouterr().out)["sampled"]} == {"full read"}
 
 
 @pytest.mark.parametrize("argv, code, message", [
@@ -407,3 +409,37 @@ def test_thresholds_override(shop):
         review(shop, thresholds={"nope": 1})
     with pytest.raises(ReviewInputError, match="must be a number"):
         review(shop, thresholds={"lookup_share": "x"})
+
+
+def test_profiler_is_read_when_no_log_is_given():
+    # system.profile documents in the manual's "Database Profiler Output" shape; the review's own reads
+    # (comment "labkit.review") are not counted as workload
+    db = labkit.fresh_db("t_review_profiler", client=EmbeddedClient())
+    _coll(db, "customers", [{"_id": i, "email": f"{i}@x"} for i in range(10)])
+    prof = [{"op": "query", "ns": f"{db.name}.customers", "ts": T0 + dt.timedelta(seconds=i),
+             "command": {"find": "customers", "filter": {"email": {"$regex": "^a", "$options": "i"}}}}
+            for i in range(5)]
+    own = [{"op": "command", "ns": f"{db.name}.customers", "ts": T0,
+            "command": {"aggregate": "customers", "pipeline": [{"$match": {"email": Regex("x", "i")}}],
+                        "comment": "labkit.review"}}]
+    if "system.profile" in db.list_collection_names():  # the engine's own profiler (if any) may hold entries
+        pytest.skip("system.profile already exists")
+    db["system.profile"].insert_many(prof + own)
+    r = review(db)
+    assert r.query_data == "profiler system.profile (6 entries)"
+    (f,) = [f for f in r.findings if f.kind == "case-insensitive-regex"]
+    assert (f.where, f.evidence["queries"]) == ("customers.email", 5)
+
+
+def test_sparse_ttl_hidden_indexes_are_not_redundant():
+    db = labkit.fresh_db("t_review_special", client=EmbeddedClient())
+    _coll(db, "c", [{"_id": i, "a": i, "b": i, "t": T0, "h": i} for i in range(10)])
+    db.c.create_index("a", sparse=True)
+    db.c.create_index([("a", 1), ("b", 1)])
+    db.c.create_index("t", expireAfterSeconds=60)
+    db.c.create_index([("t", 1), ("b", 1)])
+    db.c.create_index("h", hidden=True)
+    db.c.create_index([("h", 1), ("b", 1)])
+    db.c.create_index("b")
+    db.c.create_index([("b", 1), ("a", 1)], sparse=True)  # a longer sparse index does not hold every document
+    assert [f for f in review(db).findings if f.kind == "redundant-index"] == []
