@@ -76,11 +76,13 @@ THRESHOLDS: dict[str, float] = {  # labkit's judgement calls; README "Schema rev
     "together_share": 0.20,
     "together_seconds": 2.0,
     "together_entries": 8,         # without timestamps: within this many log entries
+    "together_fanout": 10,         # more documents per key than this is one-to-many: not flagged
 }
 """Default thresholds; ``review(..., thresholds={...})`` overrides any of them."""
 INDEX_LIMIT = 64  # the server's limit of indexes per collection
 USAGE_WINDOW = dt.timedelta(days=7)
 
+_WALK_ELEMENTS = 200
 _DATE_FIELDS = ("createdAt", "created_at", "created", "createdOn", "date", "ts", "timestamp", "at")
 _READ_OPS = {"find", "aggregate", "count", "distinct"}
 _LOG_JSON = JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False)
@@ -481,7 +483,7 @@ def _walk_arrays(value: Any, path: str, out: dict, doc_i: int) -> None:
         rec["lengths"].append(len(value))
         rec["docs"].add(doc_i)
         rec["per_doc"][doc_i] = max(rec["per_doc"].get(doc_i, 0), len(value))
-        for el in value:
+        for el in value[:_WALK_ELEMENTS]:  # the length counts every element; the shape looks at the first ones
             rec["elements"] += 1
             if isinstance(el, dict):
                 rec["subdocs"] += 1
@@ -562,13 +564,12 @@ def _validator_bounds(options: dict) -> dict[str, int]:
 
 
 def _pushes(update: Any) -> Iterator[tuple[str, bool]]:
-    """(array path, capped with $slice?) for every $push / $addToSet in an update document."""
+    """(array path, capped with $slice?) for every $push in an update document ($addToSet adds only values
+    not already there, so it is not counted as growth)."""
     if not isinstance(update, dict):
         return
-    for op in ("$push", "$addToSet"):
-        for path, val in (update.get(op) or {}).items():
-            capped = op == "$push" and isinstance(val, dict) and "$each" in val and "$slice" in val
-            yield _clean_path(path), capped
+    for path, val in (update.get("$push") or {}).items():
+        yield _clean_path(path), isinstance(val, dict) and "$each" in val and "$slice" in val
 
 
 # --- projection size --------------------------------------------------------------------------------------
@@ -576,7 +577,8 @@ def _pushes(update: Any) -> Iterator[tuple[str, bool]]:
 def _project(doc: dict, projection: dict) -> dict:
     """The document a simple find projection returns (inclusion or exclusion, dotted paths)."""
     spec = {k: v for k, v in projection.items() if k != "_id"}
-    inclusion = any(not (v in (0, False)) for v in spec.values())
+    inclusion = any(not (v in (0, False)) for v in spec.values()) or (not spec and "_id" in projection
+                                                                       and projection["_id"] not in (0, False))
     keep_id = projection.get("_id", 1) not in (0, False)
     if inclusion:
         out: dict = {"_id": doc["_id"]} if keep_id and "_id" in doc else {}
@@ -702,7 +704,7 @@ def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Ite
     if has_queries:
         findings += _check_regex(ops, ns, th)
         findings += _check_lookups(ops, ns, th)
-        findings += _check_together(ops, ns, th)
+        findings += _check_together(ops, ns, {c.name: c.count for c in colls}, th)
     else:
         for k in QUERY_KINDS:
             r.skipped[k] = "no query data (pass query_log=... or enable the profiler, then re-run)"
@@ -789,7 +791,7 @@ def _check_bloat(colls: list[_Coll], by_coll: dict, ns: Any, th: dict) -> list[F
             proj = json.loads(shape)
             returned = _median([_bson_len(_project(d, proj)) for d in c.docs])
             ratio = med / max(returned, 1)
-            if ratio >= th["bloat_ratio"] and med >= th["bloat_min_bytes"]:
+            if ratio >= th["bloat_ratio"] and med >= th["bloat_min_bytes"] and n * 2 >= len(reads):
                 out.append(_mk(
                     "bloated-document", ns(c.name), "high" if ratio >= 5 * th["bloat_ratio"] else "medium",
                     f"The hottest projected query on {c.name} needs {returned:,.0f} bytes of a {med:,.0f}-byte "
@@ -1074,7 +1076,7 @@ def _check_lookups(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
     return out
 
 
-def _check_together(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
+def _check_together(ops: list[_Op], ns: Any, counts: dict[str, int], th: dict) -> list[Finding]:
     reads = [o for o in _reads(ops) if o.op in ("find", "aggregate", "count")]
     per_coll = Counter(o.coll for o in reads)
     keyed = [(o, _eq_keys(o.filter)) for o in reads]
@@ -1097,9 +1099,24 @@ def _check_together(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
                     pairs[key].add(a.seq if key[0] == a.coll else b.seq)
                     pair_fields[key][(vals_a[v], f) if key[0] == a.coll else (f, vals_a[v])] += 1
                     break
+    returned: dict[str, list[int]] = defaultdict(list)
+    for o in reads:
+        if isinstance(o.nreturned, int):
+            returned[o.coll].append(o.nreturned)
     qualified: dict[tuple[str, str], int] = {}
     for (x, y), seqs in pairs.items():
-        if len(seqs) >= th["together_min"] and len(seqs) >= th["together_share"] * min(per_coll[x], per_coll[y]):
+        if len(seqs) < th["together_min"] or len(seqs) < th["together_share"] * min(per_coll[x], per_coll[y]):
+            continue
+        fx, fy = pair_fields[(x, y)].most_common(1)[0][0]
+        sats = [y] if fx == "_id" and fy != "_id" else [x] if fy == "_id" and fx != "_id" else [x, y]
+        root_of = {y: x, x: y}
+        many = False
+        for sat in sats:
+            per_key = counts.get(sat, 0) / max(counts.get(root_of[sat], 0), 1) if len(sats) == 1 else 0
+            got = returned.get(sat)
+            if per_key > th["together_fanout"] or (got and _median(got) > th["together_fanout"]):
+                many = True  # one-to-many (or one-to-squillions): separate on purpose
+        if not many:
             qualified[(x, y)] = len(seqs)
     parent: dict[str, str] = {}
 

@@ -443,3 +443,36 @@ def test_sparse_ttl_hidden_indexes_are_not_redundant():
     db.c.create_index("b")
     db.c.create_index([("b", 1), ("a", 1)], sparse=True)  # a longer sparse index does not hold every document
     assert [f for f in review(db).findings if f.kind == "redundant-index"] == []
+
+
+def test_more_non_problems():
+    # one-to-many read together (a user and their 40 orders) is separate on purpose; $addToSet into a short
+    # roles array is not growth; a big document whose hot reads take the whole document is not "bloated"
+    # (manual: "Avoid Separating Data that is Accessed Together" is about one-to-one / one-to-few)
+    db = labkit.fresh_db("t_review_nonproblems", client=EmbeddedClient())
+    _coll(db, "users", [{"_id": f"u{i}", "roles": ["a", "b"]} for i in range(20)])
+    _coll(db, "orders", [{"_id": i, "userId": f"u{i % 20}"} for i in range(800)])
+    _coll(db, "pages", [{"_id": i, "title": "t", "html": "x" * 20_000} for i in range(10)])
+    log = []
+    t = T0
+    for i in range(20):
+        t += dt.timedelta(milliseconds=100)
+        log.append({"op": "query", "ns": f"{db.name}.users", "ts": t,
+                    "command": {"find": "users", "filter": {"_id": f"u{i}"}}, "nreturned": 1})
+        log.append({"op": "query", "ns": f"{db.name}.orders", "ts": t,
+                    "command": {"find": "orders", "filter": {"userId": f"u{i}"}}, "nreturned": 40})
+        log.append({"op": "update", "ns": f"{db.name}.users", "ts": t,
+                    "command": {"q": {"_id": f"u{i}"}, "u": {"$addToSet": {"roles": "c"}}}})
+        log.append({"op": "query", "ns": f"{db.name}.pages", "ts": t, "command": {"find": "pages", "filter": {"_id": i % 10}}})
+        if i % 5 == 0:
+            log.append({"op": "query", "ns": f"{db.name}.pages", "ts": t,
+                        "command": {"find": "pages", "filter": {}, "projection": {"title": 1}}})
+    assert review(db, query_log=log).findings == []
+    assert ("separate-data", "users") in review(db, query_log=log, thresholds={"together_fanout": 100}).kinds()
+    # the same co-reads one-to-one are flagged
+    one = [dict(e, nreturned=1) if e["ns"].endswith(".orders") else e for e in log]
+    db2 = labkit.fresh_db("t_review_oneone", client=EmbeddedClient())
+    _coll(db2, "users", [{"_id": f"u{i}"} for i in range(20)])
+    _coll(db2, "orders", [{"_id": i, "userId": f"u{i}"} for i in range(20)])
+    one = [dict(e, ns=e["ns"].replace(db.name, db2.name)) for e in one if ".pages" not in e["ns"]]
+    assert {(f.kind, f.where) for f in review(db2, query_log=one).findings} == {("separate-data", "users")}
