@@ -768,9 +768,10 @@ def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any,
             out.append(_mk(
                 "unbounded-array", ns(c.name), severity,
                 f"{c.name}.{path} can grow without limit: " + "; ".join(reasons) + ".", ev,
-                f"Move the elements to their own collection keyed by the parent's _id (db.{c.name}_{path.split('.')[-1]}), "
-                f"or cap the array: $push with {{$each: [...], $slice: -N}} and a validator "
-                f"(db.runCommand({{collMod: '{c.name}', validator: {{$jsonSchema: ... maxItems: N}}}})).",
+                f"Move the elements to their own collection, one document per element with the parent's _id "
+                f"(e.g. db.{c.name}_{path.split('.')[-1]}.insertMany(...), then db.{c.name}.updateMany({{}}, "
+                f"{{$unset: {{'{path}': ''}}}})), or cap it: $push with {{$each: [...], $slice: -N}} on every write "
+                f"and a validator (db.runCommand({{collMod: '{c.name}', validator: {{$jsonSchema: ... maxItems: N}}}})).",
                 target=path))
     return out
 
@@ -1066,13 +1067,16 @@ def _check_lookups(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
         rate = _rate(items)
         if rate is not None:
             ev["per second"] = round(rate, 2)
-        copy = f"{{{lk.get('localField') or 'ref'}: ..., {frm[:-1] if frm.endswith('s') else frm}: {{<the fields read>}}}}"
+        one = frm[:-1] if frm.endswith("s") and len(frm) > 1 else frm
+        lf, ff = lk.get("localField") or "<localField>", lk.get("foreignField") or "<foreignField>"
         out.append(_mk(
             "lookup-overuse", ns(coll), "high" if share >= th["lookup_high_share"] else "medium",
             f"{len(items)} of {reads} reads ({share:.0%}) join {coll} to {frm} with $lookup.", ev,
-            f"Copy the fields the join reads into {coll} (extended reference, lesson 38): "
-            f"db.{coll}.aggregate([{{$lookup: ...}}, {{$set: {copy}}}, {{$merge: '{coll}'}}]); keep them in step "
-            f"when {frm} changes, or embed {frm} if it is read only with {coll}.", target=None))
+            f"Copy the few fields the hot read needs from {frm} into {coll} (extended reference, lesson 38), "
+            f"keeping {lf}: db.{coll}.aggregate([{{$lookup: {{from: '{frm}', localField: '{lf}', foreignField: "
+            f"'{ff}', as: 'j'}}}}, {{$set: {{{one}: {{name: {{$first: '$j.name'}}}}}}}}, {{$unset: 'j'}}, "
+            f"{{$merge: '{coll}'}}]) (name = the fields it reads), then update the copies when {frm} changes; "
+            "or embed if the data is read only together.", target=None))
     return out
 
 

@@ -240,7 +240,13 @@ def test_hinted_prefix_is_not_redundant_and_collation_differs():
 
 
 def _state(db):
+    from pymongo.errors import OperationFailure
+
     out = {"collections": sorted(db.list_collection_names()), "databases": sorted(db.client.list_database_names())}
+    try:  # the profiler's level and settings (manual: "profile" command, -1 reads them without changing)
+        out["profile"] = {k: v for k, v in db.command("profile", -1).items() if k not in ("ok", "$clusterTime")}
+    except OperationFailure:
+        out["profile"] = "profile command not available on this engine"
     for name in out["collections"]:
         out[name] = {"docs": json_util.dumps(list(db[name].find().sort("_id", 1))),
                      "indexes": db[name].index_information(),
