@@ -743,21 +743,22 @@ def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any,
             if seen and all(seen):
                 continue  # every observed update caps it with $slice
             pairs = [(times[i], n) for i, n in rec["per_doc"].items() if times[i] is not None]
-            rho = _spearman([p[0] for p in pairs], [float(p[1]) for p in pairs]) if len(pairs) >= th["age_min_docs"] else None
+            rho = (_spearman([p[0] for p in pairs], [float(p[1]) for p in pairs])
+                   if len(pairs) >= th["age_min_docs"] else None)
+            grows_with_age = rho is not None and rho <= th["age_correlation"]
             growing_updates = sum(1 for s in seen if not s)
             is_docs = rec["subdocs"] * 2 >= rec["elements"] > 0
             reasons = []
             if growing_updates:
                 reasons.append(f"{growing_updates} observed update(s) push into it without $slice")
-            if rho is not None and rho <= th["age_correlation"]:
+            if grows_with_age:
                 reasons.append(f"older documents hold longer arrays (Spearman rho {rho:.2f} between creation "
                                "time and length)")
             if mx >= (th["array_docs_min"] if is_docs else th["array_scalars_min"]):
                 reasons.append(f"{mx:,} elements in the longest sampled array and nothing bounds it")
             if not reasons:
                 continue
-            severity = "high" if (mx >= th["array_high"] or growing_updates or (rho is not None and rho <= th["age_correlation"])) \
-                else "medium"
+            severity = "high" if (mx >= th["array_high"] or growing_updates or grows_with_age) else "medium"
             bound_note = ("no maxItems in the validator; " +
                           (f"{len(seen)} observed update(s), none with $slice" if seen else
                            "no observed update with $slice" if has_queries else "no query data to look for $slice"))
@@ -771,7 +772,8 @@ def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any,
                 f"Move the elements to their own collection, one document per element with the parent's _id "
                 f"(e.g. db.{c.name}_{path.split('.')[-1]}.insertMany(...), then db.{c.name}.updateMany({{}}, "
                 f"{{$unset: {{'{path}': ''}}}})), or cap it: $push with {{$each: [...], $slice: -N}} on every write "
-                f"and a validator (db.runCommand({{collMod: '{c.name}', validator: {{$jsonSchema: ... maxItems: N}}}})).",
+                f"and a validator (db.runCommand({{collMod: '{c.name}', validator: {{$jsonSchema: ... "
+                "maxItems: N}})).",
                 target=path))
     return out
 
@@ -870,7 +872,8 @@ def _plain_key(spec: dict) -> list[tuple[str, int]] | None:
 _SPECIAL = ("unique", "partialFilterExpression", "expireAfterSeconds", "collation", "sparse", "hidden")
 
 
-def _check_indexes(colls: list[_Coll], by_coll: dict, ns: Any, window: dt.timedelta, r: Review, th: dict) -> list[Finding]:
+def _check_indexes(colls: list[_Coll], by_coll: dict, ns: Any, window: dt.timedelta, r: Review,
+                   th: dict) -> list[Finding]:
     out = []
     young: list[str] = []
     for c in colls:
@@ -1022,7 +1025,8 @@ def _check_regex(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
         if plans:
             ev["plan"] = plans.most_common(1)[0][0]
         out.append(_mk(
-            "case-insensitive-regex", ns(coll), "high" if len(items) / max(reads, 1) >= th["lookup_share"] else "medium",
+            "case-insensitive-regex", ns(coll),
+            "high" if len(items) / max(reads, 1) >= th["lookup_share"] else "medium",
             f"{len(items)} quer{'y' if len(items) == 1 else 'ies'} match {coll}.{fld} with a case-insensitive regex, "
             "which cannot use an index's bounds (every key is examined).", ev,
             f"Create a case-insensitive index and query with its collation: db.{coll}.createIndex({{{fld}: 1}}, "
