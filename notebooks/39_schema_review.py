@@ -322,7 +322,7 @@ from labkit.widgets import explorer
 
 original = labkit.fresh_db("39_schema_review_original")
 load(original)
-original_log = profile_log(original, workload)
+original_log = profile_log(original, workload, seconds=2)  # two seconds of the workload keep each step fast
 
 
 def flagged(array_docs_min, bloat_ratio, lookup_share_pct):
