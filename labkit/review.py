@@ -1060,22 +1060,29 @@ def _check_lookups(ops: list[_Op], ns: Any, th: dict) -> list[Finding]:
             key = (o.coll, str(lk.get("from")))
             joins[key].append(o)
             specs.setdefault(key, lk)
-    out = []
+    hot: dict[str, list[tuple[str, list[_Op]]]] = defaultdict(list)
     for (coll, frm), items in sorted(joins.items()):
+        if len(items) >= th["lookup_min"] and len(items) / max(reads, 1) >= th["lookup_share"]:
+            hot[coll].append((frm, items))
+    out = []
+    for coll, joined in sorted(hot.items()):
+        joined.sort(key=lambda j: (-len(j[1]), j[0]))
+        frm, items = joined[0]  # the most frequent join leads the evidence and the fix
         share = len(items) / max(reads, 1)
-        if len(items) < th["lookup_min"] or share < th["lookup_share"]:
-            continue
         lk = specs[(coll, frm)]
         ev = {"from": frm, "runs": len(items), "share of reads": round(share, 3), "reads observed": reads,
               "localField": lk.get("localField"), "foreignField": lk.get("foreignField")}
+        if len(joined) > 1:
+            ev["joins"] = {f: len(its) for f, its in joined}
         rate = _rate(items)
         if rate is not None:
             ev["per second"] = round(rate, 2)
         one = frm[:-1] if frm.endswith("s") and len(frm) > 1 else frm
         lf, ff = lk.get("localField") or "<localField>", lk.get("foreignField") or "<foreignField>"
+        targets = ", ".join(f for f, _ in joined)
         out.append(_mk(
             "lookup-overuse", ns(coll), "high" if share >= th["lookup_high_share"] else "medium",
-            f"{len(items)} of {reads} reads ({share:.0%}) join {coll} to {frm} with $lookup.", ev,
+            f"{len(items)} of {reads} reads ({share:.0%}) join {coll} to {targets} with $lookup.", ev,
             f"Copy the few fields the hot read needs from {frm} into {coll} (extended reference, lesson 38), "
             f"keeping {lf}: db.{coll}.aggregate([{{$lookup: {{from: '{frm}', localField: '{lf}', foreignField: "
             f"'{ff}', as: 'j'}}}}, {{$set: {{{one}: {{name: {{$first: '$j.name'}}}}}}}}, {{$unset: 'j'}}, "
@@ -1126,6 +1133,23 @@ def _check_together(ops: list[_Op], ns: Any, counts: dict[str, int], th: dict) -
                 many = True  # one-to-many (or one-to-squillions): separate on purpose
         if not many:
             qualified[(x, y)] = len(seqs)
+    # a $lookup from a collection's _id to a one-to-few collection is also a read together
+    joined: Counter = Counter()
+    for o in ops:
+        if o.op != "aggregate":
+            continue
+        for lk in {id(x): x for x in _lookups(o.pipeline)}.values():
+            frm, lf, ff = lk.get("from"), lk.get("localField"), lk.get("foreignField")
+            if lf == "_id" and isinstance(frm, str) and isinstance(ff, str) and ff != "_id" and frm != o.coll:
+                joined[(o.coll, frm, ff)] += 1
+    for (src, frm, ff), n in joined.items():
+        if n < th["together_min"] or n < th["together_share"] * per_coll[src]:
+            continue
+        if counts.get(frm, 0) / max(counts.get(src, 0), 1) > th["together_fanout"]:
+            continue  # one-to-many: separate on purpose
+        key = tuple(sorted((src, frm)))
+        qualified[key] = max(qualified.get(key, 0), n)
+        pair_fields[key][("_id", ff) if key[0] == src else (ff, "_id")] += n + len(pairs.get(key, ()))
     parent: dict[str, str] = {}
 
     def find(a: str) -> str:
@@ -1160,8 +1184,8 @@ def _check_together(ops: list[_Op], ns: Any, counts: dict[str, int], th: dict) -
         names = sorted(others)
         out.append(_mk(
             "separate-data", ns(root), "high" if max(others.values()) >= 0.5 * per_coll[root] else "medium",
-            f"{root} is read together with {', '.join(names)} by the same key value, "
-            f"{max(others.values())} time(s): one entity split across {len(names) + 1} collections.",
+            f"{root} is read together with {', '.join(names)} by the same key (point reads close in time or "
+            f"$lookup), {max(others.values())} time(s): one entity split across {len(names) + 1} collections.",
             {"read together with": names, "co-reads": others, "reads of root": per_coll[root],
              "keys": {o: f"{root}.{fields[root]} = {o}.{fields[f'{root}->{o}']}" for o in names}},
             f"Embed what is read together into {root} (one-to-one and one-to-few, lesson 36): "

@@ -482,3 +482,24 @@ def test_more_non_problems():
     _coll(db2, "orders", [{"_id": i, "userId": f"u{i}"} for i in range(20)])
     one = [dict(e, ns=e["ns"].replace(db.name, db2.name)) for e in one if ".pages" not in e["ns"]]
     assert {(f.kind, f.where) for f in review(db2, query_log=one).findings} == {("separate-data", "users")}
+
+
+def test_lookup_of_one_to_few_collections_is_separate_data():
+    # lesson 36's context pipeline: users joined to three one-to-one collections by _id on every request
+    db = labkit.fresh_db("t_review_lookup36", client=EmbeddedClient())
+    _coll(db, "users", [{"_id": f"u{i}"} for i in range(20)])
+    for c in ("user_profiles", "user_addresses", "user_settings"):
+        _coll(db, c, [{"_id": i, "userId": f"u{i}", c: 1} for i in range(20)])
+    _coll(db, "events", [{"_id": i, "userId": f"u{i % 20}"} for i in range(600)])  # one-to-many
+    pipeline = [{"$match": {"_id": "u1"}}] + [
+        {"$lookup": {"from": c, "localField": "_id", "foreignField": "userId", "as": c}}
+        for c in ("user_profiles", "user_addresses", "user_settings", "events")]
+    log = [{"op": "command", "ns": f"{db.name}.users", "ts": T0 + dt.timedelta(seconds=i),
+            "command": {"aggregate": "users", "pipeline": pipeline}} for i in range(10)]
+    r = review(db, query_log=log)
+    assert {(f.kind, f.where) for f in r.findings} == {("separate-data", "users"), ("lookup-overuse", "users")}
+    (joins,) = [f for f in r.findings if f.kind == "lookup-overuse"]  # one finding per collection
+    assert joins.evidence["joins"] == {"events": 10, "user_addresses": 10, "user_profiles": 10, "user_settings": 10}
+    f = next(f for f in r.findings if f.kind == "separate-data")
+    assert f.evidence["read together with"] == ["user_addresses", "user_profiles", "user_settings"]
+    assert f.evidence["keys"]["user_profiles"] == "users._id = user_profiles.userId"
