@@ -503,3 +503,16 @@ def test_lookup_of_one_to_few_collections_is_separate_data():
     f = next(f for f in r.findings if f.kind == "separate-data")
     assert f.evidence["read together with"] == ["user_addresses", "user_profiles", "user_settings"]
     assert f.evidence["keys"]["user_profiles"] == "users._id = user_profiles.userId"
+
+
+def test_cli_bad_log_content_and_json_array_log(shop, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"op": "query"}\n{"op": \n')
+    assert main(["review", "--db", shop.name, "--query-log", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2" in err and "Traceback" not in err
+    array = tmp_path / "log.json"  # a JSON array (e.g. mongoexport --jsonArray) is read too
+    array.write_text(json_util.dumps(_log(shop.name)))
+    assert main(["review", "--db", shop.name, "--sample", "200", "--query-log", str(array), "--format", "json"]) == 0
+    assert {(f["kind"], f["where"]) for f in json.loads(capsys.readouterr().out)["findings"]} == EXPECTED
