@@ -8,6 +8,7 @@ Public API (everything else is private):
 - ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
 - ``progress``: which exercises this learner has passed                (labkit.tracking, notebook 00)
 - ``Ledger``: measured cost per operation x the workload's rates       (labkit.ledger, notebook 00)
+- ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from labkit.connection import LabConnectionError, connect, describe, redact_uri
 from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
+from labkit.review import Finding, Review, review
 
 __version__ = "0.1.0"
 
@@ -30,6 +32,7 @@ __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
     "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "Ledger", "__version__",
+    "review", "Review", "Finding",
 ]
 
 

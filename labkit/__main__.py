@@ -1,4 +1,4 @@
-"""Command line: ``python -m labkit doctor | seed | reset | workshop | progress`` (``--help`` on each)."""
+"""Command line: ``python -m labkit doctor | seed | reset | workshop | progress | review`` (``--help`` on each)."""
 from __future__ import annotations
 
 import argparse
@@ -159,6 +159,51 @@ def cmd_progress(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    """``review``: the read-only schema review of one database, as a table, Markdown or JSON."""
+    if args.sample < 1 or args.sample > 100_000:
+        print(f"--sample={args.sample}: must be between 1 and 100000", file=sys.stderr)
+        return 2
+    from pymongo.errors import PyMongoError
+
+    client = _client(args)
+    try:
+        return _review_report(args, client)
+    except PyMongoError as exc:
+        print(f"error: the server refused a read the review needs: {exc}", file=sys.stderr)
+        return 1
+
+
+def _review_report(args: argparse.Namespace, client: Any) -> int:
+    from labkit.connection import is_embedded
+    from labkit.review import ReviewInputError, review
+
+    if args.db not in client.list_database_names():
+        print(f"error: database {args.db!r} does not exist on {describe(client)}.", file=sys.stderr)
+        if is_embedded(client):
+            print("The embedded engine lives inside this process, so a new command starts with no databases. "
+                  "Review a notebook's database from the notebook (labkit.review(db)), or serve the engine "
+                  "with `python -m labkit serve` and pass --uri (or set MONGODB_URI).", file=sys.stderr)
+        return 1
+    try:
+        result = review(client[args.db], sample=args.sample, query_log=args.query_log, full=args.full)
+    except ReviewInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    text = {"table": result.to_table, "markdown": result.to_markdown, "json": result.to_json}[args.format]()
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        except OSError as exc:
+            print(f"error: cannot write {args.output!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        print(f"Wrote the review of {args.db!r} ({len(result.findings)} finding(s)) to {args.output}")
+    else:
+        print(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -206,6 +251,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--lesson", default="", help="only lessons whose name starts with this, e.g. 03")
     g.set_defaults(func=cmd_progress)
+
+    v = sub.add_parser(
+        "review", parents=[common], help="read-only schema review of a database: anti-patterns with evidence",
+        description="Samples every collection ($sample, $collStats, $indexStats, validators), reads the profiler "
+                    "(system.profile) or --query-log, and reports findings with evidence, fix and lesson. "
+                    "Never writes anything.",
+    )
+    v.add_argument("--db", required=True, help="the database to review (its exact name)")
+    v.add_argument("--format", choices=["table", "markdown", "json"], default="table", help="default: table")
+    v.add_argument("--output", help="write the report to this file instead of the terminal")
+    v.add_argument("--query-log", help="JSON lines of profiler documents (system.profile shape), instead of "
+                                       "the database's own profiler")
+    v.add_argument("--sample", type=int, default=1000, help="documents sampled per collection (default 1000)")
+    v.add_argument("--full", action="store_true", help="read every document instead of a sample")
+    v.set_defaults(func=cmd_review)
 
     r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
     r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")

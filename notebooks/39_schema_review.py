@@ -10,29 +10,26 @@
 #     minutes: 40
 #     title: "Schema review: run the checklist on a legacy store"
 #     section: Anti-patterns
-#     demo: "Load the legacy store, run each checklist step, and watch the findings table fill up."
-#     mistakes: ["Flagging a collection as bloated because of one outlier document", "Treating every $lookup as a problem, whatever its frequency", "Reading the entity names instead of measuring"]
+#     demo: "Review the legacy store with labkit.review, fix the two hottest findings, and re-run the review to watch them go."
+#     mistakes: ["Judging an array by its length today instead of by what bounds it", "Dropping a unique or partial index because its keys look like a prefix", "Treating every $lookup as a problem, whatever its frequency", "Trusting $indexStats counters that started a minute ago"]
 # ---
 
 # %% [markdown]
 # # 39 · Schema review: run the checklist on a legacy store
 #
 # **You will learn**
-# - to review an existing schema with measurements instead of opinions;
-# - to run the checklist: collections and names, arrays and their bounds, document size against the hot
-#   query, redundant indexes, case-insensitive regexes and joins on hot paths;
-# - to write findings down as evidence another engineer can re-run.
+# - to review an existing schema with measurements instead of opinions, read-only, with `labkit.review`;
+# - where each kind of evidence comes from: `$sample`, `$collStats`, `$indexStats`, validators, and the
+#   profiler's record of the queries that ran;
+# - to fix findings in order of the traffic they touch, and re-run the review to see them go.
 #
 # **Time:** about 40 minutes.
 
 # %%
 import datetime as dt
 import random
-import re
-import statistics
 from pathlib import Path
 
-import bson
 import matplotlib.pyplot as plt
 import pandas as pd
 from bson import json_util
@@ -47,9 +44,9 @@ print("engine:", labkit.describe(db.client))
 # %% [markdown]
 # ## The legacy store
 #
-# A small shop's database, inherited from another team: its collections, its indexes, and a sample of the
-# query log with how often each query runs. It ships as MongoDB Extended JSON in `data/legacy_store.json`.
-# This code is what generated the file (fixed seed):
+# A small shop's database, inherited from another team: its collections, its indexes, and its workload (each
+# query with how often it runs). It ships as MongoDB Extended JSON in `data/legacy_store.json`. This code is
+# what generated the file (fixed seed):
 
 # %%
 LEGACY_JSON = JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False)
@@ -125,172 +122,218 @@ text = path.read_text()
 legacy = json_util.loads(text, json_options=LEGACY_JSON)
 print(f"{path.relative_to(ROOT)}: {len(text):,} bytes; same as the generator: {text == legacy_json()}")
 
+
 # %% [markdown]
-# Into the database: every collection with its documents and indexes. The query log stays a table.
+# Into the database: every collection with its documents and indexes.
 
 # %%
-for name, docs in legacy["collections"].items():
-    db[name].insert_many(docs)
-for name, specs in legacy["indexes"].items():
-    for spec in specs:
-        db[name].create_index(list(spec["key"].items()), name=spec["name"])
-log = legacy["queryLog"]
+def load(target):
+    for name, docs in legacy["collections"].items():
+        target[name].insert_many(docs)
+    for name, specs in legacy["indexes"].items():
+        for spec in specs:
+            target[name].create_index(list(spec["key"].items()), name=spec["name"])
+
+
+load(db)
+workload = legacy["queryLog"]
 pd.DataFrame([{"collection": q["collection"], "op": q["op"], "per second": q["perSecond"],
-               "query": str(q.get("filter") or [list(s)[0] for s in q["pipeline"]])} for q in log])
+               "query": str(q.get("filter") or [list(s)[0] for s in q["pipeline"]])} for q in workload])
 
 # %% [markdown]
-# ## The checklist
+# ## What the queries look like to the server: the profiler
 #
-# The six checks below each produce **evidence** (numbers from the server) and, where the evidence crosses a
-# threshold, a finding: `(kind, where)`. The kinds:
-
-# %%
-KINDS = ["collection-per-tenant", "unbounded-array", "bloated-document", "redundant-index",
-         "case-insensitive-regex", "hot-lookup"]
-KINDS
-
-# %% [markdown]
-# ### 1. Count collections; look for names with ids or dates
-
-# %%
-stats = db.command("dbStats")
-names = sorted(db.list_collection_names())
-print(f"collections: {stats['collections']}, indexes: {stats['indexes']}")
-families = pd.Series([n.rsplit("_", 1)[0] + "_*" for n in names if "_" in n]).value_counts()
-families
-
-# %% [markdown]
-# ### 2. For every array, name what bounds it
+# A review needs to know what runs, and how often. On a server the **database profiler** records it: with
+# `db.setProfilingLevel(2)` (or `db.command("profile", 1, slowms=..., sampleRate=...)` on a busy one) every
+# operation becomes a document in `<db>.system.profile`, shaped as the manual's "Database Profiler Output":
+# `op`, `ns`, the `command` itself, `ts`, and counters such as `keysExamined` and `docsExamined`.
 #
-# Maximum against average length, per array field, with `$size` on the server:
+# This store's workload table says how often each query runs; here is what five seconds of it look like to
+# the profiler, as documents of that shape. The counters come from one `explain()` per query:
 
 # %%
-def array_fields(collection):
-    fields = set()
-    for doc in collection.find().limit(50):
-        fields |= {k for k, v in doc.items() if isinstance(v, list)}
-    return sorted(fields)
+T0 = dt.datetime(2026, 3, 2, 9, 0)
 
 
-arrays = []
-for name in names:
-    for field in array_fields(db[name]):
-        s = next(db[name].aggregate([{"$project": {"n": {"$size": {"$ifNull": [f"${field}", []]}}}},
-                                     {"$group": {"_id": None, "max": {"$max": "$n"}, "avg": {"$avg": "$n"}}}]))
-        arrays.append({"where": f"{name}.{field}", "max length": s["max"], "avg length": round(s["avg"], 1),
-                       "max / avg": round(s["max"] / max(s["avg"], 1), 1)})
-arrays = pd.DataFrame(arrays)
-arrays
+def profile_log(target, workload, seconds=5):
+    """system.profile-shaped documents for `seconds` of `workload` (the counters measured by explain)."""
+    entries = []
+    for q in workload:
+        name = q["collection"]
+        if q["op"] == "find":
+            command = {"find": name, "filter": q["filter"]}
+            cursor = target[name].find(q["filter"], q.get("projection"))
+            if q.get("projection"):
+                command["projection"] = q["projection"]
+            if q.get("collation"):
+                command["collation"] = q["collation"]
+                cursor = cursor.collation(q["collation"])
+            s = cursor.explain()["executionStats"]
+            counters = {"keysExamined": s["totalKeysExamined"], "docsExamined": s["totalDocsExamined"],
+                        "nreturned": s["nReturned"]}
+            op = "query"
+        else:
+            command, counters, op = {"aggregate": name, "pipeline": q["pipeline"], "cursor": {}}, {}, "command"
+        n = max(1, round(q["perSecond"] * seconds))
+        for i in range(n):
+            entries.append({"op": op, "ns": f"{target.name}.{name}", "command": command, **counters,
+                            "ts": T0 + dt.timedelta(seconds=seconds * i / n)})
+    return sorted(entries, key=lambda e: e["ts"])
+
+
+log = profile_log(db, workload)
+print(f"{len(log):,} profiler documents; one of them:")
+{k: v for k, v in log[0].items()}
 
 # %% [markdown]
-# ### 3. Compare document size with what the hot query returns
+# With MongoDB running, you would read them with `db.system.profile.find()` (or save them as JSON lines
+# with `mongoexport -c system.profile` for `python -m labkit review --query-log`); `labkit.review` reads
+# `system.profile` by itself when no log is given.
 #
-# `avgObjSize` from `collStats`, the median document (so one outlier does not decide), and the bytes the
-# most frequent projected query on the collection actually returns:
-
-# %%
-def bson_sizes(collection, stages=()):
-    """BSON sizes of the documents a pipeline produces, measured on the server with $bsonSize."""
-    return [d["b"] for d in collection.aggregate([*stages, {"$project": {"_id": 0, "b": {"$bsonSize": "$$ROOT"}}}])]
-
-
-sizes = []
-for q in sorted((q for q in log if q["op"] == "find" and q.get("projection")), key=lambda q: -q["perSecond"]):
-    coll = db[q["collection"]]
-    returned = bson_sizes(coll, [{"$match": q["filter"]}, {"$project": q["projection"]}])
-    docs = bson_sizes(coll)
-    sizes.append({"where": q["collection"], "avgObjSize": db.command("collStats", q["collection"])["avgObjSize"],
-                  "median doc bytes": int(statistics.median(docs)), "hot query bytes per doc": int(statistics.median(returned)),
-                  "median / hot": round(statistics.median(docs) / statistics.median(returned), 1)})
-sizes = pd.DataFrame(sizes)
-sizes
-
-# %% [markdown]
-# ### 4. Find prefix-redundant indexes
+# ## Run the review
 #
-# On a live cluster, also read `$indexStats` on every member to find unused indexes. A copy loaded a minute ago
-# has no usage history, so here only the key patterns can be judged.
+# `labkit.review(db, query_log=log)` reads, and never writes: up to 1,000 documents per collection with
+# `$sample`, `$collStats`, `$indexStats`, the validators and index specs, and the log. Every finding has a
+# kind, a place, a severity, the measured evidence, a fix with the commands, and the lesson that teaches it.
 
 # %%
-redundant = []
-for name in names:
-    infos = db[name].index_information()
-    for ix, info in infos.items():
-        for other, other_info in infos.items():
-            key, longer = list(info["key"]), list(other_info["key"])
-            if ix != other and ix != "_id_" and len(longer) > len(key) and longer[: len(key)] == key:
-                redundant.append({"where": f"{name}.{ix}", "prefix of": other})
-redundant = pd.DataFrame(redundant)
-redundant
+before = labkit.review(db, query_log=log)
+print(before.summary())
+before.to_frame()[["severity", "kind", "where", "summary"]]
 
 # %% [markdown]
-# ### 5. Case-insensitive regular expressions, with their plan
+# One finding in full. `unbounded-array` is judged by **what bounds the array**, not by its length today:
+# `products.revisions` holds only 25 entries, but nothing (no `maxItems`, no `$slice`) stops it from growing.
 
 # %%
-regexes = []
-for q in log:
-    for field, value in (q.get("filter") or {}).items():
-        if isinstance(value, Regex) and value.flags & re.I:
-            s = db[q["collection"]].find(q["filter"]).explain()["executionStats"]
-            regexes.append({"where": f"{q['collection']}.{field}", "per second": q["perSecond"],
-                            "keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"],
-                            "returned": s["nReturned"]})
-regexes = pd.DataFrame(regexes)
-regexes
+for f in before.findings:
+    if f.kind == "unbounded-array":
+        print(f"{f.kind} {f.where} ({f.severity}): {f.summary}")
+        print("  evidence:", {k: v for k, v in f.evidence.items()})
+        print("  fix:", f.fix, "\n")
 
 # %% [markdown]
-# ### 6. Joins on hot paths: frequency first
+# What the review does **not** say matters as much:
+#
+# - the indexes' `$indexStats` counters started when this copy was loaded, seconds ago, so no index is
+#   called unused (on a live cluster, read them on every member, with their `since` time);
+# - a unique or partial index is never proposed as redundant, even when its keys are a prefix of another;
+# - the nightly `$lookup` on `orders_globex` runs once in the log: not a finding.
+#
+# Without query data, the checks that need it say so, and the rest still run:
 
 # %%
-lookups = pd.DataFrame([{"where": q["collection"], "per second": q["perSecond"],
-                         "joins": sum("$lookup" in s for s in q["pipeline"])}
-                        for q in log if q["op"] == "aggregate"])
-lookups.sort_values("per second", ascending=False)
+blind = labkit.review(db)
+print(blind.summary())
+sorted(before.kinds() - blind.kinds())
 
 # %% [markdown]
 # ## The evidence side by side
 #
-# Each check's key ratio against its threshold. A bar past the dashed line is a finding.
+# Severity per finding, grouped by the lesson that teaches the fix:
 
 # %%
-evidence = pd.concat([
-    arrays.assign(check="array max / avg", value=arrays["max / avg"], threshold=10.0),
-    sizes.assign(check="median doc / hot bytes", value=sizes["median / hot"], threshold=10.0),
-    regexes.assign(check="keys examined / returned",
-                   value=regexes["keys examined"] / regexes["returned"].clip(lower=1), threshold=10.0),
-    lookups.assign(check="lookups per second", value=lookups["per second"], threshold=100.0),
-])[["check", "where", "value", "threshold"]].reset_index(drop=True)
-evidence["finding?"] = evidence["value"] >= evidence["threshold"]
-evidence.round(2)
-
-# %%
+frame = before.to_frame()
+counts = frame.groupby(["lesson", "severity"]).size().unstack(fill_value=0)
+counts = counts.reindex(columns=[s for s in ("high", "medium", "low") if s in counts.columns])
 fig, ax = plt.subplots(figsize=(7, 3))
-labels = [f"{c}: {w}" for c, w in zip(evidence["check"], evidence["where"])]
-ax.barh(labels, evidence["value"] / evidence["threshold"],
-        color=["#d62728" if f else "#1f77b4" for f in evidence["finding?"]])
-ax.axvline(1, color="grey", linestyle="--")
-ax.set_xscale("log")
-ax.set_xlabel("value / threshold (log scale)")
-ax.tick_params(axis="y", labelsize=7)
+counts.plot.barh(stacked=True, ax=ax, color={"high": "#d62728", "medium": "#ff7f0e", "low": "#1f77b4"})
+ax.set_xlabel("findings")
+ax.invert_yaxis()
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## Fix in order of traffic
+#
+# The products query runs 400 times a second; the order lookup 250. Both first.
+#
+# **Products** (`bloated-document`, `unbounded-array` on `revisions`, `redundant-index`): the hot query reads
+# name and price, so the description and spec sheet move to `product_details` (same `_id`), each revision
+# becomes a document of `product_revisions`, the redundant index goes, and a validator writes the shape down.
+
+# %%
+db.products.aggregate([{"$project": {"description": 1, "specSheet": 1}}, {"$merge": {"into": "product_details"}}])
+db.product_revisions.insert_many([{"_id": f"{p['_id']}:{r['rev']}", "productId": p["_id"], **r}
+                                  for p in db.products.find({}, {"revisions": 1}) for r in p["revisions"]])
+db.product_revisions.create_index([("productId", 1), ("rev", -1)])
+db.products.update_many({}, {"$unset": {"description": "", "specSheet": "", "revisions": ""}})
+db.products.drop_index("category_1")
+OBJECT = {"$jsonSchema": {"bsonType": "object"}}
+db.command("collMod", "products", validator={"$jsonSchema": {
+    "bsonType": "object", "required": ["name", "price", "category"],
+    "properties": {"price": {"bsonType": ["double", "int"]}}}})
+db.command("collMod", "product_details", validator=OBJECT)
+db.command("collMod", "product_revisions", validator={"$jsonSchema": {"bsonType": "object",
+                                                                      "required": ["productId", "rev"]}})
+print({n: db[n].estimated_document_count() for n in ("products", "product_details", "product_revisions")})
+
+# %% [markdown]
+# **Orders** (`many-collections`, `lookup-overuse`): six collections with the same shape become one `orders`
+# with a `tenant` field, and the hot read's join becomes an extended reference (lesson 38): the customer's
+# name is copied into each order, `customerId` stays.
+
+# %%
+tenants = sorted(n for n in db.list_collection_names() if n.startswith("orders_"))
+for name in tenants:
+    db[name].aggregate([
+        {"$set": {"tenant": name.split("_", 1)[1]}},
+        {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "c"}},
+        {"$set": {"customer": {"name": {"$first": "$c.name"}}}},
+        {"$unset": "c"},
+        {"$merge": {"into": "orders"}}])
+    db.drop_collection(name)
+db.orders.create_index([("tenant", 1), ("customerId", 1)])
+db.command("collMod", "orders", validator={"$jsonSchema": {"bsonType": "object",
+                                                           "required": ["tenant", "customerId", "total"]}})
+print(f"{len(tenants)} collections merged into orders: {db.orders.count_documents({}):,} orders;",
+      db.orders.find_one({"_id": "acme:001"}))
+
+# %% [markdown]
+# The application changes with the schema, so the workload does too: the hot order read is now one indexed
+# `find` without a join, and the nightly report reads `orders` by tenant.
+
+# %%
+workload_after = [
+    workload[0],  # the customer login, unchanged (the exercise fixes it)
+    workload[1],
+    workload[2],
+    {"collection": "orders", "op": "find", "perSecond": 250, "filter": {"tenant": "acme", "customerId": "cust:007"},
+     "projection": {"total": 1, "createdAt": 1, "customer": 1}},
+    {"collection": "orders", "op": "aggregate", "perSecond": 0.001, "pipeline": [
+        {"$match": {"tenant": "globex"}},
+        {"$lookup": {"from": "products", "localField": "sku", "foreignField": "_id", "as": "product"}},
+        {"$group": {"_id": "$customerId", "n": {"$sum": 1}}}]},
+]
+log_after = profile_log(db, workload_after)
+after = labkit.review(db, query_log=log_after)
+gone = sorted(before.kinds() - after.kinds())
+print(f"{len(gone)} findings gone:", gone)
+after.to_frame()[["severity", "kind", "where", "summary"]]
+
+# %% [markdown]
 # ## Explore: thresholds
 #
-# Thresholds are judgement calls. Move them and see how many findings each check raises (the evidence is the
-# one measured above).
+# Thresholds are judgement calls; `labkit.review(..., thresholds={...})` changes them. Move them and see how
+# many findings each kind raises on an untouched copy of the legacy store.
 
 # %%
 from labkit.widgets import explorer
 
+original = labkit.fresh_db("39_schema_review_original")
+load(original)
+original_log = profile_log(original, workload, seconds=2)  # two seconds of the workload keep each step fast
 
-def flagged(array_ratio, bloat_ratio, hot_per_second):
-    return {"unbounded arrays": int((arrays["max / avg"] >= array_ratio).sum()),
-            "bloated collections": int((sizes["median / hot"] >= bloat_ratio).sum()),
-            "hot lookups": int((lookups["per second"] >= hot_per_second).sum()),
-            "redundant indexes (no threshold)": len(redundant),
-            "case-insensitive regexes (no threshold)": len(regexes)}
+
+def flagged(array_docs_min, bloat_ratio, lookup_share_pct):
+    r = labkit.review(original, query_log=original_log, thresholds={
+        "array_docs_min": array_docs_min, "bloat_ratio": bloat_ratio, "lookup_share": lookup_share_pct / 100})
+    counts = {kind: 0 for kind in ("unbounded-array", "bloated-document", "lookup-overuse")}
+    for f in r.findings:
+        if f.kind in counts:
+            counts[f.kind] += 1
+    counts["all findings"] = len(r.findings)
+    return counts
 
 
 def draw_flagged(ax, values, r):
@@ -299,43 +342,58 @@ def draw_flagged(ax, values, r):
     ax.tick_params(axis="y", labelsize=7)
 
 
-th = explorer(flagged, sliders={"array_ratio": (2, 100, 10, 1), "bloat_ratio": (2, 100, 10, 1),
-                                "hot_per_second": (1, 500, 100, 1)}, title="Review thresholds", draw=draw_flagged)
+th = explorer(flagged, sliders={"array_docs_min": (5, 100, 20, 1), "bloat_ratio": (2, 200, 10, 1),
+                                "lookup_share_pct": (1, 50, 10, 1)}, title="Review thresholds", draw=draw_flagged)
 th
 
 # %% [markdown]
 # ## Exercise
 #
-# Write down what the review found: a **set** of `(kind, where)` pairs, with `kind` from `KINDS` and `where`
-# as the tables above spell it (`collection.field`, `collection.index`, a collection, or a name family such as
-# `orders_*`). `ex.check(db, log, findings)` re-measures each claim on the data and tells you which ones hold,
-# which do not (and why), and how many are still hidden.
+# Four findings are left, all on `customers`: the activity array nothing bounds (one customer already holds
+# 1,800 entries), the case-insensitive login regex, the redundant `email_1`, and no validator. Fix them:
+#
+# - move the activity to its own collection (one document per event, with `customerId`), and remove the array;
+# - give the login a case-insensitive index (collation strength 2, lesson 37) and change the login query in
+#   `workload_after` to an equality match with that collation (`"collation": {...}` in its entry);
+# - drop the redundant index; add a validator to `customers` and to the new collection.
+#
+# Then rebuild the log (`log_after = profile_log(db, workload_after)`), re-run the review, and submit
+# `ex.check(db, log_after, findings)` with `findings` = the set of `(kind, where)` pairs the review still
+# reports (`review.kinds()`). The checker re-runs the review and checks your fixes kept every event.
 
 # %%
 ex = labkit.exercises.get("39-schema-review")
 ex
 
 # %% tags=["solution"]
-findings = set()
-findings |= {("collection-per-tenant", f) for f, n in families.items() if n >= 3}
-findings |= {("unbounded-array", w) for w in arrays.loc[arrays["max / avg"] >= 10, "where"]}
-findings |= {("bloated-document", w) for w in sizes.loc[sizes["median / hot"] >= 10, "where"]}
-findings |= {("redundant-index", w) for w in redundant["where"]}
-findings |= {("case-insensitive-regex", w) for w in regexes["where"]}
-findings |= {("hot-lookup", w) for w in lookups.loc[lookups["per second"] >= 100, "where"]}
-print(sorted(findings))
-ex.check(db, log, findings)
+CI = {"locale": "en", "strength": 2}
+db.customer_activity.insert_many([{"customerId": c["_id"], **event}
+                                  for c in db.customers.find({}, {"activity": 1}).sort("_id", 1)
+                                  for event in c["activity"]])
+db.customer_activity.create_index([("customerId", 1), ("at", -1)])
+db.customers.update_many({}, {"$unset": {"activity": ""}})
+db.customers.drop_index("email_1")
+db.customers.create_index("email", name="email_ci", collation=CI)
+db.command("collMod", "customers", validator={"$jsonSchema": {"bsonType": "object", "required": ["email", "name"]}})
+db.command("collMod", "customer_activity", validator={"$jsonSchema": {"bsonType": "object",
+                                                                      "required": ["customerId", "at"]}})
+workload_after[0] = {"collection": "customers", "op": "find", "perSecond": 120,
+                     "filter": {"email": "ana.0@example.com"}, "collation": CI, "projection": None}
+log_after = profile_log(db, workload_after)
+final = labkit.review(db, query_log=log_after)
+print(final.summary())
+ex.check(db, log_after, final.kinds())
 
 # %% [markdown]
 # ## Summary
 #
-# - Review with numbers: `dbStats` and names, `$size` max vs average, `collStats` against hot-query bytes,
-#   index key prefixes (and `$indexStats` on every node), explain of the case-insensitive queries, and the
-#   frequency of every `$lookup`.
-# - Each finding points at a lesson: 32 arrays, 33 bloat, 34 collections, 35 indexes, 37 case, 38 joins.
-# - Re-run the checklist whenever the workload table changes.
+# - `labkit.review(db)` (or `python -m labkit review --db NAME`) measures instead of guessing, read-only:
+#   `$sample`, `$collStats`, `$indexStats`, validators, and the profiler's record of what runs.
+# - Arrays are judged by what bounds them; indexes that are constraints (unique, partial, TTL, collation,
+#   hidden) are never "redundant"; usage counters count only since their `since` time; joins by frequency.
+# - Fix in order of traffic, change the workload with the schema, and re-run the review to see the findings go.
 #
-# **Next:** back to the workload table (30): fix the findings in order of the traffic they touch.
+# **Next:** back to the workload table (30): the review is only as good as the workload it was given.
 
 # %% [markdown] tags=["navigation"]
 # [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)

@@ -321,19 +321,63 @@ def _legacy():
     return db, legacy["queryLog"]
 
 
-FINDINGS = {("bloated-document", "products"), ("case-insensitive-regex", "customers.email"),
-            ("collection-per-tenant", "orders_*"), ("hot-lookup", "orders_acme"),
-            ("redundant-index", "customers.email_1"), ("redundant-index", "products.category_1"),
-            ("unbounded-array", "customers.activity")}
+def _profile(db, login_filter, collation=None):
+    """Profiler-shaped entries (manual: Database Profiler Output): the login and the product list."""
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 3, 2)
+    login = {"find": "customers", "filter": login_filter, **({"collation": collation} if collation else {})}
+    out = []
+    for i in range(20):
+        out.append({"op": "query", "ns": f"{db.name}.customers", "command": login, "ts": t0 + dt.timedelta(seconds=i)})
+        out.append({"op": "query", "ns": f"{db.name}.products", "ts": t0 + dt.timedelta(seconds=i, milliseconds=500),
+                    "command": {"find": "products", "filter": {"category": "tea"}, "projection": {"name": 1}}})
+    return out
+
+
+def _fix_customers(db, keep_events=True):
+    if keep_events:
+        db.customer_activity.insert_many([{"customerId": c["_id"], **e}
+                                          for c in db.customers.find({}, {"activity": 1}) for e in c["activity"]])
+    db.customers.update_many({}, {"$unset": {"activity": ""}})
+    db.customers.drop_index("email_1")
+    db.command("collMod", "customers", validator={"$jsonSchema": {"bsonType": "object"}})
+    if keep_events:
+        db.command("collMod", "customer_activity", validator={"$jsonSchema": {"bsonType": "object"}})
 
 
 def test_39_schema_review():
+    from bson.regex import Regex
+
+    from labkit.review import review
+
     ex = labkit.exercises.get("39-schema-review")
-    db, log = _legacy()
-    assert ex.check(db, log, FINDINGS).correct
-    assert ex.check(db, log, (FINDINGS - {("collection-per-tenant", "orders_*")}) | {("collection-per-tenant", "orders")})
-    assert "still hidden" in ex.check(db, log, FINDINGS - {("hot-lookup", "orders_acme")}).message
-    assert "does not hold" in ex.check(db, log, FINDINGS | {("bloated-document", "customers")}).message
-    assert "does not hold" in ex.check(db, log, FINDINGS | {("hot-lookup", "orders_globex")}).message
-    assert "not one of KINDS" in ex.check(db, log, {("slow", "x")}).message
-    assert not ex.check(db, FINDINGS)
+    db, _ = _legacy()
+    regex_log = _profile(db, {"email": Regex("^ana\\.0@example\\.com$", "i")})
+    found = review(db, query_log=regex_log).kinds()
+    assert {("unbounded-array", "customers.activity"), ("case-insensitive-regex", "customers.email"),
+            ("redundant-index", "customers.email_1"), ("no-validation", "customers")} <= found
+    assert "still reports" in ex.check(db, regex_log, found).message
+    assert "still hidden" in ex.check(db, regex_log, found - {("no-validation", "customers")}).message
+    assert "is not what the review reports" in ex.check(db, regex_log, found | {("deep-nesting", "x")}).message
+    assert "not a kind" in ex.check(db, regex_log, {("hot-lookup", "x")}).message
+    _fix_customers(db)
+    still = review(db, query_log=regex_log).kinds()
+    assert "case-insensitive-regex" in ex.check(db, regex_log, still).message
+    ci = {"locale": "en", "strength": 2}
+    log = _profile(db, {"email": "ana.0@example.com"}, collation=ci)
+    final = review(db, query_log=log).kinds()
+    assert not [w for k, w in final if w.startswith("customers")]
+    assert "case-insensitive collation" in ex.check(db, log, final).message
+    db.customers.create_index("email", name="email_ci", collation=ci)
+    assert ex.check(db, log, review(db, query_log=log).kinds()).correct
+    no_login = [q for q in log if not q["ns"].endswith(".customers")]
+    assert "login query" in ex.check(db, no_login, review(db, query_log=no_login).kinds()).message
+    assert not ex.check(db, found)
+    assert "profiler documents" in ex.check(db, [{"collection": "customers"}], set()).message
+
+    lost, _ = _legacy()  # dropping the events is not a fix
+    _fix_customers(lost, keep_events=False)
+    lost.customers.create_index("email", name="email_ci", collation=ci)
+    lost_log = _profile(lost, {"email": "ana.0@example.com"}, collation=ci)
+    assert "activity events are gone" in ex.check(lost, lost_log, review(lost, query_log=lost_log).kinds()).message

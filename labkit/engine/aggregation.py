@@ -675,6 +675,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
                 lim = int(nxt["$limit"])
                 i += 1
             docs = _sort_docs(docs, sort, lim)
+        elif name == "$sample":  # picks before copying (mongomock shuffles a copy of every document)
+            docs = _sample(docs, arg)
         elif name == "$limit":
             docs = docs[:int(arg)]
         elif name == "$skip":
@@ -719,6 +721,31 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
         i += 1
     return docs
+
+
+def _sample(docs: list[dict], arg: Any) -> list[dict]:
+    """$sample {size: N}: N documents in random order (all of them when there are fewer); server's errors."""
+    import random
+    if not isinstance(arg, dict):
+        raise OperationFailure("the $sample stage specification must be an object", 28745)
+    size = None
+    for k, v in arg.items():
+        if k != "size":
+            raise OperationFailure("unrecognized option to $sample: %s" % k, 28748)
+        if isinstance(v, bool) or not isinstance(v, (int, float, bson.Int64, bson.Decimal128)):
+            raise OperationFailure("size argument to $sample must be a number", 28746)
+        v = float(v.to_decimal()) if isinstance(v, bson.Decimal128) else v
+        if v != v:  # NaN converts to 0 (safeNumberLong)
+            size = 0
+        elif v in (float("inf"), float("-inf")):
+            size = len(docs) if v > 0 else -1
+        else:
+            size = int(v)
+        if size < 0:
+            raise OperationFailure("size argument to $sample must not be negative", 28747)
+    if size is None:
+        raise OperationFailure("$sample stage must specify a size", 28749)
+    return random.sample(docs, min(size, len(docs)))
 
 
 def _call(handler, docs: list[dict], coll, arg) -> list[dict]:

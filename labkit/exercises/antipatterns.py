@@ -596,116 +596,78 @@ def _ex38() -> Exercise:
 
 # --- notebook 39 -------------------------------------------------------------------------------------------
 
-REVIEW_KINDS = ("collection-per-tenant", "unbounded-array", "bloated-document", "redundant-index",
-                "case-insensitive-regex", "hot-lookup")
+def _review_kinds() -> tuple[str, ...]:
+    from labkit.review import KINDS
+
+    return tuple(KINDS)
 
 
-def _is_ci_regex(value: Any) -> bool:
-    import re
-
-    if type(value).__name__ == "Regex" or isinstance(value, re.Pattern):
-        return bool(int(value.flags) & re.I)
-    return isinstance(value, dict) and "$regex" in value and "i" in str(value.get("$options", ""))
-
-
-def _review_truth(db: Any, log: list) -> dict:
-    """Every finding the data supports, with the evidence, measured the way lesson 39 does."""
-    import re
-    import statistics
-
-    import bson
-
-    truth: dict = {}
-    names = sorted(db.list_collection_names())
-    families: dict = {}
-    for n in names:
-        if "_" in n:
-            families.setdefault(n.rsplit("_", 1)[0], []).append(n)
-    for fam, members in families.items():
-        if len(members) >= 3:
-            truth[("collection-per-tenant", fam + "_*")] = f"{len(members)} collections named {fam}_<id>"
-    for n in names:
-        docs = list(db[n].find())
-        fields = {k for d in docs[:50] for k, v in d.items() if isinstance(v, list)}
-        for f in sorted(fields):
-            lengths = [len(d.get(f) or []) for d in docs]
-            mx, avg = max(lengths), sum(lengths) / len(lengths)
-            if mx >= 10 * max(avg, 1):
-                truth[("unbounded-array", f"{n}.{f}")] = f"max {mx} elements vs average {avg:.1f}"
-        infos = db[n].index_information()
-        for ix, info in infos.items():
-            for other, oinfo in infos.items():
-                key, longer = list(info["key"]), list(oinfo["key"])
-                if ix != other and ix != "_id_" and len(longer) > len(key) and longer[: len(key)] == key:
-                    truth[("redundant-index", f"{n}.{ix}")] = f"a prefix of {other}"
-    for q in log:
-        coll = q.get("collection")
-        if q.get("op") == "find" and q.get("projection"):
-            filt = {k: ({"$regex": v.pattern, "$options": "i" if int(v.flags) & re.I else ""}
-                        if type(v).__name__ == "Regex" else v) for k, v in q["filter"].items()}
-            returned = [len(bson.encode(d)) for d in db[coll].find(filt, q["projection"])]
-            sizes = [len(bson.encode(d)) for d in db[coll].find()]
-            if returned and statistics.median(sizes) >= 10 * statistics.median(returned):
-                truth[("bloated-document", coll)] = (f"median document {int(statistics.median(sizes)):,} bytes vs "
-                                                     f"{int(statistics.median(returned))} bytes the hot query needs")
-        for field, value in (q.get("filter") or {}).items():
-            if _is_ci_regex(value):
-                truth[("case-insensitive-regex", f"{coll}.{field}")] = f"{q['perSecond']}/s with the i option"
-        if q.get("op") == "aggregate" and q.get("perSecond", 0) >= 100 and any("$lookup" in s for s in q["pipeline"]):
-            truth[("hot-lookup", coll)] = f"$lookup at {q['perSecond']}/s"
-    return truth
-
-
-def _norm_where(kind: str, where: Any) -> str:
-    where = str(where).strip()
-    if kind == "collection-per-tenant":
-        return where.rstrip("*").rstrip("_") + "_*"
-    return where
+def _has_ci_index(db: Any) -> bool:
+    for spec in db.customers.list_indexes():
+        key = list(spec.get("key", {}))
+        coll = spec.get("collation") or {}
+        if key[:1] == ["email"] and coll.get("strength") in (1, 2):
+            return True
+    return False
 
 
 def _check_schema_review(args: Any) -> str:
+    from labkit.review import ReviewInputError, review
+
     if not (isinstance(args, tuple) and len(args) == 3):
-        raise NotYet("call it with three arguments: `ex.check(db, log, findings)`.")
+        raise NotYet("call it with three arguments: `ex.check(db, log_after, findings)`.")
     db, log, findings = args
     if not _is_database(db):
         raise NotYet(f"the first argument should be the lesson's database `db`, not {type(db).__name__}.")
     if not isinstance(log, list) or not all(isinstance(q, dict) for q in log):
-        raise NotYet("the second argument should be the query log `log` (a list of dicts).")
+        raise NotYet("the second argument should be the profiler log `log_after` (a list of dicts).")
+    if not any(isinstance(q.get("ns"), str) for q in log):
+        raise NotYet("the log holds no profiler documents (with `ns`, `op`, `command`): build it with "
+                     "`profile_log(db, workload_after)`.")
     if isinstance(findings, (list, tuple)) and not (findings and isinstance(findings[0], str)):
         findings = set(map(tuple, findings))
     if not isinstance(findings, (set, frozenset)):
         raise NotYet(f"`findings` should be a set of (kind, where) pairs, got {type(findings).__name__}.")
-    truth = _review_truth(db, log)
+    kinds = _review_kinds()
     claims = set()
     for item in findings:
         if not (isinstance(item, tuple) and len(item) == 2):
             raise NotYet(f"{item!r} is not a (kind, where) pair.")
-        kind, where = item
-        if kind not in REVIEW_KINDS:
-            raise NotYet(f"{kind!r} is not one of KINDS: {list(REVIEW_KINDS)}.")
-        claims.add((kind, _norm_where(kind, where)))
-    wrong = sorted(claims - set(truth))
+        if item[0] not in kinds:
+            raise NotYet(f"{item[0]!r} is not a kind of the review: {list(kinds)}.")
+        claims.add((item[0], str(item[1]).strip()))
+    names = set(db.list_collection_names())
+    if db.customers.count_documents({}) != 60 or db.customers.count_documents({"email": {"$type": "string"}}) != 60:
+        raise NotYet("db.customers should still hold its 60 customers, each with an email.")
+    keeps = [n for n in sorted(names - {"customers"}) if db[n].count_documents({"customerId": "cust:013"}) >= 1800]
+    if not keeps and db.customers.count_documents({"_id": "cust:013", "activity.1799": {"$exists": True}}) == 0:
+        raise NotYet("customer cust:013's 1,800 activity events are gone: move them (one document per event, "
+                     "with customerId) before removing the array.")
+    logins = [q for q in log if str(q.get("ns", "")).endswith(".customers") and "email" in str(
+        (q.get("command") or {}).get("filter", {}))]
+    if not logins:
+        raise NotYet("the login query (customers by email) is missing from the log: change it in "
+                     "`workload_after`, do not remove it.")
+    try:
+        result = review(db, query_log=log)
+    except ReviewInputError as exc:
+        raise NotYet(f"the review cannot read that log: {exc}") from None
+    truth = result.kinds()
+    wrong = sorted(claims - truth)
     if wrong:
-        kind, where = wrong[0]
-        same_kind = [w for k, w in truth if k == kind]
-        why = {
-            "unbounded-array": "its maximum length is not far above the average (or it is not an array)",
-            "bloated-document": "its median document is not 10x what its hot query returns (one outlier is not bloat)",
-            "redundant-index": "its keys are not a prefix of another index on the same collection",
-            "collection-per-tenant": "fewer than 3 collections share that name family",
-            "case-insensitive-regex": "no query in the log uses a regex with the i option on that field",
-            "hot-lookup": "no $lookup on that collection runs 100 times a second or more",
-        }[kind]
-        hint = "" if same_kind else f" The data has no {kind} finding at all."
-        raise NotYet(f"({kind!r}, {where!r}) does not hold: {why}.{hint} Check the spelling of `where` against the "
-                     "tables.")
-    missing = sorted(set(truth) - claims)
+        raise NotYet(f"{wrong[0]!r} is not what the review reports now. Re-run `labkit.review(db, "
+                     "query_log=log_after)` after your last change and submit its `.kinds()`.")
+    missing = sorted(truth - claims)
     if missing:
-        kinds = sorted({k for k, _ in missing})
         raise NotYet(f"all {len(claims)} claims hold, but {len(missing)} finding(s) are still hidden, of kind(s) "
-                     f"{kinds}. Re-run those checks.")
-    evidence = "; ".join(f"{w}: {e}" for (k, w), e in sorted(truth.items()))
-    return f"all {len(truth)} findings, each backed by evidence ({evidence})."
+                     f"{sorted({k for k, _ in missing})}. Re-run the review and submit everything it reports.")
+    left = sorted(f"{k} {w}" for k, w in truth if w.split(".")[0] == "customers")
+    if left:
+        raise NotYet(f"the review still reports {left} on customers: fix those (the exercise's list) and re-run.")
+    if not _has_ci_index(db):
+        raise NotYet("the login needs an index on email with a case-insensitive collation (strength 2).")
+    return (f"the review reports {len(truth)} finding(s) and nothing on customers: activity moved out "
+            f"({', '.join(keeps)}), the login uses a case-insensitive index, and every event is kept.")
 
 
 @register
@@ -713,19 +675,30 @@ def _ex39() -> Exercise:
     return Exercise(
         id="39-schema-review",
         lesson="39_schema_review",
-        task="Run the checklist on the legacy store and submit the set of (kind, where) findings.",
+        task="Fix the four findings left on customers, rebuild the log, re-run the review and submit what it "
+             "still reports: ex.check(db, log_after, findings).",
         checker=_check_schema_review,
-        hints=["Each checklist table has a column that crosses a threshold: max / avg >= 10, median / hot >= 10, "
-               "100 lookups a second; every redundant index and case-insensitive regex counts.",
-               "Build the set from the tables, e.g. `{(\"unbounded-array\", w) for w in arrays.loc[arrays[\"max / avg\"] "
-               ">= 10, \"where\"]}`, and union the six kinds."],
+        hints=["Activity: insert one document per event into db.customer_activity (with customerId), then "
+               "$unset the array. Login: create_index('email', collation={'locale': 'en', 'strength': 2}) and "
+               "an equality filter with that collation in workload_after[0].",
+               "After the fixes: `log_after = profile_log(db, workload_after)`, `final = labkit.review(db, "
+               "query_log=log_after)`, then `ex.check(db, log_after, final.kinds())`."],
         solution_text=(
-            'findings = set()\n'
-            'findings |= {("collection-per-tenant", f) for f, n in families.items() if n >= 3}\n'
-            'findings |= {("unbounded-array", w) for w in arrays.loc[arrays["max / avg"] >= 10, "where"]}\n'
-            'findings |= {("bloated-document", w) for w in sizes.loc[sizes["median / hot"] >= 10, "where"]}\n'
-            'findings |= {("redundant-index", w) for w in redundant["where"]}\n'
-            'findings |= {("case-insensitive-regex", w) for w in regexes["where"]}\n'
-            'findings |= {("hot-lookup", w) for w in lookups.loc[lookups["per second"] >= 100, "where"]}\n'
-            'ex.check(db, log, findings)'),
+            'CI = {"locale": "en", "strength": 2}\n'
+            'db.customer_activity.insert_many([{"customerId": c["_id"], **event}\n'
+            '                                  for c in db.customers.find({}, {"activity": 1}).sort("_id", 1)\n'
+            '                                  for event in c["activity"]])\n'
+            'db.customer_activity.create_index([("customerId", 1), ("at", -1)])\n'
+            'db.customers.update_many({}, {"$unset": {"activity": ""}})\n'
+            'db.customers.drop_index("email_1")\n'
+            'db.customers.create_index("email", name="email_ci", collation=CI)\n'
+            'db.command("collMod", "customers", validator={"$jsonSchema": {"bsonType": "object", '
+            '"required": ["email", "name"]}})\n'
+            'db.command("collMod", "customer_activity", validator={"$jsonSchema": {"bsonType": "object", '
+            '"required": ["customerId", "at"]}})\n'
+            'workload_after[0] = {"collection": "customers", "op": "find", "perSecond": 120,\n'
+            '                     "filter": {"email": "ana.0@example.com"}, "collation": CI, "projection": None}\n'
+            'log_after = profile_log(db, workload_after)\n'
+            'final = labkit.review(db, query_log=log_after)\n'
+            'ex.check(db, log_after, final.kinds())'),
     )
