@@ -103,7 +103,7 @@ def _cmd_explain(db, cmd):
         if extra:
             raise unsupported("explain count option '%s'" % sorted(extra)[0])
         q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
-                  kind="count")
+                  kind="count", skip=inner.get("skip", 0), limit=inner.get("limit", 0))
         return coll.explain_find(q, verbosity, inner)
     if op == "distinct":
         extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}

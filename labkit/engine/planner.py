@@ -349,14 +349,22 @@ class Planner:
 
         def IndexScan(ix_, b_, d_):  # noqa: N802 - IXSCAN with the key-level (regex) filter attached
             return _IndexScan(ix_, b_, d_, key_filter, key_shown)
+        # SERVER-13946 (jstests/core/query/add_skip_stage_before_fetch.js): when the index answers the whole
+        # filter and provides the order, SKIP goes below FETCH so skipped documents are never fetched
+        skip_below = bool(q.skip) and not covered and match is None
+
+        def fetch_over(child: Stage) -> Stage:
+            if skip_below:
+                child = Skip(child, q.skip)
+            return Fetch(child, store, match, shown)
         if direction:
             def build() -> Stage:
                 if empty:
                     scan: Stage = IndexScan(ix, bounds, 1)
                 else:
                     scan = IndexScan(ix, bounds, direction)
-                root = scan if covered else Fetch(scan, store, match, shown)
-                return self._finish(root, blocking_sort=False, covered=covered)
+                root = scan if covered else fetch_over(scan)
+                return self._finish(root, blocking_sort=False, covered=covered, skip_done=skip_below)
             return [Candidate(build, ix, not covered, False, desc=ix.spec.name)]
         # explode for sort: leading point fields split into one scan per combination
         exploded = self._explode(ix, bounds)
@@ -364,8 +372,8 @@ class Planner:
             def build_m() -> Stage:
                 scans = [IndexScan(ix, b, d) for b, d in exploded]
                 merge = SortMerge(scans, q.sort, self._index_sort_key(ix))
-                root = merge if covered else Fetch(merge, store, match, shown)
-                return self._finish(root, blocking_sort=False, covered=covered)
+                root = merge if covered else fetch_over(merge)
+                return self._finish(root, blocking_sort=False, covered=covered, skip_done=skip_below)
             return [Candidate(build_m, ix, not covered, False, desc=ix.spec.name + " (SORT_MERGE)")]
 
         def build_s() -> Stage:
@@ -396,7 +404,7 @@ class Planner:
                 return None
         return None
 
-    def _finish(self, root: Stage, blocking_sort: bool, covered: bool) -> Stage:
+    def _finish(self, root: Stage, blocking_sort: bool, covered: bool, skip_done: bool = False) -> Stage:
         q = self.q
         if blocking_sort and q.sort:
             lim = (q.skip + q.limit) if q.limit else 0
@@ -406,7 +414,7 @@ class Planner:
             root = Projection(root, kind, q.projection, self.store if covered else None)
         elif covered:
             root = Projection(root, "PROJECTION_COVERED", {}, self.store)
-        if q.skip:
+        if q.skip and not skip_done:
             root = Skip(root, q.skip)
         if q.limit and not (blocking_sort and q.sort and not q.skip):
             root = Limit(root, q.limit)

@@ -1,0 +1,134 @@
+"""Plans and statistics as a MongoDB 8.0 server reports them (issue 14): one test per rule, each naming the
+jstest / server source or manual page the expected figures come from. Facts carry over, code does not."""
+from __future__ import annotations
+
+import pytest
+
+from labkit.engine import EmbeddedClient
+
+from plan_helpers import find_stage, stages  # noqa: E402
+
+
+@pytest.fixture()
+def db():
+    return EmbeddedClient().plans80
+
+
+def _explain(db, cmd: dict, verbosity: str = "executionStats") -> dict:
+    return db.command("explain", cmd, verbosity=verbosity)
+
+
+# ---------------------------------------------------------------------------------------- SKIP below FETCH
+
+@pytest.fixture()
+def skipcoll(db):
+    """add_skip_stage_before_fetch.js dataset: 10,000 docs {a: i % 2, b: i % 4, c, d}, index {a, b, c}.
+    c and d are deterministic here (the jstest uses random values; its assertions do not depend on them)."""
+    c = db.skip_before_fetch
+    c.create_index([("a", 1), ("b", 1), ("c", 1)])
+    c.insert_many([{"a": i % 2, "b": i % 4, "c": (i * 7919) % 1000, "d": (i * 104729) % 1000}
+                   for i in range(10000)])
+    return c
+
+
+HINT_ABC = {"a": 1, "b": 1, "c": 1}
+
+
+def test_skip_below_fetch_index_answers_filter(db, skipcoll):
+    # jstests/core/query/add_skip_stage_before_fetch.js (SERVER-13946): find({a: 0, b: 2}).hint(index)
+    # .skip(2400): totalKeysExamined >= 2500, totalDocsExamined == 100
+    e = _explain(db, {"find": "skip_before_fetch", "filter": {"a": 0, "b": 2}, "hint": HINT_ABC, "skip": 2400})
+    es = e["executionStats"]
+    assert es["totalKeysExamined"] >= 2500
+    assert es["totalDocsExamined"] == 100
+    assert es["nReturned"] == 100
+    assert stages(e["queryPlanner"]["winningPlan"]) == ["FETCH", "SKIP", "IXSCAN"]
+
+
+def test_skip_below_fetch_with_index_sort(db, skipcoll):
+    # add_skip_stage_before_fetch.js: .sort({c: 1}) is provided by the index: docs examined still 100
+    e = _explain(db, {"find": "skip_before_fetch", "filter": {"a": 0, "b": 2}, "hint": HINT_ABC,
+                      "sort": {"c": 1}, "skip": 2400})
+    assert e["executionStats"]["totalKeysExamined"] >= 2500
+    assert e["executionStats"]["totalDocsExamined"] == 100
+
+
+def test_skip_covered_no_fetch(db, skipcoll):
+    # add_skip_stage_before_fetch.js: projection {_id: 0, a: 1} is covered: 0 documents, isIndexOnly
+    e = _explain(db, {"find": "skip_before_fetch", "filter": {"a": 0, "b": 2}, "hint": HINT_ABC,
+                      "sort": {"c": 1}, "projection": {"_id": 0, "a": 1}, "skip": 2400})
+    assert e["executionStats"]["totalDocsExamined"] == 0
+    assert find_stage(e["queryPlanner"]["winningPlan"], "FETCH") is None
+
+
+def test_skip_above_blocking_sort_fetches_all(db, skipcoll):
+    # add_skip_stage_before_fetch.js: .sort({d: 1}) needs a field outside the index: all 2500 fetched
+    e = _explain(db, {"find": "skip_before_fetch", "filter": {"a": 0, "b": 2}, "hint": HINT_ABC,
+                      "sort": {"d": 1}, "skip": 2400})
+    assert e["executionStats"]["totalDocsExamined"] == 2500
+    assert stages(e["queryPlanner"]["winningPlan"])[:3] == ["SKIP", "SORT", "FETCH"]
+
+
+def test_skip_stays_above_fetch_with_residual_filter(db, skipcoll):
+    # the rule applies only when the FETCH has no filter (SERVER-13946: a FETCH filter decides which
+    # documents count towards the skip, so they must be fetched): d is not in the index
+    e = _explain(db, {"find": "skip_before_fetch", "filter": {"a": 0, "b": 2, "d": {"$gte": 0}},
+                      "hint": HINT_ABC, "skip": 2400})
+    assert e["executionStats"]["totalDocsExamined"] == 2500
+    assert stages(e["queryPlanner"]["winningPlan"])[:2] == ["SKIP", "FETCH"]
+
+
+def test_skip_results_unchanged(skipcoll):
+    # the placement changes statistics, never results: same documents as skipping after the fetch
+    got = [d["_id"] for d in skipcoll.find({"a": 0, "b": 2}).hint(list(HINT_ABC.items())).skip(2400)]
+    ref = [d["_id"] for d in skipcoll.find({"a": 0, "b": 2, "d": {"$gte": 0}})
+           .hint(list(HINT_ABC.items())).skip(2400)]
+    assert got == ref and len(got) == 100
+
+
+# ---------------------------------------------------------------------------------------- COUNT_SCAN
+
+@pytest.fixture()
+def countcoll(db):
+    c = db.countscan
+    c.create_index("a")
+    c.insert_many([{"a": i % 5, "b": i} for i in range(100)])
+    return c
+
+
+def test_count_scan_examines_n_plus_one(db, countcoll):
+    # src/mongo/db/exec/classic/count_scan.cpp doWork: ++keysExamined happens before the
+    # "if (!entry) -> IS_EOF" check, so 20 matching keys report 21 keys examined
+    e = _explain(db, {"count": "countscan", "query": {"a": 2}})
+    cs = find_stage(e["executionStats"]["executionStages"], "COUNT_SCAN")
+    assert cs["keysExamined"] == 21
+    assert e["executionStats"]["totalKeysExamined"] == 21
+    assert e["executionStats"]["executionStages"]["nCounted"] == 20
+    assert e["executionStats"]["totalDocsExamined"] == 0
+
+
+def test_count_scan_with_skip(db, countcoll):
+    # src/mongo/db/exec/classic/count.cpp: the COUNT stage skips (nSkipped) and counts the rest; the scan
+    # below it still reaches its end (n + 1 keys)
+    e = _explain(db, {"count": "countscan", "query": {"a": 2}, "skip": 5})
+    st = e["executionStats"]["executionStages"]
+    assert (st["nCounted"], st["nSkipped"]) == (15, 5)
+    assert st["inputStage"]["stage"] == "COUNT_SCAN"
+    assert st["inputStage"]["keysExamined"] == 21
+    assert countcoll.count_documents({"a": 2}, skip=5) == 15
+
+
+def test_count_scan_with_skip_and_limit_stops_early(db, countcoll):
+    # count.cpp: COUNT is EOF once nCounted reaches the limit; COUNT_SCAN is not asked for another key
+    e = _explain(db, {"count": "countscan", "query": {"a": 2}, "skip": 5, "limit": 3})
+    st = e["executionStats"]["executionStages"]
+    assert (st["nCounted"], st["nSkipped"]) == (3, 5)
+    assert st["inputStage"]["keysExamined"] == 8
+
+
+def test_fast_count_skip(db, countcoll):
+    # src/mongo/db/exec/classic/record_store_fast_count.cpp applies skip and limit to the record count
+    e = _explain(db, {"count": "countscan", "skip": 30})
+    st = e["executionStats"]["executionStages"]
+    assert st["stage"] == "RECORD_STORE_FAST_COUNT"
+    assert (st["nCounted"], st["nSkipped"]) == (70, 30)
