@@ -132,3 +132,49 @@ def test_fast_count_skip(db, countcoll):
     st = e["executionStats"]["executionStages"]
     assert st["stage"] == "RECORD_STORE_FAST_COUNT"
     assert (st["nCounted"], st["nSkipped"]) == (70, 30)
+
+
+# ---------------------------------------------------------------------------------------- $indexStats
+
+def _ops(coll, name: str) -> int:
+    return next(d for d in coll.aggregate([{"$indexStats": {}}]) if d["name"] == name)["accesses"]["ops"]
+
+
+def _since(coll, name: str):
+    return next(d for d in coll.aggregate([{"$indexStats": {}}]) if d["name"] == name)["accesses"]["since"]
+
+
+def test_index_stats_explain_does_not_count(db):
+    # jstests/core/index/index_stats.js: "index access counters are not incremented for explain execution"
+    c = db.ixstats
+    c.create_index("a")
+    c.insert_many([{"a": i} for i in range(10)])
+    assert _ops(c, "a_1") == 0
+    c.find({"a": {"$gte": 3}}).explain()
+    db.command("explain", {"count": "ixstats", "query": {"a": 3}})
+    db.command("explain", {"aggregate": "ixstats", "pipeline": [{"$match": {"a": 3}}], "cursor": {}})
+    assert _ops(c, "a_1") == 0
+    list(c.find({"a": {"$gte": 3}}))
+    assert _ops(c, "a_1") == 1
+    list(c.find({"a": 4}).limit(1))  # EXPRESS path counts too
+    assert _ops(c, "a_1") == 2
+
+
+def test_index_stats_hide_unhide_resets(db):
+    # manual db.collection.hideIndex / unhideIndex, "Index Modifications Reset Statistics": hiding or
+    # unhiding an index resets its $indexStats (ops back to 0, since moved forward)
+    c = db.ixhide
+    c.create_index("a")
+    c.insert_many([{"a": i} for i in range(10)])
+    list(c.find({"a": {"$gte": 3}}))
+    list(c.find({"a": {"$gte": 5}}))
+    assert _ops(c, "a_1") == 2
+    since0 = _since(c, "a_1")
+    db.command("collMod", "ixhide", index={"name": "a_1", "hidden": True})
+    assert _ops(c, "a_1") == 0
+    assert _since(c, "a_1") >= since0
+    list(c.find({"a": {"$gte": 3}}))  # hidden: not used, not counted
+    assert _ops(c, "a_1") == 0
+    db.command("collMod", "ixhide", index={"name": "a_1", "hidden": False})
+    list(c.find({"a": {"$gte": 3}}))
+    assert _ops(c, "a_1") == 1

@@ -751,11 +751,14 @@ def run_pipeline(coll, pipeline: list, hint=None) -> list:
 # ---------------------------------------------------------------------------------- explain
 
 def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dict:
+    """The explain document of an aggregate (classic ``$cursor`` shape or SBE pushdown)."""
     from .explain_doc import _check_verbosity, _query_planner, _wrap
+    from .planner import explaining
     _check_verbosity(verbosity)
     t0 = time.perf_counter()
     ctx = Ctx()
-    docs = run_stages(coll, list(pipeline), ctx)
+    with explaining():
+        docs = run_stages(coll, list(pipeline), ctx)
     millis = int((time.perf_counter() - t0) * 1000)
     ns = "%s.%s" % (coll.database.name, coll.name)
     filt, sort, skip, limit, n_pushed = _split_prefix(list(pipeline)) if pipeline and not any(

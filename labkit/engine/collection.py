@@ -854,6 +854,10 @@ class EmbeddedCollection(mm_collection.Collection):
             raise OperationFailure("can't hide _id index", 72)
         old = st.ix[name].spec.hidden
         st.ix[name].spec.hidden = bool(hidden)
+        if old != bool(hidden):  # manual hideIndex/unhideIndex: "Index Modifications Reset Statistics"
+            import datetime
+            st.ix[name].accesses = 0
+            st.ix[name].since = datetime.datetime.utcnow()
         st.version += 1
         return old
 
@@ -925,7 +929,7 @@ class _ExpressExec:
 
 
 def _run_express(st, ix, q: Query):
-    from .planner import Candidate
+    from .planner import Candidate, note_access
     t0 = time.perf_counter()
     f = q.filter
     (path, cond), = f.items()
@@ -944,7 +948,7 @@ def _run_express(st, ix, q: Query):
                 break
         elif s == 2:
             break
-    ix.accesses += 1
+    note_access(ix)
     cand = Candidate(lambda: stage, ix, True, False, desc="EXPRESS")
     cand.root = stage
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))

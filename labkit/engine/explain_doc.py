@@ -6,7 +6,7 @@ from typing import Any
 
 from mongomock import OperationFailure
 
-from .planner import (Planner, Query, express_eligible, plan_and_run, totals)
+from .planner import (Planner, Query, explaining, express_eligible, note_access, plan_and_run, totals)
 from .stages import IndexScan, Fetch, index_fields
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
@@ -63,7 +63,13 @@ def _wrap(doc: dict, command: dict | None, verbosity: str) -> dict:
 
 
 def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
+    """The explain document of a find / count / distinct, as an 8.0 server shapes it."""
     _check_verbosity(verbosity)
+    with explaining():
+        return _explain_query(coll, q, verbosity, command)
+
+
+def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict:
     st = coll._store
     ns = "%s.%s" % (coll.database.name, coll.name)
     exists = st.is_created
@@ -251,7 +257,7 @@ def _explain_distinct_scan(coll, q, ns, verbosity, command) -> dict | None:
                 n += 1
                 last = k
     keys_examined = n + (1 if n and len(st.docs) else 0)
-    ix.accesses += 1
+    note_access(ix)
     plan = {"stage": "PROJECTION_COVERED", "transformBy": {key: 1, "_id": 0},
             "inputStage": dict({"stage": "DISTINCT_SCAN"}, **index_fields(ix), direction="forward",
                                indexBounds=scan.bounds_doc())}

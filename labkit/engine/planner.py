@@ -7,6 +7,8 @@ EXPRESS_IXSCAN for ``_id`` / unique single-field equality, EOF for trivially fal
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import time
 from typing import Any, Callable
@@ -26,6 +28,26 @@ from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, Ind
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
+
+
+_EXPLAINING: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_explaining", default=False)
+
+
+@contextlib.contextmanager
+def explaining():
+    """Inside this block query runs are explains: they do not count as index accesses
+    (jstests/core/index/index_stats.js: "index access counters are not incremented for explain execution")."""
+    token = _EXPLAINING.set(True)
+    try:
+        yield
+    finally:
+        _EXPLAINING.reset(token)
+
+
+def note_access(ix) -> None:
+    """Count one use of ``ix`` for ``$indexStats`` (``accesses.ops``), unless the run is an explain."""
+    if not _EXPLAINING.get():
+        ix.accesses += 1
 
 
 def unsupported(what: str) -> OperationFailure:
@@ -623,11 +645,11 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
                 break
     notes["trial"] = trial_docs
     if winner.index is not None:
-        winner.index.accesses += 1
+        note_access(winner.index)
     else:
         for s in root.walk():
             if isinstance(s, IndexScan):
-                s.index.accesses += 1
+                note_access(s.index)
                 break
     return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
 
