@@ -178,3 +178,65 @@ def test_index_stats_hide_unhide_resets(db):
     db.command("collMod", "ixhide", index={"name": "a_1", "hidden": False})
     list(c.find({"a": {"$gte": 3}}))
     assert _ops(c, "a_1") == 1
+
+
+# ---------------------------------------------------------------------------------------- regex + collation
+
+@pytest.fixture()
+def accounts(db):
+    c = db.accounts
+    c.insert_many([{"username": "user%04d" % i, "n": i} for i in range(200)]
+                  + [{"username": u, "n": -1} for u in ("sam", "Sam", "SAM")])
+    c.create_index("username")
+    c.create_index("username", collation={"locale": "en", "strength": 2}, name="username_ci")
+    return c
+
+
+CI = {"locale": "en", "strength": 2}
+
+
+def _winner_ix(e: dict):
+    return find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
+
+
+def test_regex_under_collation_uses_simple_index(db, accounts):
+    # src/mongo/db/query/planner_ixselect.cpp (_compatible): a REGEX predicate is incompatible only with an
+    # index that has a non-simple collator; the manual (collation, "Collation and Index Use") restricts only
+    # string comparisons to same-collation indexes. So /^sam$/i under a strength-2 query collation scans the
+    # simple username_1 index whole: many keys, 3 documents.
+    e = _explain(db, {"find": "accounts", "filter": {"username": {"$regex": "^sam$", "$options": "i"}},
+                      "collation": CI})
+    ix = _winner_ix(e)
+    assert ix is not None and ix["indexName"] == "username_1"
+    es = e["executionStats"]
+    assert es["totalKeysExamined"] == 203 and es["totalDocsExamined"] == 3 and es["nReturned"] == 3
+
+
+def test_regex_never_uses_collation_index(db):
+    # planner_ixselect.cpp: with only the collation index the $regex is a COLLSCAN, even with the same collation
+    c = db.only_ci
+    c.insert_many([{"username": u} for u in ("sam", "Sam", "bob")])
+    c.create_index("username", collation=CI, name="username_ci")
+    e = _explain(db, {"find": "only_ci", "filter": {"username": {"$regex": "^sam"}}, "collation": CI})
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN"
+    assert e["executionStats"]["nReturned"] == 1
+
+
+def test_string_equality_needs_same_collation(db, accounts):
+    # manual core/index-case-insensitive: the strength-2 query uses the strength-2 index (3 results);
+    # the simple index is not eligible for a string comparison under another collation
+    e = _explain(db, {"find": "accounts", "filter": {"username": "sam"}, "collation": CI})
+    assert _winner_ix(e)["indexName"] == "username_ci"
+    assert e["executionStats"]["nReturned"] == 3
+    assert e["queryPlanner"]["rejectedPlans"] == []
+
+
+def test_numeric_predicate_uses_index_of_other_collation(db):
+    # planner_ixselect.cpp: only comparisons to strings/objects/arrays require matching collators; a number
+    # range may use an index with another collation (same keys for numbers)
+    c = db.numci
+    c.insert_many([{"n": i, "s": "x%d" % i} for i in range(50)])
+    c.create_index("n", collation=CI, name="n_ci")
+    e = _explain(db, {"find": "numci", "filter": {"n": {"$gte": 45}}})
+    assert _winner_ix(e)["indexName"] == "n_ci"
+    assert e["executionStats"]["totalKeysExamined"] == 5 and e["executionStats"]["nReturned"] == 5
