@@ -240,3 +240,119 @@ def test_numeric_predicate_uses_index_of_other_collation(db):
     e = _explain(db, {"find": "numci", "filter": {"n": {"$gte": 45}}})
     assert _winner_ix(e)["indexName"] == "n_ci"
     assert e["executionStats"]["totalKeysExamined"] == 5 and e["executionStats"]["nReturned"] == 5
+
+
+# ---------------------------------------------------------------------------------------- plan ranking ties
+
+def test_tie_prefers_index_answering_more_of_the_predicate(db):
+    # src/mongo/db/query/plan_ranker.cpp getIndexBoundsScore + plan_ranker.h addTieBreakingHeuristicsBonuses
+    # (internalQueryPlanTieBreakingWithIndexHeuristics): equal productivity, same plan shape -> the index
+    # with the longer single-point prefix wins, whatever the index creation order
+    for name, order in (("tie1", [[("a", 1)], [("a", 1), ("b", 1)]]), ("tie2", [[("a", 1), ("b", 1)], [("a", 1)]])):
+        c = db[name]
+        for k in order:
+            c.create_index(k)
+        c.insert_many([{"a": 1, "b": 1, "i": i} for i in range(300)])
+        e = _explain(db, {"find": name, "filter": {"a": 1, "b": 1}}, "allPlansExecution")
+        assert find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")["indexName"] == "a_1_b_1"
+        assert len(e["queryPlanner"]["rejectedPlans"]) == 1
+
+
+def test_tie_prefers_shorter_key_pattern(db):
+    # plan_ranker.cpp getIndexBoundsScore: "IndexBounds with shortest index key pattern wins" when the
+    # bounded prefixes are equal ({a: 1} on a_1 vs a_1_b_1)
+    c = db.tie3
+    c.create_index([("a", 1), ("b", 1)])
+    c.create_index("a")
+    c.insert_many([{"a": 1, "b": i} for i in range(300)])
+    e = _explain(db, {"find": "tie3", "filter": {"a": 1}}, "allPlansExecution")
+    assert find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")["indexName"] == "a_1"
+
+
+# ---------------------------------------------------------------------------------------- hashed indexes
+
+def test_hash64_matches_server_unit_test():
+    # src/mongo/db/hasher_test.cpp expected values (BSONElementHasher::hash64, seed 0)
+    import datetime
+    from bson import Int64, ObjectId
+    from labkit.engine.hashed import hash64
+    assert hash64(1) == hash64(1.987) == hash64(Int64(1)) == 5902408780260971510
+    assert hash64(0) == hash64(float("nan")) == 4854801880128277513
+    assert hash64(-1) == 1140205862565771219
+    assert hash64("abc") == 8478485326885698097
+    assert hash64("") == 2049396243249673340
+    assert hash64({"a": "abc", "b": Int64(123)}) == 4771603801758380216
+    assert hash64({}) == 7980500913326740417
+    assert hash64(["bar", "baz", "qux"]) == -2938911267422831539
+    assert hash64([]) == 8849948234993459283
+    assert hash64(ObjectId("010203040506070809101112")) == -5588663249627035708
+    assert hash64(True) == 6405873908747105701 and hash64(False) == 6289544573401934092
+    assert hash64(datetime.datetime(1970, 1, 1)) == -1178696894582842035
+    assert hash64(1.7976931348623157e308) == 921523596458303250
+
+
+@pytest.fixture()
+def hashed(db):
+    c = db.hashed
+    c.insert_many([{"a": i % 10, "b": i} for i in range(100)])
+    c.create_index([("a", "hashed")])
+    return c
+
+
+def test_hashed_equality_point_bounds(db, hashed):
+    # manual core/indexes/index-types/index-hashed: equality uses the index; bounds are the hash
+    # (convertShardKeyToHashed(1) == hasher_test.cpp's 5902408780260971510); never exact -> FETCH filter
+    e = _explain(db, {"find": "hashed", "filter": {"a": 1}})
+    ix = find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
+    assert ix["keyPattern"] == {"a": "hashed"}
+    assert ix["indexBounds"] == {"a": ["[5902408780260971510, 5902408780260971510]"]}
+    assert find_stage(e["queryPlanner"]["winningPlan"], "FETCH")["filter"] == {"a": 1}
+    assert (e["executionStats"]["totalKeysExamined"], e["executionStats"]["nReturned"]) == (10, 10)
+    assert sorted(d["b"] for d in hashed.find({"a": 1})) == list(range(1, 100, 10))
+
+
+def test_hashed_no_range(db, hashed):
+    # manual (hashed indexes): "Hashed indexes ... do not support range queries": COLLSCAN
+    e = _explain(db, {"find": "hashed", "filter": {"a": {"$gt": 5}}})
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN"
+    assert e["executionStats"]["nReturned"] == 40
+
+
+def test_hashed_arrays_refused(db, hashed):
+    # manual: "MongoDB does not support creating compound/hashed indexes ... on fields containing arrays";
+    # the server error is 16766 "hashed indexes do not currently support array values"
+    from pymongo.errors import OperationFailure
+    with pytest.raises(OperationFailure) as ei:
+        hashed.insert_one({"a": [1, 2]})
+    assert ei.value.code == 16766
+    c = db.hashed_build
+    c.insert_one({"x": [1]})
+    with pytest.raises(OperationFailure) as ei:
+        c.create_index([("x", "hashed")])
+    assert ei.value.code == 16766
+
+
+def test_hashed_not_unique_one_field(db):
+    # hash_access_method / index key validation: unique hashed -> 16764; two hashed fields -> 31303
+    from pymongo.errors import OperationFailure
+    c = db.hashed_rules
+    with pytest.raises(OperationFailure) as ei:
+        c.create_index([("a", "hashed")], unique=True)
+    assert ei.value.code == 16764
+    with pytest.raises(OperationFailure) as ei:
+        c.create_index([("a", "hashed"), ("b", "hashed")])
+    assert ei.value.code == 31303
+
+
+def test_compound_hashed(db):
+    # manual (compound hashed index, 4.4+): a range on the non-hashed prefix plus equality on the hashed field
+    c = db.chashed
+    c.insert_many([{"a": i % 10, "b": i} for i in range(100)])
+    c.create_index([("b", 1), ("a", "hashed")])
+    e = _explain(db, {"find": "chashed", "filter": {"b": {"$gte": 90}, "a": 3}})
+    ix = find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
+    assert ix["indexBounds"]["b"] == ["[90, inf.0]"]
+    from labkit.engine.hashed import hash64
+    h = int(hash64(3))
+    assert ix["indexBounds"]["a"] == ["[%d, %d]" % (h, h)]
+    assert e["executionStats"]["nReturned"] == 1

@@ -767,7 +767,9 @@ class EmbeddedCollection(mm_collection.Collection):
             # jstests/core/index/compound_index_max_fields.js: 32 fields build, 33 fail with 13103
             raise OperationFailure("Index build failed: Collection %s :: caused by :: too many compound keys"
                                    % self._ns(), 13103)
-        ix = Index(spec, keyfunc=index_keyfunc(collation))
+        from .hashed import check_hashed_spec, new_index
+        check_hashed_spec(spec)
+        ix = new_index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
         for rid, doc in st.docs.items():

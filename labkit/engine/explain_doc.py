@@ -227,7 +227,8 @@ def _explain_distinct_scan(coll, q, ns, verbosity, command) -> dict | None:
     by_path = planner.parsed.by_path()
     best = None
     for ix in st.ix.values():
-        if ix.spec.hidden or ix.spec.fields[0] != key or ix.multikey or ix.spec.sparse or ix.spec.partial:
+        if ix.spec.hidden or ix.spec.fields[0] != key or ix.multikey or ix.spec.sparse or ix.spec.partial \
+                or ix.spec.hashed:
             continue
         if q.hint is not None and planner.hinted_index() is not ix:
             continue

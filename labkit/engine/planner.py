@@ -188,6 +188,8 @@ class Planner:
     def _allowed(self, ix, p: Pred) -> bool:
         if not p.indexable:
             return False
+        if ix.spec.hashed and p.path in ix.spec.hashed and not _hash_point_pred(p):
+            return False  # a hashed field answers only equality / $in (manual "Hashed Indexes")
         if any(part.isdigit() for part in p.path.split(".")):
             return False
         if ix.spec.sparse and p.kind in ("null", "exists_false"):
@@ -240,8 +242,13 @@ class Planner:
             ivs = full()
             for p in chosen:
                 ivs = intersect(ivs, p.intervals)
+            hashed = f in ix.spec.hashed
+            if hashed:
+                ivs = _hash_intervals(ivs)
             bounds.append(ivs)
             for p in chosen:
+                if hashed:
+                    continue  # hashed bounds are never exact (collisions): the FETCH filter decides
                 if p.exact and not (mk and p.kind == "ne"):
                     exact_used.append(p)
                 elif p.kind == "regex":
@@ -320,6 +327,8 @@ class Planner:
             return 1
         if any(ix.multikey_paths.get(f) for f, _ in sort):
             return 0
+        if ix.spec.hashed and any(f in ix.spec.hashed for f, _ in sort):
+            return 0  # hash order is not value order
         fields = ix.spec.fields
         dirs = [-1 if d else 1 for d in ix.spec.desc]
         point = [len(b) == 1 and b[0].is_point for b in bounds]
@@ -339,8 +348,8 @@ class Planner:
 
     def _covered(self, ix, exact_all: bool) -> bool:
         proj = self.q.projection
-        if not exact_all or not _is_inclusion_projection(proj) or ix.multikey:
-            return False
+        if not exact_all or not _is_inclusion_projection(proj) or ix.multikey or ix.spec.hashed:
+            return False  # hashed indexes never cover (covered_index_negative_1.js)
         fields = set(ix.spec.fields)
         want = {k for k, v in proj.items() if k != "_id"}
         if proj.get("_id", 1) not in (0, False) and "_id" not in fields:
@@ -478,6 +487,24 @@ class Planner:
         return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
 
 
+def _hash_point_pred(p: Pred) -> bool:
+    """Equality, $in or null: every interval a point (what a hashed field can look up)."""
+    return p.kind in ("eq", "in", "null") and bool(p.intervals) and all(i.is_point for i in p.intervals)
+
+
+def _hash_intervals(ivs: list[Interval]) -> list[Interval]:
+    """Point intervals on values -> point intervals on their hashes (hashed.hash64), in key order."""
+    from .bounds import point
+    from .hashed import hash64
+    if not all(i.is_point for i in ivs):
+        return ivs
+    pts = {}
+    for i in ivs:
+        iv = point(hash64(i.lo_d))
+        pts[iv.lo] = iv
+    return [pts[k] for k in sorted(pts)]
+
+
 def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
     """Regex predicates evaluated on index keys (INEXACT_COVERED): no document fetch for non-matches."""
     import re
@@ -577,12 +604,77 @@ def run_trial(cands: list[Candidate], nrecords: int) -> tuple[Candidate, list[Ca
         total += 1
         if total >= max_works:
             break
-    best = None
     for c in cands:
         c.score = _score(c)
+    _tie_breaks(cands)
+    best = None
+    for c in cands:
         if best is None or c.score > best.score:
             best = c
     return best, cands
+
+
+# plan_ranker.h (8.0, internalQueryPlanTieBreakingWithIndexHeuristics on by default): when the top scores tie
+# exactly, the fewest documents examined get +kBonusEpsilon and, if the tied plans have the same shape, the
+# index-bounds winner (longest single-point prefix, then point prefix, closed-interval prefix, bounded prefix,
+# then the shortest key pattern) gets +2 kBonusEpsilon.
+BONUS_EPSILON = 1e-4
+
+
+def _tie_breaks(cands: list[Candidate]) -> None:
+    top = max(c.score for c in cands)
+    tied = [c for c in cands if c.score == top]
+    if len(tied) < 2:
+        return
+    docs = [totals(c.root)[1] for c in tied]
+    for c, d in zip(tied, docs):
+        if d == min(docs):
+            c.score += BONUS_EPSILON
+    roots = [c.root for c in tied]
+    wins = [0] * len(tied)
+    stack = [roots]
+    while stack:
+        nodes = stack.pop()
+        if any(n.name != nodes[0].name or len(n.children) != len(nodes[0].children) for n in nodes):
+            return  # shapes differ: no index-prefix bonus
+        for i in range(len(nodes[0].children)):
+            stack.append([n.children[i] for n in nodes])
+        if isinstance(nodes[0], IndexScan):
+            scores = [_bounds_score(n.vbounds) for n in nodes]
+            for i, sc in enumerate(scores):
+                if sc == max(scores):
+                    wins[i] += 1
+    best = max(wins)
+    for c, w in zip(tied, wins):
+        if w == best:
+            c.score += 2 * BONUS_EPSILON
+
+
+def _closed(iv: Interval) -> bool:
+    """Both ends are values of one type and neither is that type's open end (MinKey/MaxKey, +-inf, "")."""
+    lo, hi = iv.lo_d, iv.hi_d
+    if iv.lo[:1] != iv.hi[:1]:
+        return False
+    for v in (lo, hi):
+        if type(v).__name__ in ("MinKey", "MaxKey") or v in (float("inf"), float("-inf")) or v == "" or v == {}:
+            return False
+    return True
+
+
+def _bounds_score(bounds: list[list[Interval]]) -> tuple:
+    """getIndexBoundsScore (plan_ranker.cpp) as a comparable tuple."""
+    single = points = closed = length = 0
+    for ivs in bounds:
+        if len(ivs) == 1 and ivs[0].is_full:
+            break
+        if length == single and len(ivs) == 1 and ivs[0].is_point:
+            single += 1
+        if length == points and ivs and all(i.is_point for i in ivs):
+            points += 1
+        if length == closed and all(_closed(i) for i in ivs):
+            closed += 1
+        length += 1
+    return (single, points, closed, length, -len(bounds))
 
 
 class Execution:
@@ -704,7 +796,7 @@ def express_eligible(store, q: Query) -> Any:
     best = None
     for ix in store.ix.values():
         s = ix.spec
-        if s.hidden or s.partial is not None or s.sparse or s.collation is not None or ix.multikey:
+        if s.hidden or s.partial is not None or s.sparse or s.collation is not None or ix.multikey or s.hashed:
             continue
         if s.fields[0] != path:
             continue
