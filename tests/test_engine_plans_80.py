@@ -356,3 +356,59 @@ def test_compound_hashed(db):
     h = int(hash64(3))
     assert ix["indexBounds"]["a"] == ["[%d, %d]" % (h, h)]
     assert e["executionStats"]["nReturned"] == 1
+
+
+# ---------------------------------------------------------------------------------------- IDHACK / OR+sort
+
+@pytest.fixture()
+def idcoll(db):
+    c = db.idcoll
+    c.insert_many([{"_id": i, "a": {"x": i}, "b": i} for i in range(50)])
+    return c
+
+
+def test_id_equality_express_then_idhack(db, idcoll):
+    # jstests/core/index/express_id_eq.js (8.0): {_id: v} with a simple projection is EXPRESS_IXSCAN;
+    # get_executor.cpp isIdHackEligibleQuery: with a projection express does not take (dotted path) the
+    # query is still IDHACK, 1 key and 1 document - never a multi-planned IXSCAN
+    e = _explain(db, {"find": "idcoll", "filter": {"_id": 7}, "projection": {"b": 1}})
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "EXPRESS_IXSCAN"
+    e = _explain(db, {"find": "idcoll", "filter": {"_id": 7}, "projection": {"a.x": 1}})
+    assert stages(e["queryPlanner"]["winningPlan"]) == ["PROJECTION_DEFAULT", "IDHACK"]
+    assert (e["executionStats"]["totalKeysExamined"], e["executionStats"]["totalDocsExamined"]) == (1, 1)
+    assert list(idcoll.find({"_id": 7}, {"a.x": 1})) == [{"_id": 7, "a": {"x": 7}}]
+
+
+def test_idhack_not_with_skip_or_hint(db, idcoll):
+    # get_executor.cpp isIdHackEligibleQuery: skip or hint -> ordinary planning (IXSCAN on _id_)
+    e = _explain(db, {"find": "idcoll", "filter": {"_id": 7}, "projection": {"a.x": 1}, "skip": 0,
+                      "hint": {"_id": 1}})
+    assert find_stage(e["queryPlanner"]["winningPlan"], "IDHACK") is None
+    assert find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")["indexName"] == "_id_"
+
+
+def test_or_with_sort_uses_sort_merge(db):
+    # src/mongo/db/query/planner_access.cpp buildIndexedOr: every branch scan provides the sort -> MERGE_SORT
+    # (explain SORT_MERGE) instead of OR + blocking SORT (manual explain-results: SORT_MERGE stage)
+    c = db.orsort
+    c.insert_many([{"a": i % 5, "b": i % 7, "c": i} for i in range(200)])
+    c.create_index([("a", 1), ("c", 1)])
+    c.create_index([("b", 1), ("c", 1)])
+    e = _explain(db, {"find": "orsort", "filter": {"$or": [{"a": 1}, {"b": 2}]}, "sort": {"c": -1}})
+    plan = e["queryPlanner"]["winningPlan"]
+    assert find_stage(plan, "SORT") is None
+    sm = find_stage(plan, "SORT_MERGE")
+    assert sm is not None and [s["indexName"] for s in sm["inputStages"]] == ["a_1_c_1", "b_1_c_1"]
+    got = [d["c"] for d in c.find({"$or": [{"a": 1}, {"b": 2}]}).sort("c", -1)]
+    assert got == sorted({i for i in range(200) if i % 5 == 1 or i % 7 == 2}, reverse=True)
+
+
+def test_or_with_sort_blocking_when_a_branch_cannot(db):
+    # buildIndexedOr: one branch's index does not provide {c: 1} -> OR under a blocking SORT
+    c = db.orsort2
+    c.insert_many([{"a": i % 5, "b": i % 7, "c": i} for i in range(200)])
+    c.create_index([("a", 1), ("c", 1)])
+    c.create_index("b")
+    e = _explain(db, {"find": "orsort2", "filter": {"$or": [{"a": 1}, {"b": 2}]}, "sort": {"c": 1}})
+    plan = e["queryPlanner"]["winningPlan"]
+    assert find_stage(plan, "SORT") is not None and find_stage(plan, "OR") is not None

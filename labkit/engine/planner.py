@@ -23,8 +23,8 @@ filter_applies = make_filter_applies(_mm_filter_applies)  # mongomock's matcher 
 from . import keys as K
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from .stages import IndexScan as _IndexScan
-from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
-                     Projection, Skip, Sort, SortMerge, Stage, index_fields)
+from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IdHack, IndexScan, Limit, Or,
+                     Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
@@ -267,6 +267,14 @@ class Planner:
         hint = self.hinted_index()
         if hint == "$natural":
             return [self._collscan_candidate()], notes
+        idv = self._idhack_value()
+        if idv is not _NO_ID:
+            ix = self.store.ix["_id_"]
+            store = self.store
+
+            def build_id() -> Stage:
+                return self._finish(IdHack(ix, store, idv), blocking_sort=False, covered=False)
+            return [Candidate(build_id, ix, True, False, desc="IDHACK")], notes
         by_path = parsed.by_path()
         cands: list[Candidate] = []
         if hint is not None:
@@ -308,6 +316,28 @@ class Planner:
         if not cands:
             cands.append(self._collscan_candidate())
         return cands, notes
+
+    def _idhack_value(self) -> Any:
+        """The ``_id`` value of an IDHACK-eligible find (src/mongo/db/query/get_executor.cpp
+        isIdHackEligibleQuery: no hint, skip, min/max or showRecordId; ``CanonicalQuery::isSimpleIdQuery``:
+        the filter is ``{_id: v}`` or ``{_id: {$eq: v}}`` with v not an operator object; the query collation
+        equal to the collection's), else ``_NO_ID``. 8.0 runs most of these as EXPRESS_IXSCAN first
+        (``express_eligible``); IDHACK remains for the rest (e.g. computed projections)."""
+        q = self.q
+        f = q.filter
+        if q.kind != "find" or q.hint is not None or q.skip or len(f) != 1 or "_id" not in f \
+                or "_id_" not in self.store.ix:
+            return _NO_ID
+        v = f["_id"]
+        if isinstance(v, dict) and len(v) == 1 and "$eq" in v:
+            v = v["$eq"]
+        if isinstance(v, dict) and v and next(iter(v)).startswith("$"):
+            return _NO_ID
+        if v is None or isinstance(v, (list, tuple)) or K.canonical_type(v) == K.T_REGEX:
+            return _NO_ID
+        if getattr(self, "collation", None) is not None and _has_string(v):
+            return _NO_ID
+        return v
 
     def _collscan_candidate(self) -> Candidate:
         q = self.q
@@ -474,17 +504,33 @@ class Planner:
         match = self.match_all
         shown = q.filter
 
+        # planner_access.cpp buildIndexedOr: when every branch's scan yields the requested order, the OR
+        # becomes a SORT_MERGE of the branch scans (no blocking SORT)
+        plans = []
+        for sub, w in subs:
+            bounds, exact, lead = sub.assign(w.index, sub.parsed.by_path())
+            plans.append((w.index, bounds))
+        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b in plans]
+        merge = bool(q.sort) and all(dirs)
+
         def build() -> Stage:
-            scans = []
-            for sub, w in subs:
-                ix = w.index
-                by_path = sub.parsed.by_path()
-                bounds, exact, lead = sub.assign(ix, by_path)
-                scans.append(IndexScan(ix, bounds, 1))
-            root: Stage = Fetch(Or(scans), store, match, None)
-            root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
+            scans = [IndexScan(ix, b, d if merge else 1) for (ix, b), d in zip(plans, dirs)]
+            child: Stage = SortMerge(scans, q.sort, self.sort_key) if merge else Or(scans)
+            root: Stage = Fetch(child, store, match, None)
+            root = self._finish(root, blocking_sort=bool(q.sort) and not merge, covered=False)
             return Passthrough(root, "SUBPLAN")
-        return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+        return Candidate(build, None, True, bool(q.sort) and not merge, desc="SUBPLAN")
+
+
+_NO_ID = object()
+
+
+def _has_string(v: Any) -> bool:
+    if isinstance(v, str):
+        return True
+    if isinstance(v, dict):
+        return any(_has_string(x) for x in v.values())
+    return False
 
 
 def _hash_point_pred(p: Pred) -> bool:

@@ -667,3 +667,40 @@ class Passthrough(Stage):
         if st == ADVANCED:
             self.out = self.children[0].out
         return st
+
+
+class IdHack(Stage):
+    """IDHACK: one ``_id`` index lookup and one document read (src/mongo/db/exec/classic/idhack.cpp:
+    keysExamined and docsExamined are 1 when the key is found, 0 otherwise)."""
+
+    name = "IDHACK"
+
+    def __init__(self, index, store, value: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.store = store
+        self.value = value
+        self.keys_examined = 0
+        self.docs_examined = 0
+        self._done = False
+
+    def _work(self) -> int:
+        if self._done:
+            return IS_EOF
+        self._done = True
+        e = K.encode(self.value)
+        entries = self.index.entries
+        i = bisect.bisect_left(entries, ((e,),))
+        if i >= len(entries) or entries[i][0][0] != e:
+            return IS_EOF
+        rid = entries[i][1]
+        doc = self.store.docs.get(rid)
+        if doc is None:
+            return IS_EOF
+        self.keys_examined += 1
+        self.docs_examined += 1
+        self.out = (rid, doc, None)
+        return ADVANCED
+
+    def exec_fields(self) -> dict:
+        return {"keysExamined": self.keys_examined, "docsExamined": self.docs_examined}
