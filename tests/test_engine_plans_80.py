@@ -412,3 +412,107 @@ def test_or_with_sort_blocking_when_a_branch_cannot(db):
     e = _explain(db, {"find": "orsort2", "filter": {"$or": [{"a": 1}, {"b": 2}]}, "sort": {"c": 1}})
     plan = e["queryPlanner"]["winningPlan"]
     assert find_stage(plan, "SORT") is not None and find_stage(plan, "OR") is not None
+
+
+# ---------------------------------------------------------------------------------------- SBE pushdown
+
+@pytest.fixture()
+def joins(db):
+    db.orders.insert_many([{"_id": i, "cust": i % 20, "amt": i} for i in range(1000)])
+    db.cust.insert_many([{"_id": i, "name": "c%d" % i} for i in range(20)])
+    return db
+
+
+LOOKUP = [{"$lookup": {"from": "orders", "localField": "_id", "foreignField": "cust", "as": "o"}}]
+
+
+def _agg(db, coll, pipeline, **kw):
+    return _explain(db, dict({"aggregate": coll, "pipeline": pipeline, "cursor": {}}, **kw))
+
+
+def test_lookup_pushdown_hash_join(db, joins):
+    # planner_analysis.cpp determineLookupStrategy: no index on foreignField, allowDiskUse (default true),
+    # foreign collection within internalQueryCollectionMaxNoOfDocumentsToChooseHashJoin (10,000) -> HashJoin;
+    # explain shape as lookup_pushdown.js reads it (explainVersion "2", winningPlan.queryPlan EQ_LOOKUP)
+    e = _agg(db, "cust", LOOKUP)
+    assert e["explainVersion"] == "2" and "stages" not in e
+    w = e["queryPlanner"]["winningPlan"]
+    assert "slotBasedPlan" in w
+    q = w["queryPlan"]
+    assert (q["stage"], q["strategy"], q["foreignCollection"], q["localField"], q["foreignField"], q["asField"]) \
+        == ("EQ_LOOKUP", "HashJoin", "plans80.orders", "_id", "cust", "o")
+    assert q["inputStage"]["stage"] == "COLLSCAN" and q["planNodeId"] == 2 and q["inputStage"]["planNodeId"] == 1
+    # the hash join reads the foreign collection once: 20 local + 1,000 foreign documents
+    assert e["executionStats"]["totalDocsExamined"] == 1020
+    assert e["executionStats"]["nReturned"] == 20
+
+
+def test_lookup_pushdown_nested_loop_without_disk_use(db, joins):
+    # determineLookupStrategy: allowDiskUse false -> NestedLoopJoin (lookup_pushdown.js); the foreign
+    # collection is scanned once per local document: 20 + 20 x 1,000
+    e = _agg(db, "cust", LOOKUP, allowDiskUse=False)
+    assert e["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"] == "NestedLoopJoin"
+    assert e["executionStats"]["totalDocsExamined"] == 20020
+
+
+def test_lookup_pushdown_nested_loop_over_hash_join_limit(db):
+    # isEligibleForHashJoin: more than 10,000 foreign documents -> NestedLoopJoin even with allowDiskUse
+    db.big.insert_many([{"k": i % 3} for i in range(10001)])
+    db.small.insert_many([{"_id": i} for i in range(2)])
+    e = _agg(db, "small", [{"$lookup": {"from": "big", "localField": "_id", "foreignField": "k", "as": "b"}}])
+    assert e["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"] == "NestedLoopJoin"
+
+
+def test_lookup_pushdown_indexed_loop_join(db, joins):
+    # determineLookupStrategy: an index led by foreignField (not partial/sparse, same collation) ->
+    # IndexedLoopJoin with the index; the fewest-fields index first
+    db.orders.create_index([("cust", 1), ("amt", 1)])
+    db.orders.create_index("cust")
+    db.orders.create_index("cust", name="cust_partial", partialFilterExpression={"amt": {"$gt": 5}})
+    e = _agg(db, "cust", LOOKUP)
+    q = e["queryPlanner"]["winningPlan"]["queryPlan"]
+    assert (q["strategy"], q["indexName"]) == ("IndexedLoopJoin", "cust_1")
+    # 20 local documents + 1,000 matched orders, one index key each
+    assert (e["executionStats"]["totalDocsExamined"], e["executionStats"]["totalKeysExamined"]) == (1020, 1000)
+
+
+def test_lookup_pushdown_nonexistent_foreign(db, joins):
+    # determineLookupStrategy: missing foreign collection -> NonExistentForeignCollection
+    e = _agg(db, "cust", [{"$lookup": {"from": "nope", "localField": "_id", "foreignField": "x", "as": "n"}}])
+    assert e["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"] == "NonExistentForeignCollection"
+
+
+def test_group_pushdown_and_rest_classic(db, joins):
+    # 8.0 trySbeRestricted: a $group after the find layer runs in SBE (GROUP node); a later $project stays in
+    # the classic pipeline, so the explain has stages [$cursor (SBE), $project] with explainVersion "2"
+    e = _agg(db, "orders", [{"$match": {"amt": {"$gte": 500}}}, {"$group": {"_id": "$cust", "t": {"$sum": "$amt"}}},
+                            {"$project": {"t": 1}}])
+    assert e["explainVersion"] == "2"
+    cur = e["stages"][0]["$cursor"]
+    q = cur["queryPlanner"]["winningPlan"]["queryPlan"]
+    assert q["stage"] == "GROUP" and q["inputStage"]["stage"] == "COLLSCAN"
+    assert cur["executionStats"]["nReturned"] == 20 and cur["executionStats"]["totalDocsExamined"] == 1000
+    assert "$project" in e["stages"][1]
+
+
+def test_classic_when_not_pushed_down(db, joins):
+    # lookup_pushdown.js: $lookup with let/pipeline is not pushed down; a pipeline whose first stage after the
+    # find layer is not $group/$lookup stays classic (explainVersion "1", $cursor + stages)
+    e = _agg(db, "cust", [{"$lookup": {"from": "orders", "let": {"c": "$_id"}, "pipeline": [
+        {"$match": {"$expr": {"$eq": ["$cust", "$$c"]}}}], "as": "o"}}])
+    assert e["explainVersion"] == "1" and "$lookup" in e["stages"][1]
+    e = _agg(db, "orders", [{"$project": {"cust": 1}}, {"$group": {"_id": "$cust"}}])
+    assert e["explainVersion"] == "1"
+    # a $lookup whose as-field is unwound next is absorbed by the classic $lookup
+    e = _agg(db, "cust", LOOKUP + [{"$unwind": "$o"}])
+    assert e["explainVersion"] == "1"
+
+
+def test_show_plan_reads_sbe(db, joins):
+    # labkit.show_plan / plan_summary read both shapes
+    from labkit.explain import plan_summary, show_plan
+    e = _agg(db, "cust", LOOKUP)
+    s = plan_summary(e)
+    assert s["stages"].startswith("EQ_LOOKUP") and s["lookups"][0]["strategy"] == "HashJoin"
+    df = show_plan(e)
+    assert list(df["stages"])[1] == "HashJoin" and df.iloc[0]["docsExamined"] == 1020

@@ -160,6 +160,7 @@ class Ctx:
         self.cursor_query: Query | None = None
         self.lookups: list[dict] = []
         self.stage_times: list[float] = []
+        self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -566,6 +567,8 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
         out.append(d)
     stats["millis"] += (time.perf_counter() - t0) * 1000
     ctx.lookups.append(stats)
+    matched_n = sum(len(d[as_]) for d in out)
+    ctx.stage_info.append({"inputDocs": len(docs), "matchedDocs": matched_n, "matchedKeys": matched_n})
     return out
 
 
@@ -680,11 +683,13 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         elif name == "$unwind":
             docs = _unwind(docs, arg)
         elif name == "$group":
+            n_in = len(docs)
             g = _group(docs, arg)
             if g is None:
                 docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
             else:
                 docs = g
+            ctx.stage_info.append({"inputDocs": n_in, "groups": len(docs)})
         elif name == "$count":
             docs = mm_aggregate._handle_count_stage(docs, coll.database, arg)
             if docs and docs[0][arg] == 0:
@@ -754,15 +759,26 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
     """The explain document of an aggregate (classic ``$cursor`` shape or SBE pushdown)."""
     from .explain_doc import _check_verbosity, _query_planner, _wrap
     from .planner import explaining
+    from .sbe_explain import explain_pushdown, pushdown_split
     _check_verbosity(verbosity)
+    pipeline = list(pipeline)
     t0 = time.perf_counter()
     ctx = Ctx()
+    filt, sort, skip, limit, n_pushed = _split_prefix(pipeline) if pipeline and not any(
+        k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
+    n_sbe = pushdown_split(pipeline, n_pushed) if pipeline and n_pushed < len(pipeline) and not any(
+        k in pipeline[0] for k in ("$indexStats", "$collStats")) else 0
+    rest_ctx = Ctx()
     with explaining():
-        docs = run_stages(coll, list(pipeline), ctx)
+        if n_sbe:
+            mid = run_stages(coll, pipeline[:n_sbe], ctx)
+            n_mid = len(mid)
+            docs = run_stages(coll, pipeline[n_sbe:], rest_ctx, input_docs=mid) if n_sbe < len(pipeline) \
+                else mid
+        else:
+            docs = run_stages(coll, pipeline, ctx)
     millis = int((time.perf_counter() - t0) * 1000)
     ns = "%s.%s" % (coll.database.name, coll.name)
-    filt, sort, skip, limit, n_pushed = _split_prefix(list(pipeline)) if pipeline and not any(
-        k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
     ex = ctx.cursor_exec
     if ex is not None:
         root = ex.winner.root
@@ -783,6 +799,23 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
                        "works": ndocs + 1, "advanced": nret, "needTime": ndocs - nret, "needYield": 0,
                        "saveState": 0, "restoreState": 0, "isEOF": 1, "direction": "forward",
                        "docsExamined": ndocs}
+    if n_sbe:
+        local = {"winning": {k: v for k, v in winning.items() if k != "isCached"}, "keys": keys, "docs": ndocs,
+                 "nret": nret, "filter": filt}
+        allow = command.get("allowDiskUse", True) if isinstance(command, dict) else True
+        qp, es, _, _ = explain_pushdown(coll, pipeline, n_pushed, n_sbe, local, ctx.stage_info, n_mid,
+                                        allow is not False, verbosity, millis)
+        if n_sbe == len(pipeline):
+            doc = {"explainVersion": "2", "queryPlanner": qp}
+            if es is not None:
+                doc["executionStats"] = es
+            return _wrap(doc, command, verbosity)
+        cursor = {"queryPlanner": qp}
+        if es is not None:
+            cursor["executionStats"] = es
+        stages_out = [{"$cursor": cursor, "nReturned": n_mid, "executionTimeMillisEstimate": millis}]
+        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity)
+        return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
     qp = _query_planner(ns, filt or {}, winning, rejected)
     rest = list(pipeline)[n_pushed:]
     if not rest:
@@ -802,6 +835,14 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if verbosity == "allPlansExecution":
             cursor["executionStats"]["allPlansExecution"] = []
     stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
+    stages_out += _classic_rest(rest, ctx, verbosity)
+    doc = {"explainVersion": "1", "stages": stages_out}
+    return _wrap(doc, command, verbosity)
+
+
+def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
+    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics)."""
+    stages_out: list[dict] = []
     lookups = iter(ctx.lookups)
     for st in rest:
         name = next(iter(st))
@@ -824,5 +865,4 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
                                   "indexesUsed": info["indexesUsed"],
                                   "executionTimeMillisEstimate": int(info["millis"])})
         stages_out.append(entry)
-    doc = {"explainVersion": "1", "stages": stages_out}
-    return _wrap(doc, command, verbosity)
+    return stages_out
