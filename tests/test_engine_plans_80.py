@@ -516,3 +516,113 @@ def test_show_plan_reads_sbe(db, joins):
     assert s["stages"].startswith("EQ_LOOKUP") and s["lookups"][0]["strategy"] == "HashJoin"
     df = show_plan(e)
     assert list(df["stages"])[1] == "HashJoin" and df.iloc[0]["docsExamined"] == 1020
+
+
+# ---------------------------------------------------------------------------------------- limits
+
+MB_STR = "x" * (1024 * 1024)  # one shared string: the documents are large in BSON, small in memory here
+
+
+@pytest.fixture()
+def bigsort(db):
+    c = db.bigsort
+    c.insert_many([{"i": i, "s": MB_STR} for i in range(110)])  # about 115 MB of BSON
+    return c
+
+
+def _sort_stage(e: dict) -> dict:
+    return find_stage(e["executionStats"]["executionStages"], "SORT")
+
+
+def test_blocking_sort_spills_by_default(db, bigsort):
+    # manual cursor.allowDiskUse / allowDiskUseByDefault (6.0+ default true): a blocking sort over the
+    # 100 MB internalQueryMaxBlockingSortMemoryUsageBytes spills: usedDisk true, spills >= 1, and
+    # totalDataSizeSorted reports the bytes sorted (explain-results "executionStats.executionStages" SORT)
+    e = bigsort.find({}).sort("i", -1).explain()
+    st = _sort_stage(e)
+    assert st["memLimit"] == 104857600
+    assert st["usedDisk"] is True and st["spills"] == 1
+    assert st["totalDataSizeSorted"] > 104857600
+    assert [d["i"] for d in bigsort.find({}, {"s": 0}).sort("i", -1).limit(3)] == [109, 108, 107]
+
+
+def test_blocking_sort_without_disk_use_fails_292(db, bigsort):
+    # manual cursor.allowDiskUse: with allowDiskUse false a sort over 100 MB fails with
+    # QueryExceededMemoryLimitNoDiskUseAllowed (292)
+    from pymongo.errors import OperationFailure
+    with pytest.raises(OperationFailure) as ei:
+        list(bigsort.find({}).sort("i", -1).allow_disk_use(False))
+    assert ei.value.code == 292 and "Sort exceeded memory limit of 104857600 bytes" in str(ei.value)
+    with pytest.raises(OperationFailure) as ei:
+        list(bigsort.aggregate([{"$project": {"i": 1, "s": 1}}, {"$sort": {"i": 1}}], allowDiskUse=False))
+    assert ei.value.code == 292
+
+
+def test_top_k_sort_stays_in_memory(db, bigsort):
+    # a sort with a limit keeps only k documents (SORT limitAmount): no spill, allowed without disk use
+    assert len(list(bigsort.find({}).sort("i", -1).limit(5).allow_disk_use(False))) == 5
+    st = _sort_stage(bigsort.find({}).sort("i", -1).limit(5).explain())
+    assert st["usedDisk"] is False and st["spills"] == 0 and 0 < st["totalDataSizeSorted"] < 104857600
+
+
+def test_small_sort_honest_size(db):
+    # totalDataSizeSorted is computed from the data: the BSON bytes of the sorted documents
+    import bson
+    c = db.smallsort
+    c.insert_many([{"i": i} for i in range(10)])
+    st = _sort_stage(c.find({}).sort("i", -1).explain())
+    assert st["totalDataSizeSorted"] == sum(len(bson.encode(d)) for d in c.find({}))
+    assert st["usedDisk"] is False
+
+
+@pytest.fixture()
+def bigjoin(db):
+    db.bo.insert_many([{"k": 1, "s": MB_STR} for _ in range(18)])
+    db.bl.insert_one({"_id": 1})
+    return db
+
+
+def test_lookup_result_over_16mb_is_bson_object_too_large(db, bigjoin):
+    # src/mongo/bson/bsonobj.cpp: a result document over BSONObjMaxInternalSize (16793600) is
+    # BSONObjectTooLarge (10334); the $lookup's own limit is 100 MB
+    # (internalLookupStageIntermediateDocumentMaxSizeBytes, document_source_lookup.cpp code 4568), so a
+    # later stage that shrinks the document succeeds
+    from pymongo.errors import OperationFailure
+    p = [{"$lookup": {"from": "bo", "localField": "_id", "foreignField": "k", "as": "m"}}]
+    with pytest.raises(OperationFailure) as ei:
+        list(db.bl.aggregate(p))
+    assert ei.value.code == 10334 and "Size must be between 0 and 16793600(16MB)" in str(ei.value)
+    assert list(db.bl.aggregate(p + [{"$project": {"n": {"$size": "$m"}}}])) == [{"_id": 1, "n": 18}]
+
+
+def test_lookup_over_100mb_4568(db, bigjoin):
+    # document_source_lookup.cpp: uassert 4568 "Total size of documents in <from> matching pipeline's
+    # $lookup stage exceeds 104857600 bytes"
+    from pymongo.errors import OperationFailure
+    db.bo.insert_many([{"k": 1, "s": MB_STR} for _ in range(90)])
+    with pytest.raises(OperationFailure) as ei:
+        list(db.bl.aggregate([{"$lookup": {"from": "bo", "localField": "_id", "foreignField": "k", "as": "m"}},
+                              {"$project": {"n": {"$size": "$m"}}}]))
+    assert ei.value.code == 4568
+    assert "Total size of documents in bo matching pipeline's $lookup stage exceeds 104857600 bytes" in str(ei.value)
+
+
+def test_group_push_over_16mb(db, bigjoin):
+    # a $group + $push result over 16 MB fails when the reply is built (BSONObjectTooLarge 10334)
+    from pymongo.errors import OperationFailure
+    with pytest.raises(OperationFailure) as ei:
+        list(db.bo.aggregate([{"$group": {"_id": "$k", "a": {"$push": "$$ROOT"}}}]))
+    assert ei.value.code == 10334
+
+
+def test_facet_limits(db, bigjoin):
+    # document_source_facet.cpp: 4031700 "document constructed by $facet is N bytes, which exceeds the limit
+    # of 104857600 bytes" (internalQueryFacetMaxOutputDocSizeBytes); under that, a 16 MB+ result is 10334
+    from pymongo.errors import OperationFailure
+    with pytest.raises(OperationFailure) as ei:
+        list(db.bo.aggregate([{"$facet": {"a": [{"$match": {}}]}}]))
+    assert ei.value.code == 10334
+    db.bo.insert_many([{"k": 2, "s": MB_STR} for _ in range(90)])
+    with pytest.raises(OperationFailure) as ei:
+        list(db.bo.aggregate([{"$facet": {"a": [{"$match": {}}]}}, {"$project": {"n": {"$size": "$a"}}}]))
+    assert ei.value.code == 4031700

@@ -161,6 +161,7 @@ class Ctx:
         self.lookups: list[dict] = []
         self.stage_times: list[float] = []
         self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
+        self.allow_disk_use: bool | None = None  # aggregate(allowDiskUse=...): $sort memory rule
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -562,6 +563,8 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 stats["collectionScans"] += 1
                 stats["totalDocsExamined"] += len(fst.docs)
             matched = res
+        if len(matched) * 16793600 > LOOKUP_MAX_BYTES:  # fewer than 7 documents cannot reach 100 MB
+            _check_lookup_size(frm, matched)
         d = dict(doc)
         d[as_] = matched
         out.append(d)
@@ -570,6 +573,26 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     matched_n = sum(len(d[as_]) for d in out)
     ctx.stage_info.append({"inputDocs": len(docs), "matchedDocs": matched_n, "matchedKeys": matched_n})
     return out
+
+
+def _check_lookup_size(frm: str, matched: list[dict]) -> None:
+    """DocumentSourceLookUp: the matched documents of one input document may total 100 MB (4568)."""
+    import bson
+    total = 0
+    for m in matched:
+        total += len(bson.encode(m))
+        if total > LOOKUP_MAX_BYTES:
+            raise OperationFailure("Total size of documents in %s matching pipeline's $lookup stage exceeds %d "
+                                   "bytes" % (frm, LOOKUP_MAX_BYTES), 4568)
+
+
+def _check_sort_memory(docs: list[dict]) -> None:
+    """A blocking $sort over more than 100 MB fails with 292 when allowDiskUse is false (stages.SortMemory)."""
+    import bson
+    from .stages import SortMemory
+    mem = SortMemory(False)
+    for d in docs:
+        mem.add(len(bson.encode(d)), what="aggregate")
 
 
 def _note(ex, stats: dict) -> None:
@@ -646,7 +669,9 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
             if filt is not None or sort is not None:
-                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit)
+                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit,
+                          allow_disk_use=ctx.allow_disk_use)
+                q.origin = "aggregate"
                 ex = coll._run(q)
                 ctx.cursor_exec = ex
                 ctx.cursor_query = q
@@ -675,6 +700,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             if nxt and "$limit" in nxt:
                 lim = int(nxt["$limit"])
                 i += 1
+            if ctx.allow_disk_use is False and not lim:
+                _check_sort_memory(docs)
             docs = _sort_docs(docs, sort, lim)
         elif name == "$limit":
             docs = docs[:int(arg)]
@@ -709,8 +736,15 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = _lookup(coll, docs, arg, ctx)
         elif name == "$facet":
             out = {}
+            used = 0
+            import bson
             for title, sub in arg.items():
                 out[title] = run_stages(coll, sub, Ctx(), input_docs=docs)
+                if out[title]:
+                    used += sum(len(bson.encode(x)) for x in out[title])
+                    if used > FACET_MAX_BYTES:  # document_source_facet.cpp
+                        raise OperationFailure("document constructed by $facet is %d bytes, which exceeds the "
+                                               "limit of %d bytes" % (used, FACET_MAX_BYTES), 4031700)
             docs = [out]
         elif name == "$bucket":
             docs = _call(mm_aggregate._handle_bucket_stage, docs, coll, arg)
@@ -743,13 +777,48 @@ def _delegate(coll, docs: list[dict], pipeline: list) -> list[dict]:
         raise unsupported("Aggregation stage or operator (%s)" % str(e).split(". See")[0]) from None
 
 
-def run_pipeline(coll, pipeline: list, hint=None) -> list:
+# Size limits (src/mongo/db/query/query_knobs.idl defaults; src/mongo/bson/bsonobj.cpp): a stage's
+# intermediate results may reach 100 MB ($lookup 4568, $facet 4031700); a document leaving the pipeline is
+# BSON and must fit BSONObjMaxInternalSize (16 MB + 16 KB) -> BSONObjectTooLarge 10334.
+LOOKUP_MAX_BYTES = 104857600        # internalLookupStageIntermediateDocumentMaxSizeBytes
+FACET_MAX_BYTES = 104857600         # internalQueryFacetMaxOutputDocSizeBytes
+BSON_MAX_INTERNAL = 16 * 1024 * 1024 + 16 * 1024  # 16793600
+REPLY_MAX = 16 * 1024 * 1024 + 32 * 1024          # 16809984, a reply message's document limit
+_GROWING = {"$lookup", "$group", "$facet", "$graphLookup", "$bucket", "$bucketAuto", "$setWindowFields",
+            "$addFields", "$set", "$project", "$replaceRoot", "$replaceWith"}
+
+
+def check_output_sizes(pipeline: list, docs: list[dict]) -> None:
+    """Every document a pipeline hands back must be a valid BSON object (<= 16793600 bytes); only pipelines
+    with a stage that can grow documents are checked (others return stored documents, already <= 16 MB)."""
+    names = [next(iter(st)) for st in pipeline if isinstance(st, dict) and st]
+    if not _GROWING.intersection(names):
+        return
+    import bson
+    last = names[-1] if names else ""
+    for d in docs:
+        n = len(bson.encode(d))
+        if last == "$group" and n > BSON_MAX_INTERNAL:
+            # measured on 8.0: a $group result is written straight into the reply message
+            raise OperationFailure("BSON size limit hit while building Message. Size: %d (0x%X) maxSize: "
+                                   "%d(16MB)" % (n, n, REPLY_MAX), 10334)
+        if n > BSON_MAX_INTERNAL:
+            first = next(iter(d.items()), ("", None))
+            raise OperationFailure("BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB) "
+                                   "First element: %s: %s" % (n, n, BSON_MAX_INTERNAL, first[0],
+                                                               repr(first[1])[:80]), 10334)
+
+
+def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None) -> list:
+    """Run an aggregate; its result documents are checked against the 16 MB BSON limit."""
     if hint is not None:
         raise unsupported("aggregate(hint=...)")
     from .collection import no_gc
     ctx = Ctx()
+    ctx.allow_disk_use = allow_disk_use
     with no_gc():
         docs = run_stages(coll, pipeline, ctx)
+        check_output_sizes(pipeline, docs)
         return [fast_copy(d) for d in docs]
 
 

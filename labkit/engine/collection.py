@@ -578,6 +578,8 @@ class EmbeddedCollection(mm_collection.Collection):
             projection = {f: 1 for f in projection}
         c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
                    batch_size=batch_size, hint=hint)
+        if allow_disk_use is not None:
+            c.allow_disk_use(allow_disk_use)
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -883,7 +885,8 @@ class EmbeddedCollection(mm_collection.Collection):
                 continue
             raise unsupported("aggregate(%s=...)" % k)
         from mongomock.command_cursor import CommandCursor
-        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint")))
+        allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
+        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow))
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
                    let=None, **kwargs):
@@ -988,7 +991,7 @@ class Cursor:
     def _query(self) -> Query:
         lim = self._limit
         return Query(self._filter, self._sort, self._projection, self._skip, abs(lim) if lim else 0, self._hint,
-                     self._batch_size)
+                     self._batch_size, allow_disk_use=getattr(self, "_allow_disk_use", None))
 
     def _execute(self) -> None:
         coll = self.collection
@@ -1102,6 +1105,9 @@ class Cursor:
         return self
 
     def allow_disk_use(self, allow: bool) -> "Cursor":
+        if not isinstance(allow, bool):
+            raise TypeError("allow_disk_use must be a bool")
+        self._allow_disk_use = allow  # blocking SORT memory rule (stages.SortMemory)
         return self
 
     def comment(self, comment) -> "Cursor":

@@ -76,7 +76,8 @@ class Query:
 
     def __init__(self, filter_: dict | None = None, sort: list[tuple[str, int]] | None = None,
                  projection: dict | None = None, skip: int = 0, limit: int = 0, hint: Any = None,
-                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None) -> None:
+                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None,
+                 allow_disk_use: bool | None = None) -> None:
         self.filter = filter_ or {}
         self.sort = list(sort or [])
         self.projection = projection
@@ -86,6 +87,8 @@ class Query:
         self.batch_size = batch_size
         self.kind = kind
         self.distinct_key = distinct_key
+        self.allow_disk_use = allow_disk_use  # None: the server default (allowDiskUseByDefault true)
+        self.origin = "find"  # or "aggregate": which command's error wording
 
 
 class Candidate:
@@ -469,7 +472,11 @@ class Planner:
         q = self.q
         if blocking_sort and q.sort:
             lim = (q.skip + q.limit) if q.limit else 0
-            root = Sort(root, q.sort, self.sort_key, lim, covered=covered)
+            memory = None
+            if q.allow_disk_use is False or _EXPLAINING.get():
+                from .stages import SortMemory
+                memory = SortMemory(q.allow_disk_use is not False, q.origin)  # allowDiskUseByDefault: true
+            root = Sort(root, q.sort, self.sort_key, lim, covered=covered, memory=memory, store=self.store)
         if q.projection:
             kind = "PROJECTION_COVERED" if covered else projection_kind(q.projection)
             root = Projection(root, kind, q.projection, self.store if covered else None)
