@@ -563,7 +563,8 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 stats["collectionScans"] += 1
                 stats["totalDocsExamined"] += len(fst.docs)
             matched = res
-        if len(matched) * 16793600 > LOOKUP_MAX_BYTES:  # fewer than 7 documents cannot reach 100 MB
+        if len(matched) * BSON_MAX_INTERNAL > LOOKUP_MAX_BYTES and \
+                len(matched) * _sampled_max_size(fst) * 2 > LOOKUP_MAX_BYTES:
             _check_lookup_size(frm, matched)
         d = dict(doc)
         d[as_] = matched
@@ -573,6 +574,21 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     matched_n = sum(len(d[as_]) for d in out)
     ctx.stage_info.append({"inputDocs": len(docs), "matchedDocs": matched_n, "matchedKeys": matched_n})
     return out
+
+
+def _sampled_max_size(store) -> int:
+    """The largest BSON size among up to 32 documents spread over the collection, cached per store version: the
+    exact 100 MB $lookup check runs when the matches could come within a factor 2 of the limit at that size
+    (an estimate that keeps ordinary joins from encoding every matched document)."""
+    cached = getattr(store, "_lk_sample", None)
+    if cached is not None and cached[0] == store.version and cached[1] == len(store.docs):
+        return cached[2]
+    import bson
+    docs = list(store.docs.values())
+    step = max(1, len(docs) // 32)
+    biggest = max((len(bson.encode(d)) for d in docs[::step]), default=0)
+    store._lk_sample = (store.version, len(store.docs), biggest)
+    return biggest
 
 
 def _check_lookup_size(frm: str, matched: list[dict]) -> None:
