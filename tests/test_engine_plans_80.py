@@ -626,3 +626,13 @@ def test_facet_limits(db, bigjoin):
     with pytest.raises(OperationFailure) as ei:
         list(db.bo.aggregate([{"$facet": {"a": [{"$match": {}}]}}, {"$project": {"n": {"$size": "$a"}}}]))
     assert ei.value.code == 4031700
+
+
+def test_explain_of_failing_sort_reports_it(db, bigsort):
+    # explain-results (executionStats): an execution error is reported as executionSuccess false with the
+    # error; the explain command itself succeeds
+    e = _explain(db, {"find": "bigsort", "sort": {"i": 1}, "allowDiskUse": False})
+    es = e["executionStats"]
+    assert es["executionSuccess"] is False and es["errorCode"] == 292
+    assert "Sort exceeded memory limit" in es["errorMessage"]
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "SORT"

@@ -99,7 +99,12 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
         # the plan below it is planned without them
         count_skip, count_limit = q.skip, q.limit
         q = Query(q.filter, hint=q.hint, kind="count")
-    ex = coll._run(q, explain=True, stop_after=(count_skip + count_limit) if count_limit else None)
+    try:
+        ex = coll._run(q, explain=True, stop_after=(count_skip + count_limit) if count_limit else None)
+    except OperationFailure as err:
+        if err.code != 292 or verbosity == "queryPlanner":
+            raise
+        return _explain_failed(coll, q, ns, verbosity, command, err)
     root = ex.winner.root
     express = ex.notes.get("express")
     winning = root.plan_doc()
@@ -149,6 +154,23 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
         if verbosity == "allPlansExecution":
             es["allPlansExecution"] = ex.notes.get("trial") or _trial_docs(ex) if len(ex.cands) > 1 else []
         doc["executionStats"] = es
+    return _wrap(doc, command, verbosity)
+
+
+def _explain_failed(coll, q: Query, ns: str, verbosity: str, command: dict | None, err) -> dict:
+    """An executionStats explain whose execution failed (e.g. 292, a sort over 100 MB without disk use): the
+    server still answers, with ``executionSuccess: false`` and the error in ``executionStats``."""
+    planner = Planner(coll._store, q)
+    cands, _ = planner.candidates()
+    root = cands[0].build()
+    winning = dict(root.plan_doc(), isCached=False)
+    doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, q.filter, winning, [])}
+    es: dict[str, Any] = {"executionSuccess": False, "errorMessage": str(err).split(", full error")[0],
+                          "errorCode": err.code, "nReturned": 0, "executionTimeMillis": 0,
+                          "totalKeysExamined": 0, "totalDocsExamined": 0, "executionStages": root.exec_doc()}
+    if verbosity == "allPlansExecution":
+        es["allPlansExecution"] = []
+    doc["executionStats"] = es
     return _wrap(doc, command, verbosity)
 
 
