@@ -636,3 +636,25 @@ def test_explain_of_failing_sort_reports_it(db, bigsort):
     assert es["executionSuccess"] is False and es["errorCode"] == 292
     assert "Sort exceeded memory limit" in es["errorMessage"]
     assert e["queryPlanner"]["winningPlan"]["stage"] == "SORT"
+
+
+def test_express_not_with_batch_size_then_idhack(db, idcoll):
+    # jstests/core/index/express_id_eq.js / the 8.0 express eligibility: batchSize disables EXPRESS; the _id
+    # equality is then IDHACK (isIdHackEligibleQuery has no batchSize condition)
+    e = _explain(db, {"find": "idcoll", "filter": {"_id": 7}, "batchSize": 5})
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "IDHACK"
+    assert list(idcoll.find({"_id": 7}).batch_size(5)) == [{"_id": 7, "a": {"x": 7}, "b": 7}]
+
+
+def test_express_index_choice_fewest_fields(db):
+    # plan_executor_express.cpp getIndexForExpressEquality: a unique single-field index, or any index with
+    # limit 1; among the eligible ones the fewest fields, the first in catalog order on a tie
+    c = db.expr_choice
+    c.insert_many([{"a": i, "b": i} for i in range(20)])
+    c.create_index([("a", 1), ("b", 1)])
+    c.create_index("a")
+    e = c.find({"a": 3}).limit(1).explain()
+    w = e["queryPlanner"]["winningPlan"]
+    assert (w["stage"], w["indexName"]) == ("EXPRESS_IXSCAN", "a_1")
+    e = c.find({"a": 3}).explain()  # no limit, no unique index: ordinary planning
+    assert e["queryPlanner"]["winningPlan"]["stage"] != "EXPRESS_IXSCAN"

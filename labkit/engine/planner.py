@@ -827,8 +827,8 @@ def totals(root: Stage) -> tuple[int, int]:
 def express_eligible(store, q: Query) -> Any:
     """The index for an EXPRESS_IXSCAN plan (8.0), or None."""
     f = q.filter
-    if q.hint is not None or q.skip or q.sort or len(f) != 1:
-        return None
+    if q.hint is not None or q.skip or q.sort or len(f) != 1 or q.batch_size:
+        return None  # isExpressEligible (8.0): no hint, skip, sort or batchSize (then IDHACK / planning)
     if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
         return None
     (path, cond), = f.items()
