@@ -121,16 +121,25 @@ def plan_summary(explain_doc: dict) -> dict[str, Any]:
         summary["pipeline"] = later
     if "labkit" in explain_doc:
         summary["engine"] = explain_doc["labkit"].get("engine")
+    summary["explainVersion"] = explain_doc.get("explainVersion")
     return summary
 
 
 def show_plan(explain_doc: dict) -> pd.DataFrame:
     """A compact one-row-per-part table: the query (or the aggregate's ``$cursor``) and each ``$lookup``."""
     s = plan_summary(explain_doc)
-    rows = [{"part": "query" if "stages" not in explain_doc else "$cursor", "stages": s["stages"], "index": s["index"],
+    sbe = explain_doc.get("explainVersion") == "2"
+    part = ("query" if "stages" not in explain_doc else "$cursor") if not sbe else \
+        ("pipeline (SBE)" if "stages" not in explain_doc else "$cursor (SBE)")
+    rows = [{"part": part, "stages": s["stages"], "index": s["index"],
              "keysExamined": s["keysExamined"], "docsExamined": s["docsExamined"], "nReturned": s["nReturned"],
              "blocking sort": s["blockingSort"], "covered": s["covered"]}]
     for lk in s.get("lookups", []):
+        if lk.get("strategy"):  # SBE EQ_LOOKUP: its cost is inside the pipeline totals of the first row
+            rows.append({"part": "EQ_LOOKUP %s" % lk.get("from"), "stages": lk["strategy"],
+                         "index": ", ".join(lk.get("indexesUsed") or []) or None, "keysExamined": None,
+                         "docsExamined": None, "nReturned": None, "blocking sort": False, "covered": False})
+            continue
         rows.append({"part": "$lookup %s" % lk.get("from"),
                      "stages": "COLLSCAN" if lk.get("collectionScans") else ("IXSCAN" if lk.get("indexesUsed") else ""),
                      "index": ", ".join(lk.get("indexesUsed") or []) or None,
@@ -141,7 +150,8 @@ def show_plan(explain_doc: dict) -> pd.DataFrame:
 
 
 _DETAIL_KEYS = ("indexName", "direction", "limitAmount", "skipAmount", "sortPattern", "type", "filter",
-                "indexBounds", "transformBy", "nCounted")
+                "indexBounds", "transformBy", "nCounted", "foreignCollection", "localField", "foreignField",
+                "strategy")
 _STAT_KEYS = ("nReturned", "works", "keysExamined", "docsExamined")
 
 

@@ -12,10 +12,10 @@
 #     section: Relationships
 #     exercise_minutes: 5
 #     demo: >-
-#       Show the unbounded $lookup's bytes returned, then the bounded form; read totalDocsExamined from the $lookup entry of the aggregate explain.
+#       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (SBE EQ_LOOKUP totals, or the classic $lookup entry).
 #     mistakes:
 #     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
-#     - "Looking for $lookup statistics inside the stage spec; they sit next to it in the stages entry."
+#     - "Reading plan['stages'] on a pipeline that 8.0 pushed down to SBE (explainVersion 2 has no $lookup entry; the join is an EQ_LOOKUP node)."
 #     - "Forgetting that pymongo's aggregate has no .explain(); use db.command('explain', ...)."
 # ---
 
@@ -116,22 +116,45 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # %% [markdown]
 # ## What the server did: `explain` on an aggregation
 #
-# pymongo has no `.explain()` on `aggregate`; send the `explain` command. The `$lookup` entry of `stages`
-# reports what the join read on the `posts` side (`totalDocsExamined`, `totalKeysExamined`, `indexesUsed`).
+# pymongo has no `.explain()` on `aggregate`; send the `explain` command. What comes back depends on which
+# engine runs the join. MongoDB 8.0 runs a `$lookup` of the `localField`/`foreignField` form in its
+# slot-based engine (SBE): the explain has `explainVersion: "2"` and the join is an `EQ_LOOKUP` node inside
+# `queryPlanner.winningPlan.queryPlan`, with the **join strategy** the server chose:
+#
+# - `IndexedLoopJoin`: an index on the foreign field exists; each local document looks its matches up in it;
+# - `HashJoin`: no such index, foreign collection small enough (at most 10,000 documents and 100 MB): the
+#   foreign collection is read **once** into a hash table;
+# - `NestedLoopJoin`: no index and too large (or `allowDiskUse: false`): the foreign collection is scanned once
+#   **per local document**.
+#
+# Its statistics are the pipeline's totals (`totalDocsExamined`, `totalKeysExamined`). A `$lookup` with a
+# `pipeline` inside (our bounded form) stays in the classic engine: `explainVersion: "1"`, and a `$lookup`
+# entry in `stages` carries its own `totalDocsExamined`, `totalKeysExamined` and `indexesUsed`. The function
+# below reads both shapes.
 
 # %%
 def lookup_cost(pipeline):
     plan = db.command("explain", {"aggregate": "users", "pipeline": pipeline, "cursor": {}},
                       verbosity="executionStats")
-    lookup = next(s for s in plan["stages"] if "$lookup" in s)  # statistics sit next to the stage spec
     docs = list(db.users.aggregate(pipeline))
-    return {"round trips": 1, "docs examined": lookup["totalDocsExamined"] + 1,
-            "keys examined": lookup["totalKeysExamined"] + 1, "bytes returned": bytes_of(docs),
-            "index used": ", ".join(lookup["indexesUsed"]) or "none"}
+    classic = next((s for s in plan.get("stages", []) if "$lookup" in s), None)
+    if classic is not None:  # classic engine: statistics sit next to the stage spec (+1: the user document)
+        return {"engine": "classic", "strategy": "-", "round trips": 1,
+                "docs examined": classic["totalDocsExamined"] + 1,
+                "keys examined": classic["totalKeysExamined"] + 1, "bytes returned": bytes_of(docs),
+                "index used": ", ".join(classic["indexesUsed"]) or "none"}
+    part = plan["stages"][0]["$cursor"] if "stages" in plan else plan  # SBE: the pushed-down part
+    node = part["queryPlanner"]["winningPlan"]["queryPlan"]
+    while node["stage"] != "EQ_LOOKUP":
+        node = node["inputStage"]
+    stats = part["executionStats"]
+    return {"engine": "SBE", "strategy": node["strategy"], "round trips": 1,
+            "docs examined": stats["totalDocsExamined"], "keys examined": stats["totalKeysExamined"],
+            "bytes returned": bytes_of(docs), "index used": node.get("indexName", "none")}
 
 
 pd.DataFrame({"separate queries": separate, "unbounded $lookup": lookup_cost(unbounded),
-              "bounded $lookup": lookup_cost(bounded)}).T
+              "bounded $lookup": lookup_cost(bounded)}).T.fillna("-")
 
 # %% [markdown]
 # The bounded join reads and returns the same page as the two queries, in one round trip. The unbounded one

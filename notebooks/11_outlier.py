@@ -175,8 +175,19 @@ compare
 
 # %% [markdown]
 # The normal post costs exactly what it did: one round trip, same bytes. The viral post's page drops from
-# megabytes to the size of a normal post. Deep pages cost more (`skip` walks the index past earlier pages); a
-# range on `createdAt` from the last comment shown would avoid that.
+# megabytes to the size of a normal post. Deep pages cost more index work: `skip` walks the index past every
+# earlier page (compare "index keys examined" for page 2 and page 50 in the first table). They do not cost
+# more documents: the index `{postId: 1, createdAt: -1}` answers the whole filter, so the server places the
+# SKIP stage *below* the FETCH (SERVER-13946) and fetches only the 20 comments it returns, plus the post
+# ("documents read" is the same for page 2 and page 50). The plan shows the order:
+
+# %%
+plan = (db.comments.find({"postId": "post:200"}, {"_id": 0, "postId": 0})
+        .sort("createdAt", -1).skip(48 * 20).limit(20).explain())
+labkit.plan_summary(plan)["stages"]
+
+# %% [markdown]
+# A range on `createdAt` from the last comment shown would avoid the walk through earlier keys too.
 #
 # The newest comments on page 1 and page 2 continue each other without a gap:
 

@@ -135,22 +135,29 @@ packing_b = [{"order": o["_id"], "name": o["customer"][0]["name"], "city": o["cu
 print("same packing list as design A:", packing_a == packing_b)
 
 # %% [markdown]
-# `explain` of the aggregation shows the join's work: the `$cursor` stage reads the day's orders, and the `$lookup`
-# stage reports what it examined in `customers` (one `_id` lookup per order). The helper below also accepts the
-# single-plan form a server prints when it runs the whole pipeline in its SBE engine.
+# `explain` of the aggregation shows the join's work. MongoDB 8.0 runs this `$lookup` (the
+# `localField`/`foreignField` form) in its SBE engine: the join is an `EQ_LOOKUP` node in the `$cursor`'s
+# `queryPlan`, with its strategy (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of
+# both sides in its `executionStats`. The classic engine instead lists a `$lookup` stage with its own
+# counters; the helper below reads both forms.
 
 # %%
 def aggregate_cost(collection, pipeline):
     explain = db.command("explain", {"aggregate": collection, "pipeline": pipeline, "cursor": {}},
                          verbosity="executionStats")
-    if "stages" not in explain:  # whole pipeline pushed down into one plan
-        stats = explain["executionStats"]
-        return {"keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"]}
-    outer = explain["stages"][0]["$cursor"]["executionStats"]
-    joins = [s for s in explain["stages"] if "$lookup" in s]
-    return {"keys examined": outer["totalKeysExamined"] + sum(s["totalKeysExamined"] for s in joins),
-            "docs examined": outer["totalDocsExamined"] + sum(s["totalDocsExamined"] for s in joins),
-            "$lookup indexes used": sorted({i for s in joins for i in s.get("indexesUsed", [])})}
+    part = explain["stages"][0]["$cursor"] if "stages" in explain else explain
+    stats = part["executionStats"]
+    keys, docs = stats["totalKeysExamined"], stats["totalDocsExamined"]
+    joins = [s for s in explain.get("stages", []) if "$lookup" in s]  # classic engine
+    used = {i for s in joins for i in s.get("indexesUsed", [])}
+    node = part["queryPlanner"]["winningPlan"].get("queryPlan")  # SBE: EQ_LOOKUP nodes
+    while node:
+        if node["stage"] == "EQ_LOOKUP":
+            used.add("%s (%s)" % (node.get("indexName", "no index"), node["strategy"]))
+        node = node.get("inputStage")
+    return {"keys examined": keys + sum(s["totalKeysExamined"] for s in joins),
+            "docs examined": docs + sum(s["totalDocsExamined"] for s in joins),
+            "$lookup indexes used": sorted(used)}
 
 
 lookup_cost = aggregate_cost("orders", lookup_pipeline)
@@ -292,6 +299,15 @@ product_page
 
 # %%
 examined(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20).limit(20))
+
+# %% [markdown]
+# Page 2 walks past the 20 keys of page 1 ("keys examined"), but it reads only the documents it returns
+# ("docs examined" equals "returned"): the index answers the whole filter and gives the order, so the server
+# places the SKIP stage below the FETCH (SERVER-13946) and skipped reviews are never fetched:
+
+# %%
+labkit.plan_summary(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20).limit(20)
+                    .explain())["stages"]
 
 # %% [markdown]
 # ## Explore: reviews per product

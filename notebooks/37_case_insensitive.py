@@ -132,6 +132,17 @@ with_collation
 plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collation={"locale": "en", "strength": 2}))
 
 # %% [markdown]
+# The planner skips only the collation index for a `$regex` (a regular expression compares bytes, not
+# collation keys). The plain index on `username` has no collation, so it is still eligible, whatever the
+# query's collation: the plan is an IXSCAN of that index that reads every key to test the pattern and fetches
+# only the matches, the same signature as `/^sam$/i` without a collation. Which index it scanned:
+
+# %%
+e = db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}},
+                     collation={"locale": "en", "strength": 2}).explain()
+labkit.plan_summary(e)["index"]
+
+# %% [markdown]
 # ## Fix 2: a normalized field
 #
 # When one field needs it, a lower-case copy is simpler: set it on every write, index it, query it with the

@@ -57,18 +57,24 @@ def test_lookup_forms_match_mongomock_and_use_index():
          {"$project": {"n": {"$size": "$p"}, "name": 1}}]
     assert list(eng.users.aggregate(p)) == list(ref.users.aggregate(p))
     e = eng.command("explain", {"aggregate": "users", "pipeline": p, "cursor": {}}, verbosity="executionStats")
-    lk = e["stages"][1]
-    assert lk["$lookup"] == {"from": "posts", "as": "p", "localField": "_id", "foreignField": "authorId"}
-    assert lk["indexesUsed"] == ["authorId_1"]
-    assert lk["collectionScans"] == 0
-    assert lk["totalKeysExamined"] == 40 and lk["totalDocsExamined"] == 40
-    assert "$cursor" in e["stages"][0]
+    # 8.0 pushes the $lookup down to SBE (tests/test_engine_plans_80.py has the rules): EQ_LOOKUP in the
+    # $cursor's queryPlan, the $project stays classic
+    assert e["explainVersion"] == "2"
+    cur = e["stages"][0]["$cursor"]
+    lk = cur["queryPlanner"]["winningPlan"]["queryPlan"]
+    assert (lk["stage"], lk["foreignCollection"], lk["localField"], lk["foreignField"], lk["asField"]) == \
+        ("EQ_LOOKUP", "%s.posts" % eng.name, "_id", "authorId", "p")
+    assert (lk["strategy"], lk["indexName"]) == ("IndexedLoopJoin", "authorId_1")
+    # 6 local documents + 40 matched posts through 40 index keys
+    assert cur["executionStats"]["totalKeysExamined"] == 40 and cur["executionStats"]["totalDocsExamined"] == 46
+    assert "$project" in e["stages"][1]
     assert e["labkit"]["engine"] == "embedded"
-    # without the index: one collection scan per local document
+    # without the index: a hash join reads the 40 posts once
     eng.posts.drop_index("authorId_1")
     e = eng.command("explain", {"aggregate": "users", "pipeline": p, "cursor": {}}, verbosity="executionStats")
-    assert e["stages"][1]["collectionScans"] == 6
-    assert e["stages"][1]["totalDocsExamined"] == 6 * 40
+    cur = e["stages"][0]["$cursor"]
+    assert cur["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"] == "HashJoin"
+    assert cur["executionStats"]["totalDocsExamined"] == 6 + 40
     # let/pipeline and concise forms
     eng.posts.create_index("authorId")
     lp = [{"$lookup": {"from": "posts", "let": {"uid": "$_id"},

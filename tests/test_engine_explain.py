@@ -488,3 +488,41 @@ def test_collscan_counters_one_work_per_document(db):
         assert (st["works"], st["advanced"], st["needTime"], st["docsExamined"], st["isEOF"]) == (8, n, 7 - n, 7, 1)
     st = t.find({"i": {"$gte": 4}}).sort("i", -1).explain()["executionStats"]["executionStages"]
     assert st["stage"] == "SORT" and st["inputStage"]["works"] == 8 and st["works"] >= 8
+
+
+def test_skip_below_fetch_stage_fields(db):
+    # jstests/core/query/explain/explain_skip.js asserts SKIP's skipAmount; add_skip_stage_before_fetch.js
+    # (SERVER-13946) puts it between FETCH and IXSCAN when the index answers the filter: the FETCH examines
+    # only the returned documents, the SKIP reads index keys
+    c = db.skipf
+    c.create_index("a")
+    c.insert_many([{"a": i % 3, "b": i} for i in range(90)])
+    e = c.find({"a": 1}).skip(25).limit(3).explain()
+    plan = e["executionStats"]["executionStages"]
+    assert stages(plan) == ["LIMIT", "FETCH", "SKIP", "IXSCAN"]
+    assert find_stage(plan, "SKIP")["skipAmount"] == 25
+    assert find_stage(plan, "FETCH")["docsExamined"] == 3
+    assert find_stage(plan, "IXSCAN")["keysExamined"] == 28
+
+
+def test_sbe_explain_numbers_plan_nodes(db):
+    # SBE explain (explainVersion "2"): every queryPlan node has a planNodeId, children numbered first
+    # (jstests/libs/query/analyze_plan.js reads queryPlan / planNodeId); serverParameters are still present
+    db.l.insert_many([{"_id": i, "g": i % 2} for i in range(6)])
+    db.f.insert_many([{"k": i % 6} for i in range(12)])
+    e = db.command("explain", {"aggregate": "l", "pipeline": [
+        {"$match": {"_id": {"$gte": 0}}},
+        {"$lookup": {"from": "f", "localField": "_id", "foreignField": "k", "as": "m"}},
+        {"$group": {"_id": "$g", "n": {"$sum": 1}}}], "cursor": {}}, verbosity="executionStats")
+    q = e["queryPlanner"]["winningPlan"]["queryPlan"]
+    assert [q["stage"], q["inputStage"]["stage"]] == ["GROUP", "EQ_LOOKUP"]
+    ids = []
+    node = q
+    while node:
+        ids.append(node["planNodeId"])
+        node = node.get("inputStage")
+    assert ids == sorted(ids, reverse=True) and ids[-1] == 1
+    assert e["executionStats"]["nReturned"] == 2
+    # 6 local documents (through the _id index) + the 12 foreign documents read once by the hash join
+    assert e["executionStats"]["totalDocsExamined"] == 6 + 12
+    assert "serverParameters" in e

@@ -44,7 +44,18 @@ def test_covered_and_lookup_rows():
         verbosity="executionStats")
     df = show_plan(e)
     assert len(df) == 2
-    assert df.iloc[1]["part"] == "$lookup posts" and df.iloc[1]["index"] == "authorId_1_createdAt_1"
+    # 8.0: the $lookup runs in SBE as EQ_LOOKUP with an indexed loop join over the compound index
+    assert df.iloc[0]["part"] == "pipeline (SBE)"
+    assert df.iloc[1]["part"].startswith("EQ_LOOKUP ")
+    assert df.iloc[1]["stages"] == "IndexedLoopJoin" and df.iloc[1]["index"] == "authorId_1_createdAt_1"
+    assert "strategy=IndexedLoopJoin" in plan_tree(e)
+    # a pipeline SBE does not take (let/pipeline form) keeps the classic $lookup row
+    e = db.command("explain", {"aggregate": "users", "pipeline": [
+        {"$lookup": {"from": "posts", "let": {"u": "$_id"}, "pipeline": [
+            {"$match": {"$expr": {"$eq": ["$authorId", "$$u"]}}}], "as": "p"}}], "cursor": {}},
+        verbosity="executionStats")
+    df = show_plan(e)
+    assert df.iloc[1]["part"] == "$lookup posts"
     assert "$lookup from posts" in plan_tree(e)
 
 

@@ -162,6 +162,8 @@ class Ctx:
         self.cursor_query: Query | None = None
         self.lookups: list[dict] = []
         self.stage_times: list[float] = []
+        self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
+        self.allow_disk_use: bool | None = None  # aggregate(allowDiskUse=...): $sort memory rule
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -563,12 +565,52 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                 stats["collectionScans"] += 1
                 stats["totalDocsExamined"] += len(fst.docs)
             matched = res
+        if len(matched) * BSON_MAX_INTERNAL > LOOKUP_MAX_BYTES and \
+                len(matched) * _sampled_max_size(fst) * 2 > LOOKUP_MAX_BYTES:
+            _check_lookup_size(frm, matched)
         d = dict(doc)
         d[as_] = matched
         out.append(d)
     stats["millis"] += (time.perf_counter() - t0) * 1000
     ctx.lookups.append(stats)
+    matched_n = sum(len(d[as_]) for d in out)
+    ctx.stage_info.append({"inputDocs": len(docs), "matchedDocs": matched_n, "matchedKeys": matched_n})
     return out
+
+
+def _sampled_max_size(store) -> int:
+    """The largest BSON size among up to 32 documents spread over the collection, cached per store version: the
+    exact 100 MB $lookup check runs when the matches could come within a factor 2 of the limit at that size
+    (an estimate that keeps ordinary joins from encoding every matched document)."""
+    cached = getattr(store, "_lk_sample", None)
+    if cached is not None and cached[0] == store.version and cached[1] == len(store.docs):
+        return cached[2]
+    import bson
+    docs = list(store.docs.values())
+    step = max(1, len(docs) // 32)
+    biggest = max((len(bson.encode(d)) for d in docs[::step]), default=0)
+    store._lk_sample = (store.version, len(store.docs), biggest)
+    return biggest
+
+
+def _check_lookup_size(frm: str, matched: list[dict]) -> None:
+    """DocumentSourceLookUp: the matched documents of one input document may total 100 MB (4568)."""
+    import bson
+    total = 0
+    for m in matched:
+        total += len(bson.encode(m))
+        if total > LOOKUP_MAX_BYTES:
+            raise OperationFailure("Total size of documents in %s matching pipeline's $lookup stage exceeds %d "
+                                   "bytes" % (frm, LOOKUP_MAX_BYTES), 4568)
+
+
+def _check_sort_memory(docs: list[dict]) -> None:
+    """A blocking $sort over more than 100 MB fails with 292 when allowDiskUse is false (stages.SortMemory)."""
+    import bson
+    from .stages import SortMemory
+    mem = SortMemory(False)
+    for d in docs:
+        mem.add(len(bson.encode(d)), what="aggregate")
 
 
 def _note(ex, stats: dict) -> None:
@@ -645,7 +687,9 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
             if filt is not None or sort is not None:
-                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit)
+                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit,
+                          allow_disk_use=ctx.allow_disk_use)
+                q.origin = "aggregate"
                 ex = coll._run(q)
                 ctx.cursor_exec = ex
                 ctx.cursor_query = q
@@ -674,6 +718,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             if nxt and "$limit" in nxt:
                 lim = int(nxt["$limit"])
                 i += 1
+            if ctx.allow_disk_use is False and not lim:
+                _check_sort_memory(docs)
             docs = _sort_docs(docs, sort, lim)
         elif name == "$sample":  # picks before copying (mongomock shuffles a copy of every document)
             docs = _sample(docs, arg)
@@ -684,11 +730,13 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         elif name == "$unwind":
             docs = _unwind(docs, arg)
         elif name == "$group":
+            n_in = len(docs)
             g = _group(docs, arg)
             if g is None:
                 docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
             else:
                 docs = g
+            ctx.stage_info.append({"inputDocs": n_in, "groups": len(docs)})
         elif name == "$count":
             docs = mm_aggregate._handle_count_stage(docs, coll.database, arg)
             if docs and docs[0][arg] == 0:
@@ -708,8 +756,15 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = _lookup(coll, docs, arg, ctx)
         elif name == "$facet":
             out = {}
+            used = 0
+            import bson
             for title, sub in arg.items():
                 out[title] = run_stages(coll, sub, Ctx(), input_docs=docs)
+                if out[title]:
+                    used += sum(len(bson.encode(x)) for x in out[title])
+                    if used > FACET_MAX_BYTES:  # document_source_facet.cpp
+                        raise OperationFailure("document constructed by $facet is %d bytes, which exceeds the "
+                                               "limit of %d bytes" % (used, FACET_MAX_BYTES), 4031700)
             docs = [out]
         elif name == "$bucket":
             docs = _call(mm_aggregate._handle_bucket_stage, docs, coll, arg)
@@ -766,28 +821,77 @@ def _delegate(coll, docs: list[dict], pipeline: list) -> list[dict]:
         raise unsupported("Aggregation stage or operator (%s)" % str(e).split(". See")[0]) from None
 
 
-def run_pipeline(coll, pipeline: list, hint=None) -> list:
+# Size limits (src/mongo/db/query/query_knobs.idl defaults; src/mongo/bson/bsonobj.cpp): a stage's
+# intermediate results may reach 100 MB ($lookup 4568, $facet 4031700); a document leaving the pipeline is
+# BSON and must fit BSONObjMaxInternalSize (16 MB + 16 KB) -> BSONObjectTooLarge 10334.
+LOOKUP_MAX_BYTES = 104857600        # internalLookupStageIntermediateDocumentMaxSizeBytes
+FACET_MAX_BYTES = 104857600         # internalQueryFacetMaxOutputDocSizeBytes
+BSON_MAX_INTERNAL = 16 * 1024 * 1024 + 16 * 1024  # 16793600
+REPLY_MAX = 16 * 1024 * 1024 + 32 * 1024          # 16809984, a reply message's document limit
+_GROWING = {"$lookup", "$group", "$facet", "$graphLookup", "$bucket", "$bucketAuto", "$setWindowFields",
+            "$addFields", "$set", "$project", "$replaceRoot", "$replaceWith"}
+
+
+def check_output_sizes(pipeline: list, docs: list[dict]) -> None:
+    """Every document a pipeline hands back must be a valid BSON object (<= 16793600 bytes); only pipelines
+    with a stage that can grow documents are checked (others return stored documents, already <= 16 MB)."""
+    names = [next(iter(st)) for st in pipeline if isinstance(st, dict) and st]
+    if not _GROWING.intersection(names):
+        return
+    import bson
+    last = names[-1] if names else ""
+    for d in docs:
+        n = len(bson.encode(d))
+        if last == "$group" and n > BSON_MAX_INTERNAL:
+            # measured on 8.0: a $group result is written straight into the reply message
+            raise OperationFailure("BSON size limit hit while building Message. Size: %d (0x%X) maxSize: "
+                                   "%d(16MB)" % (n, n, REPLY_MAX), 10334)
+        if n > BSON_MAX_INTERNAL:
+            first = next(iter(d.items()), ("", None))
+            raise OperationFailure("BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB) "
+                                   "First element: %s: %s" % (n, n, BSON_MAX_INTERNAL, first[0],
+                                                               repr(first[1])[:80]), 10334)
+
+
+def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None) -> list:
+    """Run an aggregate; its result documents are checked against the 16 MB BSON limit."""
     if hint is not None:
         raise unsupported("aggregate(hint=...)")
     from .collection import no_gc
     ctx = Ctx()
+    ctx.allow_disk_use = allow_disk_use
     with no_gc():
         docs = run_stages(coll, pipeline, ctx)
+        check_output_sizes(pipeline, docs)
         return [fast_copy(d) for d in docs]
 
 
 # ---------------------------------------------------------------------------------- explain
 
 def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dict:
+    """The explain document of an aggregate (classic ``$cursor`` shape or SBE pushdown)."""
     from .explain_doc import _check_verbosity, _query_planner, _wrap
+    from .planner import explaining
+    from .sbe_explain import explain_pushdown, pushdown_split
     _check_verbosity(verbosity)
+    pipeline = list(pipeline)
     t0 = time.perf_counter()
     ctx = Ctx()
-    docs = run_stages(coll, list(pipeline), ctx)
+    filt, sort, skip, limit, n_pushed = _split_prefix(pipeline) if pipeline and not any(
+        k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
+    n_sbe = pushdown_split(pipeline, n_pushed) if pipeline and n_pushed < len(pipeline) and not any(
+        k in pipeline[0] for k in ("$indexStats", "$collStats")) else 0
+    rest_ctx = Ctx()
+    with explaining():
+        if n_sbe:
+            mid = run_stages(coll, pipeline[:n_sbe], ctx)
+            n_mid = len(mid)
+            docs = run_stages(coll, pipeline[n_sbe:], rest_ctx, input_docs=mid) if n_sbe < len(pipeline) \
+                else mid
+        else:
+            docs = run_stages(coll, pipeline, ctx)
     millis = int((time.perf_counter() - t0) * 1000)
     ns = "%s.%s" % (coll.database.name, coll.name)
-    filt, sort, skip, limit, n_pushed = _split_prefix(list(pipeline)) if pipeline and not any(
-        k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
     ex = ctx.cursor_exec
     if ex is not None:
         root = ex.winner.root
@@ -808,6 +912,23 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
                        "works": ndocs + 1, "advanced": nret, "needTime": ndocs - nret, "needYield": 0,
                        "saveState": 0, "restoreState": 0, "isEOF": 1, "direction": "forward",
                        "docsExamined": ndocs}
+    if n_sbe:
+        local = {"winning": {k: v for k, v in winning.items() if k != "isCached"}, "keys": keys, "docs": ndocs,
+                 "nret": nret, "filter": filt}
+        allow = command.get("allowDiskUse", True) if isinstance(command, dict) else True
+        qp, es, _, _ = explain_pushdown(coll, pipeline, n_pushed, n_sbe, local, ctx.stage_info, n_mid,
+                                        allow is not False, verbosity, millis)
+        if n_sbe == len(pipeline):
+            doc = {"explainVersion": "2", "queryPlanner": qp}
+            if es is not None:
+                doc["executionStats"] = es
+            return _wrap(doc, command, verbosity)
+        cursor = {"queryPlanner": qp}
+        if es is not None:
+            cursor["executionStats"] = es
+        stages_out = [{"$cursor": cursor, "nReturned": n_mid, "executionTimeMillisEstimate": millis}]
+        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity)
+        return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
     qp = _query_planner(ns, filt or {}, winning, rejected)
     rest = list(pipeline)[n_pushed:]
     if not rest:
@@ -827,6 +948,14 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if verbosity == "allPlansExecution":
             cursor["executionStats"]["allPlansExecution"] = []
     stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
+    stages_out += _classic_rest(rest, ctx, verbosity)
+    doc = {"explainVersion": "1", "stages": stages_out}
+    return _wrap(doc, command, verbosity)
+
+
+def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
+    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics)."""
+    stages_out: list[dict] = []
     lookups = iter(ctx.lookups)
     for st in rest:
         name = next(iter(st))
@@ -849,5 +978,4 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
                                   "indexesUsed": info["indexesUsed"],
                                   "executionTimeMillisEstimate": int(info["millis"])})
         stages_out.append(entry)
-    doc = {"explainVersion": "1", "stages": stages_out}
-    return _wrap(doc, command, verbosity)
+    return stages_out

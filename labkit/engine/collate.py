@@ -8,9 +8,11 @@
   its collation key (``labkit.collation.collation_key``); collation indexes use it as their key function,
   and the matcher/sort/distinct below compare with it.
 * ``CollationPlanner`` is the engine's Planner with the server's collation rules: an index is eligible only
-  when its collation equals the query's (so a strength-2 index serves a strength-2 query but neither a
-  simple nor a strength-1 one); string bounds on a collation index are collation keys; ``$regex`` cannot
-  use a collation index's bounds; a collation index never covers a projection.
+  for a comparison to strings, objects or arrays when its collation equals the query's (so a strength-2
+  index serves a strength-2 query but neither a simple nor a strength-1 one), for other predicates any index
+  is eligible; string bounds on a collation index are collation keys; ``$regex`` cannot use a collation
+  index, but a simple-collation index serves it under any query collation; a collation index never covers a
+  projection.
 """
 from __future__ import annotations
 
@@ -154,6 +156,14 @@ def _rebound(ivs: list[Interval], collation: dict) -> list[Interval]:
     return union(out)
 
 
+def _compares_strings(p) -> bool:
+    """The predicate's operand is (or holds) a string, object or array: its bounds depend on the collation."""
+    arg = p.arg
+    if p.kind in ("exists", "exists_false", "null"):
+        return False
+    return isinstance(arg, (str, dict, list, tuple)) or _has_str(arg)
+
+
 class CollationPlanner(Planner):
     """The engine's planner with the server's collation rules for index eligibility."""
 
@@ -164,18 +174,30 @@ class CollationPlanner(Planner):
             self.match_all = make_matcher(query.filter, collation, query.let) if query.filter else None
             self.sort_key = sort_key_fn(query.sort, store, collation) if query.sort else None
 
-    def visible_indexes(self) -> list:
-        return [ix for ix in super().visible_indexes() if ix.spec.collation == self.collation]
-
     def _allowed(self, ix, p) -> bool:
-        if ix.spec.collation is not None and p.kind == "regex":
+        # planner_ixselect.cpp ``_compatible``: a $regex never uses an index with a non-simple collation
+        # (a simple-collation index still serves it, whatever the query's collation: regexes compare bytes);
+        # comparisons to strings, objects or arrays need the index's collation to equal the query's;
+        # other predicates (numbers, dates, $exists...) may use any index.
+        if p.kind == "regex":
+            if ix.spec.collation is not None:
+                return False
+        elif ix.spec.collation != self.collation and _compares_strings(p):
             return False
         return super()._allowed(ix, p)
 
+    def _sort_dir(self, ix, bounds) -> int:
+        if self.q.sort and ix.spec.collation != self.collation:
+            return 0  # an index with another collation cannot provide the query's (collated) order
+        return super()._sort_dir(ix, bounds)
+
     def assign(self, ix, by_path):
         if ix.spec.collation != self.collation:
-            # A hinted index with another collation: scan it whole and filter (no string bounds).
-            return [full() for _ in ix.spec.fields], [], False
+            # another collation: only the predicates that do not compare strings get bounds (_allowed)
+            bounds, exact, lead = super().assign(ix, by_path)
+            if ix.spec.collation is not None:
+                bounds = [_rebound(b, ix.spec.collation) for b in bounds]
+            return bounds, exact, lead
         bounds, exact, lead = super().assign(ix, by_path)
         if ix.spec.collation is not None:
             bounds = [_rebound(b, ix.spec.collation) for b in bounds]

@@ -583,6 +583,8 @@ class EmbeddedCollection(mm_collection.Collection):
             projection = {f: 1 for f in projection}
         c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
                    batch_size=batch_size, hint=hint, let=let)
+        if allow_disk_use is not None:
+            c.allow_disk_use(allow_disk_use)
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -772,7 +774,9 @@ class EmbeddedCollection(mm_collection.Collection):
             # jstests/core/index/compound_index_max_fields.js: 32 fields build, 33 fail with 13103
             raise OperationFailure("Index build failed: Collection %s :: caused by :: too many compound keys"
                                    % self._ns(), 13103)
-        ix = Index(spec, keyfunc=index_keyfunc(collation))
+        from .hashed import check_hashed_spec, new_index
+        check_hashed_spec(spec)
+        ix = new_index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
         for rid, doc in st.docs.items():
@@ -859,6 +863,10 @@ class EmbeddedCollection(mm_collection.Collection):
             raise OperationFailure("can't hide _id index", 72)
         old = st.ix[name].spec.hidden
         st.ix[name].spec.hidden = bool(hidden)
+        if old != bool(hidden):  # manual hideIndex/unhideIndex: "Index Modifications Reset Statistics"
+            import datetime
+            st.ix[name].accesses = 0
+            st.ix[name].since = datetime.datetime.utcnow()
         st.version += 1
         return old
 
@@ -882,7 +890,8 @@ class EmbeddedCollection(mm_collection.Collection):
                 continue
             raise unsupported("aggregate(%s=...)" % k)
         from mongomock.command_cursor import CommandCursor
-        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint")))
+        allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
+        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow))
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
                    let=None, **kwargs):
@@ -932,7 +941,7 @@ class _ExpressExec:
 
 
 def _run_express(st, ix, q: Query):
-    from .planner import Candidate
+    from .planner import Candidate, note_access
     t0 = time.perf_counter()
     f = q.filter
     (path, cond), = f.items()
@@ -951,7 +960,7 @@ def _run_express(st, ix, q: Query):
                 break
         elif s == 2:
             break
-    ix.accesses += 1
+    note_access(ix)
     cand = Candidate(lambda: stage, ix, True, False, desc="EXPRESS")
     cand.root = stage
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
@@ -991,7 +1000,8 @@ class Cursor:
     def _query(self) -> Query:
         lim = self._limit
         return Query(self._filter, self._sort, self._projection, self._skip, abs(lim) if lim else 0, self._hint,
-                     self._batch_size, let=self._let)
+                     self._batch_size, let=self._let,
+                     allow_disk_use=getattr(self, "_allow_disk_use", None))
 
     def _execute(self) -> None:
         coll = self.collection
@@ -1106,6 +1116,9 @@ class Cursor:
         return self
 
     def allow_disk_use(self, allow: bool) -> "Cursor":
+        if not isinstance(allow, bool):
+            raise TypeError("allow_disk_use must be a bool")
+        self._allow_disk_use = allow  # blocking SORT memory rule (stages.SortMemory)
         return self
 
     def comment(self, comment) -> "Cursor":

@@ -106,13 +106,14 @@ def _cmd_explain(db, cmd):
         raise OperationFailure("collection name has invalid type", 73)
     if op == "find":
         allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
-                   "comment", "maxTimeMS", "$db", "collation"}
+                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse"}
         extra = set(inner) - allowed
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
         sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
         q = Query(helpers.patch_datetime_awareness_in_document(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
-                  inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0))
+                  inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
+                  allow_disk_use=inner.get("allowDiskUse"))
         from .collate import normalize, using
         with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
             return coll.explain_find(q, verbosity, inner)
@@ -121,7 +122,7 @@ def _cmd_explain(db, cmd):
         if extra:
             raise unsupported("explain count option '%s'" % sorted(extra)[0])
         q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
-                  kind="count")
+                  kind="count", skip=inner.get("skip", 0), limit=inner.get("limit", 0))
         return coll.explain_find(q, verbosity, inner)
     if op == "distinct":
         extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}

@@ -6,7 +6,7 @@ from typing import Any
 
 from mongomock import OperationFailure
 
-from .planner import (Planner, Query, express_eligible, plan_and_run, totals)
+from .planner import (Planner, Query, explaining, express_eligible, note_access, plan_and_run, totals)
 from .stages import IndexScan, Fetch, index_fields
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
@@ -63,7 +63,13 @@ def _wrap(doc: dict, command: dict | None, verbosity: str) -> dict:
 
 
 def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
+    """The explain document of a find / count / distinct, as an 8.0 server shapes it."""
     _check_verbosity(verbosity)
+    with explaining():
+        return _explain_query(coll, q, verbosity, command)
+
+
+def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict:
     st = coll._store
     ns = "%s.%s" % (coll.database.name, coll.name)
     exists = st.is_created
@@ -87,7 +93,18 @@ def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command:
         d = _explain_distinct_scan(coll, q, ns, verbosity, command)
         if d is not None:
             return d
-    ex = coll._run(q, explain=True)
+    count_skip = count_limit = 0
+    if q.kind == "count":
+        # the COUNT stage applies skip and limit itself (count.cpp: nSkipped, stops at nCounted == limit);
+        # the plan below it is planned without them
+        count_skip, count_limit = q.skip, q.limit
+        q = Query(q.filter, hint=q.hint, kind="count")
+    try:
+        ex = coll._run(q, explain=True, stop_after=(count_skip + count_limit) if count_limit else None)
+    except OperationFailure as err:
+        if err.code != 292 or verbosity == "queryPlanner":
+            raise
+        return _explain_failed(coll, q, ns, verbosity, command, err)
     root = ex.winner.root
     express = ex.notes.get("express")
     winning = root.plan_doc()
@@ -102,20 +119,27 @@ def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command:
     n = len(ex.results)
     exec_root = root.exec_doc()
     if q.kind == "count":
-        count_scan = _as_count_scan(root)
+        n_skipped = min(n, count_skip)
+        n_counted = n - n_skipped
+        stopped = bool(count_limit) and n_counted >= count_limit  # COUNT is EOF at its limit
+        if stopped:
+            n_counted = count_limit
+        count_scan = _as_count_scan(root, n, stopped)
         if count_scan is not None:
             winning = {"stage": "COUNT", "inputStage": count_scan[0], "isCached": False}
+            child_works = count_scan[1]["works"]
             exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
-                         "works": count_scan[1]["works"] + 1, "advanced": 0, "needTime": count_scan[1]["works"],
-                         "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n,
-                         "nSkipped": 0, "inputStage": count_scan[1]}
+                         "works": child_works, "advanced": 0, "needTime": child_works - (0 if stopped else 1),
+                         "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
+                         "nSkipped": n_skipped, "inputStage": count_scan[1]}
+            keys = count_scan[1]["keysExamined"]
             docs = 0
         else:
             winning = {"stage": "COUNT", "inputStage": winning, "isCached": False}
             exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
                          "works": root.works + 1, "advanced": 0, "needTime": root.works, "needYield": 0,
-                         "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n, "nSkipped": 0,
-                         "inputStage": exec_root}
+                         "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
+                         "nSkipped": n_skipped, "inputStage": exec_root}
         n_ret = 0
     else:
         n_ret = n
@@ -133,6 +157,23 @@ def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command:
     return _wrap(doc, command, verbosity)
 
 
+def _explain_failed(coll, q: Query, ns: str, verbosity: str, command: dict | None, err) -> dict:
+    """An executionStats explain whose execution failed (e.g. 292, a sort over 100 MB without disk use): the
+    server still answers, with ``executionSuccess: false`` and the error in ``executionStats``."""
+    planner = Planner(coll._store, q)
+    cands, _ = planner.candidates()
+    root = cands[0].build()
+    winning = dict(root.plan_doc(), isCached=False)
+    doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, q.filter, winning, [])}
+    es: dict[str, Any] = {"executionSuccess": False, "errorMessage": str(err).split(", full error")[0],
+                          "errorCode": err.code, "nReturned": 0, "executionTimeMillis": 0,
+                          "totalKeysExamined": 0, "totalDocsExamined": 0, "executionStages": root.exec_doc()}
+    if verbosity == "allPlansExecution":
+        es["allPlansExecution"] = []
+    doc["executionStats"] = es
+    return _wrap(doc, command, verbosity)
+
+
 def _trial_docs(ex) -> list:
     out = []
     for c in ex.cands:
@@ -142,8 +183,12 @@ def _trial_docs(ex) -> list:
     return out
 
 
-def _as_count_scan(root) -> tuple[dict, dict] | None:
-    """FETCH(no filter) > IXSCAN over a non-multikey index → COUNT_SCAN (no documents read)."""
+def _as_count_scan(root, n: int = 0, stopped: bool = False) -> tuple[dict, dict] | None:
+    """FETCH(no filter) > IXSCAN over a non-multikey index → COUNT_SCAN (no documents read).
+
+    COUNT_SCAN counts a key examined before its end-of-scan check (src/mongo/db/exec/classic/count_scan.cpp:
+    ``++keysExamined`` precedes ``if (!entry) return IS_EOF``), so a scan that reaches its end examines n + 1;
+    one stopped by the COUNT stage's limit examines exactly the n keys it returned."""
     if not isinstance(root, Fetch) or root.match is not None:
         return None
     scan = root.children[0]
@@ -165,14 +210,17 @@ def _as_count_scan(root) -> tuple[dict, dict] | None:
     plan.update(index_fields(scan.index))
     plan["indexBounds"] = {"startKey": start, "startKeyInclusive": s_incl, "endKey": end, "endKeyInclusive": e_incl}
     ex = dict(plan)
-    ex.update({"nReturned": 0, "executionTimeMillisEstimate": 0, "works": scan.keys_examined + 1, "advanced": 0,
-               "needTime": scan.keys_examined, "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 1,
-               "keysExamined": scan.keys_examined})
+    keys = n if stopped else n + 1
+    ex.update({"nReturned": n, "executionTimeMillisEstimate": 0, "works": keys, "advanced": n,
+               "needTime": 0, "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 0 if stopped else 1,
+               "keysExamined": keys})
     return plan, ex
 
 
 def _explain_fast_count(coll, q, ns, verbosity, command) -> dict:
-    n = len(coll._store.docs)
+    total = len(coll._store.docs)
+    skipped = min(total, q.skip)
+    n = total - skipped if not q.limit else min(total - skipped, q.limit)
     plan = {"stage": "RECORD_STORE_FAST_COUNT", "isCached": False}
     doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, {}, plan, [])}
     if verbosity != "queryPlanner":
@@ -181,7 +229,8 @@ def _explain_fast_count(coll, q, ns, verbosity, command) -> dict:
                                  "executionStages": {"stage": "RECORD_STORE_FAST_COUNT", "nReturned": 0,
                                                      "executionTimeMillisEstimate": 0, "works": 1, "advanced": 0,
                                                      "needTime": 0, "needYield": 0, "saveState": 0,
-                                                     "restoreState": 0, "isEOF": 1, "nCounted": n, "nSkipped": 0}}
+                                                     "restoreState": 0, "isEOF": 1, "nCounted": n,
+                                                     "nSkipped": skipped}}
         if verbosity == "allPlansExecution":
             doc["executionStats"]["allPlansExecution"] = []
     return _wrap(doc, command, verbosity)
@@ -200,7 +249,8 @@ def _explain_distinct_scan(coll, q, ns, verbosity, command) -> dict | None:
     by_path = planner.parsed.by_path()
     best = None
     for ix in st.ix.values():
-        if ix.spec.hidden or ix.spec.fields[0] != key or ix.multikey or ix.spec.sparse or ix.spec.partial:
+        if ix.spec.hidden or ix.spec.fields[0] != key or ix.multikey or ix.spec.sparse or ix.spec.partial \
+                or ix.spec.hashed:
             continue
         if q.hint is not None and planner.hinted_index() is not ix:
             continue
@@ -230,7 +280,7 @@ def _explain_distinct_scan(coll, q, ns, verbosity, command) -> dict | None:
                 n += 1
                 last = k
     keys_examined = n + (1 if n and len(st.docs) else 0)
-    ix.accesses += 1
+    note_access(ix)
     plan = {"stage": "PROJECTION_COVERED", "transformBy": {key: 1, "_id": 0},
             "inputStage": dict({"stage": "DISTINCT_SCAN"}, **index_fields(ix), direction="forward",
                                indexBounds=scan.bounds_doc())}

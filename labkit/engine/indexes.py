@@ -77,8 +77,9 @@ class IndexSpec:
         if partial is not None:
             from .match import fast_matcher
             self.partial_match = fast_matcher(partial, collation)
+        self.hashed = [f for f, d in self.key if d == "hashed"]  # hashed.py
         for f, d in self.key:
-            if isinstance(d, str):
+            if isinstance(d, str) and d != "hashed":
                 raise _op_failure("Index type '%s' is not supported on the embedded engine; "
                                   "use a real server (set MONGODB_URI)" % d, 67)
 

@@ -7,6 +7,8 @@ EXPRESS_IXSCAN for ``_id`` / unique single-field equality, EOF for trivially fal
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import time
 from typing import Any, Callable
@@ -17,11 +19,31 @@ from . import keys as K
 from .match import fast_matcher  # the engine's matcher (match.py)
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from .stages import IndexScan as _IndexScan
-from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
-                     Projection, Skip, Sort, SortMerge, Stage, index_fields)
+from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IdHack, IndexScan, Limit, Or,
+                     Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
+
+
+_EXPLAINING: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_explaining", default=False)
+
+
+@contextlib.contextmanager
+def explaining():
+    """Inside this block query runs are explains: they do not count as index accesses
+    (jstests/core/index/index_stats.js: "index access counters are not incremented for explain execution")."""
+    token = _EXPLAINING.set(True)
+    try:
+        yield
+    finally:
+        _EXPLAINING.reset(token)
+
+
+def note_access(ix) -> None:
+    """Count one use of ``ix`` for ``$indexStats`` (``accesses.ops``), unless the run is an explain."""
+    if not _EXPLAINING.get():
+        ix.accesses += 1
 
 
 def unsupported(what: str) -> OperationFailure:
@@ -40,7 +62,7 @@ class Query:
     def __init__(self, filter_: dict | None = None, sort: list[tuple[str, int]] | None = None,
                  projection: dict | None = None, skip: int = 0, limit: int = 0, hint: Any = None,
                  batch_size: int = 0, kind: str = "find", distinct_key: str | None = None,
-                 let: dict | None = None) -> None:
+                 let: dict | None = None, allow_disk_use: bool | None = None) -> None:
         self.filter = filter_ or {}
         self.let = let  # ``let`` variables ($$name) for $expr in the filter
         self.sort = list(sort or [])
@@ -51,6 +73,8 @@ class Query:
         self.batch_size = batch_size
         self.kind = kind
         self.distinct_key = distinct_key
+        self.allow_disk_use = allow_disk_use  # None: the server default (allowDiskUseByDefault true)
+        self.origin = "find"  # or "aggregate": which command's error wording
 
 
 class Candidate:
@@ -153,6 +177,8 @@ class Planner:
     def _allowed(self, ix, p: Pred) -> bool:
         if not p.indexable:
             return False
+        if ix.spec.hashed and p.path in ix.spec.hashed and not _hash_point_pred(p):
+            return False  # a hashed field answers only equality / $in (manual "Hashed Indexes")
         if any(part.isdigit() for part in p.path.split(".")):
             return False
         if ix.spec.sparse and _can_match_missing(p):
@@ -205,8 +231,13 @@ class Planner:
             ivs = full()
             for p in chosen:
                 ivs = intersect(ivs, p.intervals)
+            hashed = f in ix.spec.hashed
+            if hashed:
+                ivs = _hash_intervals(ivs)
             bounds.append(ivs)
             for p in chosen:
+                if hashed:
+                    continue  # hashed bounds are never exact (collisions): the FETCH filter decides
                 if p.exact and not (mk and p.kind == "ne"):
                     exact_used.append(p)
                 elif p.kind == "regex":
@@ -225,6 +256,14 @@ class Planner:
         hint = self.hinted_index()
         if hint == "$natural":
             return [self._collscan_candidate()], notes
+        idv = self._idhack_value()
+        if idv is not _NO_ID:
+            ix = self.store.ix["_id_"]
+            store = self.store
+
+            def build_id() -> Stage:
+                return self._finish(IdHack(ix, store, idv), blocking_sort=False, covered=False)
+            return [Candidate(build_id, ix, True, False, desc="IDHACK")], notes
         by_path = parsed.by_path()
         cands: list[Candidate] = []
         if hint is not None:
@@ -267,6 +306,28 @@ class Planner:
             cands.append(self._collscan_candidate())
         return cands, notes
 
+    def _idhack_value(self) -> Any:
+        """The ``_id`` value of an IDHACK-eligible find (src/mongo/db/query/get_executor.cpp
+        isIdHackEligibleQuery: no hint, skip, min/max or showRecordId; ``CanonicalQuery::isSimpleIdQuery``:
+        the filter is ``{_id: v}`` or ``{_id: {$eq: v}}`` with v not an operator object; the query collation
+        equal to the collection's), else ``_NO_ID``. 8.0 runs most of these as EXPRESS_IXSCAN first
+        (``express_eligible``); IDHACK remains for the rest (e.g. computed projections)."""
+        q = self.q
+        f = q.filter
+        if q.kind != "find" or q.hint is not None or q.skip or len(f) != 1 or "_id" not in f \
+                or "_id_" not in self.store.ix:
+            return _NO_ID
+        v = f["_id"]
+        if isinstance(v, dict) and len(v) == 1 and "$eq" in v:
+            v = v["$eq"]
+        if isinstance(v, dict) and v and next(iter(v)).startswith("$"):
+            return _NO_ID
+        if v is None or isinstance(v, (list, tuple)) or K.canonical_type(v) == K.T_REGEX:
+            return _NO_ID
+        if getattr(self, "collation", None) is not None and _has_string(v):
+            return _NO_ID
+        return v
+
     def _collscan_candidate(self) -> Candidate:
         q = self.q
         store = self.store
@@ -285,6 +346,8 @@ class Planner:
             return 1
         if any(ix.multikey_paths.get(f) for f, _ in sort):
             return 0
+        if ix.spec.hashed and any(f in ix.spec.hashed for f, _ in sort):
+            return 0  # hash order is not value order
         fields = ix.spec.fields
         dirs = [-1 if d else 1 for d in ix.spec.desc]
         point = [len(b) == 1 and b[0].is_point for b in bounds]
@@ -304,8 +367,8 @@ class Planner:
 
     def _covered(self, ix, exact_all: bool) -> bool:
         proj = self.q.projection
-        if not exact_all or not _is_inclusion_projection(proj) or ix.multikey:
-            return False
+        if not exact_all or not _is_inclusion_projection(proj) or ix.multikey or ix.spec.hashed:
+            return False  # hashed indexes never cover (covered_index_negative_1.js)
         fields = set(ix.spec.fields)
         want = {k for k, v in proj.items() if k != "_id"}
         if proj.get("_id", 1) not in (0, False) and "_id" not in fields:
@@ -336,14 +399,22 @@ class Planner:
 
         def IndexScan(ix_, b_, d_):  # noqa: N802 - IXSCAN with the key-level (regex) filter attached
             return _IndexScan(ix_, b_, d_, key_filter, key_shown)
+        # SERVER-13946 (jstests/core/query/add_skip_stage_before_fetch.js): when the index answers the whole
+        # filter and provides the order, SKIP goes below FETCH so skipped documents are never fetched
+        skip_below = bool(q.skip) and not covered and match is None
+
+        def fetch_over(child: Stage) -> Stage:
+            if skip_below:
+                child = Skip(child, q.skip)
+            return Fetch(child, store, match, shown)
         if direction:
             def build() -> Stage:
                 if empty:
                     scan: Stage = IndexScan(ix, bounds, 1)
                 else:
                     scan = IndexScan(ix, bounds, direction)
-                root = scan if covered else Fetch(scan, store, match, shown)
-                return self._finish(root, blocking_sort=False, covered=covered)
+                root = scan if covered else fetch_over(scan)
+                return self._finish(root, blocking_sort=False, covered=covered, skip_done=skip_below)
             return [Candidate(build, ix, not covered, False, desc=ix.spec.name)]
         # explode for sort: leading point fields split into one scan per combination
         exploded = self._explode(ix, bounds)
@@ -351,8 +422,8 @@ class Planner:
             def build_m() -> Stage:
                 scans = [IndexScan(ix, b, d) for b, d in exploded]
                 merge = SortMerge(scans, q.sort, self._index_sort_key(ix))
-                root = merge if covered else Fetch(merge, store, match, shown)
-                return self._finish(root, blocking_sort=False, covered=covered)
+                root = merge if covered else fetch_over(merge)
+                return self._finish(root, blocking_sort=False, covered=covered, skip_done=skip_below)
             return [Candidate(build_m, ix, not covered, False, desc=ix.spec.name + " (SORT_MERGE)")]
 
         def build_s() -> Stage:
@@ -383,17 +454,21 @@ class Planner:
                 return None
         return None
 
-    def _finish(self, root: Stage, blocking_sort: bool, covered: bool) -> Stage:
+    def _finish(self, root: Stage, blocking_sort: bool, covered: bool, skip_done: bool = False) -> Stage:
         q = self.q
         if blocking_sort and q.sort:
             lim = (q.skip + q.limit) if q.limit else 0
-            root = Sort(root, q.sort, self.sort_key, lim, covered=covered)
+            memory = None
+            if q.allow_disk_use is False or _EXPLAINING.get():
+                from .stages import SortMemory
+                memory = SortMemory(q.allow_disk_use is not False, q.origin)  # allowDiskUseByDefault: true
+            root = Sort(root, q.sort, self.sort_key, lim, covered=covered, memory=memory, store=self.store)
         if q.projection:
             kind = "PROJECTION_COVERED" if covered else projection_kind(q.projection)
             root = Projection(root, kind, q.projection, self.store if covered else None)
         elif covered:
             root = Projection(root, "PROJECTION_COVERED", {}, self.store)
-        if q.skip:
+        if q.skip and not skip_done:
             root = Skip(root, q.skip)
         if q.limit and not (blocking_sort and q.sort and not q.skip):
             root = Limit(root, q.limit)
@@ -422,17 +497,51 @@ class Planner:
         match = self.match_all
         shown = q.filter
 
+        # planner_access.cpp buildIndexedOr: when every branch's scan yields the requested order, the OR
+        # becomes a SORT_MERGE of the branch scans (no blocking SORT)
+        plans = []
+        for sub, w in subs:
+            bounds, exact, lead = sub.assign(w.index, sub.parsed.by_path())
+            plans.append((w.index, bounds))
+        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b in plans]
+        merge = bool(q.sort) and all(dirs)
+
         def build() -> Stage:
-            scans = []
-            for sub, w in subs:
-                ix = w.index
-                by_path = sub.parsed.by_path()
-                bounds, exact, lead = sub.assign(ix, by_path)
-                scans.append(IndexScan(ix, bounds, 1))
-            root: Stage = Fetch(Or(scans), store, match, None)
-            root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
+            scans = [IndexScan(ix, b, d if merge else 1) for (ix, b), d in zip(plans, dirs)]
+            child: Stage = SortMerge(scans, q.sort, self.sort_key) if merge else Or(scans)
+            root: Stage = Fetch(child, store, match, None)
+            root = self._finish(root, blocking_sort=bool(q.sort) and not merge, covered=False)
             return Passthrough(root, "SUBPLAN")
-        return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+        return Candidate(build, None, True, bool(q.sort) and not merge, desc="SUBPLAN")
+
+
+_NO_ID = object()
+
+
+def _has_string(v: Any) -> bool:
+    if isinstance(v, str):
+        return True
+    if isinstance(v, dict):
+        return any(_has_string(x) for x in v.values())
+    return False
+
+
+def _hash_point_pred(p: Pred) -> bool:
+    """Equality, $in or null: every interval a point (what a hashed field can look up)."""
+    return p.kind in ("eq", "in", "null") and bool(p.intervals) and all(i.is_point for i in p.intervals)
+
+
+def _hash_intervals(ivs: list[Interval]) -> list[Interval]:
+    """Point intervals on values -> point intervals on their hashes (hashed.hash64), in key order."""
+    from .bounds import point
+    from .hashed import hash64
+    if not all(i.is_point for i in ivs):
+        return ivs
+    pts = {}
+    for i in ivs:
+        iv = point(hash64(i.lo_d))
+        pts[iv.lo] = iv
+    return [pts[k] for k in sorted(pts)]
 
 
 def _can_match_missing(p: Pred) -> bool:
@@ -547,12 +656,77 @@ def run_trial(cands: list[Candidate], nrecords: int) -> tuple[Candidate, list[Ca
         total += 1
         if total >= max_works:
             break
-    best = None
     for c in cands:
         c.score = _score(c)
+    _tie_breaks(cands)
+    best = None
+    for c in cands:
         if best is None or c.score > best.score:
             best = c
     return best, cands
+
+
+# plan_ranker.h (8.0, internalQueryPlanTieBreakingWithIndexHeuristics on by default): when the top scores tie
+# exactly, the fewest documents examined get +kBonusEpsilon and, if the tied plans have the same shape, the
+# index-bounds winner (longest single-point prefix, then point prefix, closed-interval prefix, bounded prefix,
+# then the shortest key pattern) gets +2 kBonusEpsilon.
+BONUS_EPSILON = 1e-4
+
+
+def _tie_breaks(cands: list[Candidate]) -> None:
+    top = max(c.score for c in cands)
+    tied = [c for c in cands if c.score == top]
+    if len(tied) < 2:
+        return
+    docs = [totals(c.root)[1] for c in tied]
+    for c, d in zip(tied, docs):
+        if d == min(docs):
+            c.score += BONUS_EPSILON
+    roots = [c.root for c in tied]
+    wins = [0] * len(tied)
+    stack = [roots]
+    while stack:
+        nodes = stack.pop()
+        if any(n.name != nodes[0].name or len(n.children) != len(nodes[0].children) for n in nodes):
+            return  # shapes differ: no index-prefix bonus
+        for i in range(len(nodes[0].children)):
+            stack.append([n.children[i] for n in nodes])
+        if isinstance(nodes[0], IndexScan):
+            scores = [_bounds_score(n.vbounds) for n in nodes]
+            for i, sc in enumerate(scores):
+                if sc == max(scores):
+                    wins[i] += 1
+    best = max(wins)
+    for c, w in zip(tied, wins):
+        if w == best:
+            c.score += 2 * BONUS_EPSILON
+
+
+def _closed(iv: Interval) -> bool:
+    """Both ends are values of one type and neither is that type's open end (MinKey/MaxKey, +-inf, "")."""
+    lo, hi = iv.lo_d, iv.hi_d
+    if iv.lo[:1] != iv.hi[:1]:
+        return False
+    for v in (lo, hi):
+        if type(v).__name__ in ("MinKey", "MaxKey") or v in (float("inf"), float("-inf")) or v == "" or v == {}:
+            return False
+    return True
+
+
+def _bounds_score(bounds: list[list[Interval]]) -> tuple:
+    """getIndexBoundsScore (plan_ranker.cpp) as a comparable tuple."""
+    single = points = closed = length = 0
+    for ivs in bounds:
+        if len(ivs) == 1 and ivs[0].is_full:
+            break
+        if length == single and len(ivs) == 1 and ivs[0].is_point:
+            single += 1
+        if length == points and ivs and all(i.is_point for i in ivs):
+            points += 1
+        if length == closed and all(_closed(i) for i in ivs):
+            closed += 1
+        length += 1
+    return (single, points, closed, length, -len(bounds))
 
 
 class Execution:
@@ -615,11 +789,11 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
                 break
     notes["trial"] = trial_docs
     if winner.index is not None:
-        winner.index.accesses += 1
+        note_access(winner.index)
     else:
         for s in root.walk():
             if isinstance(s, IndexScan):
-                s.index.accesses += 1
+                note_access(s.index)
                 break
     return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
 
@@ -652,8 +826,8 @@ def totals(root: Stage) -> tuple[int, int]:
 def express_eligible(store, q: Query) -> Any:
     """The index for an EXPRESS_IXSCAN plan (8.0), or None."""
     f = q.filter
-    if q.hint is not None or q.skip or q.sort or len(f) != 1:
-        return None
+    if q.hint is not None or q.skip or q.sort or len(f) != 1 or q.batch_size:
+        return None  # isExpressEligible (8.0): no hint, skip, sort or batchSize (then IDHACK / planning)
     if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
         return None
     (path, cond), = f.items()
@@ -674,7 +848,7 @@ def express_eligible(store, q: Query) -> Any:
     best = None
     for ix in store.ix.values():
         s = ix.spec
-        if s.hidden or s.partial is not None or s.sparse or s.collation is not None or ix.multikey:
+        if s.hidden or s.partial is not None or s.sparse or s.collation is not None or ix.multikey or s.hashed:
             continue
         if s.fields[0] != path:
             continue

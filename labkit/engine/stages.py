@@ -496,13 +496,51 @@ class Skip(Stage):
         return {"skipAmount": self.n}
 
 
+MAX_BLOCKING_SORT_BYTES = 104857600  # internalQueryMaxBlockingSortMemoryUsageBytes
+
+
+class SortMemory:
+    """The sorter's memory accounting (src/mongo/db/sorter: spill whenever the buffered data exceeds the
+    limit), computed from BSON sizes of the sorted documents (the server counts its in-memory sizes, a little
+    larger: an approximation)."""
+
+    def __init__(self, allow_disk_use: bool, what: str = "find") -> None:
+        self.allow_disk_use = allow_disk_use
+        self.what = what
+        self.total = 0
+        self.spills = 0
+        self.spilled = 0
+        self._buffered = 0
+
+    def add(self, nbytes: int, what: str | None = None) -> None:
+        what = what or self.what
+        self.total += nbytes
+        self._buffered += nbytes
+        if self._buffered > MAX_BLOCKING_SORT_BYTES:
+            if not self.allow_disk_use:
+                from mongomock import OperationFailure
+                prefix = "Executor error during find command" if what == "find" else \
+                    "PlanExecutor error during aggregation"
+                raise OperationFailure("%s :: caused by :: Sort exceeded memory limit of %d bytes, but did not "
+                                       "opt in to external sorting." % (prefix, MAX_BLOCKING_SORT_BYTES), 292)
+            self.spills += 1
+            self.spilled += self._buffered
+            self._buffered = 0
+
+    def stats(self) -> dict:
+        return {"totalDataSizeSorted": self.total, "usedDisk": self.spills > 0, "spills": self.spills,
+                "spilledDataStorageSize": self.spilled}
+
+
 class Sort(Stage):
-    """Blocking SORT; with a limit keeps only the top k (heapq)."""
+    """Blocking SORT; with a limit keeps only the top k (heapq). With ``memory`` set, the sorter's memory
+    accounting runs (explain statistics, and error 292 when allowDiskUse is false)."""
 
     name = "SORT"
 
     def __init__(self, child: Stage, pattern: list[tuple[str, int]], sort_key: Callable[[tuple], tuple],
-                 limit: int = 0, covered: bool = False) -> None:
+                 limit: int = 0, covered: bool = False, memory: SortMemory | None = None,
+                 store: Any = None) -> None:
         super().__init__([child])
         self.pattern = pattern
         self.sort_key = sort_key
@@ -512,6 +550,8 @@ class Sort(Stage):
         self.i = 0
         self.seq = 0
         self.covered = covered
+        self.memory = memory
+        self.store = store
 
     def _work(self) -> int:
         if self.sorted is None:
@@ -530,6 +570,8 @@ class Sort(Stage):
             else:
                 self.buf.sort()
                 self.sorted = self.buf
+            if self.memory is not None:
+                self._account(self.sorted if self.limit else self.buf)
             self.buf = []
             return NEED_TIME
         if self.i >= len(self.sorted):
@@ -538,14 +580,25 @@ class Sort(Stage):
         self.i += 1
         return ADVANCED
 
+    def _account(self, items: list) -> None:
+        """Sizes of the sorted members (the documents, or their index keys when covered); a top-k sort
+        holds only k of them at a time."""
+        import bson
+        docs = self.store.docs if self.store is not None else {}
+        for _, _, m in items:
+            doc = m[1] if m[1] is not None else docs.get(m[0])
+            self.memory.add(len(bson.encode(doc)) if doc is not None else sum(len(k) for k in (m[2] or ())))
+
     def plan_fields(self) -> dict:
-        d: dict[str, Any] = {"sortPattern": dict(self.pattern), "memLimit": 104857600}
+        d: dict[str, Any] = {"sortPattern": dict(self.pattern), "memLimit": MAX_BLOCKING_SORT_BYTES}
         if self.limit:
             d["limitAmount"] = self.limit
         d["type"] = "default" if self.covered else "simple"
         return d
 
     def exec_fields(self) -> dict:
+        if self.memory is not None:
+            return self.memory.stats()
         return {"totalDataSizeSorted": 0, "usedDisk": False, "spills": 0, "spilledDataStorageSize": 0}
 
 
@@ -667,3 +720,40 @@ class Passthrough(Stage):
         if st == ADVANCED:
             self.out = self.children[0].out
         return st
+
+
+class IdHack(Stage):
+    """IDHACK: one ``_id`` index lookup and one document read (src/mongo/db/exec/classic/idhack.cpp:
+    keysExamined and docsExamined are 1 when the key is found, 0 otherwise)."""
+
+    name = "IDHACK"
+
+    def __init__(self, index, store, value: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.store = store
+        self.value = value
+        self.keys_examined = 0
+        self.docs_examined = 0
+        self._done = False
+
+    def _work(self) -> int:
+        if self._done:
+            return IS_EOF
+        self._done = True
+        e = K.encode(self.value)
+        entries = self.index.entries
+        i = bisect.bisect_left(entries, ((e,),))
+        if i >= len(entries) or entries[i][0][0] != e:
+            return IS_EOF
+        rid = entries[i][1]
+        doc = self.store.docs.get(rid)
+        if doc is None:
+            return IS_EOF
+        self.keys_examined += 1
+        self.docs_examined += 1
+        self.out = (rid, doc, None)
+        return ADVANCED
+
+    def exec_fields(self) -> dict:
+        return {"keysExamined": self.keys_examined, "docsExamined": self.docs_examined}
