@@ -177,11 +177,19 @@ class ServerContext:
         if not isinstance(lsid, Mapping) or "id" not in lsid:
             return None
         key = bytes(lsid["id"])
+        self._prune_sessions()
         s = self.sessions.get(key)
         if s is None:
             s = self.sessions[key] = _ServerSession(client.start_session())
         s.last_used = time.monotonic()
         return s
+
+    def _prune_sessions(self) -> None:
+        """Sessions idle longer than logicalSessionTimeoutMinutes expire (their transaction is aborted)."""
+        now = time.monotonic()
+        for key in [k for k, s in self.sessions.items() if now - s.last_used > SESSION_TIMEOUT_MIN * 60]:
+            self.sessions.pop(key).session.end_session()
+            self._drop_session_cursors(key)
 
     def end_session(self, lsid: Any) -> None:
         if isinstance(lsid, Mapping) and "id" in lsid:
@@ -364,10 +372,11 @@ def _find(c: _Call) -> dict:
                      ("let", "let"), ("allowDiskUse", "allow_disk_use"), ("maxTimeMS", "max_time_ms"),
                      ("comment", "comment"), ("min", "min"), ("max", "max"), ("returnKey", "return_key"),
                      ("showRecordId", "show_record_id")):
-        if cmd.get(key) is not None and cmd.get(key) is not False:
+        if cmd.get(key) is not None and (cmd.get(key) is not False or key == "allowDiskUse"):
             kw[arg] = cmd[key]
-    if "sort" in kw and not kw["sort"]:
-        kw.pop("sort")
+    for key in ("sort", "projection", "hint"):
+        if key in kw and isinstance(kw[key], Mapping) and not kw[key]:
+            kw.pop(key)  # {} means "none" on the server
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
@@ -494,11 +503,16 @@ def _distinct(c: _Call) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- writes
+def _server_message(msg: Any) -> str:
+    """An error message as the server wrote it (pymongo's ``str(exc)`` appends ", full error: {...}")."""
+    return str(msg).split(", full error: ", 1)[0]
+
+
 def _write_error_doc(i: int, exc: BaseException) -> dict:
     if isinstance(exc, OperationFailure):
         code = exc.code or 2
         det = dict(exc.details or {})
-        out = {"index": i, "code": code, "errmsg": det.get("errmsg") or str(exc)}
+        out = {"index": i, "code": code, "errmsg": _server_message(det.get("errmsg") or str(exc))}
         for k in ("errInfo", "keyPattern", "keyValue", "codeName"):
             if k in det:
                 out[k] = det[k]
@@ -540,7 +554,8 @@ def _insert(c: _Call) -> dict:
         det = e.details or {}
         errs = []
         for w in det.get("writeErrors", []):
-            d = {"index": w.get("index", 0), "code": w.get("code", 2), "errmsg": w.get("errmsg", "")}
+            d = {"index": w.get("index", 0), "code": w.get("code", 2),
+                 "errmsg": _server_message(w.get("errmsg", ""))}
             for k in ("errInfo", "keyPattern", "keyValue"):
                 if k in w:
                     d[k] = w[k]
@@ -1059,6 +1074,14 @@ def _repl_status(c: _Call) -> dict:
             "ok": 1.0}
 
 
+def _repl_config(c: _Call) -> dict:
+    ctx = c.ctx
+    return {"config": {"_id": ctx.set_name, "version": 1, "term": 1,
+                       "members": [{"_id": 0, "host": ctx.address, "arbiterOnly": False, "hidden": False,
+                                    "priority": 1.0, "votes": 1}],
+                       "settings": {}}, "ok": 1.0}
+
+
 def _lock_info(c: _Call) -> dict:
     return {"lockInfo": [], "ok": 1.0}
 
@@ -1082,7 +1105,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
     "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
-    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "lockInfo": _lock_info,
+    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config,
+    "lockInfo": _lock_info,
     "listCommands": lambda c: {"commands": {n: {} for n in sorted(HANDLERS)}, "ok": 1.0},
 }
 
@@ -1097,7 +1121,9 @@ _TXN_OK = {"find", "getMore", "killCursors", "aggregate", "count", "distinct", "
 def _plain_error(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, TypeError):
         return 14, str(exc)
-    if isinstance(exc, (ValueError, InvalidOperation, ConfigurationError, InvalidName)):
+    if isinstance(exc, InvalidName):
+        return 73, str(exc)
+    if isinstance(exc, (ValueError, InvalidOperation, ConfigurationError)):
         return 2, str(exc)
     if isinstance(exc, CollectionInvalid):
         return 48, str(exc)
@@ -1111,7 +1137,7 @@ def error_reply(exc: BaseException) -> dict:
     if isinstance(exc, OperationFailure):
         det = dict(exc.details or {})
         code = exc.code if exc.code is not None else 2
-        out: dict[str, Any] = {"ok": 0.0, "errmsg": det.get("errmsg") or str(exc), "code": code,
+        out: dict[str, Any] = {"ok": 0.0, "errmsg": _server_message(det.get("errmsg") or str(exc)), "code": code,
                                "codeName": det.get("codeName") or code_name(code)}
         for k in ("errInfo", "keyPattern", "keyValue", "errorLabels"):
             if k in det:
