@@ -73,7 +73,7 @@ def test_hello_announces_a_single_member_replica_set(server, client):
     assert client.topology_description.topology_type_name == "ReplicaSetWithPrimary"
 
 
-def test_build_info_and_probes(client):
+def test_build_info_and_probes(server, client):
     bi = client.admin.command("buildInfo")
     assert bi["version"].startswith("8.0.") and bi["versionArray"][:2] == [8, 0]
     assert bi["labkit"]["engine"] == "embedded-served"
@@ -84,6 +84,10 @@ def test_build_info_and_probes(client):
     assert "parsed" in client.admin.command("getCmdLineOpts")
     assert "system" in client.admin.command("hostInfo")
     assert client.admin.command("serverStatus")["process"] == "mongod"
+    assert client.admin.command("getLog", "startupWarnings")["log"] == []
+    assert client.admin.command("replSetGetStatus")["members"][0]["stateStr"] == "PRIMARY"
+    assert client.admin.command("replSetGetConfig")["config"]["members"][0]["host"] == "127.0.0.1:%d" % server.port
+    assert isinstance(client.admin.command("listDatabases", nameOnly=True)["databases"], list)
     # a command the server does not know: CommandNotFound 59 (manual "Database Commands"; atlasVersion only
     # exists on Atlas)
     with pytest.raises(OperationFailure) as info:

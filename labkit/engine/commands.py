@@ -84,6 +84,24 @@ class CommandError(Exception):
         return out
 
 
+def _bson_type(v: Any) -> str:
+    """The server's name of a value's BSON type, as its IDL errors print it."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, Int64):
+        return "long"
+    if isinstance(v, int):
+        return "int" if -2**31 <= v < 2**31 else "long"
+    names = {float: "double", str: "string", list: "array", dict: "object", bytes: "binData",
+             ObjectId: "objectId", datetime.datetime: "date", Timestamp: "timestamp"}
+    for t, n in names.items():
+        if isinstance(v, t):
+            return n
+    return type(v).__name__
+
+
 def _unknown_field(cmd_name: str, field: str) -> CommandError:
     return CommandError("BSON field '%s.%s' is an unknown field." % (cmd_name, field), 40415)
 
@@ -94,9 +112,10 @@ def _not_found(name: str) -> CommandError:
 
 # ---------------------------------------------------------------------------------------------- context
 class _ServerCursor:
-    __slots__ = ("id", "ns", "docs", "pos", "last_used", "session_key")
+    __slots__ = ("id", "ns", "docs", "pos", "last_used", "session_key", "codec")
 
-    def __init__(self, cid: int, ns: str, docs: list, pos: int, session_key: Any) -> None:
+    def __init__(self, cid: int, ns: str, docs: list, pos: int, session_key: Any, codec: bson.CodecOptions) -> None:
+        self.codec = codec
         self.id = cid
         self.ns = ns
         self.docs = docs
@@ -158,13 +177,14 @@ class ServerContext:
                 "operationTime": ts}
 
     # -- cursors --------------------------------------------------------------------------------------
-    def new_cursor(self, ns: str, docs: list, pos: int, session_key: Any) -> int:
+    def new_cursor(self, ns: str, docs: list, pos: int, session_key: Any,
+                   codec: bson.CodecOptions | None = None) -> int:
         self._prune()
         while True:
             cid = random.getrandbits(62) + 1
             if cid not in self.cursors:
                 break
-        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key)
+        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key, codec or bson.CodecOptions())
         return cid
 
     def _prune(self) -> None:
@@ -214,13 +234,16 @@ def _encode_docs(docs: list, codec: bson.CodecOptions) -> list:
             for d in docs]
 
 
-def _take_batch(docs: list, pos: int, n: int) -> tuple[list, int]:
-    """Up to ``n`` documents (0 = no count limit) from ``pos``, stopping once the batch passes 16 MiB."""
+def _take_batch(docs: list, pos: int, n: int, codec: bson.CodecOptions) -> tuple[list, int]:
+    """Up to ``n`` documents (0 = no count limit) from ``pos``, stopping once the batch passes 16 MiB.
+    Documents are encoded as they are taken (a cursor read only in part is never encoded whole)."""
     out = []
     size = 0
     end = len(docs) if not n else min(len(docs), pos + n)
     while pos < end:
         d = docs[pos]
+        if not isinstance(d, RawBSONDocument):
+            d = docs[pos] = RawBSONDocument(bson.encode(d, codec_options=codec))
         ln = len(d.raw)
         if out and size + ln > MAX_BSON:
             break
@@ -235,23 +258,25 @@ def _batch_size(value: Any, cmd_name: str, field: str = "batchSize") -> int | No
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CommandError("BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, decimal, "
-                           "double]'" % (cmd_name, field, type(value).__name__), 14)
+                           "double]'" % (cmd_name, field, _bson_type(value)), 14)
     if value < 0:
         raise CommandError("BSON field '%s' value must be >= 0, actual value '%s'" % (field, int(value)), 51024)
     return int(value)
 
 
 def _cursor_reply(ctx: ServerContext, ns: str, docs: list, first: int | None, single: bool, session_key: Any,
-                  codec: bson.CodecOptions, limit: int = 0) -> dict:
-    docs = _encode_docs(docs, codec)
-    if limit:
-        docs = docs[:limit]
-    batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first)
+                  codec: bson.CodecOptions, lazy: bool = False) -> dict:
+    """A ``cursor: {firstBatch, id, ns}`` reply; the rest of ``docs`` stays in the registry for getMore.
+    ``lazy``: the documents are private copies (find's), so they may be encoded later, batch by batch;
+    otherwise (they may share parts with stored documents) they are encoded now."""
+    if not lazy:
+        docs = _encode_docs(docs, codec)
+    batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first, codec)
     if first == 0:
         batch, pos = [], 0
     cid = 0
     if pos < len(docs) and not single:
-        cid = ctx.new_cursor(ns, docs, pos, session_key)
+        cid = ctx.new_cursor(ns, docs, pos, session_key, codec)
     return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
 
 
@@ -271,7 +296,7 @@ def _check_fields(cmd: dict, name: str, allowed: set[str]) -> None:
 def _coll_name(cmd: dict, name: str) -> str:
     v = cmd[name]
     if not isinstance(v, str):
-        raise CommandError("collection name has invalid type %s" % type(v).__name__, 73)
+        raise CommandError("collection name has invalid type %s" % _bson_type(v), 73)
     if not v:
         raise CommandError("Invalid namespace specified '%s.'" % cmd.get("$db", ""), 73)
     return v
@@ -358,13 +383,13 @@ def _find(c: _Call) -> dict:
     flt = cmd.get("filter")
     if flt is not None and not isinstance(flt, Mapping):
         raise CommandError("BSON field 'find.filter' is the wrong type '%s', expected type 'object'"
-                           % type(flt).__name__, 14)
+                           % _bson_type(flt), 14)
     skip = cmd.get("skip", 0)
     limit = cmd.get("limit", 0)
     for f, v in (("skip", skip), ("limit", limit)):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise CommandError("BSON field 'find.%s' is the wrong type '%s', expected types '[long, int, decimal, "
-                               "double]'" % (f, type(v).__name__), 14)
+                               "double]'" % (f, _bson_type(v)), 14)
         if v < 0:
             raise CommandError("BSON field '%s' value must be >= 0, actual value '%s'" % (f, int(v)), 51024)
     first = _batch_size(cmd.get("batchSize"), "find")
@@ -380,7 +405,7 @@ def _find(c: _Call) -> dict:
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
-                         c.codec)
+                         c.codec, lazy=True)
 
 
 def _get_more(c: _Call) -> dict:
@@ -389,7 +414,7 @@ def _get_more(c: _Call) -> dict:
     cid = cmd["getMore"]
     if isinstance(cid, bool) or not isinstance(cid, int):
         raise CommandError("BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'"
-                           % type(cid).__name__, 14)
+                           % _bson_type(cid), 14)
     coll = cmd.get("collection")
     if not isinstance(coll, str):
         raise CommandError("BSON field 'getMore.collection' is missing but a required field", 40414)
@@ -400,7 +425,7 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
-    batch, pos = _take_batch(cur.docs, cur.pos, n)
+    batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
     cur.pos = pos
     cur.last_used = time.monotonic()
     out_id = cur.id
@@ -459,7 +484,7 @@ def _aggregate(c: _Call) -> dict:
         ns = c.ns("$cmd.aggregate")
     else:
         if not isinstance(target, str):
-            raise CommandError("collection name has invalid type %s" % type(target).__name__, 73)
+            raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
         docs = list(c.coll(target).aggregate(pipeline, **kw))
         ns = c.ns(target)
     return _cursor_reply(c.ctx, ns, docs, first, False, _session_key(cmd), c.codec)
@@ -493,8 +518,11 @@ def _distinct(c: _Call) -> dict:
     name = _coll_name(cmd, "distinct")
     _check_fields(cmd, "distinct", {"key", "query", "collation", "hint"})
     key = cmd.get("key")
-    if not isinstance(key, str):
+    if key is None:
         raise CommandError("BSON field 'distinct.key' is missing but a required field", 40414)
+    if not isinstance(key, str):
+        raise CommandError("BSON field 'distinct.key' is the wrong type '%s', expected type 'string'"
+                           % _bson_type(key), 14)
     kw: dict[str, Any] = dict(c.kw())
     for k in ("collation", "hint"):
         if cmd.get(k) is not None:
@@ -843,7 +871,7 @@ def _create(c: _Call) -> dict:
     from .rules import cmd_create
     cmd = _strip(c.cmd)
     if not isinstance(cmd.get("create"), str):
-        raise CommandError("collection name has invalid type %s" % type(cmd.get("create")).__name__, 73)
+        raise CommandError("collection name has invalid type %s" % _bson_type(cmd.get("create")), 73)
     if c.session is not None:
         from .sessions import bind
         with bind(c.session, c.db, ddl="create"):
@@ -1123,6 +1151,8 @@ def _plain_error(exc: BaseException) -> tuple[int, str]:
         return 14, str(exc)
     if isinstance(exc, InvalidName):
         return 73, str(exc)
+    if isinstance(exc, bson.errors.InvalidDocument):
+        return 2, str(exc)
     if isinstance(exc, (ValueError, InvalidOperation, ConfigurationError)):
         return 2, str(exc)
     if isinstance(exc, CollectionInvalid):
