@@ -610,18 +610,21 @@ def _update(c: _Call) -> dict:
     n = n_mod = 0
     upserted: list[dict] = []
     errors: list[dict] = []
+    for st in stmts:  # the whole command is parsed before any statement runs
+        if not isinstance(st, Mapping):
+            raise CommandError("BSON field 'update.updates' is the wrong type '%s', expected type 'object'"
+                               % _bson_type(st), 14)
+        for k in st:
+            if k not in ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
+                         "upsertSupplied"):
+                raise _unknown_field("update.updates", k)
+        for k in ("q", "u"):
+            if k not in st:
+                raise CommandError("BSON field 'update.updates.%s' is missing but a required field" % k, 40414)
     for i, st in enumerate(stmts):
         try:
-            if not isinstance(st, Mapping):
-                raise CommandError("BSON field 'update.updates' is the wrong type", 14)
-            for k in st:
-                if k not in ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
-                             "upsertSupplied"):
-                    raise _unknown_field("update.updates", k)
             q = st.get("q", {})
             u = st.get("u")
-            if u is None:
-                raise CommandError("BSON field 'update.updates.u' is missing but a required field", 40414)
             kw = dict(base)
             if st.get("upsert"):
                 kw["upsert"] = True
@@ -673,15 +676,18 @@ def _delete(c: _Call) -> dict:
         base["let"] = cmd["let"]
     n = 0
     errors: list[dict] = []
+    for st in stmts:  # the whole command is parsed before any statement runs
+        if not isinstance(st, Mapping):
+            raise CommandError("BSON field 'delete.deletes' is the wrong type '%s', expected type 'object'"
+                               % _bson_type(st), 14)
+        for k in st:
+            if k not in ("q", "limit", "collation", "hint"):
+                raise _unknown_field("delete.deletes", k)
+        for k in ("q", "limit"):
+            if k not in st:
+                raise CommandError("BSON field 'delete.deletes.%s' is missing but a required field" % k, 40414)
     for i, st in enumerate(stmts):
         try:
-            if not isinstance(st, Mapping):
-                raise CommandError("BSON field 'delete.deletes' is the wrong type", 14)
-            for k in st:
-                if k not in ("q", "limit", "collation", "hint"):
-                    raise _unknown_field("delete.deletes", k)
-            if "limit" not in st:
-                raise CommandError("BSON field 'delete.deletes.limit' is missing but a required field", 40414)
             if st["limit"] not in (0, 1):
                 raise CommandError("The limit field in delete objects must be 0 or 1. Got %s" % st["limit"], 9)
             kw = dict(base)
@@ -1243,5 +1249,33 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
         return error_reply(e)
 
 
-__all__ = ["run_command", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
+def _decoded(v: Any, codec: Any) -> Any:
+    if isinstance(v, RawBSONDocument):
+        return bson.decode(v.raw, codec_options=codec)
+    if isinstance(v, dict):
+        return {k: _decoded(x, codec) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decoded(x, codec) for x in v]
+    return v
+
+
+def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
+    """``EmbeddedDatabase.command`` for the commands of this layer (find, insert, getMore ...): the reply as a
+    server sends it, errors raised as pymongo raises them (OperationFailure with the reply as details)."""
+    from . import sessions
+    client = db.client
+    ctx = client.__dict__.get("_labkit_command_ctx")
+    if ctx is None:
+        ctx = client.__dict__["_labkit_command_ctx"] = ServerContext("labkit-embedded", 0)
+    codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
+    with sessions.bind(session, db):
+        reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+    if not reply.get("ok"):
+        if session is not None and session.in_transaction and session._txn is not None:
+            session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
+        raise OperationFailure(reply.get("errmsg", ""), reply.get("code"), reply)
+    return _decoded(reply, codec)
+
+
+__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
            "HANDLERS"]
