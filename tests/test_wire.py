@@ -384,6 +384,19 @@ def test_error_in_transaction_aborts_it(client, db):
     assert db.t.count_documents({}) == 1
 
 
+def test_count_command_is_refused_in_a_transaction(client, db):
+    # manual "Transactions and Operations": the count command cannot run in a transaction (263);
+    # count_documents (an aggregate) can
+    db.t.insert_one({"_id": 1})
+    with client.start_session() as s:
+        s.start_transaction()
+        assert db.t.count_documents({}, session=s) == 1
+        with pytest.raises(OperationFailure) as info:
+            db.command("count", "t", session=s)
+        assert info.value.code == 263
+        s.abort_transaction()
+
+
 def test_sessions_commands(client):
     sid = client.admin.command("startSession")["id"]
     assert client.admin.command("endSessions", [sid])["ok"] == 1.0

@@ -1148,7 +1148,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
 _NO_TXN = {"commitTransaction", "abortTransaction", "endSessions", "killAllSessions", "startSession",
            "killSessions", "refreshSessions", "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo",
            "getMore", "killCursors"}
-_TXN_OK = {"find", "getMore", "killCursors", "aggregate", "count", "distinct", "insert", "update", "delete",
+# manual "Transactions and Operations": count is not allowed (countDocuments runs an aggregate instead)
+_TXN_OK = {"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
            "findAndModify", "findandmodify", "create", "createIndexes", "commitTransaction", "abortTransaction"}
 
 
