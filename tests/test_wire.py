@@ -17,7 +17,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
-from labkit.engine.wire import serve_in_thread
+from labkit.engine.wire import is_served_engine, serve_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -461,6 +461,12 @@ def test_concurrent_writers_lose_nothing(server, db):
     assert db.cnt.find_one({"_id": "c"})["n"] == 8 * 40
 
 
+def test_is_served_engine(client):
+    assert is_served_engine(client) is True
+    from labkit.engine import EmbeddedClient
+    assert is_served_engine(EmbeddedClient()) is False  # in-process: buildInfo says "embedded"
+
+
 def test_remote_host_needs_allow_remote():
     with pytest.raises(ValueError, match="allow-remote"):
         serve_in_thread(host="0.0.0.0")
@@ -538,3 +544,21 @@ def test_awaitable_hello_streams_with_more_to_come(server):
             flags.append(struct.unpack_from("<I", rest)[0])
             assert bson.decode(rest[5:])["isWritablePrimary"] is True
     assert all(f & 2 for f in flags)
+
+
+def test_malformed_messages_close_only_that_connection(server, client):
+    # a message whose header is impossible (length below the 16-byte header) or an unknown opCode ends the
+    # connection, as the server does; other connections go on
+    for raw in (struct.pack("<iiii", 5, 1, 0, 2013), struct.pack("<iiii", 20, 1, 0, 9999) + b"\0\0\0\0"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(raw)
+            assert s.recv(10) == b""  # closed without a reply
+    # a body that is not BSON gets an error reply on a connection that stays usable
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        payload = struct.pack("<I", 0) + b"\0" + b"\x07\0\0\0\0\0\0"
+        s.sendall(struct.pack("<iiii", 16 + len(payload), 3, 0, 2013) + payload)
+        bad = _read_op_msg(s)
+        s.sendall(_op_msg({"ping": 1, "$db": "admin"}, 4))
+        good = _read_op_msg(s)
+    assert bad["ok"] == 0.0 and good["ok"] == 1.0
+    assert client.admin.command("ping")["ok"] == 1.0
