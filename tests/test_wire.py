@@ -562,3 +562,20 @@ def test_malformed_messages_close_only_that_connection(server, client):
         good = _read_op_msg(s)
     assert bad["ok"] == 0.0 and good["ok"] == 1.0
     assert client.admin.command("ping")["ok"] == 1.0
+
+
+def test_hints_over_the_wire(db):
+    # manual "cursor.hint()" / "db.collection.countDocuments()": pymongo sends count_documents as an
+    # aggregate ($match, $skip, $limit, $group) carrying the hint; find carries it in the find command
+    db.h.insert_many([{"k": i, "j": i % 3} for i in range(30)])
+    db.h.create_index("k")
+    db.h.create_index([("j", 1), ("k", -1)])
+    assert len(list(db.h.find({"k": {"$gt": 3}}).hint([("k", 1)]))) == 26
+    plan = db.h.find({"k": 5}).hint([("j", 1), ("k", -1)]).explain()["queryPlanner"]["winningPlan"]
+    assert "j_1_k_-1" in str(plan)
+    assert db.h.count_documents({"k": {"$gt": 3}}, hint="k_1") == 26
+    assert db.h.count_documents({"k": {"$gt": 3}}, hint=[("k", 1)], skip=5, limit=10) == 10
+    assert db.h.count_documents({"k": 100}, hint="k_1") == 0
+    with pytest.raises(OperationFailure) as info:
+        db.h.count_documents({}, hint="nope_1")
+    assert info.value.code == 2 and "hint provided does not correspond to an existing index" in str(info.value)

@@ -485,9 +485,39 @@ def _aggregate(c: _Call) -> dict:
     else:
         if not isinstance(target, str):
             raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
-        docs = list(c.coll(target).aggregate(pipeline, **kw))
+        counted = _count_pipeline(pipeline) if "hint" in kw else None
+        if counted is not None:
+            # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
+            flt, skip, limit = counted
+            ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
+            n = c.coll(target).count_documents(flt, skip=skip, limit=limit, **ckw) if limit != 0 else 0
+            docs = [{"_id": 1, "n": n}] if n else []
+        else:
+            docs = list(c.coll(target).aggregate(pipeline, **kw))
         ns = c.ns(target)
     return _cursor_reply(c.ctx, ns, docs, first, False, _session_key(cmd), c.codec)
+
+
+def _count_pipeline(pipeline: list) -> tuple[dict, int, int | None] | None:
+    """(filter, skip, limit) when ``pipeline`` is ``[$match, ($skip), ($limit), $group {_id: 1, n: {$sum: 1}}]``
+    (what drivers send for count_documents), else None."""
+    if len(pipeline) < 2 or not all(isinstance(st, Mapping) and len(st) == 1 for st in pipeline):
+        return None
+    if dict(pipeline[-1]) != {"$group": {"_id": 1, "n": {"$sum": 1}}} or "$match" not in pipeline[0]:
+        return None
+    flt = pipeline[0]["$match"]
+    if not isinstance(flt, Mapping):
+        return None
+    skip, limit = 0, None
+    for st in pipeline[1:-1]:
+        (op, v), = st.items()
+        if op == "$skip" and skip == 0 and limit is None and isinstance(v, int) and v >= 0:
+            skip = int(v)
+        elif op == "$limit" and limit is None and isinstance(v, int) and v > 0:
+            limit = int(v)
+        else:
+            return None
+    return dict(flt), skip, limit
 
 
 def _count(c: _Call) -> dict:
