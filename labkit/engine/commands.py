@@ -31,7 +31,6 @@ from bson.raw_bson import RawBSONDocument
 from pymongo import ReturnDocument
 from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationError, InvalidName, InvalidOperation,
                             OperationFailure, PyMongoError)
-from pymongo.errors import WriteError as PyWriteError
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -54,7 +53,8 @@ CODE_NAMES = {
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
     166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
-    257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction", 292: "QueryExceededMemoryLimitNoDiskUseAllowed",
+    257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction",
+    292: "QueryExceededMemoryLimitNoDiskUseAllowed",
     10334: "BSONObjectTooLarge", 11000: "DuplicateKey", 15974: "Location15974", 17419: "Location17419",
 }
 
@@ -1169,8 +1169,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
     "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
-    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config,
-    "lockInfo": _lock_info,
+    "whatsmyuri": _whatsmyuri, "usersInfo": lambda c: {"users": [], "ok": 1.0},  # no authentication: no users
+    "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config, "lockInfo": _lock_info,
     "listCommands": lambda c: {"commands": {n: {} for n in sorted(HANDLERS)}, "ok": 1.0},
 }
 
@@ -1308,5 +1308,5 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     return _decoded(reply, codec)
 
 
-__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
-           "HANDLERS"]
+__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply",
+           "build_info", "code_name", "HANDLERS"]

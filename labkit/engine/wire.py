@@ -456,5 +456,5 @@ def serve(host: str = "127.0.0.1", port: int = 27017, allow_remote: bool = False
     return 0
 
 
-__all__ = ["Server", "serve_in_thread", "serve", "is_served_engine", "parse_op_msg", "parse_op_query", "op_msg", "op_reply",
-           "is_loopback"]
+__all__ = ["Server", "serve_in_thread", "serve", "is_served_engine", "parse_op_msg", "parse_op_query", "op_msg",
+           "op_reply", "is_loopback"]
