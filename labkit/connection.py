@@ -20,6 +20,9 @@ ENV_URI = "MONGODB_URI"
 EMBEDDED = "embedded"
 
 _embedded_client: EmbeddedClient | None = None
+#: one client per (URI, timeout): a notebook that calls ``fresh_db`` several times gets one client, so its
+#: sessions work across all its databases (a session belongs to the client that started it)
+_server_clients: dict[tuple[str, int], Any] = {}
 
 
 class LabConnectionError(ConnectionError):
@@ -149,7 +152,8 @@ def embedded_client() -> EmbeddedClient:
 def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Any:
     """Return a client: the embedded engine, or a ``pymongo.MongoClient`` for a real server.
 
-    ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
+    The same URI gives the same client for as long as it is open (so sessions span every database a lesson
+    uses). ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
     engine even when ``MONGODB_URI`` is set. A real server is pinged first; if it does not answer within
     ``timeout_ms`` milliseconds a :class:`LabConnectionError` says which host failed and what to do.
     """
@@ -171,6 +175,13 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         f"Start the server (or check that {hosts} is reachable from this machine), fix the URI "
         f"({redact_uri(uri)}), or unset {ENV_URI} to use the embedded engine."
     )
+    cached = _server_clients.get((uri, timeout_ms))
+    if cached is not None:
+        try:
+            cached.admin.command("ping")
+            return cached
+        except Exception:  # noqa: BLE001 - closed by its user, or the server went away: make a new one
+            _server_clients.pop((uri, timeout_ms), None)
     try:
         with warnings.catch_warnings():  # option warnings would print the raw option; the error says enough
             warnings.simplefilter("ignore")
@@ -209,6 +220,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         raise LabConnectionError(
             f"No MongoDB server answered at {hosts} within {timeout_ms} ms ({reason}). {advice}"
         ) from None
+    _server_clients[(uri, timeout_ms)] = client
     return client
 
 
