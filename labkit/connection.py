@@ -84,18 +84,22 @@ def embedded_client() -> EmbeddedClient:
     return _embedded_client
 
 
-def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Any:
+def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, event_listeners: Any = None) -> Any:
     """Return a client: the embedded engine, or a ``pymongo.MongoClient`` for a real server.
 
     ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
     engine even when ``MONGODB_URI`` is set. A real server is pinged first; if it does not answer within
     ``timeout_ms`` milliseconds a :class:`LabConnectionError` says which host failed and what to do.
+    ``event_listeners`` (pymongo ``CommandListener`` objects) receive command started/succeeded/failed
+    events, from a real server's driver or, on the embedded engine, as the driver would publish them.
     """
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 120_000:
         raise ValueError(f"connect(timeout_ms={timeout_ms!r}): timeout_ms must be an int between 100 and 120000 milliseconds")
     if uri is None:
         uri = os.environ.get(ENV_URI, "").strip() or None
     if uri is None or uri == EMBEDDED:
+        if event_listeners:  # a client of its own (its listeners) over the one embedded store
+            return EmbeddedClient(_store=embedded_client()._store, event_listeners=list(event_listeners))
         return embedded_client()
     if not isinstance(uri, str):
         raise TypeError(f"connect(uri=...): uri must be a string like 'mongodb://host:27017', got {type(uri).__name__}")
@@ -116,6 +120,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
             connectTimeoutMS=timeout_ms,
             socketTimeoutMS=max(timeout_ms, 10_000),
             appname="schema-lab",
+            **({"event_listeners": list(event_listeners)} if event_listeners else {}),
         )
     except (ConfigurationError, ValueError, TypeError) as exc:
         raise LabConnectionError(f"Invalid MongoDB URI for {hosts}: {scrub(str(exc), uri)}. {advice}") from None

@@ -163,13 +163,23 @@ def _explicit_raise(exc: BaseException) -> bool:
         tb = tb.tb_next
     code = tb.tb_frame.f_code
     line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-    return line.startswith("raise ")
+    if not line.startswith("raise "):
+        return False
+    fname = code.co_filename.replace("\\", "/")
+    if "/mongomock/" in fname:  # mongomock's own argument checks mirror pymongo's; its other raises are gaps
+        return code.co_name.lstrip("_").startswith("validate")
+    return True
 
 
-def is_client_side(exc: BaseException) -> bool:
-    """A pymongo-style client-side error (wrong argument type/value), raised before the "server" is asked."""
+def is_client_side(exc: BaseException, name: str | None = None) -> bool:
+    """A pymongo-style client-side error (wrong argument type/value), raised before the "server" is asked.
+    BSON errors are the driver's only when it encodes the user's documents (inserts) or meets a value it
+    cannot encode; raised from inside the engine's own work (an update's result) they are engine gaps."""
     if isinstance(exc, bson.errors.BSONError):
-        return True
+        if name is None:
+            op = getattr(_TLS, "op", None)
+            name = op.name if op is not None else ""
+        return name in ("insert_one", "insert_many", "bulk_write", "") or "cannot encode object" in str(exc)
     if type(exc) in _CLIENT_SIDE or isinstance(exc, StopIteration):
         return isinstance(exc, StopIteration) or _explicit_raise(exc)
     from pymongo.errors import ConfigurationError, InvalidOperation, DocumentTooLarge, InvalidName
@@ -195,9 +205,38 @@ def _failure(name: str, msg: str, code: int, code_name: str) -> PyMongoError:
     return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": code_name})
 
 
+# Messages of code-less OperationFailures (raised by mongomock's parsers) and the server's code for them.
+_CODE_BY_MESSAGE = (
+    ("unknown operator", BAD_VALUE), ("unknown top level operator", BAD_VALUE), ("$and/$or/$nor", BAD_VALUE),
+    ("unrecognized field", 40415), ("Unrecognized expression", 168), ("Unrecognized pipeline stage", 40324),
+    ("$regex has to be a string", BAD_VALUE), ("$in needs an array", BAD_VALUE), ("$nin needs an array", BAD_VALUE),
+    ("$all needs an array", BAD_VALUE), ("$size needs a number", BAD_VALUE), ("$exists", BAD_VALUE),
+    ("$not needs", BAD_VALUE), ("$elemMatch needs an Object", BAD_VALUE),
+)
+
+
+def _with_code(exc: OperationFailure) -> OperationFailure:
+    """A code-less OperationFailure (mongomock's) with the server's code: by its message, else BadValue 2."""
+    msg = str(exc._message if hasattr(exc, "_message") else exc)
+    code = BAD_VALUE
+    for prefix, c in _CODE_BY_MESSAGE:
+        if msg.startswith(prefix) or prefix in msg:
+            code = c
+            break
+    det = dict(exc.details or {}) if isinstance(exc.details, dict) else {}
+    det.update({"ok": 0.0, "errmsg": msg, "code": code})
+    if isinstance(exc, WriteError):
+        det.setdefault("index", 0)
+    new = type(exc)(msg, code, det)
+    new.__traceback__ = exc.__traceback__
+    return new
+
+
 def translate(exc: BaseException, name: str = "") -> BaseException:
     """The server-shaped error for ``exc`` (``exc`` itself when it already is one or is client side)."""
-    if isinstance(exc, PyMongoError) or not isinstance(exc, Exception) or is_client_side(exc):
+    if isinstance(exc, OperationFailure) and exc.code is None and not isinstance(exc, BulkWriteError):
+        return _with_code(exc)
+    if isinstance(exc, PyMongoError) or not isinstance(exc, Exception) or is_client_side(exc, name):
         return exc
     if isinstance(exc, RecursionError):
         if name in ("insert_one", "insert_many"):
