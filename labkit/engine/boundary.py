@@ -274,9 +274,23 @@ def check_query_depth(filter_: Any) -> None:
                                   else level))
 
 
+_FILTER_FIRST = frozenset({"find", "find_one", "count_documents", "update_one", "update_many", "replace_one",
+                           "delete_one", "delete_many", "find_one_and_delete", "find_one_and_update",
+                           "find_one_and_replace"})
+
+
+def _check_pipeline_depth(pipeline: Any) -> None:
+    if isinstance(pipeline, list):
+        for stage in pipeline:
+            if type(stage) is dict and "$match" in stage:
+                check_query_depth(stage["$match"])
+
+
 def _short(node: Any) -> str:
-    s = repr(node)
-    return s if len(s) < 80 else s[:77] + "..."
+    import reprlib
+    r = reprlib.Repr()
+    r.maxlevel, r.maxdict, r.maxlist, r.maxstring, r.maxother = 3, 4, 4, 30, 30
+    return r.repr(node)
 
 
 # ---------------------------------------------------------------------------------------------- wrapper
@@ -296,6 +310,10 @@ def operation(name: str, method: Callable) -> Callable:
             op = Op(name, self, args, kwargs, client)
             tls.op = op
             try:
+                if name in _FILTER_FIRST:
+                    check_query_depth(args[0] if args else kwargs.get("filter"))
+                elif name == "aggregate":
+                    _check_pipeline_depth(args[0] if args else kwargs.get("pipeline"))
                 observed = _observing(client, self)
                 if observed:
                     from . import monitoring
