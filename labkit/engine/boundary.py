@@ -65,26 +65,35 @@ def lock_for_store(store: Any) -> threading.RLock:
 
 
 def client_of(obj: Any) -> Any:
-    """The client an engine object belongs to (collection, cursor, database, session or client)."""
-    c = getattr(obj, "_lab_client", None)
+    """The client an engine object belongs to (collection, cursor, database, session or client).
+
+    Reads instance dictionaries only: mongomock's collections, databases and clients answer any unknown
+    attribute with a new sub-collection/database, so probing with ``getattr`` would create objects."""
+    d = obj.__dict__
+    db = d.get("database")  # a collection
+    if db is not None:
+        return db.__dict__["_client"]
+    coll = d.get("collection")  # a cursor
+    if coll is not None:
+        return coll.__dict__["database"].__dict__["_client"]
+    c = d.get("_client")  # a database or a session
     if c is not None:
         return c
-    coll = getattr(obj, "collection", None)
-    if coll is not None and hasattr(coll, "database"):
-        return coll.database.client
-    db = getattr(obj, "database", None)
-    if db is not None:
-        return db.client
-    client = getattr(obj, "client", None) or getattr(obj, "_client", None)
-    return client if client is not None else obj
+    return obj  # the client itself
 
 
 # ---------------------------------------------------------------------------------------------- context
 class Op:
-    """What the boundary knows about the operation in progress on this thread."""
+    """What the boundary knows about the operation in progress on this thread (cheap to create: the
+    observation fields stay at their class defaults unless someone watches)."""
 
-    __slots__ = ("name", "target", "args", "kwargs", "client", "t0", "deadline", "max_time_ms", "runs",
-                 "counters", "recording", "command", "db_name", "result_len")
+    deadline: float | None = None
+    max_time_ms: int | None = None
+    recording = False
+    command: dict | None = None
+    db_name = ""
+    runs: list = []               # planner Executions of this operation (a list of its own once recording)
+    counters: dict = {}           # write counters (keysInserted ...), likewise
 
     def __init__(self, name: str, target: Any, args: tuple, kwargs: dict, client: Any) -> None:
         self.name = name
@@ -92,15 +101,13 @@ class Op:
         self.args = args
         self.kwargs = kwargs
         self.client = client
+        self.t0 = 0.0
+
+    def start_recording(self) -> None:
+        self.recording = True
         self.t0 = _clock()
-        self.deadline: float | None = None
-        self.max_time_ms: int | None = None
-        self.runs: list = []           # planner Executions of this operation, in order
-        self.counters: dict[str, int] = {}
-        self.recording = False
-        self.command: dict | None = None
-        self.db_name = ""
-        self.result_len = 0
+        self.runs = []
+        self.counters = {}
 
     def set_max_time(self, ms: Any) -> None:
         """Arm maxTimeMS (validated as the server does: a non-negative 32-bit integer; 0 means no limit)."""
@@ -114,10 +121,7 @@ class Op:
             raise OperationFailure("%s value for maxTimeMS is out of range [0, 2147483647]" % ms, BAD_VALUE)
         if ms:
             self.max_time_ms = int(ms)
-            self.deadline = self.t0 + ms / 1000.0
-
-    def count(self, key: str, n: int = 1) -> None:
-        self.counters[key] = self.counters.get(key, 0) + n
+            self.deadline = (self.t0 or _clock()) + ms / 1000.0
 
 
 def current_op() -> Op | None:
@@ -305,7 +309,10 @@ def operation(name: str, method: Callable) -> Callable:
         if getattr(tls, "op", None) is not None:
             return method(self, *args, **kwargs)  # a nested engine call: the outer operation holds everything
         client = client_of(self)
-        lock = getattr(getattr(client, "_store", None), "_lab_lock", None) or lock_for_store(client._store)
+        cd = client.__dict__
+        store = cd["_store"]
+        sd = store.__dict__
+        lock = sd.get("_lab_lock") or lock_for_store(store)
         with lock:
             op = Op(name, self, args, kwargs, client)
             tls.op = op
@@ -314,8 +321,7 @@ def operation(name: str, method: Callable) -> Callable:
                     check_query_depth(args[0] if args else kwargs.get("filter"))
                 elif name == "aggregate":
                     _check_pipeline_depth(args[0] if args else kwargs.get("pipeline"))
-                observed = _observing(client, self)
-                if observed:
+                if cd.get("_lab_listeners") or sd.get("_lab_profiling"):  # someone watches
                     from . import monitoring
                     monitoring.begin(op)
                 result = method(self, *args, **kwargs)
@@ -339,14 +345,6 @@ def operation(name: str, method: Callable) -> Callable:
 
     guarded._lab_boundary = name  # type: ignore[attr-defined]
     return guarded
-
-
-def _observing(client: Any, target: Any) -> bool:
-    """Whether anything watches operations of ``client`` (listeners, or a profiling database)."""
-    if getattr(client, "_lab_listeners", None):
-        return True
-    from . import profiler
-    return profiler.any_enabled(client)
 
 
 def guard(table: dict[str, str]) -> Callable[[type], type]:

@@ -17,7 +17,7 @@ from pymongo import ReturnDocument
 from pymongo.operations import IndexModel
 
 from . import keys as K
-from .boundary import check_deadline, check_query_depth, current_op, note, note_execution
+from .boundary import check_deadline, current_op, note, note_execution
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
@@ -396,7 +396,6 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _run(self, q: Query, stop_after: int | None = None, explain: bool = False):
         st = self._store
-        check_query_depth(q.filter)
         ix = express_eligible(st, q)
         if ix is not None:
             ex = _run_express(st, ix, q)

@@ -34,7 +34,7 @@ _REQUEST_IDS = itertools.count(random.randint(1, 1 << 20))
 
 
 def listeners_of(client: Any) -> list:
-    return getattr(client, "_lab_listeners", None) or []
+    return client.__dict__.get("_lab_listeners") or []
 
 
 def init_client(client: Any, event_listeners: Any) -> None:
@@ -105,7 +105,7 @@ def _session_fields(op: boundary.Op, cmd: dict, session: Any) -> None:
                 txn._lab_started_sent = True
             cmd["autocommit"] = False
     else:
-        cmd["lsid"] = getattr(client, "_lab_implicit_lsid", None) or {"id": bson.Binary(b"\0" * 16, 4)}
+        cmd["lsid"] = client.__dict__.get("_lab_implicit_lsid") or {"id": bson.Binary(b"\0" * 16, 4)}
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -380,7 +380,7 @@ def _db_commands(op: boundary.Op) -> list[dict]:
 def _session_of(op: boundary.Op) -> Any:
     s = op.kwargs.get("session")
     if s is None:
-        s = getattr(op.target, "_session", None)
+        s = op.target.__dict__.get("_session")
     return s
 
 
@@ -389,7 +389,7 @@ def describe(op: boundary.Op) -> tuple[str, list[dict]]:
     from mongomock.collection import Collection
     from mongomock.database import Database
     t = op.target
-    if op.name == "find" and hasattr(t, "_filter") and hasattr(t, "collection"):
+    if op.name == "find" and "_filter" in t.__dict__:
         return t.collection.database.name, [_cursor_command(t)]
     if isinstance(t, Collection):
         return t.database.name, _coll_commands(op)
@@ -487,7 +487,7 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
         return _cursor_reply("%s.%s" % (t.database.name, t.name), [{"_id": 1, "n": result}] if result else [], True)
     if name == "aggregate":
         docs = getattr(result, "_lab_docs", None)
-        ns = "%s.%s" % (t.database.name, t.name) if hasattr(t, "database") else "%s.$cmd.aggregate" % t.name
+        ns = "%s.%s" % (t.database.name, t.name) if "database" in t.__dict__ else "%s.$cmd.aggregate" % t.name
         if docs is None:
             return _cursor_reply(ns, [], True)
         return _cursor_reply(ns, list(docs[:result._ends[0]]), True, result._cid)
@@ -518,8 +518,8 @@ def _failure_doc(err: BaseException) -> dict:
 # ---------------------------------------------------------------------------------------------- publishing
 def begin(op: boundary.Op) -> None:
     """Start recording ``op``: describe it and publish CommandStartedEvent for its first command."""
-    op.recording = True
-    if op.name in ("find", "explain") and not hasattr(op.target, "_filter"):
+    op.start_recording()
+    if op.name in ("find", "explain") and "_filter" not in op.target.__dict__:
         return  # Collection.find only builds a cursor; the cursor's first batch is the command
     if op.name == "explain":
         return
@@ -621,8 +621,9 @@ def get_more(cur: Any) -> None:
         cmd["batchSize"] = cur._batch_size
     client = boundary.client_of(cur)
     op = boundary.Op("getMore", cur, (), {}, client)
+    op.start_recording()
     op.db_name = coll.database.name
-    _session_fields(op, cmd, getattr(cur, "_session", None))
+    _session_fields(op, cmd, cur.__dict__.get("_session") or type(cur).__dict__.get("_session"))
     cmd["$db"] = op.db_name
     docs = cur._results[start:end]
     reply = _cursor_reply(cur._lab_ns, docs, False, 0 if cur._lab_more == -1 else cur._lab_cursor_id)
@@ -693,12 +694,13 @@ class MonitoredCommandCursor:
         self._k += 1
         coll = self._coll
         client = boundary.client_of(coll)
-        dbn = coll.database.name if hasattr(coll, "database") else coll.name
-        cn = coll.name if hasattr(coll, "database") else "$cmd.aggregate"
+        dbn = coll.database.name if "database" in coll.__dict__ else coll.name
+        cn = coll.name if "database" in coll.__dict__ else "$cmd.aggregate"
         cmd: dict = {"getMore": Int64(self._cid), "collection": cn}
         if self._batch_size:
             cmd["batchSize"] = self._batch_size
         op = boundary.Op("getMore", coll, (), {}, client)
+        op.start_recording()
         _session_fields(op, cmd, self._session)
         cmd["$db"] = dbn
         last = self._k + 1 >= len(self._ends)

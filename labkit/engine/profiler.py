@@ -45,7 +45,7 @@ def _settings(db_store: Any) -> dict:
 
 def any_enabled(client: Any) -> bool:
     """Whether some database of ``client``'s store profiles (cheap: one attribute read)."""
-    return bool(getattr(getattr(client, "_store", None), "_lab_profiling", 0))
+    return bool(client.__dict__["_store"].__dict__.get("_lab_profiling"))
 
 
 def cmd_profile(db: Any, cmd: dict) -> dict:
@@ -202,7 +202,7 @@ def record(op: boundary.Op, cmd: dict, reply: dict | None, err: BaseException | 
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     entry["ts"] = now.replace(microsecond=now.microsecond // 1000 * 1000)  # BSON dates hold milliseconds
     entry["client"] = "127.0.0.1"
-    entry["appName"] = getattr(client, "_lab_appname", None) or "labkit-embedded"
+    entry["appName"] = client.__dict__.get("_lab_appname") or "labkit-embedded"
     entry["allUsers"] = []
     entry["user"] = ""
     if not _wanted(st, entry):
