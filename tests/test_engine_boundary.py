@@ -151,6 +151,18 @@ def test_raw_exception_inside_transaction_aborts_it(client, coll, monkeypatch):
     assert coll.find_one({"_id": "t2"}) is None
 
 
+def test_too_deep_query_inside_transaction_aborts_it(client, coll):
+    with client.start_session() as s:
+        s.start_transaction()
+        coll.insert_one({"_id": "t4"}, session=s)
+        with pytest.raises(OperationFailure):
+            list(coll.find(deep_and(150), session=s))
+        with pytest.raises(OperationFailure) as ei:
+            s.commit_transaction()
+        assert ei.value.code == 251
+    assert coll.find_one({"_id": "t4"}) is None
+
+
 def test_client_side_error_does_not_abort_transaction(client, coll):
     with client.start_session() as s:
         with s.start_transaction():

@@ -284,3 +284,26 @@ def test_duration_is_a_timedelta(coll, rec):
     coll.count_documents({})
     assert isinstance(rec.replies()[0].duration_micros, int)
     assert isinstance(datetime.timedelta(microseconds=rec.replies()[0].duration_micros), datetime.timedelta)
+
+
+def test_closing_an_open_cursor_sends_kill_cursors(coll, rec):
+    # pymongo/synchronous/cursor.py: close() of a cursor with a live server id sends killCursors
+    cur = coll.find()
+    next(cur)
+    cid = rec.replies()[0].reply["cursor"]["id"]
+    cur.close()
+    assert rec.names() == ["find", "killCursors"]
+    assert bare(rec.started_cmds()[1]) == {"killCursors": "posts", "cursors": [cid]}
+    rec.events.clear()
+    with coll.find().limit(3) as c:  # exhausted in the first batch: nothing to kill
+        list(c)
+    assert rec.names() == ["find"]
+
+
+def test_cursor_explain_sends_explain_command(coll, rec):
+    # pymongo's Cursor.explain(): {"explain": <the find command>, "verbosity": ...}
+    coll.find({"a": 1}).limit(2).explain()
+    assert rec.names() == ["explain"]
+    cmd = rec.started_cmds()[0]
+    assert bare(cmd["explain"]) == {"find": "posts", "filter": {"a": 1}, "limit": 2}
+    assert rec.replies()[0].reply["queryPlanner"]["namespace"] == "shop.posts"

@@ -111,6 +111,7 @@ def test_write_entries(db):
     db.command("profile", 0)
     ins, = entries(db, op="insert")
     assert ins["ninserted"] == 1 and ins["command"]["documents"][0]["_id"] == 1000
+    assert ins["keysInserted"] == 2  # _id_ and authorId_1_createdAt_-1
     upd, = entries(db, op="update")
     assert upd["command"] == {"q": {"authorId": 1}, "u": {"$set": {"createdAt": -1}}, "multi": True, "upsert": False}
     assert upd["nMatched"] == 21 and upd["nModified"] == 21
@@ -119,6 +120,7 @@ def test_write_entries(db):
     assert upd["keysExamined"] == 21 and upd["docsExamined"] == 21
     rem, = entries(db, op="remove")
     assert rem["ndeleted"] == 1 and rem["command"] == {"q": {"_id": 1000}, "limit": 1}
+    assert rem["keysDeleted"] == 2
 
 
 def test_level_1_slowms_and_filter(db):

@@ -329,6 +329,7 @@ def operation(name: str, method: Callable) -> Callable:
                     raise time_expired()
             except BaseException as exc:
                 err = translate(exc, name)
+                _abort_transaction_on(self, kwargs, err)
                 if op.recording:
                     from . import monitoring
                     monitoring.fail(op, err)
@@ -345,6 +346,15 @@ def operation(name: str, method: Callable) -> Callable:
 
     guarded._lab_boundary = name  # type: ignore[attr-defined]
     return guarded
+
+
+def _abort_transaction_on(target: Any, kwargs: dict, err: BaseException) -> None:
+    """A server-side error of an operation run in a transaction aborts the transaction (sessions.bind does
+    it for errors inside the session's scope; this covers checks made before it, e.g. the query depth)."""
+    session = kwargs.get("session") or target.__dict__.get("_session")
+    txn = getattr(session, "_txn", None) if session is not None else None
+    if txn is not None and session.in_transaction and aborts_transaction(err):
+        txn.aborted_by_server = True
 
 
 def guard(table: dict[str, str]) -> Callable[[type], type]:

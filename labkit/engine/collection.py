@@ -553,9 +553,12 @@ class EmbeddedCollection(mm_collection.Collection):
         sk = store_key(doc["_id"])
         st.rid_by_key.pop(sk, None)
         st._documents.pop(sk, None)
+        n = 0
         for ix in st.ix.values():
             keys, _ = ix.keys_for(doc)
             ix.remove(keys, rid)
+            n += len(keys)
+        note("keysDeleted", n)
         st.version += 1
         return True
 
@@ -1095,6 +1098,9 @@ class Cursor:
         self.close()
 
     def close(self) -> None:
+        if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
+            from .monitoring import kill_cursor
+            kill_cursor(self)
         self._killed = True
 
     @property

@@ -391,6 +391,9 @@ def describe(op: boundary.Op) -> tuple[str, list[dict]]:
     t = op.target
     if op.name == "find" and "_filter" in t.__dict__:
         return t.collection.database.name, [_cursor_command(t)]
+    if op.name == "explain" and "_filter" in t.__dict__:  # Cursor.explain(): pymongo sends the explain command
+        verbosity = op.args[0] if op.args else op.kwargs.get("verbosity", "allPlansExecution")
+        return t.collection.database.name, [{"explain": _cursor_command(t), "verbosity": verbosity}]
     if isinstance(t, Collection):
         return t.database.name, _coll_commands(op)
     if isinstance(t, Database):
@@ -495,6 +498,8 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
         return {"n": result, "ok": 1.0}
     if name == "distinct":
         return {"values": result, "ok": 1.0}
+    if name == "explain" and isinstance(result, Mapping):
+        return dict(result)
     if op.name == "command" and isinstance(result, Mapping):
         return dict(result)
     return {"ok": 1.0}
@@ -519,10 +524,8 @@ def _failure_doc(err: BaseException) -> dict:
 def begin(op: boundary.Op) -> None:
     """Start recording ``op``: describe it and publish CommandStartedEvent for its first command."""
     op.start_recording()
-    if op.name in ("find", "explain") and "_filter" not in op.target.__dict__:
+    if op.name == "find" and "_filter" not in op.target.__dict__:
         return  # Collection.find only builds a cursor; the cursor's first batch is the command
-    if op.name == "explain":
-        return
     try:
         db_name, cmds = describe(op)
     except Exception:  # describing must never break the operation itself
@@ -634,6 +637,25 @@ def get_more(cur: Any) -> None:
     profiler.record(op, cmd, reply, None)
 
 
+def kill_cursor(cur: Any) -> None:
+    """Publish the ``killCursors`` a driver sends when a cursor with batches left on the server is closed."""
+    cid = Int64(cur._lab_cursor_id)
+    cur._lab_more = -1
+    coll = cur.collection
+    client = boundary.client_of(cur)
+    cmd: dict = {"killCursors": coll.name, "cursors": [cid]}
+    op = boundary.Op("killCursors", cur, (), {}, client)
+    op.start_recording()
+    op.db_name = coll.database.name
+    _session_fields(op, cmd, cur.__dict__.get("_session"))
+    cmd["$db"] = op.db_name
+    reply = {"cursorsKilled": [cid], "cursorsNotFound": [], "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}
+    if listeners_of(client):
+        rid = next(_REQUEST_IDS)
+        _publish_started(client, cmd, op.db_name, rid, rid)
+        _publish(client, "ok", reply, "killCursors", op.db_name, rid, rid, op.t0)
+
+
 class MonitoredCommandCursor:
     """An aggregate's result cursor that publishes ``getMore`` as the driver would (first batch 101)."""
 
@@ -712,5 +734,5 @@ class MonitoredCommandCursor:
         profiler.record(op, cmd, reply, None)
 
 
-__all__ = ["init_client", "describe", "begin", "succeed", "fail", "get_more", "MonitoredCommandCursor",
+__all__ = ["init_client", "describe", "begin", "succeed", "fail", "get_more", "kill_cursor", "MonitoredCommandCursor",
            "listeners_of", "PyMongoError"]

@@ -182,6 +182,8 @@ def record(op: boundary.Op, cmd: dict, reply: dict | None, err: BaseException | 
                 entry["nUpserted"] = len(reply["upserted"])
         elif kind == "remove":
             entry["ndeleted"] = reply.get("n", 0)
+    if kind == "insert" and reply is not None and err is None:
+        _count_inserted_keys(op, db_store, coll_name, cmd)
     for k in ("keysInserted", "keysDeleted"):
         if op.counters.get(k):
             entry[k] = op.counters[k]
@@ -208,6 +210,22 @@ def record(op: boundary.Op, cmd: dict, reply: dict | None, err: BaseException | 
     if not _wanted(st, entry):
         return
     _store_entry(client, db_name, db_store, st, entry)
+
+
+def _count_inserted_keys(op: boundary.Op, db_store: Any, coll_name: Any, cmd: dict) -> None:
+    """``keysInserted`` of an insert: the index keys of the inserted documents (computed only when profiling)."""
+    if not isinstance(coll_name, str):
+        return
+    ixs = list(db_store[coll_name].ix.values())
+    n = 0
+    for d in cmd.get("documents") or ():
+        if isinstance(d, dict) and "_id" in d:
+            for ix in ixs:
+                try:
+                    n += len(ix.keys_for(d)[0])
+                except Exception:  # a document the insert refused has no keys
+                    pass
+    op.counters["keysInserted"] = n
 
 
 def _wanted(st: dict, entry: dict) -> bool:
