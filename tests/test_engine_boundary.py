@@ -163,6 +163,18 @@ def test_too_deep_query_inside_transaction_aborts_it(client, coll):
     assert coll.find_one({"_id": "t4"}) is None
 
 
+# jstests/core/txns/commands_not_allowed_in_txn.js: a command refused with OperationNotSupportedInTransaction
+# inside a transaction in progress "fails inside a transaction, but does not abort the transaction".
+def test_not_supported_in_transaction_does_not_abort(client, coll):
+    with client.start_session() as s:
+        with s.start_transaction():
+            coll.insert_one({"_id": "t5"}, session=s)
+            with pytest.raises(OperationFailure) as ei:
+                coll.create_index("z", session=s)
+            assert ei.value.code == 263
+    assert coll.find_one({"_id": "t5"}) == {"_id": "t5"}
+
+
 def test_client_side_error_does_not_abort_transaction(client, coll):
     with client.start_session() as s:
         with s.start_transaction():

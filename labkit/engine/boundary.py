@@ -190,8 +190,15 @@ def is_client_side(exc: BaseException, name: str | None = None) -> bool:
     return isinstance(exc, (ConfigurationError, InvalidOperation, DocumentTooLarge, InvalidName))
 
 
+NOT_SUPPORTED_IN_TRANSACTION = 263
+
+
 def aborts_transaction(exc: BaseException) -> bool:
-    """Whether ``exc`` leaving a command run inside a transaction aborts it (every server-side error does)."""
+    """Whether ``exc`` leaving a command run inside a transaction aborts it: every server-side error does,
+    except OperationNotSupportedInTransaction (263) for a command refused in a transaction in progress
+    (jstests/core/txns/commands_not_allowed_in_txn.js: "fails inside a transaction, but does not abort")."""
+    if getattr(exc, "code", None) == NOT_SUPPORTED_IN_TRANSACTION:
+        return False
     return isinstance(exc, Exception) and not is_client_side(exc)
 
 
