@@ -149,19 +149,23 @@ def embedded_client() -> EmbeddedClient:
     return _embedded_client
 
 
-def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Any:
+def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, event_listeners: Any = None) -> Any:
     """Return a client: the embedded engine, or a ``pymongo.MongoClient`` for a real server.
 
     The same URI gives the same client for as long as it is open (so sessions span every database a lesson
     uses). ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
     engine even when ``MONGODB_URI`` is set. A real server is pinged first; if it does not answer within
     ``timeout_ms`` milliseconds a :class:`LabConnectionError` says which host failed and what to do.
+    ``event_listeners`` (pymongo ``CommandListener`` objects) receive command started/succeeded/failed
+    events, from a real server's driver or, on the embedded engine, as the driver would publish them.
     """
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 120_000:
         raise ValueError(f"connect(timeout_ms={timeout_ms!r}): timeout_ms must be an int between 100 and 120000 milliseconds")
     if uri is None:
         uri = os.environ.get(ENV_URI, "").strip() or None
     if uri is None or uri == EMBEDDED:
+        if event_listeners:  # a client of its own (its listeners) over the one embedded store
+            return EmbeddedClient(_store=embedded_client()._store, event_listeners=list(event_listeners))
         return embedded_client()
     if not isinstance(uri, str):
         raise TypeError(f"connect(uri=...): uri must be a string like 'mongodb://host:27017', got {type(uri).__name__}")
@@ -175,7 +179,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         f"Start the server (or check that {hosts} is reachable from this machine), fix the URI "
         f"({redact_uri(uri)}), or unset {ENV_URI} to use the embedded engine."
     )
-    cached = _server_clients.get((uri, timeout_ms))
+    cached = None if event_listeners else _server_clients.get((uri, timeout_ms))
     if cached is not None:
         try:
             cached.admin.command("ping")
@@ -191,6 +195,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
                 connectTimeoutMS=timeout_ms,
                 socketTimeoutMS=max(timeout_ms, 10_000),
                 appname="schema-lab",
+                **({"event_listeners": list(event_listeners)} if event_listeners else {}),
             )
     except OSError as exc:  # e.g. tlsCertificateKeyFile / tlsCAFile that does not exist or cannot be read
         reason = scrub(str(exc.strerror or exc), uri).rstrip(".")
@@ -220,7 +225,8 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         raise LabConnectionError(
             f"No MongoDB server answered at {hosts} within {timeout_ms} ms ({reason}). {advice}"
         ) from None
-    _server_clients[(uri, timeout_ms)] = client
+    if not event_listeners:  # a client with listeners is the caller's own
+        _server_clients[(uri, timeout_ms)] = client
     return client
 
 

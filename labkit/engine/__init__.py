@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mongomock
 
+from .boundary import CLIENT_OPERATIONS, guard, lock_for_store
 from .store import EngineServerStore
 from .database import EmbeddedDatabase
 from .collection import EmbeddedCollection, Cursor
@@ -52,13 +53,22 @@ def check_database_name(name: str, existing: list[str], as_server: bool = False)
                                                 "codeName": "DatabaseDifferCase"})
 
 
+@guard(CLIENT_OPERATIONS)
 class EmbeddedClient(mongomock.MongoClient):
-    """A private, in-process MongoDB look-alike (one store per instance)."""
+    """A private, in-process MongoDB look-alike (one store per instance, unless ``_store`` shares one).
 
-    def __init__(self, *args, **kwargs) -> None:
+    Thread safe: every operation holds the store's re-entrant lock (labkit/engine/boundary.py).
+    ``event_listeners=[...]`` (pymongo ``CommandListener`` objects) receive the command events a driver
+    would publish (labkit/engine/monitoring.py); ``appname`` is shown in profiler entries."""
+
+    def __init__(self, *args, event_listeners=None, appname=None, **kwargs) -> None:
+        from .monitoring import init_client
         kwargs.setdefault("_store", EngineServerStore())
         super().__init__(*args, **kwargs)
         self._server_version = "8.0.0"
+        lock_for_store(self._store)
+        init_client(self, event_listeners)
+        self._lab_appname = appname
 
     def get_database(self, name=None, codec_options=None, read_preference=None, write_concern=None,
                      read_concern=None):

@@ -17,6 +17,7 @@ from pymongo import ReturnDocument
 from pymongo.operations import IndexModel
 
 from . import keys as K
+from .boundary import check_deadline, current_op, note, note_execution
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
@@ -402,11 +403,16 @@ class EmbeddedCollection(mm_collection.Collection):
         st = self._store
         ix = express_eligible(st, q)
         if ix is not None:
-            return _run_express(st, ix, q)
-        if q.limit:
-            n = q.limit
-            stop_after = n if stop_after is None else min(stop_after, n)
-        return plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain)
+            ex = _run_express(st, ix, q)
+        else:
+            if q.limit:
+                n = q.limit
+                stop_after = n if stop_after is None else min(stop_after, n)
+            ex = plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain)
+        if not explain:
+            note_execution(ex)  # the profiler's keysExamined/docsExamined come from this run (boundary.py)
+        check_deadline()
+        return ex
 
     # ------------------------------------------------------------------------------ updates
     def _update(self, spec, document, upsert=False, manipulate=False, multi=False, check_keys=False,
@@ -490,8 +496,12 @@ class EmbeddedCollection(mm_collection.Collection):
         for ix, old_keys, new_keys, arrays in plans:
             if old_keys != new_keys:
                 os_, ns_ = set(old_keys), set(new_keys)
-                ix.remove([k for k in old_keys if k not in ns_], rid)
-                ix.add([k for k in new_keys if k not in os_], rid)
+                gone = [k for k in old_keys if k not in ns_]
+                added = [k for k in new_keys if k not in os_]
+                ix.remove(gone, rid)
+                ix.add(added, rid)
+                note("keysDeleted", len(gone))
+                note("keysInserted", len(added))
             ix.note_arrays(arrays)
         st.docs[rid] = new
         st._documents[store_key(new["_id"])] = new
@@ -548,9 +558,12 @@ class EmbeddedCollection(mm_collection.Collection):
         sk = store_key(doc["_id"])
         st.rid_by_key.pop(sk, None)
         st._documents.pop(sk, None)
+        n = 0
         for ix in st.ix.values():
             keys, _ = ix.keys_for(doc)
             ix.remove(keys, rid)
+            n += len(keys)
+        note("keysDeleted", n)
         st.version += 1
         return True
 
@@ -585,6 +598,8 @@ class EmbeddedCollection(mm_collection.Collection):
                    batch_size=batch_size, hint=hint, let=let)
         if allow_disk_use is not None:
             c.allow_disk_use(allow_disk_use)
+        if max_time_ms is not None:
+            c.max_time_ms(max_time_ms)
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -614,6 +629,12 @@ class EmbeddedCollection(mm_collection.Collection):
                          array_filters=None, collation=None, **kwargs):
         remove = kwargs.pop("remove", False)
         kwargs.pop("comment", None)
+        for k in ("maxTimeMS", "max_time_ms"):
+            if k in kwargs:
+                op = current_op()
+                ms = kwargs.pop(k)
+                if op is not None:
+                    op.set_max_time(ms)
         if kwargs:
             raise TypeError("unexpected keyword argument '%s'" % next(iter(kwargs)))
         for name, val in (("session", session), ("let", let), ("array_filters", array_filters),
@@ -687,9 +708,12 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("Sessions")
         if collation:
             raise unsupported("count_documents(collation=...)")
+        _check_count_stage("$skip", skip, 5107200)  # pymongo sends {$skip: skip} and {$limit: limit} stages
         if limit is not None:
-            if not isinstance(limit, (int, float)) or limit <= 0:
-                raise OperationFailure("the limit must be positive")
+            _check_count_stage("$limit", limit, 5107201)
+            if limit == 0:
+                raise OperationFailure("the limit must be positive", 15958)
+        _arm_max_time(maxTimeMS)
         filter = helpers.patch_datetime_awareness_in_document(filter or {})
         mm_collection.validate_is_mapping("filter", filter)
         q = Query(filter, hint=hint, kind="count")
@@ -703,12 +727,17 @@ class EmbeddedCollection(mm_collection.Collection):
     def estimated_document_count(self, **kwargs):
         for k in kwargs:
             if k not in ("maxTimeMS", "comment"):
-                raise OperationFailure("BSON field 'count.%s' is an unknown field." % k)
+                raise OperationFailure("BSON field 'count.%s' is an unknown field." % k, 40415)
+        _arm_max_time(kwargs.get("maxTimeMS"))
         return len(self._store.docs)
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
         if kwargs.get("collation"):
             raise unsupported("distinct(collation=...)")
+        _arm_max_time(kwargs.pop("maxTimeMS", None))
+        kwargs.pop("collation", None)
+        if kwargs:
+            raise OperationFailure("BSON field 'distinct.%s' is an unknown field." % next(iter(kwargs)), 40415)
         if session:
             raise unsupported("Sessions")
         if not isinstance(key, str):
@@ -881,6 +910,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if kwargs.get("explain"):
             from pymongo.errors import ConfigurationError
             raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
+        _arm_max_time(kwargs.get("maxTimeMS", kwargs.get("max_time_ms")))
         for k, v in kwargs.items():
             if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "batchSize", "comment", "max_time_ms", "hint"):
                 continue
@@ -891,7 +921,12 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("aggregate(%s=...)" % k)
         from mongomock.command_cursor import CommandCursor
         allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
-        return CommandCursor(run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow))
+        docs = run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow)
+        op = current_op()
+        if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
+            from .monitoring import MonitoredCommandCursor
+            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0)
+        return CommandCursor(docs)
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
                    let=None, **kwargs):
@@ -905,6 +940,28 @@ class EmbeddedCollection(mm_collection.Collection):
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from .explain_doc import explain_query
         return explain_query(self, q, verbosity, command)
+
+
+def _arm_max_time(ms: Any) -> None:
+    """Give the current operation its maxTimeMS (validated; MaxTimeMSExpired 50 once passed)."""
+    if ms is not None:
+        op = current_op()
+        if op is not None:
+            op.set_max_time(ms)
+
+
+def _check_count_stage(stage: str, v: Any, code: int) -> None:
+    """``count_documents`` skip/limit as the server checks its ``$skip``/``$limit`` stages."""
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise OperationFailure("invalid argument to %s stage: Expected a number in: %s: %r" % (stage, stage, v), code)
+    if v != int(v):
+        raise OperationFailure("invalid argument to %s stage: Cannot represent as a 64-bit integer: %s: %r"
+                               % (stage, stage, v), code)
+    if v < 0:
+        raise OperationFailure("invalid argument to %s stage: Expected a non-negative number in: %s: %d"
+                               % (stage, stage, v), code)
 
 
 def _same_types(a: Any, b: Any) -> bool:
@@ -1005,6 +1062,9 @@ class Cursor:
 
     def _execute(self) -> None:
         coll = self.collection
+        op = current_op()
+        if op is not None and self._max_time_ms:
+            op.set_max_time(self._max_time_ms)
         with no_gc():
             ex = coll._run(self._query())
             docs = []
@@ -1017,6 +1077,8 @@ class Cursor:
                     if doc is None:
                         continue
                 docs.append(project(doc, proj))
+                if not len(docs) & 1023:
+                    check_deadline()
         self._results = docs
         self._i = 0
 
@@ -1024,11 +1086,16 @@ class Cursor:
     def __iter__(self):
         return self
 
+    _lab_more = -1  # where the next getMore batch starts (monitoring.py sets it when someone listens)
+
     def __next__(self) -> dict:
         if self._results is None:
             self._execute()
         if self._killed or self._i >= len(self._results):
             raise StopIteration
+        if self._i == self._lab_more:
+            from .monitoring import get_more
+            get_more(self)
         d = self._results[self._i]
         self._i += 1
         return d
@@ -1050,6 +1117,9 @@ class Cursor:
         self.close()
 
     def close(self) -> None:
+        if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
+            from .monitoring import kill_cursor
+            kill_cursor(self)
         self._killed = True
 
     @property
@@ -1059,6 +1129,7 @@ class Cursor:
         return self._results is None or self._i < len(self._results)
 
     def rewind(self) -> "Cursor":
+        self._lab_more = -1
         self._results = None
         self._i = 0
         self._killed = False
@@ -1106,12 +1177,19 @@ class Cursor:
         return self
 
     def batch_size(self, n: int) -> "Cursor":
-        if not isinstance(n, int) or n < 0:
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError("batch_size must be an integer")
+        if n < 0:
             raise ValueError("batch_size must be >= 0")
+        self._check_okay_to_chain()
         self._batch_size = n
         return self
 
     def max_time_ms(self, ms) -> "Cursor":
+        """maxTimeMS for this query: MaxTimeMSExpired (50) when the run takes longer (boundary.py)."""
+        if ms is not None and (not isinstance(ms, int) or isinstance(ms, bool)):
+            raise TypeError("max_time_ms must be an integer or None")
+        self._check_okay_to_chain()
         self._max_time_ms = ms
         return self
 

@@ -8,12 +8,14 @@ from mongomock import OperationFailure, helpers
 from mongomock import database as mm_database
 from mongomock import read_preferences
 
+from .boundary import DATABASE_OPERATIONS, guard
 from .collection import EmbeddedCollection, _check_sort, _sort_list
 from .rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from .planner import Query, unsupported
 from . import stats
 
 
+@guard(DATABASE_OPERATIONS)
 class EmbeddedDatabase(mm_database.Database):
     def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
                        read_concern=None):
@@ -68,6 +70,28 @@ class EmbeddedDatabase(mm_database.Database):
                                 read_preference=read_preference or self._read_preference,
                                 codec_options=codec_options or self._codec_options,
                                 read_concern=read_concern or self._read_concern)
+
+    # ------------------------------------------------------------------------------ profiler
+    def set_profiling_level(self, level: int, slow_ms: int | None = None, session=None, sample_rate=None,
+                            filter=None) -> None:
+        """pymongo 3's ``set_profiling_level`` (removed in pymongo 4; portable code runs the ``profile``
+        command): level 0/1/2, ``slow_ms``, ``sample_rate``, ``filter``."""
+        cmd: dict[str, Any] = {"profile": level}
+        if slow_ms is not None:
+            cmd["slowms"] = slow_ms
+        if sample_rate is not None:
+            cmd["sampleRate"] = sample_rate
+        if filter is not None:
+            cmd["filter"] = filter
+        self.command(cmd)
+
+    def profiling_level(self, session=None) -> int:
+        """pymongo 3's ``profiling_level`` (the ``profile: -1`` command's ``was``)."""
+        return int(self.command({"profile": -1})["was"])
+
+    def profiling_info(self, session=None) -> list:
+        """pymongo 3's ``profiling_info``: the ``system.profile`` entries."""
+        return list(self["system.profile"].find())
 
     # ------------------------------------------------------------------------------ commands
     def command(self, command, value=1, check=True, allowable_errors=None, read_preference=None,
@@ -238,8 +262,14 @@ def _cmd_server_status(db, cmd):
     return {"host": "labkit-embedded", "version": "8.0.0", "process": "labkit", "ok": 1.0}
 
 
+def _cmd_profile(db, cmd):
+    from .profiler import cmd_profile
+    return cmd_profile(db, cmd)
+
+
 _COMMANDS = {
     "ping": _cmd_ping,
+    "profile": _cmd_profile,
     **_RULES_COMMANDS,  # listCollections, create (rules.py)
     "buildinfo": _cmd_buildinfo, "buildInfo": _cmd_buildinfo,
     "explain": _cmd_explain,

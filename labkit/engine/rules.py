@@ -35,6 +35,7 @@ from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for 
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
 from .collection import FLAT_TYPES, NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
+from .boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard
 
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
 
@@ -174,6 +175,7 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
     return method
 
 
+@guard(COLLECTION_OPERATIONS)  # the operation boundary: lock, server errors, monitoring (boundary.py)
 class LabCollection(EmbeddedCollection):
     """``EmbeddedCollection`` plus validation, limits, sessions/transactions and collation."""
 
@@ -349,6 +351,7 @@ class LabCollection(EmbeddedCollection):
             return collection_options(self._store)
 
 
+@guard(CURSOR_OPERATIONS)
 class LabCursor(Cursor):
     """The engine Cursor, run inside its session (transaction snapshot) and collation."""
 

@@ -38,6 +38,8 @@ from typing import Any, Callable
 from bson.binary import Binary, UUID_SUBTYPE
 from pymongo.errors import InvalidOperation, OperationFailure, PyMongoError
 
+from .boundary import SESSION_OPERATIONS, aborts_transaction, guard
+
 _ACTIVE: contextvars.ContextVar["Transaction | None"] = contextvars.ContextVar("labkit_txn", default=None)
 
 WITH_TRANSACTION_TIME_LIMIT = 120.0  # seconds, pymongo's _WITH_TRANSACTION_RETRY_TIME_LIMIT
@@ -80,12 +82,13 @@ def copy_store(st):
 
 
 class _Shadow:
-    __slots__ = ("live", "snap", "store", "name", "db_store")
+    __slots__ = ("live", "snap", "store", "name", "db_store", "incarnation")
 
     def __init__(self, db_store, name, live) -> None:
         self.db_store = db_store
         self.name = name
         self.live = live
+        self.incarnation = getattr(live, "incarnation", 0)  # a drop (or drop + re-create) outside changes it
         self.snap = dict(live._documents)  # _id key -> document object at the snapshot
         self.store = copy_store(live)
 
@@ -123,7 +126,7 @@ class Transaction:
             deleted, updated, inserted = self._changes(sh)
             if not (deleted or updated or inserted):
                 continue
-            if sh.db_store[sh.name] is not sh.live:
+            if sh.db_store[sh.name] is not sh.live or getattr(sh.live, "incarnation", 0) != sh.incarnation:
                 raise _write_conflict("collection %s was replaced or dropped outside the transaction" % sh.name)
             for k in deleted + updated:
                 if sh.live._documents.get(k) is not sh.snap.get(k):
@@ -208,6 +211,7 @@ class SessionOptions:
         self.snapshot = snapshot
 
 
+@guard(SESSION_OPERATIONS)
 class EmbeddedSession:
     """A pymongo ``ClientSession`` look-alike for the embedded engine."""
 
@@ -407,9 +411,19 @@ def bind(session, obj, ddl: str | None = None):
     token = _ACTIVE.set(txn)
     try:
         yield
-    except OperationFailure:
-        if txn is not None:
+    except Exception as exc:
+        if txn is not None and aborts_transaction(exc):
             txn.aborted_by_server = True  # the server aborts a transaction whose command failed
         raise
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def outside():
+    """Run the body outside any transaction (the engine's own bookkeeping writes, e.g. the profiler)."""
+    token = _ACTIVE.set(None)
+    try:
+        yield
     finally:
         _ACTIVE.reset(token)

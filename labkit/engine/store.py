@@ -39,9 +39,12 @@ class EngineCollectionStore(CollectionStore):
         self.version = 0
         self.options: dict[str, Any] = {}
 
+    incarnation = 0  # bumped by every drop: a transaction's snapshot of an older incarnation cannot commit
+
     def drop(self) -> None:
         super().drop()
         self._reset_engine()
+        self.incarnation += 1
 
     def _remove_expired_documents(self) -> None:
         # TTL indexes are accepted and shown, but (as with a server between TTL-monitor passes) expiry
