@@ -19,15 +19,14 @@ def run_bulk(coll, requests: list, ordered: bool) -> BulkWriteResult:
                 coll._insert_one_doc(op._doc)
                 res["nInserted"] += 1
             elif isinstance(op, (UpdateOne, UpdateMany, ReplaceOne)):
-                if getattr(op, "_array_filters", None):
-                    raise unsupported("array_filters")
                 if isinstance(op, ReplaceOne):
                     from mongomock.collection import validate_ok_for_replace
                     validate_ok_for_replace(op._doc)
                 r = coll._update(op._filter, op._doc, upsert=op._upsert, multi=isinstance(op, UpdateMany),
                                  hint=getattr(op, "_hint", None), sort=getattr(op, "_sort", None),
-                                 collation=getattr(op, "_collation", None))  # handled by rules.LabCollection
-                if r["upserted"] is not None:
+                                 collation=getattr(op, "_collation", None),  # handled by rules.LabCollection
+                                 array_filters=getattr(op, "_array_filters", None))
+                if not r["updatedExisting"] and r["n"]:  # an upsert (its _id may be None)
                     res["nUpserted"] += 1
                     res["upserted"].append({"index": i, "_id": r["upserted"]})
                 else:
