@@ -18,6 +18,7 @@ from pymongo.operations import IndexModel
 
 from . import keys as K
 from . import update_ops as U
+from .match import fast_matcher
 from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
@@ -246,10 +247,11 @@ class EmbeddedCollection(mm_collection.Collection):
         if "_id" not in data:
             data["_id"] = new_object_id()
         _id = data["_id"]
+        # ops/insert.cpp fixDocumentForInsert (BadValue; 5.0+ wording, as mongosh shows it)
         if isinstance(_id, (list, tuple)):
-            raise _write_error("can't use an array for _id", 2)  # ops/insert.cpp fixDocumentForInsert
+            raise _write_error("The '_id' value cannot be of type array", 2)
         if isinstance(_id, (bson.Regex, _RE_TYPE)):
-            raise _write_error("can't use a regex for _id", 2)
+            raise _write_error("The '_id' value cannot be of type regex", 2)
         size = len(bson.encode(data))
         if size > MAX_BSON:
             raise _write_error("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
@@ -440,7 +442,10 @@ class EmbeddedCollection(mm_collection.Collection):
             if array_filters is not None:
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
-            compiled = U.Update(document, array_filters)  # parse errors come first, as on the server
+            from .collate import current as _collation, make_matcher
+            norm = _collation()
+            mk = fast_matcher if norm is None else (lambda f: make_matcher(f, norm))
+            compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
         else:
             U.check_replacement(document)
             if array_filters:
@@ -476,7 +481,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if upsert and not n_matched:
             to_insert = U.upsert_document(spec, document, array_filters,
                                           pipeline=(lambda d: self._pipeline_result(d, document)) if pipeline
-                                          else None)
+                                          else None, compiled=compiled)
             upserted_id = self._insert_one_doc(to_insert)
         return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upsert and not n_matched else 0),
                 "nModified": n_modified, "ok": 1, "upserted": upserted_id if upsert and not n_matched else None,

@@ -224,22 +224,32 @@ def _check_path(path: Any, op: str) -> None:
                            % path, 2)
     if sum(1 for p in parts if p == "$") > 1:
         raise update_error("Too many positional (i.e. '$') elements found in path '%s'" % path, 2)
-    for i, p in enumerate(parts):
-        if p.startswith("$") and _positional_kind(p) is None:
-            raise update_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
-                               % (p, ".".join(parts[:i + 1])), 52)
+
+
+def _is_array_update(part: str) -> bool:
+    return part.startswith("$[") and part.endswith("]")
 
 
 def _conflict(paths: list[tuple[str, tuple]], new: str, parts: tuple) -> None:
+    """Parse-time conflicts (code 40): one path a prefix of another, or an array update ``$[...]`` next to any
+    other kind of child (``a.$[i]`` with ``a.$``, ``a.0`` or ``a.b``) of the same parent."""
     for old, oparts in paths:
         n = min(len(parts), len(oparts))
         if parts[:n] == oparts[:n]:
             at = ".".join(parts[:n])
             raise update_error("Updating the path '%s' would create a conflict at '%s'" % (new, at), 40)
+        i = next(i for i in range(n) if parts[i] != oparts[i])
+        if _is_array_update(parts[i]) != _is_array_update(oparts[i]):
+            raise update_error("Updating the path '%s' would create a conflict at '%s'"
+                               % (new, ".".join(parts[:i])), 40)
     paths.append((new, parts))
 
 
 # ------------------------------------------------------------------------------------------- array filters
+_TOP_LEVEL = frozenset({"$and", "$or", "$nor", "$expr", "$where", "$text", "$comment", "$jsonSchema",
+                        "$alwaysTrue", "$alwaysFalse", "$sampleRate"})
+
+
 def _top_names(f: Any, out: set) -> None:
     if not isinstance(f, dict):
         return
@@ -249,25 +259,34 @@ def _top_names(f: Any, out: set) -> None:
                 for x in v:
                     _top_names(x, out)
         elif k.startswith("$"):
-            continue
+            if k not in _TOP_LEVEL:
+                raise update_error("unknown top level operator: %s. If you have a field name that starts with a "
+                                   "'$' symbol, consider using $getField or $setField." % k, 2)
+            if k in ("$where", "$text"):
+                raise update_error("%s is not allowed in this context" % k, 2)
+            if k == "$expr":
+                raise update_error("$expr is not allowed in this context", 224)
         else:
             out.add(k.split(".")[0])
 
 
-def parse_array_filters(array_filters: Any) -> dict[str, Callable[[Any], bool]]:
-    """``arrayFilters``: one filter document per identifier (the top-level field name of its paths)."""
+def parse_array_filters(array_filters: Any, make_matcher: Callable = fast_matcher) -> dict[str, Callable[[Any], bool]]:
+    """``arrayFilters``: one filter document per identifier (the top-level field name of its paths)
+    (``jstests/core/write/update/update_arrayFilters.js``)."""
     out: dict[str, Callable[[Any], bool]] = {}
     if array_filters is None:
         return out
     if not isinstance(array_filters, (list, tuple)):
-        raise update_error("arrayFilters must be an array", 14)
+        raise update_error("BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type "
+                           "'array'" % type_name(array_filters), 14)
     for f in array_filters:
         if not isinstance(f, dict):
-            raise update_error("Cannot use an expression without a top-level field name in arrayFilters", 2)
+            raise update_error("BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type "
+                               "'object'" % type_name(f), 14)
         names: set = set()
         _top_names(f, names)
         if not names:
-            raise update_error("Cannot use an expression without a top-level field name in arrayFilters", 2)
+            raise update_error("Cannot use an expression without a top-level field name in arrayFilters", 9)
         if len(names) > 1:
             a, b = sorted(names)[:2]
             raise update_error("Error parsing array filter :: caused by :: Expected a single top-level field "
@@ -278,7 +297,7 @@ def parse_array_filters(array_filters: Any) -> dict[str, Callable[[Any], bool]]:
                                "alphanumeric string beginning with a lowercase letter, found '%s'" % name, 2)
         if name in out:
             raise update_error("Found multiple array filters with the same top-level field name %s" % name, 9)
-        m = fast_matcher(f)
+        m = make_matcher(f)
         out[name] = (lambda e, _m=m, _n=name: bool(_m({_n: e})))
     return out
 
@@ -295,7 +314,7 @@ def _query_clauses(q: Any, out: list) -> None:
             out.append((k, v))
 
 
-def matched_index(query: Any, doc: dict, array_parts: tuple) -> int | None:
+def matched_index(query: Any, doc: dict, array_parts: tuple, make_matcher: Callable = fast_matcher) -> int | None:
     """Index of the first element of the array at ``array_parts`` that the query's clauses on that array
     match (the server's "elemMatchKey" that the positional ``$`` operator uses); None when the query does not
     match an element of that array."""
@@ -308,7 +327,7 @@ def matched_index(query: Any, doc: dict, array_parts: tuple) -> int | None:
     related = [(k, v) for k, v in clauses if k == prefix or k.startswith(prefix + ".")]
     if not related:
         return None
-    matcher = fast_matcher(dict(related))
+    matcher = make_matcher(dict(related))
     for i, e in enumerate(arr):
         probe = _with_value(doc, array_parts, [e])
         if matcher(probe):
@@ -350,9 +369,10 @@ def _get(doc: Any, parts: tuple) -> Any:
 class Update:
     """A parsed update document (operator form). ``apply(doc, query, inserting)`` changes ``doc`` in place."""
 
-    def __init__(self, update: dict, array_filters: Any = None) -> None:
+    def __init__(self, update: dict, array_filters: Any = None, make_matcher: Callable = fast_matcher) -> None:
         self.update = update
-        self.filters = parse_array_filters(array_filters)
+        self.make_matcher = make_matcher
+        self.filters = parse_array_filters(array_filters, make_matcher)
         self.ops: list[_Op] = []
         self.has_set_on_insert = False
         paths: list[tuple[str, tuple]] = []
@@ -364,9 +384,6 @@ class Update:
             if not isinstance(spec, dict):
                 raise update_error("Modifiers operate on fields but we found type %s instead. For example: "
                                    "{$mod: {<field>: ...}} not {%s: %s}" % (type_name(spec), op, fmt(spec)), 9)
-            if op == "$bit":
-                from .planner import unsupported
-                raise unsupported("The $bit update operator")
             for path, arg in spec.items():
                 _check_path(path, op)
                 o = _Op(op, path, arg)
@@ -403,8 +420,10 @@ class Update:
             if a == o.path:
                 raise update_error("The source and target field for $rename must differ: %s" % fmt_elem(o.path, a), 2)
             _check_path(a, op)
-            if o.positional or any(_positional_kind(p) for p in a.split(".")):
+            if o.positional:
                 raise update_error("The source field for $rename may not be dynamic: %s" % o.path, 2)
+            if any(_positional_kind(p) for p in a.split(".")):
+                raise update_error("The destination field for $rename may not be dynamic: %s" % a, 2)
             o.to_parts = tuple(a.split("."))
         elif op == "$currentDate":
             if isinstance(a, bool):
@@ -438,7 +457,18 @@ class Update:
             check_storage(vals, o.path)
             o.arg = vals
         elif op == "$pull":
-            o.arg = _pull_matcher(a)
+            o.arg = _pull_matcher(a, self.make_matcher)
+        elif op == "$bit":
+            if not isinstance(a, dict) or not a:
+                raise update_error("The $bit modifier is not compatible with a %s. You must pass in an embedded "
+                                   "document: {$bit: {field: {and/or/xor: #}}" % type_name(a), 2)
+            for k, v in a.items():
+                if k not in ("and", "or", "xor"):
+                    raise update_error("The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an "
+                                       "unknown operator: {%s}" % (k, fmt_elem(k, v)), 2)
+                if type(v) not in (int, Int64):
+                    raise update_error("The $bit modifier field must be an Integer(32/64 bit); a '%s' is not "
+                                       "supported here: {%s}" % (type_name(v), fmt_elem(k, v)), 2)
 
     # -- application -----------------------------------------------------------------------------------
     def apply(self, doc: dict, query: Any = None, inserting: bool = False) -> None:
@@ -456,11 +486,15 @@ class Update:
                 concrete.append((o.parts, o, o.to_parts))
         if len(concrete) > 1:
             if any(o.positional for _, o, _ in concrete):
-                seen = set()
-                for parts, _, _ in concrete:
-                    if parts in seen:
-                        raise update_error("Update created a conflict at '%s'" % ".".join(parts), 40)
-                    seen.add(parts)
+                seen: dict = {}
+                for parts, o, _ in concrete:
+                    other = seen.get(parts)
+                    if other is not None:
+                        # named as the server does: resolved up to where the two paths' templates last differ
+                        d = max(i for i in range(len(parts)) if o.parts[i] != other.parts[i])
+                        shown = parts[:d + 1] + o.parts[d + 1:]
+                        raise update_error("Update created a conflict at '%s'" % ".".join(shown), 40)
+                    seen[parts] = o
             concrete.sort(key=lambda c: _path_key(c[0]))
         for parts, o, to_parts in concrete:
             _APPLY[o.op](self, doc, parts, o, to_parts)
@@ -480,7 +514,7 @@ class Update:
             kind = _positional_kind(parts[i])
             if kind == "$":
                 if done not in cache:
-                    cache[done] = matched_index(query, doc, done) if query is not None else None
+                    cache[done] = matched_index(query, doc, done, self.make_matcher) if query is not None else None
                 idx = cache[done]
                 if idx is None:
                     raise update_error("The positional operator did not find the match needed from the query.", 2)
@@ -515,6 +549,7 @@ def _resolve_create(doc: dict, parts: tuple) -> tuple[Any, str]:
         if isinstance(cur, dict):
             nxt = cur.get(p, MISSING)
             if nxt is MISSING:
+                _check_new_name(parts, p)
                 nxt = cur[p] = {}
         elif isinstance(cur, list):
             if not _is_index(p):
@@ -532,24 +567,41 @@ def _resolve_create(doc: dict, parts: tuple) -> tuple[Any, str]:
     last = parts[-1]
     if not isinstance(cur, (dict, list)) or (isinstance(cur, list) and not _is_index(last)):
         raise update_error("Cannot create field '%s' in element %s" % (last, _element_desc(cur, name)), 28)
+    if isinstance(cur, dict) and last not in cur:
+        _check_new_name(parts, last)
     return cur, last
 
 
-def _lookup(doc: dict, parts: tuple) -> tuple[Any, str]:
-    """(parent, last) of an existing path, or (None, last) when some component on the way is missing."""
+def _check_new_name(parts: tuple, p: str) -> None:
+    if p.startswith("$"):
+        full = ".".join(parts[:parts.index(p) + 1])
+        raise update_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage." % (p, full), 52)
+
+
+def _lookup(doc: dict, parts: tuple, strict: bool = False) -> tuple[Any, str]:
+    """(parent, last) of an existing path, or (None, last) when some component on the way is missing.
+    ``strict`` (``$pop``, ``$pull``, ``$pullAll``): a path blocked by a scalar, or by an array with a field
+    name, fails with 28 (PathNotViable) instead of being a no-op."""
     cur: Any = doc
-    for p in parts[:-1]:
+    name = ""
+    for i, p in enumerate(parts):
+        if i == len(parts) - 1 and isinstance(cur, dict):
+            return cur, p
         if isinstance(cur, dict):
-            cur = cur.get(p, MISSING)
-        elif isinstance(cur, list) and _is_index(p) and int(p) < len(cur):
-            cur = cur[int(p)]
+            nxt = cur.get(p, MISSING)
+        elif isinstance(cur, list) and _is_index(p):
+            nxt = cur[int(p)] if int(p) < len(cur) else MISSING
+            if i == len(parts) - 1:
+                return cur, p
         else:
+            if strict:
+                raise update_error("Cannot use the part (%s of %s) to traverse the element ({%s})"
+                                   % (p, ".".join(parts), fmt_elem(name, cur)), 28)
             return None, parts[-1]
-        if cur is MISSING:
+        if nxt is MISSING:
             return None, parts[-1]
-    if not isinstance(cur, (dict, list)):
-        return None, parts[-1]
-    return cur, parts[-1]
+        cur, name = nxt, p
+    return None, parts[-1]  # pragma: no cover - the loop returns at the last part
 
 
 def _read(parent: Any, key: str) -> Any:
@@ -818,7 +870,7 @@ def _op_add_to_set(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None
 
 
 def _op_pop(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
-    parent, key = _lookup(doc, parts)
+    parent, key = _lookup(doc, parts, strict=True)
     old = _read(parent, key) if parent is not None else MISSING
     if old is MISSING:
         return
@@ -832,26 +884,26 @@ def _op_pop(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
             old.pop(0)
 
 
-def _pull_matcher(a: Any) -> Callable[[Any], bool]:
+def _pull_matcher(a: Any, make_matcher: Callable = fast_matcher) -> Callable[[Any], bool]:
     """$pull's three cases (as the server's PullNode): a document without query operators at the top matches
     document elements as a query; a query-operator document or a regex matches each element as a field value;
     anything else is BSON equality."""
     if isinstance(a, dict) and a and not next(iter(a)).startswith("$") or \
             isinstance(a, dict) and next(iter(a), "") in ("$and", "$or", "$nor", "$expr", "$where", "$jsonSchema",
                                                           "$comment", "$text"):
-        m = fast_matcher(a)
+        m = make_matcher(a)
         return lambda e: isinstance(e, dict) and bool(m(e))
     if isinstance(a, dict) or isinstance(a, (Regex, type(re.compile("")))):
         if isinstance(a, dict) and not a:
-            m0 = fast_matcher({})
+            m0 = make_matcher({})
             return lambda e: isinstance(e, dict) and bool(m0(e))
-        m = fast_matcher({"x": a})
+        m = make_matcher({"x": a})
         return lambda e: bool(m({"x": e}))
     return lambda e: bson_equal(e, a)
 
 
 def _op_pull(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
-    parent, key = _lookup(doc, parts)
+    parent, key = _lookup(doc, parts, strict=True)
     old = _read(parent, key) if parent is not None else MISSING
     if old is MISSING:
         return
@@ -863,7 +915,7 @@ def _op_pull(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
 
 
 def _op_pull_all(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
-    parent, key = _lookup(doc, parts)
+    parent, key = _lookup(doc, parts, strict=True)
     old = _read(parent, key) if parent is not None else MISSING
     if old is MISSING:
         return
@@ -874,7 +926,27 @@ def _op_pull_all(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
         old[:] = keep
 
 
+def _op_bit(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
+    parent, key = _resolve_create(doc, parts)
+    old = _read(parent, key)
+    if old is MISSING:
+        cur: Any = 0
+    elif type(old) not in (int, Int64):
+        raise update_error("Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer "
+                           "type %s" % (_id_of(doc), key, type_name(old)), 14)
+    else:
+        cur = old
+    long = type(cur) is Int64 or not (INT32_MIN <= cur <= INT32_MAX)
+    for k, v in o.arg.items():
+        long = long or type(v) is Int64 or not (INT32_MIN <= v <= INT32_MAX)
+        cur = int(cur) & int(v) if k == "and" else int(cur) | int(v) if k == "or" else int(cur) ^ int(v)
+    new = Int64(cur) if long else cur
+    if old is MISSING or not same(old, new):
+        _write(parent, key, new)
+
+
 _APPLY: dict[str, Callable] = {
+    "$bit": _op_bit,
     "$set": _op_set, "$setOnInsert": _op_set, "$unset": _op_unset, "$inc": _op_arith, "$mul": _op_arith,
     "$min": _op_minmax, "$max": _op_minmax, "$currentDate": _op_current_date, "$rename": _op_rename,
     "$push": _op_push, "$addToSet": _op_add_to_set, "$pop": _op_pop, "$pull": _op_pull, "$pullAll": _op_pull_all,
@@ -950,35 +1022,48 @@ def replace(old: dict, replacement: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- upserts
+_RX = (Regex, type(re.compile("")))
+
+
 def _equalities(q: Any, out: list) -> None:
+    """The equality predicates of a filter (``jstests/core/write/update/upsert_fields.js``): ``{a: v}``,
+    ``{a: {$eq: v}}``, one-element ``$in`` and ``$all``, through ``$and`` and one-clause ``$or``; not regexes
+    (unless ``$eq``), ranges, ``$ne``, ``$nor``, ``$elemMatch``, ``$exists``, ``$not``."""
     if not isinstance(q, dict):
         return
     for k, v in q.items():
-        if k == "$and" and isinstance(v, list):
+        if k == "$and" and isinstance(v, list) or k == "$or" and isinstance(v, list) and len(v) == 1:
             for x in v:
                 _equalities(x, out)
         elif isinstance(k, str) and k.startswith("$"):
             continue
         elif isinstance(v, dict) and v and str(next(iter(v))).startswith("$"):
-            if "$eq" in v and len(v) == 1:
-                out.append((k, v["$eq"]))
-            elif len(v) == 1 and "$in" in v and isinstance(v["$in"], list) and len(v["$in"]) == 1 \
-                    and not isinstance(v["$in"][0], (Regex, type(re.compile("")))):
-                out.append((k, v["$in"][0]))
-        elif isinstance(v, (Regex, type(re.compile("")))):
+            for op, arg in v.items():
+                if op == "$eq":
+                    out.append((k, arg))
+                elif op == "$in" and isinstance(arg, list) and len(arg) == 1 and not isinstance(arg[0], _RX):
+                    out.append((k, arg[0]))
+                elif op == "$all" and isinstance(arg, list):
+                    for x in arg:
+                        if not isinstance(x, _RX) and not (isinstance(x, dict) and "$elemMatch" in x):
+                            out.append((k, x))
+        elif isinstance(v, _RX):
             continue
         else:
             out.append((k, v))
 
 
-def upsert_seed(query: Any) -> dict:
+def upsert_seed(query: Any, only_id: bool = False) -> dict:
     """The document an upsert starts from: the equality fields of the filter (manual "Upsert with Operator
-    Expressions"), dotted paths as embedded documents; error 54 when two of them collide."""
+    Expressions"), dotted paths as embedded documents, in path order (the server keeps them in a sorted map),
+    ``_id`` first; error 54 when two of them collide. ``only_id``: a replacement upsert takes only ``_id``."""
     eqs: list = []
     _equalities(query, eqs)
+    if only_id:
+        eqs = [(p, v) for p, v in eqs if p == "_id"]
     seed: dict = {}
     seen: list[tuple[str, tuple]] = []
-    for path, v in eqs:
+    for path, v in sorted(eqs, key=lambda e: e[0]):
         parts = tuple(path.split("."))
         for other, oparts in seen:
             n = min(len(parts), len(oparts))
@@ -990,31 +1075,27 @@ def upsert_seed(query: Any) -> dict:
                                    % (a, b), 54)
         seen.append((path, parts))
         cur = seed
-        ok = True
         for p in parts[:-1]:
-            nxt = cur.setdefault(p, {})
-            if not isinstance(nxt, dict):
-                ok = False
-                break
-            cur = nxt
-        if ok:
-            cur[parts[-1]] = _copy(v)
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = _copy(v)
     if "_id" in seed:
+        check_id_value(seed["_id"])
         seed = id_first(seed)
     return seed
 
 
 def upsert_document(query: Any, update: Any, array_filters: Any = None,
-                    pipeline: Callable[[dict], dict] | None = None) -> dict:
+                    pipeline: Callable[[dict], dict] | None = None, compiled: Update | None = None) -> dict:
     """The new document of an upsert that matched nothing (``_id`` not yet generated when the filter and the
-    update give none). ``pipeline``: applies an update pipeline to a document."""
-    seed = upsert_seed(query)
+    update give none). ``pipeline``: applies an update pipeline to a document; ``compiled``: the parsed
+    operator update, when the caller has it."""
+    seed = upsert_seed(query, only_id=pipeline is None and not is_operator_update(update))
     if pipeline is not None:
         new = pipeline(seed)
         if "_id" in seed and "_id" not in new:
             new = {"_id": seed["_id"], **new}
     elif is_operator_update(update):
-        u = Update(update, array_filters)
+        u = compiled if compiled is not None else Update(update, array_filters)
         new = seed
         u.apply(new, None, inserting=True)
         if "_id" in seed:
