@@ -104,7 +104,22 @@ class Projection:
     """A parsed find projection; ``apply(doc)`` gives the projected copy."""
 
     def __init__(self, spec: dict, query: Any = None,
-                 compile_expr: Callable[[Any], Callable[[dict], Any]] | None = None) -> None:
+                 compile_expr: Callable[[Any], Callable[[dict], Any]] | None = None, find: bool = True) -> None:
+        """``find``: the find command's projection (positional ``$``, ``$elemMatch`` and the find form of
+        ``$slice`` allowed); False: an aggregation ``$project`` (errors prefixed "Invalid $project")."""
+        self.find = find
+        try:
+            self._parse(spec, query, compile_expr)
+        except OperationFailure as e:
+            if find or e.code == 115:
+                raise
+            raise OperationFailure("Invalid $project :: caused by :: %s" % e.details.get("errmsg", str(e))
+                                   if isinstance(e.details, dict) else "Invalid $project :: caused by :: %s" % e,
+                                   e.code) from None
+
+    def _parse(self, spec: dict, query: Any, compile_expr: Any) -> None:
+        if not self.find and not spec:
+            raise OperationFailure("projection specification must have at least one field", 51272)
         self.tree: dict = {}
         self.query = query
         self.kind: bool | None = None  # _INCL / _EXCL
@@ -116,6 +131,8 @@ class Projection:
             if not isinstance(key, str) or key == "" or "" in key.split("."):
                 raise OperationFailure("FieldPath field names may not be empty strings.", 15998)
             pos = key.endswith(".$") or ".$." in key or key == "$"
+            if pos and not self.find:
+                raise OperationFailure("Cannot use positional projection in aggregation projection", 31324)
             is_top_id = key == "_id"
             if isinstance(val, dict):
                 if pos:
@@ -181,7 +198,12 @@ class Projection:
         first = next(iter(val), None)
         if len(val) == 1 and isinstance(first, str) and first.startswith("$"):
             arg = val[first]
-            if first == "$slice":
+            if first == "$elemMatch" and not self.find:
+                raise OperationFailure("Cannot use $elemMatch in this context", 168)
+            if first == "$slice" and not self.find or first == "$slice" and isinstance(arg, list) and not (
+                    len(arg) == 2 and _num(arg[0]) and _num(arg[1])) and not all(_num(x) for x in arg):
+                pass  # the $slice expression (aggregation, or a find $slice that is not the find form)
+            elif first == "$slice":
                 if _num(arg):
                     _add(self.tree, parts, _Slice(None, _int(arg)))
                 elif isinstance(arg, list):
@@ -316,6 +338,8 @@ def _copy(v: Any) -> Any:
 
 
 def _include(d: dict, tree: dict, root: dict) -> dict:
+    """An inclusion level: included fields in the stored order, then computed fields (in place when the
+    field was already output, else appended in projection order; ``projection_semantics.js``)."""
     out: dict = {}
     for k, v in d.items():
         node = tree.get(k)
@@ -331,37 +355,19 @@ def _include(d: dict, tree: dict, root: dict) -> dict:
             r = node.apply(v)
             if r is not MISSING:
                 out[k] = _copy(r)
-    _computed(out, d, tree, root)
-    return out
-
-
-def _computed(out: dict, d: Any, tree: dict, root: dict) -> None:
     for k, node in tree.items():
         if isinstance(node, _Expr):
             try:
                 val = node.fn(root)
             except KeyError:  # a missing field: a field path gives nothing, an operator null
                 val = MISSING if isinstance(node.expr, str) else None
-            if val is not MISSING:
-                out[k] = val
-            else:
+            if val is MISSING:
                 out.pop(k, None)
-        elif isinstance(node, dict) and _has_expr(node):
-            sub = d.get(k, MISSING) if isinstance(d, dict) else MISSING
-            if not isinstance(sub, (dict, list)):
-                cur = out.setdefault(k, {})
-                if isinstance(cur, dict):
-                    _computed(cur, {}, node, root)
-            elif isinstance(sub, dict):
-                cur = out.setdefault(k, {})
-                if isinstance(cur, dict):
-                    _computed(cur, sub, node, root)
             else:
-                cur = out.get(k)
-                if isinstance(cur, list):
-                    for e in cur:
-                        if isinstance(e, dict):
-                            _computed(e, e, node, root)
+                out[k] = val
+        elif isinstance(node, dict) and k not in d and _has_expr(node):
+            out[k] = _include({}, node, root)
+    return out
 
 
 def _has_expr(tree: dict) -> bool:
@@ -369,15 +375,14 @@ def _has_expr(tree: dict) -> bool:
 
 
 def _include_value(v: Any, tree: dict, root: dict) -> Any:
+    """A value under an inclusion sub-tree: documents projected, arrays element by element (scalars dropped,
+    or overwritten by documents when the sub-tree computes fields), a scalar dropped (or overwritten)."""
     if isinstance(v, dict):
         return _include(v, tree, root)
+    computes = _has_expr(tree)
     if isinstance(v, list):
-        out = []
-        for e in v:
-            if isinstance(e, (dict, list)):
-                out.append(_include_value(e, tree, root))
-        return out
-    return MISSING if not _has_expr(tree) else {}
+        return [_include_value(e, tree, root) for e in v if computes or isinstance(e, (dict, list))]
+    return _include({}, tree, root) if computes else MISSING
 
 
 def _exclude(d: dict, tree: dict, root: dict) -> dict:
@@ -413,3 +418,20 @@ def project(doc: dict, spec: Any, query: Any = None,
     if spec is None:
         return _copy(doc)
     return Projection(spec, query, compile_expr).apply(doc)
+
+
+def project_stage(name: str, arg: Any, docs: list[dict],
+                  compile_expr: Callable[[Any], Callable[[dict], Any]] | None = None) -> list[dict]:
+    """The aggregation stages ``$project`` and ``$unset`` (``$unset: "a"`` / ``["a", "b.c"]`` is an exclusion)."""
+    if name == "$unset":
+        fields = [arg] if isinstance(arg, str) else arg
+        if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
+            raise OperationFailure("$unset specification must be a string or an array containing only string "
+                                   "values", 31120 if not isinstance(fields, list) else 31119)
+        spec: Any = {f: 0 for f in fields}
+    else:
+        spec = arg
+        if not isinstance(spec, dict):
+            raise OperationFailure("$project specification must be an object", 15969)
+    p = Projection(spec, None, compile_expr, find=False)
+    return [p.apply(d) for d in docs]
