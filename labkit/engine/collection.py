@@ -438,7 +438,7 @@ class EmbeddedCollection(mm_collection.Collection):
         pipeline = isinstance(document, list)
         compiled = None
         if pipeline:
-            mm_collection._validate_document_stages(document)
+            _check_update_pipeline(document)
             if array_filters is not None:
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
@@ -492,10 +492,6 @@ class EmbeddedCollection(mm_collection.Collection):
         stages run through the engine's aggregation; the ``_id`` is kept when the output drops it and may not
         change (66); ``_id`` stays the first field."""
         from .aggregation import Ctx, run_stages
-        for stage in pipeline:
-            name = next(iter(stage), None) if isinstance(stage, dict) else None
-            if name not in ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"):
-                raise _write_error("%s is not allowed to be used within an update" % name, 72)
         out = run_stages(self, list(pipeline), Ctx(), input_docs=[fast_copy(old)])
         if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
             raise unsupported("Update pipeline %s" % (pipeline,))
@@ -939,14 +935,22 @@ class EmbeddedCollection(mm_collection.Collection):
         return explain_query(self, q, verbosity, command)
 
 
-def _same_types(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a.keys()) == list(b.keys()) and all(_same_types(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
-    return True
+_UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
+
+
+def _check_update_pipeline(pipeline: list) -> None:
+    """The stages an update pipeline may hold (manual "Updates with Aggregation Pipeline"): others fail with
+    InvalidOptions (72), unknown names with 40324, malformed stages with 40323."""
+    from mongomock.aggregate import _PIPELINE_HANDLERS
+    for stage in pipeline:
+        if not isinstance(stage, dict) or len(stage) != 1:
+            raise _write_error("A pipeline stage specification object must contain exactly one field.", 40323)
+        name = next(iter(stage))
+        if name in _UPDATE_STAGES:
+            continue
+        if name not in _PIPELINE_HANDLERS and name not in ("$out", "$merge", "$graphLookup", "$setWindowFields"):
+            raise _write_error("Unrecognized pipeline stage name: '%s'" % name, 40324)
+        raise _write_error("%s is not allowed to be used within an update" % name, 72)
 
 
 def distinct_values(docs: Iterable[dict], key: str) -> list:

@@ -495,7 +495,8 @@ class Update:
                         shown = parts[:d + 1] + o.parts[d + 1:]
                         raise update_error("Update created a conflict at '%s'" % ".".join(shown), 40)
                     seen[parts] = o
-            concrete.sort(key=lambda c: _path_key(c[0]))
+            # a $rename takes effect at its destination (the server's RenameNode sits at the 'to' path)
+            concrete.sort(key=lambda c: _path_key(c[2] if c[2] is not None else c[0]))
         for parts, o, to_parts in concrete:
             _APPLY[o.op](self, doc, parts, o, to_parts)
 
