@@ -232,3 +232,38 @@ def test_updater_matches_the_reference_model(doc, update):
     if res is not None:
         assert res.modified_count == (0 if same(expected, stored) else 1)
     consistent(c)
+
+
+# ----------------------------------------------------------------------------------------- no bare exceptions
+odd_values = st.one_of(values, st.sampled_from([{"$a": 1}, [[1], [2]], {"$each": [1]}, {"$gt": 1}, {"x": {"y": 2}},
+                                                {"$each": 1}, {"$type": "date"}, {"and": 1}]))
+odd_paths = st.sampled_from(PATHS + ["a.0", "a.$", "a.$[]", "a.$[i]", "a.$[].x", "_id", "", "a..b", "$x", "a.$x"])
+
+
+@st.composite
+def odd_updates(draw):
+    out: dict = {}
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(OPS + ["$setOnInsert", "$currentDate", "$pull", "$bit", "$foo"]))
+        out.setdefault(op, {})[draw(odd_paths)] = draw(st.one_of(odd_values, odd_paths))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents, odd_updates(), st.sampled_from([{}, {"a": 1}, {"a.x": 1}, {"a": {"$elemMatch": {"x": 2}}}]),
+       st.sampled_from([None, [{"i": 1}], [{"i.x": 2}]]), st.booleans())
+def test_odd_updates_raise_only_server_errors(doc, update, query, array_filters, upsert):
+    # issue 13: "nothing raises a bare Python exception to a learner": any update either works or fails with
+    # a pymongo error carrying a server code; a failed update changes nothing.
+    from pymongo.errors import PyMongoError
+    c = EmbeddedClient().m.c
+    c.create_index("a")
+    c.insert_one({"_id": 1, **copy.deepcopy(doc)})
+    before = c.find_one()
+    try:
+        c.update_one(query, update, array_filters=array_filters, upsert=upsert)
+    except PyMongoError as e:
+        assert isinstance(getattr(e, "code", None), int), e
+        assert same(c.find_one({"_id": 1}), before)
+        assert c.count_documents({}) == 1
+    consistent(c)

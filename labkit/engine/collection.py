@@ -631,18 +631,6 @@ class EmbeddedCollection(mm_collection.Collection):
             return doc
         return None
 
-    def _apply_update_pipeline(self, existing_document, pipeline, session):
-        """Updates with an aggregation pipeline ($set/$addFields, $project, $unset, $replaceRoot,
-        $replaceWith; manual "Updates with Aggregation Pipeline") run through the engine's stages, so that
-        ``$unset`` and the engine's expressions work as in ``aggregate``."""
-        from .aggregation import Ctx, run_stages
-        out = run_stages(self, list(pipeline), Ctx(), input_docs=[existing_document])
-        if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
-            raise unsupported("Update pipeline %s" % (pipeline,))
-        new = dict(out[0])
-        existing_document.clear()
-        existing_document.update(new)
-
     def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
                          return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
                          array_filters=None, collation=None, **kwargs):
