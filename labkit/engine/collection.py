@@ -23,6 +23,7 @@ from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
+from .collate import current as _collation, make_matcher as _collation_matcher
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 
@@ -442,9 +443,8 @@ class EmbeddedCollection(mm_collection.Collection):
             if array_filters is not None:
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
-            from .collate import current as _collation, make_matcher
             norm = _collation()
-            mk = fast_matcher if norm is None else (lambda f: make_matcher(f, norm))
+            mk = fast_matcher if norm is None else (lambda f: _collation_matcher(f, norm))
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
         else:
             U.check_replacement(document)

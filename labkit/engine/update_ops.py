@@ -112,16 +112,25 @@ def fmt_elem(name: str, v: Any) -> str:
 
 def same(a: Any, b: Any) -> bool:
     """Binary equality of two BSON values: same types (1 and 1.0 and True differ), same field order."""
+    if a is b:
+        return True
     ta = type(a)
-    if ta is not type(b):
-        if not (isinstance(a, dict) and isinstance(b, dict)):
+    if ta is not type(b) and not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    if ta is dict or isinstance(a, dict):
+        if len(a) != len(b):
             return False
-    if isinstance(a, dict):
-        if len(a) != len(b) or list(a) != list(b):
-            return False
-        return all(same(x, b[k]) for k, x in a.items())
+        for (k1, v1), (k2, v2) in zip(a.items(), b.items()):
+            if k1 != k2 or (v1 is not v2 and not same(v1, v2)):
+                return False
+        return True
     if ta is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if x is not y and not same(x, y):
+                return False
+        return True
     if ta is float and a != a:
         return b != b
     return a == b
@@ -146,6 +155,8 @@ def _is_num(v: Any) -> bool:
 
 def check_storage(value: Any, path: str) -> None:
     """Storage validation of a value an update writes: ``$``-prefixed field names inside it fail with 52."""
+    if type(value) is not dict and type(value) is not list:
+        return
     stack = [(value, path)]
     while stack:
         v, p = stack.pop()
@@ -210,10 +221,12 @@ class _Op:
         self.op, self.path, self.arg = op, path, arg
         self.parts = tuple(path.split("."))
         self.to_parts: tuple | None = None
-        self.positional = any(_positional_kind(p) for p in self.parts)
+        self.positional = "$" in path and any(_positional_kind(p) for p in self.parts)
 
 
 def _check_path(path: Any, op: str) -> None:
+    if type(path) is str and path and "." not in path and path[0] != "$":
+        return  # a plain field name (the common case)
     if not isinstance(path, str) or path == "":
         raise update_error("An empty update path is not valid.", 56)
     parts = path.split(".")
@@ -375,7 +388,9 @@ class Update:
         self.filters = parse_array_filters(array_filters, make_matcher)
         self.ops: list[_Op] = []
         self.has_set_on_insert = False
-        paths: list[tuple[str, tuple]] = []
+        self._paths: dict[tuple, str] = {}       # the paths updated so far
+        self._prefixes: set = set()              # their proper prefixes
+        self._array_paths: list | None = None    # (path, parts) when array updates ($[...]) are involved
         used: set = set()
         for op, spec in update.items():
             if op not in ALL_OPS:
@@ -388,16 +403,16 @@ class Update:
                 _check_path(path, op)
                 o = _Op(op, path, arg)
                 self._parse_arg(o)
-                for p in o.parts:
+                for p in (o.parts if o.positional else ()):
                     if _positional_kind(p) == "id":
                         ident = p[2:-1]
                         if ident not in self.filters:
                             raise update_error("No array filter found for identifier '%s' in path '%s'"
                                                % (ident, path), 2)
                         used.add(ident)
-                _conflict(paths, path, o.parts)
+                self._add_path(path, o.parts)
                 if op == "$rename":
-                    _conflict(paths, o.arg, o.to_parts)
+                    self._add_path(o.arg, o.to_parts)
                 if op == "$setOnInsert":
                     self.has_set_on_insert = True
                 self.ops.append(o)
@@ -405,6 +420,40 @@ class Update:
             if ident not in used:
                 raise update_error("The array filter for identifier '%s' was not used in the update %s"
                                    % (ident, fmt(update)), 9)
+        # without positional paths the order of application is known now
+        self._plain: list | None = None
+        if not any(o.positional for o in self.ops):
+            self._plain = self._ordered([(o.parts, o, o.to_parts) for o in self.ops if o.op != "$setOnInsert"])
+
+    def _add_path(self, path: str, parts: tuple) -> None:
+        """Parse-time conflicts (40): a path equal to, or a prefix of, another (manual "Update Operators";
+        jstests update_arrayFilters.js); array updates next to other children of the same parent."""
+        for i in range(1, len(parts) + 1):
+            if parts[:i] in self._paths:
+                raise update_error("Updating the path '%s' would create a conflict at '%s'"
+                                   % (path, ".".join(parts[:i])), 40)
+        if parts in self._prefixes:
+            raise update_error("Updating the path '%s' would create a conflict at '%s'" % (path, path), 40)
+        if self._array_paths is not None or "$[" in path:
+            if self._array_paths is None:
+                self._array_paths = [(p, k) for k, p in self._paths.items()]
+            _conflict(self._array_paths, path, parts)
+        self._paths[parts] = path
+        for i in range(1, len(parts)):
+            self._prefixes.add(parts[:i])
+
+    @staticmethod
+    def _ordered(concrete: list) -> list:
+        """Operations in the server's order: by path (a $rename at its destination, where the server's
+        RenameNode sits), array indexes compared as numbers."""
+        if len(concrete) < 2:
+            return concrete
+        keys = [c[2] if c[2] is not None else c[0] for c in concrete]
+        if any(p.isdigit() for k in keys for p in k):
+            order = sorted(range(len(keys)), key=lambda i: _path_key(keys[i]))
+        else:  # no array indexes: plain component order is the server's order
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+        return [concrete[i] for i in order]
 
     # -- parse-time argument checks ------------------------------------------------------------------
     def _parse_arg(self, o: _Op) -> None:
@@ -474,6 +523,10 @@ class Update:
     def apply(self, doc: dict, query: Any = None, inserting: bool = False) -> None:
         """Apply the update to ``doc`` in place (``query``: the filter that matched, for ``$``;
         ``inserting``: an upsert's new document, where ``$setOnInsert`` applies)."""
+        if self._plain is not None and not (inserting and self.has_set_on_insert):
+            for parts, o, to_parts in self._plain:
+                _APPLY[o.op](self, doc, parts, o, to_parts)
+            return
         concrete: list[tuple[tuple, _Op, tuple | None]] = []
         pos_cache: dict = {}
         for o in self.ops:
@@ -495,8 +548,7 @@ class Update:
                         shown = parts[:d + 1] + o.parts[d + 1:]
                         raise update_error("Update created a conflict at '%s'" % ".".join(shown), 40)
                     seen[parts] = o
-            # a $rename takes effect at its destination (the server's RenameNode sits at the 'to' path)
-            concrete.sort(key=lambda c: _path_key(c[2] if c[2] is not None else c[0]))
+            concrete = self._ordered(concrete)
         for parts, o, to_parts in concrete:
             _APPLY[o.op](self, doc, parts, o, to_parts)
 
@@ -544,6 +596,11 @@ def _element_desc(parent: Any, key: str) -> str:
 def _resolve_create(doc: dict, parts: tuple) -> tuple[Any, str]:
     """Walk to the parent of the last component, creating embedded documents on the way. Fails with 28
     (PathNotViable) through a scalar, null or a non-numeric field of an array."""
+    if len(parts) == 1:
+        last = parts[0]
+        if last[0] == "$" and last not in doc:
+            _check_new_name(parts, last)
+        return doc, last
     cur: Any = doc
     name = ""
     for p in parts[:-1]:
@@ -606,7 +663,7 @@ def _lookup(doc: dict, parts: tuple, strict: bool = False) -> tuple[Any, str]:
 
 
 def _read(parent: Any, key: str) -> Any:
-    if isinstance(parent, dict):
+    if type(parent) is dict or isinstance(parent, dict):
         return parent.get(key, MISSING)
     if isinstance(parent, list) and _is_index(key) and int(key) < len(parent):
         return parent[int(key)]
@@ -614,7 +671,7 @@ def _read(parent: Any, key: str) -> Any:
 
 
 def _write(parent: Any, key: str, value: Any) -> None:
-    if isinstance(parent, dict):
+    if type(parent) is dict or isinstance(parent, dict):
         parent[key] = value
         return
     i = int(key)
@@ -687,6 +744,12 @@ def _op_arith(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
             new = Decimal128("0") if isinstance(a, Decimal128) else 0.0 if isinstance(a, float) else \
                 Int64(0) if type(a) is Int64 else 0
         _write(parent, key, new)
+        return
+    ta, tb = type(old), type(o.arg)
+    if (ta is int or ta is float) and (tb is int or tb is float) and (ta is float or tb is float):
+        new = old + o.arg if o.op == "$inc" else old * o.arg  # double arithmetic (the common case)
+        if ta is not float or new != old or new != new:
+            _write(parent, key, float(new))
         return
     if not _is_num(old):
         raise update_error("Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric "
@@ -835,6 +898,10 @@ def _op_push(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
         raise update_error("The field '%s' must be an array but is of type %s in document %s"
                            % (".".join(parts), type_name(old), _id_of(doc)), 2)
     p: _Push = o.arg
+    if type(old) is list and p.position is None and p.sort is None and p.slice is None:
+        if p.each:
+            old.extend([_copy(v) for v in p.each])  # a plain append (the common case)
+        return
     arr = list(old) if old is not MISSING else []
     each = [_copy(v) for v in p.each]
     pos = p.position
