@@ -742,7 +742,7 @@ def _mentions_jsonschema(query: Any) -> bool:
 
 
 def _default_base() -> Callable[[Mapping, Mapping], bool]:
-    from mongomock.filtering import filter_applies
+    from labkit.engine.match import filter_applies  # the engine's matcher (the server's rules)
 
     return filter_applies
 
@@ -752,7 +752,7 @@ def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
     """Wrap a ``filter_applies(filter, doc)`` function so it understands ``$jsonSchema``.
 
     ``$jsonSchema`` is handled at the top level and inside ``$and``/``$or``/``$nor``;
-    everything else is delegated to ``base`` (default ``mongomock.filtering.filter_applies``).
+    everything else is delegated to ``base`` (default ``labkit.engine.match.filter_applies``).
     A top-level ``$not`` is not MQL: it raises "unknown top level operator: $not..." (code
     2), as the server does.
     """
@@ -800,7 +800,7 @@ def document_matches(validator: Mapping[str, Any] | None, doc: Mapping[str, Any]
     """True if ``doc`` passes ``validator`` (``$jsonSchema`` and/or query operators).
 
     Query-operator parts are evaluated by ``match(filter, doc)``; the default is
-    ``make_filter_applies()`` (mongomock plus nested ``$jsonSchema`` support)."""
+    ``make_filter_applies()`` (the engine's matcher plus nested ``$jsonSchema`` support)."""
     if not validator:
         return True
     schema, rest = _split_validator(validator)
@@ -1132,12 +1132,13 @@ def _field_details(path: str, condition: Any, doc: Mapping, inverted: bool,
 
 
 def _expr_result(expression: Any, doc: Mapping) -> Any:
-    try:
-        from mongomock.filtering import _Filterer
+    from labkit.engine.match_expr import MISSING, evaluate
 
-        return _Filterer.parse_expression[0](expression, doc, ignore_missing_keys=True)
-    except Exception:  # pragma: no cover - mongomock internals vary
+    try:
+        value = evaluate(expression, doc)
+    except Exception:  # pragma: no cover - errInfo is best effort; the match itself raised already
         return False
+    return None if value is MISSING else value
 
 
 def _query_details(query: Mapping[str, Any], doc: Mapping, inverted: bool,

@@ -478,6 +478,16 @@ def test_document_ids_compare_field_order(c):
     assert list(c.find()) == [{"_id": {"a": 1, "b": 2}}]
 
 
+def test_null_id_queries(c):
+    # manual "$type": {_id: {$type: "null"}} (or 10) finds a null _id; a null _id can be stored, updated
+    # and upserted like any other value.
+    c.insert_many([{"_id": None, "x": 1}, {"_id": 2, "x": 2}])
+    assert list(c.find({"_id": {"$type": "null"}})) == [{"_id": None, "x": 1}]
+    assert list(c.find({"_id": {"$type": 10}}, {"_id": 1})) == [{"_id": None}]
+    assert c.update_one({"_id": None}, {"$inc": {"x": 1}}).modified_count == 1
+    assert c.find_one({"_id": None}) == {"_id": None, "x": 2}
+
+
 # ------------------------------------------------------------------------------------------ upserts
 def upserted(c, query, update, **kw):
     c.delete_many({})

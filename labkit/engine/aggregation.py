@@ -15,12 +15,11 @@ from typing import Any, Callable
 import bson
 from mongomock import OperationFailure
 from mongomock import aggregate as mm_aggregate
-from mongomock import filtering as mm_filtering
 from mongomock import helpers
 
 from . import keys as K
 from .collection import _check_sort, _sort_list, fast_copy
-from .collate import current as _collation, make_matcher as _collation_matcher, sort_value_key as _collation_sort_key
+from .collate import current as _collation, index_keyfunc as _collation_encoder, make_matcher as _collation_matcher
 from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .projection import project_stage
@@ -376,11 +375,11 @@ def _sort_docs(docs: list[dict], sort: list[tuple[str, int]], limit: int = 0) ->
     parts = [(f.split("."), d < 0) for f, d in sort]
 
     def key(doc: dict) -> tuple:
-        return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+        return K.doc_sort_keys(doc, parts)
     coll = _collation()
     if coll is not None:  # aggregate(collation=...): strings compare by collation key (collate.py)
         def key(doc: dict) -> tuple:  # noqa: F811
-            return tuple(_collation_sort_key(doc, p, desc, coll) for p, desc in parts)
+            return K.doc_sort_keys(doc, parts, _collation_encoder(coll))
     if limit:
         return [d for _, _, d in heapq.nsmallest(limit, ((key(d), i, d) for i, d in enumerate(docs)))]
     return sorted(docs, key=key)
@@ -711,9 +710,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
         elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $replaceWith; clear errors (extra_stages.py)
             docs = EXTRA_STAGES[name](coll, [fast_copy(d) for d in docs], arg, pipeline, i)
-        else:
-            docs = _delegate(coll, [fast_copy(d) for d in docs], pipeline[i:])
-            break
+        else:  # one stage at a time, so a later $match / $sort is still the engine's (match.py)
+            docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
         i += 1
     return docs
 

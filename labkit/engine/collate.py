@@ -21,12 +21,10 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from bson.regex import Regex
-from mongomock.filtering import filter_applies as _mm_filter_applies
-
 from labkit.collation import CollationKey, collation_key, normalize_collation
-from labkit.validation import make_filter_applies
 
 from . import keys as K
+from .match import fast_matcher
 from .bounds import Interval, full, union
 from .planner import Candidate, Execution, Planner, Query, plan_and_run, run_trial, unsupported
 from .stages import Fetch, IndexScan, Or, Passthrough, Stage
@@ -34,8 +32,6 @@ from .stages import Fetch, IndexScan, Or, Passthrough, Stage
 _CURRENT: contextvars.ContextVar[dict | None] = contextvars.ContextVar("labkit_collation", default=None)
 _RE_TYPE = type(re.compile(""))
 _MISSING = K.MISSING
-
-base_filter_applies = make_filter_applies(_mm_filter_applies)
 
 
 def normalize(collation: Any) -> dict | None:
@@ -113,173 +109,12 @@ def _has_str(v: Any) -> bool:
     return False
 
 
-def _values(cur: Any, parts: list[str], i: int = 0):
-    """Candidate values of a dotted path, MQL style: arrays match as a whole and by element."""
-    if i == len(parts):
-        if isinstance(cur, list):
-            yield cur
-            yield from cur
-        else:
-            yield cur
-        return
-    p = parts[i]
-    if isinstance(cur, dict):
-        if p in cur:
-            yield from _values(cur[p], parts, i + 1)
-        else:
-            yield _MISSING
-    elif isinstance(cur, list):
-        if p.isdigit() and int(p) < len(cur):
-            yield from _values(cur[int(p)], parts, i + 1)
-        for e in cur:
-            if isinstance(e, dict):
-                yield from _values(e, parts, i)
-    else:
-        yield _MISSING
-
-
-def _is_regex(v: Any) -> bool:
-    return isinstance(v, (Regex, _RE_TYPE))
-
-
-def _regex_match(rx: Any, s: Any) -> bool:
-    if not isinstance(s, str):
-        return False
-    if isinstance(rx, Regex):
-        rx = rx.try_compile()
-    return rx.search(s) is not None
-
-
-class _Matcher:
-    def __init__(self, collation: dict) -> None:
-        self.c = collation
-
-    def enc(self, v: Any) -> bytes:
-        return encode(v, self.c)
-
-    def eq(self, cand: Any, target: Any) -> bool:
-        if target is None:
-            return cand is _MISSING or cand is None
-        if cand is _MISSING:
-            return False
-        if _is_regex(target):
-            return _regex_match(target, cand) or (_is_regex(cand) and K.encode(cand) == K.encode(target))
-        return self.enc(cand) == self.enc(target)
-
-    def cmp(self, cand: Any, op: str, target: Any) -> bool:
-        if cand is _MISSING:
-            cand = None
-            if target is not None:
-                return False
-        a, b = self.enc(cand), self.enc(target)
-        if a[:1] != b[:1]:
-            return False
-        if op == "$gt":
-            return a > b
-        if op == "$gte":
-            return a >= b
-        if op == "$lt":
-            return a < b
-        return a <= b
-
-    def doc(self, filt: Mapping, doc: Mapping) -> bool:
-        for k, v in filt.items():
-            if k == "$and":
-                if not all(self.doc(x, doc) for x in v):
-                    return False
-            elif k == "$or":
-                if not any(self.doc(x, doc) for x in v):
-                    return False
-            elif k == "$nor":
-                if any(self.doc(x, doc) for x in v):
-                    return False
-            elif k.startswith("$"):
-                if not base_filter_applies({k: v}, doc):
-                    return False
-            elif not self.field(k, v, doc):
-                return False
-        return True
-
-    def field(self, path: str, cond: Any, doc: Mapping) -> bool:
-        parts = path.split(".")
-        if isinstance(cond, dict) and cond and all(isinstance(k, str) and k.startswith("$") for k in cond):
-            rest = {}
-            for op, arg in cond.items():
-                if op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$all") and _has_str(arg):
-                    if not self.op(parts, op, arg, doc):
-                        return False
-                elif op == "$not" and isinstance(arg, dict):
-                    if self.field(path, arg, doc):
-                        return False
-                elif op == "$elemMatch" and isinstance(arg, dict):
-                    if not self.elem_match(parts, arg, doc):
-                        return False
-                else:
-                    rest[op] = arg
-            return not rest or base_filter_applies({path: rest}, doc)
-        if not _has_str(cond):
-            return base_filter_applies({path: cond}, doc)
-        return self.op(parts, "$eq", cond, doc)
-
-    def op(self, parts: list[str], op: str, arg: Any, doc: Mapping) -> bool:
-        cands = list(_values(doc, parts))
-        if op == "$eq":
-            return any(self.eq(c, arg) for c in cands)
-        if op == "$ne":
-            return not any(self.eq(c, arg) for c in cands)
-        if op == "$in":
-            return any(self.eq(c, t) for c in cands for t in arg)
-        if op == "$nin":
-            return not any(self.eq(c, t) for c in cands for t in arg)
-        if op == "$all":
-            if not arg:
-                return False
-            return all(any(self.eq(c, t) for c in cands) for t in arg)
-        if isinstance(arg, (list, dict)):
-            return any(self.cmp(c, op, arg) for c in cands if c is not _MISSING)
-        return any(self.cmp(c, op, arg) for c in cands if not isinstance(c, list))
-
-    def elem_match(self, parts: list[str], arg: dict, doc: Mapping) -> bool:
-        scalar = all(isinstance(k, str) and k.startswith("$") for k in arg) and \
-            not any(k in ("$and", "$or", "$nor") for k in arg)
-        for c in _values(doc, parts):
-            if not isinstance(c, list):
-                continue
-            for e in c:
-                if scalar:
-                    if self.field("x", arg, {"x": e}):
-                        return True
-                elif isinstance(e, dict) and self.doc(arg, e):
-                    return True
-        return False
-
-
-def make_matcher(filter_: dict, collation: dict | None) -> Callable[[dict], bool]:
-    """A document predicate for ``filter_`` compared under ``collation``."""
-    if collation is None:
-        from .planner import make_matcher as plain
-        return plain(filter_)
-    m = _Matcher(collation)
-
-    def match(doc: dict) -> bool:
-        try:
-            return m.doc(filter_, doc)
-        except NotImplementedError as e:
-            raise unsupported("Query %s (%s)" % (filter_, e)) from None
-    return match
+def make_matcher(filter_: dict, collation: dict | None, variables: dict | None = None) -> Callable[[dict], bool]:
+    """A document predicate for ``filter_`` compared under ``collation`` (``match.fast_matcher``)."""
+    return fast_matcher(filter_, collation, variables)
 
 
 # ---------------------------------------------------------------------------------------------- sorting
-def sort_value_key(doc: Any, parts: list[str], descending: bool, collation: dict | None) -> bytes:
-    vals = K.path_values(doc, parts)
-    if not vals:
-        e = K.NULL_B
-    else:
-        encs = [encode(v, collation) for v in vals]
-        e = max(encs) if descending else min(encs)
-    return K.invert(e) if descending else e
-
-
 def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> Callable[[tuple], tuple]:
     parts = [(f.split("."), d < 0) for f, d in sort]
 
@@ -287,7 +122,8 @@ def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> C
         doc = m[1]
         if doc is None:
             doc = store.docs.get(m[0])
-        return tuple(sort_value_key(doc, p, desc, collation) for p, desc in parts)
+        return K.doc_sort_keys(doc, parts, enc)
+    enc = index_keyfunc(collation)
     return key
 
 
@@ -325,7 +161,7 @@ class CollationPlanner(Planner):
         self.collation = collation
         super().__init__(store, query)
         if collation is not None:
-            self.match_all = make_matcher(query.filter, collation) if query.filter else None
+            self.match_all = make_matcher(query.filter, collation, query.let) if query.filter else None
             self.sort_key = sort_key_fn(query.sort, store, collation) if query.sort else None
 
     def visible_indexes(self) -> list:
@@ -356,7 +192,7 @@ class CollationPlanner(Planner):
         for br in branches:
             if not isinstance(br, dict):
                 return None
-            sub = CollationPlanner(store, Query(br, hint=None), self.collation)
+            sub = CollationPlanner(store, Query(br, hint=None, let=self.q.let), self.collation)
             if sub.parsed.ors or sub.parsed.false:
                 return None
             cands, _ = sub.candidates()

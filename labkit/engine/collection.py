@@ -23,7 +23,7 @@ from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
-from .collate import current as _collation, make_matcher as _collation_matcher
+from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 
@@ -444,7 +444,7 @@ class EmbeddedCollection(mm_collection.Collection):
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
             norm = _collation()
-            mk = fast_matcher if norm is None else (lambda f: _collation_matcher(f, norm))
+            mk = fast_matcher if norm is None else (lambda f: fast_matcher(f, norm))
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
         else:
             U.check_replacement(document)
@@ -608,7 +608,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if kwargs:
             raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
         for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
-                          ("show_record_id", show_record_id), ("let", let), ("session", session),
+                          ("show_record_id", show_record_id), ("session", session),
                           ("cursor_type", cursor_type)):
             if val:
                 raise unsupported("find(%s=...)" % name)
@@ -618,7 +618,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if isinstance(projection, (list, tuple)):
             projection = {f: 1 for f in projection}
         c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
-                   batch_size=batch_size, hint=hint)
+                   batch_size=batch_size, hint=hint, let=let)
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -994,8 +994,10 @@ class Cursor:
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
     def __init__(self, collection: EmbeddedCollection, filter_: dict, projection: Any, skip: int, limit: int,
-                 sort: list | None, batch_size: int = 0, hint: Any = None) -> None:
+                 sort: list | None, batch_size: int = 0, hint: Any = None, let: dict | None = None) -> None:
         self.collection = self._collection = collection
+        from .match_expr import let_variables
+        self._let = let_variables(let)  # $$name variables for $expr in the filter (match.py)
         self._filter = helpers.patch_datetime_awareness_in_document(filter_)
         self._projection = projection
         if not isinstance(skip, int) or isinstance(skip, bool):
@@ -1022,7 +1024,7 @@ class Cursor:
     def _query(self) -> Query:
         lim = self._limit
         return Query(self._filter, self._sort, self._projection, self._skip, abs(lim) if lim else 0, self._hint,
-                     self._batch_size)
+                     self._batch_size, let=self._let)
 
     def _execute(self) -> None:
         coll = self.collection
@@ -1087,6 +1089,7 @@ class Cursor:
     def clone(self) -> "Cursor":
         c = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
                    self._batch_size, self._hint)
+        c._let = self._let
         c._max_time_ms = self._max_time_ms
         return c
 

@@ -418,7 +418,7 @@ def set_window_fields_stage(coll, docs: list[dict], arg: Any, pipeline: list, i:
         outputs.append((field, op, spec[op], kind, lo, hi))
 
     def sort_key(d: dict) -> tuple:
-        return tuple(K.doc_sort_key(d, f.split("."), dd < 0) for f, dd in sort_by)
+        return K.doc_sort_keys(d, [(f.split("."), dd < 0) for f, dd in sort_by])
 
     groups: dict = {}
     order: list = []

@@ -9,7 +9,6 @@ import bisect
 import itertools
 from typing import Any, Callable, Iterable
 
-from mongomock.filtering import filter_applies
 
 from . import keys as K
 
@@ -78,7 +77,7 @@ class IndexSpec:
         self.extra = extra or {}
         if partial is not None:
             from .match import fast_matcher
-            self.partial_match = fast_matcher(partial)
+            self.partial_match = fast_matcher(partial, collation)
         for f, d in self.key:
             if isinstance(d, str):
                 raise _op_failure("Index type '%s' is not supported on the embedded engine; "

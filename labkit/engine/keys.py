@@ -19,20 +19,8 @@ from bson import ObjectId, Timestamp, Regex, Binary, Decimal128, Int64
 from bson.min_key import MinKey
 from bson.max_key import MaxKey
 
-T_MINKEY = 0x0A
-T_UNDEF = 0x0F
-T_NULL = 0x14
-T_NUM = 0x1E
-T_STR = 0x3C
-T_OBJ = 0x46
-T_ARR = 0x50
-T_BIN = 0x5A
-T_OID = 0x64
-T_BOOL = 0x6E
-T_DATE = 0x78
-T_TS = 0x82
-T_REGEX = 0x8C
-T_MAXKEY = 0xF0
+from .values import (T_ARR, T_BIN, T_BOOL, T_DATE, T_MAXKEY, T_MINKEY, T_NULL, T_NUM, T_OBJ, T_OID,  # noqa: F401
+                     T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, sort_values)
 
 MINKEY_B = bytes([T_MINKEY])
 MAXKEY_B = bytes([T_MAXKEY])
@@ -45,16 +33,6 @@ _INV = bytes(255 - i for i in range(256))
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_TZ = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _RE_TYPE = type(re.compile(""))
-
-
-class Undefined:
-    """Marker for the key of an empty array (BSON undefined)."""
-
-    def __repr__(self) -> str:
-        return "undefined"
-
-
-UNDEFINED = Undefined()
 
 
 def invert(b: bytes) -> bytes:
@@ -125,40 +103,6 @@ def _enc_number(v: Any) -> bytes:
         return b"\x1e\x01" + _enc_double(f) + b"\x02"
     tag = b"\x01" if d < 0 else b"\x03"
     return b"\x1e\x01" + _enc_double(f) + tag + (d + (1 << 63)).to_bytes(8, "big")
-
-
-def canonical_type(v: Any) -> int:
-    if v is None:
-        return T_NULL
-    if isinstance(v, bool):
-        return T_BOOL
-    if isinstance(v, (int, float, Decimal128)):
-        return T_NUM
-    if isinstance(v, str):
-        return T_STR
-    if isinstance(v, dict):
-        return T_OBJ
-    if isinstance(v, (list, tuple)):
-        return T_ARR
-    if isinstance(v, ObjectId):
-        return T_OID
-    if isinstance(v, datetime.datetime):
-        return T_DATE
-    if isinstance(v, (bytes, Binary)):
-        return T_BIN
-    if isinstance(v, Timestamp):
-        return T_TS
-    if isinstance(v, (Regex, _RE_TYPE)):
-        return T_REGEX
-    if isinstance(v, MinKey):
-        return T_MINKEY
-    if isinstance(v, MaxKey):
-        return T_MAXKEY
-    if isinstance(v, Undefined):
-        return T_UNDEF
-    if isinstance(v, Decimal):
-        return T_NUM
-    raise TypeError("cannot order value of type %s" % type(v).__name__)
 
 
 def encode(v: Any) -> bytes:
@@ -365,21 +309,68 @@ def _collect(cur: Any, parts: list[str], i: int, out: list, array_paths: set | N
 
 
 def doc_sort_key(doc: Any, parts: list[str], descending: bool) -> bytes:
-    """Key-string of a document for one sort field: min element ascending, max descending."""
+    """Key-string of a document for one sort field: min candidate ascending, max descending
+    (candidates: ``values.sort_values``, the server's sort-key generation)."""
     if len(parts) == 1:
         v = doc.get(parts[0], MISSING)
         if type(v) is not list:
             e = NULL_B if v is MISSING else encode(v)
             return invert(e) if descending else e
-    vals = path_values(doc, parts)
-    if not vals:
-        return NULL_B if not descending else invert(NULL_B)
+    vals = sort_values(doc, parts)
     if len(vals) == 1:
         e = encode(vals[0])
     else:
         encs = [encode(v) for v in vals]
         e = max(encs) if descending else min(encs)
     return invert(e) if descending else e
+
+
+def _parallel_error() -> Exception:
+    from pymongo.errors import OperationFailure
+    msg = "cannot sort with keys that are parallel arrays"
+    return OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
+
+
+def _check_parallel(arrays: dict[int, set[str]]) -> None:
+    items = list(arrays.values())
+    for i in range(len(items)):
+        for j in range(i + 1, len(items)):
+            for a in items[i]:
+                for b in items[j]:
+                    if not (a == b or a.startswith(b + ".") or b.startswith(a + ".")):
+                        raise _parallel_error()
+
+
+def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
+                  enc: Callable[[Any], bytes] | None = None) -> tuple:
+    """The sort key of a document for (parts, descending) fields, as the server generates it: a compound
+    sort takes the smallest of the B-tree key generator's keys (fields under one array are paired per element,
+    not chosen independently); two fields through different arrays fail with BadValue 2 "cannot sort with keys
+    that are parallel arrays" (jstests/core/query/sort/sort_dotted_paths.js). ``enc``: key-string function
+    (collation keys); default ``encode``."""
+    e = enc or encode
+    if len(fields) > 1:
+        parts_list = [p for p, _ in fields]
+        try:
+            for parts in parts_list:
+                _simple_get(doc, parts)
+        except _HasArray:
+            keys, arrays = index_key_values(doc, parts_list)
+            if len(arrays) > 1:
+                _check_parallel(arrays)
+            if not any(part.isdigit() for parts in parts_list for part in parts):
+                descs = [d for _, d in fields]
+                return min(tuple((invert(x) if d else x) for x, d in
+                                 zip((e(None if v is MISSING else v) for v in key), descs)) for key in keys)
+    out = []
+    for parts, desc in fields:
+        if enc is None:
+            out.append(doc_sort_key(doc, parts, desc))
+        else:
+            encs = [e(v) for v in sort_values(doc, parts)]
+            x = max(encs) if desc else min(encs)
+            out.append(invert(x) if desc else x)
+    return tuple(out)
 
 
 MISSING = object()

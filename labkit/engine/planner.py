@@ -12,13 +12,9 @@ import time
 from typing import Any, Callable
 
 from mongomock import OperationFailure
-from mongomock.filtering import filter_applies as _mm_filter_applies
-
-from labkit.validation import make_filter_applies
-
-filter_applies = make_filter_applies(_mm_filter_applies)  # mongomock's matcher + the $jsonSchema operator
 
 from . import keys as K
+from .match import fast_matcher  # the engine's matcher (match.py)
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from .stages import IndexScan as _IndexScan
 from .stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IndexScan, Limit, Or, Passthrough,
@@ -33,20 +29,9 @@ def unsupported(what: str) -> OperationFailure:
                             % what, 115)
 
 
-def make_matcher(filter_: dict) -> Callable[[dict], bool]:
-    from .match import compile_filter
-    compiled = compile_filter(filter_)
-
-    def match(doc: dict) -> bool:
-        if compiled is not None:
-            r = compiled(doc)
-            if r is not None:
-                return r
-        try:
-            return filter_applies(filter_, doc)
-        except NotImplementedError as e:
-            raise unsupported("Query %s (%s)" % (filter_, e)) from None
-    return match
+def make_matcher(filter_: dict, variables: dict | None = None) -> Callable[[dict], bool]:
+    """The document predicate of a query filter: ``match.fast_matcher`` (the server's rules)."""
+    return fast_matcher(filter_, None, variables)
 
 
 class Query:
@@ -54,8 +39,10 @@ class Query:
 
     def __init__(self, filter_: dict | None = None, sort: list[tuple[str, int]] | None = None,
                  projection: dict | None = None, skip: int = 0, limit: int = 0, hint: Any = None,
-                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None) -> None:
+                 batch_size: int = 0, kind: str = "find", distinct_key: str | None = None,
+                 let: dict | None = None) -> None:
         self.filter = filter_ or {}
+        self.let = let  # ``let`` variables ($$name) for $expr in the filter
         self.sort = list(sort or [])
         self.projection = projection
         self.skip = int(skip or 0)
@@ -88,7 +75,7 @@ def _sort_key_fn(sort: list[tuple[str, int]], store) -> Callable[[tuple], tuple]
         doc = m[1]
         if doc is None:
             doc = store.docs.get(m[0])
-        return tuple(K.doc_sort_key(doc, p, desc) for p, desc in parts)
+        return K.doc_sort_keys(doc, parts)
     return key
 
 
@@ -119,7 +106,7 @@ class Planner:
         self.store = store
         self.q = query
         self.parsed = Parsed(query.filter)
-        self.match_all = make_matcher(query.filter) if query.filter else None
+        self.match_all = make_matcher(query.filter, query.let) if query.filter else None
         self.sort_key = _sort_key_fn(query.sort, store) if query.sort else None
         self._keyfilters: dict[str, list[tuple[int, Pred]]] = {}
 
@@ -168,8 +155,8 @@ class Planner:
             return False
         if any(part.isdigit() for part in p.path.split(".")):
             return False
-        if ix.spec.sparse and p.kind in ("null", "exists_false"):
-            return False
+        if ix.spec.sparse and _can_match_missing(p):
+            return False  # a sparse index lacks the documents without the field (planner_ixselect.cpp)
         if p.kind in ("null", "exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
             return False
         if p.kind in ("null", "exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
@@ -420,7 +407,7 @@ class Planner:
         for br in branches:
             if not isinstance(br, dict):
                 return None
-            sub = Planner(store, Query(br, hint=None))
+            sub = Planner(store, Query(br, hint=None, let=self.q.let))
             if sub.parsed.ors or sub.parsed.false:
                 return None
             cands, _ = sub.candidates()
@@ -446,6 +433,19 @@ class Planner:
             root = self._finish(root, blocking_sort=bool(q.sort), covered=False)
             return Passthrough(root, "SUBPLAN")
         return Candidate(build, None, True, bool(q.sort), desc="SUBPLAN")
+
+
+def _can_match_missing(p: Pred) -> bool:
+    """Whether a predicate is true for a document without the field ({a: null}, $exists: false, $in with
+    null, $ne / $nin of non-null values): a sparse index cannot answer it (manual "Sparse Indexes")."""
+    if p.kind in ("null", "exists_false"):
+        return True
+    if p.kind == "in":
+        return any(v is None for v in (p.arg or []))
+    if p.kind == "ne":
+        negated = p.arg if p.op == "$nin" else [p.arg]
+        return not any(v is None for v in negated)
+    return False
 
 
 def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
@@ -697,6 +697,7 @@ class Express(Stage):
         self.keys_examined = 0
         self.docs_examined = 0
         self._rids: list[int] | None = None
+        self._match: Callable[[dict], bool] | None = None
 
     def _work(self) -> int:
         if self._rids is None:
@@ -720,7 +721,9 @@ class Express(Stage):
         self.keys_examined += 1
         doc = self.store.docs.get(rid)
         self.docs_examined += 1
-        if doc is None or not filter_applies({self.index.spec.fields[0]: self.value}, doc):
+        if self._match is None:
+            self._match = fast_matcher({self.index.spec.fields[0]: self.value})
+        if doc is None or not self._match(doc):
             return NEED_TIME
         self.out = (rid, doc, None)
         return ADVANCED

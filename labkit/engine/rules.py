@@ -80,7 +80,8 @@ def collection_options(store) -> dict:
 def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCollections=None, comment=None,
                      **kwargs) -> CommandCursor:
     """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
-    from mongomock.filtering import filter_applies
+    from .match import fast_matcher
+    match = fast_matcher(filter) if filter else None
     with sessions.bind(session, db):
         out = []
         for name in sorted(db.list_collection_names()):
@@ -91,7 +92,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                 entry = {"name": name, "type": "collection", "options": collection_options(st),
                          "info": {"readOnly": False},
                          "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
-            if filter and not filter_applies(filter, entry):
+            if match is not None and not match(entry):
                 continue
             out.append(entry)
     return CommandCursor(out)
