@@ -592,3 +592,23 @@ def test_indexes_follow_positional_and_array_updates(c):
     assert [d["_id"] for d in c.find({"a": 20}).hint("a_1")] == [2]
     assert sorted(d["_id"] for d in c.find({"t.k": {"$gte": 100}}).hint("t.k_1")) == [2, 3, 4]
     assert c.find_one({"_id": 1}) == {"_id": 1, "a": [7, 8], "t": [{"k": 2}]}
+
+
+# ------------------------------------------------------------------------------------------ let
+def test_let_on_writes(c):
+    # manual "db.collection.updateOne()" / "updateMany()" / "findOneAndUpdate()" / "deleteMany()" /
+    # "bulkWrite()" (let, new in 5.0): $$name variables for $expr in the filter and in pipeline updates;
+    # names checked as user variable names (16870).
+    c.insert_many([{"_id": i, "a": i} for i in range(5)])
+    assert c.update_many({"$expr": {"$gte": ["$a", "$$lo"]}}, {"$inc": {"n": 1}}, let={"lo": 3}).modified_count == 2
+    c.update_one({"_id": 0}, [{"$set": {"v": "$$x"}}], let={"x": 7})
+    assert c.find_one({"_id": 0}) == {"_id": 0, "a": 0, "v": 7}
+    d = c.find_one_and_update({"$expr": {"$eq": ["$a", "$$k"]}}, {"$set": {"w": 1}}, let={"k": 2},
+                              return_document=ReturnDocument.AFTER)
+    assert d == {"_id": 2, "a": 2, "w": 1}
+    r = c.bulk_write([UpdateOne({"$expr": {"$eq": ["$a", "$$k"]}}, {"$set": {"b": 1}})], let={"k": 1})
+    assert r.modified_count == 1 and c.find_one({"_id": 1}) == {"_id": 1, "a": 1, "b": 1}
+    assert c.delete_many({"$expr": {"$eq": ["$a", "$$k"]}}, let={"k": 4}).deleted_count == 1
+    with pytest.raises(OperationFailure) as ei:
+        c.update_one({}, {"$set": {"a": 1}}, let={"Bad": 1})
+    assert ei.value.code == 16870

@@ -401,9 +401,9 @@ class EmbeddedCollection(mm_collection.Collection):
         return InsertManyResult(self._insert(documents, session, ordered=ordered), acknowledged=True)
 
     # ------------------------------------------------------------------------------ read helpers
-    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None) -> list[int]:
+    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None, let: dict | None = None) -> list[int]:
         q = Query(filter_, sort=_check_sort(_sort_list(sort)) if sort else None, hint=hint,
-                  limit=0 if multi else 1)
+                  limit=0 if multi else 1, let=let)
         ex = self._run(q, stop_after=None if multi else 1)
         return [m[0] for m in ex.results]
 
@@ -428,10 +428,10 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("Sessions")
         if collation:
             raise unsupported("collation on updates")
-        if let:
-            raise unsupported("let on updates")
         if kwargs:
             raise OperationFailure("BSON field 'update.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        from .match_expr import let_variables
+        variables = let_variables(let)  # $$name for $expr in the filter and array filters, and in pipelines
         spec = helpers.patch_datetime_awareness_in_document(spec)
         document = helpers.patch_datetime_awareness_in_document(document)
         mm_collection.validate_is_mapping("spec", spec)
@@ -440,11 +440,14 @@ class EmbeddedCollection(mm_collection.Collection):
         compiled = None
         if pipeline:
             _check_update_pipeline(document)
+            if variables:
+                from .aggregation import _subst_vars
+                document = _subst_vars(document, variables)
             if array_filters is not None:
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
             norm = _collation()
-            mk = fast_matcher if norm is None else (lambda f: fast_matcher(f, norm))
+            mk = fast_matcher if norm is None and not variables else (lambda f: fast_matcher(f, norm, variables))
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
         else:
             U.check_replacement(document)
@@ -455,7 +458,7 @@ class EmbeddedCollection(mm_collection.Collection):
                                    % (ident, U.fmt(document)), 9)
         query = spec if positional_query is None else positional_query
         st = self._store
-        rids = self._matching_rids(spec, multi, sort=sort, hint=hint)
+        rids = self._matching_rids(spec, multi, sort=sort, hint=hint, let=variables)
         n_matched = n_modified = 0
         upserted_id = None
         for rid in rids:
@@ -562,14 +565,13 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("collation on deletes")
         if session:
             raise unsupported("Sessions")
-        if let:
-            raise unsupported("let on deletes")
         filter = helpers.patch_datetime_awareness_in_document(filter)
         if filter is None:
             filter = {}
         if not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        rids = self._matching_rids(filter, multi, hint=hint)
+        from .match_expr import let_variables
+        rids = self._matching_rids(filter, multi, hint=hint, let=let_variables(let))
         n = 0
         for rid in rids:
             if self._remove_rid(rid):
@@ -638,15 +640,16 @@ class EmbeddedCollection(mm_collection.Collection):
         kwargs.pop("comment", None)
         if kwargs:
             raise TypeError("unexpected keyword argument '%s'" % next(iter(kwargs)))
-        for name, val in (("session", session), ("let", let), ("collation", collation)):
+        for name, val in (("session", session), ("collation", collation)):
             if val:
                 raise unsupported("find_one_and_*(%s=...)" % name)
+        from .match_expr import let_variables
         st = self._store
-        rids = self._matching_rids(query, False, sort=sort, hint=hint)
+        rids = self._matching_rids(query, False, sort=sort, hint=hint, let=let_variables(let))
         if not rids:
             if remove or not upsert:
                 return None
-            res = self._update(query, update, upsert=True, array_filters=array_filters)
+            res = self._update(query, update, upsert=True, array_filters=array_filters, let=let)
             if return_document is ReturnDocument.AFTER:
                 return self.find_one({"_id": res["upserted"]}, projection)
             return None
@@ -656,7 +659,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if remove:
             self._remove_rid(rid)
             return before
-        self._update({"_id": old["_id"]}, update, array_filters=array_filters, positional_query=query)
+        self._update({"_id": old["_id"]}, update, array_filters=array_filters, positional_query=query, let=let)
         if return_document is ReturnDocument.AFTER:
             return self._project(st.docs[rid], projection, query)
         return before
@@ -916,7 +919,7 @@ class EmbeddedCollection(mm_collection.Collection):
         from .bulk import run_bulk
         if session:
             raise unsupported("Sessions")
-        return run_bulk(self, list(requests), ordered)
+        return run_bulk(self, list(requests), ordered, let=let)
 
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from .explain_doc import explain_query
