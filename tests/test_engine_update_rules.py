@@ -136,6 +136,18 @@ def test_rename_takes_effect_at_its_destination(c):
     assert list(d.items()) == [("_id", 1), ("m", 1), ("z", 1)]
 
 
+def test_rename_through_arrays_refused(c):
+    # manual "$rename": "$rename does not work on embedded documents in arrays"; the server's message names
+    # the _id and the array field (src/mongo/db/update/rename_node.cpp). A renamed array value is fine.
+    c.insert_one({"_id": 1, "a": [{"b": 1}], "c": {"d": 1}, "e": [1]})
+    assert error_of(lambda: c.update_one({}, {"$rename": {"a.0.b": "x"}})) == (
+        2, "The source field cannot be an array element, 'a.0.b' in doc with _id: 1 has an array field called 'a'")
+    assert error_of(lambda: c.update_one({}, {"$rename": {"c.d": "e.x"}})) == (
+        2, "The destination field cannot be an array element, 'e.x' in doc with _id: 1 has an array field called 'e'")
+    c.update_one({}, {"$rename": {"e": "z", "c.d": "f.g"}})
+    assert c.find_one() == {"_id": 1, "a": [{"b": 1}], "c": {}, "f": {"g": 1}, "z": [1]}
+
+
 def test_rename_dynamic_paths_refused(c):
     # jstests update_arrayFilters.js: "The source field for $rename may not be dynamic: a.$[]" and
     # "The destination field for $rename may not be dynamic: b.$[]" (BadValue).

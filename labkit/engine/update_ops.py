@@ -794,27 +794,26 @@ def _op_current_date(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> No
 
 
 def _op_rename(u: Update, doc: dict, parts: tuple, o: _Op, to_parts: Any) -> None:
+    """$rename: the value moves from the source to the destination; neither may go through an array (2;
+    the message names the document's ``_id`` and the array field, as rename_node.cpp words it)."""
+    who = fmt_elem("_id", doc["_id"]) if "_id" in doc else "no id"
     cur: Any = doc
-    for i, p in enumerate(parts[:-1]):
+    for i, p in enumerate(parts):
         if isinstance(cur, list):
             raise update_error("The source field cannot be an array element, '%s' in doc with %s has an array "
-                               "field called '%s'" % (o.path, _id_of(doc), ".".join(parts[:i])), 2)
+                               "field called '%s'" % (o.path, who, parts[i - 1]), 2)
         if not isinstance(cur, dict) or p not in cur:
             return
-        cur = cur[p]
-    if isinstance(cur, list):
-        raise update_error("The source field cannot be an array element, '%s' in doc with %s has an array "
-                           "field called '%s'" % (o.path, _id_of(doc), ".".join(parts[:-1])), 2)
-    if not isinstance(cur, dict) or parts[-1] not in cur:
-        return
+        if i < len(parts) - 1:
+            cur = cur[p]
     value = cur[parts[-1]]
     dst: Any = doc
-    for i, p in enumerate(to_parts[:-1]):
+    for p in to_parts[:-1]:
         if isinstance(dst, dict) and p in dst:
             dst = dst[p]
             if isinstance(dst, list):
                 raise update_error("The destination field cannot be an array element, '%s' in doc with %s has "
-                                   "an array field called '%s'" % (o.arg, _id_of(doc), ".".join(to_parts[:i + 1])), 2)
+                                   "an array field called '%s'" % (o.arg, who, p), 2)
         else:
             break
     del cur[parts[-1]]
