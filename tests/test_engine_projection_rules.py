@@ -202,3 +202,7 @@ def test_aggregate_project_and_unset(c):
     assert code_of(lambda: list(c.aggregate([{"$project": {"a.$": 1}}])))[0] == 31324
     assert code_of(lambda: list(c.aggregate([{"$project": {"a": {"$elemMatch": {"x": 2}}}}])))[0] == 168
     assert code_of(lambda: list(c.aggregate([{"$project": {}}])))[0] == 51272
+    # $unset argument errors (document_source_project.cpp): 31002 / 31119 / 31120
+    assert code_of(lambda: list(c.aggregate([{"$unset": {"a": 1}}])))[0] == 31002
+    assert code_of(lambda: list(c.aggregate([{"$unset": []}])))[0] == 31119
+    assert code_of(lambda: list(c.aggregate([{"$unset": [1]}])))[0] == 31120

@@ -104,7 +104,8 @@ class Projection:
     """A parsed find projection; ``apply(doc)`` gives the projected copy."""
 
     def __init__(self, spec: dict, query: Any = None,
-                 compile_expr: Callable[[Any], Callable[[dict], Any]] | None = None, find: bool = True) -> None:
+                 compile_expr: Callable[[Any], Callable[[dict], Any]] | None = None, find: bool = True,
+                 stage: str = "$project") -> None:
         """``find``: the find command's projection (positional ``$``, ``$elemMatch`` and the find form of
         ``$slice`` allowed); False: an aggregation ``$project`` (errors prefixed "Invalid $project")."""
         self.find = find
@@ -113,9 +114,8 @@ class Projection:
         except OperationFailure as e:
             if find or e.code == 115:
                 raise
-            raise OperationFailure("Invalid $project :: caused by :: %s" % e.details.get("errmsg", str(e))
-                                   if isinstance(e.details, dict) else "Invalid $project :: caused by :: %s" % e,
-                                   e.code) from None
+            msg = e.details.get("errmsg", str(e)) if isinstance(e.details, dict) else str(e)
+            raise OperationFailure("Invalid %s :: caused by :: %s" % (stage, msg), e.code) from None
 
     def _parse(self, spec: dict, query: Any, compile_expr: Any) -> None:
         if not self.find and not spec:
@@ -425,13 +425,18 @@ def project_stage(name: str, arg: Any, docs: list[dict],
     """The aggregation stages ``$project`` and ``$unset`` (``$unset: "a"`` / ``["a", "b.c"]`` is an exclusion)."""
     if name == "$unset":
         fields = [arg] if isinstance(arg, str) else arg
-        if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
+        if not isinstance(fields, list):  # document_source_project.cpp
+            raise OperationFailure("$unset specification must be a string or an array", 31002)
+        if not fields:
+            raise OperationFailure("$unset specification must be a string or an array with at least one field",
+                                   31119)
+        if not all(isinstance(f, str) for f in fields):
             raise OperationFailure("$unset specification must be a string or an array containing only string "
-                                   "values", 31120 if not isinstance(fields, list) else 31119)
+                                   "values", 31120)
         spec: Any = {f: 0 for f in fields}
     else:
         spec = arg
         if not isinstance(spec, dict):
             raise OperationFailure("$project specification must be an object", 15969)
-    p = Projection(spec, None, compile_expr, find=False)
+    p = Projection(spec, None, compile_expr, find=False, stage=name)
     return [p.apply(d) for d in docs]
