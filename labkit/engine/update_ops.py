@@ -224,6 +224,22 @@ class _Op:
         self.positional = "$" in path and any(_positional_kind(p) for p in self.parts)
 
 
+_SHAPES: dict = {}  # update shape (operators and paths) -> its parse (paths checked, conflicts, order)
+
+
+def _shape_key(update: dict) -> tuple | None:
+    """The operators and paths of an update (and $rename targets), when it has no positional paths."""
+    key = []
+    for op, spec in update.items():
+        if type(spec) is not dict:
+            return None
+        if op == "$rename":
+            key.append((op, tuple((k, v) for k, v in spec.items() if type(v) is str)))
+        else:
+            key.append((op, tuple(spec)))
+    return tuple(key)
+
+
 def _check_path(path: Any, op: str) -> None:
     if type(path) is str and path and "." not in path and path[0] != "$":
         return  # a plain field name (the common case)
@@ -385,6 +401,35 @@ class Update:
     def __init__(self, update: dict, array_filters: Any = None, make_matcher: Callable = fast_matcher) -> None:
         self.update = update
         self.make_matcher = make_matcher
+        key = _shape_key(update) if array_filters is None else None
+        shape = _SHAPES.get(key) if key is not None else None
+        if shape is not None:
+            self._from_shape(update, shape)
+            return
+        self._parse(update, array_filters, make_matcher)
+        if key is not None and self._plain is not None:
+            if len(_SHAPES) > 512:
+                _SHAPES.clear()
+            index = {id(o): i for i, o in enumerate(self.ops)}
+            _SHAPES[key] = ([(o.op, o.path, o.parts) for o in self.ops],
+                            [index[id(o)] for _, o, _ in self._plain], self.has_set_on_insert)
+
+    def _from_shape(self, update: dict, shape: tuple) -> None:
+        """An update whose operators and paths were parsed before: the path checks, conflicts and order are
+        known; only the arguments are checked again."""
+        ops_shape, order, soi = shape
+        self.filters = {}
+        self.has_set_on_insert = soi
+        ops = []
+        for op, path, parts in ops_shape:
+            o = _Op.__new__(_Op)
+            o.op, o.path, o.arg, o.parts, o.to_parts, o.positional = op, path, update[op][path], parts, None, False
+            self._parse_arg(o)
+            ops.append(o)
+        self.ops = ops
+        self._plain = [(ops[i].parts, ops[i], ops[i].to_parts) for i in order]
+
+    def _parse(self, update: dict, array_filters: Any, make_matcher: Callable) -> None:
         self.filters = parse_array_filters(array_filters, make_matcher)
         self.ops: list[_Op] = []
         self.has_set_on_insert = False
