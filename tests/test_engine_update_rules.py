@@ -624,3 +624,16 @@ def test_let_on_writes(c):
     with pytest.raises(OperationFailure) as ei:
         c.update_one({}, {"$set": {"a": 1}}, let={"Bad": 1})
     assert ei.value.code == 16870
+
+
+def test_repeated_update_shapes_check_their_arguments(c):
+    # The engine reuses the parse of an update with the same operators and paths (update_ops._SHAPES); the
+    # server's argument checks still apply to every statement (manual "$inc", "$rename", "$push").
+    c.insert_one({"_id": 1, "a": 1, "b": 2})
+    c.update_one({"_id": 1}, {"$inc": {"a": 1}, "$push": {"l": 1}})
+    assert error_of(lambda: c.update_one({"_id": 1}, {"$inc": {"a": "x"}, "$push": {"l": 1}}))[0] == 14
+    assert error_of(lambda: c.update_one({"_id": 1}, {"$inc": {"a": 1}, "$push": {"l": {"$each": 1}}}))[0] == 2
+    c.update_one({"_id": 1}, {"$rename": {"b": "c"}})
+    c.update_one({"_id": 1}, {"$rename": {"c": "d"}})
+    assert error_of(lambda: c.update_one({"_id": 1}, {"$rename": {"d": "d"}}))[0] == 2
+    assert c.find_one() == {"_id": 1, "a": 2, "l": [1], "d": 2}
