@@ -135,11 +135,13 @@ def test_client_bulk_write_let_is_refused_not_dropped(client):
     assert client.db.c.count_documents({}) == 0
 
 
-def test_collection_bulk_write_let_is_refused_not_dropped(client):
-    client.db.c.insert_one({"_id": 1, "a": 1})
-    with pytest.raises(OperationFailure, match=r"bulk_write\(let=\.\.\.\)"):
-        client.db.c.bulk_write([UpdateOne({"$expr": {"$eq": ["$a", "$$v"]}}, {"$set": {"b": 1}})], let={"v": 1})
-    assert client.db.c.find_one() == {"_id": 1, "a": 1}
+def test_collection_bulk_write_let_reaches_every_statement(client):
+    """manual, db.collection.bulkWrite(): `let` variables are available to every operation's filter."""
+    client.db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 2}])
+    result = client.db.c.bulk_write([UpdateOne({"$expr": {"$eq": ["$a", "$$v"]}}, {"$set": {"b": 1}})],
+                                    let={"v": 1})
+    assert result.modified_count == 1
+    assert list(client.db.c.find().sort("_id", 1)) == [{"_id": 1, "a": 1, "b": 1}, {"_id": 2, "a": 2}]
 
 
 def test_client_bulk_write_in_a_transaction(client):

@@ -22,6 +22,7 @@ from .collection import _check_sort, _sort_list, fast_copy
 from .collate import current as _collation, index_keyfunc as _collation_encoder, make_matcher as _collation_matcher
 from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
+from .projection import project_stage
 from .stages import IndexScan
 
 # ---------------------------------------------------------------------------------- $bsonSize
@@ -747,11 +748,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             if any("." in k for k in arg):
                 docs = [fast_copy(d) for d in docs]
             docs = _call(mm_aggregate._handle_add_fields_stage, docs, coll, arg)
-        elif name == "$unset":
-            fields = [arg] if isinstance(arg, str) else list(arg)
-            docs = _call(mm_aggregate._handle_project_stage, docs, coll, {f: 0 for f in fields})
-        elif name == "$project":
-            docs = _call(mm_aggregate._handle_project_stage, docs, coll, arg)
+        elif name in ("$unset", "$project"):  # the server's projection rules (projection.py)
+            docs = project_stage(name, arg, docs, _compile_expr)
         elif name == "$lookup":
             docs = _lookup(coll, docs, arg, ctx)
         elif name == "$facet":

@@ -6,7 +6,7 @@ import itertools
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import bson
 from bson import ObjectId, SON
@@ -18,9 +18,13 @@ from pymongo.operations import IndexModel
 
 from . import keys as K
 from .boundary import check_deadline, current_op, note, note_execution
+from . import update_ops as U
+from .match import fast_matcher
+from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
                       unsupported)
+from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 
@@ -79,6 +83,7 @@ def fast_copy(v: Any) -> Any:
 
 
 _DT = __import__("datetime").datetime
+_RE_TYPE = type(__import__("re").compile(""))
 
 
 def internalize(v: Any) -> Any:
@@ -248,10 +253,19 @@ class EmbeddedCollection(mm_collection.Collection):
         # NUL bytes in field names are rejected by bson.encode below (InvalidDocument)
         if "_id" not in data:
             data["_id"] = new_object_id()
+        _id = data["_id"]
+        # ops/insert.cpp fixDocumentForInsert (BadValue; 5.0+ wording, as mongosh shows it)
+        if isinstance(_id, (list, tuple)):
+            raise _write_error("The '_id' value cannot be of type array", 2)
+        if isinstance(_id, (bson.Regex, _RE_TYPE)):
+            raise _write_error("The '_id' value cannot be of type regex", 2)
         size = len(bson.encode(data))
         if size > MAX_BSON:
             raise _write_error("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
-        return internalize(data)
+        doc = internalize(data)
+        if next(iter(doc)) != "_id":  # the server stores _id as the first field
+            doc = U.id_first(doc)
+        return doc
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
         st = self._store
@@ -293,7 +307,7 @@ class EmbeddedCollection(mm_collection.Collection):
             _id = data["_id"] = new_object_id()
         if len(bson.encode(data)) > MAX_BSON:  # also refuses NUL bytes in names (InvalidDocument)
             return NOT_FLAT  # the general path raises the server's error
-        doc = dict(data)
+        doc = dict(data) if next(iter(data)) == "_id" else {"_id": _id, **data}  # _id first, as stored
         if dates:  # stored as the server does: naive UTC, millisecond precision
             for k, v in data.items():
                 if type(v) is _DT:
@@ -393,9 +407,9 @@ class EmbeddedCollection(mm_collection.Collection):
         return InsertManyResult(self._insert(documents, session, ordered=ordered), acknowledged=True)
 
     # ------------------------------------------------------------------------------ read helpers
-    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None) -> list[int]:
+    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None, let: dict | None = None) -> list[int]:
         q = Query(filter_, sort=_check_sort(_sort_list(sort)) if sort else None, hint=hint,
-                  limit=0 if multi else 1)
+                  limit=0 if multi else 1, let=let)
         ex = self._run(q, stop_after=None if multi else 1)
         return [m[0] for m in ex.results]
 
@@ -416,25 +430,46 @@ class EmbeddedCollection(mm_collection.Collection):
 
     # ------------------------------------------------------------------------------ updates
     def _update(self, spec, document, upsert=False, manipulate=False, multi=False, check_keys=False,
-                hint=None, session=None, collation=None, let=None, array_filters=None, sort=None, **kwargs):
+                hint=None, session=None, collation=None, let=None, array_filters=None, sort=None,
+                positional_query=None, **kwargs):
+        """One update/replace statement with the server's rules (update_ops.py): operator updates, replacement
+        documents and update pipelines; ``positional_query``: the filter whose matched array element the
+        positional ``$`` uses (find_one_and_update re-targets the document by ``_id``)."""
         if session:
             raise unsupported("Sessions")
         if collation:
             raise unsupported("collation on updates")
-        if array_filters:
-            raise unsupported("array_filters")
-        if let:
-            raise unsupported("let on updates")
         if kwargs:
             raise OperationFailure("BSON field 'update.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        from .match_expr import let_variables
+        variables = let_variables(let)  # $$name for $expr in the filter and array filters, and in pipelines
         spec = helpers.patch_datetime_awareness_in_document(spec)
         document = helpers.patch_datetime_awareness_in_document(document)
         mm_collection.validate_is_mapping("spec", spec)
         mm_collection.validate_list_or_mapping("document", document)
-        if isinstance(document, list):
-            mm_collection._validate_document_stages(document)
+        pipeline = isinstance(document, list)
+        compiled = None
+        if pipeline:
+            _check_update_pipeline(document)
+            if variables:
+                from .aggregation import _subst_vars
+                document = _subst_vars(document, variables)
+            if array_filters is not None:
+                raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
+        elif U.is_operator_update(document):
+            norm = _collation()
+            mk = fast_matcher if norm is None and not variables else (lambda f: fast_matcher(f, norm, variables))
+            compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
+        else:
+            U.check_replacement(document)
+            if array_filters:
+                U.parse_array_filters(array_filters)
+                ident = next(iter(U.parse_array_filters(array_filters)))
+                raise _write_error("The array filter for identifier '%s' was not used in the update %s"
+                                   % (ident, U.fmt(document)), 9)
+        query = spec if positional_query is None else positional_query
         st = self._store
-        rids = self._matching_rids(spec, multi, sort=sort, hint=hint)
+        rids = self._matching_rids(spec, multi, sort=sort, hint=hint, let=variables)
         n_matched = n_modified = 0
         upserted_id = None
         for rid in rids:
@@ -442,41 +477,50 @@ class EmbeddedCollection(mm_collection.Collection):
             if old is None:
                 continue
             n_matched += 1
-            new = fast_copy(old)
-            try:
-                if isinstance(document, list):
-                    self._apply_update_pipeline(new, document, session)
-                else:
-                    self._apply_update_document(new, spec, document, False)
-            except NotImplementedError as e:
-                raise unsupported("Update %s (%s)" % (document, e)) from None
-            if new == old and _same_types(new, old):
-                continue
-            if old.get("_id") != new.get("_id"):
-                raise _write_error("Performing an update on the path '_id' would modify the immutable field '_id'", 66)
+            if pipeline:
+                new = self._pipeline_result(old, document)
+            elif compiled is not None:
+                new = fast_copy(old)
+                compiled.apply(new, query)
+                U.check_id_unchanged(old, new, document)
+            else:
+                new = U.replace(old, document)
+            if U.same(new, old):
+                continue  # a no-op update is matched, not modified
             size = len(bson.encode(new))
             if size > MAX_BSON:
                 raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
             self._replace_doc(rid, old, new)
             n_modified += 1
         if upsert and not n_matched:
-            if spec.get("_id") is not None and not (isinstance(spec["_id"], dict) and
-                                                      any(str(k).startswith("$") for k in spec["_id"])):
-                _id = spec["_id"]
-            elif not isinstance(document, list) and document.get("_id") is not None:
-                _id = document["_id"]
-            else:
-                _id = ObjectId()
-            to_insert = dict(spec, _id=_id)
-            to_insert = self._expand_dots(to_insert)
-            to_insert, _ = self._discard_operators(to_insert)
-            if isinstance(document, list):
-                self._apply_update_pipeline(to_insert, document, session)
-            else:
-                self._apply_update_document(to_insert, spec, document, True)
+            to_insert = U.upsert_document(spec, document, array_filters,
+                                          pipeline=(lambda d: self._pipeline_result(d, document)) if pipeline
+                                          else None, compiled=compiled)
             upserted_id = self._insert_one_doc(to_insert)
-        return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upserted_id is not None else 0),
-                "nModified": n_modified, "ok": 1, "upserted": upserted_id, "updatedExisting": bool(n_matched)}
+        return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upsert and not n_matched else 0),
+                "nModified": n_modified, "ok": 1, "upserted": upserted_id if upsert and not n_matched else None,
+                "updatedExisting": bool(n_matched)}
+
+    def _pipeline_result(self, old: dict, pipeline: list) -> dict:
+        """The document an update pipeline makes of ``old`` (manual "Updates with Aggregation Pipeline"): the
+        stages run through the engine's aggregation; the ``_id`` is kept when the output drops it and may not
+        change (66); ``_id`` stays the first field."""
+        from .aggregation import Ctx, run_stages
+        out = run_stages(self, list(pipeline), Ctx(), input_docs=[fast_copy(old)])
+        if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
+            raise unsupported("Update pipeline %s" % (pipeline,))
+        new = dict(out[0])
+        if "_id" in old:
+            if "_id" not in new:
+                new = {"_id": old["_id"], **new}
+            elif not U.same(old["_id"], new["_id"]):
+                raise _write_error("After applying the update, the (immutable) field '_id' was found to have "
+                                   "been altered to %s" % U.fmt_elem("_id", new["_id"]), 66)
+        for k in new:
+            if isinstance(k, str) and k.startswith("$"):
+                raise _write_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
+                                   % (k, k), 52)
+        return U.id_first(new)
 
     def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
         """Validate every index for ``new`` first; then swap document and index entries together."""
@@ -536,14 +580,13 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("collation on deletes")
         if session:
             raise unsupported("Sessions")
-        if let:
-            raise unsupported("let on deletes")
         filter = helpers.patch_datetime_awareness_in_document(filter)
         if filter is None:
             filter = {}
         if not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        rids = self._matching_rids(filter, multi, hint=hint)
+        from .match_expr import let_variables
+        rids = self._matching_rids(filter, multi, hint=hint, let=let_variables(let))
         n = 0
         for rid in rids:
             if self._remove_rid(rid):
@@ -612,18 +655,6 @@ class EmbeddedCollection(mm_collection.Collection):
             return doc
         return None
 
-    def _apply_update_pipeline(self, existing_document, pipeline, session):
-        """Updates with an aggregation pipeline ($set/$addFields, $project, $unset, $replaceRoot,
-        $replaceWith; manual "Updates with Aggregation Pipeline") run through the engine's stages, so that
-        ``$unset`` and the engine's expressions work as in ``aggregate``."""
-        from .aggregation import Ctx, run_stages
-        out = run_stages(self, list(pipeline), Ctx(), input_docs=[existing_document])
-        if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
-            raise unsupported("Update pipeline %s" % (pipeline,))
-        new = dict(out[0])
-        existing_document.clear()
-        existing_document.update(new)
-
     def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
                          return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
                          array_filters=None, collation=None, **kwargs):
@@ -637,28 +668,28 @@ class EmbeddedCollection(mm_collection.Collection):
                     op.set_max_time(ms)
         if kwargs:
             raise TypeError("unexpected keyword argument '%s'" % next(iter(kwargs)))
-        for name, val in (("session", session), ("let", let), ("array_filters", array_filters),
-                          ("collation", collation)):
+        for name, val in (("session", session), ("collation", collation)):
             if val:
                 raise unsupported("find_one_and_*(%s=...)" % name)
+        from .match_expr import let_variables
         st = self._store
-        rids = self._matching_rids(query, False, sort=sort, hint=hint)
+        rids = self._matching_rids(query, False, sort=sort, hint=hint, let=let_variables(let))
         if not rids:
             if remove or not upsert:
                 return None
-            res = self._update(query, update, upsert=True)
+            res = self._update(query, update, upsert=True, array_filters=array_filters, let=let)
             if return_document is ReturnDocument.AFTER:
                 return self.find_one({"_id": res["upserted"]}, projection)
             return None
         rid = rids[0]
         old = st.docs[rid]
-        before = self._project(old, projection)
+        before = self._project(old, projection, query)
         if remove:
             self._remove_rid(rid)
             return before
-        self._update({"_id": old["_id"]}, update)
+        self._update({"_id": old["_id"]}, update, array_filters=array_filters, positional_query=query, let=let)
         if return_document is ReturnDocument.AFTER:
-            return self._project(st.docs[rid], projection)
+            return self._project(st.docs[rid], projection, query)
         return before
 
     def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, let=None,
@@ -683,22 +714,26 @@ class EmbeddedCollection(mm_collection.Collection):
         return self._find_and_modify(filter, projection, update, upsert, sort, return_document, hint=hint,
                                      session=session, let=let, array_filters=array_filters, **kwargs)
 
-    def _project(self, doc: dict, projection: Any) -> dict:
+    def _projector(self, projection: Any, query: Any = None) -> Callable[[dict], dict]:
+        """A function projecting stored documents with the server's find rules (projection.py), parsed once
+        (so projection errors come before any document is read); ``query``: for the positional ``$``."""
+        tz = self.codec_options.tz_aware
         if projection is None:
-            out = fast_copy(doc)
-        else:
-            if isinstance(projection, (list, tuple)):
-                projection = {f: 1 for f in projection}
-            try:
-                out = self._copy_only_fields(doc, dict(projection), dict)
-            except ValueError as e:
-                raise OperationFailure(str(e), 31254) from None
-            if list(out) != [k for k in doc if k in out]:
-                # The server keeps the stored field order (``_id`` first); mongomock appends ``_id`` last.
-                out = {**{k: out[k] for k in doc if k in out}, **{k: v for k, v in out.items() if k not in doc}}
-        if self.codec_options.tz_aware:
-            out = helpers.make_datetime_timezone_aware_in_document(out)
-        return out
+            if not tz:
+                return fast_copy
+            return lambda doc: helpers.make_datetime_timezone_aware_in_document(fast_copy(doc))
+        if isinstance(projection, (list, tuple)):
+            projection = {f: 1 for f in projection}
+        if not isinstance(projection, Mapping):
+            raise TypeError("projection must be an instance of dict, list or tuple")
+        from .aggregation import _compile_expr
+        p = Projection(dict(projection), query, _compile_expr)
+        if not tz:
+            return p.apply
+        return lambda doc: helpers.make_datetime_timezone_aware_in_document(p.apply(doc))
+
+    def _project(self, doc: dict, projection: Any, query: Any = None) -> dict:
+        return self._projector(projection, query)(doc)
 
     def count_documents(self, filter, session=None, collation=None, hint=None, skip=0, limit=None,
                         maxTimeMS=None, comment=None, **kwargs):
@@ -933,9 +968,7 @@ class EmbeddedCollection(mm_collection.Collection):
         from .bulk import run_bulk
         if session:
             raise unsupported("Sessions")
-        if let:  # the server binds $$names in every operation's filter/update; never drop them silently
-            raise unsupported("bulk_write(let=...)")
-        return run_bulk(self, list(requests), ordered)
+        return run_bulk(self, list(requests), ordered, let=let)
 
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from .explain_doc import explain_query
@@ -972,6 +1005,24 @@ def _same_types(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
     return True
+
+
+_UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
+
+
+def _check_update_pipeline(pipeline: list) -> None:
+    """The stages an update pipeline may hold (manual "Updates with Aggregation Pipeline"): others fail with
+    InvalidOptions (72), unknown names with 40324, malformed stages with 40323."""
+    from mongomock.aggregate import _PIPELINE_HANDLERS
+    for stage in pipeline:
+        if not isinstance(stage, dict) or len(stage) != 1:
+            raise _write_error("A pipeline stage specification object must contain exactly one field.", 40323)
+        name = next(iter(stage))
+        if name in _UPDATE_STAGES:
+            continue
+        if name not in _PIPELINE_HANDLERS and name not in ("$out", "$merge", "$graphLookup", "$setWindowFields"):
+            raise _write_error("Unrecognized pipeline stage name: '%s'" % name, 40324)
+        raise _write_error("%s is not allowed to be used within an update" % name, 72)
 
 
 def distinct_values(docs: Iterable[dict], key: str) -> list:
@@ -1066,17 +1117,16 @@ class Cursor:
         if op is not None and self._max_time_ms:
             op.set_max_time(self._max_time_ms)
         with no_gc():
+            project = coll._projector(self._projection, self._filter)
             ex = coll._run(self._query())
             docs = []
-            proj = self._projection
             st = coll._store
-            project = coll._project
             for rid, doc, key in ex.results:
                 if doc is None:
                     doc = st.docs.get(rid)
                     if doc is None:
                         continue
-                docs.append(project(doc, proj))
+                docs.append(project(doc))
                 if not len(docs) & 1023:
                     check_deadline()
         self._results = docs

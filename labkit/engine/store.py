@@ -4,10 +4,10 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from mongomock import helpers
 from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 
 from .indexes import Index, IndexSpec
+from .keys import encode
 
 
 class _BoolId(tuple):
@@ -15,12 +15,17 @@ class _BoolId(tuple):
     Python's ``True == 1`` would make them one dictionary key."""
 
 
+class _DocId(tuple):
+    """Store key of an embedded-document ``_id``: its BSON key string, so field order matters as on the server
+    (``{a: 1, b: 2}`` and ``{b: 2, a: 1}`` are different ``_id``s) and numbers compare across types."""
+
+
 def store_key(_id: Any) -> Any:
-    """mongomock's dictionary key for an ``_id`` (dicts are made hashable; booleans kept apart from 0 and 1)."""
+    """The dictionary key for an ``_id`` (booleans kept apart from 0 and 1; documents by their BSON key)."""
     if type(_id) is bool:
         return _BoolId(("bool", _id))
     if isinstance(_id, dict):
-        return helpers.hashdict(_id)
+        return _DocId(("doc", encode(_id)))
     return _id
 
 
