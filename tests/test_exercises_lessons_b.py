@@ -182,3 +182,84 @@ def test_14_prediction_choices_and_explanation():
 def test_a_prediction_displays_its_task_not_its_solution():
     ex = exercises.get("14-predict-sparse-or-partial")
     assert repr(ex).startswith("Exercise 14-predict-sparse-or-partial") and "stars_sparse" not in repr(ex)
+
+
+# --- 15: attribute index versus sparse indexes ---------------------------------------------------------------
+# Manual, "Sparse Indexes" (only documents with the field), "Multikey Indexes" (one key per array element),
+# "MongoDB Limits and Thresholds" (64 indexes per collection).
+
+def test_15_prediction():
+    ex = exercises.get("15-predict-entries-vs-sparse")
+    assert "Choose one of" in ex.predict(12)
+    ex.predict("fewer")
+    result = ex.check("the same")
+    assert not result.correct and "not entries" in result.message
+    ex.predict("The same")
+    assert ex.check("the same").correct
+
+
+# --- 17: reports in an org chart (parent references) ----------------------------------------------------------
+# Manual, "Model Tree Structures with Parent References" and "$graphLookup" (index connectToField).
+
+def _prepare(coll):
+    coll.create_index("managerId")
+
+
+def _reports_per_level(coll, manager_id):
+    found, level = [], [manager_id]
+    while level:
+        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
+        found += level
+    return found
+
+
+def _reports_graph(coll, manager_id):
+    out = list(coll.aggregate([{"$match": {"_id": manager_id}},
+                               {"$graphLookup": {"from": "employees", "startWith": "$_id",
+                                                 "connectFromField": "_id", "connectToField": "managerId",
+                                                 "as": "below"}}]))
+    return [d["_id"] for d in out[0]["below"]] if out else []
+
+
+def test_17_per_level_and_graphlookup_solutions_pass():
+    for fn in (_reports_per_level, _reports_graph):
+        result = _check("17-org-chart-reports", _prepare, fn)
+        assert result.correct, result.message
+
+
+def test_17_one_query_per_node():
+    # listed mistake: walking a parent-reference tree one query per node instead of one $in query per level
+    def per_node(coll, manager_id):
+        out, todo = [], [manager_id]
+        while todo:
+            kids = [d["_id"] for d in coll.find({"managerId": todo.pop()})]
+            out += kids
+            todo += kids
+        return out
+    result = _check("17-org-chart-reports", _prepare, per_node)
+    assert not result.correct and "one query per person" in result.message
+
+
+def test_17_missing_index_on_the_lookup_field():
+    # listed mistake: forgetting the index on connectToField that $graphLookup relies on at every level
+    result = _check("17-org-chart-reports", lambda coll: None, _reports_graph)
+    assert not result.correct and "no index starts with it" in result.message
+
+
+def test_17_direct_reports_only_and_self_included():
+    direct = _check("17-org-chart-reports", _prepare,
+                    lambda coll, m: [d["_id"] for d in coll.find({"managerId": m})])
+    assert not direct.correct and "direct reports only" in direct.message
+    with_self = _check("17-org-chart-reports", _prepare, lambda coll, m: [m] + _reports_per_level(coll, m))
+    assert not with_self.correct and "itself" in with_self.message
+    assert "two functions" in _check("17-org-chart-reports", _reports_per_level).message
+    assert "return the ids" in _check("17-org-chart-reports", _prepare, lambda coll, m: None).message
+
+
+def test_17_prediction():
+    ex = exercises.get("17-predict-unanchored-keys")
+    ex.predict(24)  # the number of results, as if the regex were a range
+    result = ex.check(517)
+    assert not result.correct and "every string key of the path" in result.message
+    ex.predict(517)
+    assert ex.check(517).correct

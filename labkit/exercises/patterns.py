@@ -1122,6 +1122,158 @@ def _ex14_predict() -> Exercise:
     )
 
 
+@register
+def _ex15_predict() -> Exercise:
+    return Prediction(
+        id="15-predict-entries-vs-sparse",
+        lesson="15_attribute",
+        task="Will the attribute pattern's one index hold fewer entries than the 40 sparse country indexes "
+             "together, the same number, or more?",
+        checker=None,
+        choices=("fewer", "the same", "more"),
+        explain=lambda verdict: (f"Measured: {verdict}. A sparse index on releaseFR holds one entry per movie "
+                                 "released in France; the 40 together hold one per release. The attribute index "
+                                 "holds one entry per element of `releases`, which is also one per release. What "
+                                 "the attribute pattern saves over sparse indexes is the number of indexes (and "
+                                 "the 64-per-collection limit), not entries."),
+        hints=["Count the entries of a sparse index on releaseFR, then of all 40; then the elements of all the "
+               "`releases` arrays."],
+        solution_text='predict_entries.predict("the same")',
+    )
+
+
+@register
+def _ex17_predict() -> Exercise:
+    return Prediction(
+        id="17-predict-unanchored-keys",
+        lesson="17_trees",
+        task="How many index keys does the unanchored regex {path: {$regex: ',Programming,'}} examine?",
+        checker=None,
+        tolerance=0.02,
+        explain=lambda n: (f"Measured: {n}. Without a leading '^' the match may start anywhere in the string, so no "
+                           "prefix bounds the scan: the server tests the regex against every string key of the path "
+                           "index (bounds [\"\", {})), one per node of the tree except the root, whose null path "
+                           "lies outside the string range, to return a few dozen."),
+        hints=["Which keys of the index could hold ',Programming,' somewhere in the middle?"],
+        solution_text="predict_keys.predict(len(nodes))  # every key of the index",
+    )
+
+
+# The org chart of the changed scenario: 1 CEO, 4 VPs, 3 directors each, 4 managers each, 5 staff each.
+def _org_chart() -> list[dict]:
+    docs = [{"_id": "ceo", "managerId": None}]
+    for v in range(1, 5):
+        docs.append({"_id": f"vp{v}", "managerId": "ceo"})
+        for d in range(1, 4):
+            docs.append({"_id": f"dir{v}{d}", "managerId": f"vp{v}"})
+            for m in range(1, 5):
+                docs.append({"_id": f"mgr{v}{d}{m}", "managerId": f"dir{v}{d}"})
+                docs += [{"_id": f"staff{v}{d}{m}{s}", "managerId": f"mgr{v}{d}{m}"} for s in range(1, 6)]
+    return docs
+
+
+class _CountingCollection:
+    """A collection stand-in that counts the round trips (find/aggregate/...) made through it."""
+
+    _READS = ("find", "find_one", "aggregate", "count_documents", "distinct", "find_raw_batches")
+
+    def __init__(self, coll: Any) -> None:
+        self._coll, self.round_trips = coll, 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._coll, name)
+        if name not in self._READS:
+            return attr
+
+        def read(*a: Any, **kw: Any) -> Any:
+            self.round_trips += 1
+            return attr(*a, **kw)
+        return read
+
+    def __getitem__(self, name: str) -> Any:
+        return self._coll[name]
+
+
+def _check_all_reports(args: Any) -> str:
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 2 and all(callable(a) for a in args)):
+        raise NotYet("call it with your two functions: `ex_org.check(prepare, all_reports)`.")
+    prepare, all_reports = args
+    docs = _org_chart()
+    below: dict[str, list[str]] = {}
+    for d in docs:
+        below.setdefault(d["_id"], [])
+        if d["managerId"]:
+            below.setdefault(d["managerId"], []).append(d["_id"])
+
+    def subtree(node: str) -> list[str]:
+        out, todo = [], list(below[node])
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            todo += below[n]
+        return sorted(out)
+
+    levels_below = {"ceo": 4, "dir11": 2, "mgr232": 1, "staff3241": 0}
+    with observe.sandbox("17-org-chart") as box:
+        coll = box.db["employees"]
+        coll.insert_many(docs)
+        prepare(coll)
+        indexed = [k for k in observe.index_keys(coll) if k and k[0][0] == "managerId"]
+        for node, levels in levels_below.items():
+            counting = _CountingCollection(coll)
+            got = all_reports(counting, node)
+            if got is None or isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
+                raise NotYet(f"all_reports(coll, {node!r}) returned {got!r}; return the ids of everybody below "
+                             "the manager (a list).")
+            got = sorted(str(g.get("_id")) if isinstance(g, dict) else str(g) for g in got)
+            want = subtree(node)
+            if node in got:
+                raise NotYet(f"all_reports(coll, {node!r}) includes {node!r} itself; return only the people below.")
+            if got == sorted(below[node]) and want != got:
+                raise NotYet(f"all_reports(coll, {node!r}) returned the {len(got)} direct reports only; everybody "
+                             f"below counts ({len(want)} people), so keep going level after level.")
+            if got != want:
+                missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+                raise NotYet(f"all_reports(coll, {node!r}) is wrong: {len(missing)} missing (e.g. {missing[:3]}), "
+                             f"{len(extra)} extra (e.g. {extra[:3]}).")
+            if counting.round_trips > levels + 2:
+                raise NotYet(f"all_reports(coll, {node!r}) made {counting.round_trips} queries for {len(want)} "
+                             f"people {levels} level(s) deep: one query per person. Ask for a whole level at once "
+                             "(`{\"managerId\": {\"$in\": level}}`), or let `$graphLookup` walk it in one.")
+    if not indexed:
+        raise NotYet("every level matches `managerId` (a `$graphLookup`'s connectToField, or your `$in`), and no "
+                     "index starts with it: each level is a collection scan. Create it in `prepare`.")
+    return ("everybody below each manager found, with at most one query per level (or one $graphLookup), and "
+            "managerId indexed for the lookups.")
+
+
+@register
+def _ex17_org() -> Exercise:
+    return Exercise(
+        id="17-org-chart-reports",
+        lesson="17_trees",
+        task="Org chart with parent references {_id, managerId}: write prepare(coll) (its index) and "
+             "all_reports(coll, manager_id) returning everybody below, one query per level or one $graphLookup.",
+        checker=_check_all_reports,
+        hints=["The lookups match `managerId`: index it in `prepare`.",
+               "Either loop `level = ids of coll.find({\"managerId\": {\"$in\": level}})` until empty, or one "
+               "aggregate with `$graphLookup` (startWith \"$_id\", connectFromField \"_id\", connectToField "
+               "\"managerId\")."],
+        solution_text=(
+            "def prepare(coll):\n"
+            "    coll.create_index(\"managerId\")\n\n\n"
+            "def all_reports(coll, manager_id):\n"
+            "    found, level = [], [manager_id]\n"
+            "    while level:\n"
+            "        level = [d[\"_id\"] for d in coll.find({\"managerId\": {\"$in\": level}}, {\"_id\": 1})]\n"
+            "        found += level\n"
+            "    return found\n\n\nex_org.check(prepare, all_reports)"
+        ),
+    )
+
+
 # --- notebook 20 -------------------------------------------------------------------------------------------
 
 #: The quiz of notebook 20: scenario id -> what happens in the application.
