@@ -79,10 +79,10 @@ pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$s
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | home feed: newest 20 items of every type | read | very frequent | each item rendered its own way |
-# | a type tab: newest 20 videos (or articles, tools) | read | frequent | one type, newest first |
-# | an author's items of one type | read | occasional | authorId and type |
-# | publish an item | write | occasional | must have the fields of its type |
+# | home feed: newest 20 items of every type | read | 1,500/s | each item rendered its own way |
+# | a type tab: newest 20 videos (or articles, tools) | read | 300/s | one type, newest first |
+# | an author's items of one type | read | 20/s | authorId and type |
+# | publish an item | write | 0.1/s (about 9,000 a day) | must have the fields of its type |
 #
 # The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has
 # fields of its own (`slug`, `durationSeconds`, `stars`...).

@@ -86,9 +86,9 @@ print("nodes:", len(nodes), "| depth:", max(len(a) for _, _, a in nodes), "| lea
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | every product page | the ancestors, in order |
-# | all descendants of a category (to list its products) | read | every category page | the whole subtree |
-# | move or rename a category | write | rare | |
+# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | 1,000/s (every product page) | the ancestors, in order |
+# | all descendants of a category (to list its products) | read | 100/s (every category page) | the whole subtree |
+# | move or rename a category | write | a few a month | |
 #
 # Same data, four shapes, one collection each:
 

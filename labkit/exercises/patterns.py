@@ -403,8 +403,9 @@ def _ex18() -> Exercise:
         solution_text=(
             "def save_revision(db, doc_id, changes):\n"
             "    current = db.documents.find_one({\"_id\": doc_id})\n"
-            "    copy = {k: v for k, v in current.items() if k != \"_id\"}\n"
-            "    db.documents_history.insert_one(copy | {\"_id\": f\"{doc_id}:rev:{current['rev']}\", \"docId\": doc_id})\n"
+            "    copy = {k: v for k, v in current.items() if k != \"_id\"} | {\"docId\": doc_id}\n"
+            "    db.documents_history.update_one({\"_id\": f\"{doc_id}@rev{current['rev']}\"}, {\"$setOnInsert\": copy},\n"
+            "                                    upsert=True)\n"
             "    db.documents.update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})\n\n"
             "practice.documents_history.create_index([(\"docId\", 1), (\"rev\", 1)], unique=True)\n"
             "ex.check(practice, save_revision)"
