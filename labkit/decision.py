@@ -51,12 +51,14 @@ many-to-many graphs such as follows; treat 16 MiB as a wall, not a target.
 Patterns suggested on top:
 
 - **subset**: a read shows the parent with only its N newest children (``limit``), and the children are not
-  embedded: keep those N inside the parent (``$push`` with ``$slice``), the rest in the child collection.
+  embedded: keep those N inside the parent (``$push`` with ``$sort`` in display order and ``$slice: N``, which keeps the first N), the rest in the child collection.
 - **computed**: a read needs an aggregate of the children and runs >= ``COMPUTED_MIN_READS_PER_WRITE`` times per
   write to them: maintain the aggregate in the parent on each write.
 - **outlier**: the likely count fits in the parent but the max does not (max >= ``OUTLIER_RATIO`` x likely):
   embed up to a cap and move the overflow of the few large parents to their own collection, flagged in the parent.
-- **bucket**: time-series children without a useful bound: group them per parent and time window.
+- **time-series collection**: time-series children without a useful bound: a MongoDB time-series collection
+  (``timeseries={timeField, metaField}``) buckets them itself.
+- **bucket**: the same children bucketed by hand per parent and time window, when buckets need custom fields.
 - **extended reference**: a hot read (>= ``HOT_READS_PER_SECOND``) needs at most ``EXTENDED_MAX_FIELDS`` fields
   of a referenced parent: copy those fields into the document read, with a stated consistency policy.
 """
@@ -496,13 +498,16 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
         if n >= hi:
             continue
         order = p["sort"] or {"createdAt": -1}
+        # $push applies $sort, then $slice: a positive N keeps the first N of the sorted array, a negative N the
+        # last N (manual, "$push" / "$slice" modifier). Sorted in display order, the shown N are the first N.
         out.append(Advice(
             "pattern", "subset", parent, child,
-            f"{parent}: {{_id, ..., recent{child.capitalize()}: [<{n} newest {child}>]}}",
+            f"{parent}: {{_id, ..., recent{child.capitalize()}: [<the {n} {child} shown, in display order>]}}",
             (f"'{p['operation']}' ({_rate(p['per_second'])}) shows only {n} of "
              + (f"an unbounded number of {child}" if math.isinf(hi) else f"up to {_n(hi)} {child}"),
-             f"keep those {n} inside the {_singular(parent)} ($push with $each, $sort {_doc(order)} and $slice: -{n}) "
-             f"and the full set in {child}: the page becomes one document read",
+             f"keep those {n} inside the {_singular(parent)} ($push with $each, $sort {_doc(order)} and $slice: {n}: "
+             f"after the sort the shown {n} are the first {n}; $slice: -{n} would keep the last {n}, the ones "
+             f"not shown) and the full set in {child}: the page becomes one document read",
              f"the copy costs one extra update per new {_singular(child)}"
              + (f" ({_rate(write_rate)})" if writes else "") + "; it is rebuildable from the child collection"),
             (), _lessons("subset")))
@@ -544,16 +549,29 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
              f"hasOverflow flag, so typical reads stay one document"),
             (), _lessons("outlier")))
 
-    # bucket: time series without a useful bound
+    # time series: MongoDB's time-series collections bucket measurements themselves (5.0+); the hand-made bucket
+    # pattern remains the choice when buckets must carry custom fields or measurements are updated individually
     if rel["time_series"] and (hi > EMBED_MAX_ITEMS or hi * size >= EMBED_MAX_BYTES):
         ref = rel.get("reference_field") or f"{_singular(parent)}Id"
+        out.append(Advice(
+            "pattern", "time-series collection", parent, child,
+            f"db.create_collection('{child}', timeseries={{'timeField': 'ts', 'metaField': '{ref}', "
+            f"'granularity': 'seconds'}})",
+            (f"{child} are a time series with max {_n(hi)} per {_singular(parent)}"
+             + (f", written {_rate(write_rate)}" if writes else "")
+             + f"; each measurement is inserted once and read by {ref} and time range",
+             f"a time-series collection stores one document per measurement for the application and groups them "
+             f"into compressed buckets per {ref} and time span itself; an index {{{ref}: 1, ts: 1}} serves the "
+             "range reads, and expireAfterSeconds can drop old data"),
+            (Index(child, ((ref, 1), ("ts", 1))),), _lessons("bucket")))
         out.append(Advice(
             "pattern", "bucket", parent, child,
             f"{child}_buckets: {{_id, {ref}, start: <window start>, count, measurements: [...]}}",
             (f"{child} are a time series with max {_n(hi)} per {_singular(parent)}"
              + (f", written {_rate(write_rate)}" if writes else ""),
-             "group them into one document per parent and time window (e.g. an hour) so the document and index "
-             "entry counts drop by the bucket size, and keep min/max/count per bucket"),
+             "or bucket them by hand (when buckets need custom fields such as running totals, or measurements are "
+             "corrected one by one): one document per parent and time window (e.g. an hour) so the document and "
+             "index entry counts drop by the bucket size, with min/max/count per bucket"),
             (Index(f"{child}_buckets", ((ref, 1), ("start", 1)), unique=True),), _lessons("bucket")))
 
     # extended reference: a hot read of the child needs a few fields of its referenced parent
@@ -657,13 +675,27 @@ class DecisionWidget:
         }
         if c["reference_field"].strip():
             relationship["reference_field"] = c["reference_field"].strip()
+        per_child = _parse_max(c["parents_per_child"])
+        if per_child is None or per_child > 1:
+            relationship["parents_per_child"] = [0, 1 if per_child is None else min(per_child, 2), per_child]
+        if c["time_series"]:
+            relationship["time_series"] = True
         return pattern, relationship
+
+    def write_pattern(self) -> dict[str, Any] | None:
+        """The write row of the form (None when its rate is 0): what is written, how often."""
+        c = {k: w.value for k, w in self.controls.items()}
+        if not c["write_per_second"]:
+            return None
+        return {"operation": c["write_operation"] or "write", "type": "write", "per_second": c["write_per_second"],
+                "entities": _split(c["write_entities"]), "fields": []}
 
     def run(self, *_: Any) -> Recommendation | None:
         """Recommend for the current form values and show the table (or the error) in ``output``."""
         try:
             pattern, relationship = self.values()
-            self.recommendation = recommend([pattern], [relationship])
+            write = self.write_pattern()
+            self.recommendation = recommend([pattern] + ([write] if write else []), [relationship])
             self.error = ""
             self.output.value = self.recommendation.to_html()
         except ValueError as exc:
@@ -689,10 +721,12 @@ class DecisionWidget:
             w.HBox([c["operation"], c["type"], c["per_second"]]),
             w.HBox([c["entities"], c["fields"]]),
             w.HBox([c["sort"], c["limit"]]),
+            w.HTML("<b>Write</b> (rate 0 = none listed)"),
+            w.HBox([c["write_operation"], c["write_per_second"], c["write_entities"]]),
             w.HTML("<b>Relationship</b> (children per parent: min, likely, max)"),
             w.HBox([c["parent"], c["child"], c["reference_field"]]),
             w.HBox([c["min"], c["likely"], c["max"], c["child_doc_bytes"]]),
-            w.HBox([c["child_queried_alone"], c["changes_with_parent"]]),
+            w.HBox([c["parents_per_child"], c["child_queried_alone"], c["changes_with_parent"], c["time_series"]]),
             self.button, self.output,
         ]
         self._box = w.VBox(rows)
@@ -721,14 +755,20 @@ EXAMPLE_PATTERN = {
     "entities": ["users", "posts"], "fields": ["name", "posts.title", "posts.createdAt"],
     "sort": {"createdAt": -1}, "limit": 20,
 }
+EXAMPLE_WRITE = {"operation": "Publish post", "type": "write", "per_second": 5, "entities": ["posts"],
+                 "fields": ["title"]}
 EXAMPLE_RELATIONSHIP = {
     "parent": "users", "child": "posts", "cardinality": [0, 50, None], "child_queried_alone": True,
     "changes_with_parent": False, "child_doc_bytes": 400, "reference_field": "authorId",
 }
 
 
-def decision_widget(pattern: dict | None = None, relationship: dict | None = None) -> DecisionWidget:
-    """A form for one access pattern and one relationship, prefilled (default: users and their posts) and run.
+def decision_widget(pattern: dict | None = None, relationship: dict | None = None,
+                    write: dict | None = None) -> DecisionWidget:
+    """A form for one read, one write and one relationship, prefilled (default: users and their posts) and run.
+
+    The relationship's "max parents per child" above 1 (or unbounded) makes it many-to-many; "time series"
+    marks measurements arriving over time; the write row (rate 0 = none) feeds the reads-per-write rules.
 
     Set ``handle.controls[name].value`` and call ``handle.button.click()`` (or ``handle.run()``); read
     ``handle.output_html`` or ``handle.recommendation``."""
@@ -737,6 +777,8 @@ def decision_widget(pattern: dict | None = None, relationship: dict | None = Non
     p = dict(EXAMPLE_PATTERN if pattern is None else pattern)
     r = dict(EXAMPLE_RELATIONSHIP if relationship is None else relationship)
     lo, likely, hi = r.get("cardinality", [0, 1, None])
+    per_child = (r.get("parents_per_child") or [1, 1, 1])[2]
+    wp = dict(EXAMPLE_WRITE if write is None else write)
     style, narrow, wide = {"description_width": "initial"}, w.Layout(width="200px"), w.Layout(width="380px")
     sort = ", ".join(f"{k}:{v}" for k, v in (p.get("sort") or {}).items())
     controls: dict[str, Any] = {
@@ -762,6 +804,15 @@ def decision_widget(pattern: dict | None = None, relationship: dict | None = Non
                                           description="child queried alone", style=style),
         "changes_with_parent": w.Checkbox(value=bool(r.get("changes_with_parent", False)),
                                           description="changes with parent", style=style),
+        "parents_per_child": w.Text(value="unbounded" if per_child is None or per_child == math.inf
+                                    else str(per_child), description="max parents per child",
+                                    placeholder="1 = one-to-many; more = many-to-many", style=style, layout=narrow),
+        "time_series": w.Checkbox(value=bool(r.get("time_series", False)), description="time series", style=style),
+        "write_operation": w.Text(value=wp.get("operation", ""), description="write", style=style, layout=wide),
+        "write_per_second": w.FloatText(value=wp.get("per_second", 0), description="per second", style=style,
+                                        layout=narrow),
+        "write_entities": w.Text(value=", ".join(wp.get("entities", [])), description="entities written",
+                                 style=style, layout=narrow),
     }
     handle = DecisionWidget(controls=controls, button=w.Button(description="Recommend", button_style="primary"),
                             output=w.HTML())

@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 15
 #     title: "Schema versioning: v1 name, v2 firstName/lastName, no downtime"
 #     section: Patterns
 #     demo: "Run the background migration batch by batch and watch the remaining v1 count and the partial index shrink to zero."
@@ -69,10 +70,10 @@ db.users.find_one({"_id": "user:1"}), db.users.find_one({"_id": "user:3001"})
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | load a profile by `_id` | read | very frequent | first and last name, always in the v2 shape |
-# | find users by last name | read | frequent | every matching user, whatever the version |
-# | ship the v2 code | deploy | once | no downtime, no stop-the-world migration |
-# | migrate the old documents | background | until done | bounded load, visible progress |
+# | load a profile by `_id` | read | 2,000/s | first and last name, always in the v2 shape |
+# | find users by last name | read | 50/s | every matching user, whatever the version |
+# | ship the v2 code | deploy | once (0 downtime) | no downtime, no stop-the-world migration |
+# | migrate the old documents | background | one batch of 500 per run, until done | bounded load, visible progress |
 #
 # ## The naive approach: new code, old data
 #
@@ -82,6 +83,52 @@ db.users.find_one({"_id": "user:1"}), db.users.find_one({"_id": "user:3001"})
 v2_only = db.users.count_documents({"lastName": "Smith"})
 truth = sum(1 for u in users if u.get("lastName") == "Smith" or u.get("name", "").split(" ", 1)[-1] == "Smith")
 print(f"users named Smith: {truth}; the v2 query finds {v2_only}")
+
+# %% [markdown]
+# ## During the migration: one query for both versions
+#
+# Until the last v1 document is gone, "find users by last name" must ask both shapes at once: v2 documents by
+# `lastName`, v1 documents by the part of `name` after the first word (exactly what `upgrade` below will
+# store). One `$or` with a branch per version, each branch pinned to its `schemaVersion`, and an index per
+# branch: `{lastName: 1}` for v2, `{schemaVersion: 1, name: 1}` for v1. The v1 branch is a regular expression
+# that does not start with a fixed prefix, so it walks every v1 entry of its index: the dual query pays for the
+# unmigrated documents, and that cost falls to nothing as they are migrated.
+
+# %%
+import re
+
+
+def by_last_name(last):
+    return {"$or": [{"schemaVersion": 2, "lastName": last},
+                    {"schemaVersion": 1, "name": {"$regex": f"^[^ ]+ {re.escape(last)}$"}}]}
+
+
+db.users.create_index([("lastName", 1)])
+db.users.create_index([("schemaVersion", 1), ("name", 1)])
+
+
+def query_cost(query):
+    s = db.users.find(query).explain()["executionStats"]
+    return {"keys examined": s["totalKeysExamined"], "docs examined": s["totalDocsExamined"],
+            "returned": s["nReturned"]}
+
+
+dual_before = query_cost(by_last_name("Smith"))
+pd.DataFrame({"v2 only {lastName: 'Smith'}": query_cost({"lastName": "Smith"}),
+              "dual query, 3,000 v1 left": dual_before}).assign(**{"users named Smith": truth})
+
+# %% [markdown]
+# The dual query finds every Smith; the v2-only query misses the v1 ones. The keys the dual query examines
+# beyond what it returns are the v1 index entries its regular expression has to test.
+#
+# **Predict.** Once the background migration below has finished, how many index keys will the dual query for
+# 'Smith' examine? (The measurement is at the end of the migration section; a 5% margin counts as right.)
+
+# %%
+predict_dual = labkit.exercises.get("13-predict-dual-query-after-migration")
+
+# %% tags=["solution"]
+predict_dual.predict(truth)  # about one key per Smith
 
 # %% [markdown]
 # Stopping the application to rewrite 3,000 (or 300 million) documents at once is the other naive option: one
@@ -195,6 +242,20 @@ pd.DataFrame(progress).set_index("batch")
 # %%
 print("v1 left:", db.users.count_documents({"schemaVersion": 1}),
       "| Smiths found now:", db.users.count_documents({"lastName": "Smith"}), "of", truth)
+dual_after = query_cost(by_last_name("Smith"))
+pd.DataFrame({"dual query, 3,000 v1 left": dual_before, "dual query, migration done": dual_after})
+
+# %% [markdown]
+# The v1 branch now has an empty range of `{schemaVersion: 1, name: 1}` to walk: the dual query costs what the
+# v2 query costs, so it can stay in the code until the v1 branch is deleted, and removing it is a clean-up, not
+# a fix. Check the prediction:
+
+# %%
+keys_after = dual_after["keys examined"]
+keys_after
+
+# %% tags=["reveal"]
+predict_dual.check(keys_after)
 
 # %% [markdown]
 # ## A validator for both versions
@@ -303,6 +364,28 @@ def migrate_batch(coll, batch_size):
 ex.check(db, migrate_batch)
 
 # %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# A customers collection is half-way through another migration: v1 customers store the address as one string
+# `"12 High Street, York"` (the city is what follows the last `", "`); v2 customers store
+# `address: {street, city}`. Write `city_filter(city)` that returns ONE filter finding every customer in `city`,
+# whatever the version. `ex.check(city_filter)` runs your filter on its own mixed collection for several cities
+# (some city names are the end of others, some contain regex characters) and compares with the right customers.
+
+# %%
+ex_city = labkit.exercises.get("13-dual-query-city")
+ex_city
+
+
+# %% tags=["solution"]
+def city_filter(city):
+    return {"$or": [{"schemaVersion": 2, "address.city": city},
+                    {"schemaVersion": 1, "address": {"$regex": f", {re.escape(city)}$"}}]}
+
+
+ex_city.check(city_filter)
+
+# %% [markdown]
 # ## Summary
 #
 # - A `schemaVersion` field lets old and new shapes coexist and tells code which one it holds.
@@ -310,6 +393,8 @@ ex.check(db, migrate_batch)
 #   report progress after each batch.
 # - Index the version (or keep a partial index of unmigrated documents) so each batch finds its work without
 #   scanning.
+# - During the migration, query both versions at once (an `$or` with a branch per `schemaVersion`); the v1
+#   branch's cost falls to nothing as the migration ends.
 # - During the migration, validate with `oneOf` both versions; tighten the rules once the old version is gone.
 #
 # **Next:** 14 · the polymorphic pattern.

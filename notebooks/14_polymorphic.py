@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 10
 #     title: "Polymorphic: articles, videos and tools in one feed collection"
 #     section: Patterns
 #     demo: "Move the video share slider down to 5% and compare the entries of a full durationSeconds index with the partial one."
@@ -78,10 +79,10 @@ pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$s
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | home feed: newest 20 items of every type | read | very frequent | each item rendered its own way |
-# | a type tab: newest 20 videos (or articles, tools) | read | frequent | one type, newest first |
-# | an author's items of one type | read | occasional | authorId and type |
-# | publish an item | write | occasional | must have the fields of its type |
+# | home feed: newest 20 items of every type | read | 1,500/s | each item rendered its own way |
+# | a type tab: newest 20 videos (or articles, tools) | read | 300/s | one type, newest first |
+# | an author's items of one type | read | 20/s | authorId and type |
+# | publish an item | write | 0.1/s (about 9,000 a day) | must have the fields of its type |
 #
 # The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has
 # fields of its own (`slug`, `durationSeconds`, `stars`...).
@@ -176,41 +177,80 @@ pd.concat([pd.DataFrame(before), pd.DataFrame(after)], keys=["before", "after"])
 # collection scan to reading only that author's videos. Tools have no `authorId`: in `{authorId: 1, type: 1}` each tool still gets an
 # entry, with a null `authorId`.
 #
-# ## Partial indexes for one type's fields
+# ## Sparse or partial indexes for one type's fields
 #
 # "Top tools by stars" needs an index on `stars`, a field only tools have. A normal index on `stars` also holds
-# an entry (a null key) for every article and video. A **partial** index holds only the documents matching its
-# `partialFilterExpression`:
+# an entry (a null key) for every article and video. Two kinds of index leave those out, and the fair comparison
+# is between them, not with the normal one:
+#
+# - a **sparse** index holds only the documents that *have* the field;
+# - a **partial** index holds only the documents matching its `partialFilterExpression`, here `type: "tool"`.
+#
+# The server refuses a sparse and a normal index on the same keys side by side, so the normal one is measured
+# first and dropped:
 
 # %%
+def index_figures(name, condition):
+    return {"entries": db.content.count_documents(condition),
+            "bytes": db.command("collStats", "content")["indexSizes"][name]}
+
+
 db.content.create_index([("stars", -1)], name="stars_all")
+stars_indexes = {"normal": index_figures("stars_all", {})}
+db.content.drop_index("stars_all")
+db.content.create_index([("stars", -1)], name="stars_sparse", sparse=True)
 db.content.create_index([("stars", -1)], name="stars_tools_only", partialFilterExpression={"type": "tool"})
-sizes = db.command("collStats", "content")["indexSizes"]
-counts = {"stars_all": db.content.count_documents({}), "stars_tools_only": db.content.count_documents({"type": "tool"})}
-pd.DataFrame({name: {"entries": counts[name], "bytes": sizes[name]} for name in counts})
+stars_indexes["sparse"] = index_figures("stars_sparse", {"stars": {"$exists": True}})
+stars_indexes["partial, type: tool"] = index_figures("stars_tools_only", {"type": "tool"})
+pd.DataFrame(stars_indexes)
 
 # %% [markdown]
-# A partial index can only answer a query whose filter **implies** the index's filter: every document the query
-# can return must be in the index. `{type: "tool", stars: {$gt: 1000}}` implies `type: "tool"`; a query on
-# `stars` alone does not (an article could match it), so the planner will not use the partial index for it.
-# A server's planner considers the partial index on its own when the query repeats `type: "tool"`; below we
-# name each index with `hint` so both plans can be compared side by side:
+# Here only tools have `stars`, so the sparse and the partial index hold the same entries and the same bytes:
+# against the fair alternative, the partial index saves nothing in size. What differs is **which queries may use
+# each one**. A sparse index may only answer a query that needs no document without the field: one with a
+# condition on `stars` itself. A partial index may only answer a query whose filter **implies** its filter:
+# every document the query can return must be in the index. So:
+#
+# - top tools, `{type: "tool"}` sorted by `stars`: no condition on `stars`, so the sparse index is not allowed
+#   (a tool without stars would be missing); the filter repeats `type: "tool"`, so the partial index is;
+# - `{stars: {$gt: 5000}}` sorted by `stars`: a condition on `stars`, so the sparse index is allowed; the filter
+#   does not imply `type: "tool"` (an article could match it), so the partial index is not.
+#
+# **Predict** which index the planner chooses for `{stars: {$gt: 5000}}` sorted by `stars` (no hint):
 
 # %%
-top_tools = db.content.find({"type": "tool"}).sort("stars", -1).limit(10)
-pd.DataFrame({"top 10 tools, stars_tools_only": plan(top_tools.hint("stars_tools_only")),
-              "top 10 tools, stars_all": plan(db.content.find({"type": "tool"}).sort("stars", -1).limit(10)
-                                              .hint("stars_all"))})
+predict_index = labkit.exercises.get("14-predict-sparse-or-partial")
+predict_index
+
+# %% tags=["solution"]
+predict_index.predict("stars_sparse")
+
+
+# %%
+def chosen(cursor):
+    s = labkit.plan_summary(cursor.explain())
+    return {"index chosen": s["index"] or "none", "plan": s["stages"], "keys examined": s["keysExamined"],
+            "docs examined": s["docsExamined"], "returned": s["nReturned"]}
+
+
+choices = {"top 10 tools": chosen(db.content.find({"type": "tool"}).sort("stars", -1).limit(10)),
+           "stars > 5000": chosen(db.content.find({"stars": {"$gt": 5000}}).sort("stars", -1).limit(10))}
+pd.DataFrame(choices)
+
+# %% tags=["reveal"]
+predict_index.check(choices["stars > 5000"]["index chosen"])
 
 # %% [markdown]
-# Both read just 10 keys (the highest `stars` values all belong to tools), so the query costs the same. The
-# difference is what the index holds: the full one keeps a null entry for every article and video, entries
-# nobody looks up but every insert maintains and the cache has to hold.
+# The choice between them follows from the data, not from size. A partial index states the rule ("tools"), so
+# it stays right if an article ever gets a `stars` field (the sparse index would then index that article too);
+# queries must repeat `type: "tool"`. A sparse index follows the field, so it serves any query that filters on
+# `stars`, but never a sort or query that may return documents without the field.
 #
 # ## Explore: the share of each type
 #
-# For a collection of 100,000 items, the entries and bytes of a full index versus a partial index on a field
-# only videos have (`durationSeconds`). Bytes per entry are measured on the two indexes built here.
+# For a collection of 100,000 items, the entries and bytes of a normal index versus a partial index on a field
+# only videos have (`durationSeconds`; a sparse index holds the same entries while only videos carry it). Bytes
+# per entry are measured on the two indexes built here.
 
 # %%
 from labkit.widgets import explorer
@@ -335,7 +375,9 @@ ex.check(validator)
 # - Related shapes that are queried together belong in one collection with a `type` field: one query, one
 #   index, one round trip for a mixed feed, and a handler per type in code.
 # - Index shared fields for the common queries (`{type: 1, createdAt: -1}`, `{authorId: 1, type: 1}`).
-# - For fields only one type has, a partial index keeps just that type's entries; queries must repeat its filter.
+# - For fields only one type has, a sparse index (documents with the field) and a partial index (documents of
+#   the type) keep the same entries; the partial one serves queries that repeat its filter, the sparse one
+#   queries with a condition on the field.
 # - Validate with `oneOf`, one branch per type, each pinning `type`; a base shape merged into every branch is
 #   the inheritance pattern.
 #

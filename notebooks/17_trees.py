@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 20
 #     title: "Trees: parent and child references, ancestors, materialized paths, $graphLookup"
 #     section: Patterns
 #     demo: "Ask 'all descendants of Programming' of each design and count the queries; then show the materialized path's anchored regex turning into a tight index range in explain."
@@ -85,9 +86,9 @@ print("nodes:", len(nodes), "| depth:", max(len(a) for _, _, a in nodes), "| lea
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | every product page | the ancestors, in order |
-# | all descendants of a category (to list its products) | read | every category page | the whole subtree |
-# | move or rename a category | write | rare | |
+# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | 1,000/s (every product page) | the ancestors, in order |
+# | all descendants of a category (to list its products) | read | 100/s (every category page) | the whole subtree |
+# | move or rename a category | write | a few a month | |
 #
 # Same data, four shapes, one collection each:
 
@@ -248,12 +249,25 @@ ixscan = explain["queryPlanner"]["winningPlan"]["inputStage"]
 # are read. The second interval, the regex itself, covers documents whose `path` holds a stored regular expression
 # value; there are none here.
 #
-# Without the anchor (or with the `i` option) the server has to test every key of the index:
+# Without the anchor (or with the `i` option) no prefix bounds the scan.
+#
+# **Predict** how many index keys the unanchored `{path: {$regex: ",Programming,"}}` examines (the anchored
+# query above examined the number shown in its output):
+
+# %%
+predict_keys = labkit.exercises.get("17-predict-unanchored-keys")
+
+# %% tags=["solution"]
+predict_keys.predict(len(nodes))  # every key of the index
 
 # %%
 loose = db.paths.find({"path": {"$regex": ",Programming,"}}).explain()
+loose_keys = loose["executionStats"]["totalKeysExamined"]
 {"bounds": loose["queryPlanner"]["winningPlan"]["inputStage"]["indexBounds"],
- "keys examined": loose["executionStats"]["totalKeysExamined"], "returned": loose["executionStats"]["nReturned"]}
+ "keys examined": loose_keys, "returned": loose["executionStats"]["nReturned"], "nodes in the tree": len(nodes)}
+
+# %% tags=["reveal"]
+predict_keys.check(loose_keys)
 
 
 # %%
@@ -432,6 +446,35 @@ for node in sorted(parent_of):
     practice.categories.update_one({"_id": node}, {"$set": {"path": "," + ",".join(chain) + "," if chain else None}})
 practice.categories.create_index("path")
 ex.check(practice.categories)
+
+# %% [markdown]
+# ## Exercise: everybody below a manager
+#
+# Another tree: an org chart stored with parent references, `{_id, managerId}` (the CEO's `managerId` is
+# `null`). Write `prepare(coll)`, which creates the index your lookups need, and `all_reports(coll, manager_id)`,
+# which returns the `_id`s of everybody below the manager, directly or indirectly, with **at most one query per
+# level** (or one `$graphLookup`). `ex_org.check(prepare, all_reports)` builds its own org chart of 305 people,
+# calls `prepare` once, then asks for the reports of people at several levels and counts the queries.
+
+# %%
+ex_org = labkit.exercises.get("17-org-chart-reports")
+ex_org
+
+
+# %% tags=["solution"]
+def prepare(coll):
+    coll.create_index("managerId")
+
+
+def all_reports(coll, manager_id):
+    found, level = [], [manager_id]
+    while level:
+        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
+        found += level
+    return found
+
+
+ex_org.check(prepare, all_reports)
 
 # %% [markdown]
 # ## Summary

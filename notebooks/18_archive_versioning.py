@@ -8,10 +8,11 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 20
 #     title: "Archive and document versioning: keep the hot collection small"
 #     section: Patterns
 #     demo: "Archive orders older than a year with $match + $merge, then show the support search reading a third of the documents it read before; then save two revisions of a document and read revision 1 back through the unique {docId, rev} index."
-#     mistakes: ["deleting from the hot collection before the copy to the archive is confirmed", "expecting archiving to speed up a query that an index already narrows to a few documents", "copying the new revision into the history instead of the one being replaced", "keeping the current document's _id in the history copy, so the second revision collides"]
+#     mistakes: ["deleting from the hot collection before the copy to the archive is confirmed", "expecting archiving to speed up a query that an index already narrows to a few documents", "copying the new revision into the history instead of the one being replaced", "keeping the current document's _id in the history copy, so the second revision collides", "a history _id made of the edit time, so two edits in one minute collide", "a plain insert of the history copy, so a crash between the two writes locks the document for ever"]
 # ---
 
 # %% [markdown]
@@ -67,9 +68,9 @@ print("orders:", db.orders.count_documents({}), "| first:", orders[0]["createdAt
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | a customer's orders of the last 90 days | read | very frequent | indexed on `{customerId, createdAt}` |
-# | support search: last year's orders containing a SKU | read | frequent | ad hoc, no index on `items.sku` |
-# | full history of a customer (tax, disputes) | read | rare | may be slower |
+# | a customer's orders of the last 90 days | read | 500/s | indexed on `{customerId, createdAt}` |
+# | support search: last year's orders containing a SKU | read | 2/s | ad hoc, no index on `items.sku` |
+# | full history of a customer (tax, disputes) | read | 10 a day | may be slower |
 #
 # Orders older than a year are almost never read, yet they fill the collection, its indexes and the server's cache.
 
@@ -202,9 +203,9 @@ split_explorer
 #
 # | operation | type | rate | needs |
 # |---|---|---|---|
-# | read a contract | read | very frequent | the current revision only |
-# | edit a contract | write | occasional | keep the replaced revision, never lose a concurrent edit |
-# | show revision *n* / the revision list | read | rare | any past revision, by number |
+# | read a contract | read | 200/s | the current revision only |
+# | edit a contract | write | 1/s | keep the replaced revision, never lose a concurrent edit |
+# | show revision *n* / the revision list | read | 100 a day | any past revision, by number |
 #
 # The current revisions live in `documents`; each edit first copies the revision it replaces into
 # `documents_history`. A unique index on `{docId, rev}` makes every revision number exist once per document.
@@ -253,6 +254,117 @@ except DuplicateKeyError as exc:
 print("current title:", db.documents.find_one({"_id": "doc:007"})["title"])
 
 # %% [markdown]
+# ### Two flaws of this save, and a design without them
+#
+# This first design has two bugs that no concurrent edit is needed to trigger:
+#
+# - the history copy's `_id` is the minute of the edit, so two edits of one contract within the same minute
+#   collide on `_id` although nobody conflicts with anybody;
+# - the save is two writes. If the process dies between them (history copy written, current document not yet
+#   updated), the copy of revision *n* is in the history while the contract is still at *n*: every later save
+#   tries to file revision *n* again, the unique index refuses it, and the contract can never be edited again.
+#
+# Both, measured on fresh contracts (`doc:101` and `doc:102`):
+
+# %%
+db.documents.insert_many([{"_id": f"doc:{i}", "rev": 1, "title": f"Contract {i}", "body": "first draft.",
+                           "updatedBy": "legal", "updatedAt": dt.datetime(2026, 1, 1)} for i in (101, 102)])
+flaws = {}
+save_revision(db.documents.find_one({"_id": "doc:101"}), {"body": "typo fixed."}, "ana", dt.datetime(2026, 5, 4, 10, 0, 5))
+try:
+    save_revision(db.documents.find_one({"_id": "doc:101"}), {"body": "typo fixed again."}, "ana",
+                  dt.datetime(2026, 5, 4, 10, 0, 40))
+    flaws["second edit in the same minute"] = "saved"
+except DuplicateKeyError as exc:
+    flaws["second edit in the same minute"] = f"refused, code {exc.code}, key {exc.details['keyValue']}"
+
+# a crash after the first write: the history copy of revision 1 exists, the contract is still at revision 1
+crashed = db.documents.find_one({"_id": "doc:102"})
+db.documents_history.insert_one({k: v for k, v in crashed.items() if k != "_id"}
+                                | {"_id": "doc:102@2026-05-04T11:00", "docId": "doc:102"})
+for attempt in (1, 2):
+    try:
+        save_revision(db.documents.find_one({"_id": "doc:102"}), {"body": "amended."}, "ben",
+                      dt.datetime(2026, 5, 4, 12 + attempt, 0))
+        flaws[f"edit {attempt} after the crash"] = "saved"
+    except DuplicateKeyError as exc:
+        flaws[f"edit {attempt} after the crash"] = f"refused, code {exc.code}, key {exc.details['keyValue']}"
+for what, result in flaws.items():
+    print(f"{what}: {result}")
+
+# %% [markdown]
+# **The fix.** Key the history copy by what it is, the pair (document, revision): `_id` = `"<docId>@rev<n>"`, so
+# edit time plays no part. File it with an **upsert that only inserts** (`$setOnInsert`): filing revision *n* a
+# second time, after a crash or by a second editor, changes nothing and raises nothing, because revision *n* of a
+# contract has one content for ever. The **conditional update** (`rev` still *n*) then decides who wins: it
+# matches no document when someone else saved first, and that is the conflict the editor is told about. A crash
+# between the two writes now leaves a harmless copy that the next save of revision *n* finds already filed.
+#
+# **Predict** before running the next cell: `doc:103` is edited, the process "crashes" after the history write,
+# and the same edit is retried with the fixed `save_revision`, then edited twice more within one minute. How
+# many copies of revision 1 does the history hold afterwards?
+
+# %%
+predict_crash = labkit.exercises.get("18-predict-crash-retry")
+
+# %% tags=["solution"]
+predict_crash.predict(1)
+
+
+# %%
+class EditConflict(Exception):
+    """Someone saved a newer revision since this editor loaded the document."""
+
+
+def file_revision(seen):
+    """Write 1 of 2: copy the revision being replaced into the history, idempotently."""
+    copy = {k: v for k, v in seen.items() if k != "_id"} | {"docId": seen["_id"]}
+    db.documents_history.update_one({"_id": f"{seen['_id']}@rev{seen['rev']}"}, {"$setOnInsert": copy},
+                                    upsert=True)
+
+
+def save_revision(seen, changes, by, when):
+    file_revision(seen)
+    result = db.documents.update_one({"_id": seen["_id"], "rev": seen["rev"]},
+                                     {"$set": changes | {"updatedBy": by, "updatedAt": when}, "$inc": {"rev": 1}})
+    if result.matched_count == 0:
+        raise EditConflict(f"{seen['_id']} is no longer at revision {seen['rev']}: reload it and edit again")
+    return seen["rev"] + 1
+
+
+db.documents.insert_one({"_id": "doc:103", "rev": 1, "title": "Contract 103", "body": "first draft.",
+                         "updatedBy": "legal", "updatedAt": dt.datetime(2026, 1, 1)})
+loaded = db.documents.find_one({"_id": "doc:103"})
+file_revision(loaded)  # ... and the process dies here, before the update
+retry = save_revision(db.documents.find_one({"_id": "doc:103"}), {"body": "amended."}, "ben", dt.datetime(2026, 5, 4, 13))
+same_minute = [save_revision(db.documents.find_one({"_id": "doc:103"}), {"body": f"amended {k}."}, "ben",
+                             dt.datetime(2026, 5, 4, 13, 0, 10 * k)) for k in (1, 2)]
+copies_of_103 = db.documents_history.count_documents({"docId": "doc:103"})
+revs_of_103 = sorted(d["rev"] for d in db.documents_history.find({"docId": "doc:103"}))
+crash_copies = db.documents_history.count_documents({"docId": "doc:103", "rev": 1})
+pd.Series({"retry after the crash saved revision": retry, "two more edits in one minute saved revisions":
+           same_minute, "history revisions of doc:103": revs_of_103, "copies of revision 1": crash_copies})
+
+# %% tags=["reveal"]
+predict_crash.check(crash_copies)
+
+# %% [markdown]
+# And a concurrent edit is still refused, now by the conditional update instead of a duplicate key: Ana and Ben
+# both load `doc:103`, Ana saves first.
+
+# %%
+seen_by_ana = db.documents.find_one({"_id": "doc:103"})
+seen_by_ben = db.documents.find_one({"_id": "doc:103"})
+outcome = {"Ana": f"saved revision {save_revision(seen_by_ana, {'title': 'renewed'}, 'ana', dt.datetime(2026, 5, 5))}"}
+try:
+    save_revision(seen_by_ben, {"title": "cancelled"}, "ben", dt.datetime(2026, 5, 5))
+except EditConflict as exc:
+    outcome["Ben"] = f"refused: {exc}"
+outcome["current title"] = db.documents.find_one({"_id": "doc:103"})["title"]
+for who, what in outcome.items():
+    print(f"{who}: {what}")
+
+# %% [markdown]
 # Many more edits, deterministic, so the history is much bigger than the current collection:
 
 # %%
@@ -295,13 +407,41 @@ ex
 # %% tags=["solution"]
 def save_revision(db, doc_id, changes):
     current = db.documents.find_one({"_id": doc_id})
-    copy = {k: v for k, v in current.items() if k != "_id"}
-    db.documents_history.insert_one(copy | {"_id": f"{doc_id}:rev:{current['rev']}", "docId": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"} | {"docId": doc_id}
+    db.documents_history.update_one({"_id": f"{doc_id}@rev{current['rev']}"}, {"$setOnInsert": copy}, upsert=True)
     db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
 
 
 practice.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
 ex.check(practice, save_revision)
+
+# %% [markdown]
+# ## Exercise: price history that survives a crash
+#
+# A product catalogue keeps every replaced price: the current product in `db.products`
+# (`{_id: "sku:…", rev, price}`), each replaced revision in `db.price_history` with `productId` and `rev`. Write
+# `save_price(db, seen, new_price)`: `seen` is the product as the caller loaded it. File the revision being
+# replaced, then change the price and `rev`; return `True` when saved, `False` when someone saved a newer revision
+# since `seen` was loaded. It must survive a crash between its two writes (the retry with the same `seen` saves,
+# and the history still holds one copy per revision) and several saves within the same second.
+# `ex_price.check(save_price)` runs it on its own scratch database, with a simulated crash and two competing
+# editors.
+
+# %%
+ex_price = labkit.exercises.get("18-price-history-crash-safe")
+ex_price
+
+
+# %% tags=["solution"]
+def save_price(db, seen, new_price):
+    copy = {k: v for k, v in seen.items() if k != "_id"} | {"productId": seen["_id"]}
+    db.price_history.update_one({"_id": f"{seen['_id']}@rev{seen['rev']}"}, {"$setOnInsert": copy}, upsert=True)
+    result = db.products.update_one({"_id": seen["_id"], "rev": seen["rev"]},
+                                    {"$set": {"price": new_price}, "$inc": {"rev": 1}})
+    return result.matched_count == 1
+
+
+ex_price.check(save_price)
 
 # %% [markdown]
 # ## Summary
@@ -312,6 +452,9 @@ ex.check(practice, save_revision)
 # - Document versioning: current revisions in one collection, replaced revisions in another, keyed and made unique
 #   by `{docId, rev}`. Current reads stay small; a past revision is one index lookup; a concurrent edit of the same
 #   revision is refused.
+# - Make each of the save's two writes safe to repeat: key the history copy by (document, revision), file it
+#   with an insert-only upsert, and let the conditional update on `rev` decide conflicts. A crash between the
+#   writes then leaves nothing to repair, and no edit time enters any key.
 #
 # **Next:** 19 · single-collection design for a many-to-many.
 

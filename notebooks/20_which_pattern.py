@@ -205,7 +205,19 @@ helper = labkit.decision_widget()
 helper
 
 # %% [markdown]
-# The same rules are a plain function, `labkit.recommend(access_patterns, relationships)`, for your own scripts.
+# The form also takes a write (its rate feeds the reads-per-write rules), a "max parents per child" above 1 for a
+# many-to-many relationship, and a "time series" box for measurements arriving over time (which brings in
+# MongoDB's time-series collections). The same rules are a plain function,
+# `labkit.recommend(access_patterns, relationships)`, for your own scripts. A many-to-many with writes: students
+# take up to 12 courses, a course has up to 400 students, and enrolments are written 30 times a second.
+
+# %%
+labkit.recommend(
+    [{"operation": "Show a student's timetable", "type": "read", "per_second": 800,
+      "entities": ["students", "courses"], "fields": ["name", "courses.title", "courses.room"]},
+     {"operation": "Enrol", "type": "write", "per_second": 30, "entities": ["students", "courses"], "fields": []}],
+    [{"parent": "students", "child": "courses", "cardinality": [1, 5, 12], "parents_per_child": [0, 120, 400],
+      "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300}])
 
 # %% [markdown]
 # ## Summary

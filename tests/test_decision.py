@@ -81,7 +81,7 @@ def test_product_reviews_read_1000x_per_write_get_computed_and_subset():
     computed = next(p for p in rec.patterns if p.name == "computed")
     assert "2,000/s" in computed.reasons[0] and "2/s" in computed.reasons[0] and "1,000 reads per write" in computed.reasons[0]
     subset = next(p for p in rec.patterns if p.name == "subset")
-    assert "only 5 of an unbounded number of reviews" in subset.reasons[0] and "$slice: -5" in subset.reasons[1]
+    assert "only 5 of an unbounded number of reviews" in subset.reasons[0] and "$slice: 5:" in subset.reasons[1]
     assert computed.lessons == ("12_computed",) or computed.lessons[0].startswith("12_")
 
 
@@ -161,3 +161,55 @@ def test_widget_handle_runs_without_a_browser():
     handle.button.click()
     assert handle.recommendation is None and "max=&#x27;lots&#x27; must be a number" in handle.output_html
     assert handle.text().startswith("decision widget: max=")
+
+
+def test_subset_slice_keeps_the_shown_children_not_the_oldest():
+    # Manual, $push / $slice modifier: $sort is applied before $slice; a positive $slice keeps the first N
+    # elements, a negative one the last N. Sorted by createdAt -1 (newest first), the newest N are the first N.
+    subset = next(p for p in recommend([PRODUCT_PAGE, ADD_REVIEW], [REVIEWS]).patterns if p.name == "subset")
+    assert "$sort {createdAt: -1} and $slice: 5:" in subset.reasons[1]
+    assert "$slice: -5 would keep the last 5" in subset.reasons[1]
+    oldest_first = dict(PRODUCT_PAGE, sort={"createdAt": 1})
+    subset = next(p for p in recommend([oldest_first], [REVIEWS]).patterns if p.name == "subset")
+    assert "$sort {createdAt: 1} and $slice: 5:" in subset.reasons[1]
+
+
+def test_time_series_gets_a_time_series_collection_before_hand_made_buckets():
+    # Manual, "Time Series": timeseries={timeField, metaField, granularity} on create; buckets are internal.
+    readings = {"parent": "sensors", "child": "readings", "cardinality": [0, 86400, None],
+                "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 60, "time_series": True}
+    write = {"operation": "Store reading", "type": "write", "per_second": 2000, "entities": ["readings"],
+             "fields": ["value"]}
+    rec = recommend([write], [readings])
+    assert rec.pattern_names.index("time-series collection") < rec.pattern_names.index("bucket")
+    ts = next(p for p in rec.patterns if p.name == "time-series collection")
+    assert "'metaField': 'sensorId'" in ts.shape and "written 2,000/s" in ts.reasons[0]
+    assert str(ts.indexes[0]) == "readings: {sensorId: 1, ts: 1}"
+    assert "time-series collection" not in recommend([], [dict(readings, time_series=False)]).pattern_names
+
+
+def test_widget_expresses_writes_many_to_many_and_time_series():
+    handle = decision.decision_widget()
+    c = handle.controls
+    # a write row changes the reads-per-write rule: product page 2000/s vs reviews written 400/s -> no computed
+    c["operation"].value, c["per_second"].value = "Show product page", 2000
+    c["entities"].value, c["fields"].value = "products, reviews", "name, avg(reviews.rating)"
+    c["sort"].value, c["limit"].value = "", 0
+    c["parent"].value, c["child"].value, c["reference_field"].value = "products", "reviews", ""
+    c["write_operation"].value, c["write_per_second"].value, c["write_entities"].value = "Add review", 2, "reviews"
+    handle.button.click()
+    assert "computed" in handle.recommendation.pattern_names and "1,000 reads per write" in handle.output_html
+    c["write_per_second"].value = 400
+    handle.button.click()
+    assert "computed" not in handle.recommendation.pattern_names
+    # many-to-many: unbounded parents per child
+    c["parents_per_child"].value = "unbounded"
+    handle.button.click()
+    assert handle.recommendation.model_for("products", "reviews").name == "relationship collection"
+    c["parents_per_child"].value = "1"
+    c["time_series"].value = True
+    handle.button.click()
+    assert "time-series collection" in handle.recommendation.pattern_names
+    c["parents_per_child"].value = "many"
+    handle.button.click()
+    assert handle.recommendation is None and "must be a number" in handle.output_html

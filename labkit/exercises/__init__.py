@@ -148,7 +148,7 @@ def _same(predicted: Any, actual: Any, tolerance: float) -> bool:
     return predicted == actual
 
 
-@dataclass
+@dataclass(repr=False)  # keep Exercise's repr: the generated one would print the solution and the explanation
 class Prediction(Exercise):
     """A prediction asked *before* a cell runs, checked against the real result afterwards.
 

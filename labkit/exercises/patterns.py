@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import Exercise, NotYet, _db_and_function, _stages, register  # noqa: F401
+from labkit.exercises import Exercise, NotYet, Prediction, _db_and_function, _stages, register  # noqa: F401
 
 # --- notebook 10 -------------------------------------------------------------------------------------------
 
@@ -403,8 +403,9 @@ def _ex18() -> Exercise:
         solution_text=(
             "def save_revision(db, doc_id, changes):\n"
             "    current = db.documents.find_one({\"_id\": doc_id})\n"
-            "    copy = {k: v for k, v in current.items() if k != \"_id\"}\n"
-            "    db.documents_history.insert_one(copy | {\"_id\": f\"{doc_id}:rev:{current['rev']}\", \"docId\": doc_id})\n"
+            "    copy = {k: v for k, v in current.items() if k != \"_id\"} | {\"docId\": doc_id}\n"
+            "    db.documents_history.update_one({\"_id\": f\"{doc_id}@rev{current['rev']}\"}, {\"$setOnInsert\": copy},\n"
+            "                                    upsert=True)\n"
             "    db.documents.update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})\n\n"
             "practice.documents_history.create_index([(\"docId\", 1), (\"rev\", 1)], unique=True)\n"
             "ex.check(practice, save_revision)"
@@ -714,6 +715,175 @@ def _check_migrate_batches(args: Any) -> str:
 
 
 @register
+def _ex18_predict() -> Exercise:
+    return Prediction(
+        id="18-predict-crash-retry",
+        lesson="18_archive_versioning",
+        task="After a crash between the two writes, a retry and two more edits in one minute: how many copies of "
+             "revision 1 does the history hold?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. The copy's _id is (document, revision), and it is filed with an "
+                           "insert-only upsert: the retry finds revision 1 already filed and changes nothing, so "
+                           "there is one copy per revision whatever crashed; the edit time is in no key, so edits "
+                           "within one minute do not collide."),
+        hints=["What does an upsert with only $setOnInsert do when its filter already matches a document?"],
+        solution_text="predict_crash.predict(1)",
+    )
+
+
+class _SimulatedCrash(Exception):
+    """Raised by the checker's database wrapper to stop a learner's function between two writes."""
+
+
+_WRITES = ("insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one", "delete_many",
+           "find_one_and_update", "find_one_and_replace", "find_one_and_delete", "bulk_write")
+
+
+class _CrashingDb:
+    """A database stand-in that lets the first ``allowed`` writes through and then 'crashes'."""
+
+    def __init__(self, db: Any, allowed: int) -> None:
+        self._db, self._left = db, allowed
+
+    def __getitem__(self, name: str) -> "_CrashingCollection":
+        return _CrashingCollection(self._db[name], self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+
+class _CrashingCollection:
+    def __init__(self, coll: Any, owner: _CrashingDb) -> None:
+        self._coll, self._owner = coll, owner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._coll, name)
+        if name not in _WRITES:
+            return attr
+
+        def write(*a: Any, **kw: Any) -> Any:
+            if self._owner._left <= 0:
+                raise _SimulatedCrash("the process died here")
+            self._owner._left -= 1
+            return attr(*a, **kw)
+        return write
+
+
+def _check_price_history(args: Any) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    from labkit.exercises import observe
+
+    save_price = args[0] if isinstance(args, tuple) and len(args) == 1 else args
+    if not callable(save_price):
+        raise NotYet("pass your function: `ex_price.check(save_price)`.")
+    with observe.sandbox("18-price-history") as box:
+        db = box.db
+        products, history = db["products"], db["price_history"]
+        products.insert_many([{"_id": "sku:1", "rev": 1, "price": 10.0}, {"_id": "sku:2", "rev": 1, "price": 5.0},
+                              {"_id": "sku:3", "rev": 1, "price": 7.0}])
+
+        def copies(pid: str) -> list[tuple[Any, Any]]:
+            return sorted((h.get("rev"), h.get("price")) for h in history.find({"productId": pid}))
+
+        # 1. three saves in a row (within the same second)
+        for price in (11.0, 12.0, 13.0):
+            try:
+                saved = save_price(db, products.find_one({"_id": "sku:1"}), price)
+            except DuplicateKeyError as exc:
+                raise NotYet(f"the second of three saves in a row failed with a duplicate key "
+                             f"{(exc.details or {}).get('keyValue')}: a history _id made of the time (or of the "
+                             "product alone) collides when edits come close together. Key the copy by product and "
+                             "revision.") from None
+            if saved is not True:
+                raise NotYet(f"save_price returned {saved!r} for a save that went through; return True.")
+        current = products.find_one({"_id": "sku:1"})
+        if (current.get("rev"), current.get("price")) != (4, 13.0):
+            raise NotYet(f"after three saves sku:1 is at rev {current.get('rev')!r}, price {current.get('price')!r}; "
+                         "expected rev 4, price 13.0 (`$set` the price and `$inc` rev by one).")
+        got = copies("sku:1")
+        if not got and history.count_documents({}):
+            raise NotYet("the history copies carry no `productId`: store the product's _id in `productId`.")
+        if got == [(2, 11.0), (3, 12.0), (4, 13.0)]:
+            raise NotYet("the history holds the NEW revisions; file the revision being replaced (`seen`) before "
+                         "changing the product.")
+        if got != [(1, 10.0), (2, 11.0), (3, 12.0)]:
+            raise NotYet(f"after three saves the history of sku:1 should hold (rev, price) (1, 10.0), (2, 11.0), "
+                         f"(3, 12.0); it holds {got}.")
+
+        # 2. a crash after the first write, then the retry with the same `seen`
+        seen = products.find_one({"_id": "sku:2"})
+        try:
+            save_price(_CrashingDb(db, 1), seen, 6.0)
+        except _SimulatedCrash:
+            pass
+        after_crash = products.find_one({"_id": "sku:2"})
+        if after_crash.get("rev") != 1 and not copies("sku:2"):
+            raise NotYet("a crash after your first write left sku:2 changed with revision 1 nowhere in the "
+                         "history: write the history copy first, then change the product.")
+        try:
+            retried = save_price(db, seen, 6.0)
+        except DuplicateKeyError:
+            raise NotYet("after a crash between the two writes, the retry fails with a duplicate key: the copy of "
+                         "revision 1 is already filed, so every later save of sku:2 fails the same way and the "
+                         "product is locked for ever. File the copy with an upsert that only inserts "
+                         "(`update_one(..., {\"$setOnInsert\": copy}, upsert=True)`).") from None
+        got = copies("sku:2")
+        if len(got) > 1 and len({r for r, _ in got}) < len(got):
+            raise NotYet(f"after a crash and a retry the history of sku:2 holds {got}: revision 1 twice. Give the "
+                         "copy a key of its own made of product and revision, and file it idempotently.")
+        final = products.find_one({"_id": "sku:2"})
+        if retried is not True or (final.get("rev"), final.get("price")) != (2, 6.0) or got != [(1, 5.0)]:
+            raise NotYet(f"after a crash and a retry sku:2 is at rev {final.get('rev')!r}, price "
+                         f"{final.get('price')!r}, history {got}, and the retry returned {retried!r}; expected "
+                         "rev 2, price 6.0, history [(1, 5.0)] and True.")
+
+        # 3. two editors load the same revision; the first saves
+        ana, ben = products.find_one({"_id": "sku:3"}), products.find_one({"_id": "sku:3"})
+        first = save_price(db, ana, 8.0)
+        try:
+            second = save_price(db, ben, 9.0)
+        except DuplicateKeyError:
+            second = "DuplicateKeyError"
+        final = products.find_one({"_id": "sku:3"})
+        if final.get("price") == 9.0 or final.get("rev", 0) > 2:
+            raise NotYet("two editors loaded sku:3 at revision 1; the second save overwrote the first (a lost "
+                         "update). Filter the product update on the revision you loaded: "
+                         "{_id: ..., rev: seen['rev']}.")
+        if first is not True or second is not False:
+            raise NotYet(f"the first editor's save returned {first!r}, the second's {second!r}: return True when "
+                         "saved, False when the update matched nothing (`result.matched_count == 0`).")
+    return ("three quick saves, a crash between the two writes and its retry, and two competing editors all end "
+            "with one history copy per revision and no lost update.")
+
+
+@register
+def _ex18_price() -> Exercise:
+    return Exercise(
+        id="18-price-history-crash-safe",
+        lesson="18_archive_versioning",
+        task="Write save_price(db, seen, new_price): file the replaced revision in price_history, then update the "
+             "product conditionally; crash-safe, no time-based keys; True if saved, False on a conflict.",
+        checker=_check_price_history,
+        hints=["Key the history copy by product and revision, e.g. `_id: f\"{seen['_id']}@rev{seen['rev']}\"`, "
+               "and file it with `update_one({\"_id\": ...}, {\"$setOnInsert\": copy}, upsert=True)`.",
+               "Then `update_one({\"_id\": seen[\"_id\"], \"rev\": seen[\"rev\"]}, ...)` and return "
+               "`result.matched_count == 1`."],
+        solution_text=(
+            "def save_price(db, seen, new_price):\n"
+            "    copy = {k: v for k, v in seen.items() if k != \"_id\"} | {\"productId\": seen[\"_id\"]}\n"
+            "    db.price_history.update_one({\"_id\": f\"{seen['_id']}@rev{seen['rev']}\"}, {\"$setOnInsert\": copy},\n"
+            "                                upsert=True)\n"
+            "    result = db.products.update_one({\"_id\": seen[\"_id\"], \"rev\": seen[\"rev\"]},\n"
+            "                                    {\"$set\": {\"price\": new_price}, \"$inc\": {\"rev\": 1}})\n"
+            "    return result.matched_count == 1\n\nex_price.check(save_price)"
+        ),
+    )
+
+
+@register
 def _ex13() -> Exercise:
     return Exercise(
         id="13-migrate-batches",
@@ -731,6 +901,124 @@ def _ex13() -> Exercise:
             "                        {\"$set\": {\"firstName\": first, \"lastName\": last, \"schemaVersion\": 2},\n"
             "                         \"$unset\": {\"name\": \"\"}})\n"
             "    return len(todo)\n\nex.check(db, migrate_batch)"
+        ),
+    )
+
+
+@register
+def _ex13_predict() -> Exercise:
+    return Prediction(
+        id="13-predict-dual-query-after-migration",
+        lesson="13_schema_versioning",
+        task="Once the migration has finished, how many index keys does the dual query for 'Smith' examine?",
+        checker=None,
+        tolerance=0.05,
+        explain=lambda n: (f"Measured: {n} keys. The v1 branch is pinned to schemaVersion: 1, so once no v1 document "
+                           "is left its range of {schemaVersion: 1, name: 1} is empty (the scan stops at the first "
+                           "key, which is already out of range) and the v2 branch examines one key of {lastName: 1} "
+                           "per Smith: about one key per match, like the v2-only query. The dual query is free to "
+                           "keep until the v1 code is removed."),
+        hints=["Which index entries does the v1 branch's range cover when no document has schemaVersion 1?"],
+        solution_text="predict_dual.predict(truth)  # about one key per Smith",
+    )
+
+
+# Customers of the changed scenario: v1 keeps the address as one string (city after the last ", "), v2 as a
+# subdocument. Cities are chosen so that some are the end of others (York / New York) and some hold regex
+# characters (St. Albans, where "." would also match "StX Albans").
+_CITY_CUSTOMERS = [
+    (1, "1 High Street, York"), (1, "2 Broadway, New York"), (1, "3 Abbey Mill, St. Albans"),
+    (1, "4 Main Road, StX Albans"), (1, "5 York Road, Leeds"), (1, "6 Dock Street, Leeds"),
+    (2, ("7 Castle Way", "York")), (2, ("8 Fifth Avenue", "New York")), (2, ("9 Market Place", "St. Albans")),
+    (2, ("10 Quay Side", "Leeds")), (2, ("11 York Street", "Hull")), (1, "12 Station Road, Hull"),
+]
+
+
+def _city_docs() -> list[dict]:
+    out = []
+    for i, (version, address) in enumerate(_CITY_CUSTOMERS, start=1):
+        if version == 1:
+            out.append({"_id": f"customer:{i}", "schemaVersion": 1, "address": address})
+        else:
+            out.append({"_id": f"customer:{i}", "schemaVersion": 2,
+                        "address": {"street": address[0], "city": address[1]}})
+    return out
+
+
+def _city_of(doc: dict) -> str:
+    a = doc["address"]
+    return a["city"] if isinstance(a, dict) else a.rsplit(", ", 1)[-1]
+
+
+def _check_city_filter(args: Any) -> str:
+    from pymongo.errors import OperationFailure
+
+    from labkit.exercises import observe
+
+    city_filter = args[0] if isinstance(args, tuple) and len(args) == 1 else args
+    if isinstance(args, tuple) and len(args) > 1:
+        city_filter = next((a for a in args if callable(a)), None)
+    if not callable(city_filter):
+        raise NotYet("pass your function: `ex.check(city_filter)` (it takes a city and returns one filter dict).")
+    docs = _city_docs()
+    with observe.sandbox("13-dual-query-city") as box:
+        coll = box.db["customers"]
+        coll.insert_many(docs)
+        for city in ("York", "New York", "St. Albans", "Leeds", "Hull"):
+            query = city_filter(city)
+            if not isinstance(query, dict):
+                raise NotYet(f"city_filter({city!r}) returned {type(query).__name__}; return one filter dict "
+                             "such as {\"$or\": [...]}, used by one find().")
+            try:
+                got = sorted(d["_id"] for d in coll.find(query, {"_id": 1}))
+            except OperationFailure as exc:
+                raise NotYet(f"the server rejects the filter for {city!r}: {exc}") from None
+            want = sorted(d["_id"] for d in docs if _city_of(d) == city)
+            extra = [d for d in docs if d["_id"] in set(got) - set(want)]
+            missing = [d for d in docs if d["_id"] in set(want) - set(got)]
+            if missing and all(d["schemaVersion"] == 1 for d in missing):
+                raise NotYet(f"for {city!r} your filter misses the v1 customers {[d['_id'] for d in missing]}: "
+                             "during the migration half the data still has the address as one string; add a "
+                             "branch for schemaVersion 1 that matches the end of that string.")
+            if missing and all(d["schemaVersion"] == 2 for d in missing):
+                raise NotYet(f"for {city!r} your filter misses the v2 customers {[d['_id'] for d in missing]}: "
+                             "their city is in `address.city`; add a branch for schemaVersion 2.")
+            if missing:
+                raise NotYet(f"for {city!r} your filter misses {[d['_id'] for d in missing]}.")
+            if extra:
+                wrong_cities = sorted({_city_of(d) for d in extra})
+                if any(c.endswith(city) and c != city for c in wrong_cities):
+                    raise NotYet(f"for {city!r} your filter also finds customers in {wrong_cities}: the pattern is "
+                                 "not anchored at the start of the city. Match ', ' + city at the end of the "
+                                 "string (\", York$\").")
+                if any(c.replace("X", ".") == city for c in wrong_cities):
+                    raise NotYet(f"for {city!r} your filter also finds customers in {wrong_cities}: '.' in a "
+                                 "regular expression matches any character; escape the city with `re.escape`.")
+                if any(city in d["address"] if isinstance(d["address"], str) else False for d in extra):
+                    raise NotYet(f"for {city!r} your filter also finds {[d['_id'] for d in extra]}, whose street "
+                                 "contains the name: the city is what follows the LAST ', ', so anchor the "
+                                 "pattern at the end ($).")
+                raise NotYet(f"for {city!r} your filter also finds {[d['_id'] for d in extra]} (in {wrong_cities}).")
+    return ("every city's customers found in both versions with one query, and no customer of a city whose name "
+            "merely ends the same way.")
+
+
+@register
+def _ex13_city() -> Exercise:
+    return Exercise(
+        id="13-dual-query-city",
+        lesson="13_schema_versioning",
+        task="Write city_filter(city): one filter that finds the customers of a city in v1 (address string) and "
+             "v2 (address.city) documents.",
+        checker=_check_city_filter,
+        hints=["An `$or` with one branch per schemaVersion, as `by_last_name` above.",
+               "The v1 branch is a regular expression on `address` that ends the string: ', ' + the escaped city "
+               "+ '$'."],
+        solution_text=(
+            "def city_filter(city):\n"
+            "    return {\"$or\": [{\"schemaVersion\": 2, \"address.city\": city},\n"
+            "                    {\"schemaVersion\": 1, \"address\": {\"$regex\": f\", {re.escape(city)}$\"}}]}\n\n"
+            "ex_city.check(city_filter)"
         ),
     )
 
@@ -812,6 +1100,177 @@ def _ex14() -> Exercise:
             '         "required": ["element", "x", "y"]},\n'
             '        {"properties": {"type": {"enum": ["purchase"]}, "orderId": {"bsonType": "string"}, "amount": number},\n'
             '         "required": ["orderId", "amount"]},\n    ],\n}}\nex.check(validator)'
+        ),
+    )
+
+
+@register
+def _ex14_predict() -> Exercise:
+    return Prediction(
+        id="14-predict-sparse-or-partial",
+        lesson="14_polymorphic",
+        task="Which index does the planner choose for {stars: {$gt: 5000}} sorted by stars: the sparse index, the "
+             "partial index on type: 'tool', or none?",
+        checker=None,
+        choices=("stars_sparse", "stars_tools_only", "none"),
+        explain=lambda name: (f"Measured: {name}. The filter has a condition on stars, so no document without "
+                              "stars can match and the sparse index is complete for it; it does not say "
+                              "type: 'tool', so an article with stars could match and the partial index, which "
+                              "holds tools only, may not answer it. For {type: 'tool'} sorted by stars it is the "
+                              "other way round."),
+        hints=["Which documents is each index missing, and could this query return one of them?"],
+        solution_text='predict_index.predict("stars_sparse")',
+    )
+
+
+@register
+def _ex15_predict() -> Exercise:
+    return Prediction(
+        id="15-predict-entries-vs-sparse",
+        lesson="15_attribute",
+        task="Will the attribute pattern's one index hold fewer entries than the 40 sparse country indexes "
+             "together, the same number, or more?",
+        checker=None,
+        choices=("fewer", "the same", "more"),
+        explain=lambda verdict: (f"Measured: {verdict}. A sparse index on releaseFR holds one entry per movie "
+                                 "released in France; the 40 together hold one per release. The attribute index "
+                                 "holds one entry per element of `releases`, which is also one per release. What "
+                                 "the attribute pattern saves over sparse indexes is the number of indexes (and "
+                                 "the 64-per-collection limit), not entries."),
+        hints=["Count the entries of a sparse index on releaseFR, then of all 40; then the elements of all the "
+               "`releases` arrays."],
+        solution_text='predict_entries.predict("the same")',
+    )
+
+
+@register
+def _ex17_predict() -> Exercise:
+    return Prediction(
+        id="17-predict-unanchored-keys",
+        lesson="17_trees",
+        task="How many index keys does the unanchored regex {path: {$regex: ',Programming,'}} examine?",
+        checker=None,
+        tolerance=0.02,
+        explain=lambda n: (f"Measured: {n}. Without a leading '^' the match may start anywhere in the string, so no "
+                           "prefix bounds the scan: the server tests the regex against every string key of the path "
+                           "index (bounds [\"\", {})), one per node of the tree except the root, whose null path "
+                           "lies outside the string range, to return a few dozen."),
+        hints=["Which keys of the index could hold ',Programming,' somewhere in the middle?"],
+        solution_text="predict_keys.predict(len(nodes))  # every key of the index",
+    )
+
+
+# The org chart of the changed scenario: 1 CEO, 4 VPs, 3 directors each, 4 managers each, 5 staff each.
+def _org_chart() -> list[dict]:
+    docs = [{"_id": "ceo", "managerId": None}]
+    for v in range(1, 5):
+        docs.append({"_id": f"vp{v}", "managerId": "ceo"})
+        for d in range(1, 4):
+            docs.append({"_id": f"dir{v}{d}", "managerId": f"vp{v}"})
+            for m in range(1, 5):
+                docs.append({"_id": f"mgr{v}{d}{m}", "managerId": f"dir{v}{d}"})
+                docs += [{"_id": f"staff{v}{d}{m}{s}", "managerId": f"mgr{v}{d}{m}"} for s in range(1, 6)]
+    return docs
+
+
+class _CountingCollection:
+    """A collection stand-in that counts the round trips (find/aggregate/...) made through it."""
+
+    _READS = ("find", "find_one", "aggregate", "count_documents", "distinct", "find_raw_batches")
+
+    def __init__(self, coll: Any) -> None:
+        self._coll, self.round_trips = coll, 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._coll, name)
+        if name not in self._READS:
+            return attr
+
+        def read(*a: Any, **kw: Any) -> Any:
+            self.round_trips += 1
+            return attr(*a, **kw)
+        return read
+
+    def __getitem__(self, name: str) -> Any:
+        return self._coll[name]
+
+
+def _check_all_reports(args: Any) -> str:
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 2 and all(callable(a) for a in args)):
+        raise NotYet("call it with your two functions: `ex_org.check(prepare, all_reports)`.")
+    prepare, all_reports = args
+    docs = _org_chart()
+    below: dict[str, list[str]] = {}
+    for d in docs:
+        below.setdefault(d["_id"], [])
+        if d["managerId"]:
+            below.setdefault(d["managerId"], []).append(d["_id"])
+
+    def subtree(node: str) -> list[str]:
+        out, todo = [], list(below[node])
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            todo += below[n]
+        return sorted(out)
+
+    levels_below = {"ceo": 4, "dir11": 2, "mgr232": 1, "staff3241": 0}
+    with observe.sandbox("17-org-chart") as box:
+        coll = box.db["employees"]
+        coll.insert_many(docs)
+        prepare(coll)
+        indexed = [k for k in observe.index_keys(coll) if k and k[0][0] == "managerId"]
+        for node, levels in levels_below.items():
+            counting = _CountingCollection(coll)
+            got = all_reports(counting, node)
+            if got is None or isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
+                raise NotYet(f"all_reports(coll, {node!r}) returned {got!r}; return the ids of everybody below "
+                             "the manager (a list).")
+            got = sorted(str(g.get("_id")) if isinstance(g, dict) else str(g) for g in got)
+            want = subtree(node)
+            if node in got:
+                raise NotYet(f"all_reports(coll, {node!r}) includes {node!r} itself; return only the people below.")
+            if got == sorted(below[node]) and want != got:
+                raise NotYet(f"all_reports(coll, {node!r}) returned the {len(got)} direct reports only; everybody "
+                             f"below counts ({len(want)} people), so keep going level after level.")
+            if got != want:
+                missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+                raise NotYet(f"all_reports(coll, {node!r}) is wrong: {len(missing)} missing (e.g. {missing[:3]}), "
+                             f"{len(extra)} extra (e.g. {extra[:3]}).")
+            if counting.round_trips > levels + 2:
+                raise NotYet(f"all_reports(coll, {node!r}) made {counting.round_trips} queries for {len(want)} "
+                             f"people {levels} level(s) deep: one query per person. Ask for a whole level at once "
+                             "(`{\"managerId\": {\"$in\": level}}`), or let `$graphLookup` walk it in one.")
+    if not indexed:
+        raise NotYet("every level matches `managerId` (a `$graphLookup`'s connectToField, or your `$in`), and no "
+                     "index starts with it: each level is a collection scan. Create it in `prepare`.")
+    return ("everybody below each manager found, with at most one query per level (or one $graphLookup), and "
+            "managerId indexed for the lookups.")
+
+
+@register
+def _ex17_org() -> Exercise:
+    return Exercise(
+        id="17-org-chart-reports",
+        lesson="17_trees",
+        task="Org chart with parent references {_id, managerId}: write prepare(coll) (its index) and "
+             "all_reports(coll, manager_id) returning everybody below, one query per level or one $graphLookup.",
+        checker=_check_all_reports,
+        hints=["The lookups match `managerId`: index it in `prepare`.",
+               "Either loop `level = ids of coll.find({\"managerId\": {\"$in\": level}})` until empty, or one "
+               "aggregate with `$graphLookup` (startWith \"$_id\", connectFromField \"_id\", connectToField "
+               "\"managerId\")."],
+        solution_text=(
+            "def prepare(coll):\n"
+            "    coll.create_index(\"managerId\")\n\n\n"
+            "def all_reports(coll, manager_id):\n"
+            "    found, level = [], [manager_id]\n"
+            "    while level:\n"
+            "        level = [d[\"_id\"] for d in coll.find({\"managerId\": {\"$in\": level}}, {\"_id\": 1})]\n"
+            "        found += level\n"
+            "    return found\n\n\nex_org.check(prepare, all_reports)"
         ),
     )
 
