@@ -148,7 +148,7 @@ def _same(predicted: Any, actual: Any, tolerance: float) -> bool:
     return predicted == actual
 
 
-@dataclass
+@dataclass(repr=False)
 class Prediction(Exercise):
     """A prediction asked *before* a cell runs, checked against the real result afterwards.
 
@@ -164,6 +164,9 @@ class Prediction(Exercise):
     def __post_init__(self) -> None:
         if self.checker is None:
             self.checker = self._check_against
+
+    def __repr__(self) -> str:
+        return f"Prediction {self.id} ({self.lesson}): {self.task}"
 
     def predict(self, value: Any) -> str:
         """Record the prediction (before running the cell that measures it)."""
