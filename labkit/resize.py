@@ -26,3 +26,44 @@ def resize_children(collection: Any, prefix: str, n: int, make: Callable[[int], 
     if have > n:
         return collection.delete_many({"_id": {"$gte": f"{prefix}{n:06d}", "$lt": prefix + _END}}).deleted_count
     return 0
+
+
+class AccountLadder:
+    """Accounts pre-built at every ``rung`` children (0, rung, 2*rung, ... up to ``maximum``), so that any
+    count ``n`` the slider asks for is the nearest rung account grown or shrunk by at most ``rung / 2``
+    children (and the previous one restored): each slider update writes at most about one rung's worth of
+    documents, however far the slider jumps.
+
+    ``make(account, i)`` builds the ``i``-th child of ``account`` (without ``_id``); children are numbered in
+    their ``_id`` as ``id_prefix + account + "/" + six digits``. ``account_for(n)`` returns an account that has exactly
+    ``n`` children (the previously extended account is shrunk back to its rung first)."""
+
+    def __init__(self, collection: Any, account_prefix: str, maximum: int, rung: int,
+                 make: Callable[[str, int], dict], id_prefix: str = "") -> None:
+        if not (isinstance(rung, int) and rung > 0 and isinstance(maximum, int) and maximum >= 0):
+            raise ValueError(f"need a positive rung and a maximum >= 0, got rung={rung!r}, maximum={maximum!r}")
+        self.collection, self.prefix, self.maximum, self.rung, self.make = (collection, account_prefix, maximum,
+                                                                              rung, make)
+        self.id_prefix = id_prefix
+        self.accounts = [f"{account_prefix}{level}" for level in range(0, maximum + 1, rung)]
+        for account in self.accounts:
+            self._resize(account, self._level(account))
+        self._extended: str | None = None
+
+    def _level(self, account: str) -> int:
+        return int(account[len(self.prefix):])
+
+    def _resize(self, account: str, n: int) -> int:
+        return resize_children(self.collection, f"{self.id_prefix}{account}/", n, lambda i: self.make(account, i))
+
+    def account_for(self, n: int) -> str:
+        """An account with exactly ``n`` children (0 <= n <= maximum)."""
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= self.maximum:
+            raise ValueError(f"n must be a whole number from 0 to {self.maximum}, got {n!r}")
+        nearest = min(range(len(self.accounts)), key=lambda k: (abs(k * self.rung - n), k))
+        account = self.accounts[nearest]
+        if self._extended is not None and self._extended != account:
+            self._resize(self._extended, self._level(self._extended))
+        self._resize(account, n)
+        self._extended = account
+        return account

@@ -243,27 +243,30 @@ print(f"maintained counter: {view_rate:,} documents read + {follow_rate * share:
 # %% [markdown]
 # ## Explore: a celebrity's followers
 #
-# For the follower count the slider asks for, an account with exactly that many followers is built (one
-# account, `user:slider`, grown or shrunk in place by the difference), then measured: what counting costs with
-# a maintained counter, and how big that user document would be if it kept all follower ids in an array.
+# For the follower count the slider asks for, an account with exactly that many followers is measured: what
+# counting costs with a maintained counter, and how big that user document would be if it kept all follower
+# ids in an array. (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
+# one by the difference, so each move writes at most a few hundred edges.)
 
 # %%
 from labkit.plots import bars_against_limit
-from labkit.resize import resize_children
+from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
 sam_doc = db.users.find_one({"_id": "user:112"})
-db.users.insert_one({"_id": "user:slider", "name": "Slider", "roles": []})
 follower_pool = sorted(user_ids)
 
 
-def slider_edge(i):
-    return {"followerId": follower_pool[i], "followingId": "user:slider", "createdAt": dt.datetime(2026, 10, 8)}
+def slider_edge(account, i):
+    return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 10, 8)}
+
+
+ladder = AccountLadder(db.follows, "user:slider-", 4000, 500, slider_edge, id_prefix="follow:")
+db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
 
 
 def celebrity(followers):
-    resize_children(db.follows, "follow:slider:", followers, slider_edge)
-    account = "user:slider"
+    account = ladder.account_for(followers)
     cost = count_cost(account)
     return {"account": account, "followers": cost["followers"],
             "count: keys examined": cost["keys examined"], "counter: keys examined": 1,

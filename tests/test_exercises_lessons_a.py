@@ -216,6 +216,10 @@ def migrate_everything(db):
                                                       "tags": tags[:5], "moreTags": tags[5:]})
 
 
+def migrate_collmod_only(db):  # lesson 07's listed mistake: expecting collMod to fix existing documents
+    db.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA}, validationLevel="strict")
+
+
 def migrate_delete(db):
     db.products.delete_many({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]})
 
@@ -245,6 +249,7 @@ def migrate_reversed_overflow(db):
     (migrate_loosened, "must not loosen the validator"),
     (migrate_everything, "was already valid but was rewritten"),
     (migrate_delete, "were deleted"),
+    (migrate_collmod_only, "still break the rules"),
     (migrate_unstripped, "strip each tag"),
     (migrate_reversed_overflow, "in that order"),
 ])
@@ -330,3 +335,26 @@ def test_resize_children_grows_and_shrinks_to_exactly_n(db):
     assert db.posts.count_documents({}) == 1  # nothing outside the prefix is touched
     with pytest.raises(ValueError, match="whole number"):
         resize_children(db.posts, "post:slider:", -1, make)
+
+
+def test_account_ladder_gives_exactly_n_with_bounded_work(db):
+    from labkit.resize import AccountLadder
+
+    ladder = AccountLadder(db.follows, "user:ladder-", 1000, 250,
+                           lambda account, i: {"followingId": account, "followerId": f"user:{i}"})
+    assert db.follows.count_documents({}) == 250 + 500 + 750 + 1000
+    for n in (0, 1, 999, 1000, 260, 260, 3, 740):
+        account = ladder.account_for(n)
+        assert db.follows.count_documents({"followingId": account}) == n
+        # every other rung account is back at its rung
+        for other in ladder.accounts:
+            if other != account:
+                assert db.follows.count_documents({"followingId": other}) == int(other.split("-")[1])
+    with pytest.raises(ValueError):
+        ladder.account_for(1001)
+
+
+def test_post_validator_with_an_expression_the_engine_lacks_gets_a_message():
+    # issue 15: "an $expr validator in 07 raise uncaught errors"
+    r = labkit.exercises.get("07-post-validator").check({"$expr": {"$gt": [{"$strLenCP": "$title"}, 0]}})
+    assert r.outcome == "incorrect", r.message  # a message, whether or not the engine evaluates $strLenCP
