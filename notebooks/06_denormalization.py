@@ -203,7 +203,7 @@ def rename_cost(posts, previews):
             "historical snapshot: documents rewritten": 1}
 
 
-renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10), "previews": (0, 1000, 50, 10)},
+renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10), "previews": (0, 500, 50, 10)},
                    title="Rename a user")
 renames
 

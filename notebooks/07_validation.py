@@ -12,7 +12,7 @@
 #     section: Relationships
 #     exercise_minutes: 17
 #     demo: >-
-#       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema.
+#       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema, then migrate under strict with no bypass and show the ninth roles moved to role_reviews, not lost.
 #     mistakes:
 #     - "Using type: 'integer' or JSON Schema's format: MongoDB's dialect wants bsonType and rejects those keywords."
 #     - "Expecting collMod to fix existing documents."

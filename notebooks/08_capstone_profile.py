@@ -12,7 +12,7 @@
 #     section: Relationships
 #     exercise_minutes: 17
 #     demo: >-
-#       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count.
+#       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count. Delete two accounts carelessly, find the dangling follows with the repair job and delete them.
 #     mistakes:
 #     - "Measuring only small accounts."
 #     - "Leaving orphaned posts after deleting users."

@@ -806,7 +806,7 @@ def _ex06() -> Exercise:
 def _check_post_validator(validator: Any) -> str:
     import datetime as dt
 
-    from pymongo.errors import OperationFailure, WriteError
+    from pymongo.errors import OperationFailure
 
     from labkit.engine import EmbeddedClient
 
