@@ -10,13 +10,14 @@
 #     minutes: 30
 #     title: "One-to-many: reference the parent from the child"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 15
 #     demo: >-
 #       Explain the feed query before and after creating {authorId: 1, createdAt: -1, _id: -1}: COLLSCAN + SORT over every post becomes 20 keys, 20 documents, no SORT. Then flip the ESR dropdown.
 #     mistakes:
 #     - "Indexing {authorId: 1, createdAt: 1} and expecting it to serve a sort on createdAt -1 with _id -1 (the directions must all match or all be reversed)."
 #     - "Adding a separate {authorId: 1} index next to the compound one."
 #     - "Judging a design by the average author instead of the busiest one."
+#     - "Putting a range field before the sort field (E R S), which brings back the blocking SORT."
 # ---
 
 # %% [markdown]
@@ -43,11 +44,11 @@ print("engine:", labkit.describe(db.client))
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
+# | operation | type | rate (per second) | needs |
 # |---|---|---|---|
-# | show an author's newest 20 posts | read | very frequent | title, location, date; newest first, ties broken by id |
-# | publish a post | write | frequent | must not slow down as the author's history grows |
-# | search posts by location | read | occasional | posts queried on their own, without the author |
+# | show an author's newest 20 posts | read | 2,000 | title, location, date; newest first, ties broken by id |
+# | publish a post | write | 50 | must not slow down as the author's history grows |
+# | search posts by location | read | 5 | posts queried on their own, without the author |
 #
 # The busiest author matters, not the average one. Our generated data gives Sam (`user:112`) a long history.
 
@@ -153,11 +154,26 @@ no_index
 # %% [markdown]
 # Now the compound index from the source material: equality on `authorId`, then the sort fields in the sort's
 # order, with `_id` as the tie-breaker.
+#
+# **Predict first.** Sam has thousands of posts. With this index, how many index keys will the feed query
+# examine? Record your guess, then run the measurement.
+
+# %%
+ex_keys = labkit.exercises.get("02-predict-feed-keys")
+ex_keys
+
+# %% tags=["solution"]
+ex_keys.predict(20)
 
 # %%
 db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
 with_index = feed_plan()
+feed_keys = labkit.plan_summary(db.posts.find(feed_filter, projection).sort(feed_sort).limit(20).explain())["keysExamined"]
+print("keys examined with the index:", feed_keys)
 pd.concat([no_index, with_index], keys=["no index", "authorId_1_createdAt_-1__id_-1"])
+
+# %% tags=["reveal"]
+ex_keys.check(feed_keys)
 
 # %% [markdown]
 # The index hands back Sam's posts already in feed order, so the plan reads exactly 20 keys and 20 posts and
@@ -224,13 +240,33 @@ posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
 ex.check(posts)
 
 # %% [markdown]
+# ## Exercise: comments under a post
+#
+# A changed scenario. Each comment references its post (`postId`) and carries `likes` and `createdAt`. The
+# post page shows **the first 20 comments with at least 10 likes, oldest first**:
+# `comments.find({"postId": ..., "likes": {"$gte": 10}}).sort("createdAt", 1).limit(20)`.
+# Create the index that serves it with no blocking SORT and without fetching a single comment only to throw it
+# away. `ex2.check(practice.comments)` judges your indexes on comments of its own.
+
+# %%
+from labkit.exercises.observe import seed_comments
+
+seed_comments(practice, {"post:9": 1500, "post:10": 600, "post:11": 300})
+ex2 = labkit.exercises.get("02-comment-index")
+ex2
+
+# %% tags=["solution"]
+practice.comments.create_index({"postId": 1, "createdAt": 1, "likes": 1})
+ex2.check(practice.comments)
+
+# %% [markdown]
 # ## Summary
 #
 # - An id array on the parent is still unbounded, and every child rewrites the parent.
 # - Reference the parent from the child, and index the child for the query *and* its sort order.
 # - Read plans: IXSCAN with keys ≈ returned and no SORT stage is the goal; COLLSCAN or a SORT stage over many
 #   documents is the warning.
-# - Order compound indexes Equality, Sort, Range.
+# - Order compound indexes Equality, Sort, Range: the range last lets the index check it on its keys.
 #
 # **Next:** 03 · resolving references with separate queries or `$lookup`.
 

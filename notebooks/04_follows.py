@@ -10,13 +10,14 @@
 #     minutes: 25
 #     title: "One-to-infinity: the follows relationship collection"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 17
 #     demo: >-
-#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers.
+#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers; replay the burst of follows and show the celebrity's counter document taking the writes.
 #     mistakes:
 #     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
 #     - "Forgetting unique: true, so duplicate edges are accepted."
 #     - "Expecting count_documents to be constant-time with an index."
+#     - "Incrementing the counter before the edge insert (or on a duplicate follow), so the count drifts from the edges."
 # ---
 
 # %% [markdown]
@@ -26,7 +27,7 @@
 # - to store a many-to-many, unbounded relationship as one document per directed edge;
 # - a unique compound index that rejects duplicates, and the reverse index for the other direction;
 # - that counting matches costs work proportional to the matches, even with an index;
-# - when a maintained counter pays for itself.
+# - when a maintained counter pays for itself, and why it turns one celebrity's document into a write hotspot.
 #
 # **Time:** about 25 minutes.
 
@@ -46,12 +47,12 @@ summary
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
+# | operation | type | rate (per second) | needs |
 # |---|---|---|---|
-# | who follows X (page of 20, by follower id) | read | frequent | follower ids |
-# | whom does X follow (page of 20) | read | frequent | followed ids |
-# | follow / unfollow | write | frequent | never a duplicate edge |
-# | show X's follower count | read | very frequent | one number |
+# | who follows X (page of 20, by follower id) | read | 300 | follower ids |
+# | whom does X follow (page of 20) | read | 200 | followed ids |
+# | follow / unfollow | write | 500 | never a duplicate edge |
+# | show X's follower count | read | 5,000 | one number |
 #
 # Sam is the celebrity: thousands follow him. Storing follower ids on his user document would grow it with every
 # new follower, so each relationship is its own document:
@@ -93,6 +94,17 @@ pd.concat([labkit.show_plan(followers_of_sam.explain()), labkit.show_plan(fred_f
 # %% [markdown]
 # ## Counting is proportional to the matches
 #
+# **Predict first.** With the `{followingId: 1, followerId: 1}` index, how many index keys does counting Sam's
+# followers examine? Write your guess in the next cell, then run the measurement.
+
+# %%
+ex_count = labkit.exercises.get("04-predict-count-keys")
+ex_count
+
+# %% tags=["solution"]
+ex_count.predict(4000)
+
+# %% [markdown]
 # An index makes counting cheap per match, not free. The count's plan walks one index key per follower:
 
 # %%
@@ -104,18 +116,115 @@ def count_cost(user_id):
             "plan": labkit.plan_summary(plan)["stages"]}
 
 
-pd.DataFrame({u: count_cost(u) for u in ["user:112", "user:234"]}).T
+count_costs = {u: count_cost(u) for u in ["user:112", "user:234"]}
+pd.DataFrame(count_costs).T
+
+# %% tags=["reveal"]
+ex_count.check(count_costs["user:112"]["keys examined"])
 
 # %% [markdown]
 # ## A maintained counter
 #
 # If the count is shown on every profile view, keep it on the user and change it with each follow. Reading it
 # is one document; the price is a second write per follow (and keeping the two consistent, lesson 05).
+#
+# First a one-off backfill from the existing edges:
 
 # %%
 for doc in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}]):
     db.users.update_one({"_id": doc["_id"]}, {"$set": {"followerCount": doc["n"]}})
 db.users.find_one({"_id": "user:112"}, {"name": 1, "followerCount": 1})
+
+# %% [markdown]
+# From now on every follow and unfollow maintains it. The edge insert comes first: the unique index decides
+# whether this is a new follow, and only then does the counter move. A repeated follow changes nothing.
+
+# %%
+def follow(db, follower_id, following_id, now):
+    """Insert the edge; on success increment the followed user's counter. False for a repeated follow."""
+    try:
+        db.follows.insert_one({"_id": f"follow:{follower_id[5:]}:{following_id[5:]}", "followerId": follower_id,
+                               "followingId": following_id, "createdAt": now})
+    except DuplicateKeyError:
+        return False
+    db.users.update_one({"_id": following_id}, {"$inc": {"followerCount": 1}})
+    return True
+
+
+def unfollow(db, follower_id, following_id):
+    """Delete the edge; decrement the counter only when an edge was deleted."""
+    if db.follows.delete_one({"followerId": follower_id, "followingId": following_id}).deleted_count:
+        db.users.update_one({"_id": following_id}, {"$inc": {"followerCount": -1}})
+        return True
+    return False
+
+
+print("Fred follows Sam again:", follow(db, "user:234", "user:112", dt.datetime(2026, 10, 6)))
+print("Sam's counter:", db.users.find_one({"_id": "user:112"})["followerCount"])
+
+# %% [markdown]
+# ### The celebrity's counter is a write hotspot
+#
+# Who gets followed is not uniform: new followers go where the followers already are. Replay a burst of 2,000
+# new sign-ups, each following one account drawn in proportion to today's follower counts, and count how the
+# writes spread over documents: each edge is a new document, but every counter increment for Sam lands on
+# **one** document.
+
+# %%
+import random
+from collections import Counter
+
+rng = random.Random(4)
+counts_now = {d["_id"]: d["n"] for d in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}])}
+targets = rng.choices(list(counts_now), weights=list(counts_now.values()), k=2000)
+user_ids = [u["_id"] for u in db.users.find({}, {"_id": 1})]
+counter_writes, edge_writes, new_edges = Counter(), Counter(), []
+t0 = dt.datetime(2026, 10, 7)
+for k, target in enumerate(targets):
+    follower = f"user:new{k:04d}"
+    if follow(db, follower, target, t0 + dt.timedelta(seconds=k)):
+        counter_writes[target] += 1
+        edge_writes[f"follow:{follower[5:]}:{target[5:]}"] += 1
+        new_edges.append((follower, target))
+
+new_follows = sum(counter_writes.values())
+hottest, hottest_writes = counter_writes.most_common(1)[0]
+share = hottest_writes / new_follows
+burst = pd.DataFrame({
+    "documents written": [len(edge_writes), len(counter_writes)],
+    "most writes on one document": [max(edge_writes.values()), hottest_writes],
+}, index=["edge inserts (follows)", "counter increments (users)"])
+print(f"{new_follows} new follows; {hottest} received {hottest_writes} of them ({share:.0%})")
+burst
+
+# %% [markdown]
+# The edges spread over as many documents as there were follows; the counters do not. Two writes to the same
+# document cannot proceed at the same time: each takes the document's write intent, and a concurrent writer
+# gets a write conflict and retries. At the workload's rate of follows, the measured share gives the writes per
+# second that queue on the celebrity's one document:
+
+# %%
+follow_rate = 500  # per second, from the workload table
+view_rate = 5_000
+print(f"writes per second on {hottest}'s document: {follow_rate * share:,.0f} "
+      f"(every one serialised on one document)")
+print(f"the counter is still exact: followerCount {db.users.find_one({'_id': hottest})['followerCount']:,} "
+      f"= edges {db.follows.count_documents({'followingId': hottest}):,}")
+
+# %% [markdown]
+# When that queue becomes the bottleneck, split the counter: `$inc` one of S counter documents chosen by the
+# follower's id, and sum the S documents on a profile view. The same burst, replayed on a split counter with
+# S = 10, spreads the hottest document's writes over ten:
+
+# %%
+import zlib
+
+S = 10
+split_writes = Counter((target, zlib.crc32(follower.encode()) % S) for follower, target in new_edges)
+split_hottest = max(n for (target, _), n in split_writes.items() if target == hottest)
+pd.DataFrame({"most writes on one counter document": [hottest_writes, split_hottest],
+              "documents read per profile view": [1, S]},
+             index=["one counter on the user", f"split counter, S = {S}"])
 
 # %%
 counter_plan = labkit.show_plan(db.users.find({"_id": "user:112"}, {"followerCount": 1}).explain())
@@ -123,25 +232,41 @@ counter_plan
 
 # %% [markdown]
 # Per profile view the counter reads one key and one document instead of one key per follower. Per follow it
-# costs one extra write. With many views per follow, the counter wins by a wide margin.
+# costs one extra write, and for a celebrity those writes queue on one document. With the workload's
+# 5,000 views and 500 follows a second, the counter still wins by a wide margin:
+
+# %%
+sam_keys = count_costs["user:112"]["keys examined"]
+print(f"counting on every view: {view_rate * sam_keys:,} index keys per second for Sam's profile")
+print(f"maintained counter: {view_rate:,} documents read + {follow_rate * share:,.0f} counter writes per second")
 
 # %% [markdown]
 # ## Explore: a celebrity's followers
 #
-# For a follower count (the slider picks the generated account whose count is closest; the readout names it),
-# compare what counting costs with a maintained counter, and how big that user document would be if it kept all
-# follower ids in an array.
+# For the follower count the slider asks for, an account with exactly that many followers is measured: what
+# counting costs with a maintained counter, and how big that user document would be if it kept all follower
+# ids in an array. (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
+# one by the difference, so each move writes at most a few hundred edges.)
 
 # %%
 from labkit.plots import bars_against_limit
+from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
-follower_counts = {d["_id"]: d["n"] for d in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}])}
 sam_doc = db.users.find_one({"_id": "user:112"})
+follower_pool = sorted(user_ids)
+
+
+def slider_edge(account, i):
+    return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 10, 8)}
+
+
+ladder = AccountLadder(db.follows, "user:slider-", 4000, 500, slider_edge, id_prefix="follow:")
+db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
 
 
 def celebrity(followers):
-    account = min(follower_counts, key=lambda a: (abs(follower_counts[a] - followers), a))
+    account = ladder.account_for(followers)
     cost = count_cost(account)
     return {"account": account, "followers": cost["followers"],
             "count: keys examined": cost["keys examined"], "counter: keys examined": 1,
@@ -177,11 +302,43 @@ practice.follows.create_index({"followingId": 1, "followerId": 1})
 ex.check(practice.follows)
 
 # %% [markdown]
+# ## Exercise: members of a group
+#
+# A changed scenario: users join **groups**. One `memberships` document `{groupId, userId}` per membership (a
+# unique index on the pair already exists), and each group keeps `memberCount` for its page header. Write
+# `join(db, group_id, user_id)` and `leave(db, group_id, user_id)`: a join adds the membership and moves the
+# counter by one; a repeated join (a double click) or leaving a group one is not in changes nothing.
+# `ex2.check(practice, join, leave)` runs your functions on a database of its own.
+
+# %%
+ex2 = labkit.exercises.get("04-member-counter")
+ex2
+
+# %% tags=["solution"]
+def join(db, group_id, user_id):
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        return
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+
+
+def leave(db, group_id, user_id):
+    if db.memberships.delete_one({"groupId": group_id, "userId": user_id}).deleted_count:
+        db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
+
+
+ex2.check(practice, join, leave)
+
+# %% [markdown]
 # ## Summary
 #
 # - Unbounded many-to-many: one document per relationship, never growing arrays on both sides.
 # - Two compound indexes serve both directions; the unique one also forbids duplicate edges.
-# - Counting walks the matches; keep a counter when the count is read far more often than it changes.
+# - Counting walks the matches; keep a counter when the count is read far more often than it changes, and
+#   maintain it on every follow, after the edge insert succeeded.
+# - A counter concentrates a celebrity's follows on one document (a write hotspot); split it when that queue
+#   is the bottleneck.
 #
 # **Next:** 05 · two-way references and how to keep copies consistent.
 

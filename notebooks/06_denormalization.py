@@ -43,12 +43,13 @@ labkit.seed.social(db, users=1500, seed=6, celebrity_followers=1000, celebrity_p
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | needs | freshness |
-# |---|---|---|---|
-# | profile header with "followed by Fred, Ann and 998 others" | read | 3 follower names | minutes old is fine |
-# | a post with its author's name as published | read | the name at publishing time | never changes |
-# | a post with its author's *current* name | read | today's name | exact |
-# | rename a user | write | rare | |
+# | operation | type | rate (per second) | needs | freshness |
+# |---|---|---|---|---|
+# | profile header with "followed by Fred, Ann and 998 others" | read | 3,000 | 3 follower names | at most one day old |
+# | a post with its author's name as published | read | 1,000 | the name at publishing time | never changes |
+# | a post with its author's *current* name | read | 500 | today's name | exact |
+# | follow | write | 300 | | |
+# | rename a user | write | 0.1 | | |
 #
 # ## A bounded follower preview
 #
@@ -96,8 +97,8 @@ print("published as:", post["authorSnapshot"]["name"], "| author today:", curren
 
 # %%
 def rebuild_previews(db, now, max_age=dt.timedelta(days=1), everyone=False):
-    """Rebuild previews older than ``max_age`` (or all of them) from follows + users, the canonical sources."""
-    stale_filter = {} if everyone else {"previewRefreshedAt": {"$lt": now - max_age}}
+    """Rebuild previews at least ``max_age`` old (or all of them) from follows + users, the canonical sources."""
+    stale_filter = {} if everyone else {"previewRefreshedAt": {"$lte": now - max_age}}
     rebuilt = 0
     for user in db.users.find(stale_filter, {"_id": 1}).sort("_id", 1):
         edges = db.follows.find({"followingId": user["_id"]}).sort([("createdAt", -1), ("_id", -1)]).limit(3)
@@ -132,12 +133,26 @@ def stale_previews():
 print(f"previews listing {renamed}: {previews_listing(db, renamed)}, stale after the rename: {stale_previews()}")
 
 # %% [markdown]
-# The policy says a preview may be at most one day old. Two days later the job runs and rebuilds every preview
-# older than that; the stale copies are gone.
+# The policy says a preview may be at most **one day** old. The job runs every six hours, so it must rebuild
+# every preview that would pass the deadline before its next run: those at least 24 − 6 = 18 hours old. Run
+# the schedule for the day after the rebuild and measure, at each run, how old the oldest preview had become:
 
 # %%
-print("previews rebuilt:", rebuild_previews(db, now=dt.datetime(2027, 1, 3)))
-print("stale previews now:", stale_previews())
+MAX_AGE = dt.timedelta(days=1)
+JOB_EVERY = dt.timedelta(hours=6)
+built_at = dt.datetime(2027, 1, 1)
+schedule = []
+for k in range(1, 5):
+    now = built_at + k * JOB_EVERY
+    oldest = db.users.find_one({"previewRefreshedAt": {"$exists": True}}, sort=[("previewRefreshedAt", 1)])
+    age_before = now - oldest["previewRefreshedAt"]
+    rebuilt = rebuild_previews(db, now=now, max_age=MAX_AGE - JOB_EVERY)
+    schedule.append({"job run at": now, "oldest preview before the run (hours)": age_before / dt.timedelta(hours=1),
+                     "previews rebuilt": rebuilt, "stale previews after the run": stale_previews()})
+schedule = pd.DataFrame(schedule).set_index("job run at")
+print("oldest a preview ever got (hours):", schedule["oldest preview before the run (hours)"].max(),
+      "| policy limit (hours):", MAX_AGE / dt.timedelta(hours=1))
+schedule
 
 # %% [markdown]
 # ## The current canonical value: resolve the reference
@@ -156,25 +171,40 @@ list(db.posts.aggregate([
 # %% [markdown]
 # ## Explore: what a rename touches
 #
-# For a user with a given number of posts and followed accounts (the slider picks the closest generated user),
-# count the documents a rename must rewrite under each policy.
+# The sliders ask for a user with a given number of posts and a given number of previews that list them; one
+# account (`user:slider`, in a scratch database) is grown or shrunk in place to exactly that, and the documents
+# a rename must rewrite are counted under each policy.
 
 # %%
+from labkit.resize import resize_children
 from labkit.widgets import explorer
 
-post_counts = {d["_id"]: d["count"] for d in db.posts.aggregate([{"$sortByCount": "$authorId"}])}
+scratch = labkit.fresh_db("06_rename_slider")
+scratch.users.insert_one({"_id": "user:slider", "name": "Slider"})
 
 
-def rename_cost(posts):
-    user = min(post_counts, key=lambda u: (abs(post_counts[u] - posts), u))
-    return {"user": user, "posts": post_counts[user],
+def slider_post(i):
+    return {"authorId": "user:slider", "title": f"post {i}", "authorName": "Slider",
+            "createdAt": dt.datetime(2026, 11, 1) + dt.timedelta(minutes=i)}
+
+
+def fan(i):
+    return {"name": f"fan {i}", "followerPreview": [{"userId": "user:slider", "name": "Slider"}]}
+
+
+def rename_cost(posts, previews):
+    resize_children(scratch.posts, "post:slider:", posts, slider_post)
+    resize_children(scratch.users, "user:fan:", previews, fan)
+    n_posts = scratch.posts.count_documents({"authorId": "user:slider"})
+    return {"user": "user:slider", "posts": n_posts, "previews listing them": previews_listing(scratch, "user:slider"),
             "canonical reference: documents rewritten": 1,
-            "display cache (previews): documents rewritten": 1 + previews_listing(db, user),
-            "copy of the current name on every post": 1 + post_counts[user],
+            "display cache (previews): documents rewritten": 1 + previews_listing(scratch, "user:slider"),
+            "copy of the current name on every post": 1 + n_posts,
             "historical snapshot: documents rewritten": 1}
 
 
-renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10)}, title="Rename a user")
+renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10), "previews": (0, 500, 50, 10)},
+                   title="Rename a user")
 renames
 
 # %% [markdown]

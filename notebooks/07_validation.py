@@ -10,13 +10,15 @@
 #     minutes: 25
 #     title: "Enforce the shape with schema validation"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 17
 #     demo: >-
-#       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema.
+#       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema, then migrate under strict with no bypass and show the ninth roles moved to role_reviews, not lost.
 #     mistakes:
 #     - "Using type: 'integer' or JSON Schema's format: MongoDB's dialect wants bsonType and rejects those keywords."
 #     - "Expecting collMod to fix existing documents."
 #     - "Forgetting that updates are validated on the resulting document."
+#     - "Believing a migration needs bypass_document_validation (under strict, an update whose result is valid passes)."
+#     - "Trimming an over-long array in a migration, silently losing the extra elements."
 # ---
 
 # %% [markdown]
@@ -26,7 +28,8 @@
 # - to add `$jsonSchema` rules to an existing collection with `collMod` (the source's eight-role rule);
 # - to read a validation failure's `errInfo`;
 # - the difference between `strict` and `moderate` levels and between `error` and `warn` actions;
-# - to find existing documents that break the rules and migrate them.
+# - to find existing documents that break the rules and migrate them, without bypassing validation and
+#   without losing data.
 #
 # **Time:** about 25 minutes.
 
@@ -45,6 +48,15 @@ labkit.seed.social(db, users=1000, seed=7)
 # Many programs write `users`: the sign-up service, an admin tool, a nightly import. Application checks protect
 # one of them; collection rules protect every write. The bound "at most eight roles" from lesson 01 becomes a
 # rule the server enforces.
+#
+# | operation | type | rate (per second) | who writes |
+# |---|---|---|---|
+# | sign up | write (insert) | 20 | the sign-up service |
+# | change a role | write (update) | 2 | the admin tool |
+# | nightly import | write (insert/update) | 2,000 for ten minutes a night | the import job |
+# | read a profile | read | 3,000 | everyone |
+#
+# Validation costs a little on each of the writes and nothing on the reads.
 #
 # Some old documents predate the rules. Let's plant two, as an old import might have written them:
 
@@ -138,7 +150,9 @@ print("stored despite 9 roles:", db.users.count_documents({"_id": "user:warned"}
 db.command("collMod", "users", validationAction="error")
 
 # %% [markdown]
-# A trusted migration can also skip the rules for one write with `bypass_document_validation=True`:
+# `bypass_document_validation=True` skips the rules for one write (it needs the `bypassDocumentValidation`
+# privilege). That is a way for invalid documents to get in, as this one does; the audit below finds it too.
+# A migration does **not** need it, as the next sections show.
 
 # %%
 db.users.insert_one({"_id": "user:bypass", "name": "Bypass", "roles": nine}, bypass_document_validation=True)
@@ -154,17 +168,65 @@ invalid = list(db.users.find({"$nor": [{"$jsonSchema": users_schema}]}, {"name":
 pd.DataFrame(invalid)
 
 # %% [markdown]
-# Migrate them: wrap a lone role string into an assignment, turn a numeric name into a string, and trim
-# role lists to eight (here with `bypass_document_validation` so each step may pass through invalid states).
+# ## Migrate them, under the strict rules
+#
+# **Predict first.** The rules are `strict`. Will an update that turns one of these invalid documents into a
+# valid one be accepted *without* `bypass_document_validation`? (True or False.)
 
 # %%
+ex_strict = labkit.exercises.get("07-predict-strict-repair")
+ex_strict
+
+# %% tags=["solution"]
+ex_strict.predict(True)
+
+# %% [markdown]
+# `strict` validates the document an update **produces** (MongoDB manual, "Specify Validation Level for
+# Existing Documents"). A half repair that leaves the document invalid is refused:
+
+# %%
+try:
+    db.users.update_one({"_id": "user:legacy-1"}, {"$set": {"name": "Old Import (migrated)"}})  # roles: a string
+    half_repair = "accepted"
+except WriteError as exc:
+    half_repair = f"rejected ({exc.code})"
+print("changing only the name of user:legacy-1, its roles still a string:", half_repair)
+
+# %% [markdown]
+# So the migration builds each document's whole repaired shape and writes it in one update: a lone role
+# string becomes an assignment, a numeric name a string. Two documents hold **nine** roles; trimming to eight
+# would silently drop a role someone was given. Instead the roles beyond the eighth are moved, visibly, to a
+# `role_reviews` collection for an administrator to decide, and the count of roles before and after proves
+# nothing was lost.
+
+# %%
+roles_before = sum(len(d["roles"]) if isinstance(d.get("roles"), list) else 1 for d in invalid if d.get("roles"))
+accepted, rejected, moved = 0, [], []
 for doc in invalid:
     roles = doc.get("roles")
     if isinstance(roles, str):
         roles = [{"title": roles, "canEdit": False}]
-    fixed = {"name": str(doc.get("name")), "roles": (roles or [])[:8]}
-    db.users.update_one({"_id": doc["_id"]}, {"$set": fixed}, bypass_document_validation=True)
+    roles = roles or []
+    if len(roles) > 8:
+        moved.append({"userId": doc["_id"], "roles": roles[8:], "reason": "more than 8 roles"})
+    fixed = {"name": str(doc.get("name")), "roles": roles[:8]}
+    try:
+        db.users.update_one({"_id": doc["_id"]}, {"$set": fixed})  # no bypass: the result must be valid
+        accepted += 1
+    except WriteError as exc:
+        rejected.append((doc["_id"], exc.code))
+if moved:
+    db.role_reviews.insert_many(moved)
+kept = sum(len(db.users.find_one({"_id": d["_id"]})["roles"]) for d in invalid)
+in_review = sum(len(r["roles"]) for r in db.role_reviews.find())
+print(f"updates accepted without bypass: {accepted} of {len(invalid)}; rejected: {rejected}")
+print(f"roles before: {roles_before}; kept on the users: {kept}; moved to role_reviews: {in_review}")
 print("documents still failing:", db.users.count_documents({"$nor": [{"$jsonSchema": users_schema}]}))
+repaired_without_bypass = accepted == len(invalid) and not rejected
+pd.DataFrame(db.role_reviews.find({}, {"_id": 0}))
+
+# %% tags=["reveal"]
+ex_strict.check(repaired_without_bypass)
 
 # %% [markdown]
 # ## Explore: how strict can the bound be?
@@ -209,11 +271,51 @@ validator = {"$jsonSchema": {
 ex.check(validator)
 
 # %% [markdown]
+# ## Exercise: migrate the products
+#
+# A changed scenario: a `products` collection got strict rules (`sku` a string starting with `SKU-`, a
+# non-empty string `name`, `tags` an array of at most five strings), and an old import left documents that
+# break them. Write `migrate(db)`: repair every invalid product **without** `bypass_document_validation` and
+# **without losing a tag**: a comma-separated string becomes a list (spaces stripped), tags beyond the fifth
+# move, in order, to `moreTags`, a missing tag list becomes `[]`, an empty name becomes the sku. Leave valid
+# products alone. `ex2.check(practice, migrate)` runs it on products of its own.
+
+# %%
+from labkit.exercises.relationships import PRODUCTS_SCHEMA, legacy_products
+
+practice = labkit.fresh_db("07_practice")
+practice.products.insert_many(legacy_products())
+practice.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA}, validationLevel="strict")
+pd.DataFrame(practice.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}))
+
+# %%
+ex2 = labkit.exercises.get("07-migrate-products")
+ex2
+
+# %% tags=["solution"]
+def migrate(db):
+    schema = db.products.options()["validator"]["$jsonSchema"]
+    for doc in db.products.find({"$nor": [{"$jsonSchema": schema}]}):
+        tags = doc.get("tags") or []
+        if isinstance(tags, str):
+            tags = [t.strip() for t in tags.split(",") if t.strip()]
+        fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
+        if tags[5:]:
+            fix["moreTags"] = tags[5:]
+        db.products.update_one({"_id": doc["_id"]}, {"$set": fix})
+
+
+ex2.check(practice, migrate)
+
+# %% [markdown]
 # ## Summary
 #
 # - `collMod` adds rules to an existing collection; `$jsonSchema` speaks BSON types (`bsonType`).
 # - A failing write raises code 121 with `errInfo` naming the rule and property; updates are checked on the result.
 # - `moderate` tolerates legacy documents, `warn` only logs; audit with `$nor` + `$jsonSchema`, then migrate.
+# - A migration needs no bypass: under `strict` an update whose result is valid passes, and one that is not
+#   is refused, which catches a broken migration. Never let a bound silently drop data: move the overflow
+#   somewhere visible and count it.
 #
 # **Next:** 08 · capstone: a real-world profile page.
 

@@ -10,13 +10,14 @@
 #     minutes: 35
 #     title: "Capstone: a real-world profile page"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 17
 #     demo: >-
-#       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count.
+#       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count. Delete two accounts carelessly, find the dangling follows with the repair job and delete them.
 #     mistakes:
 #     - "Measuring only small accounts."
 #     - "Leaving orphaned posts after deleting users."
 #     - "Treating the two follows indexes as two copies of the relationship."
+#     - "Deleting a user's follows in one direction only, leaving edges that point at nobody."
 # ---
 
 # %% [markdown]
@@ -48,12 +49,16 @@ summary
 # %%
 pd.DataFrame(
     [
-        ("read account and its roles", "embed roles in users", "bounded (8), owned, read together"),
-        ("read the newest 20 posts", "posts.authorId + {authorId: 1, createdAt: -1, _id: -1}", "unbounded history"),
-        ("navigate followers / following", "follows + two compound indexes", "unbounded many-to-many"),
-        ("show the follower count", "count the edges; a counter only if measurements ask for one", "hot read"),
+        ("read account and its roles", 3000, "embed roles in users", "bounded (8), owned, read together"),
+        ("read the newest 20 posts", 3000, "posts.authorId + {authorId: 1, createdAt: -1, _id: -1}",
+         "unbounded history"),
+        ("navigate followers / following", 400, "follows + two compound indexes", "unbounded many-to-many"),
+        ("show the follower count", 3000, "count the edges; a counter only if measurements ask for one", "hot read"),
+        ("publish a post", 50, "insert one post", "the user document is not touched"),
+        ("follow / unfollow", 300, "insert / delete one edge", "unique index refuses duplicates"),
+        ("delete an account", 0.01, "delete the user and everything that points at it", "no dangling references"),
     ],
-    columns=["access pattern", "model", "why"],
+    columns=["access pattern", "rate (per second)", "model", "why"],
 )
 
 # %% [markdown]
@@ -75,6 +80,17 @@ ordered = sorted(post_counts, key=lambda u: (-post_counts[u], u))
 newcomer = db.users.find_one({"_id": {"$nin": list(post_counts)}}, sort=[("_id", 1)])["_id"]
 accounts = {"busiest": ordered[0], "typical": ordered[len(ordered) // 2], "newcomer": newcomer}
 accounts
+
+# %% [markdown]
+# **Predict first.** Which of the page's reads examines the most index keys for the busiest account: the
+# account read, the newest 20 posts, the followers page, the following page or the follower count?
+
+# %%
+ex_grow = labkit.exercises.get("08-predict-growing-read")
+ex_grow
+
+# %% tags=["solution"]
+ex_grow.predict("follower count")
 
 # %%
 def operations(user_id):
@@ -102,7 +118,13 @@ def measure(user_id):
     return pd.DataFrame(rows).set_index("operation")
 
 
-pd.concat({label: measure(uid) for label, uid in accounts.items()}, axis=1)
+page_costs = pd.concat({label: measure(uid) for label, uid in accounts.items()}, axis=1)
+most_keys_busiest = page_costs["busiest"]["keys"].idxmax()
+print("most keys for the busiest account:", most_keys_busiest)
+page_costs
+
+# %% tags=["reveal"]
+ex_grow.check(most_keys_busiest)
 
 # %% [markdown]
 # Every read is an index scan with no blocking sort, and the pages cost 20 keys whatever the account's size.
@@ -111,16 +133,30 @@ pd.concat({label: measure(uid) for label, uid in accounts.items()}, axis=1)
 # %% [markdown]
 # ## Explore: the busiest account's page
 #
-# Pick an account by its number of posts; every operation of its profile page is re-measured.
+# Pick a number of posts: an account with exactly that many posts is measured, every operation of its profile
+# page. (Accounts with 0, 500, 1,000, ... posts are built once; the slider grows or shrinks the nearest one by the
+# difference.)
 
 # %%
+import datetime as dt
+
+from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
 
+def slider_post(account, i):
+    return {"authorId": account, "title": f"post {i}", "location": "Oakland",
+            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=i), "body": "x" * 40}
+
+
+ladder = AccountLadder(db.posts, "user:slider-", 3000, 500, slider_post, id_prefix="post:")
+db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
+
+
 def page_cost(posts):
-    user = min(post_counts, key=lambda u: (abs(post_counts[u] - posts), u))
+    user = ladder.account_for(posts)
     m = measure(user)
-    out = {"account": user, "posts": post_counts[user]}
+    out = {"account": user, "posts": db.posts.count_documents({"authorId": user})}
     out.update({f"{op}: keys": int(m.loc[op, "keys"]) for op in m.index})
     out["any blocking sort"] = bool(m["blocking sort"].any())
     return out
@@ -168,6 +204,36 @@ db.users.delete_many({"_id": {"$in": gone}})
 print("deleted:", gone)
 
 # %% [markdown]
+# The follows still name them, on either side. A repair job does not need to know who was deleted: it joins
+# every edge to both of its users and keeps the edges where either side is missing.
+
+# %%
+def dangling_follows(db):
+    """Ids of follows whose follower or followed user no longer exists (a full pass over follows)."""
+    return [d["_id"] for d in db.follows.aggregate([
+        {"$lookup": {"from": "users", "localField": "followerId", "foreignField": "_id", "as": "a",
+                     "pipeline": [{"$project": {"_id": 1}}]}},
+        {"$lookup": {"from": "users", "localField": "followingId", "foreignField": "_id", "as": "b",
+                     "pipeline": [{"$project": {"_id": 1}}]}},
+        {"$match": {"$or": [{"a": {"$size": 0}}, {"b": {"$size": 0}}]}},
+        {"$project": {"_id": 1}},
+    ])]
+
+
+dangling = dangling_follows(db)
+print(f"follows scanned: {db.follows.count_documents({}):,}; dangling: {len(dangling)}")
+print("of which name a deleted user as followed:",
+      db.follows.count_documents({"_id": {"$in": dangling}, "followingId": {"$in": gone}}),
+      "| as follower:", db.follows.count_documents({"_id": {"$in": dangling}, "followerId": {"$in": gone}}))
+
+# %% [markdown]
+# Repair them, then check again:
+
+# %%
+repaired = db.follows.delete_many({"_id": {"$in": dangling}}).deleted_count
+print("dangling follows deleted:", repaired, "| dangling now:", len(dangling_follows(db)))
+
+# %% [markdown]
 # ## Exercise
 #
 # Find every **orphaned post**: a post whose `authorId` matches no user. Assign the sorted list of their
@@ -187,11 +253,45 @@ print(len(orphans), "orphaned posts")
 ex.check(db, orphans)
 
 # %% [markdown]
+# The repair for the posts: delete the deleted users' posts (or reassign them, if the product wants to keep
+# them), then count again.
+
+# %%
+orphaned_before = db.posts.count_documents({"authorId": {"$in": gone}})
+deleted_posts = db.posts.delete_many({"authorId": {"$in": gone}}).deleted_count
+print(f"orphaned posts deleted: {deleted_posts} of {orphaned_before}; "
+      f"left: {db.posts.count_documents({'authorId': {'$in': gone}})}")
+
+# %% [markdown]
+# ## Exercise: delete an account properly
+#
+# A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
+# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards:
+# their posts, the comments on those posts, their own comments on other posts, and their follows in both
+# directions, and nothing else. `ex2.check(db, delete_account)` runs it on a small network of its own.
+
+# %%
+ex2 = labkit.exercises.get("08-delete-account")
+ex2
+
+# %% tags=["solution"]
+def delete_account(db, user_id):
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
+    db.users.delete_one({"_id": user_id})
+
+
+ex2.check(db, delete_account)
+
+# %% [markdown]
 # ## Summary
 #
 # - Derive each model from an access pattern; write the reason next to it.
 # - Measure every operation on the busiest account, not the average one: pages should cost the page size.
-# - Run the checklist on data: bounds, arrays, copies, edges, and what deletion leaves behind.
+# - Run the checklist on data: bounds, arrays, copies, edges, and what deletion leaves behind; delete an
+#   account with everything that points at it, and run a repair job for what an earlier deletion left.
 #
 # **Next:** the pattern lessons, starting with the bucket pattern.
 

@@ -165,6 +165,9 @@ class Prediction(Exercise):
         if self.checker is None:
             self.checker = self._check_against
 
+    def __repr__(self) -> str:
+        return f"Prediction {self.id} ({self.lesson}): {self.task}"
+
     def predict(self, value: Any) -> str:
         """Record the prediction (before running the cell that measures it)."""
         if self.choices and not any(_same(value, c, 0.0) for c in self.choices):

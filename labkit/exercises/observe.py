@@ -345,3 +345,25 @@ def copy_indexes(source: Any, target: Any) -> None:
         models.append(IndexModel(list(spec["key"].items()), **opts))
     if models:
         target.create_indexes(models)
+
+
+def seed_comments(db: Any, posts: dict[str, int], *, seed: int = 11) -> None:
+    """Pristine comments for index checks: ``posts`` maps a post id to its number of comments.
+
+    Every post's comments spread over the same month (so an index that does not start with ``postId`` must
+    skip other posts' keys) and are inserted shuffled; ``likes`` runs 0..29, so about two thirds of the
+    comments have at least 10 likes (a range an index can check on its keys)."""
+    import datetime as dt
+    import random
+
+    rng = random.Random(seed)
+    base = dt.datetime(2026, 10, 1)
+    docs = []
+    for k, (pid, n) in enumerate(posts.items()):
+        for i in range(n):
+            docs.append({"_id": f"comment:{pid.split(':')[-1]}:{i:05d}", "postId": pid,
+                         "userId": f"user:{rng.randrange(1, 500)}", "likes": rng.randrange(30),
+                         "createdAt": base + dt.timedelta(minutes=k + (i * 40_000) // max(n, 1)),
+                         "text": "nice"})
+    rng.shuffle(docs)
+    db.comments.insert_many(docs)

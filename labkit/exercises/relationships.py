@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import Exercise, NotYet, _db_and_function, _stages, register
+from labkit.exercises import Exercise, NotYet, Prediction, _db_and_function, _stages, register
 
 # --- notebook 00 -------------------------------------------------------------------------------------------
 
@@ -233,7 +233,7 @@ def _ex01b() -> Exercise:
 def _check_feed_index(posts: Any) -> str:
     from labkit.exercises import observe
 
-    if not hasattr(posts, "find") or not hasattr(posts, "index_information"):
+    if not _is_collection(posts):
         raise NotYet(f"pass the collection (`posts`), not {type(posts).__name__}.")
     # The learner's indexes, judged on pristine posts (Sam has 300, inserted out of order), never on the
     # learner's own data, which an earlier cell may have changed.
@@ -278,6 +278,91 @@ def _ex02() -> Exercise:
         hints=["Equality field first, then the sort fields in the same order and directions as the sort.",
                "The sort is `createdAt: -1, _id: -1` and the filter is on `authorId`."],
         solution_text='posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})\nex.check(posts)',
+    )
+
+
+def _is_collection(obj: Any) -> bool:
+    """A pymongo (or embedded) collection; a database answers every attribute with a sub-collection."""
+    import mongomock
+    import pymongo.collection
+
+    return isinstance(obj, (pymongo.collection.Collection, mongomock.Collection))
+
+
+def _explain_feed_keys(measured: Any) -> str:
+    return (f"The index hands Sam's posts back already newest first, so the scan stops at the limit: {measured} "
+            "keys for 20 posts, however long his history is. Without the index the server reads every post and "
+            "sorts Sam's in memory.")
+
+
+@register
+def _ex02_predict() -> Exercise:
+    return Prediction(
+        id="02-predict-feed-keys",
+        lesson="02_one_to_many",
+        task="Predict: with {authorId: 1, createdAt: -1, _id: -1}, how many index keys does Sam's newest-20 feed "
+             "examine? (Sam has thousands of posts.)",
+        checker=None,
+        hints=["An index that matches the filter and the sort returns documents in order; the limit stops it."],
+        solution_text="ex_keys.predict(20)",
+        explain=_explain_feed_keys,
+    )
+
+
+COMMENT_QUERY = {"postId": "post:9", "likes": {"$gte": 10}}
+
+
+def _check_comment_index(comments: Any) -> str:
+    from labkit.exercises import observe
+
+    if not _is_collection(comments):
+        raise NotYet(f"pass the collection (`practice.comments`), not {type(comments).__name__}.")
+    with observe.sandbox("02-comment-index", comments) as box:
+        observe.seed_comments(box.db, {"post:9": 1500, "post:10": 600, "post:11": 300})
+        observe.copy_indexes(comments, box.db.comments)
+        cursor = box.db.comments.find(COMMENT_QUERY, {"text": 1, "likes": 1, "createdAt": 1})
+        fig = observe.plan_figures(cursor.sort("createdAt", 1).limit(20).explain())
+        redundant = observe.redundant_prefixes(box.db.comments)
+    ix = fig.index
+    if fig.collscan:
+        raise NotYet("the query still reads every comment (COLLSCAN): no index starts with `postId`.")
+    if fig.blocking_sort:
+        if ix and "likes" in ix and "createdAt" in ix and list(ix).index("likes") < list(ix).index("createdAt"):
+            raise NotYet(f"{ix} puts the range (`likes`) before the sort field (`createdAt`): the keys come out "
+                         "ordered by likes first, so the server sorts every matching comment in memory (blocking "
+                         "SORT). Equality, Sort, Range: {postId: 1, createdAt: 1, likes: 1}.")
+        raise NotYet(f"the plan uses {ix} but still has a blocking SORT: after `postId` the index must continue "
+                     "with `createdAt`, the sort field.")
+    if ix and next(iter(ix)) != "postId":
+        raise NotYet(f"no blocking sort, but {ix} does not start with the equality field `postId`: the scan "
+                     f"walks other posts' comments ({fig.keys_examined} keys for {fig.returned} comments).")
+    if fig.docs_examined > fig.returned:
+        raise NotYet(f"{fig.docs_examined} comments fetched for {fig.returned} returned: {ix} cannot check "
+                     "`likes >= 10` on its keys, so every comment below 10 likes is fetched and thrown away. Add "
+                     "`likes` after the sort field: {postId: 1, createdAt: 1, likes: 1}.")
+    if fig.returned != 20:
+        raise NotYet(f"the query returned {fig.returned} comments instead of 20; a partial or sparse index must not "
+                     "hide comments.")
+    for short, long_ in redundant:
+        raise NotYet(f"the query is served, but `{short}` is a prefix of `{long_}`: the compound index already "
+                     f"serves queries on its first fields, and the extra one slows every new comment. Drop it: "
+                     f"`practice.comments.drop_index(\"{short}\")`.")
+    return (f"{ix}: no blocking SORT, {fig.keys_examined} keys and {fig.docs_examined} comments examined for "
+            f"{fig.returned} returned; the likes range is checked on the index keys (Equality, Sort, Range).")
+
+
+@register
+def _ex02b() -> Exercise:
+    return Exercise(
+        id="02-comment-index",
+        lesson="02_one_to_many",
+        task="Comments reference their post (`postId`). Index them for 'the first 20 comments of a post with at "
+             "least 10 likes, oldest first': no blocking SORT and no comment fetched only to be thrown away.",
+        checker=_check_comment_index,
+        hints=["`postId` is the equality, `createdAt` the sort, `likes >= 10` the range.",
+               "Equality, Sort, Range: {postId: 1, createdAt: 1, likes: 1}."],
+        solution_text='practice.comments.create_index({"postId": 1, "createdAt": 1, "likes": 1})\n'
+                      'ex2.check(practice.comments)',
     )
 
 
@@ -433,6 +518,120 @@ def _ex04() -> Exercise:
         solution_text=(
             'practice.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)\n'
             'practice.follows.create_index({"followingId": 1, "followerId": 1})\nex.check(practice.follows)'
+        ),
+    )
+
+
+def _explain_count_keys(measured: Any) -> str:
+    return (f"Counting walks one index key per matching edge: {measured} keys for {measured} followers. The "
+            "index makes each match cheap, not the count constant; a maintained counter reads one document.")
+
+
+@register
+def _ex04_predict() -> Exercise:
+    return Prediction(
+        id="04-predict-count-keys",
+        lesson="04_follows",
+        task="Predict: with the {followingId: 1, followerId: 1} index, how many index keys does counting Sam's "
+             "followers examine?",
+        checker=None,
+        hints=["Look at how many followers the seed gave Sam (the summary above). What must a count visit?"],
+        solution_text="ex_count.predict(4000)",
+        explain=_explain_count_keys,
+        tolerance=0.05,
+    )
+
+
+def _membership_state(db: Any, group_id: str) -> tuple[int, Any]:
+    members = db.memberships.count_documents({"groupId": group_id})
+    group = db.groups.find_one({"_id": group_id}) or {}
+    return members, group.get("memberCount")
+
+
+def _check_member_counter(args: Any) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
+        raise NotYet("call it with the database and your two functions: `ex.check(practice, join, leave)`.")
+    like, join, leave = args
+    with observe.sandbox("04-member-counter", like) as box:
+        db = box.db
+        db.memberships.create_index({"groupId": 1, "userId": 1}, unique=True)
+        db.groups.insert_many([{"_id": "group:chess", "name": "Chess", "memberCount": 3},
+                               {"_id": "group:go", "name": "Go"}])
+        db.memberships.insert_many([{"groupId": "group:chess", "userId": f"user:{i}"} for i in (1, 2, 3)])
+
+        def step(fn: Any, what: str, group: str, user: str) -> None:
+            try:
+                observe.call_learner(fn, db, group, user)
+            except DuplicateKeyError:
+                raise NotYet(f"{what} let DuplicateKeyError escape: a repeated join (a double click, a retry) is "
+                             "normal traffic. Catch it and leave the counter alone; the unique index already "
+                             "refused the second membership.") from None
+
+        step(join, "join", "group:chess", "user:10")
+        members, count = _membership_state(db, "group:chess")
+        if members != 4:
+            raise NotYet(f"after one join the group has {members} memberships instead of 4: insert one membership "
+                         "document {groupId, userId} per join.")
+        if count != 4:
+            raise NotYet(f"after one join memberCount is {count!r} instead of 4: increment it with "
+                         "`$inc: {memberCount: 1}` on the group, in the same function.")
+        step(join, "the second, repeated join", "group:chess", "user:10")
+        members, count = _membership_state(db, "group:chess")
+        if members != 4:
+            raise NotYet(f"joining twice stored {members - 3} memberships for the same user: keep the unique index "
+                         "on {groupId, userId} and let it refuse the duplicate.")
+        if count != 4:
+            raise NotYet(f"joining twice counted twice (memberCount {count!r} for 4 members): increment only after "
+                         "the membership insert succeeded; the unique index, not a read before it, decides.")
+        step(leave, "leave", "group:chess", "user:10")
+        members, count = _membership_state(db, "group:chess")
+        if members != 3 or count != 3:
+            raise NotYet(f"after leaving, the group has {members} memberships and memberCount {count!r} (expected "
+                         "3 and 3): delete the membership and decrement by one.")
+        step(leave, "leaving a group one is not in", "group:chess", "user:77")
+        members, count = _membership_state(db, "group:chess")
+        if count != 3:
+            raise NotYet(f"leaving a group the user never joined changed memberCount to {count!r}: decrement only "
+                         "when `delete_one(...).deleted_count == 1`.")
+        step(join, "join", "group:go", "user:1")
+        members, count = _membership_state(db, "group:go")
+        if count != 1:
+            raise NotYet(f"the first member of a group without a counter left memberCount at {count!r}: `$inc` "
+                         "creates the field, `$set` from a stale read does not keep up.")
+        others = db.groups.find_one({"_id": "group:chess"})
+        if others.get("name") != "Chess":
+            raise NotYet("the group document lost its other fields: update the counter with `$inc`, do not "
+                         "replace the group.")
+    return ("one membership document per join, refused when repeated, and a counter that moves by exactly one "
+            "per real join or leave: a count read is one document, whatever the group's size.")
+
+
+@register
+def _ex04b() -> Exercise:
+    return Exercise(
+        id="04-member-counter",
+        lesson="04_follows",
+        task="Users join groups: one `memberships` document {groupId, userId} per membership (a unique index on "
+             "the pair exists) and `groups.memberCount` maintained on each join and leave. Write "
+             "`join(db, group_id, user_id)` and `leave(db, group_id, user_id)`; a repeated join or a leave of a "
+             "non-member must not move the counter.",
+        checker=_check_member_counter,
+        hints=["Insert the membership first; if it raises DuplicateKeyError, stop there.",
+               "`leave`: `if db.memberships.delete_one({...}).deleted_count: db.groups.update_one(..., "
+               "{\"$inc\": {\"memberCount\": -1}})`."],
+        solution_text=(
+            "from pymongo.errors import DuplicateKeyError\n\n\ndef join(db, group_id, user_id):\n    try:\n"
+            "        db.memberships.insert_one({\"groupId\": group_id, \"userId\": user_id})\n"
+            "    except DuplicateKeyError:\n        return\n"
+            "    db.groups.update_one({\"_id\": group_id}, {\"$inc\": {\"memberCount\": 1}})\n\n\n"
+            "def leave(db, group_id, user_id):\n"
+            "    if db.memberships.delete_one({\"groupId\": group_id, \"userId\": user_id}).deleted_count:\n"
+            "        db.groups.update_one({\"_id\": group_id}, {\"$inc\": {\"memberCount\": -1}})\n\n\n"
+            "ex2.check(practice, join, leave)"
         ),
     )
 
@@ -607,7 +806,7 @@ def _ex06() -> Exercise:
 def _check_post_validator(validator: Any) -> str:
     import datetime as dt
 
-    from pymongo.errors import OperationFailure, WriteError
+    from pymongo.errors import OperationFailure
 
     from labkit.engine import EmbeddedClient
 
@@ -641,6 +840,20 @@ def _check_post_validator(validator: Any) -> str:
         ({"_id": "b6", "authorId": "user:1", "title": "t"}, "a post without createdAt"),
         ({"_id": "b7", "title": "t", "createdAt": when}, "a post without authorId"),
     ]
+    try:
+        return _try_post_validator(coll, good, bad)
+    except (NotImplementedError, OperationFailure) as exc:  # an expression the embedded engine cannot evaluate
+        if isinstance(exc, OperationFailure) and getattr(exc, "code", None) not in (115, 1):
+            raise
+        reason = str(exc).split(", full error:")[0]
+        raise NotYet(f"the embedded engine cannot evaluate part of this validator ({reason}). The task asks for "
+                     "`$jsonSchema` rules (`bsonType`, `pattern`, `minLength`/`maxLength`), which it checks "
+                     "fully; try that form.") from None
+
+
+def _try_post_validator(coll: Any, good: list, bad: list) -> str:
+    from pymongo.errors import WriteError
+
     for doc in good:
         try:
             coll.insert_one(doc)
@@ -673,6 +886,134 @@ def _ex07() -> Exercise:
             '        "authorId": {"bsonType": "string", "pattern": "^user:"},\n'
             '        "title": {"bsonType": "string", "minLength": 1, "maxLength": 200},\n'
             '        "createdAt": {"bsonType": "date"},\n    },\n}}\nex.check(validator)'
+        ),
+    )
+
+
+def _explain_strict_repair(measured: Any) -> str:
+    return ("`strict` validates the document an update *produces*, not the one it starts from: a repair whose "
+            "result is valid is accepted, and one that leaves the document invalid is refused (which is what a "
+            "migration wants to hear). `bypass_document_validation` is not needed for it.")
+
+
+@register
+def _ex07_predict() -> Exercise:
+    return Prediction(
+        id="07-predict-strict-repair",
+        lesson="07_validation",
+        task="Predict (True/False): under validationLevel 'strict', is an update that turns an invalid legacy "
+             "document into a valid one accepted without bypass_document_validation?",
+        checker=None,
+        hints=["Which document does the server validate on an update: the old one or the result?"],
+        solution_text="ex_strict.predict(True)",
+        explain=_explain_strict_repair,
+    )
+
+
+PRODUCTS_SCHEMA = {
+    "bsonType": "object",
+    "required": ["sku", "name", "tags"],
+    "properties": {
+        "sku": {"bsonType": "string", "pattern": "^SKU-"},
+        "name": {"bsonType": "string", "minLength": 1},
+        "tags": {"bsonType": "array", "maxItems": 5, "items": {"bsonType": "string"}},
+    },
+}
+
+
+def legacy_products() -> list[dict]:
+    """Products as an old import wrote them (a few break ``PRODUCTS_SCHEMA``), for lesson 07's exercise."""
+    return [
+        {"_id": 1, "sku": "SKU-1", "name": "Kettle", "tags": ["kitchen", "steel"]},
+        {"_id": 2, "sku": "SKU-2", "name": "Lamp", "tags": "desk, led,white"},
+        {"_id": 3, "sku": "SKU-3", "name": "Chair", "tags": ["oak", "dining", "set", "brown", "solid", "wax",
+                                                            "nordic"]},
+        {"_id": 4, "sku": "SKU-4", "name": "", "tags": ["garden"]},
+        {"_id": 5, "sku": "SKU-5", "name": "Mug"},
+        {"_id": 6, "sku": "SKU-6", "name": "Rug", "tags": ["wool", "blue", "hand-made", "large", "round", "soft",
+                                                          "washable", "sale"]},
+    ]
+
+
+def _tag_list(doc: dict) -> list:
+    tags = doc.get("tags")
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    return list(tags or [])
+
+
+def _check_migrate_products(args: Any) -> str:
+    from pymongo.errors import WriteError
+
+    from labkit.exercises import observe
+
+    like, migrate = _db_and_function(args, "migrate", db="practice")
+    with observe.sandbox("07-migrate-products", like) as box:
+        db = box.db
+        before = legacy_products()
+        db.products.insert_many([dict(d) for d in before])
+        db.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA},
+                   validationLevel="strict", validationAction="error")
+        try:
+            observe.call_learner(migrate, db)
+        except WriteError as exc:
+            raise NotYet(f"the server refused one of your updates (code {exc.code}): under `strict` the document "
+                         "an update produces must be valid; fix the whole document in one update.") from None
+        after = {d["_id"]: d for d in db.products.find()}
+        failing = sorted(d["_id"] for d in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}))
+        options = db.products.options()
+    if options.get("validationLevel") != "strict" or options.get("validationAction") != "error":
+        raise NotYet("leave the rules as they are (strict, error): the migration repairs documents; it must not "
+                     "loosen the validator.")
+    missing = [d["_id"] for d in before if d["_id"] not in after]
+    if missing:
+        raise NotYet(f"product(s) {missing} were deleted: repair them instead; a migration loses nothing.")
+    if failing:
+        raise NotYet(f"product(s) {failing} still break the rules (find them with `$nor: [{{$jsonSchema: ...}}]`).")
+    for d in before:
+        got = after[d["_id"]]
+        want = _tag_list(d)
+        kept = list(got.get("tags") or []) + list(got.get("moreTags") or [])
+        if kept != want:
+            lost = [t for t in want if t not in kept]
+            if not isinstance(d.get("tags"), list) and [str(t).strip() for t in kept] == want:
+                raise NotYet(f"{d['sku']}'s tags {kept} keep the spaces around the commas: strip each tag "
+                             "after splitting the string.")
+            if lost:
+                raise NotYet(f"{d['sku']} lost tag(s) {lost}: tags beyond the fifth go to `moreTags`, in order; "
+                             "the bound must not silently drop data.")
+            raise NotYet(f"{d['sku']} has tags {got.get('tags')} + moreTags {got.get('moreTags')}, expected "
+                         f"{want} in that order (split a comma string and strip the spaces).")
+        if not d.get("name") and got.get("name") != d["sku"]:
+            raise NotYet(f"{d['sku']} has no usable name; the task says to use its sku ({d['sku']!r}).")
+        if d["_id"] == 1 and got != d:
+            raise NotYet("SKU-1 was already valid but was rewritten: touch only the documents the audit finds.")
+    return ("every product passes the strict rules, no tag was lost (the overflow sits in `moreTags`), and the "
+            "valid product was left alone: no bypass needed.")
+
+
+@register
+def _ex07b() -> Exercise:
+    return Exercise(
+        id="07-migrate-products",
+        lesson="07_validation",
+        task="`products` has strict rules (sku 'SKU-...', a non-empty name, at most 5 string tags) and legacy "
+             "documents that break them. Write `migrate(db)`: repair each invalid product without bypassing "
+             "validation and without losing a tag (a comma string becomes a list, tags beyond the fifth move to "
+             "`moreTags`, a missing tag list becomes [], an empty name becomes the sku).",
+        checker=_check_migrate_products,
+        hints=["Audit first: `db.products.find({\"$nor\": [{\"$jsonSchema\": schema}]})`.",
+               "Build the whole repaired shape in Python and `$set` it in one update per product: the result is "
+               "valid, so `strict` accepts it."],
+        solution_text=(
+            "def migrate(db):\n    schema = db.products.options()[\"validator\"][\"$jsonSchema\"]\n"
+            "    for doc in db.products.find({\"$nor\": [{\"$jsonSchema\": schema}]}):\n"
+            "        tags = doc.get(\"tags\") or []\n        if isinstance(tags, str):\n"
+            "            tags = [t.strip() for t in tags.split(\",\") if t.strip()]\n"
+            "        fix = {\"tags\": tags[:5], \"name\": doc.get(\"name\") or doc[\"sku\"]}\n"
+            "        if tags[5:]:\n            fix[\"moreTags\"] = tags[5:]\n"
+            "        db.products.update_one({\"_id\": doc[\"_id\"]}, {\"$set\": fix})\n\n\n"
+            "ex2.check(practice, migrate)"
         ),
     )
 
@@ -729,5 +1070,118 @@ def _ex08() -> Exercise:
             'orphans = sorted(d["_id"] for d in db.posts.aggregate([\n'
             '    {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}},\n'
             '    {"$match": {"author": {"$size": 0}}},\n    {"$project": {"_id": 1}},\n]))\nex.check(db, orphans)'
+        ),
+    )
+
+
+PROFILE_OPERATIONS = ("account + roles", "newest 20 posts", "followers page", "following page", "follower count")
+
+
+def _explain_growing_operation(measured: Any) -> str:
+    return (f"'{measured}' is the read whose cost grows with the account: a count visits one index key per "
+            "follower, while every page stops after 20 keys and the account read is one key. It is the candidate "
+            "for a maintained counter (lesson 04), measured before it is built.")
+
+
+@register
+def _ex08_predict() -> Exercise:
+    return Prediction(
+        id="08-predict-growing-read",
+        lesson="08_capstone_profile",
+        task="Predict: which of the profile page's reads examines the most index keys for the busiest account? "
+             f"One of {list(PROFILE_OPERATIONS)}.",
+        checker=None,
+        hints=["Each page has a limit of 20. Which read has no limit?"],
+        solution_text='ex_grow.predict("follower count")',
+        explain=_explain_growing_operation,
+        choices=PROFILE_OPERATIONS,
+    )
+
+
+def _seed_account_graph(db: Any) -> None:
+    """Five users with posts, comments and follows in both directions, all pointing at each other."""
+    users = [f"user:{i}" for i in range(1, 6)]
+    db.users.insert_many([{"_id": u, "name": u.split(":")[1]} for u in users])
+    db.posts.insert_many([{"_id": f"post:{u.split(':')[1]}:{k}", "authorId": u, "title": f"t{k}"}
+                          for u in users for k in range(3)])
+    comments, n = [], 0
+    for post in db.posts.find({}, {"_id": 1}).sort("_id", 1):
+        for u in users:
+            if u not in post["_id"].replace("post:", "user:"):
+                n += 1
+                comments.append({"_id": f"comment:{n}", "postId": post["_id"], "authorId": u, "text": "hi"})
+    db.comments.insert_many(comments)
+    db.follows.insert_many([{"_id": f"follow:{a.split(':')[1]}:{b.split(':')[1]}", "followerId": a,
+                             "followingId": b} for a in users for b in users if a != b])
+
+
+def _dangling(db: Any, gone: str) -> dict[str, int]:
+    posts = [p["_id"] for p in db.posts.find({"authorId": gone}, {"_id": 1})]
+    return {
+        "user document": db.users.count_documents({"_id": gone}),
+        "their posts": len(posts),
+        "comments on their posts": db.comments.count_documents({"postId": {"$regex": f"^post:{gone[5:]}:"}}),
+        "their comments": db.comments.count_documents({"authorId": gone}),
+        "follows of them (followingId)": db.follows.count_documents({"followingId": gone}),
+        "follows by them (followerId)": db.follows.count_documents({"followerId": gone}),
+    }
+
+
+def _check_delete_account(args: Any) -> str:
+    from labkit.exercises import observe
+
+    like, delete_account = _db_and_function(args, "delete_account")
+    with observe.sandbox("08-delete-account", like) as box:
+        db = box.db
+        _seed_account_graph(db)
+        totals = {c: db[c].count_documents({}) for c in ("users", "posts", "comments", "follows")}
+        expected_gone = _dangling(db, "user:2")
+        observe.call_learner(delete_account, db, "user:2")
+        left = _dangling(db, "user:2")
+        after = {c: db[c].count_documents({}) for c in ("users", "posts", "comments", "follows")}
+    leftovers = {k: v for k, v in left.items() if v}
+    if leftovers:
+        what = ", ".join(f"{v} {k}" for k, v in leftovers.items())
+        hint = ""
+        if "comments on their posts" in leftovers and not left["their posts"]:
+            hint = (" The comments of the deleted posts point at posts that no longer exist: delete the comments "
+                    "whose postId is one of the user's posts, before the posts go.")
+        elif "follows of them (followingId)" in leftovers or "follows by them (followerId)" in leftovers:
+            hint = (" A follow edge names the user on either side: delete edges where the user is the follower "
+                    "and where the user is followed.")
+        raise NotYet(f"after deleting user:2, {what} still point at them.{hint}")
+    # nobody comments on their own posts in this graph, so the two comment sets are disjoint
+    removed = {c: totals[c] - after[c] for c in totals}
+    want = {"users": 1, "posts": expected_gone["their posts"],
+            "comments": expected_gone["comments on their posts"] + expected_gone["their comments"],
+            "follows": expected_gone["follows of them (followingId)"] + expected_gone["follows by them (followerId)"]}
+    extra = {c: removed[c] - want[c] for c in want if removed[c] != want[c]}
+    if extra:
+        what = ", ".join(f"{c}: {removed[c]} removed instead of {want[c]}" for c in extra)
+        raise NotYet(f"other users' data was deleted too ({what}): delete only what points at the deleted user.")
+    return (f"user:2 and everything that pointed at them are gone ({removed['posts']} posts, {removed['comments']} "
+            f"comments, {removed['follows']} follows), and nobody else lost anything.")
+
+
+@register
+def _ex08b() -> Exercise:
+    return Exercise(
+        id="08-delete-account",
+        lesson="08_capstone_profile",
+        task="Write `delete_account(db, user_id)` for a schema with users, posts (authorId), comments (postId, "
+             "authorId) and follows (followerId, followingId): it deletes the user and everything that would point "
+             "at nobody afterwards, and nothing else.",
+        checker=_check_delete_account,
+        hints=["List every reference to a user and to the user's posts: posts.authorId, comments.authorId, "
+               "comments.postId (of their posts), follows.followerId, follows.followingId.",
+               "Collect the user's post ids first; delete comments on them, then the posts, the user's comments, "
+               "both directions of follows, and the user."],
+        solution_text=(
+            "def delete_account(db, user_id):\n"
+            "    post_ids = [p[\"_id\"] for p in db.posts.find({\"authorId\": user_id}, {\"_id\": 1})]\n"
+            "    db.comments.delete_many({\"$or\": [{\"postId\": {\"$in\": post_ids}}, {\"authorId\": user_id}]})\n"
+            "    db.posts.delete_many({\"authorId\": user_id})\n"
+            "    db.follows.delete_many({\"$or\": [{\"followerId\": user_id}, {\"followingId\": user_id}]})\n"
+            "    db.users.delete_one({\"_id\": user_id})\n\n\nex2.check(db, delete_account)"
         ),
     )

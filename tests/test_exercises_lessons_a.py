@@ -1,0 +1,360 @@
+"""Exercises of lessons 02, 04, 07 and 08 (predictions and changed-scenario builds): every listed mistake and
+near-miss fails with a message about that mistake; each solution passes.
+
+Facts used (MongoDB manual): "Compound Indexes" / "The ESR (Equality, Sort, Range) Guideline" (02); "Unique
+Indexes" and count's "Index Use" (04); "Specify Validation Level for Existing Documents" (07: strict applies
+the rules to all updates, moderate skips updates to already-invalid documents; an update is validated on the
+document it produces); "Database References" (08: the application resolves, and cleans up, references)."""
+import pytest
+from pymongo.errors import DuplicateKeyError
+
+import labkit
+from labkit.engine import EmbeddedClient
+from labkit.exercises import observe
+from labkit.exercises.relationships import PRODUCTS_SCHEMA
+
+
+@pytest.fixture
+def db():
+    return labkit.fresh_db("t_lessons_a", client=EmbeddedClient())
+
+
+# --- 02 --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def comments():
+    db = labkit.fresh_db("t_comments", client=EmbeddedClient())
+    observe.seed_comments(db, {"post:9": 400, "post:3": 100})
+    return db.comments
+
+
+def _with_indexes(coll, *specs):
+    coll.drop_indexes()
+    for keys in specs:
+        coll.create_index(keys)
+    return coll
+
+
+@pytest.mark.parametrize("specs, why", [
+    ([], "COLLSCAN"),
+    ([{"postId": 1}], "blocking SORT"),
+    ([{"postId": 1, "likes": 1, "createdAt": 1}], "puts the range (`likes`) before the sort field"),
+    ([{"postId": 1, "createdAt": 1}], "cannot check `likes >= 10` on its keys"),
+    ([{"createdAt": 1, "postId": 1, "likes": 1}], "does not start with the equality field `postId`"),
+    ([{"postId": 1, "createdAt": 1, "likes": 1}, {"postId": 1}], "is a prefix of"),
+    ([{"postId": 1, "createdAt": 1, "likes": 1}], None),
+    ([{"postId": -1, "createdAt": -1, "likes": -1}], None),
+])
+def test_comment_index(comments, specs, why):
+    # ESR guideline (manual, "The ESR (Equality, Sort, Range) Guideline")
+    result = labkit.exercises.get("02-comment-index").check(_with_indexes(comments, *specs))
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and result.outcome == "incorrect" and why in result.message, result.message
+
+
+def test_comment_index_is_judged_on_pristine_comments(comments):
+    _with_indexes(comments, {"postId": 1, "createdAt": 1, "likes": 1})
+    comments.delete_many({"postId": "post:9"})  # the learner's data is damaged; the checker does not care
+    try:
+        assert labkit.exercises.get("02-comment-index").check(comments).correct
+    finally:
+        comments.database.drop_collection("comments")
+        observe.seed_comments(comments.database, {"post:9": 400, "post:3": 100})
+
+
+def test_comment_index_and_feed_index_want_a_collection(db):
+    assert "pass the collection" in labkit.exercises.get("02-comment-index").check(db).message
+    assert "pass the collection" in labkit.exercises.get("02-feed-index").check(db).message
+    assert "pass the collection" in labkit.exercises.get("02-feed-index").check(42).message
+
+
+# --- predictions -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ex_id, right, wrong", [
+    ("02-predict-feed-keys", 20, 5000),
+    ("04-predict-count-keys", 4000, 1),
+    ("07-predict-strict-repair", True, False),
+    ("08-predict-growing-read", "follower count", "newest 20 posts"),
+])
+def test_predictions(ex_id, right, wrong):
+    ex = labkit.exercises.get(ex_id)
+    assert ex.check(right).outcome == "not-attempted"  # no prediction yet
+    ex.predict(wrong)
+    r = ex.check(right)
+    assert not r.correct and "the measurement says" in r.message
+    ex.predict(right)
+    assert ex.check(right).correct
+    assert ex.explain(right)
+
+
+def test_growing_read_prediction_offers_only_the_page_operations():
+    ex = labkit.exercises.get("08-predict-growing-read")
+    assert "Choose one of" in ex.predict("the count")
+    assert ex.check("follower count").outcome == "not-attempted"
+
+
+# --- 04 --------------------------------------------------------------------------------------------------
+
+def join(db, group_id, user_id):
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        return
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+
+
+def leave(db, group_id, user_id):
+    if db.memberships.delete_one({"groupId": group_id, "userId": user_id}).deleted_count:
+        db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
+
+
+def join_uncaught(db, group_id, user_id):
+    db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+
+
+def join_inc_first(db, group_id, user_id):
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        pass
+
+
+def join_upsert_inc(db, group_id, user_id):  # idempotent membership, but counts every call
+    db.memberships.update_one({"groupId": group_id, "userId": user_id}, {"$set": {"userId": user_id}}, upsert=True)
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+
+
+def join_no_counter(db, group_id, user_id):
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        pass
+
+
+def join_replace(db, group_id, user_id):
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        return
+    group = db.groups.find_one({"_id": group_id})
+    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})
+
+
+def leave_blind(db, group_id, user_id):
+    db.memberships.delete_one({"groupId": group_id, "userId": user_id})
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
+
+
+@pytest.mark.parametrize("j, l, why", [
+    (join, leave, None),
+    (join_uncaught, leave, "let DuplicateKeyError escape"),
+    (join_inc_first, leave, "joining twice counted twice"),
+    (join_upsert_inc, leave, "joining twice counted twice"),
+    (join_no_counter, leave, "memberCount is 3 instead of 4"),
+    (join_replace, leave, "lost its other fields"),
+    (join, leave_blind, "never joined changed memberCount"),
+])
+def test_member_counter(db, j, l, why):
+    # unique index refuses the duplicate (manual, "Unique Indexes"); $inc creates a missing field ("$inc")
+    result = labkit.exercises.get("04-member-counter").check(db, j, l)
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and why in result.message, result.message
+
+
+def test_member_counter_arguments(db):
+    ex = labkit.exercises.get("04-member-counter")
+    assert "your two functions" in ex.check(db, join).message
+    assert "your two functions" in ex.check(db, "join", "leave").message
+
+
+# --- 07 --------------------------------------------------------------------------------------------------
+
+def _tags(doc):
+    tags = doc.get("tags") or []
+    return [t.strip() for t in tags.split(",")] if isinstance(tags, str) else tags
+
+
+def migrate(db):
+    for doc in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}):
+        tags = _tags(doc)
+        fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
+        if tags[5:]:
+            fix["moreTags"] = tags[5:]
+        db.products.update_one({"_id": doc["_id"]}, {"$set": fix})
+
+
+def migrate_trim(db):  # lesson 07's old migration: the sixth tag and later silently lost
+    for doc in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}):
+        db.products.update_one({"_id": doc["_id"]}, {"$set": {"tags": _tags(doc)[:5],
+                                                              "name": doc.get("name") or doc["sku"]}})
+
+
+def migrate_in_steps(db):  # only the name: the result is still invalid
+    for doc in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}):
+        db.products.update_one({"_id": doc["_id"]}, {"$set": {"name": doc.get("name") or doc["sku"]}})
+
+
+def migrate_bad_update(db):  # an update whose result breaks the rules: strict refuses it
+    db.products.update_one({"_id": 2}, {"$set": {"name": "Lamp"}, "$unset": {"sku": ""}})
+
+
+def migrate_loosened(db):
+    db.command("collMod", "products", validationLevel="moderate")
+    migrate(db)
+
+
+def migrate_everything(db):
+    for doc in db.products.find():
+        tags = _tags(doc)
+        db.products.replace_one({"_id": doc["_id"]}, {"sku": doc["sku"], "name": doc.get("name") or doc["sku"],
+                                                      "tags": tags[:5], "moreTags": tags[5:]})
+
+
+def migrate_collmod_only(db):  # lesson 07's listed mistake: expecting collMod to fix existing documents
+    db.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA}, validationLevel="strict")
+
+
+def migrate_delete(db):
+    db.products.delete_many({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]})
+
+
+def migrate_unstripped(db):
+    for doc in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}):
+        tags = doc.get("tags") or []
+        tags = tags.split(",") if isinstance(tags, str) else tags
+        fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
+        if tags[5:]:
+            fix["moreTags"] = tags[5:]
+        db.products.update_one({"_id": doc["_id"]}, {"$set": fix})
+
+
+def migrate_reversed_overflow(db):
+    for doc in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}):
+        tags = _tags(doc)
+        db.products.update_one({"_id": doc["_id"]}, {"$set": {"tags": tags[-5:], "moreTags": tags[:-5],
+                                                              "name": doc.get("name") or doc["sku"]}})
+
+
+@pytest.mark.parametrize("fn, why", [
+    (migrate, None),
+    (migrate_trim, "lost tag(s) ['wax', 'nordic']"),
+    (migrate_in_steps, "still break the rules"),
+    (migrate_bad_update, "refused one of your updates (code 121)"),
+    (migrate_loosened, "must not loosen the validator"),
+    (migrate_everything, "was already valid but was rewritten"),
+    (migrate_delete, "were deleted"),
+    (migrate_collmod_only, "still break the rules"),
+    (migrate_unstripped, "strip each tag"),
+    (migrate_reversed_overflow, "in that order"),
+])
+def test_migrate_products(db, fn, why):
+    # strict validates the document an update produces (manual, "Specify Validation Level for Existing Documents")
+    result = labkit.exercises.get("07-migrate-products").check(db, fn)
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and why in result.message, result.message
+
+
+def test_migrate_products_needs_no_bypass_and_never_raises(db):
+    ex = labkit.exercises.get("07-migrate-products")
+    assert "no bypass" in ex.check(db, migrate).message
+    assert ex.check(db, lambda d: 1 / 0).outcome == "error"
+    assert "ex.check(practice, migrate)" in ex.check(db).message
+
+
+# --- 08 --------------------------------------------------------------------------------------------------
+
+def delete_account(db, user_id):
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
+    db.users.delete_one({"_id": user_id})
+
+
+def delete_user_only(db, user_id):  # lesson 08's careless deletion
+    db.users.delete_one({"_id": user_id})
+
+
+def delete_one_direction(db, user_id):
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"followerId": user_id})
+    db.users.delete_one({"_id": user_id})
+
+
+def delete_posts_first(db, user_id):  # the posts go before their comments were found
+    db.posts.delete_many({"authorId": user_id})
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
+    db.users.delete_one({"_id": user_id})
+
+
+def delete_too_much(db, user_id):
+    delete_account(db, user_id)
+    db.comments.delete_many({"postId": {"$regex": "^post:3:"}})
+
+
+@pytest.mark.parametrize("fn, why", [
+    (delete_account, None),
+    (delete_user_only, "still point at them"),
+    (delete_one_direction, "4 follows of them (followingId)"),
+    (delete_posts_first, "comments on their posts"),
+    (delete_too_much, "other users' data was deleted too (comments"),
+])
+def test_delete_account(db, fn, why):
+    result = labkit.exercises.get("08-delete-account").check(db, fn)
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and why in result.message, result.message
+
+
+# --- sliders: the account the slider asks for ------------------------------------------------------------
+
+def test_resize_children_grows_and_shrinks_to_exactly_n(db):
+    from labkit.resize import resize_children
+
+    db.posts.insert_one({"_id": "post:other", "authorId": "user:1"})
+    make = lambda i: {"authorId": "user:slider", "n": i}  # noqa: E731
+    assert resize_children(db.posts, "post:slider:", 37, make) == 37
+    assert db.posts.count_documents({"authorId": "user:slider"}) == 37
+    assert resize_children(db.posts, "post:slider:", 5, make) == 32
+    assert sorted(d["n"] for d in db.posts.find({"authorId": "user:slider"})) == [0, 1, 2, 3, 4]
+    assert resize_children(db.posts, "post:slider:", 5, make) == 0
+    assert resize_children(db.posts, "post:slider:", 0, make) == 5
+    assert db.posts.count_documents({}) == 1  # nothing outside the prefix is touched
+    with pytest.raises(ValueError, match="whole number"):
+        resize_children(db.posts, "post:slider:", -1, make)
+
+
+def test_account_ladder_gives_exactly_n_with_bounded_work(db):
+    from labkit.resize import AccountLadder
+
+    ladder = AccountLadder(db.follows, "user:ladder-", 1000, 250,
+                           lambda account, i: {"followingId": account, "followerId": f"user:{i}"})
+    assert db.follows.count_documents({}) == 250 + 500 + 750 + 1000
+    for n in (0, 1, 999, 1000, 260, 260, 3, 740):
+        account = ladder.account_for(n)
+        assert db.follows.count_documents({"followingId": account}) == n
+        # every other rung account is back at its rung
+        for other in ladder.accounts:
+            if other != account:
+                assert db.follows.count_documents({"followingId": other}) == int(other.split("-")[1])
+    with pytest.raises(ValueError):
+        ladder.account_for(1001)
+
+
+def test_post_validator_with_an_expression_the_engine_lacks_gets_a_message():
+    # issue 15: "an $expr validator in 07 raise uncaught errors"
+    r = labkit.exercises.get("07-post-validator").check({"$expr": {"$gt": [{"$strLenCP": "$title"}, 0]}})
+    assert r.outcome == "incorrect", r.message  # a message, whether or not the engine evaluates $strLenCP
