@@ -16,6 +16,9 @@ from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
 from labkit.engine import MODELED_SERVER_VERSION, EmbeddedClient
 
 DEFAULT_TIMEOUT_MS = 3000
+# How long one operation may wait for the server's answer. Lessons run whole-collection $merge / $lookup
+# pipelines; on a busy shared workshop cluster they can take well over 10 s without anything being wrong.
+SOCKET_TIMEOUT_MS = 300_000
 ENV_URI = "MONGODB_URI"
 EMBEDDED = "embedded"
 
@@ -23,6 +26,10 @@ EMBEDDED = "embedded"
 _CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*)(?::(?P<password>[^@/]*))?@")
 
 _embedded_client: EmbeddedClient | None = None
+# One MongoClient per (URI, timeout) per process, like the one embedded engine: every fresh_db() and connect()
+# then shares a client, so a session started on one lesson database works with another (pymongo refuses a
+# session from a different MongoClient) and connections are not opened again for each call.
+_server_clients: dict[tuple[str, int], Any] = {}
 
 
 class LabConnectionError(ConnectionError):
@@ -90,6 +97,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
     ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
     engine even when ``MONGODB_URI`` is set. A real server is pinged first; if it does not answer within
     ``timeout_ms`` milliseconds a :class:`LabConnectionError` says which host failed and what to do.
+    The same URI gives the same client for the whole process (a new one after it was closed).
     """
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 120_000:
         raise ValueError(f"connect(timeout_ms={timeout_ms!r}): timeout_ms must be an int between 100 and 120000 milliseconds")
@@ -109,25 +117,32 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         f"Start the server (or check that {hosts} is reachable from this machine), fix the URI "
         f"({redact_uri(uri)}), or unset {ENV_URI} to use the embedded engine."
     )
+    key = (uri, timeout_ms)
+    client = _server_clients.get(key)
+    if client is not None and getattr(client, "_closed", False):
+        client = None  # closed by its user: make a new one
     try:
-        client = pymongo.MongoClient(
-            uri,
-            serverSelectionTimeoutMS=timeout_ms,
-            connectTimeoutMS=timeout_ms,
-            socketTimeoutMS=max(timeout_ms, 10_000),
-            appname="schema-lab",
-        )
+        if client is None:
+            client = pymongo.MongoClient(
+                uri,
+                serverSelectionTimeoutMS=timeout_ms,
+                connectTimeoutMS=timeout_ms,
+                socketTimeoutMS=max(timeout_ms, SOCKET_TIMEOUT_MS),
+                appname="schema-lab",
+            )
     except (ConfigurationError, ValueError, TypeError) as exc:
         raise LabConnectionError(f"Invalid MongoDB URI for {hosts}: {scrub(str(exc), uri)}. {advice}") from None
     try:
         client.admin.command("ping")
     except OperationFailure as exc:
+        _server_clients.pop(key, None)
         client.close()
         raise LabConnectionError(
             f"The server at {hosts} refused the connection: {scrub(str(exc), uri)}. "
             f"Check the user name and password in the URI. {advice}"
         ) from None
     except PyMongoError as exc:
+        _server_clients.pop(key, None)
         client.close()
         reason = scrub(str(exc).split(", Timeout:")[0], uri)
         if len(reason) > 300:
@@ -135,6 +150,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> 
         raise LabConnectionError(
             f"No MongoDB server answered at {hosts} within {timeout_ms} ms ({reason}). {advice}"
         ) from None
+    _server_clients[key] = client
     return client
 
 
@@ -152,7 +168,10 @@ def describe(client: Any) -> str:
     except Exception:  # noqa: BLE001
         nodes = "?"
     try:
-        version = client.server_info().get("version", "?")
+        info = client.server_info()
     except PyMongoError:
-        version = "?"
+        info = {}
+    version = info.get("version", "?")
+    if isinstance(info.get("labkit"), dict):  # `python -m labkit serve`: buildInfo carries a labkit field
+        return f"labkit's embedded engine served over the wire (models MongoDB {version}) at {nodes}"
     return f"MongoDB server {version} at {nodes}"
