@@ -1,4 +1,4 @@
-"""Command line: ``python -m labkit doctor | seed | reset`` (``--help`` on each)."""
+"""Command line: ``python -m labkit doctor | seed | reset | workshop | serve`` (``--help`` on each)."""
 from __future__ import annotations
 
 import argparse
@@ -126,6 +126,12 @@ def cmd_workshop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from labkit.engine.wire import serve
+    return serve(args.host, args.port, allow_remote=args.allow_remote,
+                 argv=["python -m labkit serve", "--host", args.host, "--port", str(args.port)])
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -168,6 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
     r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")
     r.set_defaults(func=cmd_reset)
+
+    sv = sub.add_parser(
+        "serve", help="serve the embedded engine over MongoDB's wire protocol (mongosh, Compass, pymongo)",
+        description="Serve one in-memory embedded engine over MongoDB's wire protocol until Ctrl-C / SIGTERM. "
+                    "No authentication: listens on loopback unless --allow-remote is given.",
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=27017, help="port (default 27017; 0 picks a free port)")
+    sv.add_argument("--allow-remote", action="store_true",
+                    help="allow a non-loopback --host (anyone who can reach it can read and change the data)")
+    sv.set_defaults(func=cmd_serve)
     return p
 
 
