@@ -73,7 +73,7 @@ def test_hello_announces_a_single_member_replica_set(server, client):
     assert client.topology_description.topology_type_name == "ReplicaSetWithPrimary"
 
 
-def test_build_info_and_probes(client):
+def test_build_info_and_probes(server, client):
     bi = client.admin.command("buildInfo")
     assert bi["version"].startswith("8.0.") and bi["versionArray"][:2] == [8, 0]
     assert bi["labkit"]["engine"] == "embedded-served"
@@ -84,6 +84,10 @@ def test_build_info_and_probes(client):
     assert "parsed" in client.admin.command("getCmdLineOpts")
     assert "system" in client.admin.command("hostInfo")
     assert client.admin.command("serverStatus")["process"] == "mongod"
+    assert client.admin.command("getLog", "startupWarnings")["log"] == []
+    assert client.admin.command("replSetGetStatus")["members"][0]["stateStr"] == "PRIMARY"
+    assert client.admin.command("replSetGetConfig")["config"]["members"][0]["host"] == "127.0.0.1:%d" % server.port
+    assert isinstance(client.admin.command("listDatabases", nameOnly=True)["databases"], list)
     # a command the server does not know: CommandNotFound 59 (manual "Database Commands"; atlasVersion only
     # exists on Atlas)
     with pytest.raises(OperationFailure) as info:
@@ -216,7 +220,8 @@ def test_duplicate_key_error_details(db):
     e = info.value
     assert e.code == 11000 and e.details["keyPattern"] == {"email": 1}
     assert e.details["keyValue"] == {"email": "a@x"}
-    assert "E11000 duplicate key error collection: %s.u index: email_1" % db.name in e.details["errmsg"]
+    assert e.details["errmsg"] == ("E11000 duplicate key error collection: %s.u index: email_1 dup key: "
+                                   "{ email: \"a@x\" }" % db.name)
     with pytest.raises(DuplicateKeyError):
         db.u.update_one({"email": {"$exists": False}}, {"$set": {"email": "a@x"}}, upsert=True)
 
@@ -470,3 +475,53 @@ def _read_op_msg(s: socket.socket) -> dict:
     rest = _recv(s, length - 16)
     assert rest[4] == 0
     return bson.decode(rest[5:])
+
+
+def test_batches_stop_at_16_mib(db):
+    # manual "Cursors" (cursor batches): a batch holds at most 16 MiB; find/aggregate start with 101 documents
+    # and a getMore without batchSize is bounded only by that size
+    blob = "x" * (7 * 1024 * 1024)
+    db.fat.insert_many([{"_id": i, "blob": blob} for i in range(3)])
+    first = db.command({"find": "fat", "projection": {"_id": 1, "blob": 1}})
+    assert len(first["cursor"]["firstBatch"]) == 2 and first["cursor"]["id"] != 0
+    more = db.command({"getMore": first["cursor"]["id"], "collection": "fat"})
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [2] and more["cursor"]["id"] == 0
+    assert len(list(db.fat.find({}, {"_id": 1}))) == 3
+
+
+def test_bulk_write_and_types_round_trip(client, db):
+    import datetime
+    import re
+    from bson import Decimal128, Int64, Regex
+    db.m.bulk_write([pymongo.InsertOne({"_id": 1, "s": "pear"}), pymongo.InsertOne({"_id": 2, "s": "apple"}),
+                     pymongo.UpdateOne({"_id": 1}, {"$set": {"n": Int64(5)}}),
+                     pymongo.ReplaceOne({"_id": 2}, {"s": "Apple", "d": Decimal128("1.5")}),
+                     pymongo.DeleteMany({"_id": {"$gt": 5}}),
+                     pymongo.UpdateOne({"_id": 3}, {"$set": {"t": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000)}},
+                                       upsert=True)])
+    one = db.m.find_one({"_id": 1})
+    assert one == {"_id": 1, "s": "pear", "n": 5} and type(one["n"]) is Int64
+    assert db.m.find_one({"_id": 2})["d"] == Decimal128("1.5")
+    assert db.m.find_one({"_id": 3})["t"] == datetime.datetime(2024, 1, 1, 0, 0, 0, 123000)
+    # BSON regular expressions in filters (decoded on the server side as bson Regex)
+    assert [d["_id"] for d in db.m.find({"s": re.compile("^p")})] == [1]
+    assert [d["_id"] for d in db.m.find({"s": Regex("^a", "i")})] == [2]
+
+
+def test_awaitable_hello_streams_with_more_to_come(server):
+    # the streaming monitoring protocol (manual "hello": topologyVersion, maxAwaitTimeMS): an awaitable hello
+    # with the server's current topologyVersion is answered after maxAwaitTimeMS; with OP_MSG exhaustAllowed
+    # (flag bit 16) the replies keep coming, each flagged moreToCome (bit 1)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(_op_msg({"hello": 1, "$db": "admin"}, 1))
+        tv = _read_op_msg(s)["topologyVersion"]
+        doc = {"hello": 1, "$db": "admin", "topologyVersion": tv, "maxAwaitTimeMS": 50}
+        payload = struct.pack("<I", 1 << 16) + b"\0" + bson.encode(doc)
+        s.sendall(struct.pack("<iiii", 16 + len(payload), 2, 0, 2013) + payload)
+        flags = []
+        for _ in range(2):
+            length, _rid, _rto, _op = struct.unpack("<iiii", _recv(s, 16))
+            rest = _recv(s, length - 16)
+            flags.append(struct.unpack_from("<I", rest)[0])
+            assert bson.decode(rest[5:])["isWritablePrimary"] is True
+    assert all(f & 2 for f in flags)

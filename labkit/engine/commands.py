@@ -84,6 +84,24 @@ class CommandError(Exception):
         return out
 
 
+def _bson_type(v: Any) -> str:
+    """The server's name of a value's BSON type, as its IDL errors print it."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, Int64):
+        return "long"
+    if isinstance(v, int):
+        return "int" if -2**31 <= v < 2**31 else "long"
+    names = {float: "double", str: "string", list: "array", dict: "object", bytes: "binData",
+             ObjectId: "objectId", datetime.datetime: "date", Timestamp: "timestamp"}
+    for t, n in names.items():
+        if isinstance(v, t):
+            return n
+    return type(v).__name__
+
+
 def _unknown_field(cmd_name: str, field: str) -> CommandError:
     return CommandError("BSON field '%s.%s' is an unknown field." % (cmd_name, field), 40415)
 
@@ -94,9 +112,10 @@ def _not_found(name: str) -> CommandError:
 
 # ---------------------------------------------------------------------------------------------- context
 class _ServerCursor:
-    __slots__ = ("id", "ns", "docs", "pos", "last_used", "session_key")
+    __slots__ = ("id", "ns", "docs", "pos", "last_used", "session_key", "codec")
 
-    def __init__(self, cid: int, ns: str, docs: list, pos: int, session_key: Any) -> None:
+    def __init__(self, cid: int, ns: str, docs: list, pos: int, session_key: Any, codec: bson.CodecOptions) -> None:
+        self.codec = codec
         self.id = cid
         self.ns = ns
         self.docs = docs
@@ -158,13 +177,14 @@ class ServerContext:
                 "operationTime": ts}
 
     # -- cursors --------------------------------------------------------------------------------------
-    def new_cursor(self, ns: str, docs: list, pos: int, session_key: Any) -> int:
+    def new_cursor(self, ns: str, docs: list, pos: int, session_key: Any,
+                   codec: bson.CodecOptions | None = None) -> int:
         self._prune()
         while True:
             cid = random.getrandbits(62) + 1
             if cid not in self.cursors:
                 break
-        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key)
+        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key, codec or bson.CodecOptions())
         return cid
 
     def _prune(self) -> None:
@@ -177,11 +197,19 @@ class ServerContext:
         if not isinstance(lsid, Mapping) or "id" not in lsid:
             return None
         key = bytes(lsid["id"])
+        self._prune_sessions()
         s = self.sessions.get(key)
         if s is None:
             s = self.sessions[key] = _ServerSession(client.start_session())
         s.last_used = time.monotonic()
         return s
+
+    def _prune_sessions(self) -> None:
+        """Sessions idle longer than logicalSessionTimeoutMinutes expire (their transaction is aborted)."""
+        now = time.monotonic()
+        for key in [k for k, s in self.sessions.items() if now - s.last_used > SESSION_TIMEOUT_MIN * 60]:
+            self.sessions.pop(key).session.end_session()
+            self._drop_session_cursors(key)
 
     def end_session(self, lsid: Any) -> None:
         if isinstance(lsid, Mapping) and "id" in lsid:
@@ -206,13 +234,16 @@ def _encode_docs(docs: list, codec: bson.CodecOptions) -> list:
             for d in docs]
 
 
-def _take_batch(docs: list, pos: int, n: int) -> tuple[list, int]:
-    """Up to ``n`` documents (0 = no count limit) from ``pos``, stopping once the batch passes 16 MiB."""
+def _take_batch(docs: list, pos: int, n: int, codec: bson.CodecOptions) -> tuple[list, int]:
+    """Up to ``n`` documents (0 = no count limit) from ``pos``, stopping once the batch passes 16 MiB.
+    Documents are encoded as they are taken (a cursor read only in part is never encoded whole)."""
     out = []
     size = 0
     end = len(docs) if not n else min(len(docs), pos + n)
     while pos < end:
         d = docs[pos]
+        if not isinstance(d, RawBSONDocument):
+            d = docs[pos] = RawBSONDocument(bson.encode(d, codec_options=codec))
         ln = len(d.raw)
         if out and size + ln > MAX_BSON:
             break
@@ -227,23 +258,25 @@ def _batch_size(value: Any, cmd_name: str, field: str = "batchSize") -> int | No
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CommandError("BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, decimal, "
-                           "double]'" % (cmd_name, field, type(value).__name__), 14)
+                           "double]'" % (cmd_name, field, _bson_type(value)), 14)
     if value < 0:
         raise CommandError("BSON field '%s' value must be >= 0, actual value '%s'" % (field, int(value)), 51024)
     return int(value)
 
 
 def _cursor_reply(ctx: ServerContext, ns: str, docs: list, first: int | None, single: bool, session_key: Any,
-                  codec: bson.CodecOptions, limit: int = 0) -> dict:
-    docs = _encode_docs(docs, codec)
-    if limit:
-        docs = docs[:limit]
-    batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first)
+                  codec: bson.CodecOptions, lazy: bool = False) -> dict:
+    """A ``cursor: {firstBatch, id, ns}`` reply; the rest of ``docs`` stays in the registry for getMore.
+    ``lazy``: the documents are private copies (find's), so they may be encoded later, batch by batch;
+    otherwise (they may share parts with stored documents) they are encoded now."""
+    if not lazy:
+        docs = _encode_docs(docs, codec)
+    batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first, codec)
     if first == 0:
         batch, pos = [], 0
     cid = 0
     if pos < len(docs) and not single:
-        cid = ctx.new_cursor(ns, docs, pos, session_key)
+        cid = ctx.new_cursor(ns, docs, pos, session_key, codec)
     return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
 
 
@@ -263,7 +296,7 @@ def _check_fields(cmd: dict, name: str, allowed: set[str]) -> None:
 def _coll_name(cmd: dict, name: str) -> str:
     v = cmd[name]
     if not isinstance(v, str):
-        raise CommandError("collection name has invalid type %s" % type(v).__name__, 73)
+        raise CommandError("collection name has invalid type %s" % _bson_type(v), 73)
     if not v:
         raise CommandError("Invalid namespace specified '%s.'" % cmd.get("$db", ""), 73)
     return v
@@ -350,13 +383,13 @@ def _find(c: _Call) -> dict:
     flt = cmd.get("filter")
     if flt is not None and not isinstance(flt, Mapping):
         raise CommandError("BSON field 'find.filter' is the wrong type '%s', expected type 'object'"
-                           % type(flt).__name__, 14)
+                           % _bson_type(flt), 14)
     skip = cmd.get("skip", 0)
     limit = cmd.get("limit", 0)
     for f, v in (("skip", skip), ("limit", limit)):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise CommandError("BSON field 'find.%s' is the wrong type '%s', expected types '[long, int, decimal, "
-                               "double]'" % (f, type(v).__name__), 14)
+                               "double]'" % (f, _bson_type(v)), 14)
         if v < 0:
             raise CommandError("BSON field '%s' value must be >= 0, actual value '%s'" % (f, int(v)), 51024)
     first = _batch_size(cmd.get("batchSize"), "find")
@@ -364,14 +397,15 @@ def _find(c: _Call) -> dict:
                      ("let", "let"), ("allowDiskUse", "allow_disk_use"), ("maxTimeMS", "max_time_ms"),
                      ("comment", "comment"), ("min", "min"), ("max", "max"), ("returnKey", "return_key"),
                      ("showRecordId", "show_record_id")):
-        if cmd.get(key) is not None and cmd.get(key) is not False:
+        if cmd.get(key) is not None and (cmd.get(key) is not False or key == "allowDiskUse"):
             kw[arg] = cmd[key]
-    if "sort" in kw and not kw["sort"]:
-        kw.pop("sort")
+    for key in ("sort", "projection", "hint"):
+        if key in kw and isinstance(kw[key], Mapping) and not kw[key]:
+            kw.pop(key)  # {} means "none" on the server
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
-                         c.codec)
+                         c.codec, lazy=True)
 
 
 def _get_more(c: _Call) -> dict:
@@ -380,7 +414,7 @@ def _get_more(c: _Call) -> dict:
     cid = cmd["getMore"]
     if isinstance(cid, bool) or not isinstance(cid, int):
         raise CommandError("BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'"
-                           % type(cid).__name__, 14)
+                           % _bson_type(cid), 14)
     coll = cmd.get("collection")
     if not isinstance(coll, str):
         raise CommandError("BSON field 'getMore.collection' is missing but a required field", 40414)
@@ -391,7 +425,7 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
-    batch, pos = _take_batch(cur.docs, cur.pos, n)
+    batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
     cur.pos = pos
     cur.last_used = time.monotonic()
     out_id = cur.id
@@ -450,7 +484,7 @@ def _aggregate(c: _Call) -> dict:
         ns = c.ns("$cmd.aggregate")
     else:
         if not isinstance(target, str):
-            raise CommandError("collection name has invalid type %s" % type(target).__name__, 73)
+            raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
         docs = list(c.coll(target).aggregate(pipeline, **kw))
         ns = c.ns(target)
     return _cursor_reply(c.ctx, ns, docs, first, False, _session_key(cmd), c.codec)
@@ -484,8 +518,11 @@ def _distinct(c: _Call) -> dict:
     name = _coll_name(cmd, "distinct")
     _check_fields(cmd, "distinct", {"key", "query", "collation", "hint"})
     key = cmd.get("key")
-    if not isinstance(key, str):
+    if key is None:
         raise CommandError("BSON field 'distinct.key' is missing but a required field", 40414)
+    if not isinstance(key, str):
+        raise CommandError("BSON field 'distinct.key' is the wrong type '%s', expected type 'string'"
+                           % _bson_type(key), 14)
     kw: dict[str, Any] = dict(c.kw())
     for k in ("collation", "hint"):
         if cmd.get(k) is not None:
@@ -494,11 +531,16 @@ def _distinct(c: _Call) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- writes
+def _server_message(msg: Any) -> str:
+    """An error message as the server wrote it (pymongo's ``str(exc)`` appends ", full error: {...}")."""
+    return str(msg).split(", full error: ", 1)[0]
+
+
 def _write_error_doc(i: int, exc: BaseException) -> dict:
     if isinstance(exc, OperationFailure):
         code = exc.code or 2
         det = dict(exc.details or {})
-        out = {"index": i, "code": code, "errmsg": det.get("errmsg") or str(exc)}
+        out = {"index": i, "code": code, "errmsg": _server_message(det.get("errmsg") or str(exc))}
         for k in ("errInfo", "keyPattern", "keyValue", "codeName"):
             if k in det:
                 out[k] = det[k]
@@ -540,7 +582,8 @@ def _insert(c: _Call) -> dict:
         det = e.details or {}
         errs = []
         for w in det.get("writeErrors", []):
-            d = {"index": w.get("index", 0), "code": w.get("code", 2), "errmsg": w.get("errmsg", "")}
+            d = {"index": w.get("index", 0), "code": w.get("code", 2),
+                 "errmsg": _server_message(w.get("errmsg", ""))}
             for k in ("errInfo", "keyPattern", "keyValue"):
                 if k in w:
                     d[k] = w[k]
@@ -567,18 +610,21 @@ def _update(c: _Call) -> dict:
     n = n_mod = 0
     upserted: list[dict] = []
     errors: list[dict] = []
+    for st in stmts:  # the whole command is parsed before any statement runs
+        if not isinstance(st, Mapping):
+            raise CommandError("BSON field 'update.updates' is the wrong type '%s', expected type 'object'"
+                               % _bson_type(st), 14)
+        for k in st:
+            if k not in ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
+                         "upsertSupplied"):
+                raise _unknown_field("update.updates", k)
+        for k in ("q", "u"):
+            if k not in st:
+                raise CommandError("BSON field 'update.updates.%s' is missing but a required field" % k, 40414)
     for i, st in enumerate(stmts):
         try:
-            if not isinstance(st, Mapping):
-                raise CommandError("BSON field 'update.updates' is the wrong type", 14)
-            for k in st:
-                if k not in ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
-                             "upsertSupplied"):
-                    raise _unknown_field("update.updates", k)
             q = st.get("q", {})
             u = st.get("u")
-            if u is None:
-                raise CommandError("BSON field 'update.updates.u' is missing but a required field", 40414)
             kw = dict(base)
             if st.get("upsert"):
                 kw["upsert"] = True
@@ -630,15 +676,18 @@ def _delete(c: _Call) -> dict:
         base["let"] = cmd["let"]
     n = 0
     errors: list[dict] = []
+    for st in stmts:  # the whole command is parsed before any statement runs
+        if not isinstance(st, Mapping):
+            raise CommandError("BSON field 'delete.deletes' is the wrong type '%s', expected type 'object'"
+                               % _bson_type(st), 14)
+        for k in st:
+            if k not in ("q", "limit", "collation", "hint"):
+                raise _unknown_field("delete.deletes", k)
+        for k in ("q", "limit"):
+            if k not in st:
+                raise CommandError("BSON field 'delete.deletes.%s' is missing but a required field" % k, 40414)
     for i, st in enumerate(stmts):
         try:
-            if not isinstance(st, Mapping):
-                raise CommandError("BSON field 'delete.deletes' is the wrong type", 14)
-            for k in st:
-                if k not in ("q", "limit", "collation", "hint"):
-                    raise _unknown_field("delete.deletes", k)
-            if "limit" not in st:
-                raise CommandError("BSON field 'delete.deletes.limit' is missing but a required field", 40414)
             if st["limit"] not in (0, 1):
                 raise CommandError("The limit field in delete objects must be 0 or 1. Got %s" % st["limit"], 9)
             kw = dict(base)
@@ -828,7 +877,7 @@ def _create(c: _Call) -> dict:
     from .rules import cmd_create
     cmd = _strip(c.cmd)
     if not isinstance(cmd.get("create"), str):
-        raise CommandError("collection name has invalid type %s" % type(cmd.get("create")).__name__, 73)
+        raise CommandError("collection name has invalid type %s" % _bson_type(cmd.get("create")), 73)
     if c.session is not None:
         from .sessions import bind
         with bind(c.session, c.db, ddl="create"):
@@ -1059,6 +1108,14 @@ def _repl_status(c: _Call) -> dict:
             "ok": 1.0}
 
 
+def _repl_config(c: _Call) -> dict:
+    ctx = c.ctx
+    return {"config": {"_id": ctx.set_name, "version": 1, "term": 1,
+                       "members": [{"_id": 0, "host": ctx.address, "arbiterOnly": False, "hidden": False,
+                                    "priority": 1.0, "votes": 1}],
+                       "settings": {}}, "ok": 1.0}
+
+
 def _lock_info(c: _Call) -> dict:
     return {"lockInfo": [], "ok": 1.0}
 
@@ -1082,7 +1139,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
     "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
-    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "lockInfo": _lock_info,
+    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config,
+    "lockInfo": _lock_info,
     "listCommands": lambda c: {"commands": {n: {} for n in sorted(HANDLERS)}, "ok": 1.0},
 }
 
@@ -1097,7 +1155,11 @@ _TXN_OK = {"find", "getMore", "killCursors", "aggregate", "count", "distinct", "
 def _plain_error(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, TypeError):
         return 14, str(exc)
-    if isinstance(exc, (ValueError, InvalidOperation, ConfigurationError, InvalidName)):
+    if isinstance(exc, InvalidName):
+        return 73, str(exc)
+    if isinstance(exc, bson.errors.InvalidDocument):
+        return 2, str(exc)
+    if isinstance(exc, (ValueError, InvalidOperation, ConfigurationError)):
         return 2, str(exc)
     if isinstance(exc, CollectionInvalid):
         return 48, str(exc)
@@ -1111,7 +1173,7 @@ def error_reply(exc: BaseException) -> dict:
     if isinstance(exc, OperationFailure):
         det = dict(exc.details or {})
         code = exc.code if exc.code is not None else 2
-        out: dict[str, Any] = {"ok": 0.0, "errmsg": det.get("errmsg") or str(exc), "code": code,
+        out: dict[str, Any] = {"ok": 0.0, "errmsg": _server_message(det.get("errmsg") or str(exc)), "code": code,
                                "codeName": det.get("codeName") or code_name(code)}
         for k in ("errInfo", "keyPattern", "keyValue", "errorLabels"):
             if k in det:
@@ -1187,5 +1249,33 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
         return error_reply(e)
 
 
-__all__ = ["run_command", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
+def _decoded(v: Any, codec: Any) -> Any:
+    if isinstance(v, RawBSONDocument):
+        return bson.decode(v.raw, codec_options=codec)
+    if isinstance(v, dict):
+        return {k: _decoded(x, codec) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decoded(x, codec) for x in v]
+    return v
+
+
+def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
+    """``EmbeddedDatabase.command`` for the commands of this layer (find, insert, getMore ...): the reply as a
+    server sends it, errors raised as pymongo raises them (OperationFailure with the reply as details)."""
+    from . import sessions
+    client = db.client
+    ctx = client.__dict__.get("_labkit_command_ctx")
+    if ctx is None:
+        ctx = client.__dict__["_labkit_command_ctx"] = ServerContext("labkit-embedded", 0)
+    codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
+    with sessions.bind(session, db):
+        reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+    if not reply.get("ok"):
+        if session is not None and session.in_transaction and session._txn is not None:
+            session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
+        raise OperationFailure(reply.get("errmsg", ""), reply.get("code"), reply)
+    return _decoded(reply, codec)
+
+
+__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
            "HANDLERS"]

@@ -63,6 +63,9 @@ class EmbeddedDatabase(mm_database.Database):
         name = next(iter(cmd))
         handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
         if handler is None:
+            from .commands import HANDLERS, run_in_process  # find, insert, getMore ... (the command layer)
+            if name in HANDLERS:
+                return run_in_process(self, cmd, session)
             raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
                                    "server (set MONGODB_URI))" % name, 59)
         return handler(self, cmd)

@@ -291,6 +291,9 @@ class Server:
                     raise ProtocolError("unsupported opCode %d" % opcode)
         except (ConnectionError, OSError, ProtocolError, ValueError, bson.errors.BSONError):
             pass
+        except Exception as e:  # noqa: BLE001 - a bug here must not take the server down; say so and drop
+            print("labkit serve: closing connection %d after an internal error: %s: %s"
+                  % (conn_id, type(e).__name__, e), file=sys.stderr)
         finally:
             with self._conns_lock:
                 self._conns.discard(conn)
