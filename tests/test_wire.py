@@ -17,7 +17,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
-from labkit.engine.wire import serve_in_thread
+from labkit.engine.wire import is_served_engine, serve_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -384,6 +384,19 @@ def test_error_in_transaction_aborts_it(client, db):
     assert db.t.count_documents({}) == 1
 
 
+def test_count_command_is_refused_in_a_transaction(client, db):
+    # manual "Transactions and Operations": the count command cannot run in a transaction (263);
+    # count_documents (an aggregate) can
+    db.t.insert_one({"_id": 1})
+    with client.start_session() as s:
+        s.start_transaction()
+        assert db.t.count_documents({}, session=s) == 1
+        with pytest.raises(OperationFailure) as info:
+            db.command("count", "t", session=s)
+        assert info.value.code == 263
+        s.abort_transaction()
+
+
 def test_sessions_commands(client):
     sid = client.admin.command("startSession")["id"]
     assert client.admin.command("endSessions", [sid])["ok"] == 1.0
@@ -446,6 +459,12 @@ def test_concurrent_writers_lose_nothing(server, db):
     assert not errors
     assert db.cnt.count_documents({}) == 8 * 40 + 1
     assert db.cnt.find_one({"_id": "c"})["n"] == 8 * 40
+
+
+def test_is_served_engine(client):
+    assert is_served_engine(client) is True
+    from labkit.engine import EmbeddedClient
+    assert is_served_engine(EmbeddedClient()) is False  # in-process: buildInfo says "embedded"
 
 
 def test_remote_host_needs_allow_remote():
@@ -525,3 +544,38 @@ def test_awaitable_hello_streams_with_more_to_come(server):
             flags.append(struct.unpack_from("<I", rest)[0])
             assert bson.decode(rest[5:])["isWritablePrimary"] is True
     assert all(f & 2 for f in flags)
+
+
+def test_malformed_messages_close_only_that_connection(server, client):
+    # a message whose header is impossible (length below the 16-byte header) or an unknown opCode ends the
+    # connection, as the server does; other connections go on
+    for raw in (struct.pack("<iiii", 5, 1, 0, 2013), struct.pack("<iiii", 20, 1, 0, 9999) + b"\0\0\0\0"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(raw)
+            assert s.recv(10) == b""  # closed without a reply
+    # a body that is not BSON gets an error reply on a connection that stays usable
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        payload = struct.pack("<I", 0) + b"\0" + b"\x07\0\0\0\0\0\0"
+        s.sendall(struct.pack("<iiii", 16 + len(payload), 3, 0, 2013) + payload)
+        bad = _read_op_msg(s)
+        s.sendall(_op_msg({"ping": 1, "$db": "admin"}, 4))
+        good = _read_op_msg(s)
+    assert bad["ok"] == 0.0 and good["ok"] == 1.0
+    assert client.admin.command("ping")["ok"] == 1.0
+
+
+def test_hints_over_the_wire(db):
+    # manual "cursor.hint()" / "db.collection.countDocuments()": pymongo sends count_documents as an
+    # aggregate ($match, $skip, $limit, $group) carrying the hint; find carries it in the find command
+    db.h.insert_many([{"k": i, "j": i % 3} for i in range(30)])
+    db.h.create_index("k")
+    db.h.create_index([("j", 1), ("k", -1)])
+    assert len(list(db.h.find({"k": {"$gt": 3}}).hint([("k", 1)]))) == 26
+    plan = db.h.find({"k": 5}).hint([("j", 1), ("k", -1)]).explain()["queryPlanner"]["winningPlan"]
+    assert "j_1_k_-1" in str(plan)
+    assert db.h.count_documents({"k": {"$gt": 3}}, hint="k_1") == 26
+    assert db.h.count_documents({"k": {"$gt": 3}}, hint=[("k", 1)], skip=5, limit=10) == 10
+    assert db.h.count_documents({"k": 100}, hint="k_1") == 0
+    with pytest.raises(OperationFailure) as info:
+        db.h.count_documents({}, hint="nope_1")
+    assert info.value.code == 2 and "hint provided does not correspond to an existing index" in str(info.value)

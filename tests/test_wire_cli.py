@@ -21,8 +21,9 @@ def _start(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
-def test_serve_port_zero_then_sigterm():
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_port_zero_then_signal(sig):
     proc = _start("--port", "0")
     try:
         lines = []
@@ -43,7 +44,7 @@ def test_serve_port_zero_then_sigterm():
         c.lab.x.insert_one({"_id": 1})
         assert c.lab.x.find_one() == {"_id": 1}
         c.close()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err
         assert "Stopped." in out

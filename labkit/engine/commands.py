@@ -31,7 +31,6 @@ from bson.raw_bson import RawBSONDocument
 from pymongo import ReturnDocument
 from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationError, InvalidName, InvalidOperation,
                             OperationFailure, PyMongoError)
-from pymongo.errors import WriteError as PyWriteError
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -54,7 +53,8 @@ CODE_NAMES = {
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
     166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
-    257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction", 292: "QueryExceededMemoryLimitNoDiskUseAllowed",
+    257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction",
+    292: "QueryExceededMemoryLimitNoDiskUseAllowed",
     10334: "BSONObjectTooLarge", 11000: "DuplicateKey", 15974: "Location15974", 17419: "Location17419",
 }
 
@@ -485,9 +485,39 @@ def _aggregate(c: _Call) -> dict:
     else:
         if not isinstance(target, str):
             raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
-        docs = list(c.coll(target).aggregate(pipeline, **kw))
+        counted = _count_pipeline(pipeline) if "hint" in kw else None
+        if counted is not None:
+            # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
+            flt, skip, limit = counted
+            ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
+            n = c.coll(target).count_documents(flt, skip=skip, limit=limit, **ckw) if limit != 0 else 0
+            docs = [{"_id": 1, "n": n}] if n else []
+        else:
+            docs = list(c.coll(target).aggregate(pipeline, **kw))
         ns = c.ns(target)
     return _cursor_reply(c.ctx, ns, docs, first, False, _session_key(cmd), c.codec)
+
+
+def _count_pipeline(pipeline: list) -> tuple[dict, int, int | None] | None:
+    """(filter, skip, limit) when ``pipeline`` is ``[$match, ($skip), ($limit), $group {_id: 1, n: {$sum: 1}}]``
+    (what drivers send for count_documents), else None."""
+    if len(pipeline) < 2 or not all(isinstance(st, Mapping) and len(st) == 1 for st in pipeline):
+        return None
+    if dict(pipeline[-1]) != {"$group": {"_id": 1, "n": {"$sum": 1}}} or "$match" not in pipeline[0]:
+        return None
+    flt = pipeline[0]["$match"]
+    if not isinstance(flt, Mapping):
+        return None
+    skip, limit = 0, None
+    for st in pipeline[1:-1]:
+        (op, v), = st.items()
+        if op == "$skip" and skip == 0 and limit is None and isinstance(v, int) and v >= 0:
+            skip = int(v)
+        elif op == "$limit" and limit is None and isinstance(v, int) and v > 0:
+            limit = int(v)
+        else:
+            return None
+    return dict(flt), skip, limit
 
 
 def _count(c: _Call) -> dict:
@@ -1139,8 +1169,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
     "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
-    "whatsmyuri": _whatsmyuri, "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config,
-    "lockInfo": _lock_info,
+    "whatsmyuri": _whatsmyuri, "usersInfo": lambda c: {"users": [], "ok": 1.0},  # no authentication: no users
+    "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config, "lockInfo": _lock_info,
     "listCommands": lambda c: {"commands": {n: {} for n in sorted(HANDLERS)}, "ok": 1.0},
 }
 
@@ -1148,7 +1178,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
 _NO_TXN = {"commitTransaction", "abortTransaction", "endSessions", "killAllSessions", "startSession",
            "killSessions", "refreshSessions", "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo",
            "getMore", "killCursors"}
-_TXN_OK = {"find", "getMore", "killCursors", "aggregate", "count", "distinct", "insert", "update", "delete",
+# manual "Transactions and Operations": count is not allowed (countDocuments runs an aggregate instead)
+_TXN_OK = {"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
            "findAndModify", "findandmodify", "create", "createIndexes", "commitTransaction", "abortTransaction"}
 
 
@@ -1277,5 +1308,5 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     return _decoded(reply, codec)
 
 
-__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply", "build_info", "code_name",
-           "HANDLERS"]
+__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply",
+           "build_info", "code_name", "HANDLERS"]

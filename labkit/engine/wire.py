@@ -395,6 +395,18 @@ def _uri_host(host: str) -> str:
     return "[%s]" % host if ":" in host else host
 
 
+def is_served_engine(client: Any) -> bool:
+    """True when pymongo ``client`` talks to a served embedded engine (``labkit serve``), not a real server:
+    its ``buildInfo`` carries ``labkit: {engine: "embedded-served"}``, which a MongoDB server never sends."""
+    from pymongo.errors import PyMongoError
+    try:
+        info = client.admin.command("buildInfo")
+    except PyMongoError:
+        return False
+    lab = info.get("labkit")
+    return isinstance(lab, dict) and lab.get("engine") == "embedded-served"
+
+
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, client: Any = None,
                     allow_remote: bool = False) -> Server:
     """Start serving an EmbeddedClient (a new one unless given) in background threads; the started Server.
@@ -444,5 +456,5 @@ def serve(host: str = "127.0.0.1", port: int = 27017, allow_remote: bool = False
     return 0
 
 
-__all__ = ["Server", "serve_in_thread", "serve", "parse_op_msg", "parse_op_query", "op_msg", "op_reply",
-           "is_loopback"]
+__all__ = ["Server", "serve_in_thread", "serve", "is_served_engine", "parse_op_msg", "parse_op_query", "op_msg",
+           "op_reply", "is_loopback"]
