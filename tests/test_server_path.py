@@ -304,3 +304,22 @@ def test_doctor_env_uri_redacts_and_reports_unreachable(monkeypatch, capsys):
 def test_doctor_cli_process(server):
     out = _cli("doctor", uri=server.uri)
     assert "answers ping" in out.stdout and _host_port(server) in out.stdout, out.stdout + out.stderr
+
+
+def test_describe_tells_a_real_server_from_the_served_engine():
+    """Only a buildInfo with labkit's ``engine: embedded-served`` marks the served engine; a MongoDB server's
+    buildInfo (manual: buildInfo command output) has no ``labkit`` field."""
+
+    class _Client:
+        nodes = frozenset({("db.example.net", 27017)})
+
+        def __init__(self, info):
+            self._info = info
+
+        def server_info(self):
+            return self._info
+
+    assert labkit.describe(_Client({"version": "8.0.4", "ok": 1.0})) == "MongoDB server 8.0.4 at db.example.net:27017"
+    served = labkit.describe(_Client({"version": "8.0.0", "labkit": {"engine": "embedded-served"}}))
+    assert served.startswith("labkit's embedded engine served over the wire")
+    assert labkit.describe(_Client({"version": "8.0.4", "labkit": "x"})).startswith("MongoDB server")
