@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
@@ -24,9 +25,10 @@ NOTEBOOKS = runner.notebooks()
 PREFIX = runner.DEFAULT_PREFIX
 
 
-# Notebooks run this many at a time (each in its own kernel). Default one: the served engine runs one command
-# at a time, so while one notebook's long $merge runs, another's connect() ping waits and can time out.
-JOBS = max(1, int(os.environ.get("SCHEMA_LAB_SERVED_JOBS", "1") or "1"))
+# Notebooks run this many at a time, each in its own kernel and against its own served engine (the served
+# engine answers one command at a time: sharing one, a notebook's connect() ping would wait behind another
+# notebook's long $merge and could time out).
+JOBS = max(1, int(os.environ.get("SCHEMA_LAB_SERVED_JOBS", "0") or "0") or min(2, os.cpu_count() or 1))
 # Lessons that fail on any MongoDB server (not only on the served engine) and need a change in the lesson
 # itself; each entry says what. strict: once the lesson is fixed the test reports XPASS as a failure.
 KNOWN_LESSON_BUGS = {
@@ -43,16 +45,37 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def runs(server, request) -> dict:
-    """Start the selected notebooks, JOBS at a time, in test order; each test waits for its own."""
+def runs(request) -> dict:
+    """Start the selected notebooks, JOBS at a time, in test order; each test waits for its own result:
+    the URI of the served engine the notebook ran against."""
     selected = [item.callspec.params["path"] for item in request.session.items
                 if getattr(item, "originalname", "") == "test_notebook_runs_against_served_engine"]
-    pool = ThreadPoolExecutor(max_workers=JOBS, thread_name_prefix="served-notebook")
-    futures = {path: pool.submit(runner.run_notebook, path, server.uri, PREFIX) for path in selected}
-    yield futures
-    for future in futures.values():
-        future.cancel()
-    pool.shutdown(wait=True)
+    if not selected:
+        yield {}
+        return
+    servers = [serve_in_thread() for _ in range(min(JOBS, len(selected)))]
+    free: queue.Queue = queue.Queue()
+    for srv in servers:
+        free.put(srv)
+
+    def run(path):
+        srv = free.get()
+        try:
+            runner.run_notebook(path, srv.uri, PREFIX)
+            return srv.uri
+        finally:
+            free.put(srv)
+
+    pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="served-notebook")
+    futures = {path: pool.submit(run, path) for path in selected}
+    try:
+        yield futures
+    finally:
+        for future in futures.values():
+            future.cancel()
+        pool.shutdown(wait=True)
+        for srv in servers:
+            srv.stop()
 
 
 def test_every_notebook_is_listed():
@@ -69,11 +92,11 @@ def _param(path):
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
-def test_notebook_runs_against_served_engine(server, runs, path):
+def test_notebook_runs_against_served_engine(runs, path):
     future: Future = runs[path]
-    future.result()  # raises NotebookRunError naming the notebook and the cell
+    uri = future.result()  # raises NotebookRunError naming the notebook and the cell
     # The notebook really used the server: its databases carry the learner prefix and labkit's marker.
-    with MongoClient(server.uri, serverSelectionTimeoutMS=5000) as client:
+    with MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
         ours = [n for n in client.list_database_names() if n.startswith(PREFIX)]
         for name in ours:
             assert client[name]["_labkit"].find_one({"_id": "labkit"}), f"{name} lacks labkit's marker"
