@@ -579,3 +579,38 @@ def test_hints_over_the_wire(db):
     with pytest.raises(OperationFailure) as info:
         db.h.count_documents({}, hint="nope_1")
     assert info.value.code == 2 and "hint provided does not correspond to an existing index" in str(info.value)
+
+
+def test_write_conflict_at_commit_is_transient(client, db):
+    # manual "Transactions" / "Drivers API" (retry): a document the transaction changed and another client
+    # changed since its snapshot makes the commit fail with WriteConflict (112), labelled
+    # TransientTransactionError so that with_transaction retries (see labkit/engine/sessions.py)
+    db.w.insert_one({"_id": 1, "n": 0})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        db.w.update_one({"_id": 1}, {"$inc": {"n": 10}})  # outside the transaction
+        with pytest.raises(OperationFailure) as info:
+            s.commit_transaction()
+    assert info.value.code == 112 and info.value.has_error_label("TransientTransactionError")
+    assert db.w.find_one({"_id": 1})["n"] == 10
+    attempts = []
+
+    def cb(session):
+        attempts.append(1)
+        db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+        if len(attempts) == 1:
+            db.w.update_one({"_id": 1}, {"$inc": {"n": 100}})
+
+    with client.start_session() as s:
+        s.with_transaction(cb)
+    assert len(attempts) == 2 and db.w.find_one({"_id": 1})["n"] == 111
+
+
+def test_batch_size_zero_opens_the_cursor(db):
+    # manual "find" (batchSize): 0 establishes a cursor without returning documents
+    db.z.insert_many([{"_id": i} for i in range(3)])
+    r = db.command({"find": "z", "batchSize": 0})
+    assert r["cursor"]["firstBatch"] == [] and r["cursor"]["id"] != 0
+    more = db.command({"getMore": r["cursor"]["id"], "collection": "z"})
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [0, 1, 2]

@@ -67,3 +67,33 @@ def test_serve_help():
     with pytest.raises(SystemExit) as info:
         main(["serve", "--help"])
     assert info.value.code == 0
+
+
+def test_serve_warns_when_not_on_loopback(monkeypatch):
+    # The warning path without listening beyond this machine: is_loopback is made to say no for 127.0.0.1.
+    import io
+    import threading
+
+    from labkit.engine import wire
+
+    monkeypatch.setattr(wire, "is_loopback", lambda host: False)
+    started: list = []
+    real_start = wire.Server.start
+
+    def start(self):
+        started.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(wire.Server, "start", start)
+    out = io.StringIO()
+    t = threading.Thread(target=wire.serve, args=("127.0.0.1", 0), kwargs={"allow_remote": True, "out": out})
+    t.start()
+    deadline = time.monotonic() + 20
+    while "Ctrl-C" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started[0]._stopped.set()
+    t.join(20)
+    text = out.getvalue()
+    assert "WARNING" in text and "no authentication" in text and "Stopped." in text
+    # and without allow_remote the same host is refused
+    assert wire.serve("127.0.0.1", 0, allow_remote=False, out=io.StringIO()) == 2

@@ -271,9 +271,10 @@ def _cursor_reply(ctx: ServerContext, ns: str, docs: list, first: int | None, si
     otherwise (they may share parts with stored documents) they are encoded now."""
     if not lazy:
         docs = _encode_docs(docs, codec)
-    batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first, codec)
-    if first == 0:
+    if first == 0:  # batchSize 0: open the cursor, return nothing yet
         batch, pos = [], 0
+    else:
+        batch, pos = _take_batch(docs, 0, DEFAULT_BATCH if first is None else first, codec)
     cid = 0
     if pos < len(docs) and not single:
         cid = ctx.new_cursor(ns, docs, pos, session_key, codec)

@@ -444,13 +444,15 @@ def serve(host: str = "127.0.0.1", port: int = 27017, allow_remote: bool = False
     def _term(signum: int, frame: Any) -> None:
         server._stopped.set()
 
-    old = signal.signal(signal.SIGTERM, _term)
+    main = threading.current_thread() is threading.main_thread()  # signal handlers: main thread only
+    old = signal.signal(signal.SIGTERM, _term) if main else None
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, old)
+        if main:
+            signal.signal(signal.SIGTERM, old)
         server.stop()
         print("Stopped.", file=out, flush=True)
     return 0
