@@ -3,7 +3,9 @@
 
     python3 dev.py lab      set everything up in .venv and open JupyterLab at the first notebook
     python3 dev.py test     set everything up in .venv and run the whole test suite
-                            (unit tests + every notebook under nbval; browser tests when chromium is there)
+                            (unit tests + every notebook under nbval; browser tests when chromium is there;
+                            every notebook again against the served engine; the source's mongosh
+                            examples when mongosh is there: tools/install_mongosh.sh)
 
 Contributors also have:
 

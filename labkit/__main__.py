@@ -45,9 +45,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"  python      {platform.python_version()} ({sys.executable})")
     for mod in _VERSIONS:
         print(f"  {mod:<11} {_version(mod)}")
-    uri = os.environ.get(ENV_URI, "").strip()
+    uri = (args.uri or os.environ.get(ENV_URI, "")).strip()
     if uri:
-        print(f"  {ENV_URI} = {redact_uri(uri)}")
+        print(f"  {'--uri' if args.uri else ENV_URI} = {redact_uri(uri)}")
         try:
             client = connect(uri, timeout_ms=args.timeout_ms)
             print(f"  engine      {describe(client)}: answers ping")

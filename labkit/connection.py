@@ -16,6 +16,9 @@ from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
 from labkit.engine import MODELED_SERVER_VERSION, EmbeddedClient
 
 DEFAULT_TIMEOUT_MS = 3000
+# How long one operation may wait for the server's answer. Lessons run whole-collection $merge / $lookup
+# pipelines; on a busy shared workshop cluster they can take well over 10 s without anything being wrong.
+SOCKET_TIMEOUT_MS = 300_000
 ENV_URI = "MONGODB_URI"
 EMBEDDED = "embedded"
 
@@ -193,7 +196,7 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, eve
                 uri,
                 serverSelectionTimeoutMS=timeout_ms,
                 connectTimeoutMS=timeout_ms,
-                socketTimeoutMS=max(timeout_ms, 10_000),
+                socketTimeoutMS=max(timeout_ms, SOCKET_TIMEOUT_MS),
                 appname="schema-lab",
                 **({"event_listeners": list(event_listeners)} if event_listeners else {}),
             )
@@ -244,7 +247,11 @@ def describe(client: Any) -> str:
     except Exception:  # noqa: BLE001
         nodes = "?"
     try:
-        version = client.server_info().get("version", "?")
+        info = client.server_info()
     except PyMongoError:
-        version = "?"
+        info = {}
+    version = info.get("version", "?")
+    served = info.get("labkit")  # `python -m labkit serve` (labkit.engine.wire.is_served_engine's test)
+    if isinstance(served, dict) and served.get("engine") == "embedded-served":
+        return f"labkit's embedded engine served over the wire (models MongoDB {version}) at {nodes}"
     return f"MongoDB server {version} at {nodes}"
