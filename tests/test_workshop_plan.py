@@ -254,3 +254,19 @@ def test_multi_day_planner_moves_a_lesson_that_does_not_fit_to_the_next_day():
     assert [x.number for x in agenda.left_out] == ["04", "05"]
     capped = gen_docs.Format("c", "C", 120, (), cap=20, room_exercises=(), days=1)
     assert len(gen_docs.plan(capped, course).covered) == 5      # 20-minute slots, exercises as homework
+
+
+def test_lesson_34_in_shared_mode_scales_down_and_says_so(monkeypatch):
+    # executes the lesson source as learners would with LABKIT_SHARED=1 (conclusions: same merge, one collection)
+    import jupytext
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv(shared.ENV_SHARED, "1")
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    nb = jupytext.read(ROOT / "notebooks" / "34_massive_collections.py")
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    text = "\n".join(o.get("text", "") or str(o.get("data", {}).get("text/plain", ""))
+                     for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "Shared-cluster mode (LABKIT_SHARED=1): 4 tenants × 15 days = 60 collections" in text
+    assert "collections created: 60" in text and "Correct" in text
