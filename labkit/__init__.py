@@ -24,7 +24,7 @@ from labkit.review import Finding, Review, review
 __version__ = "0.1.0"
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared"}
+               "decision", "tracking", "ledger", "shared", "workshop"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
          "shared_mode": "shared"}

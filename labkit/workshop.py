@@ -129,6 +129,9 @@ _FLEX = "https://www.mongodb.com/docs/atlas/reference/flex-limitations/ (operati
 _FAQ = ("https://www.mongodb.com/docs/atlas/reference/faq/database/ (recommended collections + indexes); "
         "https://www.mongodb.com/docs/atlas/reference/faq/storage/ (free/flex storage counts dataSize + indexSize)")
 _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manual: Index Builds on Populated Collections)"
+# Free/Flex: 512 MB / 5 GB storage is quoted by the Atlas storage FAQ (hard limit, dataSize + indexSize). The caps of
+# 100 databases and 500 collections are from the "Operational Limits" tables of the Free and Flex limitation pages;
+# the lookup at the time of writing did not show those rows verbatim, so INSTRUCTOR.md asks instructors to check them.
 TIERS: dict[str, Tier] = {
     "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}"),
     "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}"),
@@ -198,6 +201,10 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
                      "indexes": peak_total["indexes"], "collections": peak_total["collections"],
                      "databases": peak_total["databases"],
                      "index_builds": sum(fp["index_builds"] for fp in chosen)}
+    # if every learner resets each lesson's databases when done (`python -m labkit reset NAME`): the largest lesson
+    learner_total["one_lesson_at_a_time_mb"] = max(
+        ((fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"]) / MB for fp in chosen), default=0.0)
+    learner_total["one_lesson_at_a_time_collections"] = max((fp["peak"]["collections"] for fp in chosen), default=0)
     room = {k: (v * learners) for k, v in learner_total.items()}
     room["concurrent_builds"] = learners if learner_total["index_builds"] else 0
     checks = []
@@ -241,7 +248,10 @@ def format_plan(result: dict) -> str:
                 f"{one['collections']} collections, {one['databases']} databases.",
             f"The room ({n}): {room['storage_mb']:,.0f} MB, {room['indexes']:,} indexes, {room['collections']:,} "
             f"collections, {room['databases']:,} databases; up to {room['concurrent_builds']} index builds at once "
-            f"when everyone runs the same cell.", "",
+            f"when everyone runs the same cell.",
+            f"If every learner resets each lesson when done (`python -m labkit reset NN_name`), the room peaks at "
+            f"{room['one_lesson_at_a_time_mb']:,.0f} MB and {room['one_lesson_at_a_time_collections']:,} collections "
+            f"(the largest lesson, times {n}).", "",
             "| Limit | Room needs | Tier allows | Verdict |", "|---|---:|---:|---|"]
     for c in result["checks"]:
         verdict = "ok" if c["ok"] else ("OVER: writes fail" if c["enforced"] else "over: slower (queues)")

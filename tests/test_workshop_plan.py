@@ -270,3 +270,11 @@ def test_lesson_34_in_shared_mode_scales_down_and_says_so(monkeypatch):
                      for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "Shared-cluster mode (LABKIT_SHARED=1): 4 tenants × 15 days = 60 collections" in text
     assert "collections created: 60" in text and "Correct" in text
+
+
+def test_plan_one_lesson_at_a_time_is_the_largest_lesson():
+    result = workshop.plan(10, "free", footprint=FAKE)
+    assert result["learner"]["one_lesson_at_a_time_mb"] == pytest.approx(110.0)
+    assert result["room"]["one_lesson_at_a_time_collections"] == 3000
+    assert "resets each lesson" in workshop.format_plan(result)
+    assert labkit.workshop is workshop  # reachable as labkit.workshop (INSTRUCTOR.md's progress_widget call)

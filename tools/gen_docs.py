@@ -500,7 +500,8 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
                    f"{num(t.collections_and_indexes)} | {t.index_builds} |")
     out += ["", "Sources: the Atlas manual (Free cluster limits, Flex limitations, FAQ: Database, FAQ: Storage) and "
                 "the server's `maxNumActiveUserIndexBuilds` (default 3: further user index builds on the primary wait; "
-                "SERVER-47155).", "",
+                "SERVER-47155). Atlas changes its tiers: check the database and collection caps on the Free and "
+                "Flex limitation pages (Operational Limits) before a workshop.", "",
             "### The whole course, 30 learners, Atlas Free", "", workshop.format_plan(full)]
     if data.get("shared_lessons"):
         small = workshop.plan(30, "free", footprint=data, shared=True)
