@@ -24,14 +24,16 @@ from labkit.review import Finding, Review, review
 __version__ = "0.1.0"
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger"}
+               "decision", "tracking", "ledger", "shared", "workshop"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
-         "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger"}
+         "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
+         "shared_mode": "shared"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
     "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "Ledger", "__version__",
+    "shared_mode",
     "review", "Review", "Finding",
 ]
 

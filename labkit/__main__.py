@@ -113,6 +113,11 @@ def cmd_reset(args: argparse.Namespace) -> int:
 def cmd_workshop(args: argparse.Namespace) -> int:
     from labkit import seed, workshop
 
+    if args.action == "plan":  # measured numbers from data/workshop_footprint.json: no server needed
+        lessons = [x.strip() for x in args.lessons.split(",") if x.strip()] if args.lessons else []
+        result = workshop.plan(args.learners, args.tier, lessons=lessons, shared=args.shared)
+        print(workshop.format_plan(result))
+        return 0 if result["fits"] else 3
     client = _client(args)
     print(f"Workshop on {describe(client)}")
     if args.action == "prepare":
@@ -121,7 +126,11 @@ def cmd_workshop(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"  learner {r['learner']:>3}: LABKIT_DB_PREFIX={r['LABKIT_DB_PREFIX']:<16} "
                   f"{r['database']} ({r['documents']} documents)")
-        print("Each learner sets MONGODB_URI and their LABKIT_DB_PREFIX before starting Jupyter.")
+        print("Each learner sets MONGODB_URI, their LABKIT_DB_PREFIX and LABKIT_SHARED=1 (shared-cluster mode: "
+              "lessons 31 and 34 scale their heaviest demonstrations down) before starting Jupyter, e.g.")
+        if rows:
+            print(f"  MONGODB_URI=... LABKIT_DB_PREFIX={rows[0]['LABKIT_DB_PREFIX']} LABKIT_SHARED=1 python3 dev.py lab")
+        print(f"Size the room first: python -m labkit workshop plan --learners {args.learners} --tier free --shared")
         _warn_if_embedded(client, "prepared")
         return 0
     if args.action == "check":
@@ -132,6 +141,10 @@ def cmd_workshop(args: argparse.Namespace) -> int:
         missing = sum(not r["ready"] for r in rows)
         print(f"{len(rows) - missing} of {len(rows)} learners ready.")
         return 0 if missing == 0 else 1
+    if args.action == "progress":
+        table = workshop.room_progress(client, args.learners, base=args.base)
+        print(workshop.format_room_progress(table))
+        return 0
     result = workshop.cleanup(client, base=args.base)
     for name in result["dropped"]:
         print(f"  dropped {name}")
@@ -237,16 +250,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_seed)
 
     w = sub.add_parser(
-        "workshop", parents=[common], help="per-learner databases on a shared cluster: prepare, check, cleanup",
-        description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . prepare creates and seeds one marked database "
-                    "per learner; check reports readiness; cleanup drops only labkit-marked databases of the "
+        "workshop", parents=[common],
+        help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup",
+        description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . plan sizes the room against a cluster tier from "
+                    "measured lesson footprints (no server needed; exit 3 when it does not fit); prepare creates "
+                    "and seeds one marked database per learner; check reports readiness; progress shows the "
+                    "room's exercises learner by learner; cleanup drops only labkit-marked databases of the "
                     "workshop.",
     )
-    w.add_argument("action", choices=["prepare", "check", "cleanup"])
+    w.add_argument("action", choices=["plan", "prepare", "check", "progress", "cleanup"])
     w.add_argument("--learners", type=int, default=30, help="number of learners (default 30)")
     w.add_argument("--base", default="sl_learner", help="prefix base (default sl_learner -> sl_learner07_)")
     w.add_argument("--users", type=int, default=200, help="prepare: users to seed per learner, 0 = none (default 200)")
     w.add_argument("--seed", type=int, default=42, help="prepare: random seed (default 42)")
+    w.add_argument("--tier", default="free", choices=["free", "flex", "m10", "m30", "self-managed"],
+                   help="plan: the cluster tier whose limits apply (default free)")
+    w.add_argument("--lessons", default="", help="plan: only these lessons, e.g. 30,31,32,35,37,38,39")
+    w.add_argument("--shared", action="store_true", help="plan: with LABKIT_SHARED=1 (lessons scaled down)")
     w.set_defaults(func=cmd_workshop)
 
     g = sub.add_parser(

@@ -93,7 +93,8 @@ def _remote_collection() -> Any:
         db = client[db_name(PROGRESS_DB, client)]
         db[MARKER_COLLECTION].update_one(
             {"_id": MARKER_ID},
-            {"$setOnInsert": {"created": _dt.datetime.now(_dt.timezone.utc), "by": "labkit.progress"}},
+            {"$setOnInsert": {"createdBy": "labkit", "name": PROGRESS_DB,  # labkit's mark: workshop cleanup drops it
+                              "createdAt": _dt.datetime.now(_dt.timezone.utc), "by": "labkit.progress"}},
             upsert=True)
         _remote["collection"] = db[PROGRESS_COLLECTION]
     return _remote.get("collection")

@@ -63,12 +63,16 @@ limits
 #
 # An audit trail kept inside one account document: every event appends 512 KiB of payload (large on purpose,
 # so the wall arrives in a few dozen writes instead of tens of thousands). First, predict the write that fails,
-# with exact BSON arithmetic:
+# with exact BSON arithmetic. (In shared-cluster mode, `LABKIT_SHARED=1`, this document grows in the embedded
+# engine on your machine, which enforces the same limit with the same error code, so that a room of learners
+# does not store a 16 MiB document each on one cluster.)
 
 # %%
 CHUNK = "x" * (512 * 1024)
 account = {"_id": "account:1", "owner": "Sam", "events": []}
-db.accounts.insert_one(account)
+wall_db = labkit.shared.local_db("31_hard_limits_wall", db.client) if labkit.shared_mode() else db
+labkit.shared.note("the 16 MiB document grows in the embedded engine on this machine, not on the cluster")
+wall_db.accounts.insert_one(account)
 
 fits = max_elements(account, "events", lambda i: CHUNK)
 print(f"events that fit in 16 MiB: {fits}")
@@ -84,7 +88,7 @@ print(f"prediction: push number {fits + 1} fails")
 pushes = 0
 while True:
     try:
-        db.accounts.update_one({"_id": "account:1"}, {"$push": {"events": CHUNK}})
+        wall_db.accounts.update_one({"_id": "account:1"}, {"$push": {"events": CHUNK}})
     except WriteError as exc:
         print(f"push number {pushes + 1} failed: code {exc.code}")
         print("message:", str(exc).split(", full error")[0])
@@ -101,7 +105,7 @@ print(f"pushes accepted: {pushes} (predicted {fits})")
 # `collStats` reports the average document size without scanning anything:
 
 # %%
-stats = db.command("collStats", "accounts")
+stats = wall_db.command("collStats", "accounts")
 print(f"count: {stats['count']}, avgObjSize: {stats['avgObjSize']:,} bytes "
       f"({stats['avgObjSize'] / MAX_BSON_SIZE:.1%} of the limit)")
 
@@ -110,7 +114,7 @@ print(f"count: {stats['count']}, avgObjSize: {stats['avgObjSize']:,} bytes "
 # secondary or off peak:
 
 # %%
-list(db.accounts.aggregate([
+list(wall_db.accounts.aggregate([
     {"$project": {"bytes": {"$bsonSize": "$$ROOT"}}},
     {"$sort": {"bytes": -1}},
     {"$limit": 5},
@@ -164,7 +168,8 @@ deep
 
 # %%
 for i in range(63):
-    db.catalog.create_index([(f"attr{i:02d}", 1)])
+    labkit.shared.create_index(db.catalog, [(f"attr{i:02d}", 1)])  # pauses between builds in shared mode
+labkit.shared.note("the 63 index builds pause between builds, so the room does not queue them all at once")
 print("indexes now:", len(db.catalog.index_information()))
 try:
     db.catalog.create_index([("attr63", 1)])

@@ -12,8 +12,9 @@ What it writes (all derived; never edit by hand):
   outputs, so no re-execution is needed; ``python3 dev.py build-notebooks`` carries it over as well);
 - ``students/NN_name.ipynb``: each built notebook with every cell tagged ``solution`` replaced by an empty
   code cell ``# Your answer here`` (tags kept, outputs of those cells dropped), plus ``students/README.md``;
-- ``INSTRUCTOR.md``: workshop agendas (90-minute taster, half day, full day), what to demo live, common
-  mistakes per lesson, and how to run on a shared cluster.
+- ``INSTRUCTOR.md``: workshop agendas (taster, half day, full day, anti-pattern half and full day, two-day
+  course), the measured cluster footprint, a workshop walked through end to end, the live-demo presenter
+  script, what to demo live, common mistakes per lesson, and how to run on a shared cluster.
 
 ``tests/test_docs_fresh.py`` regenerates all of this in memory and fails when a file on disk differs.
 """
@@ -211,71 +212,164 @@ def render_students_readme(rows: list[tuple[Lesson, int]]) -> str:
 
 @dataclass(frozen=True)
 class Format:
-    """A workshop format: total length and the breaks it contains (in order)."""
+    """A workshop format: the length of each day, its breaks (in order) and, optionally, a track.
+
+    ``lessons``: the lesson numbers taught, in this order (empty: every lesson in number order).
+    ``shortened``: (lesson number, teaching minutes) for lessons given a shorter slot in this format.
+    ``cap``: when not 0, no lesson is taught for longer than this (the rest of its notebook is reading).
+    ``room_exercises``: the lessons whose exercise is done in the room (None: all); the others are homework.
+    ``days``: how many days of ``total`` minutes each (breaks and opening repeat every day).
+    """
 
     key: str
     title: str
     total: int
     breaks: tuple[tuple[str, int], ...]
+    lessons: tuple[str, ...] = ()
+    shortened: tuple[tuple[str, int], ...] = ()
+    cap: int = 0
+    room_exercises: tuple[str, ...] | None = None
+    days: int = 1
+    about: str = ""
+
+    def teach_minutes(self, lesson: Lesson) -> int:
+        """The lesson's teaching minutes in this format (shortened, capped or as in its metadata)."""
+        short = dict(self.shortened)
+        if lesson.number in short:
+            return short[lesson.number]
+        return min(lesson.minutes, self.cap) if self.cap else lesson.minutes
+
+    def exercise_in_room(self, lesson: Lesson) -> bool:
+        """True when the lesson's exercise is done in the room (False: homework, or no exercise)."""
+        return bool(lesson.exercise_minutes) and (self.room_exercises is None or lesson.number in self.room_exercises)
+
+    def slot_minutes(self, lesson: Lesson) -> int:
+        """Room time for the lesson in this format: teaching plus the exercise when it is done in the room."""
+        return self.teach_minutes(lesson) + (lesson.exercise_minutes if self.exercise_in_room(lesson) else 0)
+
+    def track(self, all_lessons: list[Lesson]) -> list[Lesson]:
+        """The lessons this format teaches that exist in ``all_lessons``, in teaching order."""
+        if not self.lessons:
+            return list(all_lessons)
+        by_number = {x.number: x for x in all_lessons}
+        return [by_number[n] for n in self.lessons if n in by_number]
 
 
+_DAY_BREAKS = (("Break", 15), ("Lunch", 45), ("Break", 15))
+ANTI_PATTERN_TRACK = ("30", "31", "32", "33", "34", "35", "36", "37", "38", "39")
+TWO_DAY_ROOM_EXERCISES = ("00", "01", "02", "08", "10", "11", "16", "31", "32", "35", "37", "39")
 FORMATS = (
     Format("taster", "90-minute taster", 90, ()),
     Format("half-day", "Half day (3.5 h)", 210, (("Break", 15),)),
-    Format("full-day", "Full day (6.5 h)", 390, (("Break", 15), ("Lunch", 45), ("Break", 15))),
+    Format("full-day", "Full day (6.5 h)", 390, _DAY_BREAKS),
+    Format("anti-patterns-half-day", "Anti-patterns half day (4 h)", 240, (("Break", 15),),
+           lessons=("30", "31", "32", "35", "37", "38", "39"), shortened=(("39", 20),), room_exercises=(
+               "30", "31", "32", "35", "37", "38"),
+           about="The anti-patterns that cost most in production, then a short schema review (39 shortened to "
+                 "its demonstration; its exercise is homework)."),
+    Format("anti-patterns-full-day", "Anti-patterns full day (7 h)", 420, _DAY_BREAKS, lessons=ANTI_PATTERN_TRACK,
+           about="Every anti-pattern lesson, 30 to 39, with every exercise in the room."),
+    Format("two-day", "Two-day course (2 × 7.5 h)", 450, (("Break", 15), ("Lunch", 60), ("Break", 15)), cap=20,
+           shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2,
+           about="Every lesson, in number order. All of them with all exercises take "
+                 "about 17 h of room time, more than two realistic days, so in this format each lesson is "
+                 "presented in at most 20 minutes (39 in 30): its demonstration and conclusions, the rest of the "
+                 "notebook is reading. Exercises are done in the room for "
+                 f"{', '.join(TWO_DAY_ROOM_EXERCISES)}; the others are homework, listed per day."),
 )
 OPENING = ("Welcome; everyone runs `python -m labkit doctor` and opens the first notebook", 10)
+NEXT_DAY_OPENING = ("Recap of the day before; questions; `python -m labkit workshop progress` on screen", 10)
 CLOSING = ("Wrap-up and questions", 5)
 
 
 @dataclass(frozen=True)
 class Agenda:
-    """A planned session: rows of (start, minutes, item), the lessons covered and the lessons left out."""
+    """A planned session: rows of (start, minutes, item) per day, the lessons covered, left out and homework."""
 
     format: Format
-    rows: tuple[tuple[int, int, str], ...]
+    days: tuple[tuple[tuple[int, int, str], ...], ...]
     covered: tuple[Lesson, ...]
     left_out: tuple[Lesson, ...]
+    homework: tuple[tuple[Lesson, ...], ...] = ()  # per day: lessons whose exercise is homework
+
+    @property
+    def rows(self) -> tuple[tuple[int, int, str], ...]:
+        """The first day's rows (the only day of a one-day format)."""
+        return self.days[0] if self.days else ()
 
     @property
     def end(self) -> int:
-        """Minutes from the start to the end of the last row."""
+        """Minutes from the start to the end of the last row of the first day."""
         return self.rows[-1][0] + self.rows[-1][1] if self.rows else 0
+
+    def day_end(self, day: int) -> int:
+        """Minutes from the start of day ``day`` (0-based) to the end of its last row."""
+        rows = self.days[day]
+        return rows[-1][0] + rows[-1][1] if rows else 0
+
+
+def _day_budget(fmt: Format, day: int) -> int:
+    opening = OPENING if day == 0 else NEXT_DAY_OPENING
+    return fmt.total - opening[1] - CLOSING[1] - sum(m for _, m in fmt.breaks)
 
 
 def plan(fmt: Format, all_lessons: list[Lesson]) -> Agenda:
     """Plan ``fmt`` deterministically.
 
-    1. Content budget = total - opening - closing - all breaks.
-    2. Take lessons in number order (so sections stay in order) while the next lesson's slot
-       (``minutes + exercise_minutes``) still fits; the first that does not fit ends the list.
-    3. Spread the breaks evenly: break k of n goes before the first lesson whose midpoint falls after
-       k/(n+1) of the covered content. Breaks that would fall after the last lesson are dropped.
+    1. The format's lessons, in its order (all lessons in number order unless it names a track). Each lesson's
+       slot is its teaching minutes (shortened or capped by the format) plus its exercise minutes when the
+       exercise is done in the room (else it is homework).
+    2. Content budget per day = day length - opening - closing - that day's breaks.
+    3. Lessons are taken in order while the next one's slot still fits in the day; a lesson that does not fit
+       starts the next day; on the last day, the first lesson that does not fit ends the agenda.
+    4. Each day's breaks are spread evenly: break k of n goes before the first lesson whose midpoint falls
+       after k/(n+1) of that day's content. Breaks that would fall after the day's last lesson are dropped.
     """
-    budget = fmt.total - OPENING[1] - CLOSING[1] - sum(m for _, m in fmt.breaks)
-    covered: list[Lesson] = []
-    used = 0
-    for lesson in all_lessons:
-        if used + lesson.slot_minutes > budget:
+    track = fmt.track(all_lessons)
+    per_day: list[list[Lesson]] = [[] for _ in range(fmt.days)]
+    day, used, taken = 0, 0, 0
+    for lesson in track:
+        slot = fmt.slot_minutes(lesson)
+        while day < fmt.days and used + slot > _day_budget(fmt, day):
+            day, used = day + 1, 0
+        if day == fmt.days:
             break
-        covered.append(lesson)
-        used += lesson.slot_minutes
-    rows: list[tuple[int, int, str]] = [(0, OPENING[1], OPENING[0])]
-    clock, content, pending = OPENING[1], 0, list(fmt.breaks)
-    n_breaks = len(fmt.breaks)
-    for lesson in covered:
-        done = n_breaks - len(pending)
-        if pending and content > 0 and content + lesson.slot_minutes / 2 > (done + 1) * used / (n_breaks + 1):
-            name, minutes = pending.pop(0)
-            rows.append((clock, minutes, f"**{name}**"))
-            clock += minutes
-        ex = f" + {lesson.exercise_minutes} exercise" if lesson.exercise_minutes else ""
-        rows.append((clock, lesson.slot_minutes,
-                     f"[{_cell(lesson.number + ' · ' + lesson.title)}](notebooks/{lesson.name}.ipynb) ({lesson.minutes}{ex})"))
-        clock += lesson.slot_minutes
-        content += lesson.slot_minutes
-    rows.append((clock, CLOSING[1], CLOSING[0]))
-    return Agenda(fmt, tuple(rows), tuple(covered), tuple(all_lessons[len(covered):]))
+        per_day[day].append(lesson)
+        used += slot
+        taken += 1
+    days = []
+    for d, items in enumerate(per_day):
+        if not items and d:
+            continue
+        opening = OPENING if d == 0 else NEXT_DAY_OPENING
+        rows: list[tuple[int, int, str]] = [(0, opening[1], opening[0])]
+        content_total = sum(fmt.slot_minutes(x) for x in items)
+        clock, content, pending = opening[1], 0, list(fmt.breaks)
+        n_breaks = len(fmt.breaks)
+        for lesson in items:
+            slot = fmt.slot_minutes(lesson)
+            done = n_breaks - len(pending)
+            if pending and content > 0 and content + slot / 2 > (done + 1) * content_total / (n_breaks + 1):
+                name, minutes = pending.pop(0)
+                rows.append((clock, minutes, f"**{name}**"))
+                clock += minutes
+            teach = fmt.teach_minutes(lesson)
+            short = f", shortened from {lesson.minutes}" if teach != lesson.minutes else ""
+            if fmt.exercise_in_room(lesson):
+                ex = f" + {lesson.exercise_minutes} exercise"
+            elif lesson.exercise_minutes:
+                ex = "; exercise as homework"
+            else:
+                ex = ""
+            rows.append((clock, slot, f"[{_cell(lesson.number + ' · ' + lesson.title)}](notebooks/{lesson.name}.ipynb) "
+                                      f"({teach}{short}{ex})"))
+            clock += slot
+            content += slot
+        rows.append((clock, CLOSING[1], CLOSING[0]))
+        days.append(tuple(rows))
+    homework = tuple(tuple(x for x in items if x.exercise_minutes and not fmt.exercise_in_room(x))
+                     for items in per_day if items)
+    return Agenda(fmt, tuple(days), tuple(track[:taken]), tuple(track[taken:]), homework)
 
 
 def _numbers(items: tuple[Lesson, ...]) -> str:
@@ -301,28 +395,53 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
                f"**{sum(x.exercise_minutes for x in all_lessons)}** | **{sum(x.slot_minutes for x in all_lessons)}** |")
     out += [
         "", "## Agendas", "",
-        "Each agenda is planned by one fixed rule, so it changes predictably when lessons are added:",
+        "Each agenda is planned by one fixed rule (`plan` in `tools/gen_docs.py`), so it changes predictably "
+        "when lessons are added:",
         "",
-        f"1. It opens with {OPENING[1]} minutes of welcome and setup check and closes with {CLOSING[1]} minutes of "
-        "wrap-up; the breaks listed for the format are reserved too.",
-        "2. Lessons are taken in number order (sections stay in order) while the next lesson's slot "
-        "(teach + exercise) still fits in what is left; the first lesson that does not fit ends the agenda.",
-        "3. Breaks are spread evenly: each goes before the first lesson whose midpoint falls past its share of the "
-        "covered content. Breaks that would fall after the last lesson are dropped.",
+        "1. A format names its lessons (a track, e.g. the anti-patterns 30-39) or takes every lesson in number "
+        "order. A format may shorten a lesson's teaching slot (named lessons, or a cap for every lesson: the rest "
+        "of the notebook becomes reading) and may make some exercises homework; a lesson's slot is its teaching "
+        "minutes plus its exercise minutes when the exercise is done in the room.",
+        f"2. Each day opens with {OPENING[1]} minutes of welcome and setup check (later days: {NEXT_DAY_OPENING[1]} "
+        f"minutes of recap) and closes with {CLOSING[1]} minutes of wrap-up; the breaks listed for the format are "
+        "reserved too.",
+        "3. Lessons are taken in the format's order while the next lesson's slot still fits in what is left of "
+        "the day; one that does not fit starts the next day, and on the last day it ends the agenda.",
+        "4. Breaks are spread evenly over each day: each goes before the first lesson whose midpoint falls past "
+        "its share of the day's content. Breaks that would fall after the day's last lesson are dropped.",
         "",
         "Times are offsets from the start (`h:mm`). Spare time at the end is for questions or for letting the "
         "room finish the exercises.",
     ]
     for fmt in FORMATS:
+        if not fmt.track(all_lessons):
+            continue  # a course without this format's track
         agenda = plan(fmt, all_lessons)
-        out += ["", f"### {fmt.title}", "", "| Time | Minutes | Item |", "|---|---:|---|"]
-        for start, minutes, item in agenda.rows:
-            out.append(f"| {fmt_clock(start)}–{fmt_clock(start + minutes)} | {minutes} | {item} |")
-        spare = fmt.total - agenda.end
-        out += ["", f"Covers {len(agenda.covered)} of {len(all_lessons)} lessons and ends at "
-                    f"{fmt_clock(agenda.end)}; {spare} min spare."]
-        if agenda.left_out:
-            out.append(f"Not covered (self-study afterwards): {_numbers(agenda.left_out)}.")
+        out += ["", f"### {fmt.title}", ""]
+        if fmt.about:
+            out += [_md(fmt.about), ""]
+        for d, rows in enumerate(agenda.days):
+            if fmt.days > 1:
+                out += [f"**Day {d + 1}**", ""]
+            out += ["| Time | Minutes | Item |", "|---|---:|---|"]
+            for start, minutes, item in rows:
+                out.append(f"| {fmt_clock(start)}–{fmt_clock(start + minutes)} | {minutes} | {item} |")
+            out.append("")
+            if fmt.days > 1 and d < len(agenda.homework) and agenda.homework[d]:
+                out += [f"Homework after day {d + 1}: the exercises of {_numbers(agenda.homework[d])}.", ""]
+        ends = [agenda.day_end(d) for d in range(len(agenda.days))]
+        when = (f"ends at {fmt_clock(ends[0])}; {fmt.total - ends[0]} min spare" if fmt.days == 1 else
+                "; ".join(f"day {d + 1} ends at {fmt_clock(e)} ({fmt.total - e} min spare)" for d, e in enumerate(ends)))
+        room = sum(fmt.slot_minutes(x) for x in agenda.covered)
+        out.append(f"Covers {len(agenda.covered)} of {len(all_lessons)} lessons ({fmt_minutes(room)} of lessons and "
+                   f"exercises) and {when}.")
+        covered = {x.number for x in agenda.covered}
+        not_covered = tuple(x for x in all_lessons if x.number not in covered)
+        if not_covered:
+            out.append(f"Not covered (self-study afterwards): {_numbers(not_covered)}.")
+        homework = tuple(x for day in agenda.homework for x in day)
+        if fmt.days == 1 and homework:
+            out.append(f"Exercises as homework: {_numbers(homework)}.")
     out += ["", "## Per lesson: demo live, common mistakes"]
     for x in all_lessons:
         src = f"notebooks/{x.name}.py"
@@ -339,8 +458,112 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
         else:
             out.append(f"**Common mistakes:** _not written yet (add a `labkit.mistakes` list to `{src}`)._")
     out += ["", SHARED_CLUSTER]
+    out += render_sizing(all_lessons)
+    out += ["", WALKTHROUGH, "", PRESENTER_SCRIPT]
     return "\n".join(out) + "\n"
 
+
+def _footprint_file(all_lessons: list[Lesson]) -> Path | None:
+    if not all_lessons:
+        return None
+    path = all_lessons[0].source.parent.parent / "data" / "workshop_footprint.json"
+    return path if path.exists() else None
+
+
+def render_sizing(all_lessons: list[Lesson]) -> list[str]:
+    """The "Sizing the cluster" section: ``workshop plan`` for 30 learners, from the committed measurement."""
+    path = _footprint_file(all_lessons)
+    if path is None:
+        return []
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from labkit import workshop
+
+    data = workshop.load_footprint(path)
+    full = workshop.plan(30, "free", footprint=data)
+    out = ["", "## Sizing the cluster", "",
+           "Every lesson leaves databases behind until `python -m labkit workshop cleanup`, and some lessons peak "
+           "far above what they leave. The numbers below are measured, not estimated: `tools/measure_footprint.py` "
+           "runs every lesson on the embedded engine and reads `dbStats` after every cell (cached in "
+           "`data/workshop_footprint.json`; `tests/test_workshop_plan.py` fails when a lesson changed since). "
+           "Print the same table for your room and tier with "
+           "`python -m labkit workshop plan --learners 30 --tier free` (tiers: " + ", ".join(
+               f"`{k}`" for k in workshop.TIERS) + "; `--shared` for shared-cluster mode, `--lessons 30,31,...` "
+           "for one agenda). Exit status 3 means the room does not fit.", "",
+           "Tier limits used (storage counts `dataSize + indexSize`, as Atlas does for Free and Flex clusters):", "",
+           "| Tier | Storage MB | Databases | Collections | Collections + indexes (recommended) | Concurrent index builds |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for t in workshop.TIERS.values():
+        def num(v: int) -> str:
+            return f"{v:,}" if v else "no limit"
+        out.append(f"| {t.title} | {num(t.storage_mb)} | {num(t.databases)} | {num(t.collections)} | "
+                   f"{num(t.collections_and_indexes)} | {t.index_builds} |")
+    out += ["", "Sources: the Atlas manual (Free cluster limits, Flex limitations, FAQ: Database, FAQ: Storage) and "
+                "the server's `maxNumActiveUserIndexBuilds` (default 3: further user index builds on the primary wait; "
+                "SERVER-47155). Atlas changes its tiers: check the database and collection caps on the Free and "
+                "Flex limitation pages (Operational Limits) before a workshop.", "",
+            "### The whole course, 30 learners, Atlas Free", "", workshop.format_plan(full)]
+    if data.get("shared_lessons"):
+        small = workshop.plan(30, "free", footprint=data, shared=True)
+        out += ["", "### With `LABKIT_SHARED=1`", "",
+                f"Lessons {', '.join(sorted({fp['lesson'] for fp in data['shared_lessons'].values()}))} scale "
+                f"their demonstrations down: one learner peaks at {small['learner']['storage_mb']:.1f} MB "
+                f"(instead of {full['learner']['storage_mb']:.1f} MB), {small['learner']['collections']} collections "
+                f"(instead of {full['learner']['collections']}) and {small['learner']['indexes']} indexes (instead of "
+                f"{full['learner']['indexes']}); the room of 30 needs {small['room']['storage_mb']:,.0f} MB. "
+                + ("That fits Atlas Free." if small["fits"] else
+                   "That still does not fit Atlas Free: use Flex or M10, or clean up between sections (below).")]
+    for fmt in FORMATS:
+        if not fmt.lessons or not fmt.track(all_lessons):
+            continue
+        numbers = [x.number for x in fmt.track(all_lessons)]
+        result = workshop.plan(30, "free", footprint=data, lessons=numbers, shared=True)
+        over = [c["limit"] for c in result["checks"] if not c["ok"]]
+        out += ["", f"{fmt.title}, 30 learners, shared mode, Atlas Free: {result['room']['storage_mb']:,.0f} MB, "
+                    f"{result['room']['collections']:,} collections, {result['room']['indexes']:,} indexes"
+                    + (f"; over: {', '.join(over)}." if over else "; fits.")]
+    return out
+
+
+WALKTHROUGH = """## A workshop end to end
+
+For a 30-person anti-pattern half day on one cluster (replace the URI; every command takes `--uri` instead):
+
+1. **A week before: size it.** `python -m labkit workshop plan --learners 30 --tier free --shared --lessons
+   30,31,32,35,37,38,39`. If it says DOES NOT FIT, pick the tier it fits (`--tier flex`, `--tier m10`) or
+   fewer learners per cluster.
+2. **The day before: seat everyone.** `export MONGODB_URI="mongodb+srv://USER:PASSWORD@cluster.example.net"`,
+   then `python -m labkit workshop prepare --learners 30`. It proves the credentials and the quota by creating and
+   seeding `sl_learner01_ready` ... `sl_learner30_ready`, and prints the line each learner runs:
+   `MONGODB_URI=... LABKIT_DB_PREFIX=sl_learnerNN_ LABKIT_SHARED=1 python3 dev.py lab`.
+3. **Doors open: check.** Everyone runs `python -m labkit doctor`; you run
+   `python -m labkit workshop check --learners 30` until it exits 0 (every seat ready). Put the agenda from
+   [Agendas](#agendas) on screen.
+4. **During exercises: watch.** `python -m labkit workshop progress --learners 30` in a terminal, or
+   `labkit.workshop.progress_widget(labkit.connect(), 30)` in a notebook on the projector: a column where most
+   of the room is *attempted* is the exercise to walk through together.
+5. **Live demos.** Open `notebooks/demo_dashboard.ipynb` and follow the [presenter script](#live-demo-presenter-script).
+6. **Afterwards: clean up.** `python -m labkit workshop cleanup` drops every labkit-marked `sl_learnerNN_...`
+   database and lists, untouched, any matching database labkit did not create.
+
+The same commands work against `python -m labkit serve` (the embedded engine served over the wire) for a
+rehearsal without a cluster."""
+
+PRESENTER_SCRIPT = """## Live demo: presenter script
+
+`notebooks/demo_dashboard.ipynb` has two panels. Each shows numbers and, under them, a **takeaway** line computed
+from those numbers: read it out, then point at the number it names.
+
+1. **Posts by the busiest author** (slider: posts by one author). Start at 20,000: embedded posts are already
+   about an eighth of 16 MiB, `postIds` a fraction of that, child references 187 bytes. Drag to 165,000 and
+   then 200,000: the takeaway turns to "past the 16 MiB limit ... every write to this user fails". The point:
+   the parent-side array is bounded by the busiest author, not the average one; the child reference does not
+   grow at all (lessons 02, 11, 32).
+2. **Feed query plan** (rank of the author, index). With *no index*, every post of the collection is read and
+   sorted in memory, whoever the author. With `{authorId: 1}`, rank 1 (5,000 posts) fetches and sorts all of
+   them to return 20, rank 150 only a handful: the cost grows with the author. With
+   `{authorId: 1, createdAt: -1, _id: -1}` the takeaway reads "20 keys and 20 documents examined, whether the
+   author has 5,000 posts or a million": equality, then sort, and the limit stops the scan (lessons 02, 03, 35)."""
 
 SHARED_CLUSTER = """## Running the workshop on a shared cluster
 
@@ -352,19 +575,29 @@ real cluster instead:
    first and fails within 3 seconds with a `LabConnectionError` naming the host if it does not answer; passwords
    are always shown redacted. Have everyone run `python -m labkit doctor` first: it reports versions, the engine,
    whether the server answers and whether widgets render.
-2. **Give every learner a seat.** Workshop mode numbers the learners and gives learner *k* the database
+2. **Size the room.** `python -m labkit workshop plan --learners 30 --tier free --shared` prints the measured
+   footprint per lesson and for the room against the tier's limits (see [Sizing the cluster](#sizing-the-cluster)).
+3. **Give every learner a seat.** Workshop mode numbers the learners and gives learner *k* the database
    prefix `sl_learnerKK_`. Before the workshop, with `MONGODB_URI` set to the cluster:
    `python -m labkit workshop prepare --learners 30` creates and seeds one marked database per learner
-   (`sl_learner01_ready` ...) and prints the `LABKIT_DB_PREFIX` each learner must set. It refuses, before writing
+   (`sl_learner01_ready` ...) and prints the `LABKIT_DB_PREFIX` each learner must set, with `LABKIT_SHARED=1`. It refuses, before writing
    anything, if a database of the same name exists that labkit did not create. `--base NAME` changes the
    `sl_learner` part; `--users N` the size of the seeded data (0 for none).
-3. **Learners set their prefix.** Learner 7 starts JupyterLab with
-   `MONGODB_URI=... LABKIT_DB_PREFIX=sl_learner07_ python3 dev.py lab`; every `labkit.fresh_db("02_one_to_many")`
-   then creates `sl_learner07_02_one_to_many`, so nobody touches anybody else's data. (Without workshop mode,
-   the prefix defaults to `sl_<OS user name>_`.)
-4. **Check readiness.** `python -m labkit workshop check --learners 30` lists every seat as ready or not, with
+4. **Learners set their prefix.** Learner 7 starts JupyterLab with
+   `MONGODB_URI=... LABKIT_DB_PREFIX=sl_learner07_ LABKIT_SHARED=1 python3 dev.py lab`; every
+   `labkit.fresh_db("02_one_to_many")` then creates `sl_learner07_02_one_to_many`, so nobody touches anybody
+   else's data. (Without workshop mode, the prefix defaults to `sl_<OS user name>_`.) `LABKIT_SHARED=1` is
+   shared-cluster mode: lesson 34 creates 60 per-tenant collections instead of 300, lesson 31 grows its 16 MiB
+   document in the embedded engine on the learner's machine (same limit, same error code), and bursts of index
+   builds pause between builds so the room does not queue behind the primary's 3 build slots at once. Each
+   lesson prints what it scaled; the conclusions are the same.
+5. **Check readiness.** `python -m labkit workshop check --learners 30` lists every seat as ready or not, with
    the number of databases each learner has so far, and exits non-zero while any seat is missing.
-5. **Clean up afterwards.** `python -m labkit workshop cleanup` drops every labkit-marked database of the
+6. **Watch the room.** `python -m labkit workshop progress --learners 30` prints learner by exercise (✔ passed,
+   … attempted, · not started) from each learner's `sl_learnerNN_progress` database, which every `ex.check(...)`
+   updates; in a notebook, `labkit.workshop.progress_widget(client, 30)` shows the same as a coloured grid that
+   refreshes every 30 seconds and on its Refresh button.
+7. **Clean up afterwards.** `python -m labkit workshop cleanup` drops every labkit-marked database of the
    workshop (`sl_learnerNN_...`) and lists, untouched, any matching database labkit did not create.
    `python -m labkit reset NAME` drops a single labkit database.
 
