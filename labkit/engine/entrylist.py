@@ -15,7 +15,7 @@ of the last positional access is remembered so that scans walking positions one 
 from __future__ import annotations
 
 from bisect import bisect_left as _bl, bisect_right as _br, insort as _insort
-from itertools import accumulate, chain
+from itertools import accumulate, chain, islice
 from typing import Any, Iterable, Iterator
 
 LOAD = 512  # target block size; a block splits beyond 2 * LOAD items and merges below LOAD // 4
@@ -172,6 +172,20 @@ class SortedEntries:
             return (b, 0)
         return (b, _bl(self._lists[b], x))
 
+    def end_loc(self) -> tuple[int, int]:
+        """The location past the greatest item (for ``insert_at`` of an item greater than all)."""
+        return (len(self._lists), 0)
+
+    def at(self, loc: tuple[int, int]) -> Any:
+        """The item at a location from ``locate``, or None past the end."""
+        b, i = loc
+        lists = self._lists
+        if b < len(lists):
+            blk = lists[b]
+            if i < len(blk):
+                return blk[i]
+        return None
+
     def first_ge(self, x: Any) -> Iterator[Any]:
         """The items ``>= x`` in order (an iterator; do not change the sequence while using it)."""
         maxes = self._maxes
@@ -181,7 +195,8 @@ class SortedEntries:
         lists = self._lists
         blk = lists[b]
         i = _bl(blk, x)
-        return chain(blk[i:] if i else blk, chain.from_iterable(lists[b + 1:]))
+        # lazy views (no copy of the block): a unique check usually reads one or two items
+        return chain(islice(blk, i, None), chain.from_iterable(islice(lists, b + 1, None)))
 
     # -- changes --------------------------------------------------------------------------------
     def add(self, x: Any) -> None:
@@ -202,7 +217,8 @@ class SortedEntries:
             if len(lists[b]) > 2 * LOAD:
                 self._split(b)
         self._len += 1
-        self._dirty()
+        self._offsets = None  # = _dirty(), inlined on the insert path
+        self._ce = 0
 
     def insert_at(self, loc: tuple[int, int], x: Any) -> None:
         """Insert ``x`` at a location returned by ``locate(x)`` (nothing changed in between)."""
@@ -221,7 +237,8 @@ class SortedEntries:
         if len(lists[b]) > 2 * LOAD:
             self._split(b)
         self._len += 1
-        self._dirty()
+        self._offsets = None  # = _dirty(), inlined on the insert path
+        self._ce = 0
 
     def remove(self, x: Any) -> bool:
         """Remove one item equal to ``x``; False (nothing changed) when there is none."""

@@ -291,7 +291,13 @@ class Index:
         the record id of another entry with the same key, else None: one search serving both the unique check
         and the insertion (which ``insert_at`` does later, once every index has been checked)."""
         e = self._entries
-        if self.spec.unique and e and not (e.last()[0] < key):
+        if not e or e.last()[0] < key:
+            return e.end_loc(), None  # past the end (increasing _id values): one comparison, no search
+        if self.spec.unique:
+            loc = e.locate((key,))
+            item = e.at(loc)
+            if item is None or item[0] != key:
+                return loc, None  # no entry with this key: (key, rid) goes exactly here
             for k, r in e.first_ge((key,)):
                 if k != key:
                     break
