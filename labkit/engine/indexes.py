@@ -1,15 +1,16 @@
-"""B-tree-like indexes: sorted lists of ``(key tuple, record id)`` searched with ``bisect``.
+"""B-tree-like indexes: sorted sequences of ``(key tuple, record id)`` (``entrylist.SortedEntries``, a blocked
+sorted list with O(log n)-ish insertion and deletion) searched by binary search.
 
 Each key tuple holds one order-preserving byte string per index field (inverted for descending fields),
 so Python's C-level tuple/bytes comparison gives MongoDB's index order.
 """
 from __future__ import annotations
 
-import bisect
 import itertools
 from typing import Any, Callable, Iterable
 
 from . import keys as K
+from .entrylist import SortedEntries
 
 KeyFunc = Callable[[Any], bytes]
 
@@ -116,13 +117,23 @@ class Index:
 
     def __init__(self, spec: IndexSpec, keyfunc: KeyFunc | None = None) -> None:
         self.spec = spec
-        self.entries: list[tuple[tuple, int]] = []
+        self._entries = SortedEntries()
         self.keyfunc: KeyFunc = keyfunc or K.encode
         self.multikey = False
         self.multikey_paths: dict[str, set[str]] = {f: set() for f in spec.fields}
         self.accesses = 0
         import datetime
         self.since = datetime.datetime.utcnow()
+
+    @property
+    def entries(self) -> SortedEntries:
+        """The index entries ``(key tuple, record id)`` in index order."""
+        return self._entries
+
+    @entries.setter
+    def entries(self, items: "SortedEntries | list[tuple[tuple, int]]") -> None:
+        """Replace the entries: a ``SortedEntries`` is taken as it is, a list must already be sorted."""
+        self._entries = items if isinstance(items, SortedEntries) else SortedEntries(items)
 
     # -- key generation -------------------------------------------------------------------------
     def _fast_keys(self) -> Callable[[dict], list | None] | None:
@@ -271,35 +282,32 @@ class Index:
                 self.multikey_paths[f] |= ps
 
     def add(self, keys: list[tuple], rid: int) -> None:
-        e = self.entries
+        e = self._entries
         for k in keys:
-            entry = (k, rid)
-            if not e or e[-1] < entry:
-                e.append(entry)  # past the end (increasing _id values): one comparison, no search
-            else:
-                bisect.insort(e, entry)
+            e.add((k, rid))
 
-    def place(self, key: tuple, rid: int) -> tuple[int, int | None]:
-        """Where the entry ``(key, rid)`` belongs, and (unique indexes) the record id of another entry with
-        the same key, else None: one binary search serving both the unique check and the insertion (which
-        ``insert_at`` does later, once every index has been checked)."""
-        e = self.entries
-        n = len(e)
-        if not n or e[-1][0] < key:
-            return n, None
+    def place(self, key: tuple, rid: int) -> tuple[Any, int | None]:
+        """Where the entry ``(key, rid)`` belongs (an opaque location for ``insert_at``), and (unique indexes)
+        the record id of another entry with the same key, else None: one search serving both the unique check
+        and the insertion (which ``insert_at`` does later, once every index has been checked)."""
+        e = self._entries
+        if not e or e.last()[0] < key:
+            return e.end_loc(), None  # past the end (increasing _id values): one comparison, no search
         if self.spec.unique:
-            i = j = bisect.bisect_left(e, (key,))
-            while j < n and e[j][0] == key:
-                if e[j][1] != rid:
-                    return j, e[j][1]
-                j += 1
-            if j == i:
-                return i, None  # no entry with this key: (key, rid) goes exactly here
-        return bisect.bisect_left(e, (key, rid)), None
+            loc = e.locate((key,))
+            item = e.at(loc)
+            if item is None or item[0] != key:
+                return loc, None  # no entry with this key: (key, rid) goes exactly here
+            for k, r in e.first_ge((key,)):
+                if k != key:
+                    break
+                if r != rid:
+                    return None, r
+        return e.locate((key, rid)), None
 
-    def insert_at(self, pos: int, key: tuple, rid: int) -> None:
+    def insert_at(self, pos: Any, key: tuple, rid: int) -> None:
         """Insert the entry ``(key, rid)`` at ``pos`` as returned by ``place`` (nothing changed in between)."""
-        self.entries.insert(pos, (key, rid))
+        self._entries.insert_at(pos, (key, rid))
 
     def sort_entries(self, items: list[tuple[tuple, int]]) -> None:
         """Sort ``(key, record id)`` entries in place (same order as ``items.sort()``)."""
@@ -309,42 +317,21 @@ class Index:
             items.sort()
 
     def add_bulk(self, items: list[tuple[tuple, int]]) -> None:
-        """Insert many entries: sort the batch, find each insertion point by binary search and rebuild the
-        list from slices (O(m log n) comparisons plus one C-level copy, instead of m list insertions or a
-        sort of the whole index). The list object is kept (updated in place)."""
+        """Insert many entries: the batch is sorted, then appended past the end, inserted one by one (few) or
+        merged in one linear pass (many)."""
         if not items:
             return
-        e = self.entries
-        if len(items) == 1:
-            bisect.insort(e, items[0])
-            return
-        self.sort_entries(items)
-        if not e or e[-1] < items[0]:
-            e.extend(items)  # appending past the end (e.g. increasing _id values)
-            return
-        out: list = []
-        prev = 0
-        n = len(e)
-        bl = bisect.bisect_left
-        for it in items:
-            pos = bl(e, it, prev) if prev < n else n
-            if pos > prev:
-                out.extend(e[prev:pos])
-            out.append(it)
-            prev = pos
-        if prev < n:
-            out.extend(e[prev:])
-        e[:] = out
+        if len(items) > 1:
+            self.sort_entries(items)
+        self._entries.update(items)
 
     def remove(self, keys: list[tuple], rid: int) -> None:
-        e = self.entries
+        e = self._entries
         for k in keys:
-            i = bisect.bisect_left(e, (k, rid))
-            if i < len(e) and e[i] == (k, rid):
-                del e[i]
+            e.remove((k, rid))
 
     def clear(self) -> None:
-        self.entries = []
+        self._entries = SortedEntries()
         self.multikey = False
         self.multikey_paths = {f: set() for f in self.spec.fields}
 

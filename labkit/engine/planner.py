@@ -875,18 +875,14 @@ class Express(Stage):
 
     def _work(self) -> int:
         if self._rids is None:
-            import bisect
             e = K.encode(self.value)
             if self.index.spec.desc[0]:
                 e = K.invert(e)
             entries = self.index.entries
-            i = bisect.bisect_left(entries, ((e,),)) if len(self.index.spec.fields) == 1 else \
-                bisect.bisect_left(entries, ((e,),))
-            rids = []
-            while i < len(entries) and entries[i][0][0] == e:
-                rids.append(entries[i][1])
-                i += 1
-            self._rids = rids
+            # the entries whose first key part is e: from (e,) up to (e, HIGH) (HIGH sorts after any part)
+            i = entries.bisect_left(((e,),))
+            j = entries.bisect_left(((e, K.HIGH),), i)
+            self._rids = [rid for _, rid in entries.items_between(i, j)]
             self._i = 0
         if self._i >= len(self._rids):
             return IS_EOF

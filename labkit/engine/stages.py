@@ -214,12 +214,12 @@ class IndexScan(Stage):
     # -- positioning helpers ---------------------------------------------------------------------
     def _seek_ge(self, probe: tuple) -> int:
         self.seeks += 1
-        return bisect.bisect_left(self.index.entries, (probe,))
+        return self.index.entries.bisect_left((probe,))
 
     def _seek_le(self, probe: tuple) -> int:
         """Backward: the last entry strictly below ``probe`` (probe built with HIGH suffix as needed)."""
         self.seeks += 1
-        return bisect.bisect_left(self.index.entries, (probe,)) - 1
+        return self.index.entries.bisect_left((probe,)) - 1
 
     def _start(self) -> None:
         entries = self.index.entries
@@ -241,8 +241,8 @@ class IndexScan(Stage):
             if not hi_done:
                 hi_probe.append(K.HIGH)
             self.seeks += 1
-            start = bisect.bisect_left(entries, (tuple(lo_probe),))
-            end = bisect.bisect_left(entries, (tuple(hi_probe),))
+            start = entries.bisect_left((tuple(lo_probe),))
+            end = entries.bisect_left((tuple(hi_probe),))
             if self.direction > 0:
                 self.pos, self.end = start, end
             else:
@@ -743,7 +743,7 @@ class IdHack(Stage):
         self._done = True
         e = K.encode(self.value)
         entries = self.index.entries
-        i = bisect.bisect_left(entries, ((e,),))
+        i = entries.bisect_left(((e,),))
         if i >= len(entries) or entries[i][0][0] != e:
             return IS_EOF
         rid = entries[i][1]

@@ -1,0 +1,148 @@
+"""Differential tests of the index entry structure (labkit.engine.entrylist.SortedEntries) against a plain
+sorted Python list: random inserts, deletes and bulk updates must leave the same order, the same length, the
+same positional items and the same ``bisect`` answers (the index scans and every plan figure rely on them).
+
+The structure is internal (no MongoDB semantics of its own); the facts checked are those of Python's ``bisect``
+module on a sorted list. Small block sizes are forced so that splits and merges happen with few items.
+"""
+from __future__ import annotations
+
+import bisect
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from labkit.engine import entrylist
+from labkit.engine.entrylist import SortedEntries
+
+keys = st.tuples(st.tuples(st.binary(max_size=3)), st.integers(0, 60))
+ops = st.lists(st.one_of(
+    st.tuples(st.just("add"), keys),
+    st.tuples(st.just("remove"), keys),
+    st.tuples(st.just("remove_existing"), st.integers(0, 10 ** 6)),
+    st.tuples(st.just("insert_at"), keys),
+    st.tuples(st.just("update"), st.lists(keys, max_size=30)),
+), max_size=120)
+
+
+@pytest.fixture(params=[2, 4, 512])
+def load(request, monkeypatch):
+    monkeypatch.setattr(entrylist, "LOAD", request.param)
+    return request.param
+
+
+def _check_same(se: SortedEntries, ref: list, probes: list) -> None:
+    assert len(se) == len(ref)
+    assert list(se) == ref
+    assert list(reversed(se)) == ref[::-1]
+    for i in range(len(ref)):
+        assert se[i] == ref[i]
+        assert se[-i - 1] == ref[-i - 1]
+    n = len(ref)
+    for a, b in ((0, n), (1, n - 1), (n // 3, 2 * n // 3 + 1), (n // 2, n // 2), (2, 1), (-3, n + 5)):
+        assert se[a:b] == ref[a:b]
+        if 0 <= a <= b <= n:
+            assert se.items_between(a, b) == ref[a:b]
+    for p in probes:
+        assert se.bisect_left(p) == bisect.bisect_left(ref, p)
+        assert se.bisect_right(p) == bisect.bisect_right(ref, p)
+        for lo in (0, len(ref) // 2, len(ref)):
+            assert se.bisect_left(p, lo) == bisect.bisect_left(ref, p, lo)
+        assert list(se.first_ge(p)) == ref[bisect.bisect_left(ref, p):]
+    if ref:
+        assert se.last() == ref[-1]
+    # the blocks themselves: sorted, each block's max recorded, no empty block
+    assert all(se._lists), "empty block"
+    assert se._maxes == [b[-1] for b in se._lists]
+
+
+def _run(load_size: int, start: list, program: list) -> None:
+    start = sorted(set(start))
+    se = SortedEntries(start)
+    ref = list(start)
+    probes = []
+    for op, arg in program:
+        if op == "add":
+            se.add(arg)
+            bisect.insort(ref, arg)
+            probes.append(arg)
+        elif op == "insert_at":
+            loc = se.locate(arg)
+            se.insert_at(loc, arg)
+            ref.insert(bisect.bisect_left(ref, arg), arg)
+            probes.append(arg)
+        elif op == "remove":
+            present = arg in ref
+            assert se.remove(arg) is present
+            if present:
+                ref.remove(arg)
+            probes.append(arg)
+        elif op == "remove_existing":
+            if ref:
+                x = ref[arg % len(ref)]
+                assert se.remove(x) is True
+                ref.remove(x)
+        else:
+            batch = sorted(arg)
+            se.update(batch)
+            ref = sorted(ref + batch)
+        # positional access right after a change (the cached block must not be stale)
+        if ref:
+            assert se[len(ref) // 2] == ref[len(ref) // 2]
+    _check_same(se, ref, probes + [((b"",),), ((b"\xff" * 4,),), ((b"\x01",), 30)])
+    cp = se.copy()
+    if ref:
+        cp.remove(ref[0])
+        assert list(se) == ref  # the copy is independent
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.lists(keys, max_size=40), program=ops)
+def test_matches_sorted_list(load, start, program):
+    _run(load, start, program)
+
+
+def test_bulk_merge_and_many_blocks(load):
+    # a bulk update as large as the index takes the merge path; a small one inserts one by one
+    se = SortedEntries([((bytes([i % 7]),), i) for i in sorted(range(0, 400, 2), key=lambda i: (i % 7, i))])
+    ref = list(se)
+    big = sorted(((bytes([i % 7]),), i) for i in range(1, 400, 2))
+    se.update(big)
+    ref = sorted(ref + big)
+    small = sorted(((bytes([i % 7]),), i) for i in range(1000, 1005))
+    se.update(small)
+    ref = sorted(ref + small)
+    _check_same(se, ref, [((bytes([k]),),) for k in range(8)])
+    # delete all but a few: blocks merge, answers stay right
+    for x in ref[3:-3]:
+        assert se.remove(x)
+    ref = ref[:3] + ref[-3:]
+    _check_same(se, ref, [((bytes([k]),),) for k in range(8)])
+    assert se == ref
+
+
+def test_index_keeps_entries_structure():
+    # Index.entries accepts a sorted list (as index builds and transaction copies assign) and wraps it
+    from labkit.engine.indexes import Index, IndexSpec
+    ix = Index(IndexSpec("a_1", [("a", 1)]))
+    ix.entries = [((b"a",), 1), ((b"b",), 2)]
+    assert isinstance(ix.entries, SortedEntries)
+    ix.add([(b"ab",)], 3)
+    assert list(ix.entries) == [((b"a",), 1), ((b"ab",), 3), ((b"b",), 2)]
+    ix.remove([(b"a",)], 1)
+    assert ix.entries == [((b"ab",), 3), ((b"b",), 2)]
+
+
+def test_unique_place_finds_other_record():
+    from labkit.engine.indexes import Index, IndexSpec
+    ix = Index(IndexSpec("a_1", [("a", 1)], unique=True))
+    for i, k in enumerate([b"a", b"c", b"e"]):
+        loc, other = ix.place((k,), i + 1)
+        assert other is None
+        ix.insert_at(loc, (k,), i + 1)
+    assert ix.place((b"c",), 9)[1] == 2  # another record holds this key
+    assert ix.place((b"c",), 2)[1] is None  # the same record
+    loc, other = ix.place((b"d",), 9)
+    assert other is None
+    ix.insert_at(loc, (b"d",), 9)
+    assert [k for k, _ in ix.entries] == [(b"a",), (b"c",), (b"d",), (b"e",)]
