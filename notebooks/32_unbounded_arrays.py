@@ -153,14 +153,12 @@ db.events.create_index([("deviceId", 1), ("at", -1)])
 print(f"events copied: {db.events.count_documents({}):,} (array elements: {int(sizes['events'].sum()):,})")
 
 # %% [markdown]
-# Step 2: keep the newest 10 in the parent and remove the big array. An update with a pipeline computes
-# `recentEvents` from the document's own array; a second update removes `events`. (On a real server both can
-# be one pipeline update ending in an `$unset` stage; the embedded engine does not accept that stage in an
-# update yet.)
+# Step 2: keep the newest 10 in the parent and remove the big array, in one update with a pipeline: `$set`
+# computes `recentEvents` from the document's own array, then `$unset` removes `events`. (A `$slice`
+# projection on its own keeps every other field, as on a server.)
 
 # %%
-db.devices.update_many({}, [{"$set": {"recentEvents": {"$slice": ["$events", -10]}}}])
-db.devices.update_many({}, {"$unset": {"events": ""}})
+db.devices.update_many({}, [{"$set": {"recentEvents": {"$slice": ["$events", -10]}}}, {"$unset": "events"}])
 db.devices.find_one({"_id": "device:007"}, {"recentEvents": {"$slice": -2}})
 
 # %% [markdown]

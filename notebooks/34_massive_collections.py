@@ -91,6 +91,7 @@ before = db.command("dbStats")
 names = sorted(db.list_collection_names())
 pattern = re.compile(r"^(?P<prefix>[a-z]+)_(?P<tenant>t\d+)_(?P<day>\d{4}_\d{2}_\d{2})$")
 matches = [pattern.match(n) for n in names]
+old = [n for n, m in zip(names, matches) if m]  # on a server the listing also holds labkit's marker, `_labkit`
 families = pd.Series([m["prefix"] for m in matches if m]).value_counts()
 print(f"{sum(bool(m) for m in matches)} of {len(names)} collection names contain a tenant id and a date")
 print("first three:", names[:3])
@@ -100,7 +101,7 @@ families
 # Indexes per collection, from each collection's index list (here every collection has the same two):
 
 # %%
-per_collection = pd.Series({n: len(db[n].index_information()) for n in names})
+per_collection = pd.Series({n: len(db[n].index_information()) for n in old})
 per_collection.describe()[["count", "mean", "max"]]
 
 # %% [markdown]
@@ -131,7 +132,7 @@ print(f"round trips: {trips_before}, orders found: {len(orders_before)}, keys ex
 # ends in `$merge`, which inserts into `orders` (and, re-run, would leave already-merged orders alone).
 
 # %%
-for name in names:
+for name in old:
     m = pattern.match(name)
     db[name].aggregate([
         {"$addFields": {"tenantId": m["tenant"], "day": m["day"].replace("_", "-")}},
@@ -165,7 +166,7 @@ except OperationFailure as exc:
 # Once reads use `orders`, drop the old collections:
 
 # %%
-for name in names:
+for name in old:
     db.drop_collection(name)
 
 # %% [markdown]

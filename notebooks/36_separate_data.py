@@ -68,8 +68,8 @@ for name in ("user_profiles", "user_addresses", "user_settings"):
 #
 # ## Detect: the same key, four collections, every time
 #
-# The application's request handler looks like this. A small counter wraps each query so we can count round
-# trips and, through `explain()`, documents examined.
+# The application's request handler looks like this. `labkit.ledger.measure` runs it once and counts the
+# commands it sends (each one a round trip) and, through their `explain()`, the documents they examine.
 
 # %%
 def show(doc):
@@ -78,25 +78,24 @@ def show(doc):
 
 
 class Trips:
-    def __init__(self):
-        self.trips, self.docs = 0, 0
+    """Round trips and documents examined of one call of a request handler, measured while it runs."""
 
-    def find(self, collection, filter):
-        self.trips += 1
-        self.docs += collection.find(filter).explain()["executionStats"]["totalDocsExamined"]
-        return list(collection.find(filter))
+    def __init__(self, handler, user_id):
+        out = {}
+        cost = labkit.ledger.measure(db, lambda d: out.update(result=handler(d, user_id)))
+        self.trips, self.docs, self.result = cost.round_trips, cost.docs_examined, out["result"]
 
 
-def load_context_split(user_id, t):
-    user = t.find(db.users, {"_id": user_id})[0]
-    user["profile"] = t.find(db.user_profiles, {"userId": user_id})[0]
-    user["addresses"] = t.find(db.user_addresses, {"userId": user_id})
-    user["settings"] = t.find(db.user_settings, {"userId": user_id})[0]
+def load_context_split(d, user_id):
+    user = d.users.find_one({"_id": user_id})
+    user["profile"] = d.user_profiles.find_one({"userId": user_id})
+    user["addresses"] = list(d.user_addresses.find({"userId": user_id}))
+    user["settings"] = d.user_settings.find_one({"userId": user_id})
     return user
 
 
-t_split = Trips()
-ctx = load_context_split("user:0044", t_split)
+t_split = Trips(load_context_split, "user:0044")
+ctx = t_split.result
 print(f"round trips: {t_split.trips}, documents examined: {t_split.docs}, addresses: {len(ctx['addresses'])}")
 
 # %% [markdown]
@@ -144,12 +143,12 @@ show(db.users.find_one({"_id": "user:0044"}))
 # Step 2: switch reads to the embedded document. Step 3: drop the old collections.
 
 # %%
-def load_context_embedded(user_id, t):
-    return t.find(db.users, {"_id": user_id})[0]
+def load_context_embedded(d, user_id):
+    return d.users.find_one({"_id": user_id})
 
 
-t_embedded = Trips()
-ctx2 = load_context_embedded("user:0044", t_embedded)
+t_embedded = Trips(load_context_embedded, "user:0044")
+ctx2 = t_embedded.result
 assert ctx2["profile"]["displayName"] == ctx["profile"]["displayName"] and len(ctx2["addresses"]) == len(ctx["addresses"])
 for name in ("user_profiles", "user_addresses", "user_settings"):
     db.drop_collection(name)

@@ -175,3 +175,26 @@ def test_pymongo3_helpers(db):
     db.posts.find_one({"_id": 2})
     db.set_profiling_level(0)
     assert any(e["op"] == "query" for e in db.profiling_info())
+
+
+def test_aggregate_without_a_leading_match_profiles_its_collection_scan():
+    """manual "Database Profiler Output": docsExamined/keysExamined cover the whole operation and planSummary
+    names the plan of the aggregated collection (here a COLLSCAN), not the plan of a $lookup's inner lookups.
+    The figures must agree with the aggregate's own explain (found with lesson 38)."""
+    client = EmbeddedClient()
+    d = client.prof_agg
+    d.customers.insert_many([{"_id": c, "tier": c % 3} for c in range(30)])
+    d.orders.insert_many([{"_id": o, "customerId": o % 30, "total": o} for o in range(200)])
+    pipeline = [{"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id",
+                             "as": "c"}},
+                {"$group": {"_id": {"$first": "$c.tier"}, "revenue": {"$sum": "$total"}}}]
+    d.command("profile", 2)
+    list(d.orders.aggregate(pipeline, comment="report"))
+    d.command("profile", 0)
+    entry = d["system.profile"].find_one({"command.comment": "report"})
+    plan = d.command("explain", {"aggregate": "orders", "pipeline": pipeline, "cursor": {}},
+                     verbosity="executionStats")
+    stats = plan.get("executionStats") or plan["stages"][0]["$cursor"]["executionStats"]
+    assert entry["planSummary"] == "COLLSCAN"
+    assert (entry["keysExamined"], entry["docsExamined"]) == (stats["totalKeysExamined"], stats["totalDocsExamined"])
+    assert entry["docsExamined"] == 200 + 200  # every order, and the customer each one joins

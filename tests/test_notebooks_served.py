@@ -31,11 +31,7 @@ PREFIX = runner.DEFAULT_PREFIX
 JOBS = max(1, int(os.environ.get("SCHEMA_LAB_SERVED_JOBS", "0") or "0") or min(2, os.cpu_count() or 1))
 # Lessons that fail on any MongoDB server (not only on the served engine) and need a change in the lesson
 # itself; each entry says what. strict: once the lesson is fixed the test reports XPASS as a failure.
-KNOWN_LESSON_BUGS = {
-    "34_massive_collections": "lists db.list_collection_names(), which on a server includes labkit's '_labkit' "
-                              "marker collection, then calls pattern.match(name)[...] on it (None): the "
-                              "lesson must keep only the names that match its pattern",
-}
+KNOWN_LESSON_BUGS: dict[str, str] = {}  # none today (34's '_labkit' marker bug was fixed in the lesson)
 
 
 @pytest.fixture(scope="module")

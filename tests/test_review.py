@@ -516,3 +516,23 @@ def test_cli_bad_log_content_and_json_array_log(shop, tmp_path, monkeypatch, cap
     array.write_text(json_util.dumps(_log(shop.name)))
     assert main(["review", "--db", shop.name, "--sample", "200", "--query-log", str(array), "--format", "json"]) == 0
     assert {(f["kind"], f["where"]) for f in json.loads(capsys.readouterr().out)["findings"]} == EXPECTED
+
+
+def test_same_findings_on_a_server_through_the_wire(monkeypatch):
+    """Issue 16: the review works on a real server; here pymongo talks to the served engine over TCP, so every
+    read the review makes ($sample, $collStats, $indexStats, listCollections, the profiler) goes through the
+    wire protocol. The findings are the embedded ones, exactly."""
+    from labkit.engine.wire import serve_in_thread
+
+    with serve_in_thread() as server:
+        monkeypatch.setenv("MONGODB_URI", server.uri)
+        monkeypatch.setenv("LABKIT_DB_PREFIX", "t_wire_")
+        db = labkit.fresh_db("review_shop")
+        _shop(db)
+        served = review(db, sample=200, query_log=_log(db.name))
+        local = labkit.fresh_db("t_review_local", client=EmbeddedClient())
+        _shop(local)
+        embedded = review(local, sample=200, query_log=_log(local.name))
+        assert {(f.kind, f.where) for f in served.findings} == {(f.kind, f.where) for f in embedded.findings}
+        assert {(f.kind, f.where) for f in served.findings} == EXPECTED
+        labkit.reset_db("review_shop", client=db.client)

@@ -257,7 +257,7 @@ class Format:
 
 _DAY_BREAKS = (("Break", 15), ("Lunch", 45), ("Break", 15))
 ANTI_PATTERN_TRACK = ("30", "31", "32", "33", "34", "35", "36", "37", "38", "39")
-TWO_DAY_ROOM_EXERCISES = ("00", "01", "02", "08", "10", "11", "16", "31", "32", "35", "37", "39")
+TWO_DAY_ROOM_EXERCISES = ("00", "01", "02", "10", "11", "16", "31", "32", "35", "37", "39")
 FORMATS = (
     Format("taster", "90-minute taster", 90, ()),
     Format("half-day", "Half day (3.5 h)", 210, (("Break", 15),)),

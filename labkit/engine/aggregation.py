@@ -697,11 +697,14 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
                 docs = [m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results]
             else:
                 docs = list(st.docs.values())
+                scanned = min(len(docs), skip + limit) if limit else len(docs)
                 if skip:
                     docs = docs[skip:]
                 if limit:
                     docs = docs[:limit]
                 ctx.cursor_query = Query({}, None, None, skip, limit)
+                from .boundary import note_execution
+                note_execution(_FullScan(scanned))  # the profiler's planSummary and docsExamined (COLLSCAN)
     else:
         docs = input_docs
     while i < len(pipeline):
@@ -849,6 +852,17 @@ def check_output_sizes(pipeline: list, docs: list[dict]) -> None:
             raise OperationFailure("BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB) "
                                    "First element: %s: %s" % (n, n, BSON_MAX_INTERNAL, first[0],
                                                                repr(first[1])[:80]), 10334)
+
+
+class _FullScan:
+    """A pipeline's leading full collection scan, described for the profiler as the server reports it (a
+    COLLSCAN leaf examining every document it read) without going through the planner."""
+
+    def __init__(self, scanned: int) -> None:
+        stage = type("CollScanRecord", (), {"name": "COLLSCAN", "keys_examined": 0, "docs_examined": scanned,
+                                             "children": (), "index": None})()
+        stage.walk = lambda: [stage]
+        self.winner = type("Winner", (), {"root": stage})()
 
 
 def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None) -> list:
