@@ -129,9 +129,11 @@ _FLEX = "https://www.mongodb.com/docs/atlas/reference/flex-limitations/ (operati
 _FAQ = ("https://www.mongodb.com/docs/atlas/reference/faq/database/ (recommended collections + indexes); "
         "https://www.mongodb.com/docs/atlas/reference/faq/storage/ (free/flex storage counts dataSize + indexSize)")
 _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manual: Index Builds on Populated Collections)"
-# Free/Flex: 512 MB / 5 GB storage is quoted by the Atlas storage FAQ (hard limit, dataSize + indexSize). The caps of
-# 100 databases and 500 collections are from the "Operational Limits" tables of the Free and Flex limitation pages;
-# the lookup at the time of writing did not show those rows verbatim, so INSTRUCTOR.md asks instructors to check them.
+# Free (M0): the "Operational Limits" table of the Free limitation page says "a maximum of 100 databases and 500
+# collections total" and 0.5 GB data storage (uncompressed BSON of all documents plus their indexes); it also limits
+# throughput to 100 operations per second, in-memory sorts to 32 MB and database names to 38 bytes (checked
+# 2026-12-01 in the Atlas docs source, reference/free-shared-limitations). Flex: 5 GB from the storage FAQ; its
+# database/collection caps are taken to equal Free's, which the Flex page was not checked for.
 TIERS: dict[str, Tier] = {
     "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}"),
     "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}"),

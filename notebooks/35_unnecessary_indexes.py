@@ -61,7 +61,8 @@ legacy_indexes = [
     [("createdAt", 1)],
 ]
 for keys in legacy_indexes:
-    db.orders.create_index(keys)
+    labkit.shared.create_index(db.orders, keys)  # on a shared cluster: builds staggered (LABKIT_SHARED=1)
+_ = labkit.shared.note(f"{len(legacy_indexes)} index builds staggered, one at a time")
 sorted(db.orders.index_information())
 
 # %% [markdown]
@@ -242,10 +243,10 @@ def entries_for(collection, docs):
 new_orders = [order(i) for i in range(6000, 7000)]
 legacy, kept = db.orders_legacy, db.orders_kept
 for keys in legacy_indexes:
-    legacy.create_index(keys)
+    labkit.shared.create_index(legacy, keys)
 for name, info in db.orders.index_information().items():
     if name != "_id_":
-        kept.create_index(list(info["key"]))
+        labkit.shared.create_index(kept, list(info["key"]))
 legacy.insert_many(new_orders)
 kept.insert_many(new_orders)
 
@@ -312,7 +313,7 @@ load
 practice = labkit.fresh_db("35_practice")
 practice.orders.insert_many([order(i) for i in range(1500)])
 for keys in legacy_indexes:
-    practice.orders.create_index(keys)
+    labkit.shared.create_index(practice.orders, keys)
 ex = labkit.exercises.get("35-drop-unneeded")
 ex
 
