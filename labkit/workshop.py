@@ -122,6 +122,7 @@ class Tier:
     collections_and_indexes: int  # recommended maximum (performance, not enforced)
     index_builds: int         # maxNumActiveUserIndexBuilds: concurrent user index builds on the primary
     source: str
+    db_name_bytes: int = 0    # longest database name the tier accepts (Free: 38 bytes)
 
 
 _FREE = "https://www.mongodb.com/docs/atlas/reference/free-shared-limitations/ (operational limits)"
@@ -135,7 +136,7 @@ _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manu
 # 2026-12-01 in the Atlas docs source, reference/free-shared-limitations). Flex: 5 GB from the storage FAQ; its
 # database/collection caps are taken to equal Free's, which the Flex page was not checked for.
 TIERS: dict[str, Tier] = {
-    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}"),
+    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}", 38),
     "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}"),
     "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}"),
     "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}"),
@@ -154,6 +155,16 @@ def load_footprint(path: Path | None = None) -> dict:
     if not data.get("lessons"):
         raise ValueError(f"{path} holds no lessons; run python3 tools/measure_footprint.py")
     return data
+
+
+def lesson_database_names(notebooks: Path | None = None) -> list[str]:
+    """The database names the lessons pass to ``fresh_db`` (read from the lesson sources, when present)."""
+    import re
+    folder = notebooks or FOOTPRINT_FILE.parents[1] / "notebooks"
+    names: set[str] = set()
+    for src in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        names |= set(re.findall(r"""fresh_db\(\s*(?:f?)["']([^"'{}]+)["']""", src.read_text(encoding="utf-8")))
+    return sorted(names)
 
 
 def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shared: bool = False,
@@ -224,6 +235,13 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     check("collections + indexes (recommended)", room["collections"] + room["indexes"], t.collections_and_indexes, "",
           enforced=False)
     check("concurrent user index builds (others queue)", room["concurrent_builds"], t.index_builds, "", enforced=False)
+    numbers = {str(fp["lesson"]) for fp in chosen}
+    names = [n for n in lesson_database_names() if not n[:2].isdigit() or n[:2] in numbers]
+    if names and t.db_name_bytes:
+        prefix = seats(learners)[-1].prefix
+        longest = max(names, key=lambda n: len((prefix + n).encode()))
+        check(f"database name length ({prefix}{longest})", len((prefix + longest).encode()), t.db_name_bytes,
+              "bytes")
     return {"learners": learners, "tier": t, "shared": shared, "lessons": rows, "learner": learner_total,
             "room": room, "checks": checks, "fits": all(c["ok"] for c in checks if c["enforced"])}
 

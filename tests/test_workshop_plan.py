@@ -278,3 +278,15 @@ def test_plan_one_lesson_at_a_time_is_the_largest_lesson():
     assert result["room"]["one_lesson_at_a_time_collections"] == 3000
     assert "resets each lesson" in workshop.format_plan(result)
     assert labkit.workshop is workshop  # reachable as labkit.workshop (INSTRUCTOR.md's progress_widget call)
+
+
+def test_free_tier_database_name_limit_is_checked():
+    """Atlas Free limits database names to 38 bytes (Atlas docs, "Atlas M0 (Free Cluster) Limits", Operational
+    Limits: Namespaces and Database Names). A workshop prefix plus the longest lesson database name is longer."""
+    from labkit import workshop
+    names = workshop.lesson_database_names()
+    assert "16_extended_reference_subset" in names and "00_start_here" in names
+    free = {c["limit"].split(" (")[0]: c for c in workshop.plan(30, "free")["checks"]}
+    row = free["database name length"]
+    assert not row["ok"] and row["room needs"] == f"{len('sl_learner30_16_extended_reference_subset')} bytes"
+    assert "database name length" not in {c["limit"].split(" (")[0] for c in workshop.plan(30, "m10")["checks"]}
