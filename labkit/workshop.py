@@ -133,11 +133,12 @@ _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manu
 # Free (M0): the "Operational Limits" table of the Free limitation page says "a maximum of 100 databases and 500
 # collections total" and 0.5 GB data storage (uncompressed BSON of all documents plus their indexes); it also limits
 # throughput to 100 operations per second, in-memory sorts to 32 MB and database names to 38 bytes (checked
-# 2026-12-01 in the Atlas docs source, reference/free-shared-limitations). Flex: 5 GB from the storage FAQ; its
-# database/collection caps are taken to equal Free's, which the Flex page was not checked for.
+# 2026-12-01 in the Atlas docs source, reference/free-shared-limitations). Flex (reference/flex-limitations, same
+# day): 100 databases, 500 collections in total, 5 GB data storage counted the same way, 38-byte database names,
+# 500 operations per second, 32 MB in-memory sorts.
 TIERS: dict[str, Tier] = {
     "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}", 38),
-    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}"),
+    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}", 38),
     "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}"),
     "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}"),
     "self-managed": Tier("self-managed", "Self-managed replica set", 0, 0, 0, 0, 3, _BUILDS),
