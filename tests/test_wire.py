@@ -614,3 +614,34 @@ def test_batch_size_zero_opens_the_cursor(db):
     assert r["cursor"]["firstBatch"] == [] and r["cursor"]["id"] != 0
     more = db.command({"getMore": r["cursor"]["id"], "collection": "z"})
     assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [0, 1, 2]
+
+
+def test_handshakes_are_answered_while_a_long_command_runs():
+    """Found by running lesson 08 over the wire under load: while one command held the server for more than the
+    driver's connect timeout, the monitor's hello and a new connection's handshake waited behind it, pymongo
+    marked the server unknown and cancelled the running operation. Handshakes never wait for the engine."""
+    import threading
+
+    import pymongo
+
+    from labkit.engine.wire import serve_in_thread
+
+    with serve_in_thread() as server:
+        held, release = threading.Event(), threading.Event()
+
+        def long_command():
+            with server._lock:  # what a long aggregation does to every other command
+                held.set()
+                release.wait(10)
+
+        t = threading.Thread(target=long_command)
+        t.start()
+        held.wait(5)
+        try:
+            client = pymongo.MongoClient(server.uri, serverSelectionTimeoutMS=2000, connectTimeoutMS=2000)
+            assert client.admin.command("hello")["isWritablePrimary"] is True
+        finally:
+            release.set()
+            t.join()
+        assert client.admin.command("ping")["ok"] == 1.0
+        client.close()

@@ -11,7 +11,8 @@ then
 * OP_QUERY (2004), legacy: only the ``hello`` / ``isMaster`` handshake on ``<db>.$cmd`` that old clients send
   first, answered with OP_REPLY (1), as a MongoDB 8.0 server does. Other OP_QUERY commands get error 352.
 
-Commands run one at a time (one lock) through ``labkit.engine.commands.run_command``. Awaitable hellos
+Commands run one at a time (one lock) through ``labkit.engine.commands.run_command``, except hello and
+isMaster, which read no data and are answered at once. Awaitable hellos
 (``topologyVersion`` + ``maxAwaitTimeMS``, the drivers' streaming monitor) wait outside the lock; with
 exhaustAllowed they stream replies flagged moreToCome until the connection closes.
 
@@ -44,6 +45,9 @@ _MAX_INCOMING = commands.MAX_MESSAGE + 16 * 1024 * 1024  # generous: drivers spl
 
 CODEC = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 _HELLO_NAMES = ("hello", "isMaster", "ismaster")
+# Handshakes read no data: answered without waiting for the engine, so a driver's monitor and a new
+# connection's handshake never stall behind a long aggregation (the driver would time out and cancel it).
+_LIGHT_COMMANDS = _HELLO_NAMES
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -153,6 +157,7 @@ class Server:
         self._stopped = threading.Event()
         self._closed = False
         self._lock = threading.RLock()  # one command at a time (the engine's own lock may be finer)
+        self._ctx_lock = threading.RLock()  # the server context's counters and clock (taken inside _lock too)
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -272,7 +277,7 @@ class Server:
     def _serve_connection(self, conn: socket.socket) -> None:
         ctx = self.context
         assert ctx is not None
-        with self._lock:
+        with self._ctx_lock:
             conn_id = ctx.next_connection_id()
             ctx.connections += 1
         try:
@@ -297,7 +302,7 @@ class Server:
         finally:
             with self._conns_lock:
                 self._conns.discard(conn)
-            with self._lock:
+            with self._ctx_lock:
                 ctx.connections -= 1
             try:
                 conn.close()
@@ -307,11 +312,18 @@ class Server:
     def _run(self, db_name: str, cmd: dict, conn_id: int) -> dict:
         ctx = self.context
         assert ctx is not None
+        name = next(iter(cmd), None)
+        if name in _LIGHT_COMMANDS:
+            with self._ctx_lock:
+                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+                if name in _HELLO_NAMES and cmd.get("helloOk"):
+                    reply["helloOk"] = True
+                reply.update(ctx.gossip())
+            return reply
         with self._lock:
             reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
-            if next(iter(cmd), None) in _HELLO_NAMES and cmd.get("helloOk"):
-                reply["helloOk"] = True
-            reply.update(ctx.gossip())
+            with self._ctx_lock:
+                reply.update(ctx.gossip())
         return reply
 
     def _encode_or_error(self, make: Any, request_id: int, reply: dict, flags: int = 0) -> bytes:
