@@ -27,13 +27,13 @@ _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets"
                "decision", "tracking", "ledger", "shared", "workshop"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
-         "shared_mode": "shared"}
+         "shared_mode": "shared", "ttl_pass": "engine.ttl"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
     "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "Ledger", "__version__",
-    "shared_mode",
+    "shared_mode", "ttl_pass",
     "review", "Review", "Finding",
 ]
 

@@ -28,7 +28,8 @@ class EmbeddedDatabase(mm_database.Database):
                 read_concern=read_concern, write_concern=write_concern)
         except KeyError:
             self._ensure_valid_collection_name(name)
-            coll = self._collection_accesses[name] = LabCollection(
+            from .timeseries import collection_class  # TimeseriesCollection for a time-series namespace
+            coll = self._collection_accesses[name] = collection_class(self._store, name)(
                 self, name=name, read_concern=read_concern, write_concern=write_concern,
                 read_preference=read_preference or self.read_preference,
                 codec_options=codec_options or self._codec_options, _db_store=self._store)
@@ -45,6 +46,8 @@ class EmbeddedDatabase(mm_database.Database):
     def drop_collection(self, name_or_collection, session=None, **kwargs):
         from .sessions import bind
         with bind(session, self, ddl="drop"):
+            from .timeseries import on_drop  # a time-series collection's buckets go with it
+            on_drop(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
             return super().drop_collection(name_or_collection)
 
     def aggregate(self, pipeline, session=None, **kwargs):
@@ -159,6 +162,9 @@ def _cmd_explain(db, cmd):
                   kind="distinct", distinct_key=inner["key"])
         return coll.explain_find(q, verbosity, inner)
     if op == "aggregate":
+        if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
+            from .timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
+            return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
         from .aggregation import explain_pipeline
         return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
     raise unsupported("explain of '%s'" % op)
@@ -194,6 +200,9 @@ def _cmd_collmod(db, cmd):
                 out["expireAfterSeconds_new"] = v["expireAfterSeconds"]
             for opt in set(v) - {"name", "keyPattern", "hidden", "expireAfterSeconds"}:
                 raise unsupported("collMod index option '%s'" % opt)
+        elif k == "expireAfterSeconds":
+            from .timeseries import collmod_expire  # time-series collections (timeseries.py)
+            out.update(collmod_expire(coll, v))
         else:
             raise unsupported("collMod option '%s'" % k)
     return out
@@ -259,7 +268,9 @@ def _cmd_hello(db, cmd):
 
 
 def _cmd_server_status(db, cmd):
-    return {"host": "labkit-embedded", "version": "8.0.0", "process": "labkit", "ok": 1.0}
+    from .ttl import metrics as ttl_metrics  # metrics.ttl: passes, deletedDocuments (ttl.py)
+    return {"host": "labkit-embedded", "version": "8.0.0", "process": "labkit",
+            "metrics": {"ttl": ttl_metrics(db)}, "ok": 1.0}
 
 
 def _cmd_profile(db, cmd):

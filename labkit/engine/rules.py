@@ -87,6 +87,11 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
         out = []
         for name in sorted(db.list_collection_names()):
             st = db._store[name]
+            from .timeseries import list_entry  # a time-series namespace and its buckets (timeseries.py)
+            ts_entries = list_entry(db, name, st, nameOnly)
+            if ts_entries is not None:
+                out.extend(e for e in ts_entries if match is None or match(e))
+                continue
             if nameOnly:
                 entry: dict = {"name": name, "type": "collection"}
             else:
@@ -431,6 +436,10 @@ def create_collection(db, name: str, kwargs: dict):
     session = kwargs.pop("session", None)
     check_exists = kwargs.pop("check_exists", True)
     kwargs.pop("comment", None)
+    if "timeseries" in kwargs:  # time-series collections (timeseries.py)
+        from .timeseries import create as create_timeseries
+        with sessions.bind(session, db, ddl="create"):
+            return create_timeseries(db, name, dict(kwargs, check_exists=check_exists))
     vopts = {k: kwargs.pop(k) for k in VALIDATION_KEYS if k in kwargs}
     for k in kwargs:
         if k in _CREATE_UNSUPPORTED:

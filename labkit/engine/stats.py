@@ -25,6 +25,9 @@ def _sizes(coll) -> tuple[int, int]:
 
 
 def coll_stats(coll, scale: int = 1) -> dict:
+    if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
+        from .timeseries import coll_stats as ts_coll_stats  # buckets' sizes + the timeseries section
+        return ts_coll_stats(coll, scale)
     st = coll._store
     n, size = _sizes(coll)
     index_sizes = {name: ix.key_size_bytes() // scale for name, ix in st.ix.items()} if st.is_created else {}
@@ -42,7 +45,7 @@ def db_stats(db, scale: int = 1) -> dict:
     objects = data = ix_total = nix = 0
     for name in colls:
         s = coll_stats(db.get_collection(name), scale)
-        objects += s["count"]
+        objects += s.get("count", s.get("timeseries", {}).get("bucketCount", 0))
         data += s["size"]
         ix_total += s["totalIndexSize"]
         nix += s["nindexes"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import Exercise, NotYet, _stages, register  # noqa: F401
+from labkit.exercises import Exercise, NotYet, Prediction, _stages, register  # noqa: F401
 
 
 def _is_collection(x: Any) -> bool:
@@ -355,6 +355,120 @@ def _ex34() -> Exercise:
             '        practice.drop_collection(name)\n'
             'practice.events.create_index([("tenantId", 1), ("at", -1)])\n'
             'practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)\nex.check(practice)'),
+    )
+
+
+def _explain_ttl_deleted(measured: Any) -> str:
+    return (f"{measured} orders. A TTL index deletes a document once its date is older than now - "
+            "expireAfterSeconds: at 2026-11-20 08:00 with 15 days that is 2026-11-05 08:00, so the days 1-4 "
+            "November go (12 orders per tenant and day) and 5 November's first order, at exactly 08:00, stays "
+            "(the date must be strictly older). Whole days go at once with no collection dropped.")
+
+
+@register
+def _ex34_predict() -> Exercise:
+    return Prediction(
+        id="34-predict-ttl",
+        lesson="34_massive_collections",
+        task="Predict: one TTL pass at 2026-11-20 08:00 over `orders` (TTL index on createdAt, 15 days; 12 orders "
+             "per tenant per day from 1 to 15 November, the first of each day at 08:00). How many orders does "
+             "it delete?",
+        checker=None,
+        hints=["The cut-off is now - expireAfterSeconds; count the whole days before it, per tenant."],
+        solution_text="ex_ttl.predict(4 * len(TENANTS) * 12)",
+        explain=_explain_ttl_deleted,
+    )
+
+
+def _sessions_34(now: Any) -> list[dict]:
+    import datetime as dt
+    ago = [200, 50, 40, 20, 10, 5]  # minutes since last activity
+    return [{"_id": f"s{i}", "userId": f"u{i}", "createdAt": now - dt.timedelta(hours=3),
+             "lastSeen": now - dt.timedelta(minutes=m)} for i, m in enumerate(ago)]
+
+
+def _check_ttl_sessions(args: Any) -> str:
+    import datetime as dt
+
+    from labkit.engine.ttl import ttl_pass
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+        raise NotYet("call it with your two functions: `ex.check(setup_sessions, touch)`.")
+    setup_sessions, touch = args
+    # Always a private embedded engine: a server's TTL monitor cannot be run at a chosen time.
+    box = observe.sandbox("34-ttl-sessions", None)
+    now = dt.datetime(2026, 11, 20, 12, 0)
+    try:
+        coll = box.db["sessions"]
+        setup_sessions(box.db)
+        coll.insert_many(_sessions_34(now))
+        box.recorder.clear()
+        touch(coll, "s1", now - dt.timedelta(minutes=5))  # idle 50 min, active again 5 min ago
+        touch(coll, "ghost", now - dt.timedelta(minutes=5))  # unknown (already expired) session
+        names = box.recorder.names()
+        reads = sum(n in ("find", "aggregate", "count") for n in names)
+        writes = box.recorder.write_statements()
+        ghost = coll.find_one({"_id": "ghost"})
+        s1 = coll.find_one({"_id": "s1"})
+        infos = coll.index_information()
+        ttl_pass(box.db, now=now)
+        left = sorted(d["_id"] for d in coll.find())
+    finally:
+        box.close()
+    if reads:
+        raise NotYet(f"touch sent {reads} read(s) before writing: one `update_one({{\"_id\": ...}}, "
+                     "{\"$set\": {\"lastSeen\": now}})` does it in one round trip, with no race.")
+    if writes > 2:
+        raise NotYet(f"{writes} writes for two touches: one update per touch.")
+    if ghost is not None:
+        raise NotYet("touch created a session for an unknown id (upsert): an expired session must stay gone, "
+                     "so no `upsert=True` here.")
+    if s1 is None or s1.get("userId") != "u1" or "createdAt" not in s1:
+        raise NotYet("after touch, session s1 lost fields (userId / createdAt): update `lastSeen` with `$set`, "
+                     "do not replace the document.")
+    if not isinstance(s1.get("lastSeen"), dt.datetime):
+        raise NotYet(f"touch stored lastSeen as {type(s1.get('lastSeen')).__name__}: the TTL monitor ignores "
+                     "values that are not dates, so this session would never expire. Store the datetime.")
+    ttl = {n: i for n, i in infos.items() if "expireAfterSeconds" in i}
+    if not ttl:
+        raise NotYet("no index has expireAfterSeconds: nothing ever expires. Create a TTL index in setup_sessions.")
+    if all(len(i["key"]) > 1 for i in ttl.values()):
+        raise NotYet("nothing expired: your TTL index is compound, and compound indexes never expire documents. "
+                     "A TTL index is a single-field index on a date.")
+    expected = ["s1", "s3", "s4", "s5"]  # idle 5 (touched), 20, 10 and 5 minutes; s0 (200) and s2 (40) expire
+    if "s1" not in left and any(i["key"][0][0] == "createdAt" for i in ttl.values()):
+        raise NotYet("session s1 was active 5 minutes before the pass but was deleted: the TTL index is on "
+                     "createdAt, so sessions expire 30 minutes after login however active they are. Index "
+                     "`lastSeen`.")
+    if len(left) < len(expected) and set(left) <= set(expected):
+        raise NotYet(f"after one pass only {left} are left: sessions idle 5-20 minutes were deleted. "
+                     "expireAfterSeconds counts seconds: 30 minutes is 30 * 60 = 1,800.")
+    if left != expected:
+        raise NotYet(f"after one TTL pass the sessions left are {left}; expected {expected} (idle under 30 "
+                     "minutes, counting the touch). Check the indexed field and expireAfterSeconds = 1,800.")
+    return ("a TTL index on lastSeen (1,800 s) and a one-update touch: idle sessions expire on the next pass, "
+            "an active one survives, an unknown id is not resurrected.")
+
+
+@register
+def _ex34_sessions() -> Exercise:
+    return Exercise(
+        id="34-ttl-sessions",
+        lesson="34_massive_collections",
+        task="An app keeps login sessions in one collection per day and drops old days. Instead, write "
+             "setup_sessions(db) so that a session in `sessions` ({_id, userId, createdAt, lastSeen}) expires 30 "
+             "minutes after its last activity, and touch(coll, session_id, now) that records activity.",
+        checker=_check_ttl_sessions,
+        hints=["Expiry counts from the field the TTL index is on: which date says 'last activity'?",
+               "`db.sessions.create_index(\"lastSeen\", expireAfterSeconds=30 * 60)`; touch is one "
+               "`update_one({\"_id\": session_id}, {\"$set\": {\"lastSeen\": now}})`."],
+        solution_text=(
+            "def setup_sessions(db):\n"
+            "    db.sessions.create_index(\"lastSeen\", expireAfterSeconds=30 * 60)\n\n\n"
+            "def touch(coll, session_id, now):\n"
+            "    coll.update_one({\"_id\": session_id}, {\"$set\": {\"lastSeen\": now}})\n\n\n"
+            "ex_sessions.check(setup_sessions, touch)"),
     )
 
 

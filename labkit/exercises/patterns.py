@@ -97,6 +97,145 @@ def _ex10() -> Exercise:
     )
 
 
+def _explain_ts_buckets(measured: Any) -> str:
+    return (f"{measured} buckets. With granularity 'minutes' a bucket may span 24 hours (bucketMaxSpanSeconds "
+            "86,400), so one sensor's day fits one bucket's time span, but a bucket holds at most 1,000 "
+            "measurements: 1,440 readings need two buckets per sensor (1,000 + 440). Buckets never mix meta values, "
+            "so 10 sensors make 10 x 2 = 20. (avgNumMeasurementsPerCommit is a different figure: measurements "
+            "per write to a bucket, which depends on how you batch inserts, not on bucket size.)")
+
+
+@register
+def _ex10_predict() -> Exercise:
+    return Prediction(
+        id="10-predict-ts-buckets",
+        lesson="10_bucket",
+        task="Predict: 10 sensors x 1,440 one-minute readings (one day) go into a time-series collection with "
+             "metaField sensorId and granularity 'minutes'. How many buckets does the server make?",
+        checker=None,
+        hints=["Two limits apply: the time span of a bucket (granularity 'minutes': 24 hours) and at most 1,000 "
+               "measurements per bucket. Buckets are per meta value."],
+        solution_text="ex_ts.predict(20)",
+        explain=_explain_ts_buckets,
+    )
+
+
+METERS_10 = ["meter:%02d" % i for i in range(4)]
+
+
+def _meter_batches() -> list[list[dict]]:
+    """Two hours of readings every 15 s from four meters of two buildings, in arrival batches of 40."""
+    import datetime as dt
+    start = dt.datetime(2026, 10, 2, 10, 0)
+    rows = []
+    for i in range(480):
+        ts = start + dt.timedelta(seconds=15 * i)
+        for k, m in enumerate(METERS_10):
+            rows.append({"meterId": m, "building": "B%d" % (k // 2), "ts": ts,
+                         "kwh": round(0.01 * ((i * 7 + k * 5) % 40), 3)})
+    return [rows[j:j + 40] for j in range(0, len(rows), 40)]
+
+
+def _meta_holds_meter(meta: Any, meter: str) -> bool:
+    if meta == meter:
+        return True
+    return isinstance(meta, dict) and meta.get("meterId") == meter
+
+
+def _check_meter_ts(args: Any) -> str:
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
+        raise NotYet("call it with the database and your two functions: `ex.check(db, setup_meters, store_batch)`.")
+    db, setup_meters, store_batch = args
+    box = observe.sandbox("10-ts-meters", db)
+    try:
+        setup_meters(box.db)
+        entry = next((e for e in box.db.list_collections() if e["name"] == "meter_readings"), None)
+        if entry is None:
+            raise NotYet("setup_meters(db) did not create `meter_readings`: "
+                         "`db.create_collection(\"meter_readings\", timeseries={...})`.")
+        if entry.get("type") != "timeseries":
+            raise NotYet("`meter_readings` is an ordinary collection: create it with "
+                         "`timeseries={\"timeField\": ..., \"metaField\": ..., \"granularity\": ...}` so the server "
+                         "buckets the readings for you.")
+        opts = entry["options"]["timeseries"]
+        if opts.get("timeField") != "ts":
+            raise NotYet(f"timeField is {opts.get('timeField')!r}: it must be the reading's own time, `ts` "
+                         "(bucketing, control.min/max and time-range queries all use it).")
+        mf = opts.get("metaField")
+        if mf is None:
+            raise NotYet("no metaField: the readings of all meters share buckets, so one meter's day unpacks "
+                         "every meter's readings. Use the meter id (what identifies a series) as metaField.")
+        if mf in ("kwh",):
+            raise NotYet("metaField 'kwh' is the measured value: it changes with every reading, so almost every "
+                         "reading opens its own bucket. The metaField names the series (the meter), not the value.")
+        if mf == "building":
+            raise NotYet("metaField 'building' groups two meters into one series: a query for one meter then "
+                         "unpacks its neighbour's readings too. The series is the meter: use `meterId` (or a "
+                         "sub-document holding meterId and building).")
+        span = opts.get("bucketMaxSpanSeconds", 0)
+        if opts.get("granularity") in ("minutes", "hours") or span > 3600:
+            raise NotYet(f"granularity {opts.get('granularity') or span!r} for readings 15 s apart: the manual's "
+                         "rule is to pick the granularity closest to the interval between readings of one series, "
+                         "here 'seconds' (buckets up to one hour, times rounded to the minute).")
+        coll = box.db["meter_readings"]
+        box.recorder.clear()
+        batches = _meter_batches()
+        for batch in batches:
+            store_batch(coll, [dict(r) for r in batch])
+        names = box.recorder.names()
+        n_read = sum(len(b) for b in batches)
+        inserts = names.count("insert")
+        others = [n for n in names if n in ("update", "findAndModify", "delete")]
+        if others:
+            raise NotYet(f"store_batch sent {others[0]} commands: measurements are inserted as they are, never "
+                         "pushed into existing documents (that is bucketing by hand inside a time-series "
+                         "collection; the server already buckets).")
+        stored = coll.count_documents({})
+        if stored < n_read:
+            raise NotYet(f"{stored} documents for {n_read} readings: each document holds several readings. "
+                         "Insert one document per reading and let the server bucket them; hand-made arrays inside "
+                         "a time-series collection defeat its compression and time-range rewrites.")
+        if stored > n_read:
+            raise NotYet(f"{stored} documents for {n_read} readings: some readings were stored twice.")
+        if inserts >= n_read:
+            raise NotYet(f"{inserts} insert commands for {len(batches)} batches: one round trip per reading. "
+                         "`coll.insert_many(batch)` stores a batch in one round trip (and one commit per bucket).")
+        bucket_ns = box.db.command("collStats", "meter_readings")["timeseries"]["bucketsNs"].split(".", 1)[1]
+        buckets = list(box.db[bucket_ns].find({}, {"meta": 1, "control.count": 1}))
+        for m in METERS_10:
+            if not any(_meta_holds_meter(b.get("meta"), m) for b in buckets):
+                raise NotYet(f"no bucket's meta holds {m!r}: keep the meter id in the metaField value.")
+        per_bucket = sum(b["control"]["count"] for b in buckets) / len(buckets)
+    finally:
+        box.close()
+    return (f"a time-series collection on ts with one series per meter: {n_read} readings in {inserts} inserts "
+            f"became {len(buckets)} buckets, {per_bucket:.0f} readings per bucket (counted from the buckets).")
+
+
+@register
+def _ex10_meters() -> Exercise:
+    return Exercise(
+        id="10-ts-meters",
+        lesson="10_bucket",
+        task="Electricity meters report every 15 s ({meterId, building, ts, kwh}). Write setup_meters(db) that creates "
+             "the time-series collection `meter_readings`, and store_batch(coll, batch) that stores a batch of "
+             "readings as they arrive.",
+        checker=_check_meter_ts,
+        hints=["timeField is the reading's time, metaField what identifies one series (a meter), granularity the "
+               "closest match to 15 s.",
+               "`create_collection(\"meter_readings\", timeseries={\"timeField\": \"ts\", \"metaField\": \"meterId\", "
+               "\"granularity\": \"seconds\"})`; store with one `insert_many(batch)`."],
+        solution_text=(
+            "def setup_meters(db):\n"
+            "    db.create_collection(\"meter_readings\", timeseries={\"timeField\": \"ts\", \"metaField\": \"meterId\",\n"
+            "                                                       \"granularity\": \"seconds\"})\n\n\n"
+            "def store_batch(coll, batch):\n"
+            "    coll.insert_many(batch)\n\n\nex_meters.check(db, setup_meters, store_batch)"),
+    )
+
+
 # --- notebooks 15-19 ---------------------------------------------------------------------------------------
 
 def _index_keys(coll: Any) -> list[list[tuple[str, Any]]]:
