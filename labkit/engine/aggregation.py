@@ -510,6 +510,8 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     if isinstance(frm, dict):
         raise unsupported("$lookup from another database")
     as_ = opts["as"]
+    from .views import check_source
+    check_source(coll.database, frm)  # $lookup from a view: clear error (views.py)
     foreign = coll.database.get_collection(frm)
     lf, ff = opts.get("localField"), opts.get("foreignField")
     pipeline = opts.get("pipeline")

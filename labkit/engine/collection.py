@@ -27,6 +27,7 @@ from .planner import (Express, Planner, Query, express_eligible, plan_and_run, p
 from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
+from .capped import after_insert
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -150,10 +151,18 @@ def _check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
             raise unsupported("Sort by %s (%r)" % (f, d))
         if d not in _ASC_DESC:
             raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
-        if f == "$natural":
-            raise unsupported("sort by $natural")
+        if f == "$natural" and len(sort) > 1:
+            raise unsupported("sort by $natural together with other fields")
         out.append((f, int(d)))
     return out
+
+
+def _natural(sort: list | None, hint: Any) -> tuple[list | None, Any]:
+    """A ``{$natural: 1|-1}`` sort is a collection scan in that direction (manual "Capped Collections": natural
+    order; cursor.sort()): the planner gets it as a ``$natural`` hint."""
+    if sort and sort[0][0] == "$natural":
+        return None, {"$natural": sort[0][1]} if hint is None else hint
+    return sort, hint
 
 
 class EmbeddedCollection(mm_collection.Collection):
@@ -275,6 +284,8 @@ class EmbeddedCollection(mm_collection.Collection):
             ix.note_arrays(arrays)
             ix.add(ks, rid)
         st.version += 1
+        if st.options:
+            after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
     def _insert_one_doc(self, data: Any) -> Any:
         doc = self._prepare_insert(data)
@@ -329,6 +340,8 @@ class EmbeddedCollection(mm_collection.Collection):
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1
+        if st.options:
+            after_insert(st)
         return _id
 
     def _insert(self, data, session=None, ordered=True):
@@ -390,6 +403,8 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
+        if st.options:
+            after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
     def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
         if not bypass_document_validation:
@@ -408,13 +423,21 @@ class EmbeddedCollection(mm_collection.Collection):
 
     # ------------------------------------------------------------------------------ read helpers
     def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None, let: dict | None = None) -> list[int]:
-        q = Query(filter_, sort=_check_sort(_sort_list(sort)) if sort else None, hint=hint,
+        sort, hint = _natural(_check_sort(_sort_list(sort)) if sort else None, hint)
+        q = Query(filter_, sort=sort, hint=hint,
                   limit=0 if multi else 1, let=let)
         ex = self._run(q, stop_after=None if multi else 1)
         return [m[0] for m in ex.results]
 
     def _run(self, q: Query, stop_after: int | None = None, explain: bool = False):
         st = self._store
+        if st.options and "clusteredIndex" in st.options:
+            from .clustered import run as run_clustered  # CLUSTERED_IXSCAN plans (clustered.py)
+            ex = run_clustered(st, q, stop_after, explain)
+            if not explain:
+                note_execution(ex)
+            check_deadline()
+            return ex
         ix = express_eligible(st, q)
         if ix is not None:
             ex = _run_express(st, ix, q)
@@ -905,15 +928,14 @@ class EmbeddedCollection(mm_collection.Collection):
         st = self._store
         if not st.is_created:
             return CommandCursor([])
-        return CommandCursor([ix.spec.info() for ix in st.ix.values()])
+        return CommandCursor(_index_infos(st))
 
     def index_information(self, session=None, comment=None):
         st = self._store
         if not st.is_created:
             return {}
         out = {}
-        for ix in st.ix.values():
-            info = ix.spec.info()
+        for info in _index_infos(st):
             name = info.pop("name")
             info["key"] = list(info["key"].items())
             out[name] = info
@@ -973,6 +995,15 @@ class EmbeddedCollection(mm_collection.Collection):
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from .explain_doc import explain_query
         return explain_query(self, q, verbosity, command)
+
+
+def _index_infos(st: Any) -> list[dict]:
+    """listIndexes documents; a clustered collection shows its cluster key instead of an ``_id`` index."""
+    infos = [ix.spec.info() for ix in st.ix.values()]
+    if st.options and "clusteredIndex" in st.options:
+        from .clustered import index_info
+        infos[0] = index_info(st)
+    return infos
 
 
 def _arm_max_time(ms: Any) -> None:
@@ -1107,7 +1138,8 @@ class Cursor:
 
     def _query(self) -> Query:
         lim = self._limit
-        return Query(self._filter, self._sort, self._projection, self._skip, abs(lim) if lim else 0, self._hint,
+        sort, hint = _natural(self._sort, self._hint)
+        return Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
                      self._batch_size, let=self._let,
                      allow_disk_use=getattr(self, "_allow_disk_use", None))
 

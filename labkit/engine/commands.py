@@ -376,10 +376,13 @@ def _find(c: _Call) -> dict:
                                 "showRecordId", "tailable", "awaitData", "noCursorTimeout", "oplogReplay",
                                 "allowPartialResults", "readOnce", "allowSpeculativeMajorityRead",
                                 "singleBatch", "maxScan", "snapshot"})
+    coll = c.coll(name)
     for opt in ("tailable", "awaitData"):
         if cmd.get(opt):
+            if coll._store.options.get("capped"):  # capped.py: tailable cursors are not modelled
+                raise CommandError("Tailable cursors (find(tailable=true)) are not supported on the embedded "
+                                   "engine; use a real server (set MONGODB_URI)", 115)
             raise CommandError("error processing query: tailable cursor requested on non capped collection", 2)
-    coll = c.coll(name)
     kw: dict[str, Any] = dict(c.kw())
     flt = cmd.get("filter")
     if flt is not None and not isinstance(flt, Mapping):

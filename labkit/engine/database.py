@@ -15,6 +15,15 @@ from .planner import Query, unsupported
 from . import stats
 
 
+def _as_view(db, name: str, coll):
+    """A handle on a view is a ``ViewCollection`` (labkit/engine/views.py)."""
+    st = db._store._collections.get(name)
+    if st is not None and st.options and "viewOn" in st.options:
+        from .views import ViewCollection
+        coll.__class__ = ViewCollection
+    return coll
+
+
 @guard(DATABASE_OPERATIONS)
 class EmbeddedDatabase(mm_database.Database):
     def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
@@ -22,10 +31,10 @@ class EmbeddedDatabase(mm_database.Database):
         if read_preference is not None:
             read_preferences.ensure_read_preference_type("read_preference", read_preference)
         try:
-            return self._collection_accesses[name].with_options(
+            return _as_view(self, name, self._collection_accesses[name].with_options(
                 codec_options=codec_options or self._codec_options,
                 read_preference=read_preference or self.read_preference,
-                read_concern=read_concern, write_concern=write_concern)
+                read_concern=read_concern, write_concern=write_concern))
         except KeyError:
             self._ensure_valid_collection_name(name)
             from .timeseries import collection_class  # TimeseriesCollection for a time-series namespace
@@ -33,7 +42,7 @@ class EmbeddedDatabase(mm_database.Database):
                 self, name=name, read_concern=read_concern, write_concern=write_concern,
                 read_preference=read_preference or self.read_preference,
                 codec_options=codec_options or self._codec_options, _db_store=self._store)
-            return coll
+            return _as_view(self, name, coll)
 
     def create_collection(self, name, **kwargs):
         from .rules import create_collection  # validator options; clear errors for the rest
@@ -47,6 +56,8 @@ class EmbeddedDatabase(mm_database.Database):
         from .sessions import bind
         with bind(session, self, ddl="drop"):
             from .timeseries import on_drop  # a time-series collection's buckets go with it
+            from .views import on_drop as on_drop_view
+            on_drop_view(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
             on_drop(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
             return super().drop_collection(name_or_collection)
 
@@ -166,6 +177,9 @@ def _cmd_explain(db, cmd):
             from .timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
             return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
         from .aggregation import explain_pipeline
+        from .views import explain_on_base, view_def
+        if view_def(coll._store):  # the resolved aggregation on the backing collection (views.py)
+            return explain_on_base(coll, inner.get("pipeline", []), verbosity, inner, inner.get("collation"))
         return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
     raise unsupported("explain of '%s'" % op)
 
@@ -176,10 +190,17 @@ def _cmd_collmod(db, cmd):
     if not coll._store.is_created:
         raise OperationFailure("ns does not exist", 26)
     out: dict[str, Any] = {"ok": 1.0}
+    from .views import collmod as view_collmod, view_def
+    if view_def(coll._store) or "viewOn" in cmd or "pipeline" in cmd:
+        out.update(view_collmod(db, name, cmd))  # views.py
+        return out
     from .rules import VALIDATION_KEYS, collmod_validation
     out.update(collmod_validation(coll, cmd))  # validator/validationLevel/validationAction (rules.py)
+    if "cappedSize" in cmd or "cappedMax" in cmd:
+        from .capped import collmod as capped_collmod
+        out.update(capped_collmod(coll, cmd))
     for k, v in cmd.items():
-        if k == "collMod" or k in VALIDATION_KEYS:
+        if k in ("collMod", "cappedSize", "cappedMax") or k in VALIDATION_KEYS:
             continue
         if k == "index":
             iname = v.get("name")
@@ -209,7 +230,11 @@ def _cmd_collmod(db, cmd):
 
 
 def _cmd_collstats(db, cmd):
-    return stats.coll_stats(db.get_collection(cmd[next(iter(cmd))]), scale=cmd.get("scale", 1))
+    coll = db.get_collection(cmd[next(iter(cmd))])
+    if "viewOn" in coll._store.options:
+        from .views import not_on_view
+        raise not_on_view(coll._ns())
+    return stats.coll_stats(coll, scale=cmd.get("scale", 1))
 
 
 def _cmd_dbstats(db, cmd):
@@ -244,6 +269,9 @@ def _cmd_distinct(db, cmd):
 
 def _cmd_create_indexes(db, cmd):
     coll = db.get_collection(cmd["createIndexes"])
+    if "viewOn" in coll._store.options:
+        from .views import not_on_view
+        raise not_on_view(coll._ns())
     before = len(coll._store.ix)
     for spec in cmd["indexes"]:
         spec = dict(spec)
@@ -273,6 +301,18 @@ def _cmd_server_status(db, cmd):
             "metrics": {"ttl": ttl_metrics(db)}, "ok": 1.0}
 
 
+def _cmd_convert_to_capped(db, cmd):
+    from .capped import convert_to_capped
+    convert_to_capped(db, cmd["convertToCapped"], cmd.get("size"))
+    return {"ok": 1.0}
+
+
+def _cmd_clone_as_capped(db, cmd):
+    from .capped import convert_to_capped
+    convert_to_capped(db, cmd["cloneCollectionAsCapped"], cmd.get("size"), cmd.get("toCollection"))
+    return {"ok": 1.0}
+
+
 def _cmd_profile(db, cmd):
     from .profiler import cmd_profile
     return cmd_profile(db, cmd)
@@ -280,6 +320,7 @@ def _cmd_profile(db, cmd):
 
 _COMMANDS = {
     "ping": _cmd_ping,
+    "convertToCapped": _cmd_convert_to_capped, "cloneCollectionAsCapped": _cmd_clone_as_capped,
     "profile": _cmd_profile,
     **_RULES_COMMANDS,  # listCollections, create (rules.py)
     "buildinfo": _cmd_buildinfo, "buildInfo": _cmd_buildinfo,

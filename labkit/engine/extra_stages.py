@@ -213,6 +213,8 @@ def graph_lookup_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int)
     frm = arg["from"]
     if not isinstance(frm, str):
         raise unsupported("$graphLookup from another database")
+    from .views import check_source
+    check_source(coll.database, frm)  # $graphLookup from a view: clear error (views.py)
     foreign = coll.database.get_collection(frm)
     start = _compile_expr(arg["startWith"])
     from_field, to_field, as_ = arg["connectFromField"], arg["connectToField"], arg["as"]
@@ -562,6 +564,9 @@ def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -
         if isinstance(st, dict) and next(iter(st), None) in ("$out", "$merge"):
             raise OperationFailure("%s is not allowed within a $unionWith's sub-pipeline" % next(iter(st)), 31441)
     other = coll.database.get_collection(name)
+    from .views import run_on_base, view_def
+    if view_def(other._store):  # $unionWith a view: its pipeline, then the sub-pipeline (views.py)
+        return list(docs) + run_on_base(other, list(sub))
     return list(docs) + run_stages(other, list(sub), Ctx())
 
 

@@ -334,8 +334,13 @@ class Planner:
         match = self.match_all
         shown = q.filter or None
 
+        h = q.hint
+        if isinstance(h, (list, tuple)) and h and isinstance(h[0], (list, tuple)):
+            h = dict(h)
+        direction = -1 if isinstance(h, dict) and h.get("$natural", 1) < 0 else 1  # {$natural: -1}: backward
+
         def build() -> Stage:
-            root: Stage = CollScan(store, match, shown)
+            root: Stage = CollScan(store, match, shown, direction)
             return self._finish(root, blocking_sort=bool(q.sort), covered=False)
         return Candidate(build, None, True, bool(q.sort), desc="COLLSCAN")
 

@@ -82,6 +82,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                      **kwargs) -> CommandCursor:
     """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
     from .match import fast_matcher
+    from .views import list_entry
     match = fast_matcher(filter) if filter else None
     with sessions.bind(session, db):
         out = []
@@ -98,6 +99,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                 entry = {"name": name, "type": "collection", "options": collection_options(st),
                          "info": {"readOnly": False},
                          "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+            entry = list_entry(entry, st)  # views: type "view"; clustered: no idIndex (views.py)
             if match is not None and not match(entry):
                 continue
             out.append(entry)
@@ -195,6 +197,10 @@ class LabCollection(EmbeddedCollection):
                 limits.check_insert_size(data)  # pymongo refuses it first: DocumentTooLarge
             raise
         check_validation(self, doc)
+        opts = self._store.options
+        if opts and opts.get("capped"):
+            from .capped import check_insert
+            check_insert(self._store, doc)  # one document larger than the cap (capped.py)
         return doc
 
     def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
@@ -230,7 +236,7 @@ class LabCollection(EmbeddedCollection):
         the general path (depth, deep copy, validation, sessions)."""
         if session is None and type(document) is dict and sessions.current() is None:
             st = self._db_store[self._name]
-            if not st.options.get("validator"):
+            if not st.options.get("validator") and not st.options.get("capped"):
                 _id = self._insert_flat(st, document)
                 if _id is not NOT_FLAT:
                     return InsertOneResult(_id, acknowledged=True)
@@ -440,6 +446,10 @@ def create_collection(db, name: str, kwargs: dict):
         from .timeseries import create as create_timeseries
         with sessions.bind(session, db, ddl="create"):
             return create_timeseries(db, name, dict(kwargs, check_exists=check_exists))
+    from . import capped, clustered, views
+    view = views.parse_create(db, name, kwargs)  # viewOn/pipeline (+ the view's collation)
+    extra_opts = capped.parse_create(kwargs) or {}  # capped/size/max
+    extra_opts.update(clustered.parse_create(kwargs) or {})  # clusteredIndex (+ expireAfterSeconds)
     vopts = {k: kwargs.pop(k) for k in VALIDATION_KEYS if k in kwargs}
     for k in kwargs:
         if k in _CREATE_UNSUPPORTED:
@@ -452,6 +462,12 @@ def create_collection(db, name: str, kwargs: dict):
         opts = validation.validation_options(vopts.get("validator") or {}, vopts.get("validationLevel", "strict"),
                                              vopts.get("validationAction", "error"))
     with sessions.bind(session, db, ddl="create"):
+        if check_exists and name in db.list_collection_names():
+            mm_database.Database.create_collection(db, name)  # CollectionInvalid, as before
+        if view is not None:
+            db._ensure_valid_collection_name(name)
+            views.create(db, name, view)
+            return db.get_collection(name)
         if check_exists:
             coll = mm_database.Database.create_collection(db, name)
         else:
@@ -460,6 +476,8 @@ def create_collection(db, name: str, kwargs: dict):
             coll = db.get_collection(name)
         if opts is not None:
             coll._store.options.update(opts)
+        if extra_opts:
+            coll._store.options.update(extra_opts)
     return coll
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import bson
 
+from .capped import stats_fields as capped_stats
+
 
 def _sizes(coll) -> tuple[int, int]:
     st = coll._store
@@ -35,13 +37,15 @@ def coll_stats(coll, scale: int = 1) -> dict:
     return {"ns": "%s.%s" % (coll.database.name, coll.name), "count": n, "size": size // scale,
             "avgObjSize": (size // n) if n else 0, "storageSize": size // scale,
             "nindexes": len(index_sizes), "indexSizes": index_sizes, "totalIndexSize": total_ix,
-            "totalSize": size // scale + total_ix, "scaleFactor": scale, "capped": False,
+            "totalSize": size // scale + total_ix, "scaleFactor": scale, **capped_stats(st, scale),
             "labkit": {"engine": "embedded", "sizeModel": "BSON bytes; index = key bytes + 24 B/entry"},
             "ok": 1.0}
 
 
 def db_stats(db, scale: int = 1) -> dict:
-    colls = db.list_collection_names()
+    names = db.list_collection_names()
+    colls = [n for n in names if "viewOn" not in db._store[n].options]
+    n_views = len(names) - len(colls)
     objects = data = ix_total = nix = 0
     for name in colls:
         s = coll_stats(db.get_collection(name), scale)
@@ -49,7 +53,7 @@ def db_stats(db, scale: int = 1) -> dict:
         data += s["size"]
         ix_total += s["totalIndexSize"]
         nix += s["nindexes"]
-    return {"db": db.name, "collections": len(colls), "views": 0, "objects": objects,
+    return {"db": db.name, "collections": len(colls), "views": n_views, "objects": objects,
             "avgObjSize": (data / objects) if objects else 0, "dataSize": data, "storageSize": data,
             "indexes": nix, "indexSize": ix_total, "totalSize": data + ix_total, "scaleFactor": scale,
             "ok": 1.0}
