@@ -325,7 +325,9 @@ def run(st: Any, q: Query, stop_after: int | None = None, explain: bool = False)
 def index_info(st: Any) -> dict:
     """The cluster key as listIndexes shows it (``formatClusterKeyForListIndexes``)."""
     spec = st.options["clusteredIndex"]
-    return {"v": 2, "key": {"_id": 1}, "name": spec["name"], "unique": True, "clustered": True}
+    # a time-series buckets collection has the legacy form ``clusteredIndex: true`` (named "_id_")
+    name = spec["name"] if isinstance(spec, dict) else "_id_"
+    return {"v": 2, "key": {"_id": 1}, "name": name, "unique": True, "clustered": True}
 
 
 def expired_ids(coll: Any, now: datetime.datetime) -> list:

@@ -88,8 +88,8 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
         out = []
         for name in sorted(db.list_collection_names()):
             st = db._store[name]
-            from .timeseries import list_entry  # a time-series namespace and its buckets (timeseries.py)
-            ts_entries = list_entry(db, name, st, nameOnly)
+            from .timeseries import list_entry as ts_list_entry  # a time-series namespace and its buckets
+            ts_entries = ts_list_entry(db, name, st, nameOnly)
             if ts_entries is not None:
                 out.extend(e for e in ts_entries if match is None or match(e))
                 continue
