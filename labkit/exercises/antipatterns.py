@@ -249,8 +249,8 @@ def _check_flatten_thread(flatten: Any) -> str:
                 raise NotYet(f"a query by `threadId: {thread['_id']!r}` finds {len(stored)} of {len(want)} messages: "
                              "give every message the thread's `_id` as `threadId`, so one query reads the thread.")
             by_id = {d["_id"]: d for d in stored}
-            texts = {d.get("text") for d in stored}
-            if texts != set(want):
+            texts = [d.get("text") for d in stored]
+            if not all(isinstance(t, str) for t in texts) or set(texts) != set(want):
                 raise NotYet("the messages' `text` fields are not the thread's texts: keep each message's text.")
             for d in stored:
                 parent = by_id.get(d.get("parentId")) if d.get("parentId") is not None else None
@@ -1285,16 +1285,17 @@ def _ex39_predict() -> Exercise:
         lesson="39_schema_review",
         task="After the products and orders fixes, how many findings will the re-run review no longer report?",
         checker=None,
-        explain=lambda n: (f"Measured: {n} findings gone. Each fix removes the findings of the place it changed "
-                           "(products: the bloated document, the unbounded revisions, the redundant index and "
-                           "the missing validator; orders: the collection family and the hot join), and the new "
-                           "collections come with validators, so they raise none of their own."),
+        explain=lambda n: (f"Measured: {n} findings gone. Each fix removes the findings of the places it changed: "
+                           "on products (the bloated document, the unbounded revisions, the redundant index, the "
+                           "missing validator) and on every orders_* collection (the family of same-shaped "
+                           "collections, the hot join, their missing validators); the new collections come with "
+                           "validators, so they raise none of their own. Only the customers findings are left."),
         hints=["Count the findings on products and on the orders_* collections in the first review."],
         solution_text="predict_gone.predict(len([f for f in before.findings if not f.where.startswith('customers')]))",
     )
 
 
-def _blog_39(db: Any) -> int:
+def blog_store(db: Any) -> int:
     """A pristine legacy blog store: authors embed every post; returns the number of posts."""
     import datetime as dt
 
@@ -1320,7 +1321,7 @@ def _check_fix_blog(fix: Any) -> str:
         raise NotYet(f"pass your function `fix` itself (no parentheses), not {type(fix).__name__}.")
     with observe.sandbox("39-fix-blog") as box:
         db = box.db
-        total = _blog_39(db)
+        total = blog_store(db)
         fix(db)
         if db.authors.count_documents({}) != 30:
             raise NotYet(f"db.authors holds {db.authors.count_documents({})} of 30 authors after fix: keep them.")
