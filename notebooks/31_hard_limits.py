@@ -62,12 +62,24 @@ limits
 # ## 16 MiB: a document that grows until the server says no
 #
 # An audit trail kept inside one account document: every event appends 512 KiB of payload (large on purpose,
-# so the wall arrives in a few dozen writes instead of tens of thousands). First, predict the write that fails,
-# with exact BSON arithmetic. (In shared-cluster mode, `LABKIT_SHARED=1`, this document grows in the embedded
-# engine on your machine, which enforces the same limit with the same error code, so that a room of learners
-# does not store a 16 MiB document each on one cluster.)
+# so the wall arrives in a few dozen writes instead of tens of thousands). (In shared-cluster mode,
+# `LABKIT_SHARED=1`, this document grows in the embedded engine on your machine, which enforces the same limit
+# with the same error code, so that a room of learners does not store a 16 MiB document each on one cluster.)
+#
+# **Predict.** How many 512 KiB pushes will the server accept before it refuses one? Record your guess before
+# the next two cells run; the check is after the pushes.
 
 # %%
+predict_pushes = labkit.exercises.get("31-predict-pushes")
+predict_pushes
+
+# %% tags=["solution"]
+predict_pushes.predict(31)
+
+# %% [markdown]
+# The exact BSON arithmetic first: the size of the document with n events, for the n around the wall.
+
+# %% tags=["reveal"]
 CHUNK = "x" * (512 * 1024)
 account = {"_id": "account:1", "owner": "Sam", "events": []}
 wall_db = labkit.shared.local_db("31_hard_limits_wall", db.client) if labkit.shared_mode() else db
@@ -84,7 +96,7 @@ print(f"prediction: push number {fits + 1} fails")
 # %% [markdown]
 # Now push for real until the server refuses:
 
-# %%
+# %% tags=["reveal"]
 pushes = 0
 while True:
     try:
@@ -95,6 +107,9 @@ while True:
         break
     pushes += 1
 print(f"pushes accepted: {pushes} (predicted {fits})")
+
+# %% tags=["reveal"]
+predict_pushes.check(pushes)
 
 # %% [markdown]
 # The document is still there, frozen just under the wall: every later `$push` will fail in the same way,
@@ -288,6 +303,36 @@ for p in practice.products.find():
                                                        "$unset": {"colors": "", "sizes": ""}})
 practice.products.create_index([("variants.color", 1), ("variants.size", 1)])
 ex.check(practice.products)
+
+# %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# The nested comment thread of this lesson's nesting section, the other way round: write `flatten(thread)`
+# that turns one nested thread document (`{_id, post, text, by, replies: [{text, by, replies: [...]}, ...]}`,
+# any number of replies at any depth) into a list of flat documents, one per message (the first one included):
+# `{_id, threadId, parentId, text, by}`, where `parentId` is the `_id` of the message it answers (`None` for the
+# first one). `ex_flat.check(flatten)` flattens a chain of nested replies far deeper than the limit allows in
+# one document and a branching thread, stores the result, and reads each thread back with one query by
+# `threadId`.
+
+# %%
+ex_flat = labkit.exercises.get("31-flatten-thread")
+ex_flat
+
+
+# %% tags=["solution"]
+def flatten(thread):
+    out, todo = [], [(thread, None)]
+    while todo:
+        node, parent = todo.pop()
+        my_id = f"{thread['_id']}:{len(out)}"
+        out.append({"_id": my_id, "threadId": thread["_id"], "parentId": parent,
+                    "text": node["text"], "by": node.get("by")})
+        todo += [(reply, my_id) for reply in node.get("replies", [])]
+    return out
+
+
+ex_flat.check(flatten)
 
 # %% [markdown]
 # ## Summary

@@ -204,12 +204,25 @@ db.command("collMod", "orders", index={"name": in_use, "hidden": False})
 {"index": in_use, "ops before": ops_before, "ops after hide + unhide": ops_now()[in_use]}
 
 # %% [markdown]
-# While the indexes are hidden, check every query shape's plan again; watch for any that loses its index:
+# While the indexes are hidden, check every query shape's plan again; watch for any that loses its index.
+#
+# **Predict.** With every drop candidate hidden, how many of the three query shapes will fall back to a
+# COLLSCAN (0, 1, 2 or 3)?
 
 # %%
+predict_hidden = labkit.exercises.get("35-predict-hidden-collscans")
+predict_hidden
+
+# %% tags=["solution"]
+predict_hidden.predict(0)
+
+# %% tags=["reveal"]
 check = plans_by_shape().rename("index while hidden").to_frame()
 check["COLLSCAN?"] = check["index while hidden"] == "COLLSCAN"
 check
+
+# %% tags=["reveal"]
+predict_hidden.check(int(check["COLLSCAN?"].sum()))
 
 # %% [markdown]
 # No query changed plan, so the hidden indexes can go (on a real system: after days of watching latency and
@@ -321,6 +334,37 @@ ex
 for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:
     practice.orders.drop_index(name)
 ex.check(practice.orders)
+
+# %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# A support desk's `tickets` collection has seven indexes (`ref_1` unique, `closedAt_1` a TTL index,
+# `assignee_1`, `assignee_1_status_1_priority_-1`, `customerId_1`, `status_1`, `priority_1`) and two queries:
+# an agent's open tickets by priority (`{assignee, status: "open"}`, sort `priority: -1`, limit 10) and a
+# customer's tickets (`{customerId}`). Write `prune(tickets)` that drops every index these queries do not need,
+# without losing anything an index enforces. `ex_prune.check(prune)` builds the collection on its own (3,000
+# tickets), runs the two queries, calls `prune`, then reads the plans and the indexes that are left.
+
+# %%
+ex_prune = labkit.exercises.get("35-prune-tickets")
+ex_prune
+
+
+# %% tags=["solution"]
+def prune(tickets):
+    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}
+    infos = tickets.index_information()
+    for name, info in infos.items():
+        if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:
+            continue  # constraints work on writes; no query counter shows it
+        keys = list(info["key"])
+        prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys
+                     for other, o in infos.items() if other != name)
+        if prefix or name not in used:
+            tickets.drop_index(name)
+
+
+ex_prune.check(prune)
 
 # %% [markdown]
 # ## Summary

@@ -94,9 +94,24 @@ def load_context_split(d, user_id):
     return user
 
 
+# %% [markdown]
+# **Predict.** How many round trips does one call of `load_context_split` send to the server? Record it, then
+# run the measuring cell.
+
+# %%
+predict_trips = labkit.exercises.get("36-predict-round-trips")
+predict_trips
+
+# %% tags=["solution"]
+predict_trips.predict(4)
+
+# %% tags=["reveal"]
 t_split = Trips(load_context_split, "user:0044")
 ctx = t_split.result
 print(f"round trips: {t_split.trips}, documents examined: {t_split.docs}, addresses: {len(ctx['addresses'])}")
+
+# %% tags=["reveal"]
+predict_trips.check(t_split.trips)
 
 # %% [markdown]
 # A function that always fetches the same set of documents by the same key is describing **one** document.
@@ -114,7 +129,17 @@ print({k: len(v) if isinstance(v, list) else v for k, v in joined.items()})
 
 # %% [markdown]
 # And a change to display name and theme touches two collections, so it needs a multi-document transaction
-# to be all-or-nothing: two writes plus the transaction's coordination, on every change.
+# to be all-or-nothing: one write per collection plus the transaction's coordination, on every change.
+# Measured on another user (the transaction left out):
+
+# %%
+def change_split(d):
+    d.user_profiles.update_one({"userId": "user:1999"}, {"$set": {"displayName": "Ana B."}})
+    d.user_settings.update_one({"userId": "user:1999"}, {"$set": {"theme": "light"}})
+
+
+change_split_cost = labkit.ledger.measure(db, change_split)
+print(f"round trips: {change_split_cost.round_trips}, documents written: {change_split_cost.docs_written}")
 
 # %% [markdown]
 # ## The fix: embed one-to-one and one-to-few
@@ -158,8 +183,9 @@ sorted(db.list_collection_names())
 # The change of display name and theme is now one atomic single-document update, no transaction:
 
 # %%
-result = db.users.update_one({"_id": "user:0044"}, {"$set": {"profile.displayName": "Sam K.", "settings.theme": "dark"}})
-print("documents modified:", result.modified_count)
+change_embedded_cost = labkit.ledger.measure(db, lambda d: d.users.update_one(
+    {"_id": "user:0044"}, {"$set": {"profile.displayName": "Sam K.", "settings.theme": "dark"}}))
+print(f"round trips: {change_embedded_cost.round_trips}, documents written: {change_embedded_cost.docs_written}")
 show(db.users.find_one({"_id": "user:0044"}, {"profile.displayName": 1, "settings.theme": 1}))
 
 # %% [markdown]
@@ -169,10 +195,12 @@ show(db.users.find_one({"_id": "user:0044"}, {"profile.displayName": 1, "setting
 compare = pd.DataFrame({
     "four collections": {"round trips per request": t_split.trips, "documents examined per request": t_split.docs,
                          "round trips per second at 1,500 requests/s": t_split.trips * 1500,
-                         "writes to change name + theme": 2, "transaction needed": True},
+                         "documents written to change name + theme": change_split_cost.docs_written,
+                         "transaction needed": True},
     "embedded": {"round trips per request": t_embedded.trips, "documents examined per request": t_embedded.docs,
                  "round trips per second at 1,500 requests/s": t_embedded.trips * 1500,
-                 "writes to change name + theme": 1, "transaction needed": False},
+                 "documents written to change name + theme": change_embedded_cost.docs_written,
+                 "transaction needed": False},
 })
 compare
 
@@ -236,6 +264,40 @@ practice.users.aggregate(embed_stages)
 for name in ("user_profiles", "user_addresses", "user_settings"):
     practice.drop_collection(name)
 ex.check(practice)
+
+# %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# A bookshop keeps `books` (`_id`, `title`, `genre`), `book_stock` (one per book: `bookId`, `inStock`,
+# `warehouse`) and `book_authors` (one to three per book: `bookId`, `name`, `role`), and every book page loads
+# all three. Write `migrate(db)` that embeds them (`stock: {inStock, warehouse}`, `authors: [{name, role}]`)
+# and drops the two side collections, and `load_book(db, book_id)` that loads a book page.
+# `ex_books.check(migrate, load_book)` runs both on its own bookshop (240 books) and counts the round trips of
+# one page.
+
+# %%
+ex_books = labkit.exercises.get("36-embed-books")
+ex_books
+
+
+# %% tags=["solution"]
+def migrate(d):
+    d.books.aggregate([
+        {"$lookup": {"from": "book_stock", "localField": "_id", "foreignField": "bookId", "as": "s"}},
+        {"$lookup": {"from": "book_authors", "localField": "_id", "foreignField": "bookId", "as": "a"}},
+        {"$project": {"stock": {"inStock": {"$first": "$s.inStock"}, "warehouse": {"$first": "$s.warehouse"}},
+                      "authors": {"$map": {"input": "$a", "as": "x",
+                                           "in": {"name": "$$x.name", "role": "$$x.role"}}}}},
+        {"$merge": {"into": "books", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])
+    d.drop_collection("book_stock")
+    d.drop_collection("book_authors")
+
+
+def load_book(d, book_id):
+    return d.books.find_one({"_id": book_id})
+
+
+ex_books.check(migrate, load_book)
 
 # %% [markdown]
 # ## Summary

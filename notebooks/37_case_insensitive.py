@@ -78,9 +78,24 @@ def plan(cursor):
             "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
 
 
+# %% [markdown]
+# **Predict.** The index on `username` holds one key per account. How many index keys will `/^sam$/i` examine
+# to return its 3 accounts? (Within 5% counts as right.)
+
+# %%
+predict_keys = labkit.exercises.get("37-predict-regex-keys")
+predict_keys
+
+# %% tags=["solution"]
+predict_keys.predict(5000)
+
+# %% tags=["reveal"]
 regex_i = plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}))
 prefix = plan(db.accounts.find({"username": {"$regex": "^Sam"}}))
 pd.DataFrame({"/^sam$/i": regex_i, "/^Sam/ (case-sensitive prefix)": prefix}).T
+
+# %% tags=["reveal"]
+predict_keys.check(regex_i["keys examined"])
 
 # %% [markdown]
 # The case-sensitive prefix turns into a range of the index (`["Sam", "Sao")`), so the server reads only the
@@ -225,6 +240,38 @@ def login_filter(email):
 
 
 ex.check(practice.members, login_filter)
+
+# %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# A league's `teams` collection must refuse a team name that differs from an existing one only in case
+# ("PAPER planes" when "Paper Planes" exists), while accents still count ("Papér Planes" is another team), and
+# look teams up by name whatever the spelling, through one index key. Write `prepare(teams)` (run once on the
+# existing teams), `add_team(teams, name)` (a refused name raises `DuplicateKeyError`) and
+# `find_team(teams, name)` returning the cursor of the lookup. `ex_teams.check(prepare, add_team, find_team)`
+# runs them on its own collection and reads each lookup's plan.
+
+# %%
+ex_teams = labkit.exercises.get("37-team-names")
+ex_teams
+
+# %% tags=["solution"]
+CI = {"locale": "en", "strength": 2}
+
+
+def prepare(teams):
+    teams.create_index("name", unique=True, collation=CI)
+
+
+def add_team(teams, name):
+    teams.insert_one({"name": name})
+
+
+def find_team(teams, name):
+    return teams.find({"name": name}, collation=CI)
+
+
+ex_teams.check(prepare, add_team, find_team)
 
 # %% [markdown]
 # ## Summary

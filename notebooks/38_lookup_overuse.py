@@ -57,8 +57,8 @@ print(db.customers.count_documents({}), "customers,", db.orders.count_documents(
 # | operation | type | rate | needs |
 # |---|---|---|---|
 # | support queue: 20 newest open orders with customer name and tier | read | 500/s | order fields, customer name and tier |
-# | nightly revenue report by tier | read | once a night | may take seconds |
-# | customer renames themselves | write | a few per day | name must eventually show everywhere |
+# | nightly revenue report by tier | read | 1/day | may take seconds |
+# | customer renames themselves | write | 5/day (0.00006/s) | name must eventually show everywhere |
 #
 # ## Detect: frequency × cost, not duration
 #
@@ -100,10 +100,24 @@ log["runs per day"] = log["operation"].map(runs_per_day)
 log["examined per day"] = log["examined"] * log["runs per day"]
 log.sort_values("examined", ascending=False)[["operation", "examined", "runs per day"]]
 
-# %%
-log.sort_values("examined per day", ascending=False)[["operation", "examined", "runs per day", "examined per day"]]
+# %% [markdown]
+# **Predict.** Which operation examines the most keys and documents **per day**: "support queue", "nightly tier
+# report" or "customer detail"?
 
 # %%
+predict_top = labkit.exercises.get("38-predict-top-daily")
+predict_top
+
+# %% tags=["solution"]
+predict_top.predict("support queue")
+
+# %% tags=["reveal"]
+log.sort_values("examined per day", ascending=False)[["operation", "examined", "runs per day", "examined per day"]]
+
+# %% tags=["reveal"]
+predict_top.check(log.sort_values("examined per day", ascending=False)["operation"].iloc[0])
+
+# %% tags=["reveal"]
 per_day = log.set_index("operation")["examined per day"]
 print(f"the support queue's join examines {per_day['support queue']:,} keys and documents a day; the nightly "
       f"report {per_day['nightly tier report']:,}: {per_day['support queue'] / per_day['nightly tier report']:,.0f} "
@@ -248,7 +262,68 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Half the documents read on the hottest path, paid for with a handful of extra writes a few times a day.
+# Fewer documents read on the hottest path (the table above), paid for with extra writes on each rename.
+#
+# ## The ledger: when does the copy stop paying?
+#
+# `labkit.Ledger` measures one run of each operation of each design (commands, documents and keys examined,
+# documents written, from command events and `explain`) and multiplies by the workload's rates. Both designs
+# are measured on the data as it is now: the `$lookup` design runs the queue pipeline and renames only the
+# customer; the extended reference reads the copies and renames the customer and its orders' copies (two
+# customers that no other cell uses, so the outputs above stay as they are).
+
+# %%
+def queue_lookup(d):
+    return list(d.orders.aggregate(queue_pipeline))
+
+
+def queue_copy(d):
+    return list(d.orders.find({"status": "open"}, {"customer": 1, "total": 1, "createdAt": 1})
+                .sort("createdAt", -1).limit(20))
+
+
+def rename_lookup(d):
+    d.customers.update_one({"_id": "cust:0011"}, {"$set": {"name": "Customer Eleven"}})
+
+
+def rename_copy(d):
+    d.customers.update_one({"_id": "cust:0012"}, {"$set": {"name": "Customer Twelve"}})
+    d.orders.update_many({"customerId": "cust:0012"}, {"$set": {"customer.name": "Customer Twelve"}})
+
+
+ledger = labkit.Ledger({"support queue": 500, "customer rename": 5 / 86_400})
+ledger.measure("$lookup on every read", "support queue", db, queue_lookup)
+ledger.measure("extended reference", "support queue", db, queue_copy)
+ledger.measure("$lookup on every read", "customer rename", db, rename_lookup)
+ledger.measure("extended reference", "customer rename", db, rename_copy)
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# The break-even: the copy saves documents examined on every queue view and costs extra ones on every rename
+# (the orders whose copies it updates), so it pays until renames per second reach
+# (queue views per second) × (saved per view) / (extra per rename):
+
+# %%
+examined = {key: c.docs_examined for key, c in ledger.costs.items()}
+saved_per_view = examined[("$lookup on every read", "support queue")] - examined[("extended reference", "support queue")]
+extra_per_rename = (examined[("extended reference", "customer rename")]
+                    - examined[("$lookup on every read", "customer rename")])
+break_even = ledger.rates["support queue"] * saved_per_view / extra_per_rename
+print(f"saved per queue view: {saved_per_view} documents examined; extra per rename: {extra_per_rename}; "
+      f"break-even at {break_even:,.0f} renames per second (the workload's rate: {ledger.rates['customer rename']:.5f})")
+pd.DataFrame({f"{r:,.0f} renames/s": ledger.totals({"customer rename": r})["docs examined /s"]
+              for r in (0, break_even * 0.9, break_even * 1.1)})
+
+# %% [markdown]
+# Move the rename rate in the widget past the break-even and the better design flips (the readout counts
+# documents examined).
+
+# %%
+ledger_widget = ledger.widget("docs examined", max_rate=5000)
+ledger_widget
 #
 # ## Explore: frequency × cost
 #
@@ -295,6 +370,27 @@ ex
 # %% tags=["solution"]
 practice.orders.aggregate(copy_stages)
 ex.check(practice)
+
+# %% [markdown]
+# ## Exercise: the same idea on other data
+#
+# A help desk copies each agent's `name` and `team` into their tickets (`agent: {name, team}`, next to the
+# reference `agentId`, which is indexed). Agents rename themselves. Write `rename_agent(db, agent_id, new_name)`
+# that keeps the agent and every copy right. `ex_rename.check(rename_agent)` runs it on its own help desk (40
+# agents, two of them with the same name, 1,200 tickets) and watches the commands it sends.
+
+# %%
+ex_rename = labkit.exercises.get("38-rename-agent")
+ex_rename
+
+
+# %% tags=["solution"]
+def rename_agent(d, agent_id, new_name):
+    d.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
+    d.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})
+
+
+ex_rename.check(rename_agent)
 
 # %% [markdown]
 # ## Summary

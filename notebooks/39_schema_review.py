@@ -292,8 +292,18 @@ print(f"{len(tenants)} collections merged into orders: {db.orders.count_document
 # %% [markdown]
 # The application changes with the schema, so the workload does too: the hot order read is now one indexed
 # `find` without a join, and the nightly report reads `orders` by tenant.
+#
+# **Predict.** The first review reported the findings listed above. After these fixes to products and orders,
+# how many of them will the re-run review no longer report?
 
 # %%
+predict_gone = labkit.exercises.get("39-predict-findings-gone")
+predict_gone
+
+# %% tags=["solution"]
+predict_gone.predict(len([f for f in before.findings if not f.where.startswith("customers")]))
+
+# %% tags=["reveal"]
 workload_after = [
     workload[0],  # the customer login, unchanged (the exercise fixes it)
     workload[1],
@@ -310,6 +320,9 @@ after = labkit.review(db, query_log=log_after)
 gone = sorted(before.kinds() - after.kinds())
 print(f"{len(gone)} findings gone:", gone)
 after.to_frame()[["severity", "kind", "where", "summary"]]
+
+# %% tags=["reveal"]
+predict_gone.check(len(gone))
 
 # %% [markdown]
 # ## Explore: thresholds
@@ -383,6 +396,36 @@ log_after = profile_log(db, workload_after)
 final = labkit.review(db, query_log=log_after)
 print(final.summary())
 ex.check(db, log_after, final.kinds())
+
+# %% [markdown]
+# ## Exercise: the same idea on another store
+#
+# Another inherited database, a blog: 30 `authors`, each embedding all of their `posts`, with the indexes
+# `handle_1` and `handle_1_joined_-1`. Review it yourself first (the cell below builds it in `blog`), then
+# write `fix(db)` so that `labkit.review(db)` reports nothing, while every post is kept.
+# `ex_blog.check(fix)` runs your `fix` on its own pristine copy of the store and re-runs the review.
+
+# %%
+from labkit.exercises.antipatterns import blog_store
+
+blog = labkit.fresh_db("39_blog")
+print(f"{blog_store(blog)} posts inside {blog.authors.count_documents({})} authors")
+ex_blog = labkit.exercises.get("39-fix-blog")
+ex_blog
+
+
+# %% tags=["solution"]
+def fix(d):
+    d.posts.insert_many([{"authorId": a["_id"], **p} for a in d.authors.find({}, {"posts": 1}) for p in a["posts"]])
+    d.posts.create_index([("authorId", 1), ("at", -1)])
+    d.authors.update_many({}, {"$unset": {"posts": ""}})
+    d.authors.drop_index("handle_1")
+    d.command("collMod", "authors", validator={"$jsonSchema": {"bsonType": "object", "required": ["handle"]}})
+    d.command("collMod", "posts", validator={"$jsonSchema": {"bsonType": "object",
+                                                            "required": ["authorId", "slug"]}})
+
+
+ex_blog.check(fix)
 
 # %% [markdown]
 # ## Summary

@@ -166,6 +166,133 @@ def _ex31() -> Exercise:
     )
 
 
+@register
+def _ex31_predict() -> Exercise:
+    return Prediction(
+        id="31-predict-pushes",
+        lesson="31_hard_limits",
+        task="How many 512 KiB `$push` writes does the account document accept before the server refuses one?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n} pushes accepted. 16 MiB is 32 x 512 KiB, but each array element also "
+                           "carries its own BSON overhead (type byte, index key, string length) and the document "
+                           "has its other fields, so the 32nd payload no longer fits: the push that would cross "
+                           "16,777,216 bytes fails, and so does every later one."),
+        hints=["16 MiB / 512 KiB = 32. Does the document hold anything besides the payloads?"],
+        solution_text="predict_pushes.predict(31)",
+    )
+
+
+def _thread_31(name: str, shape: list[int]) -> dict:
+    """A nested thread for the flatten check: ``shape[d]`` replies under each node of depth ``d``.
+
+    Every node's text is unique, so the checker can tell which reply answered which."""
+    counter = [0]
+
+    def node(depth: int, path: str) -> dict:
+        counter[0] += 1
+        doc: dict = {"text": f"{name} message {path or 'root'}", "by": f"user:{counter[0] % 7}"}
+        if depth < len(shape):
+            doc["replies"] = [node(depth + 1, f"{path}.{k}" if path else str(k)) for k in range(shape[depth])]
+        return doc
+
+    root = node(0, "")
+    return {"_id": f"thread:{name}", "post": f"post:{name}", **root}
+
+
+def _tree_31(thread: dict) -> dict[str, Any]:
+    """text -> parent text (None for the thread's first message)."""
+    out: dict[str, Any] = {}
+    todo = [(thread, None)]
+    while todo:
+        node, parent = todo.pop()
+        out[node["text"]] = parent
+        todo += [(r, node["text"]) for r in node.get("replies") or []]
+    return out
+
+
+def _check_flatten_thread(flatten: Any) -> str:
+    import copy
+
+    from labkit.exercises import observe
+    from labkit.limits import nesting_depth
+
+    if not callable(flatten):
+        raise NotYet(f"pass your function `flatten` itself (no parentheses), not {type(flatten).__name__}.")
+    # a long chain (deeper than the 100-level limit as nested documents) and a bushy thread
+    threads = [_thread_31("chain", [1] * 80), _thread_31("bushy", [3, 3, 2, 2])]
+    total = 0
+    with observe.sandbox("31-flatten-thread") as box:
+        for thread in threads:
+            want = _tree_31(thread)
+            docs = flatten(copy.deepcopy(thread))
+            if isinstance(docs, dict):
+                raise NotYet("flatten returned one document; return a list with one document per message.")
+            if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
+                raise NotYet(f"flatten should return a list of documents, got {type(docs).__name__}.")
+            nested = [d for d in docs if "replies" in d]
+            if nested:
+                raise NotYet(f"{len(nested)} document(s) still hold `replies`: each message is its own document, "
+                             "and the tree lives in `parentId`, not in nesting.")
+            if len(docs) != len(want):
+                raise NotYet(f"{thread['_id']} has {len(want)} messages (the first one and every reply at every "
+                             f"depth); flatten returned {len(docs)} documents. Walk the whole tree.")
+            deep = max(nesting_depth(d) for d in docs)
+            if deep > 3:
+                raise NotYet(f"a flattened document is still {deep} levels deep; keep each one flat.")
+            try:
+                box.db.messages.insert_many(docs)
+            except Exception as exc:  # noqa: BLE001 - the learner's documents; a message, not a traceback
+                raise NotYet(f"inserting the documents failed ({type(exc).__name__}: {str(exc)[:160]}); give every "
+                             "message a unique `_id`.") from None
+            stored = list(box.db.messages.find({"threadId": thread["_id"]}))
+            if len(stored) != len(want):
+                raise NotYet(f"a query by `threadId: {thread['_id']!r}` finds {len(stored)} of {len(want)} messages: "
+                             "give every message the thread's `_id` as `threadId`, so one query reads the thread.")
+            by_id = {d["_id"]: d for d in stored}
+            texts = [d.get("text") for d in stored]
+            if not all(isinstance(t, str) for t in texts) or set(texts) != set(want):
+                raise NotYet("the messages' `text` fields are not the thread's texts: keep each message's text.")
+            for d in stored:
+                parent = by_id.get(d.get("parentId")) if d.get("parentId") is not None else None
+                if d.get("parentId") is not None and parent is None:
+                    raise NotYet(f"message {d['text']!r} has parentId {d.get('parentId')!r}, which is no message's "
+                                 "`_id`: point it at the `_id` of the message it answers.")
+                got = parent["text"] if parent else None
+                if got != want[d["text"]]:
+                    expected = want[d["text"]]
+                    raise NotYet(f"message {d['text']!r} should answer {expected!r} but its parentId says "
+                                 f"{got!r}" + (" (the first message has no parent: parentId None)" if expected is None
+                                               else "") + ".")
+            total += len(stored)
+    return (f"{total} messages in two threads, each its own flat document with `threadId` and `parentId`: no "
+            "depth limit, and one indexed query reads a whole thread.")
+
+
+@register
+def _ex31_flatten() -> Exercise:
+    return Exercise(
+        id="31-flatten-thread",
+        lesson="31_hard_limits",
+        task="Write flatten(thread): one document per message (the first one and every reply), with `threadId` "
+             "and `parentId`, no nesting.",
+        checker=_check_flatten_thread,
+        hints=["Walk the tree with a list of (node, parent _id) pairs still to visit; give each node a new `_id`.",
+               "Each output document: `{_id, threadId: thread['_id'], parentId, text, by}`; the first message's "
+               "parentId is None; never copy `replies`."],
+        solution_text=(
+            'def flatten(thread):\n'
+            '    out, todo = [], [(thread, None)]\n'
+            '    while todo:\n'
+            '        node, parent = todo.pop()\n'
+            '        my_id = f"{thread[\'_id\']}:{len(out)}"\n'
+            '        out.append({"_id": my_id, "threadId": thread["_id"], "parentId": parent,\n'
+            '                    "text": node["text"], "by": node.get("by")})\n'
+            '        todo += [(reply, my_id) for reply in node.get("replies", [])]\n'
+            '    return out\n\n'
+            'ex_flat.check(flatten)'),
+    )
+
+
 # --- notebook 32 -------------------------------------------------------------------------------------------
 
 def _check_capped_subset(record_event: Any) -> str:
@@ -546,6 +673,122 @@ def _ex35() -> Exercise:
     )
 
 
+@register
+def _ex35_predict() -> Exercise:
+    return Prediction(
+        id="35-predict-hidden-collscans",
+        lesson="35_unnecessary_indexes",
+        task="With every drop candidate hidden, how many of the three query shapes fall back to a COLLSCAN?",
+        checker=None,
+        choices=(0, 1, 2, 3),
+        explain=lambda n: (f"Measured: {n}. Every drop candidate is either unused by the workload or a prefix of an "
+                           "index that is kept, so each query shape still finds the index it used before: hiding "
+                           "them changes no plan, which is what makes them safe to drop."
+                           if n == 0 else f"Measured: {n} shape(s) lost their index: un-hide before dropping."),
+        hints=["Which index did each query shape use before (the `plans_by_shape()` table)? Is any of them hidden?"],
+        solution_text="predict_hidden.predict(0)",
+    )
+
+
+_TICKET_STATUS_35 = ("open", "pending", "solved")
+
+
+def _tickets_35(coll: Any) -> None:
+    """Pristine support tickets with the legacy indexes of the changed scenario."""
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 5, 1)
+    coll.insert_many([{"_id": i, "ref": f"T-{i:05d}", "assignee": f"agent:{(i * 7) % 30:02d}",
+                       "customerId": f"cust:{(i * 13) % 500:03d}", "status": _TICKET_STATUS_35[i % 3],
+                       "priority": (i * 11) % 5, "openedAt": t0 + dt.timedelta(minutes=17 * i),
+                       "closedAt": (t0 + dt.timedelta(minutes=17 * i + 600)) if i % 3 == 2 else None}
+                      for i in range(3000)])
+    coll.create_index([("ref", 1)], unique=True)
+    coll.create_index([("closedAt", 1)], expireAfterSeconds=5 * 365 * 86_400)
+    coll.create_index([("assignee", 1)])
+    coll.create_index([("assignee", 1), ("status", 1), ("priority", -1)])
+    coll.create_index([("customerId", 1)])
+    coll.create_index([("status", 1)])
+    coll.create_index([("priority", 1)])
+
+
+def _ticket_queries_35(coll: Any) -> dict[str, Any]:
+    return {"agent queue": coll.find({"assignee": "agent:07", "status": "open"}).sort("priority", -1).limit(10),
+            "a customer's tickets": coll.find({"customerId": "cust:042"})}
+
+
+def _check_prune_tickets(prune: Any) -> str:
+    from labkit.exercises import observe
+
+    if not callable(prune):
+        raise NotYet(f"pass your function `prune` itself (no parentheses), not {type(prune).__name__}.")
+    with observe.sandbox("35-prune-tickets") as box:
+        coll = box.db.tickets
+        _tickets_35(coll)
+        for cursor in _ticket_queries_35(coll).values():  # the workload has run: $indexStats has counts
+            list(cursor)
+        before = coll.index_information()
+        prune(coll)
+        if coll.count_documents({}) != 3000:
+            raise NotYet(f"after prune the collection holds {coll.count_documents({})} of 3000 tickets: prune only "
+                         "indexes, never documents.")
+        infos = coll.index_information()
+        gone = set(before) - set(infos)
+        for name, why in (("ref_1", "enforces unique ticket references (a duplicate `ref` would be accepted)"),
+                          ("closedAt_1", "is a TTL index: it deletes solved tickets five years after they close")):
+            if name in gone:
+                raise NotYet(f"you dropped {name}: no query uses it, but it {why}. `$indexStats` counts query "
+                             "use only; a unique or TTL index works on every write. Keep it.")
+        for label, cursor in _ticket_queries_35(coll).items():
+            fig = observe.plan_figures(cursor.explain())
+            if fig.collscan:
+                raise NotYet(f"the {label} query now runs a COLLSCAN: you dropped the index it needs.")
+            if fig.blocking_sort:
+                raise NotYet(f"the {label} query now has a blocking SORT ({fig.index}): keep the compound index "
+                             "that also gives the priority order.")
+            if fig.keys_examined > fig.returned + 1 or fig.docs_examined > fig.returned:
+                raise NotYet(f"the {label} query reads {fig.keys_examined} keys and {fig.docs_examined} documents "
+                             f"for {fig.returned} results through {fig.index}: keep the index that matches it "
+                             "exactly.")
+        for short, long_ in observe.redundant_prefixes(coll):
+            raise NotYet(f"{short} is still there, and it is a prefix of {long_}: the longer index serves every "
+                         "query the shorter one could. Drop it.")
+        unused = sorted(n for n in ("status_1", "priority_1") if n in infos)
+        if unused:
+            raise NotYet(f"{unused} serve no query of the workload (their `$indexStats` ops are 0) and enforce "
+                         "nothing: each costs a write per insert. Drop them.")
+    return (f"{len(infos)} indexes kept ({', '.join(sorted(infos))}): the two queries at their exact cost, the "
+            "unique reference and the TTL expiry kept, the prefix and the unused indexes gone.")
+
+
+@register
+def _ex35_prune() -> Exercise:
+    return Exercise(
+        id="35-prune-tickets",
+        lesson="35_unnecessary_indexes",
+        task="Write prune(tickets): drop the indexes a support desk's two queries do not need, without losing "
+             "what an index enforces.",
+        checker=_check_prune_tickets,
+        hints=["Read `$indexStats` after the workload ran (ops 0 = unused) and compare key patterns for prefixes; "
+               "then look at each index's options before dropping it.",
+               "A unique index and a TTL index do work that no query counter shows. Drop `assignee_1`, "
+               "`status_1` and `priority_1`."],
+        solution_text=(
+            'def prune(tickets):\n'
+            '    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}\n'
+            '    infos = tickets.index_information()\n'
+            '    for name, info in infos.items():\n'
+            '        if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:\n'
+            '            continue  # constraints work on writes; no query counter shows it\n'
+            '        keys = list(info["key"])\n'
+            '        prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys\n'
+            '                     for other, o in infos.items() if other != name)\n'
+            '        if prefix or name not in used:\n'
+            '            tickets.drop_index(name)\n\n'
+            'ex_prune.check(prune)'),
+    )
+
+
 # --- notebook 36 -------------------------------------------------------------------------------------------
 
 def _check_embed_context(db: Any) -> str:
@@ -590,6 +833,125 @@ def _ex36() -> Exercise:
             'practice.users.aggregate(embed_stages)\n'
             'for name in ("user_profiles", "user_addresses", "user_settings"):\n'
             '    practice.drop_collection(name)\nex.check(practice)'),
+    )
+
+
+@register
+def _ex36_predict() -> Exercise:
+    return Prediction(
+        id="36-predict-round-trips",
+        lesson="36_separate_data",
+        task="How many round trips does one call of `load_context_split` send to the server?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n} round trips, one command per collection: users, user_profiles, "
+                           "user_addresses, user_settings. Each waits for the one before, so a page pays the "
+                           "network latency that many times; embedded, it is one."),
+        hints=["Count the find / find_one calls in the function: each is one command."],
+        solution_text="predict_trips.predict(4)",
+    )
+
+
+_GENRES_36 = ("poetry", "travel", "history", "cooking")
+
+
+def _books_36(db: Any) -> dict[str, dict]:
+    """Pristine books in three collections (one-to-one stock, one-to-few authors); returns what each book is."""
+    books, stock, authors, want = [], [], [], {}
+    for b in range(240):
+        bid = f"book:{b:04d}"
+        names = [f"Author {(b * 3 + k) % 97}" for k in range(1 + b % 3)]
+        books.append({"_id": bid, "title": f"Title {b}", "genre": _GENRES_36[b % 4]})
+        stock.append({"_id": f"stock:{b:04d}", "bookId": bid, "inStock": (b * 7) % 40, "warehouse": f"W{b % 5}"})
+        authors += [{"_id": f"ba:{b:04d}:{k}", "bookId": bid, "name": n, "role": ["author", "editor", "translator"][k]}
+                    for k, n in enumerate(names)]
+        want[bid] = {"title": f"Title {b}", "inStock": (b * 7) % 40, "warehouse": f"W{b % 5}", "authors": names}
+    db.books.insert_many(books)
+    db.book_stock.insert_many(stock[::-1])  # not in _id order: a join must match by bookId
+    db.book_authors.insert_many(authors[::-1])
+    db.book_stock.create_index([("bookId", 1)])
+    db.book_authors.create_index([("bookId", 1)])
+    return want
+
+
+def _check_embed_books(args: Any) -> str:
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+        raise NotYet("call it with your two functions: `ex.check(migrate, load_book)`.")
+    migrate, load_book = args
+    with observe.sandbox("36-embed-books") as box:
+        db = box.db
+        want = _books_36(db)
+        migrate(db)
+        books = {b["_id"]: b for b in db.books.find()}
+        if len(books) != len(want):
+            raise NotYet(f"db.books holds {len(books)} of {len(want)} books after migrate: merge into the existing "
+                         "books (`whenMatched: \"merge\"`), do not replace the collection.")
+        for bid, w in want.items():
+            b = books[bid]
+            if b.get("title") != w["title"]:
+                raise NotYet(f"{bid} lost its title: the migration replaced the book instead of adding to it "
+                             "(`$merge` with `whenMatched: \"merge\"` keeps the existing fields).")
+            st = b.get("stock")
+            if isinstance(st, list):
+                raise NotYet(f"{bid}'s `stock` is an array (what `$lookup` returns): stock is one-to-one, so embed "
+                             "it as a subdocument (`$first`).")
+            if not isinstance(st, dict) or (st.get("inStock"), st.get("warehouse")) != (w["inStock"], w["warehouse"]):
+                raise NotYet(f"{bid} should embed stock {{inStock: {w['inStock']}, warehouse: {w['warehouse']!r}}}, "
+                             f"it has {st!r}.")
+            au = b.get("authors")
+            names = [a.get("name") for a in au if isinstance(a, dict)] if isinstance(au, list) else None
+            if names is None or sorted(map(str, names)) != sorted(w["authors"]):
+                raise NotYet(f"{bid} has {len(w['authors'])} author(s) {w['authors']}; its embedded `authors` is "
+                             f"{au!r}. Embed every author as {{name, role}} in an array (one-to-few).")
+            if any(not isinstance(a, dict) or "role" not in a or "bookId" in a for a in au):
+                raise NotYet(f"{bid}'s authors should be {{name, role}} objects; the `bookId` back-reference (and "
+                             "the side document's `_id`) have no place inside the book.")
+        left = sorted({"book_stock", "book_authors"} & set(db.list_collection_names()))
+        if left:
+            raise NotYet(f"{left} still exist after migrate: once reads use the embedded document, drop them, so "
+                         "nobody writes to a copy that is no longer read.")
+        box.recorder.clear()
+        doc = load_book(db, "book:0041")
+        trips = box.recorder.round_trips()
+        names = box.recorder.names()
+    if not isinstance(doc, dict) or doc.get("_id") != "book:0041":
+        raise NotYet(f"load_book(db, 'book:0041') returned {type(doc).__name__}, not the book document.")
+    if trips != 1:
+        raise NotYet(f"load_book sent {trips} commands ({names}): with everything embedded, one find of the book is "
+                     "the whole request.")
+    if not isinstance(doc.get("stock"), dict) or not isinstance(doc.get("authors"), list):
+        raise NotYet("load_book's document has no embedded stock and authors: do not project them away.")
+    return (f"{len(want)} books embed their stock and authors, the side collections are gone, and loading a book "
+            "is 1 round trip.")
+
+
+@register
+def _ex36_books() -> Exercise:
+    return Exercise(
+        id="36-embed-books",
+        lesson="36_separate_data",
+        task="Write migrate(db) embedding book_stock (one-to-one) and book_authors (one-to-few) into books, and "
+             "load_book(db, book_id) reading a book in one round trip.",
+        checker=_check_embed_books,
+        hints=["The lesson's `embed_stages`, re-aimed: two `$lookup` stages on `bookId`, a `$project` with `$first` "
+               "for stock and `$map` for authors, `$merge` back into books.",
+               "`whenMatched: \"merge\"` keeps title and genre; drop `book_stock` and `book_authors` after the "
+               "`$merge`; `load_book` is one `find_one`."],
+        solution_text=(
+            'def migrate(db):\n'
+            '    db.books.aggregate([\n'
+            '        {"$lookup": {"from": "book_stock", "localField": "_id", "foreignField": "bookId", "as": "s"}},\n'
+            '        {"$lookup": {"from": "book_authors", "localField": "_id", "foreignField": "bookId", "as": "a"}},\n'
+            '        {"$project": {"stock": {"inStock": {"$first": "$s.inStock"}, "warehouse": {"$first": "$s.warehouse"}},\n'
+            '                      "authors": {"$map": {"input": "$a", "as": "x",\n'
+            '                                           "in": {"name": "$$x.name", "role": "$$x.role"}}}}},\n'
+            '        {"$merge": {"into": "books", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])\n'
+            '    db.drop_collection("book_stock")\n'
+            '    db.drop_collection("book_authors")\n\n\n'
+            'def load_book(db, book_id):\n'
+            '    return db.books.find_one({"_id": book_id})\n\n\n'
+            'ex_books.check(migrate, load_book)'),
     )
 
 
@@ -662,6 +1024,111 @@ def _ex37() -> Exercise:
     )
 
 
+@register
+def _ex37_predict() -> Exercise:
+    return Prediction(
+        id="37-predict-regex-keys",
+        lesson="37_case_insensitive",
+        task="How many index keys does `/^sam$/i` examine on the `username` index of the 5,000 accounts?",
+        checker=None,
+        tolerance=0.05,
+        explain=lambda n: (f"Measured: {n} keys examined for 3 accounts returned. With the `i` option the server "
+                           "cannot turn the pattern into a range of the index (\"sam\", \"Sam\" and \"SAM\" are far "
+                           "apart in binary order), so it reads every key and tests the pattern on each."),
+        hints=["Can a case-insensitive pattern become one range of a binary-ordered index?"],
+        solution_text="predict_keys.predict(5000)",
+    )
+
+
+_TEAMS_37 = ("Night Owls", "Red Rockets", "Blue Herons", "Quiet Foxes", "Iron Bees", "Sea Lions")
+
+
+def _team_name_37(i: int) -> str:
+    base = _TEAMS_37[i % len(_TEAMS_37)]
+    return f"{[base, base.upper(), base.lower()][i % 3]} {i}"
+
+
+def _check_team_names(args: Any) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 3 and all(callable(a) for a in args)):
+        raise NotYet("call it with your three functions: `ex.check(prepare, add_team, find_team)`.")
+    prepare, add_team, find_team = args
+    with observe.sandbox("37-team-names") as box:
+        teams = box.db.teams
+        teams.insert_many([{"_id": f"team:{i:04d}", "name": _team_name_37(i)} for i in range(1200)])
+        prepare(teams)
+        if teams.count_documents({}) != 1200:
+            raise NotYet(f"after prepare the collection holds {teams.count_documents({})} of 1200 teams: prepare "
+                         "adds what the lookup needs, it removes nothing.")
+        add_team(teams, "Paper Planes")
+        try:
+            add_team(teams, "PAPER planes")
+        except DuplicateKeyError:
+            pass
+        else:
+            same = teams.count_documents({"name": {"$in": ["Paper Planes", "PAPER planes"]}})
+            raise NotYet(f"add_team accepted \"PAPER planes\" next to \"Paper Planes\" ({same} teams now): sign-up "
+                         "must refuse a name that differs only in case. A unique index that ignores case (a "
+                         "collation at strength 2, or a unique index on a lower-cased copy) makes the insert "
+                         "fail with a duplicate key error.")
+        try:
+            add_team(teams, "Papér Planes")
+        except DuplicateKeyError:
+            raise NotYet("add_team refused \"Papér Planes\" because \"Paper Planes\" exists: ignoring case is "
+                         "strength 2; strength 1 also ignores accents, which the task does not ask for.") from None
+        for i in (7, 500, 1013):
+            name = _team_name_37(i)
+            for spelled in (name, name.upper(), name.lower(), name.swapcase()):
+                box.recorder.clear()
+                cursor = find_team(teams, spelled)
+                if not all(callable(getattr(type(cursor), m, None)) for m in ("explain", "clone", "__iter__")):
+                    raise NotYet(f"find_team should return the cursor of a find (no list(), no find_one), got "
+                                 f"{type(cursor).__name__}; the checker explains it.")
+                found = [d["_id"] for d in cursor.clone()]
+                finds = [c for c in box.recorder.commands if "find" in c]
+                if any(_has_regex(c.get("filter")) for c in finds):
+                    raise NotYet("find_team uses a regular expression: with the `i` option no index range exists, "
+                                 "so every key is read. Use equality, with the index's collation or on a "
+                                 "lower-cased field.")
+                if found != [f"team:{i:04d}"]:
+                    raise NotYet(f"find_team(teams, {spelled!r}) found {found[:3]}, expected only team:{i:04d}. "
+                                 "A collation index is used (and the comparison ignores case) only when the query "
+                                 "names the same collation.")
+                fig = observe.plan_figures(cursor.clone().explain())
+                if fig.collscan or fig.keys_examined > 2:
+                    raise NotYet(f"the right team comes back for {spelled!r}, but through {list(fig.stages)} with "
+                                 f"{fig.keys_examined} keys examined: a collation index serves a query only when "
+                                 "the query names the same collation (or query the indexed lower-case field).")
+    return ("case variants are refused at sign-up by a unique index, accents still count, and every spelling "
+            "finds its team through one index key.")
+
+
+@register
+def _ex37_teams() -> Exercise:
+    return Exercise(
+        id="37-team-names",
+        lesson="37_case_insensitive",
+        task="Team names are unique regardless of case: write prepare(teams), add_team(teams, name) and "
+             "find_team(teams, name) (a cursor), each lookup one index key.",
+        checker=_check_team_names,
+        hints=["One unique index that ignores case does both jobs: it refuses \"PAPER planes\" and serves the lookup.",
+               "`teams.create_index(\"name\", unique=True, collation={\"locale\": \"en\", \"strength\": 2})`; "
+               "find_team must pass the same collation to `find`."],
+        solution_text=(
+            'CI = {"locale": "en", "strength": 2}\n\n\n'
+            'def prepare(teams):\n'
+            '    teams.create_index("name", unique=True, collation=CI)\n\n\n'
+            'def add_team(teams, name):\n'
+            '    teams.insert_one({"name": name})\n\n\n'
+            'def find_team(teams, name):\n'
+            '    return teams.find({"name": name}, collation=CI)\n\n\n'
+            'ex_teams.check(prepare, add_team, find_team)'),
+    )
+
+
 # --- notebook 38 -------------------------------------------------------------------------------------------
 
 def _check_extended_reference(db: Any) -> str:
@@ -705,6 +1172,113 @@ def _ex38() -> Exercise:
         hints=["The lesson's `copy_stages` do the copy: $lookup the customer, $project the two fields, $merge back.",
                "`practice.orders.aggregate(copy_stages)`, then `ex.check(practice)`."],
         solution_text='practice.orders.aggregate(copy_stages)\nex.check(practice)',
+    )
+
+
+_OPS_38 = ("support queue", "nightly tier report", "customer detail")
+
+
+@register
+def _ex38_predict() -> Exercise:
+    return Prediction(
+        id="38-predict-top-daily",
+        lesson="38_lookup_overuse",
+        task="Which operation examines the most keys and documents per day: the support queue, the nightly "
+             "tier report or the customer detail?",
+        checker=None,
+        choices=_OPS_38,
+        explain=lambda op: (f"Measured: {op}. The nightly report examines the most per run, but it runs once a "
+                            "day; the queue's small join runs 500 times a second, 43,200,000 times a day, so "
+                            "frequency x cost puts the hot join first: that is the one to fix."),
+        hints=["Multiply each operation's cost per run by its runs per day before comparing."],
+        solution_text='predict_top.predict("support queue")',
+    )
+
+
+def _agents_38(db: Any) -> None:
+    """Pristine agents and tickets with an extended reference ``agent: {name, team}``; two agents share a name."""
+    teams = ("billing", "returns", "tech")
+    agents = [{"_id": f"agent:{a:02d}", "name": f"Agent {a}", "team": teams[a % 3], "email": f"a{a}@example.com"}
+              for a in range(40)]
+    agents[3]["name"] = agents[17]["name"] = "Sam Lee"
+    db.agents.insert_many(agents)
+    by_id = {a["_id"]: a for a in agents}
+    tickets = []
+    for t in range(1200):
+        aid = f"agent:{(t * 7) % 40:02d}"
+        tickets.append({"_id": f"ticket:{t:04d}", "agentId": aid, "subject": f"Issue {t}",
+                        "agent": {"name": by_id[aid]["name"], "team": by_id[aid]["team"]}})
+    db.tickets.insert_many(tickets)
+    db.tickets.create_index([("agentId", 1)])
+
+
+def _check_rename_agent(rename_agent: Any) -> str:
+    from labkit.exercises import observe
+
+    if not callable(rename_agent):
+        raise NotYet(f"pass your function `rename_agent` itself (no parentheses), not {type(rename_agent).__name__}.")
+    with observe.sandbox("38-rename-agent") as box:
+        db = box.db
+        _agents_38(db)
+        before = {t["_id"]: t for t in db.tickets.find()}
+        box.recorder.clear()
+        rename_agent(db, "agent:03", "Samantha Lee")
+        rec = box.recorder  # what the learner sent, read before the checker's own reads below
+        statements = rec.write_statements()
+        specs = rec.update_specs()
+        ticket_reads = [c for c in rec.commands if c.get("find") == "tickets" or c.get("aggregate") == "tickets"]
+        agent = db.agents.find_one({"_id": "agent:03"}) or {}
+        after = {t["_id"]: t for t in db.tickets.find()}
+    if agent.get("name") != "Samantha Lee":
+        raise NotYet(f"agent:03 is still called {agent.get('name')!r}: rename the agent itself too (the source of "
+                     "truth), not only the copies.")
+    if (agent.get("team"), agent.get("email")) != ("billing", "a3@example.com"):
+        raise NotYet("agent:03 lost its other fields: `$set` the name, do not replace the document.")
+    mine = [k for k, t in before.items() if t["agentId"] == "agent:03"]
+    stale = [k for k in mine if (after[k].get("agent") or {}).get("name") != "Samantha Lee"]
+    if stale:
+        raise NotYet(f"{len(stale)} of agent:03's {len(mine)} tickets still show the old name: the copies must "
+                     "follow the rename (update_many on the tickets whose agentId is agent:03).")
+    lost = [k for k in mine if (after[k].get("agent") or {}).get("team") != before[k]["agent"]["team"]]
+    if lost:
+        raise NotYet(f"{len(lost)} ticket(s) lost the copied team: `$set` `agent.name`, not the whole `agent` "
+                     "subdocument.")
+    others = [k for k, t in before.items() if k not in mine and after[k] != t]
+    if others:
+        namesake = [k for k in others if before[k]["agentId"] == "agent:17"]
+        if namesake:
+            raise NotYet(f"{len(namesake)} ticket(s) of agent:17, the other \"Sam Lee\", were renamed too: the copy "
+                         "is not an identity. Find the copies by the reference `agentId`, never by the copied name.")
+        raise NotYet(f"{len(others)} ticket(s) of other agents changed; touch only agent:03's.")
+    if statements > 2:
+        raise NotYet(f"the rename sent {statements} write statements: one per ticket. One `update_one` on the agent "
+                     "and one `update_many` on its tickets do it in two.")
+    if ticket_reads:
+        raise NotYet("rename_agent reads the tickets before writing them (read-modify-write): the `update_many` "
+                     "filter finds them on the server, in the same write.")
+    if not any("agentId" in (s.get("q") or {}) for s in specs):
+        raise NotYet("the tickets' update does not filter on `agentId`: use the indexed reference to find the "
+                     "copies.")
+    return (f"2 writes: the agent and its {len(mine)} tickets' copies, found by the indexed `agentId`; the other "
+            "Sam Lee's tickets untouched.")
+
+
+@register
+def _ex38_rename() -> Exercise:
+    return Exercise(
+        id="38-rename-agent",
+        lesson="38_lookup_overuse",
+        task="Tickets copy their agent's name and team: write rename_agent(db, agent_id, new_name) keeping every "
+             "copy right in two writes.",
+        checker=_check_rename_agent,
+        hints=["The agent's own document first, then the copies: which field tells you whose copy a ticket holds?",
+               "`update_one({\"_id\": agent_id}, {\"$set\": {\"name\": ...}})`, then `update_many({\"agentId\": "
+               "agent_id}, {\"$set\": {\"agent.name\": ...}})`."],
+        solution_text=(
+            'def rename_agent(db, agent_id, new_name):\n'
+            '    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})\n'
+            '    db.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})\n\n\n'
+            'ex_rename.check(rename_agent)'),
     )
 
 
@@ -815,4 +1389,105 @@ def _ex39() -> Exercise:
             'log_after = profile_log(db, workload_after)\n'
             'final = labkit.review(db, query_log=log_after)\n'
             'ex.check(db, log_after, final.kinds())'),
+    )
+
+
+@register
+def _ex39_predict() -> Exercise:
+    return Prediction(
+        id="39-predict-findings-gone",
+        lesson="39_schema_review",
+        task="After the products and orders fixes, how many findings will the re-run review no longer report?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n} findings gone. Each fix removes the findings of the places it changed: "
+                           "on products (the bloated document, the unbounded revisions, the redundant index, the "
+                           "missing validator) and on every orders_* collection (the family of same-shaped "
+                           "collections, the hot join, their missing validators); the new collections come with "
+                           "validators, so they raise none of their own. Only the customers findings are left."),
+        hints=["Count the findings on products and on the orders_* collections in the first review."],
+        solution_text="predict_gone.predict(len([f for f in before.findings if not f.where.startswith('customers')]))",
+    )
+
+
+def blog_store(db: Any) -> int:
+    """A pristine legacy blog store: authors embed every post; returns the number of posts."""
+    import datetime as dt
+
+    t0 = dt.datetime(2025, 6, 1)
+    authors, total = [], 0
+    for a in range(30):
+        n = 400 if a == 7 else (a * 5) % 23
+        total += n
+        authors.append({"_id": f"author:{a:02d}", "handle": f"writer{a}", "joined": t0 + dt.timedelta(days=a),
+                        "posts": [{"slug": f"a{a}-p{i}", "title": f"Post {i} by writer{a}",
+                                   "at": t0 + dt.timedelta(hours=9 * i + a)} for i in range(n)]})
+    db.authors.insert_many(authors)
+    db.authors.create_index([("handle", 1)])
+    db.authors.create_index([("handle", 1), ("joined", -1)])
+    return total
+
+
+def _check_fix_blog(fix: Any) -> str:
+    from labkit.exercises import observe
+    from labkit.review import review
+
+    if not callable(fix):
+        raise NotYet(f"pass your function `fix` itself (no parentheses), not {type(fix).__name__}.")
+    with observe.sandbox("39-fix-blog") as box:
+        db = box.db
+        total = blog_store(db)
+        fix(db)
+        if db.authors.count_documents({}) != 30:
+            raise NotYet(f"db.authors holds {db.authors.count_documents({})} of 30 authors after fix: keep them.")
+        slugs: dict[str, str] = {}
+        for name in sorted(set(db.list_collection_names()) - {"authors"}):
+            for d in db[name].find({"slug": {"$exists": True}}, {"slug": 1, "authorId": 1}):
+                slugs[str(d.get("slug"))] = str(d.get("authorId"))
+        for d in db.authors.find({"posts.0": {"$exists": True}}, {"posts.slug": 1}):
+            for p in d.get("posts") or []:
+                slugs.setdefault(str(p.get("slug")), d["_id"])
+        if len(slugs) < total:
+            raise NotYet(f"{total - len(slugs)} of {total} posts are gone: move the posts (one document per post, "
+                         "with `authorId`) before removing the array.")
+        wrong = [s for s, a in slugs.items() if not (a.startswith("author:") and a[7:].isdigit() and s.startswith(f"a{int(a[7:])}-"))]
+        if wrong:
+            raise NotYet(f"{len(wrong)} moved post(s), e.g. {wrong[0]!r}, have no (or the wrong) `authorId`: a post "
+                         "document needs the reference to its author.")
+        keys = {tuple(spec["key"]) for spec in db.authors.list_indexes()}
+        if ("handle", "joined") not in keys:
+            raise NotYet("you dropped `handle_1_joined_-1`: it serves everything `handle_1` served and more. Drop the "
+                         "prefix, keep the longer index.")
+        result = review(db)
+    left = sorted(f"{k} {w}" for k, w in result.kinds())
+    if left:
+        raise NotYet(f"the review still reports {left}: fix those too (a validator on every collection you keep "
+                     "or create) and re-run.")
+    return (f"{total} posts moved to their own documents, the prefix index dropped, validators in place: the "
+            "review of the blog store reports nothing.")
+
+
+@register
+def _ex39_blog() -> Exercise:
+    return Exercise(
+        id="39-fix-blog",
+        lesson="39_schema_review",
+        task="Another legacy store (a blog): write fix(db) so that `labkit.review(db)` reports nothing, keeping "
+             "every post.",
+        checker=_check_fix_blog,
+        hints=["Review it first: `labkit.review(blog).kinds()` lists an unbounded array, a redundant index and a "
+               "missing validator, all on authors.",
+               "Posts to `db.posts` (one per post, with `authorId`, indexed), `$unset` the array, drop `handle_1`, "
+               "and `collMod` a `$jsonSchema` validator onto authors and posts."],
+        solution_text=(
+            'def fix(db):\n'
+            '    db.posts.insert_many([{"authorId": a["_id"], **p}\n'
+            '                          for a in db.authors.find({}, {"posts": 1}) for p in a["posts"]])\n'
+            '    db.posts.create_index([("authorId", 1), ("at", -1)])\n'
+            '    db.authors.update_many({}, {"$unset": {"posts": ""}})\n'
+            '    db.authors.drop_index("handle_1")\n'
+            '    db.command("collMod", "authors", validator={"$jsonSchema": {"bsonType": "object",\n'
+            '                                                                "required": ["handle"]}})\n'
+            '    db.command("collMod", "posts", validator={"$jsonSchema": {"bsonType": "object",\n'
+            '                                                              "required": ["authorId", "slug"]}})\n\n\n'
+            'ex_blog.check(fix)'),
     )
