@@ -193,3 +193,18 @@ def test_views_capped_clustered_over_the_wire():
         finally:
             c.drop_database("wire_views")
             c.close()
+
+
+def test_options_a_view_cannot_honour_are_refused(db):
+    # never silently ignored: hint and let on a view's find, unknown count options (IDL 40415)
+    _ca(db)
+    with pytest.raises(OperationFailure) as e:
+        db.ca.find({}, hint=[("age", 1)])
+    assert e.value.code == 115
+    with pytest.raises(OperationFailure) as e:
+        db.ca.find({"$expr": {"$eq": ["$age", "$$a"]}}, let={"a": 30})
+    assert e.value.code == 115
+    with pytest.raises(OperationFailure) as e:
+        db.ca.count_documents({}, bogus=1)
+    assert e.value.code == 40415
+    assert db.ca.count_documents({}, maxTimeMS=10000) == 3

@@ -226,7 +226,7 @@ def find_pipeline(filter_: dict | None, sort: list | None, skip: int, limit: int
 def run_on_base(view_coll: Any, stages: list, collation: Any = None, **kwargs) -> list:
     """Run ``view pipeline + stages`` on the backing collection; the documents."""
     db = view_coll.database
-    base_name, pipeline, vcoll = resolve(db, view_coll.name)
+    base_name, pipeline, _ = resolve(db, view_coll.name)
     coll = _check_collation(view_coll, collation)
     base = db.get_collection(base_name)
     if coll is not None:
@@ -239,7 +239,7 @@ def explain_on_base(view_coll: Any, stages: list, verbosity: str, command: dict 
                     collation: Any = None) -> dict:
     """The explain of a read on a view: the resolved aggregation's explain on the backing collection."""
     db = view_coll.database
-    base_name, pipeline, vcoll = resolve(db, view_coll.name)
+    base_name, pipeline, _ = resolve(db, view_coll.name)
     coll = _check_collation(view_coll, collation)
     base = db.get_collection(base_name)
     from .aggregation import explain_pipeline
@@ -286,6 +286,19 @@ def _view_of(coll: Any) -> dict | None:
     return view_def(st) if st is not None else None
 
 
+def _check_kwargs(cmd: str, kwargs: dict) -> None:
+    """maxTimeMS is armed and comment accepted; any other option is the server's unknown-field error."""
+    for k in kwargs:
+        if k not in ("maxTimeMS", "comment"):
+            raise OperationFailure("BSON field '%s.%s' is an unknown field." % (cmd, k), 40415)
+    ms = kwargs.get("maxTimeMS")
+    if ms is not None:
+        from .boundary import current_op
+        op = current_op()
+        if op is not None:
+            op.set_max_time(ms)
+
+
 def _refused(kind: str):
     """A write/DDL method of a view: the server's 166 (a write error for write commands)."""
     base = getattr(LabCollection, kind)
@@ -323,7 +336,7 @@ class ViewCollection(LabCollection):
     def find(self, *args, **kwargs):
         if _view_of(self) is None:
             return LabCollection.find(self, *args, **kwargs)
-        for k in ("hint", "max", "min", "return_key", "show_record_id", "cursor_type"):
+        for k in ("hint", "max", "min", "return_key", "show_record_id", "cursor_type", "let"):
             if kwargs.get(k):
                 from .planner import unsupported
                 raise unsupported("find(%s=...) on a view" % k)
@@ -347,6 +360,7 @@ class ViewCollection(LabCollection):
         if hint is not None:
             from .planner import unsupported
             raise unsupported("count_documents(hint=...) on a view")
+        _check_kwargs("count", kwargs)
         stages = find_pipeline(filter, None, skip or 0, limit or 0, None) + [{"$count": "n"}]
         from .sessions import bind
         with bind(session, self):
@@ -356,6 +370,7 @@ class ViewCollection(LabCollection):
     def estimated_document_count(self, **kwargs):
         if _view_of(self) is None:
             return LabCollection.estimated_document_count(self, **kwargs)
+        _check_kwargs("count", kwargs)
         out = run_on_base(self, [{"$count": "n"}])
         return out[0]["n"] if out else 0
 
@@ -364,6 +379,10 @@ class ViewCollection(LabCollection):
             return LabCollection.distinct(self, key, filter, session=session, comment=comment, hint=hint, **kwargs)
         if not isinstance(key, str):
             raise TypeError("key must be an instance of str")
+        if hint is not None:
+            from .planner import unsupported
+            raise unsupported("distinct(hint=...) on a view")
+        _check_kwargs("distinct", {k: v for k, v in kwargs.items() if k != "collation"})
         from .collection import distinct_values
         from .sessions import bind
         with bind(session, self):
@@ -397,6 +416,8 @@ class ViewCursor(LabCursor):
         return find_pipeline(self._filter, self._sort, self._skip, self._limit, self._projection)
 
     def _execute(self) -> None:
+        if self._max_time_ms:
+            _check_kwargs("find", {"maxTimeMS": self._max_time_ms})
         docs = run_on_base(self.collection, self._stages(), self._lab_collation)
         self._results = docs
         self._i = 0
