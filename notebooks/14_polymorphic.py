@@ -226,7 +226,7 @@ predict_index
 predict_index.predict("stars_sparse")
 
 
-# %%
+# %% tags=["reveal"]
 def chosen(cursor):
     s = labkit.plan_summary(cursor.explain())
     return {"index chosen": s["index"] or "none", "plan": s["stages"], "keys examined": s["keysExamined"],

@@ -262,7 +262,7 @@ comparison
 # %% [markdown]
 # Check the prediction: the attribute index against the 40 sparse indexes.
 
-# %%
+# %% tags=["reveal"]
 entries_verdict = ("fewer" if entries_attr < entries_sparse else "more" if entries_attr > entries_sparse
                    else "the same")
 pd.Series({"attribute index entries": entries_attr, "40 sparse indexes, entries": entries_sparse,

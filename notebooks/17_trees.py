@@ -260,7 +260,7 @@ predict_keys = labkit.exercises.get("17-predict-unanchored-keys")
 # %% tags=["solution"]
 predict_keys.predict(len(nodes))  # every key of the index
 
-# %%
+# %% tags=["reveal"]
 loose = db.paths.find({"path": {"$regex": ",Programming,"}}).explain()
 loose_keys = loose["executionStats"]["totalKeysExamined"]
 {"bounds": loose["queryPlanner"]["winningPlan"]["inputStage"]["indexBounds"],

@@ -93,9 +93,6 @@ KNOWN_LEAKS: dict[tuple[str, str], str] = {
     ("04_follows", "ex_count"): "cell 14 (count_cost table) shows 4000 keys / 4001 docs examined",
     ("08_capstone_profile", "ex_grow"): "cell 11 prints 'most keys for the busiest account: follower count'",
     ("13_schema_versioning", "predict_dual"): "cells 21 (after-migration table) and 23 (keys_after) show 529",
-    ("14_polymorphic", "predict_index"): "cell 17 (chosen-index table) names stars_sparse",
-    ("15_attribute", "predict_entries"): "cell 35 prints the verdict 'the same' before the check",
-    ("17_trees", "predict_keys"): "cell 20 (the loose regex plan) shows 'keys examined': 585",
     ("18_archive_versioning", "predict_crash"): "cell 27 (the crash/retry table) shows 'copies of revision 1: 1'",
 }
 
