@@ -154,6 +154,19 @@ def find_cost(cursor):
     return {"round trips": 1, "keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"]}
 
 
+print("books by author:3:", db.books.count_documents({"authorIds": "author:3"}))
+
+# %% [markdown]
+# **Predict first.** In the single collection, how many documents does the author page
+# `find({"relatedIds": "author:3"})` examine?
+
+# %%
+predict_author = labkit.exercises.get("19-predict-author-page-docs")
+
+# %% tags=["solution"]
+predict_author.predict(1 + db.books.count_documents({"authorIds": "author:3"}))
+
+# %% tags=["reveal"]
 author_page_lookup = [{"$match": {"_id": "author:3"}},
                       {"$lookup": {"from": "books", "localField": "_id", "foreignField": "authorIds", "as": "books"}}]
 comparison = pd.DataFrame({
@@ -163,6 +176,9 @@ comparison = pd.DataFrame({
     ("author page", "single collection"): find_cost(db.library.find({"relatedIds": "author:3"})),
 }).T
 comparison
+
+# %% tags=["reveal"]
+predict_author.check(int(comparison.loc[("author page", "single collection"), "docs examined"]))
 
 # %% [markdown]
 # Both designs read the same documents in one round trip; the single collection does it with a plain indexed

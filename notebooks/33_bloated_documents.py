@@ -95,7 +95,7 @@ print(f"share of each document the hot path uses: {returned / stats['avgObjSize'
 # ## Projection does not save the cache
 #
 # The projection above trimmed what crossed the network. `explain()` shows what the server read to produce
-# it: one whole document per result (`totalDocsExamined`), behind a FETCH stage.
+# it (`totalDocsExamined`, and the stages of its plan).
 
 # %%
 def plan(cursor):
@@ -110,8 +110,22 @@ def plan(cursor):
             "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
 
 
+# %% [markdown]
+# **Predict first.** The listing returns 20 products with 4 fields each. How many whole documents does the
+# server examine to produce it?
+
+# %%
+predict_projection = labkit.exercises.get("33-predict-projection-docs")
+
+# %% tags=["solution"]
+predict_projection.predict(20)
+
+# %% tags=["reveal"]
 projected = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
 projected
+
+# %% tags=["reveal"]
+predict_projection.check(projected["docs examined"])
 
 # %% [markdown]
 # A query is **covered** when the index holds every field the filter, sort and projection touch, and `_id` is

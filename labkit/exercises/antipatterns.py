@@ -75,6 +75,149 @@ def _ex30() -> Exercise:
     )
 
 
+@register
+def _ex30_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="30-predict-naive-page-docs",
+        lesson="30_workload",
+        task="The naive product page of product:007 (400 reviews): how many documents do its three queries examine "
+             "in total?",
+        checker=None,
+        tolerance=0.02,
+        explain=lambda n: (f"Measured: {n}. The product is one document and the 5 newest reviews are 5 more (the "
+                           "{productId, createdAt} index gives them in order), but the rating average reads every "
+                           "review of the product: the page's cost grows with the product's popularity, 2,000 times "
+                           "a second."),
+        hints=["Count each of the three steps separately: the product, the five newest reviews, and what the "
+               "average has to read."],
+        solution_text="predict_page.predict(1 + 5 + 400)",
+    )
+
+
+# A changed scenario for the per-piece ratio: a news site (other operations, other pieces of data, other rates).
+_NEWS_WORKLOAD = [("Show article", "read", 5000.0), ("Front page", "read", 900.0), ("Like article", "write", 300.0),
+                  ("Add comment", "write", 20.0), ("Edit article", "write", 0.01), ("Sign up", "write", 1.0),
+                  ("Show profile", "read", 50.0)]
+_NEWS_TOUCHES = {
+    "Show article": {"article": "read", "comments": "read", "likes": "read"},
+    "Front page": {"article": "read", "likes": "read", "sections": "read"},  # sections: never written
+    "Like article": {"likes": "write"},
+    "Add comment": {"comments": "write", "article": "read", "users": "read"},
+    "Edit article": {"article": "write"},
+    "Sign up": {"users": "write"},
+    "Show profile": {"users": "read", "comments": "read"},
+}
+
+
+def _ratios(workload: list, touches: dict, *, kind_of: str = "touch", weighted: bool = True) -> dict:
+    rate = {op: (t, f) for op, t, f in workload}
+    reads: dict = {}
+    writes: dict = {}
+    for op, pieces in touches.items():
+        typ, f = rate[op]
+        for piece, kind in pieces.items():
+            k = kind if kind_of == "touch" else typ
+            target = reads if k == "read" else writes
+            target[piece] = target.get(piece, 0.0) + (f if weighted else 1.0)
+            (writes if target is reads else reads).setdefault(piece, 0.0)
+    return {p: (reads[p] / writes[p] if writes[p] else float("inf")) for p in reads}
+
+
+def _check_reads_per_write(fn: Any) -> str:
+    import math
+
+    import pandas as pd
+
+    if not callable(fn):
+        raise NotYet("pass your function: `ex_ratio.check(reads_per_write)`.")
+    scenarios = [_NEWS_WORKLOAD, [(op, t, f * (3.0 if t == "write" else 0.5)) for op, t, f in _NEWS_WORKLOAD]]
+    for workload in scenarios:
+        frame = pd.DataFrame(workload, columns=["operation", "type", "per_second"])
+        try:
+            got = fn(frame.copy(), {k: dict(v) for k, v in _NEWS_TOUCHES.items()})
+        except ZeroDivisionError:
+            raise NotYet("your function divided by zero: 'sections' is read by the front page and never written, "
+                         "so its reads per write is `float(\"inf\")`; test for zero writes before dividing.") from None
+        if isinstance(got, pd.Series):
+            got = got.to_dict()
+        if not isinstance(got, dict):
+            raise NotYet(f"return a dict {{piece of data: reads per write}}, got {type(got).__name__}.")
+        want = _ratios(workload, _NEWS_TOUCHES)
+
+        def same(a: dict, b: dict) -> bool:
+            if set(a) != set(b):
+                return False
+            for k in b:
+                x, y = a[k], b[k]
+                if not isinstance(x, (int, float)) or isinstance(x, bool):
+                    return False
+                if math.isinf(y) or math.isinf(x):
+                    if not (math.isinf(x) and math.isinf(y)):
+                        return False
+                elif abs(x - y) > 0.01 * max(abs(y), 1e-9):
+                    return False
+            return True
+
+        if set(got) != set(want):
+            raise NotYet(f"your result has the pieces {sorted(got)}; the touches name {sorted(want)}: one entry per "
+                         "piece of data.")
+        if same(got, want):
+            continue
+        values = [v for v in got.values() if isinstance(v, (int, float))]
+        total_r = sum(f for _, t, f in workload if t == "read")
+        total_w = sum(f for _, t, f in workload if t == "write")
+        if len(values) == len(got) and all(math.isfinite(v) for v in values) and len({round(v, 6) for v in values}) == 1:
+            raise NotYet(f"every piece gets the same ratio ({values[0]:g}): that is the database-wide reads per "
+                         f"write ({total_r:g} reads/s over {total_w:g} writes/s), which hides what matters. Sum, "
+                         "for each piece, the rates of the operations that read it and of those that write it.")
+        if same(got, _ratios(workload, _NEWS_TOUCHES, kind_of="operation")):
+            raise NotYet("you used each operation's type for every piece it touches: 'Add comment' is a write "
+                         "operation but only *reads* the article and the user. Use the kind given for each piece "
+                         "in `touches`.")
+        if same(got, _ratios(workload, _NEWS_TOUCHES, weighted=False)):
+            raise NotYet("you counted operations, not their rates: weight each read and write by its `per_second` "
+                         "(5,000 article views a second are not one read).")
+        inverted = {k: (1 / v if v not in (0, float("inf")) else (float("inf") if v == 0 else 0.0))
+                    for k, v in want.items()}
+        if same(got, inverted):
+            raise NotYet("your ratios are upside down (writes per read): divide reads by writes.")
+        wrong = sorted(k for k in want if not same({k: got[k]}, {k: want[k]}))
+        raise NotYet(f"reads per write of {wrong[0]!r} is {got[wrong[0]]!r}, expected about {want[wrong[0]]:.4g}: "
+                     "add up per_second of the operations that read it, divide by those that write it.")
+    first = _ratios(_NEWS_WORKLOAD, _NEWS_TOUCHES)
+    best = max((k for k, v in first.items() if not math.isinf(v)), key=lambda k: first[k])
+    return (f"right on two versions of the news site's workload: at the first one's rates {best!r} is read "
+            f"{first[best]:,.0f} times per write, the piece most worth shaping around its reads.")
+
+
+@register
+def _ex30_ratio() -> Exercise:
+    return Exercise(
+        id="30-reads-per-write",
+        lesson="30_workload",
+        task="A news site: write reads_per_write(workload, touches) returning {piece of data: reads per write}, "
+             "weighting each touch by its operation's rate (float('inf') when a piece is never written).",
+        checker=_check_reads_per_write,
+        hints=["For each row of `workload`, look up `touches[operation]`: each piece there is read or written at "
+               "that row's per_second.",
+               "Keep two dicts, reads and writes per piece; the ratio is reads / writes, or `float(\"inf\")` when "
+               "writes is 0."],
+        solution_text=(
+            "def reads_per_write(workload, touches):\n"
+            "    reads, writes = {}, {}\n"
+            "    for op, rate in zip(workload[\"operation\"], workload[\"per_second\"]):\n"
+            "        for piece, kind in touches[op].items():\n"
+            "            reads.setdefault(piece, 0.0)\n"
+            "            writes.setdefault(piece, 0.0)\n"
+            "            (reads if kind == \"read\" else writes)[piece] += rate\n"
+            "    return {p: reads[p] / writes[p] if writes[p] else float(\"inf\") for p in reads}\n\n\n"
+            "ex_ratio.check(reads_per_write)"
+        ),
+    )
+
+
 # --- notebook 31 -------------------------------------------------------------------------------------------
 
 def _check_no_parallel_arrays(products: Any) -> str:
@@ -208,6 +351,24 @@ def _check_capped_subset(record_event: Any) -> str:
 
 
 @register
+def _ex32_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="32-predict-history-docs",
+        lesson="32_unbounded_arrays",
+        task="After the fix: how many event documents does the 10-newest query on the events collection examine "
+             "for device:007?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. The index {{deviceId: 1, at: -1}} holds device:007's events in "
+                           "newest-first order, so the scan stops after the 10 keys it needs and fetches exactly "
+                           "those 10: the cost no longer depends on how many events the device has recorded."),
+        hints=["The events collection has an index on {deviceId: 1, at: -1}: where does the scan stop?"],
+        solution_text="predict_history.predict(10)",
+    )
+
+
+@register
 def _ex32() -> Exercise:
     return Exercise(
         id="32-capped-subset",
@@ -274,6 +435,23 @@ def _check_split_hot_cold(db: Any) -> str:
     hot = db.command("collStats", "products")["avgObjSize"]
     cold = db.command("collStats", "product_details")["avgObjSize"]
     return f"products avgObjSize is now {hot:,} bytes; the {cold:,}-byte cold part is read only by the sheet."
+
+
+@register
+def _ex33_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="33-predict-projection-docs",
+        lesson="33_bloated_documents",
+        task="The listing (20 products, 4 fields projected): how many whole documents does the server examine?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. A projection trims what is sent back, not what is read: the FETCH "
+                           "stage loads each of the 20 whole documents (cold fields included) into the cache before "
+                           "projecting 4 fields out of it. Only a covered query or a smaller document reads less."),
+        hints=["Does a projection change which documents the FETCH stage loads?"],
+        solution_text="predict_projection.predict(20)",
+    )
 
 
 @register
