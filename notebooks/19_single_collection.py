@@ -308,6 +308,29 @@ practice.library.create_index("relatedIds")
 ex.check(practice)
 
 # %% [markdown]
+# ## Exercise 2 · Enrolments: courses and students in one collection
+#
+# Another many-to-many: an online school keeps courses and students in one `catalog` collection, each document
+# with `docType` and `relatedIds` (its own id to start with), indexed on `relatedIds`. Write
+# `enrol(catalog, course_id, student_id)` that links a student to a course both ways, so that the course page and
+# the student page stay one `find` each. It must be safe to run twice for the same pair (a retry) and send at most
+# two write statements. `ex_enrol.check(practice, enrol)` runs it on a catalog of its own: 4 courses, 12
+# students, 19 enrolments, one of them repeated.
+
+# %%
+ex_enrol = labkit.exercises.get("19-enrol")
+ex_enrol
+
+
+# %% tags=["solution"]
+def enrol(catalog, course_id, student_id):
+    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
+                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
+
+
+ex_enrol.check(practice, enrol)
+
+# %% [markdown]
 # ## Summary
 #
 # - Entities read together can share a collection: `docType` says what each document is, `relatedIds` (its own id

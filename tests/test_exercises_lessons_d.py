@@ -437,3 +437,82 @@ def test_predictions_explain_the_measurement(ex_id, right, wrong, why):
     assert not result.correct and why in result.message
     ex.predict(right)
     assert ex.check(right).correct
+
+
+# --- 32: capped subset, with two events at once ----------------------------------------------------------------
+# Manual, "$push" with "$each" and "$slice" (a negative $slice keeps the last elements), one atomic update.
+
+def record_event_good(db, device_id, event):
+    db.events.insert_one(dict(event, deviceId=device_id))
+    db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
+
+
+def record_event_read_modify_write(db, device_id, event):
+    db.events.insert_one(dict(event, deviceId=device_id))
+    device = db.devices.find_one({"_id": device_id})
+    db.devices.update_one({"_id": device_id}, {"$set": {"recentEvents": (device["recentEvents"] + [event])[-10:]}})
+
+
+def test_32_capped_subset_solution_passes():
+    result = _check("32-capped-subset", record_event_good)
+    assert result.correct, result.message
+
+
+def test_32_read_modify_write_loses_an_event():
+    result = _check("32-capped-subset", record_event_read_modify_write)
+    assert not result.correct and "two events arrived at once" in result.message, result.message
+
+
+# --- 19: enrolments in a single collection (courses and students, a changed scenario) -------------------------
+# Manual, "$addToSet" with "$each" (adds each value only when absent) and "Multikey Indexes".
+
+def enrol_good(catalog, course_id, student_id):
+    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
+                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
+
+
+def enrol_two_updates(catalog, course_id, student_id):  # also right: one update per side
+    catalog.update_one({"_id": course_id}, {"$addToSet": {"relatedIds": student_id}})
+    catalog.update_one({"_id": student_id}, {"$addToSet": {"relatedIds": course_id}})
+
+
+def enrol_push(catalog, course_id, student_id):  # a retried enrolment lists the id twice
+    catalog.update_one({"_id": course_id}, {"$push": {"relatedIds": student_id}})
+    catalog.update_one({"_id": student_id}, {"$push": {"relatedIds": course_id}})
+
+
+def enrol_one_way(catalog, course_id, student_id):
+    catalog.update_one({"_id": course_id}, {"$addToSet": {"relatedIds": student_id}})
+
+
+def enrol_replace(catalog, course_id, student_id):  # overwrites the array with the new link only
+    catalog.update_one({"_id": course_id}, {"$set": {"relatedIds": [student_id]}})
+    catalog.update_one({"_id": student_id}, {"$set": {"relatedIds": [course_id]}})
+
+
+def enrol_many_writes(catalog, course_id, student_id):
+    for doc_id in (course_id, student_id):
+        for linked in (course_id, student_id):
+            catalog.update_one({"_id": doc_id}, {"$addToSet": {"relatedIds": linked}})
+
+
+@pytest.mark.parametrize("fn", [enrol_good, enrol_two_updates])
+def test_19_enrol_solutions_pass(fn):
+    result = _check("19-enrol", _fresh("t19d"), fn)
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("fn, why", [
+    (enrol_push, "use `$addToSet`"),
+    (enrol_one_way, "links both ways"),
+    (enrol_replace, "no longer lists its own id"),
+    (enrol_many_writes, "write statements"),
+])
+def test_19_enrol_mistakes(fn, why):
+    result = _check("19-enrol", _fresh("t19e"), fn)
+    assert not result.correct and why in result.message, result.message
+
+
+def test_19_enrol_garbage():
+    assert _check("19-enrol", None, None).outcome == "not-attempted"
+    assert "ex.check(practice, enrol)" in _check("19-enrol", _fresh("t19f"), 1).message

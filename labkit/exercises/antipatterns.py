@@ -314,24 +314,35 @@ def _ex31() -> Exercise:
 def _check_capped_subset(record_event: Any) -> str:
     import datetime as dt
 
-    import labkit
+    from labkit.connection import connect
+    from labkit.exercises import observe
 
     if not callable(record_event):
         raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
-    db = labkit.fresh_db("32_check")
-    db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
     events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
                "value": i} for i in range(25)]
-    try:
-        for ev in events:
-            record_event(db, "device:900", dict(ev))
-    except TypeError as exc:
-        raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
-    stored = list(db.events.find({"deviceId": "device:900"}))
+    with observe.sandbox("32-capped-subset", connect()) as box:  # the learner's kind of engine, pristine data
+        db = box.db
+        db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
+        try:
+            for ev in events:
+                record_event(db, "device:900", dict(ev))
+        except TypeError as exc:
+            raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
+        stored = list(db.events.find({"deviceId": "device:900"}))
+        parent = db.devices.find_one({"_id": "device:900"}) or {}
+        # two events at once: the second runs right after the first one's first read
+        db.devices.insert_one({"_id": "device:901", "site": "site:01", "recentEvents": []})
+        late = dt.datetime(2026, 7, 2)
+        observe.interleaved(
+            lambda: record_event(db, "device:901", {"_id": "evt:race:a", "at": late, "type": "alarm", "value": 1}),
+            lambda: record_event(db, "device:901", {"_id": "evt:race:b", "at": late + dt.timedelta(seconds=1),
+                                                    "type": "alarm", "value": 2}), box.recorder)
+        raced = [e.get("_id") for e in (db.devices.find_one({"_id": "device:901"}) or {}).get("recentEvents") or []
+                 if isinstance(e, dict)]
     if len(stored) != 25:
         raise NotYet(f"db.events holds {len(stored)} events for the device after 25 calls; insert each event, with "
                      "its `deviceId`, into the child collection.")
-    parent = db.devices.find_one({"_id": "device:900"}) or {}
     recent = parent.get("recentEvents")
     if not isinstance(recent, list):
         raise NotYet("the device has no `recentEvents` array; `$push` each event into it.")
@@ -347,7 +358,14 @@ def _check_capped_subset(record_event: Any) -> str:
     big = [k for k, v in parent.items() if isinstance(v, list) and len(v) > 10]
     if big:
         raise NotYet(f"the device also keeps {big} with more than 10 elements; keep the full history only in db.events.")
-    return "25 events in the child collection, the 10 newest in the parent, and nothing unbounded left."
+    if sorted(raced) != ["evt:race:a", "evt:race:b"]:
+        raise NotYet(f"two events arrived at once on another device: its recentEvents holds {raced}, not both. "
+                     "Reading the device, building the list in Python and writing it back loses the other call's "
+                     "event; let one `$push` with `$each` and `$slice: -10` change it on the server.")
+    return ("25 events in the child collection, the 10 newest in the parent, nothing unbounded left, and two "
+            "events at once both kept.")
+
+
 
 
 @register

@@ -678,6 +678,79 @@ def _ex19() -> Exercise:
         ),
     )
 
+
+def _check_enrol(args: Any) -> str:
+    from labkit.exercises import observe
+
+    db, enrol = _db_and_function(args, "enrol", "practice")
+    courses = [f"course:{c}" for c in ("db", "ml", "ux", "go")]
+    students = [f"student:{i:02d}" for i in range(1, 13)]
+    pairs = [(courses[i % 4], s) for i, s in enumerate(students)] + [(courses[0], s) for s in students[:6]]
+    pairs.append(pairs[0])  # the same enrolment twice: a retry
+    with observe.sandbox("19-enrol", db) as box:
+        catalog = box.db["catalog"]
+        catalog.insert_many([{"_id": c, "docType": "course", "title": c[7:].upper(), "relatedIds": [c]}
+                             for c in courses]
+                            + [{"_id": s, "docType": "student", "name": s.title(), "relatedIds": [s]}
+                               for s in students])
+        catalog.create_index("relatedIds")
+        worst = 0
+        for course, student in pairs:
+            box.recorder.clear()
+            observe.call_learner(enrol, catalog, course, student)
+            worst = max(worst, box.recorder.write_statements())
+        docs = {d["_id"]: d for d in catalog.find()}
+        pages = {x: {d["_id"] for d in catalog.find({"relatedIds": x}, {"_id": 1})} for x in courses + students}
+    want: dict = {x: {x} for x in courses + students}
+    for c, s in pairs:
+        want[c].add(s)
+        want[s].add(c)
+    if set(docs) != set(want):
+        raise NotYet(f"the catalog holds {len(docs)} documents after the enrolments, expected the "
+                     f"{len(want)} courses and students: update the existing documents, do not insert or delete.")
+    dupes = sorted(x for x, d in docs.items() if len(d.get("relatedIds") or []) != len(set(map(str, d.get("relatedIds") or []))))
+    if dupes:
+        raise NotYet(f"{dupes[0]} lists an id twice in relatedIds after the same enrolment ran twice: use "
+                     "`$addToSet` (with `$each`), not `$push`, so a retried enrolment changes nothing.")
+    lost_self = sorted(x for x, d in docs.items() if x not in (d.get("relatedIds") or []))
+    if lost_self:
+        raise NotYet(f"{lost_self[0]} no longer lists its own id in relatedIds, so its own page misses it: "
+                     "add to the array, do not replace it.")
+    for x in courses + students:
+        if pages[x] != want[x]:
+            other = "students" if x in courses else "courses"
+            missing = sorted(want[x] - pages[x])
+            raise NotYet(f"the page of {x} (find({{'relatedIds': {x!r}}})) misses {missing[:3]}: an enrolment "
+                         f"links both ways, so the course and the student each list the other's id (here its "
+                         f"{other}).")
+    if worst > 2:
+        raise NotYet(f"one enrolment sent {worst} write statements: one `update_many` on both documents "
+                     "(`{\"_id\": {\"$in\": [course_id, student_id]}}`) with `$addToSet` of both ids does it, "
+                     "since each document already lists its own id.")
+    return (f"{len(pairs)} enrolments (one retried) in at most {worst} write statement(s) each; every course and "
+            "student page is one indexed find returning it and everything linked to it.")
+
+
+@register
+def _ex19_enrol() -> Exercise:
+    return Exercise(
+        id="19-enrol",
+        lesson="19_single_collection",
+        task="Courses and students in one collection (docType, relatedIds): write enrol(catalog, course_id, "
+             "student_id) that links them both ways, idempotently, in at most two write statements.",
+        checker=_check_enrol,
+        hints=["Both documents already list their own id in relatedIds; the link adds the other's id.",
+               "`catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}}, "
+               "{\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})`"],
+        solution_text=(
+            "def enrol(catalog, course_id, student_id):\n"
+            "    catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}},\n"
+            "                        {\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})\n\n\n"
+            "ex_enrol.check(practice, enrol)"
+        ),
+    )
+
+
 # --- end notebooks 15-19 -----------------------------------------------------------------------------------
 
 
