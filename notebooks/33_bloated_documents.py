@@ -253,6 +253,30 @@ practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})
 ex.check(practice)
 
 # %% [markdown]
+# ## Exercise 2 · User profiles, split when they are saved
+#
+# Another application: every page header shows the signed-in user's **name, avatar and plan**; the bio, the
+# settings and the login history are shown only on the settings page. Write `save_user(db, user)` that stores
+# `_id`, `name`, `avatarUrl` and `plan` in `db.users` and every other field in `db.user_details` under the same
+# `_id`, losing nothing. `ex_profile.check(practice, save_user)` saves 20 users of its own and inspects both
+# collections and the writes.
+
+# %%
+ex_profile = labkit.exercises.get("33-save-profile-split")
+ex_profile
+
+# %% tags=["solution"]
+HOT = ("name", "avatarUrl", "plan")
+
+
+def save_user(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", *HOT)})
+    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT})
+
+
+ex_profile.check(practice, save_user)
+
+# %% [markdown]
 # ## Summary
 #
 # - Detect: `avgObjSize` (from `collStats`) far above the bytes the hot query returns.

@@ -516,3 +516,64 @@ def test_19_enrol_mistakes(fn, why):
 def test_19_enrol_garbage():
     assert _check("19-enrol", None, None).outcome == "not-attempted"
     assert "ex.check(practice, enrol)" in _check("19-enrol", _fresh("t19f"), 1).message
+
+
+# --- 33: hot/cold split on a changed scenario (user profiles) --------------------------------------------------
+# Manual, data-modeling anti-pattern "Bloated Documents" (keep frequently accessed fields together, move the
+# rest to a collection sharing the _id) and "WiredTiger cache" (whole documents are loaded).
+
+HOT33 = ("name", "avatarUrl", "plan")
+
+
+def save_user_good(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", *HOT33)})
+    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT33})
+
+
+def save_user_unsplit(db, user):
+    db.users.insert_one(user)
+
+
+def save_user_emptied(db, user):  # issue 15: the cold fields emptied, "no cold data lost" broken
+    save_user_good(db, dict(user, bio="", loginHistory=[]))
+
+
+def save_user_no_plan(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", "name", "avatarUrl")})
+    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT33})
+
+
+def save_user_other_id(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", *HOT33)})
+    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT33 and k != "_id"}
+                               | {"userId": user["_id"]})
+
+
+def save_user_field_by_field(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", *HOT33)})
+    db.user_details.insert_one({"_id": user["_id"]})
+    for k, v in user.items():
+        if k not in HOT33 and k != "_id":
+            db.user_details.update_one({"_id": user["_id"]}, {"$set": {k: v}})
+
+
+def test_33_save_profile_solution_passes():
+    result = _check("33-save-profile-split", _fresh("t33d"), save_user_good)
+    assert result.correct, result.message
+
+
+@pytest.mark.parametrize("fn, why", [
+    (save_user_unsplit, "still holds cold field(s)"),
+    (save_user_emptied, "no cold data lost"),
+    (save_user_no_plan, "lacks hot field(s) ['plan']"),
+    (save_user_other_id, "same `_id`"),
+    (save_user_field_by_field, "two inserts are enough"),
+])
+def test_33_save_profile_mistakes(fn, why):
+    result = _check("33-save-profile-split", _fresh("t33e"), fn)
+    assert not result.correct and why in result.message, result.message
+
+
+def test_33_save_profile_garbage():
+    assert _check("33-save-profile-split", None, None).outcome == "not-attempted"
+    assert "ex_profile.check(practice, save_user)" in _check("33-save-profile-split", _fresh("t33f"), 5).message

@@ -487,6 +487,88 @@ def _ex33() -> Exercise:
     )
 
 
+_PROFILE_HOT = ("name", "avatarUrl", "plan")
+
+
+def _profiles_33() -> list[dict]:
+    import datetime as dt
+
+    return [{"_id": f"user:{i:03d}", "name": f"User {i}", "avatarUrl": f"https://img.example/u{i}.png",
+             "plan": ("free", "pro", "team")[i % 3], "email": f"user{i}@example.com",
+             "bio": f"Bio of user {i}. " * 40,
+             "settings": {f"option{k}": (i * k) % 7 for k in range(40)},
+             "loginHistory": [dt.datetime(2026, 1, 1) + dt.timedelta(hours=i + 7 * k) for k in range(50)]}
+            for i in range(1, 21)]
+
+
+def _check_save_profile(args: Any) -> str:
+    import bson
+
+    from labkit.exercises import observe
+
+    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and callable(args[1]) else (None, None)
+    if save_user is None:
+        raise NotYet("call it with the practice database and your function: `ex_profile.check(practice, save_user)`.")
+    originals = _profiles_33()
+    cold = sorted(set(originals[0]) - set(_PROFILE_HOT) - {"_id"})
+    with observe.sandbox("33-save-profile", db) as box:
+        worst = 0
+        for user in originals:
+            box.recorder.clear()
+            observe.call_learner(save_user, box.db, bson.decode(bson.encode(user)))  # a deep copy
+            worst = max(worst, box.recorder.write_statements())
+        users = {u["_id"]: u for u in box.db.users.find()}
+        details = {d["_id"]: d for d in box.db.user_details.find()}
+        header = box.db.users.find_one({"_id": "user:001"}) or {}
+    if len(users) != len(originals):
+        raise NotYet(f"db.users holds {len(users)} documents after {len(originals)} saves: insert one per user, "
+                     "with the user's `_id`.")
+    still_cold = sorted({f for u in users.values() for f in cold if f in u})
+    if still_cold:
+        raise NotYet(f"db.users still holds cold field(s) {still_cold}: every page header would read them into "
+                     "the cache. Keep only _id and the header's fields (name, avatarUrl, plan) in users.")
+    lost_hot = sorted({f for u in users.values() for f in _PROFILE_HOT if f not in u})
+    if lost_hot:
+        raise NotYet(f"db.users lacks hot field(s) {lost_hot}: the header shows them on every page, so they stay "
+                     "in the small document.")
+    if not details:
+        raise NotYet("db.user_details is empty: the cold fields go there (no cold data lost).")
+    unmatched = [u for u in users if u not in details]
+    if unmatched:
+        raise NotYet(f"{unmatched[0]} has no user_details document with the same `_id`: share the `_id`, so the "
+                     "settings page reads both by key.")
+    for orig in originals:
+        d = details[orig["_id"]]
+        bad = [f for f in cold if d.get(f) != orig[f]]
+        if bad:
+            raise NotYet(f"user_details of {orig['_id']} has {bad[0]!r} missing, emptied or changed: the split must "
+                         "keep every cold value as it was (no cold data lost).")
+    if worst > 2:
+        raise NotYet(f"one save sent {worst} write statements: two inserts are enough (users and user_details).")
+    return (f"20 users saved in {worst} writes each; the header document is {len(bson.encode(header))} bytes and "
+            "every cold field is kept, unchanged, in user_details under the same _id.")
+
+
+@register
+def _ex33_profile() -> Exercise:
+    return Exercise(
+        id="33-save-profile-split",
+        lesson="33_bloated_documents",
+        task="User profiles: write save_user(db, user) that stores _id, name, avatarUrl and plan in db.users and "
+             "every other field in db.user_details under the same _id, losing nothing.",
+        checker=_check_save_profile,
+        hints=["Split the dict in Python: `hot = {k: user[k] for k in (\"_id\", *HOT)}`, the rest is cold.",
+               "`db.users.insert_one(hot)`; `db.user_details.insert_one({\"_id\": user[\"_id\"], **cold})`."],
+        solution_text=(
+            "HOT = (\"name\", \"avatarUrl\", \"plan\")\n\n\n"
+            "def save_user(db, user):\n"
+            "    db.users.insert_one({k: user[k] for k in (\"_id\", *HOT)})\n"
+            "    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT})\n\n\n"
+            "ex_profile.check(practice, save_user)"
+        ),
+    )
+
+
 # --- notebook 34 -------------------------------------------------------------------------------------------
 
 def _check_merge_collections(db: Any) -> str:
