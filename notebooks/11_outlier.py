@@ -155,11 +155,24 @@ def get_comments(post_id, page=1):
     return page_docs, cost
 
 
+# %% [markdown]
+# **Predict first.** Page 50 of the viral post: how many index keys does its query on `comments` examine?
+
+# %%
+predict_deep = labkit.exercises.get("11-predict-deep-page-keys")
+
+# %% tags=["solution"]
+predict_deep.predict(48 * 20 + 20)
+
+# %% tags=["reveal"]
 paths = {"normal post, page 1": get_comments("post:1")[1],
          "viral post, page 1": get_comments("post:200")[1],
          "viral post, page 2": get_comments("post:200", 2)[1],
          "viral post, page 50": get_comments("post:200", 50)[1]}
 pd.DataFrame(paths)
+
+# %% tags=["reveal"]
+predict_deep.check(paths["viral post, page 50"]["index keys examined"])
 
 # %% [markdown]
 # Side by side with the naive design for the page everybody sees:

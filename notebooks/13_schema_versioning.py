@@ -343,7 +343,9 @@ explorer(batches, sliders={"batch_size": (50, 3000, BATCH, 50)}, title="Migratio
 #
 # Write `migrate_batch(coll, batch_size)` that upgrades **at most** `batch_size` v1 users (name -> firstName
 # and lastName, first word and the rest; `schemaVersion: 2`; no `name` left) and returns how many it upgraded.
-# `ex.check(db, migrate_batch)` calls it on a scratch collection until it returns 0 and checks every document.
+# `ex.check(db, migrate_batch)` runs it on a collection of its own until it returns 0, counting the writes of
+# each call (one update per user), checks every document, then stops the process in the middle of a batch and
+# checks that the next runs finish the job.
 
 # %%
 ex = labkit.exercises.get("13-migrate-batches")

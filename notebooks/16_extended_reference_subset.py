@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 10
 #     title: "Extended reference and subset: copy only what the hot read needs"
 #     section: Patterns
 #     demo: "Build the day's packing list three ways (two queries, $lookup, extended reference) and compare round trips and documents examined; then push reviews with $slice and watch the product document stay small."
@@ -36,7 +37,7 @@ import pandas as pd
 import labkit
 from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array
 
-db = labkit.fresh_db("16_extended_reference_subset")
+db = labkit.fresh_db("16_ext_ref_subset")
 print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
@@ -78,14 +79,15 @@ print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
 # %% [markdown]
 # ## Part 1 · Extended reference
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | packing list: all orders of one day, with customer name and delivery address | read | every few minutes, in every warehouse | order + 2 customer fields |
-# | order page | read | very frequent | order + customer name and address |
-# | customer changes name | write | rare | |
-# | customer moves | write | rare | past orders keep the address they were shipped to |
+# | operation | type | per second (assumed) | needs |
+# |---|---|---:|---|
+# | order page | read | 200 | order + customer name and address |
+# | packing list: all orders of one day, with customer name and delivery address | read | 1 | order + 2 customer fields |
+# | customer changes name | write | 1 | |
+# | customer moves | write | 1 | past orders keep the address they were shipped to |
 #
-# The customer profile is big and mostly irrelevant to orders: the order views need its name and address only.
+# The rates are this lesson's assumption (the ledger below lets you change them). The customer profile is big and
+# mostly irrelevant to orders: the order views need its name and address only.
 
 # %%
 day = {"createdAt": {"$gte": dt.datetime(2026, 9, 10), "$lt": dt.datetime(2026, 9, 11)}}
@@ -140,6 +142,15 @@ print("same packing list as design A:", packing_a == packing_b)
 # `queryPlan`, with its strategy (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of
 # both sides in its `executionStats`. The classic engine instead lists a `$lookup` stage with its own
 # counters; the helper below reads both forms.
+#
+# **Predict first.** How many documents does the server examine for this packing list (the day's orders are
+# counted above)? Record your guess before running the measuring cell.
+
+# %%
+predict_lookup = labkit.exercises.get("16-predict-lookup-docs")
+
+# %% tags=["solution"]
+predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer
 
 # %%
 def aggregate_cost(collection, pipeline):
@@ -160,8 +171,12 @@ def aggregate_cost(collection, pipeline):
             "$lookup indexes used": sorted(used)}
 
 
+# %% tags=["reveal"]
 lookup_cost = aggregate_cost("orders", lookup_pipeline)
 lookup_cost
+
+# %% tags=["reveal"]
+predict_lookup.check(lookup_cost["docs examined"])
 
 # %% [markdown]
 # ### Design C: extended reference
@@ -215,13 +230,94 @@ examined(db.orders_ext.find({"customer._id": "cust:0007"}))
 # read needs. A field that changes often is a poor candidate: every change fans out to all the copies.
 
 # %% [markdown]
+# ## The ledger: copy or join, by the rates
+#
+# Which design is cheaper depends on how often each operation runs. `labkit.Ledger` runs each operation once per
+# design and measures it from the commands it sends (round trips, documents written, bytes returned) and their
+# `explain` (keys and documents examined); `totals()` multiplies each cost by the rates of the workload table.
+# A customer's move costs nothing extra in design C (the copied address is a snapshot), so it is left out.
+
+# %%
+RATES = {"order page": 200, "packing list": 1, "customer changes name": 1}
+ORDER = "order:01500"
+RENAMED = "cust:0042"
+join = [{"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "customer"}},
+        {"$project": {"customerId": 1, "items": 1, "total": 1, "customer.name": 1, "customer.address": 1}}]
+
+
+def page_two_queries(d):
+    order = d.orders.find_one({"_id": ORDER})
+    return order, d.customers.find_one({"_id": order["customerId"]}, {"name": 1, "address": 1})
+
+
+def packing_two_queries(d):
+    todo = list(d.orders.find(day))
+    return todo, list(d.customers.find({"_id": {"$in": sorted({o["customerId"] for o in todo})}},
+                                       {"name": 1, "address": 1}))
+
+
+def rename_reference(name):
+    return lambda d: d.customers.update_one({"_id": RENAMED}, {"$set": {"name": name}})
+
+
+def rename_extended(d):
+    d.customers.update_one({"_id": RENAMED}, {"$set": {"name": "Customer 42 (C)"}})
+    d.orders_ext.update_many({"customer._id": RENAMED}, {"$set": {"customer.name": "Customer 42 (C)"}})
+
+
+designs = {
+    "A: two queries": {"order page": page_two_queries, "packing list": packing_two_queries,
+                       "customer changes name": rename_reference("Customer 42 (A)")},
+    "B: $lookup": {"order page": lambda d: list(d.orders.aggregate([{"$match": {"_id": ORDER}}] + join)),
+                   "packing list": lambda d: list(d.orders.aggregate([{"$match": day}] + join)),
+                   "customer changes name": rename_reference("Customer 42 (B)")},
+    "C: extended reference": {"order page": lambda d: d.orders_ext.find_one({"_id": ORDER}),
+                              "packing list": lambda d: list(d.orders_ext.find(day)),
+                              "customer changes name": rename_extended},
+}
+ledger = labkit.Ledger(RATES)
+for design, operations in designs.items():
+    for operation, run in operations.items():
+        ledger.measure(design, operation, db, run)
+ledger.per_operation()
+
+# %% [markdown]
+# Per second, at the rates of the table:
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# The copy saves documents examined on every order page and packing list, and costs extra writes on every name
+# change. The break-even name-change rate, from the measured costs (design C against design B); above it, a
+# design without copies wins:
+
+# %%
+cost = ledger.per_operation()["docs examined"]
+saved = sum(RATES[op] * (cost["B: $lookup", op] - cost["C: extended reference", op])
+            for op in ("order page", "packing list"))
+extra = cost["C: extended reference", "customer changes name"] - cost["B: $lookup", "customer changes name"]
+break_even = saved / extra
+print(f"design C saves {saved:,.0f} documents examined per second on reads and costs {extra:,.0f} more per name "
+      f"change: it stays ahead below {break_even:,.0f} name changes per second")
+{f"{rate:,.0f} name changes/s": ledger.best("docs examined", {"customer changes name": rate})
+ for rate in (RATES["customer changes name"], round(break_even * 2))}
+
+# %% [markdown]
+# Move the rates and watch the better design flip (documents examined per second):
+
+# %%
+ledger_widget = ledger.widget("docs examined", max_rate=400)
+ledger_widget
+
+# %% [markdown]
 # ## Part 2 · Subset
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | product page | read | very frequent | product + its 5 newest reviews |
-# | "all reviews" page | read | occasional | any page of a product's reviews, newest first |
-# | write a review | write | frequent | |
+# | operation | type | per second (assumed) | needs |
+# |---|---|---:|---|
+# | product page | read | 500 | product + its 5 newest reviews |
+# | "all reviews" page | read | 5 | any page of a product's reviews, newest first |
+# | write a review | write | 2 | |
 #
 # Reviews are a one-to-many that can grow without bound: a popular product collects thousands.
 
@@ -344,14 +440,45 @@ review_explorer = explorer(
 review_explorer
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1 · Extended reference for support tickets
+#
+# A help desk: `agents` hold big profiles (bio, skills, shifts); the ticket list, read all day, shows each ticket
+# with its agent's **name and team**; agents change name rarely. Write
+# - `open_ticket(db, ticket)`: insert the ticket (it carries `agentId`) with an extended reference
+#   `agent: {_id, name, team}` copied from `db.agents`, in one insert;
+# - `rename_agent(db, agent_id, new_name)`: change the name in the agent and in every copy, in two writes;
+#
+# and create on `practice.tickets` the index the rename needs. `ex_tickets.check(practice, open_ticket,
+# rename_agent)` runs both on agents and tickets of its own (with your index), watching the writes and the plan.
+
+# %%
+practice = labkit.fresh_db("16_practice")
+ex_tickets = labkit.exercises.get("16-extended-reference-tickets")
+ex_tickets
+
+
+# %% tags=["solution"]
+def open_ticket(db, ticket):
+    agent = db.agents.find_one({"_id": ticket["agentId"]}, {"name": 1, "team": 1})
+    db.tickets.insert_one(ticket | {"agent": agent})
+
+
+def rename_agent(db, agent_id, new_name):
+    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
+    db.tickets.update_many({"agent._id": agent_id}, {"$set": {"agent.name": new_name}})
+
+
+practice.tickets.create_index("agent._id")
+ex_tickets.check(practice, open_ticket, rename_agent)
+
+# %% [markdown]
+# ## Exercise 2 · A subset that stays right when reviews arrive out of order
 #
 # Reviews imported from a partner arrive **out of date order**. Write `add_review(db, review)` that stores the
 # review in `db.reviews` and keeps `recentReviews` on its product to the **5 newest by `createdAt`, newest first**,
 # with one update on the product. `ex.check(practice, add_review)` feeds it reviews in a shuffled order.
 
 # %%
-practice = labkit.fresh_db("16_practice")
 practice.products.insert_one({"_id": "prod:1", "name": "Headphones model 1", "recentReviews": []})
 ex = labkit.exercises.get("16-subset")
 ex
@@ -371,6 +498,8 @@ ex.check(practice, add_review)
 #
 # - Extended reference: keep the id *and* copy the few, rarely changing fields a frequent read needs. The read
 #   becomes one query over one collection; the cost is storage and fanning out the rare changes (index the copied id).
+# - Whether the copy pays depends on the rates: the ledger multiplies each design's measured cost by them, and the
+#   break-even above is the name-change rate at which the join becomes cheaper.
 # - A copied address can be a deliberate snapshot: past orders keep the address they were shipped to.
 # - Subset: the parent holds a bounded slice of a big one-to-many (`$push` + `$each` + `$position`/`$sort` +
 #   `$slice`), the child collection holds everything. The hot page reads one small document.

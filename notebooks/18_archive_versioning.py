@@ -395,7 +395,9 @@ pd.DataFrame(reads).T
 # Write `save_revision(db, doc_id, changes)` for the practice database: copy the **current** revision into
 # `db.documents_history` (with `docId` and `rev`, and an `_id` of its own), then apply `changes` to the document in
 # `db.documents` and increase its `rev` by one. Also create the unique index on `{docId, rev}`.
-# `ex.check(practice, save_revision)` saves a few revisions of a scratch document and inspects both collections.
+# `ex.check(practice, save_revision)` copies your index into a database of its own, saves a few revisions of a
+# scratch document watching the writes (two per save, the copy first), then stops the process between the two
+# writes and retries, and runs two editors at once.
 
 # %%
 practice = labkit.fresh_db("18_practice")

@@ -154,6 +154,19 @@ def find_cost(cursor):
     return {"round trips": 1, "keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"]}
 
 
+print("books by author:3:", db.books.count_documents({"authorIds": "author:3"}))
+
+# %% [markdown]
+# **Predict first.** In the single collection, how many documents does the author page
+# `find({"relatedIds": "author:3"})` examine?
+
+# %%
+predict_author = labkit.exercises.get("19-predict-author-page-docs")
+
+# %% tags=["solution"]
+predict_author.predict(1 + db.books.count_documents({"authorIds": "author:3"}))
+
+# %% tags=["reveal"]
 author_page_lookup = [{"$match": {"_id": "author:3"}},
                       {"$lookup": {"from": "books", "localField": "_id", "foreignField": "authorIds", "as": "books"}}]
 comparison = pd.DataFrame({
@@ -163,6 +176,9 @@ comparison = pd.DataFrame({
     ("author page", "single collection"): find_cost(db.library.find({"relatedIds": "author:3"})),
 }).T
 comparison
+
+# %% tags=["reveal"]
+predict_author.check(int(comparison.loc[("author page", "single collection"), "docs examined"]))
 
 # %% [markdown]
 # Both designs read the same documents in one round trip; the single collection does it with a plain indexed
@@ -290,6 +306,29 @@ practice.library.insert_many(
        for a in practice.authors.find()])
 practice.library.create_index("relatedIds")
 ex.check(practice)
+
+# %% [markdown]
+# ## Exercise 2 · Enrolments: courses and students in one collection
+#
+# Another many-to-many: an online school keeps courses and students in one `catalog` collection, each document
+# with `docType` and `relatedIds` (its own id to start with), indexed on `relatedIds`. Write
+# `enrol(catalog, course_id, student_id)` that links a student to a course both ways, so that the course page and
+# the student page stay one `find` each. It must be safe to run twice for the same pair (a retry) and send at most
+# two write statements. `ex_enrol.check(practice, enrol)` runs it on a catalog of its own: 4 courses, 12
+# students, 19 enrolments, one of them repeated.
+
+# %%
+ex_enrol = labkit.exercises.get("19-enrol")
+ex_enrol
+
+
+# %% tags=["solution"]
+def enrol(catalog, course_id, student_id):
+    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
+                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
+
+
+ex_enrol.check(practice, enrol)
 
 # %% [markdown]
 # ## Summary

@@ -139,10 +139,11 @@ ranked[["operation", "per_second", "design for it", "may be slow"]]
 #
 # Derived from the entities, a product page needs three round trips: the product, the five newest reviews, and
 # an aggregation over *all* of the product's reviews for the average. Even with the right index on reviews,
-# the average reads every review. Product 007 is the popular one.
+# the average reads every review. Product 007 is the popular one (400 reviews).
 
 # %%
 db.reviews.create_index([("productId", 1), ("createdAt", -1)])
+print("reviews of product:007:", db.reviews.count_documents({"productId": "product:007"}))
 
 
 def stats(cursor):
@@ -160,8 +161,21 @@ def naive_page(product_id):
     return pd.DataFrame(steps).T
 
 
+# %% [markdown]
+# **Predict first.** In total, how many documents do the three queries of product:007's page examine?
+
+# %%
+predict_page = labkit.exercises.get("30-predict-naive-page-docs")
+
+# %% tags=["solution"]
+predict_page.predict(1 + 5 + 400)
+
+# %% tags=["reveal"]
 naive = naive_page("product:007")
 naive
+
+# %% tags=["reveal"]
+predict_page.check(int(naive["docs examined"].sum()))
 
 # %%
 avg = next(db.reviews.aggregate([{"$match": {"productId": "product:007"}},
@@ -264,6 +278,87 @@ fair
 # side.
 
 # %% [markdown]
+# ## The ledger: the method in one table
+#
+# The method is "list the operations with their rates, design for the top rows". `labkit.Ledger` does the
+# arithmetic: it runs each operation of each design once, measures it from the commands it sends and their
+# `explain` (round trips, keys and documents examined, bytes returned, documents written), and multiplies by the
+# rates of the table. The page is measured on a typical product (the median review count) and on the busiest;
+# the two page rows split the 2,000 page views a second between them.
+
+# %%
+by_count = sorted(review_counts_all := {d["_id"]: d["n"] for d in db.reviews.aggregate(
+    [{"$group": {"_id": "$productId", "n": {"$sum": 1}}}])}, key=lambda p: (review_counts_all[p], p))
+typical = by_count[len(by_count) // 2]
+print("typical product:", typical, "with", review_counts_all[typical], "reviews")
+RATES = {"product page (typical product)": 1990, "product page (product:007)": 10, "add review": 2}
+
+
+def naive_page_run(product_id):
+    def run(d):
+        d.products.find_one({"_id": product_id})
+        list(d.reviews.find({"productId": product_id}).sort("createdAt", -1).limit(5))
+        list(d.reviews.aggregate([{"$match": {"productId": product_id}},
+                                  {"$group": {"_id": "$productId", "average": {"$avg": "$stars"}}}]))
+    return run
+
+
+def review_for(n):
+    return {"_id": f"review:{typical[8:]}:ledger{n}", "productId": typical, "stars": 4, "text": "Good.",
+            "createdAt": dt.datetime(2026, 11, 2, 9, n)}
+
+
+def add_review_naive(d):
+    d.reviews.insert_one(review_for(1))
+
+
+def add_review_summary(d):
+    review = review_for(2)
+    d.reviews.insert_one(review)
+    d.products.update_one({"_id": review["productId"]}, {
+        "$inc": {"rating.count": 1, "rating.total": review["stars"]},
+        "$push": {"recentReviews": {"$each": [{k: review[k] for k in ("_id", "stars", "text", "createdAt")}],
+                                    "$sort": {"createdAt": -1}, "$slice": 5}}})
+
+
+ledger = labkit.Ledger(RATES)
+for name, product in (("typical product", typical), ("product:007", "product:007")):
+    ledger.measure("naive (3 collections)", f"product page ({name})", db, naive_page_run(product))
+    ledger.measure("workload-driven", f"product page ({name})", db,
+                   lambda d, product=product: d.products.find_one({"_id": product}))
+ledger.measure("naive (3 collections)", "add review", db, add_review_naive)
+ledger.measure("workload-driven", "add review", db, add_review_summary)
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# The summary design writes one more document per review and examines far fewer per page. The break-even: how
+# few page views a second would make the extra write not worth it (documents examined plus documents written,
+# from the measured costs)?
+
+# %%
+cost = ledger.per_operation()
+work = cost["docs examined"] + cost["docs written"]
+page_share = {op: RATES[op] / (RATES["product page (typical product)"] + RATES["product page (product:007)"])
+              for op in RATES if op.startswith("product page")}
+saved_per_view = sum(share * (work["naive (3 collections)", op] - work["workload-driven", op])
+                     for op, share in page_share.items())
+extra_per_review = work["workload-driven", "add review"] - work["naive (3 collections)", "add review"]
+print(f"each page view saves {saved_per_view:.1f} documents, each review costs {extra_per_review:.0f} more: the "
+      f"summary pays off above {extra_per_review * RATES['add review'] / saved_per_view:.2f} page views a second "
+      f"at {RATES['add review']} reviews a second")
+
+# %% [markdown]
+# Move the rates (documents examined per second); set the page rates near zero and the review rate up to see the
+# naive design win:
+
+# %%
+ledger_widget = ledger.widget("docs examined", max_rate=2000)
+ledger_widget
+
+# %% [markdown]
 # ## Explore: how popular is the product?
 #
 # The naive page's cost grows with the number of reviews; the summary design's does not. The slider picks
@@ -295,7 +390,7 @@ pop = explorer(popularity, sliders={"reviews": (1, 400, 50, 1)}, title="Reviews 
 pop
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1 · Pick the operations to design for
 #
 # Pick the operations to optimise: a DataFrame holding the rows of `workload` you would shape the schema
 # around. The checker looks at frequencies: your rows must be the most frequent ones (no rarer operation in,
@@ -311,12 +406,54 @@ chosen = workload.sort_values("per_second", ascending=False).head(4)
 ex.check(workload, chosen)
 
 # %% [markdown]
+# ## Exercise 2 · Reads per write on a news site
+#
+# A different application: a news site. Write `reads_per_write(workload, touches)` that returns, for each
+# piece of data, its reads per second divided by its writes per second (`float("inf")` when it is never
+# written). `touches` says, for each operation, which pieces it reads and which it writes: an operation of type
+# "write" may still only *read* some pieces. `ex_ratio.check(reads_per_write)` runs it on the news site's
+# workload below and on a second version with other rates.
+
+# %%
+news = pd.DataFrame([("Show article", "read", 5000), ("Front page", "read", 900), ("Like article", "write", 300),
+                     ("Add comment", "write", 20), ("Edit article", "write", 0.01), ("Sign up", "write", 1),
+                     ("Show profile", "read", 50)], columns=["operation", "type", "per_second"])
+news_touches = {
+    "Show article": {"article": "read", "comments": "read", "likes": "read"},
+    "Front page": {"article": "read", "likes": "read", "sections": "read"},
+    "Like article": {"likes": "write"},
+    "Add comment": {"comments": "write", "article": "read", "users": "read"},
+    "Edit article": {"article": "write"},
+    "Sign up": {"users": "write"},
+    "Show profile": {"users": "read", "comments": "read"},
+}
+ex_ratio = labkit.exercises.get("30-reads-per-write")
+ex_ratio
+
+
+# %% tags=["solution"]
+def reads_per_write(workload, touches):
+    reads, writes = {}, {}
+    for op, rate in zip(workload["operation"], workload["per_second"]):
+        for piece, kind in touches[op].items():
+            reads.setdefault(piece, 0.0)
+            writes.setdefault(piece, 0.0)
+            (reads if kind == "read" else writes)[piece] += rate
+    return {p: reads[p] / writes[p] if writes[p] else float("inf") for p in reads}
+
+
+print(reads_per_write(news, news_touches))
+ex_ratio.check(reads_per_write)
+
+# %% [markdown]
 # ## Summary
 #
 # - The operation table (operation, read or write, frequency, needs) comes before any document.
 # - Rank by frequency; design for the top three or four rows and let rare operations pay more.
-# - Work out reads per write for each piece of data: reviews are read 1,000 times per write, so summarise
-#   them into the product when they are written.
+# - Work out reads per write for each piece of data (the per-piece table above), and summarise the pieces read
+#   far more often than written into the document that reads them, when they are written.
+# - The ledger multiplies each design's measured cost by the rates: the better design is the one that is cheaper
+#   at *these* rates, and the break-even says how far the rates may move before that changes.
 # - Keep the table next to the schema and re-run it when features change.
 #
 # **Next:** 31 · the hard limits the server enforces.

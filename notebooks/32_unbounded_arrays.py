@@ -179,6 +179,15 @@ print("events for device:007 in the child collection:", db.events.count_document
 
 # %% [markdown]
 # ## Measured: before and after
+#
+# **Predict first.** After the fix, the 10 newest events of device:007 come from the `events` collection. How
+# many event documents does that query examine?
+
+# %%
+predict_history = labkit.exercises.get("32-predict-history-docs")
+
+# %% tags=["solution"]
+predict_history.predict(10)
 
 # %%
 after_stats = db.command("collStats", "devices")
@@ -204,8 +213,11 @@ compare
 # The newest-10 query on the child collection, for the rarer screens that want more than the parent keeps,
 # reads exactly what it returns:
 
-# %%
+# %% tags=["reveal"]
 {"keys examined": hist["totalKeysExamined"], "docs examined": hist["totalDocsExamined"], "returned": hist["nReturned"]}
+
+# %% tags=["reveal"]
+predict_history.check(hist["totalDocsExamined"])
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 2.4))

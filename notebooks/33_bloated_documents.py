@@ -95,7 +95,7 @@ print(f"share of each document the hot path uses: {returned / stats['avgObjSize'
 # ## Projection does not save the cache
 #
 # The projection above trimmed what crossed the network. `explain()` shows what the server read to produce
-# it: one whole document per result (`totalDocsExamined`), behind a FETCH stage.
+# it (`totalDocsExamined`, and the stages of its plan).
 
 # %%
 def plan(cursor):
@@ -110,8 +110,22 @@ def plan(cursor):
             "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
 
 
+# %% [markdown]
+# **Predict first.** The listing returns 20 products with 4 fields each. How many whole documents does the
+# server examine to produce it?
+
+# %%
+predict_projection = labkit.exercises.get("33-predict-projection-docs")
+
+# %% tags=["solution"]
+predict_projection.predict(20)
+
+# %% tags=["reveal"]
 projected = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
 projected
+
+# %% tags=["reveal"]
+predict_projection.check(projected["docs examined"])
 
 # %% [markdown]
 # A query is **covered** when the index holds every field the filter, sort and projection touch, and `_id` is
@@ -237,6 +251,30 @@ ex
 practice.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])
 practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})
 ex.check(practice)
+
+# %% [markdown]
+# ## Exercise 2 · User profiles, split when they are saved
+#
+# Another application: every page header shows the signed-in user's **name, avatar and plan**; the bio, the
+# settings and the login history are shown only on the settings page. Write `save_user(db, user)` that stores
+# `_id`, `name`, `avatarUrl` and `plan` in `db.users` and every other field in `db.user_details` under the same
+# `_id`, losing nothing. `ex_profile.check(practice, save_user)` saves 20 users of its own and inspects both
+# collections and the writes.
+
+# %%
+ex_profile = labkit.exercises.get("33-save-profile-split")
+ex_profile
+
+# %% tags=["solution"]
+HOT = ("name", "avatarUrl", "plan")
+
+
+def save_user(db, user):
+    db.users.insert_one({k: user[k] for k in ("_id", *HOT)})
+    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT})
+
+
+ex_profile.check(practice, save_user)
 
 # %% [markdown]
 # ## Summary

@@ -190,7 +190,8 @@ def _practice18(name, unique=True):
 def _save_good(db, doc_id, changes):
     current = db.documents.find_one({"_id": doc_id})
     copy = {k: v for k, v in current.items() if k != "_id"}
-    db.documents_history.insert_one(copy | {"_id": f"{doc_id}:rev:{current['rev']}", "docId": doc_id})
+    db.documents_history.update_one({"_id": f"{doc_id}:rev:{current['rev']}"}, {"$setOnInsert": copy | {"docId": doc_id}},
+                                    upsert=True)  # insert-only: a retry after a crash changes nothing
     db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
 
 

@@ -280,13 +280,20 @@ def test_plan_one_lesson_at_a_time_is_the_largest_lesson():
     assert labkit.workshop is workshop  # reachable as labkit.workshop (INSTRUCTOR.md's progress_widget call)
 
 
-def test_free_tier_database_name_limit_is_checked():
+def test_free_tier_database_name_limit_is_checked(monkeypatch):
     """Atlas Free limits database names to 38 bytes (Atlas docs, "Atlas M0 (Free Cluster) Limits", Operational
-    Limits: Namespaces and Database Names). A workshop prefix plus the longest lesson database name is longer."""
+    Limits: Namespaces and Database Names). Every lesson's database name, with the 30th seat's prefix, fits; a
+    longer one (lesson 16's old name) is reported."""
     from labkit import workshop
     names = workshop.lesson_database_names()
-    assert "16_extended_reference_subset" in names and "00_start_here" in names
+    assert "16_ext_ref_subset" in names and "00_start_here" in names
+    assert "16_extended_reference_subset" not in names
+    free = {c["limit"].split(" (")[0]: c for c in workshop.plan(30, "free")["checks"]}
+    row = free["database name length"]
+    longest = max(len("sl_learner30_" + n) for n in names)
+    assert row["ok"] and row["room needs"] == f"{longest} bytes" and longest <= 38
+    assert "database name length" not in {c["limit"].split(" (")[0] for c in workshop.plan(30, "m10")["checks"]}
+    monkeypatch.setattr(workshop, "lesson_database_names", lambda notebooks=None: names + ["16_extended_reference_subset"])
     free = {c["limit"].split(" (")[0]: c for c in workshop.plan(30, "free")["checks"]}
     row = free["database name length"]
     assert not row["ok"] and row["room needs"] == f"{len('sl_learner30_16_extended_reference_subset')} bytes"
-    assert "database name length" not in {c["limit"].split(" (")[0] for c in workshop.plan(30, "m10")["checks"]}

@@ -75,6 +75,149 @@ def _ex30() -> Exercise:
     )
 
 
+@register
+def _ex30_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="30-predict-naive-page-docs",
+        lesson="30_workload",
+        task="The naive product page of product:007 (400 reviews): how many documents do its three queries examine "
+             "in total?",
+        checker=None,
+        tolerance=0.02,
+        explain=lambda n: (f"Measured: {n}. The product is one document and the 5 newest reviews are 5 more (the "
+                           "{productId, createdAt} index gives them in order), but the rating average reads every "
+                           "review of the product: the page's cost grows with the product's popularity, 2,000 times "
+                           "a second."),
+        hints=["Count each of the three steps separately: the product, the five newest reviews, and what the "
+               "average has to read."],
+        solution_text="predict_page.predict(1 + 5 + 400)",
+    )
+
+
+# A changed scenario for the per-piece ratio: a news site (other operations, other pieces of data, other rates).
+_NEWS_WORKLOAD = [("Show article", "read", 5000.0), ("Front page", "read", 900.0), ("Like article", "write", 300.0),
+                  ("Add comment", "write", 20.0), ("Edit article", "write", 0.01), ("Sign up", "write", 1.0),
+                  ("Show profile", "read", 50.0)]
+_NEWS_TOUCHES = {
+    "Show article": {"article": "read", "comments": "read", "likes": "read"},
+    "Front page": {"article": "read", "likes": "read", "sections": "read"},  # sections: never written
+    "Like article": {"likes": "write"},
+    "Add comment": {"comments": "write", "article": "read", "users": "read"},
+    "Edit article": {"article": "write"},
+    "Sign up": {"users": "write"},
+    "Show profile": {"users": "read", "comments": "read"},
+}
+
+
+def _ratios(workload: list, touches: dict, *, kind_of: str = "touch", weighted: bool = True) -> dict:
+    rate = {op: (t, f) for op, t, f in workload}
+    reads: dict = {}
+    writes: dict = {}
+    for op, pieces in touches.items():
+        typ, f = rate[op]
+        for piece, kind in pieces.items():
+            k = kind if kind_of == "touch" else typ
+            target = reads if k == "read" else writes
+            target[piece] = target.get(piece, 0.0) + (f if weighted else 1.0)
+            (writes if target is reads else reads).setdefault(piece, 0.0)
+    return {p: (reads[p] / writes[p] if writes[p] else float("inf")) for p in reads}
+
+
+def _check_reads_per_write(fn: Any) -> str:
+    import math
+
+    import pandas as pd
+
+    if not callable(fn):
+        raise NotYet("pass your function: `ex_ratio.check(reads_per_write)`.")
+    scenarios = [_NEWS_WORKLOAD, [(op, t, f * (3.0 if t == "write" else 0.5)) for op, t, f in _NEWS_WORKLOAD]]
+    for workload in scenarios:
+        frame = pd.DataFrame(workload, columns=["operation", "type", "per_second"])
+        try:
+            got = fn(frame.copy(), {k: dict(v) for k, v in _NEWS_TOUCHES.items()})
+        except ZeroDivisionError:
+            raise NotYet("your function divided by zero: 'sections' is read by the front page and never written, "
+                         "so its reads per write is `float(\"inf\")`; test for zero writes before dividing.") from None
+        if isinstance(got, pd.Series):
+            got = got.to_dict()
+        if not isinstance(got, dict):
+            raise NotYet(f"return a dict {{piece of data: reads per write}}, got {type(got).__name__}.")
+        want = _ratios(workload, _NEWS_TOUCHES)
+
+        def same(a: dict, b: dict) -> bool:
+            if set(a) != set(b):
+                return False
+            for k in b:
+                x, y = a[k], b[k]
+                if not isinstance(x, (int, float)) or isinstance(x, bool):
+                    return False
+                if math.isinf(y) or math.isinf(x):
+                    if not (math.isinf(x) and math.isinf(y)):
+                        return False
+                elif abs(x - y) > 0.01 * max(abs(y), 1e-9):
+                    return False
+            return True
+
+        if set(got) != set(want):
+            raise NotYet(f"your result has the pieces {sorted(got)}; the touches name {sorted(want)}: one entry per "
+                         "piece of data.")
+        if same(got, want):
+            continue
+        values = [v for v in got.values() if isinstance(v, (int, float))]
+        total_r = sum(f for _, t, f in workload if t == "read")
+        total_w = sum(f for _, t, f in workload if t == "write")
+        if len(values) == len(got) and all(math.isfinite(v) for v in values) and len({round(v, 6) for v in values}) == 1:
+            raise NotYet(f"every piece gets the same ratio ({values[0]:g}): that is the database-wide reads per "
+                         f"write ({total_r:g} reads/s over {total_w:g} writes/s), which hides what matters. Sum, "
+                         "for each piece, the rates of the operations that read it and of those that write it.")
+        if same(got, _ratios(workload, _NEWS_TOUCHES, kind_of="operation")):
+            raise NotYet("you used each operation's type for every piece it touches: 'Add comment' is a write "
+                         "operation but only *reads* the article and the user. Use the kind given for each piece "
+                         "in `touches`.")
+        if same(got, _ratios(workload, _NEWS_TOUCHES, weighted=False)):
+            raise NotYet("you counted operations, not their rates: weight each read and write by its `per_second` "
+                         "(5,000 article views a second are not one read).")
+        inverted = {k: (1 / v if v not in (0, float("inf")) else (float("inf") if v == 0 else 0.0))
+                    for k, v in want.items()}
+        if same(got, inverted):
+            raise NotYet("your ratios are upside down (writes per read): divide reads by writes.")
+        wrong = sorted(k for k in want if not same({k: got[k]}, {k: want[k]}))
+        raise NotYet(f"reads per write of {wrong[0]!r} is {got[wrong[0]]!r}, expected about {want[wrong[0]]:.4g}: "
+                     "add up per_second of the operations that read it, divide by those that write it.")
+    first = _ratios(_NEWS_WORKLOAD, _NEWS_TOUCHES)
+    best = max((k for k, v in first.items() if not math.isinf(v)), key=lambda k: first[k])
+    return (f"right on two versions of the news site's workload: at the first one's rates {best!r} is read "
+            f"{first[best]:,.0f} times per write, the piece most worth shaping around its reads.")
+
+
+@register
+def _ex30_ratio() -> Exercise:
+    return Exercise(
+        id="30-reads-per-write",
+        lesson="30_workload",
+        task="A news site: write reads_per_write(workload, touches) returning {piece of data: reads per write}, "
+             "weighting each touch by its operation's rate (float('inf') when a piece is never written).",
+        checker=_check_reads_per_write,
+        hints=["For each row of `workload`, look up `touches[operation]`: each piece there is read or written at "
+               "that row's per_second.",
+               "Keep two dicts, reads and writes per piece; the ratio is reads / writes, or `float(\"inf\")` when "
+               "writes is 0."],
+        solution_text=(
+            "def reads_per_write(workload, touches):\n"
+            "    reads, writes = {}, {}\n"
+            "    for op, rate in zip(workload[\"operation\"], workload[\"per_second\"]):\n"
+            "        for piece, kind in touches[op].items():\n"
+            "            reads.setdefault(piece, 0.0)\n"
+            "            writes.setdefault(piece, 0.0)\n"
+            "            (reads if kind == \"read\" else writes)[piece] += rate\n"
+            "    return {p: reads[p] / writes[p] if writes[p] else float(\"inf\") for p in reads}\n\n\n"
+            "ex_ratio.check(reads_per_write)"
+        ),
+    )
+
+
 # --- notebook 31 -------------------------------------------------------------------------------------------
 
 def _check_no_parallel_arrays(products: Any) -> str:
@@ -298,24 +441,35 @@ def _ex31_flatten() -> Exercise:
 def _check_capped_subset(record_event: Any) -> str:
     import datetime as dt
 
-    import labkit
+    from labkit.connection import connect
+    from labkit.exercises import observe
 
     if not callable(record_event):
         raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
-    db = labkit.fresh_db("32_check")
-    db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
     events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
                "value": i} for i in range(25)]
-    try:
-        for ev in events:
-            record_event(db, "device:900", dict(ev))
-    except TypeError as exc:
-        raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
-    stored = list(db.events.find({"deviceId": "device:900"}))
+    with observe.sandbox("32-capped-subset", connect()) as box:  # the learner's kind of engine, pristine data
+        db = box.db
+        db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
+        try:
+            for ev in events:
+                record_event(db, "device:900", dict(ev))
+        except TypeError as exc:
+            raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
+        stored = list(db.events.find({"deviceId": "device:900"}))
+        parent = db.devices.find_one({"_id": "device:900"}) or {}
+        # two events at once: the second runs right after the first one's first read
+        db.devices.insert_one({"_id": "device:901", "site": "site:01", "recentEvents": []})
+        late = dt.datetime(2026, 7, 2)
+        observe.interleaved(
+            lambda: record_event(db, "device:901", {"_id": "evt:race:a", "at": late, "type": "alarm", "value": 1}),
+            lambda: record_event(db, "device:901", {"_id": "evt:race:b", "at": late + dt.timedelta(seconds=1),
+                                                    "type": "alarm", "value": 2}), box.recorder)
+        raced = [e.get("_id") for e in (db.devices.find_one({"_id": "device:901"}) or {}).get("recentEvents") or []
+                 if isinstance(e, dict)]
     if len(stored) != 25:
         raise NotYet(f"db.events holds {len(stored)} events for the device after 25 calls; insert each event, with "
                      "its `deviceId`, into the child collection.")
-    parent = db.devices.find_one({"_id": "device:900"}) or {}
     recent = parent.get("recentEvents")
     if not isinstance(recent, list):
         raise NotYet("the device has no `recentEvents` array; `$push` each event into it.")
@@ -331,7 +485,32 @@ def _check_capped_subset(record_event: Any) -> str:
     big = [k for k, v in parent.items() if isinstance(v, list) and len(v) > 10]
     if big:
         raise NotYet(f"the device also keeps {big} with more than 10 elements; keep the full history only in db.events.")
-    return "25 events in the child collection, the 10 newest in the parent, and nothing unbounded left."
+    if sorted(raced) != ["evt:race:a", "evt:race:b"]:
+        raise NotYet(f"two events arrived at once on another device: its recentEvents holds {raced}, not both. "
+                     "Reading the device, building the list in Python and writing it back loses the other call's "
+                     "event; let one `$push` with `$each` and `$slice: -10` change it on the server.")
+    return ("25 events in the child collection, the 10 newest in the parent, nothing unbounded left, and two "
+            "events at once both kept.")
+
+
+
+
+@register
+def _ex32_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="32-predict-history-docs",
+        lesson="32_unbounded_arrays",
+        task="After the fix: how many event documents does the 10-newest query on the events collection examine "
+             "for device:007?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. The index {{deviceId: 1, at: -1}} holds device:007's events in "
+                           "newest-first order, so the scan stops after the 10 keys it needs and fetches exactly "
+                           "those 10: the cost no longer depends on how many events the device has recorded."),
+        hints=["The events collection has an index on {deviceId: 1, at: -1}: where does the scan stop?"],
+        solution_text="predict_history.predict(10)",
+    )
 
 
 @register
@@ -404,6 +583,23 @@ def _check_split_hot_cold(db: Any) -> str:
 
 
 @register
+def _ex33_predict() -> Exercise:
+    from labkit.exercises import Prediction
+
+    return Prediction(
+        id="33-predict-projection-docs",
+        lesson="33_bloated_documents",
+        task="The listing (20 products, 4 fields projected): how many whole documents does the server examine?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. A projection trims what is sent back, not what is read: the FETCH "
+                           "stage loads each of the 20 whole documents (cold fields included) into the cache before "
+                           "projecting 4 fields out of it. Only a covered query or a smaller document reads less."),
+        hints=["Does a projection change which documents the FETCH stage loads?"],
+        solution_text="predict_projection.predict(20)",
+    )
+
+
+@register
 def _ex33() -> Exercise:
     return Exercise(
         id="33-split-hot-cold",
@@ -415,6 +611,88 @@ def _ex33() -> Exercise:
         solution_text=(
             'practice.products.aggregate([{"$project": {f: 1 for f in COLD}}, {"$out": "product_details"}])\n'
             'practice.products.update_many({}, {"$unset": {f: "" for f in COLD}})\nex.check(practice)'),
+    )
+
+
+_PROFILE_HOT = ("name", "avatarUrl", "plan")
+
+
+def _profiles_33() -> list[dict]:
+    import datetime as dt
+
+    return [{"_id": f"user:{i:03d}", "name": f"User {i}", "avatarUrl": f"https://img.example/u{i}.png",
+             "plan": ("free", "pro", "team")[i % 3], "email": f"user{i}@example.com",
+             "bio": f"Bio of user {i}. " * 40,
+             "settings": {f"option{k}": (i * k) % 7 for k in range(40)},
+             "loginHistory": [dt.datetime(2026, 1, 1) + dt.timedelta(hours=i + 7 * k) for k in range(50)]}
+            for i in range(1, 21)]
+
+
+def _check_save_profile(args: Any) -> str:
+    import bson
+
+    from labkit.exercises import observe
+
+    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and callable(args[1]) else (None, None)
+    if save_user is None:
+        raise NotYet("call it with the practice database and your function: `ex_profile.check(practice, save_user)`.")
+    originals = _profiles_33()
+    cold = sorted(set(originals[0]) - set(_PROFILE_HOT) - {"_id"})
+    with observe.sandbox("33-save-profile", db) as box:
+        worst = 0
+        for user in originals:
+            box.recorder.clear()
+            observe.call_learner(save_user, box.db, bson.decode(bson.encode(user)))  # a deep copy
+            worst = max(worst, box.recorder.write_statements())
+        users = {u["_id"]: u for u in box.db.users.find()}
+        details = {d["_id"]: d for d in box.db.user_details.find()}
+        header = box.db.users.find_one({"_id": "user:001"}) or {}
+    if len(users) != len(originals):
+        raise NotYet(f"db.users holds {len(users)} documents after {len(originals)} saves: insert one per user, "
+                     "with the user's `_id`.")
+    still_cold = sorted({f for u in users.values() for f in cold if f in u})
+    if still_cold:
+        raise NotYet(f"db.users still holds cold field(s) {still_cold}: every page header would read them into "
+                     "the cache. Keep only _id and the header's fields (name, avatarUrl, plan) in users.")
+    lost_hot = sorted({f for u in users.values() for f in _PROFILE_HOT if f not in u})
+    if lost_hot:
+        raise NotYet(f"db.users lacks hot field(s) {lost_hot}: the header shows them on every page, so they stay "
+                     "in the small document.")
+    if not details:
+        raise NotYet("db.user_details is empty: the cold fields go there (no cold data lost).")
+    unmatched = [u for u in users if u not in details]
+    if unmatched:
+        raise NotYet(f"{unmatched[0]} has no user_details document with the same `_id`: share the `_id`, so the "
+                     "settings page reads both by key.")
+    for orig in originals:
+        d = details[orig["_id"]]
+        bad = [f for f in cold if d.get(f) != orig[f]]
+        if bad:
+            raise NotYet(f"user_details of {orig['_id']} has {bad[0]!r} missing, emptied or changed: the split must "
+                         "keep every cold value as it was (no cold data lost).")
+    if worst > 2:
+        raise NotYet(f"one save sent {worst} write statements: two inserts are enough (users and user_details).")
+    return (f"20 users saved in {worst} writes each; the header document is {len(bson.encode(header))} bytes and "
+            "every cold field is kept, unchanged, in user_details under the same _id.")
+
+
+@register
+def _ex33_profile() -> Exercise:
+    return Exercise(
+        id="33-save-profile-split",
+        lesson="33_bloated_documents",
+        task="User profiles: write save_user(db, user) that stores _id, name, avatarUrl and plan in db.users and "
+             "every other field in db.user_details under the same _id, losing nothing.",
+        checker=_check_save_profile,
+        hints=["Split the dict in Python: `hot = {k: user[k] for k in (\"_id\", *HOT)}`, the rest is cold.",
+               "`db.users.insert_one(hot)`; `db.user_details.insert_one({\"_id\": user[\"_id\"], **cold})`."],
+        solution_text=(
+            "HOT = (\"name\", \"avatarUrl\", \"plan\")\n\n\n"
+            "def save_user(db, user):\n"
+            "    db.users.insert_one({k: user[k] for k in (\"_id\", *HOT)})\n"
+            "    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT})\n\n\n"
+            "ex_profile.check(practice, save_user)"
+        ),
     )
 
 

@@ -406,6 +406,133 @@ def _ex16() -> Exercise:
         ),
     )
 
+
+@register
+def _ex16_predict() -> Exercise:
+    return Prediction(
+        id="16-predict-lookup-docs",
+        lesson="16_extended_reference_subset",
+        task="Design B ($lookup): how many documents does the server examine to build one day's packing list?",
+        checker=None,
+        tolerance=0.05,
+        explain=lambda n: (f"Measured: {n}. The day's orders are read once each through the createdAt index, and "
+                           "the join then fetches one customer per order through the customers' _id index (an "
+                           "IndexedLoopJoin probes once per order): a customer with two orders that day is read "
+                           "twice, and each customer read is the whole profile. The extended reference reads the "
+                           "orders only."),
+        hints=["Count the orders of the day (printed above), then ask how many customer documents the join fetches "
+               "for them."],
+        solution_text="predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer",
+    )
+
+
+_AGENT_PROFILE = {"bio": "Support engineer since 2018; speaks three languages. " * 8,
+                  "skills": ["billing", "shipping", "returns", "accounts"], "shifts": ["mon", "tue", "wed"]}
+
+
+def _agents_16() -> list[dict]:
+    teams = ["billing", "shipping", "billing", "returns", "shipping"]
+    return [{"_id": f"agent:{i}", "name": f"Agent {i}", "team": teams[i - 1], "email": f"agent{i}@example.com",
+             **_AGENT_PROFILE} for i in range(1, 6)]
+
+
+def _check_ticket_reference(args: Any) -> str:
+    from labkit.exercises import observe
+
+    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
+        raise NotYet("call it with the practice database and your two functions: "
+                     "`ex_tickets.check(practice, open_ticket, rename_agent)`.")
+    db, open_ticket, rename_agent = args
+    with observe.sandbox("16-extended-reference-tickets", db) as box:
+        sdb, rec = box.db, box.recorder
+        if hasattr(db, "list_collection_names"):
+            observe.copy_indexes(db["tickets"], sdb["tickets"])  # the learner's index definitions, not data
+        sdb.agents.insert_many(_agents_16())
+        # 1. open 40 tickets: agent 3 gets 12 of them, the others 7 each
+        plan = [3] * 12 + [1, 2, 4, 5] * 7
+        rec.clear()
+        for n, agent in enumerate(plan):
+            observe.call_learner(open_ticket, sdb, {"_id": f"ticket:{n:03d}", "subject": f"Question {n}",
+                                                    "agentId": f"agent:{agent}"})
+        inserts = [c for c in rec.writes() if "insert" in c]
+        tickets = list(sdb.tickets.find())
+        if len(tickets) != len(plan):
+            raise NotYet(f"after {len(plan)} calls of open_ticket, tickets holds {len(tickets)} documents: insert "
+                         "each ticket once into db.tickets.")
+        if len(rec.writes()) > len(plan) or len(inserts) < len(plan):
+            raise NotYet(f"open_ticket sent {len(rec.writes())} writes for {len(plan)} tickets: one insert per "
+                         "ticket, with the agent's fields already in it (no second update).")
+        sample = next((t for t in tickets if t.get("_id") == "ticket:000"), tickets[0])
+        agent = sample.get("agent")
+        if not isinstance(agent, dict):
+            raise NotYet(f"ticket:000 has no `agent` subdocument (its fields: {sorted(sample)}): copy "
+                         "`{_id, name, team}` of the agent into `agent`.")
+        extra = sorted(set(agent) - {"_id", "name", "team"})
+        if extra:
+            raise NotYet(f"the ticket's `agent` copy carries {extra} as well: copy only the fields the ticket list "
+                         "shows (`_id`, `name`, `team`), not the whole agent profile; every copy is read with "
+                         "every ticket and rewritten on every change.")
+        missing = sorted({"_id", "name", "team"} - set(agent))
+        if missing:
+            raise NotYet(f"the ticket's `agent` copy lacks {missing}: the list shows the agent's name and team, and "
+                         "the copy keeps the agent's `_id` as its reference.")
+        if agent != {"_id": "agent:3", "name": "Agent 3", "team": _agents_16()[2]["team"]}:
+            raise NotYet(f"ticket:000 (agent:3) carries agent={agent}; expected agent:3's own _id, name and team.")
+        # 2. agent 3 changes name
+        rec.clear()
+        observe.call_learner(rename_agent, sdb, "agent:3", "Dana Okafor")
+        statements = rec.write_statements()
+        renamed = sdb.tickets.count_documents({"agent._id": "agent:3", "agent.name": "Dana Okafor"})
+        others = sdb.tickets.count_documents({"agent._id": {"$ne": "agent:3"}, "agent.name": "Dana Okafor"})
+        profile = sdb.agents.find_one({"_id": "agent:3"}) or {}
+        if profile.get("name") != "Dana Okafor":
+            raise NotYet("rename_agent left the agent's own document with the old name: update db.agents too.")
+        if others:
+            raise NotYet(f"{others} tickets of other agents now show 'Dana Okafor': filter the tickets on the copied "
+                         "reference, `{\"agent._id\": agent_id}`.")
+        if renamed != 12:
+            raise NotYet(f"{renamed} of agent:3's 12 tickets show the new name: update every copy, "
+                         "`update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})`.")
+        if statements > 2:
+            raise NotYet(f"the rename sent {statements} write statements (one per ticket?): two are enough, one "
+                         "`update_one` on the agent and one `update_many` on its tickets; the server finds them "
+                         "through the index on the copied id.")
+        fig = observe.plan_figures(sdb.tickets.find({"agent._id": "agent:3"}).explain())
+        if fig.collscan or fig.keys_examined > fig.returned:
+            raise NotYet(f"the rename's filter {{'agent._id': 'agent:3'}} examines {fig.docs_examined} tickets "
+                         f"({'a collection scan' if fig.collscan else 'an index that does not start with agent._id'})"
+                         f" to change {fig.returned}: create the index on the copied reference, "
+                         "`practice.tickets.create_index(\"agent._id\")`, before checking.")
+    return ("each ticket carries only {_id, name, team} of its agent; a rename is two writes, and the index on "
+            f"agent._id finds the 12 copies with {fig.keys_examined} keys examined.")
+
+
+@register
+def _ex16_tickets() -> Exercise:
+    return Exercise(
+        id="16-extended-reference-tickets",
+        lesson="16_extended_reference_subset",
+        task="Support tickets show their agent's name and team: write open_ticket(db, ticket) (an extended reference "
+             "agent: {_id, name, team}) and rename_agent(db, agent_id, new_name) (two writes), and index what the "
+             "rename needs.",
+        checker=_check_ticket_reference,
+        hints=["open_ticket: `a = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})`, "
+               "then insert the ticket with `agent=a`.",
+               "rename_agent: `update_one` on db.agents, then `update_many({\"agent._id\": agent_id}, "
+               "{\"$set\": {\"agent.name\": new_name}})`; `practice.tickets.create_index(\"agent._id\")`."],
+        solution_text=(
+            "def open_ticket(db, ticket):\n"
+            "    agent = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})\n"
+            "    db.tickets.insert_one(ticket | {\"agent\": agent})\n\n\n"
+            "def rename_agent(db, agent_id, new_name):\n"
+            "    db.agents.update_one({\"_id\": agent_id}, {\"$set\": {\"name\": new_name}})\n"
+            "    db.tickets.update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})\n\n\n"
+            "practice.tickets.create_index(\"agent._id\")\n"
+            "ex_tickets.check(practice, open_ticket, rename_agent)"
+        ),
+    )
+
+
 def _check_materialized_path(coll: Any) -> str:
     import re
 
@@ -483,50 +610,97 @@ def _ex17() -> Exercise:
 def _check_versioning(args: Any) -> str:
     from pymongo.errors import DuplicateKeyError
 
+    from labkit.exercises import observe
+
     db, save_revision = _db_and_function(args, "save_revision", "practice")
-    keys = _index_keys(db.documents_history)
-    unique = [spec for name, spec in db.documents_history.index_information().items()
-              if name != "_id_" and spec.get("unique")]
-    if not any([f for f, _ in spec["key"]] == ["docId", "rev"] for spec in unique):
-        if any([f for f, _ in k] == ["docId", "rev"] for k in keys):
-            raise NotYet("the {docId, rev} index exists but is not unique: create it with `unique=True`.")
-        raise NotYet("create the unique index on documents_history: `[(\"docId\", 1), (\"rev\", 1)]`, `unique=True`.")
+    learner_history = db["documents_history"] if hasattr(db, "list_collection_names") else None
     doc_id = "doc:versioning-check"
-    db.documents.delete_one({"_id": doc_id})
-    db.documents_history.delete_many({"docId": doc_id})
-    db.documents.insert_one({"_id": doc_id, "rev": 1, "title": "Check", "body": "v1"})
-    try:
-        for body in ("v2", "v3", "v4"):
+    with observe.sandbox("18-versioning", db) as box:
+        sdb, rec = box.db, box.recorder
+        if learner_history is not None:
+            observe.copy_indexes(learner_history, sdb["documents_history"])  # the learner's index definitions
+        unique = [spec for name, spec in sdb.documents_history.index_information().items()
+                  if name != "_id_" and spec.get("unique")]
+        if not any([f for f, _ in spec["key"]] == ["docId", "rev"] for spec in unique):
+            if any([f for f, _ in k] == ["docId", "rev"] for k in _index_keys(sdb.documents_history)):
+                raise NotYet("the {docId, rev} index exists but is not unique: create it with `unique=True`.")
+            raise NotYet("create the unique index on documents_history: `[(\"docId\", 1), (\"rev\", 1)]`, "
+                         "`unique=True`.")
+        sdb.documents.insert_one({"_id": doc_id, "rev": 1, "title": "Check", "body": "v1"})
+        rec.clear()
+
+        def save(target: Any, body: str) -> None:
             try:
-                save_revision(db, doc_id, {"body": body})
+                observe.call_learner(save_revision, target, doc_id, {"body": body})
             except DuplicateKeyError as exc:
                 key = (exc.details or {}).get("keyValue") or {}
                 if "rev" in key:
-                    raise NotYet(f"revision {key['rev']} was filed in the history twice: the current document's rev "
-                                 "must grow with every save (`$inc` rev by one).") from None
-                raise NotYet(f"saving a revision failed with a duplicate key ({key}): give each history copy an _id "
-                             "of its own (not the current document's _id).") from None
-        current = db.documents.find_one({"_id": doc_id})
-        history = list(db.documents_history.find({"docId": doc_id}).sort("rev", 1))
-        stray = db.documents_history.count_documents({"_id": doc_id})
-    finally:
-        db.documents.delete_one({"_id": doc_id})
-        db.documents_history.delete_many({"docId": doc_id})
-        db.documents_history.delete_many({"_id": doc_id})
-    if stray or not history:
-        raise NotYet("no history copy carries `docId`: store the document's id in a `docId` field of each copy.")
-    if current.get("body") != "v4":
-        raise NotYet(f"after three saves the current body is {current.get('body')!r}, expected 'v4': apply `changes` "
-                     "to the document in db.documents.")
-    if current.get("rev") != 4:
-        raise NotYet(f"after three saves the current rev is {current.get('rev')!r}, expected 4: `$inc` rev by one.")
-    got = [(h.get("rev"), h.get("body")) for h in history]
-    if got == [(2, "v2"), (3, "v3"), (4, "v4")]:
-        raise NotYet("the history holds the NEW revisions; copy the current revision before changing it, so the "
-                     "history holds revisions 1-3.")
-    if got != [(1, "v1"), (2, "v2"), (3, "v3")]:
-        raise NotYet(f"the history should hold (rev, body) (1, 'v1'), (2, 'v2'), (3, 'v3'); it holds {got}.")
-    return "the current document is at revision 4 and revisions 1-3 are in the history, unique by {docId, rev}."
+                    raise NotYet(f"revision {key['rev']} was filed in the history twice: the current document's "
+                                 "rev must grow with every save (`$inc` rev by one).") from None
+                raise NotYet(f"saving a revision failed with a duplicate key ({key}): give each history copy an "
+                             "_id of its own (not the current document's _id).") from None
+
+        # 1. three saves, one at a time; each must be two writes, the history copy first
+        document_first = False
+        for body in ("v2", "v3", "v4"):
+            rec.clear()
+            save(sdb, body)
+            targets = [(next(iter(c)), c[next(iter(c))]) for c in rec.writes()]
+            if len(targets) > 2 or rec.write_statements() > 2:
+                raise NotYet(f"one save sent {rec.write_statements()} write statements ({targets}); it takes two: "
+                             "file the copy in documents_history, then update the document.")
+            document_first = document_first or [c for _, c in targets] == ["documents", "documents_history"]
+        current = sdb.documents.find_one({"_id": doc_id}) or {}
+        history = list(sdb.documents_history.find({"docId": doc_id}).sort("rev", 1))
+        if not history:
+            raise NotYet("no history copy carries `docId`: store the document's id in a `docId` field of each copy.")
+        if current.get("body") != "v4":
+            raise NotYet(f"after three saves the current body is {current.get('body')!r}, expected 'v4': apply "
+                         "`changes` to the document in db.documents.")
+        if current.get("rev") != 4:
+            raise NotYet(f"after three saves the current rev is {current.get('rev')!r}, expected 4: `$inc` rev by one.")
+        got = [(h.get("rev"), h.get("body")) for h in history]
+        if got == [(2, "v2"), (3, "v3"), (4, "v4")]:
+            raise NotYet("the history holds the NEW revisions; copy the current revision before changing it, so the "
+                         "history holds revisions 1-3.")
+        if got != [(1, "v1"), (2, "v2"), (3, "v3")]:
+            raise NotYet(f"the history should hold (rev, body) (1, 'v1'), (2, 'v2'), (3, 'v3'); it holds {got}.")
+        if document_first:
+            raise NotYet("your save updates the document first and files the copy second: a crash between the "
+                         "two writes loses the old revision for ever. File the copy first.")
+
+        # 2. the process dies between the two writes; the same save is retried
+        try:
+            save_revision(_CrashingDb(sdb, 1), doc_id, {"body": "v5"})
+        except _SimulatedCrash:
+            pass
+        try:
+            observe.call_learner(save_revision, sdb, doc_id, {"body": "v5"})
+        except DuplicateKeyError:
+            raise NotYet("after a crash between the two writes, the retry fails with a duplicate key: the copy of "
+                         "revision 4 is already filed, so every later save of this document fails the same way "
+                         "and it is locked for ever. File the copy with an upsert that only inserts "
+                         "(`update_one({\"_id\": ...}, {\"$setOnInsert\": copy}, upsert=True)`).") from None
+        current = sdb.documents.find_one({"_id": doc_id}) or {}
+        got = [(h.get("rev"), h.get("body")) for h in sdb.documents_history.find({"docId": doc_id}).sort("rev", 1)]
+        if (current.get("rev"), current.get("body")) != (5, "v5") or got != [(1, "v1"), (2, "v2"), (3, "v3"),
+                                                                             (4, "v4")]:
+            raise NotYet(f"after a crash between the two writes and a retry, the document is at rev "
+                         f"{current.get('rev')!r} ({current.get('body')!r}) and the history holds {got}; expected "
+                         "rev 5 and revisions 1-4, each once.")
+
+        # 3. two editors save at the same moment: the second runs right after the first one's read
+        observe.interleaved(lambda: save_revision(sdb, doc_id, {"body": "v6"}),
+                            lambda: save_revision(sdb, doc_id, {"body": "v7"}), rec)
+        current = sdb.documents.find_one({"_id": doc_id}) or {}
+        revs = [h.get("rev") for h in sdb.documents_history.find({"docId": doc_id}).sort("rev", 1)]
+        if revs != list(range(1, int(current.get("rev") or 1))):
+            raise NotYet(f"two editors saved at the same moment: the document is now at rev {current.get('rev')!r} "
+                         f"but the history holds revisions {revs}, so a revision was overwritten without a copy. "
+                         "Update the document only if it is still at the revision you copied: "
+                         "`update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, ...)`.")
+    return ("two writes per save (the copy first), one copy per revision, unique by {docId, rev}; a crash between "
+            "the writes and its retry, and two editors at once, lose no revision.")
 
 
 @register
@@ -605,6 +779,22 @@ def _check_single_collection(db: Any) -> str:
 
 
 @register
+def _ex19_predict() -> Exercise:
+    return Prediction(
+        id="19-predict-author-page-docs",
+        lesson="19_single_collection",
+        task="Single collection: how many documents does find({'relatedIds': 'author:3'}) examine?",
+        checker=None,
+        explain=lambda n: (f"Measured: {n}. One index key per document that lists author:3 in relatedIds: the "
+                           "author itself (its own id is in its list) and each of its books, and one fetch per key. "
+                           "The index on the multikey relatedIds answers the page exactly: documents examined equal "
+                           "documents returned, with no join stage."),
+        hints=["Which documents hold 'author:3' in their relatedIds array?"],
+        solution_text="predict_author.predict(1 + db.books.count_documents({\"authorIds\": \"author:3\"}))",
+    )
+
+
+@register
 def _ex19() -> Exercise:
     return Exercise(
         id="19-single-collection",
@@ -627,6 +817,79 @@ def _ex19() -> Exercise:
         ),
     )
 
+
+def _check_enrol(args: Any) -> str:
+    from labkit.exercises import observe
+
+    db, enrol = _db_and_function(args, "enrol", "practice")
+    courses = [f"course:{c}" for c in ("db", "ml", "ux", "go")]
+    students = [f"student:{i:02d}" for i in range(1, 13)]
+    pairs = [(courses[i % 4], s) for i, s in enumerate(students)] + [(courses[0], s) for s in students[:6]]
+    pairs.append(pairs[0])  # the same enrolment twice: a retry
+    with observe.sandbox("19-enrol", db) as box:
+        catalog = box.db["catalog"]
+        catalog.insert_many([{"_id": c, "docType": "course", "title": c[7:].upper(), "relatedIds": [c]}
+                             for c in courses]
+                            + [{"_id": s, "docType": "student", "name": s.title(), "relatedIds": [s]}
+                               for s in students])
+        catalog.create_index("relatedIds")
+        worst = 0
+        for course, student in pairs:
+            box.recorder.clear()
+            observe.call_learner(enrol, catalog, course, student)
+            worst = max(worst, box.recorder.write_statements())
+        docs = {d["_id"]: d for d in catalog.find()}
+        pages = {x: {d["_id"] for d in catalog.find({"relatedIds": x}, {"_id": 1})} for x in courses + students}
+    want: dict = {x: {x} for x in courses + students}
+    for c, s in pairs:
+        want[c].add(s)
+        want[s].add(c)
+    if set(docs) != set(want):
+        raise NotYet(f"the catalog holds {len(docs)} documents after the enrolments, expected the "
+                     f"{len(want)} courses and students: update the existing documents, do not insert or delete.")
+    dupes = sorted(x for x, d in docs.items() if len(d.get("relatedIds") or []) != len(set(map(str, d.get("relatedIds") or []))))
+    if dupes:
+        raise NotYet(f"{dupes[0]} lists an id twice in relatedIds after the same enrolment ran twice: use "
+                     "`$addToSet` (with `$each`), not `$push`, so a retried enrolment changes nothing.")
+    lost_self = sorted(x for x, d in docs.items() if x not in (d.get("relatedIds") or []))
+    if lost_self:
+        raise NotYet(f"{lost_self[0]} no longer lists its own id in relatedIds, so its own page misses it: "
+                     "add to the array, do not replace it.")
+    for x in courses + students:
+        if pages[x] != want[x]:
+            other = "students" if x in courses else "courses"
+            missing = sorted(want[x] - pages[x])
+            raise NotYet(f"the page of {x} (find({{'relatedIds': {x!r}}})) misses {missing[:3]}: an enrolment "
+                         f"links both ways, so the course and the student each list the other's id (here its "
+                         f"{other}).")
+    if worst > 2:
+        raise NotYet(f"one enrolment sent {worst} write statements: one `update_many` on both documents "
+                     "(`{\"_id\": {\"$in\": [course_id, student_id]}}`) with `$addToSet` of both ids does it, "
+                     "since each document already lists its own id.")
+    return (f"{len(pairs)} enrolments (one retried) in at most {worst} write statement(s) each; every course and "
+            "student page is one indexed find returning it and everything linked to it.")
+
+
+@register
+def _ex19_enrol() -> Exercise:
+    return Exercise(
+        id="19-enrol",
+        lesson="19_single_collection",
+        task="Courses and students in one collection (docType, relatedIds): write enrol(catalog, course_id, "
+             "student_id) that links them both ways, idempotently, in at most two write statements.",
+        checker=_check_enrol,
+        hints=["Both documents already list their own id in relatedIds; the link adds the other's id.",
+               "`catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}}, "
+               "{\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})`"],
+        solution_text=(
+            "def enrol(catalog, course_id, student_id):\n"
+            "    catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}},\n"
+            "                        {\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})\n\n\n"
+            "ex_enrol.check(practice, enrol)"
+        ),
+    )
+
+
 # --- end notebooks 15-19 -----------------------------------------------------------------------------------
 
 
@@ -635,12 +898,13 @@ def _ex19() -> Exercise:
 def _check_outlier_write(args: Any) -> str:
     import datetime as dt
 
+    from labkit.exercises import observe
+
     db, add_comment = _db_and_function(args, "add_comment")
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
-    posts, comments = db["exercise_11_posts"], db["exercise_11_comments"]
-    posts.drop()
-    comments.drop()
+    box = observe.sandbox("11-outlier-write", db)  # pristine posts of the checker's own, never the learner's
+    posts, comments = box.db["posts"], box.db["comments"]
     base = dt.datetime(2026, 10, 3, 9, 0)
     posts.insert_many([{"_id": "post:busy", "title": "Busy", "commentCount": 0, "comments": [], "hasOverflow": False},
                        {"_id": "post:quiet", "title": "Quiet", "commentCount": 0, "comments": [],
@@ -653,9 +917,22 @@ def _check_outlier_write(args: Any) -> str:
                             {"userId": f"user:{i}", "text": f"comment {i}", "createdAt": base + dt.timedelta(minutes=i)})
         busy, quiet = posts.find_one({"_id": "post:busy"}), posts.find_one({"_id": "post:quiet"})
         overflow = list(comments.find({}, {"_id": 0}).sort("createdAt", 1))
+        # two comments arrive at once on a full post: the second runs right after the first one's first read
+        posts.insert_one({"_id": "post:race", "title": "Race", "commentCount": 20, "hasOverflow": False,
+                          "comments": [{"userId": f"user:{i}", "text": f"old {i}",
+                                        "createdAt": base + dt.timedelta(minutes=i)} for i in reversed(range(20))]})
+        late = base + dt.timedelta(hours=1)
+        observe.interleaved(
+            lambda: add_comment(posts, comments, "post:race", {"userId": "user:a", "text": "race a",
+                                                               "createdAt": late}),
+            lambda: add_comment(posts, comments, "post:race", {"userId": "user:b", "text": "race b",
+                                                               "createdAt": late + dt.timedelta(seconds=1)}),
+            box.recorder)
+        race = posts.find_one({"_id": "post:race"}) or {}
+        raced = {c.get("text") for c in race.get("comments", []) if isinstance(c, dict)}
+        raced |= {c.get("text") for c in comments.find({"postId": "post:race"})}
     finally:
-        posts.drop()
-        comments.drop()
+        box.close()
     if busy is None or quiet is None:
         raise NotYet("a test post disappeared; update the existing post (filter on `_id`), do not replace or "
                      "delete it.")
@@ -685,7 +962,32 @@ def _check_outlier_write(args: Any) -> str:
     if quiet.get("hasOverflow"):
         raise NotYet("the quiet post says `hasOverflow: True` with only 3 comments; set it only when a comment "
                      "moves to the overflow collection.")
-    return "20 newest embedded, 5 oldest moved to the overflow collection, counts and flags right."
+    lost = sorted({"race a", "race b", "old 0", "old 1"} - raced)
+    if lost or race.get("commentCount") != 22:
+        raise NotYet(f"two comments arrived at once on a full post: afterwards {lost or 'no comment'} is missing "
+                     f"and commentCount is {race.get('commentCount')!r} (expected 22). Reading the post, building "
+                     "the new array in Python and writing it back loses the other call's comment; let one "
+                     "`find_one_and_update` with `$push`/`$slice` and `$inc` change the post atomically.")
+    return ("20 newest embedded, 5 oldest moved to the overflow collection, counts and flags right, and two "
+            "comments at once on a full post both kept.")
+
+
+@register
+def _ex11_predict() -> Exercise:
+    return Prediction(
+        id="11-predict-deep-page-keys",
+        lesson="11_outlier",
+        task="Page 50 of the viral post's comments (20 per page, page 1 embedded): how many index keys does its "
+             "query examine?",
+        checker=None,
+        tolerance=0.02,
+        explain=lambda n: (f"Measured: {n}. Page 50 is the 49th page of the overflow collection: `skip(48 * 20)` "
+                           "walks the {postId, createdAt} index past the 960 keys of pages 2-49, then reads the 20 "
+                           "it returns. The documents fetched stay 20 (SKIP sits below FETCH), but the keys grow "
+                           "with the page number; a range on createdAt from the last comment shown avoids that."),
+        hints=["Which keys does `skip((page - 2) * 20).limit(20)` have to pass before it returns anything?"],
+        solution_text="predict_deep.predict(48 * 20 + 20)",
+    )
 
 
 @register
@@ -799,23 +1101,44 @@ def _ex12() -> Exercise:
 
 # --- notebook 13 -------------------------------------------------------------------------------------------
 
-def _check_migrate_batches(args: Any) -> str:
-    db, migrate_batch = _db_and_function(args, "migrate_batch")
-    if not hasattr(db, "list_collection_names"):
-        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
-    coll = db["exercise_13_users"]
-    coll.drop()
-    names = ["Alice Smith", "Mary Ann Lee", "Omar van Dijk", "Ben Lee", "Hana Okafor"]
-    v1 = [{"_id": f"u:{i:04d}", "schemaVersion": 1, "name": names[i % len(names)], "email": f"u{i}@example.com"}
-          for i in range(1, 238)]
+_MIGRATE_NAMES = ["Alice Smith", "Mary Ann Lee", "Omar van Dijk", "Ben Lee", "Hana Okafor"]
+
+
+def _migration_users() -> tuple[list[dict], list[dict]]:
+    """The checker's pristine users: 237 still v1 (one `name`), 22 already v2."""
+    v1 = [{"_id": f"u:{i:04d}", "schemaVersion": 1, "name": _MIGRATE_NAMES[i % len(_MIGRATE_NAMES)],
+           "email": f"u{i}@example.com"} for i in range(1, 238)]
     v2 = [{"_id": f"u:{i:04d}", "schemaVersion": 2, "firstName": "Gus", "lastName": "Rossi",
            "email": f"u{i}@example.com"} for i in range(238, 260)]
-    coll.insert_many(v1 + v2)
+    return v1, v2
+
+
+def _half_migrated(docs: Any) -> str | None:
+    """A user left between the two shapes (what a crash between two writes of one user leaves behind)."""
+    for d in docs:
+        v = d.get("schemaVersion")
+        if (v == 1 and ("name" not in d or "firstName" in d)) or (v == 2 and "name" in d):
+            return d["_id"]
+    return None
+
+
+def _check_migrate_batches(args: Any) -> str:
+    from labkit.exercises import observe
+
+    db, migrate_batch = _db_and_function(args, "migrate_batch")
+    v1, v2 = _migration_users()
     batch_size, calls, sizes = 50, 0, []
-    try:
+    with observe.sandbox("13-migrate-batches", db) as box:
+        coll = box.db["users"]
+        coll.insert_many([dict(d) for d in v1 + v2])
+        coll.create_index([("schemaVersion", 1), ("_id", 1)])
+        rec = box.recorder
+        # 1. one call at a time, watching the writes each call sends
         while calls < 20:
             left = coll.count_documents({"schemaVersion": 1})
-            returned = migrate_batch(coll, batch_size)
+            rec.clear()
+            returned = observe.call_learner(migrate_batch, coll, batch_size)
+            statements, writes = rec.write_statements(), len(rec.writes())
             calls += 1
             moved = left - coll.count_documents({"schemaVersion": 1})
             sizes.append(moved)
@@ -824,33 +1147,65 @@ def _check_migrate_batches(args: Any) -> str:
             if returned and not moved:
                 raise NotYet(f"a call returned {returned} but every user is still v1: set `schemaVersion: 2` in the "
                              "update, or the same documents are found again.")
-            if returned != moved:
-                raise NotYet(f"a call returned {returned} but upgraded {moved} users; return how many it upgraded.")
             if moved > batch_size:
                 raise NotYet(f"one call upgraded {moved} users with batch_size={batch_size}: limit the find to "
                              "`batch_size` documents (`.limit(batch_size)`).")
+            if returned != moved:
+                raise NotYet(f"a call returned {returned} but upgraded {moved} users; return how many it upgraded.")
+            if moved and statements > moved:
+                raise NotYet(f"a call sent {statements} write statements to upgrade {moved} users: one update per "
+                             "user must do the whole change (`$set` firstName, lastName and schemaVersion and "
+                             "`$unset` name together). Two writes per user leave a half-migrated user when the "
+                             "process stops between them.")
             if returned == 0:
                 break
         docs = {d["_id"]: d for d in coll.find()}
-    finally:
-        coll.drop()
-    if any(d.get("schemaVersion") == 1 for d in docs.values()):
-        raise NotYet(f"after {calls} calls some users are still v1 (upgraded per call: {sizes[:6]}): set "
-                     "`schemaVersion: 2` in the update, or the same documents are found again.")
-    for orig in v1:
-        d = docs[orig["_id"]]
-        first, _, last = orig["name"].partition(" ")
-        if "name" in d:
-            raise NotYet(f"{d['_id']} still has `name`: `$unset` it in the same update.")
-        if (d.get("firstName"), d.get("lastName")) != (first, last):
-            raise NotYet(f"{orig['name']!r} became firstName={d.get('firstName')!r}, lastName={d.get('lastName')!r}; "
-                         f"expected {first!r} and {last!r} (first word, then the rest).")
-        if d.get("email") != orig["email"]:
-            raise NotYet(f"{d['_id']} lost or changed its email: update only the name fields.")
-    for orig in v2:
-        if docs[orig["_id"]] != orig:
-            raise NotYet(f"the v2 user {orig['_id']} was changed; select only `schemaVersion: 1` documents.")
-    return f"237 users upgraded in batches of {[s for s in sizes if s]}, v2 users untouched, names split right."
+        if any(d.get("schemaVersion") == 1 for d in docs.values()):
+            raise NotYet(f"after {calls} calls some users are still v1 (upgraded per call: {sizes[:6]}): set "
+                         "`schemaVersion: 2` in the update, or the same documents are found again.")
+        for orig in v1:
+            d = docs[orig["_id"]]
+            first, _, last = orig["name"].partition(" ")
+            if "name" in d:
+                raise NotYet(f"{d['_id']} still has `name`: `$unset` it in the same update.")
+            if (d.get("firstName"), d.get("lastName")) != (first, last):
+                raise NotYet(f"{orig['name']!r} became firstName={d.get('firstName')!r}, "
+                             f"lastName={d.get('lastName')!r}; expected {first!r} and {last!r} (first word, then "
+                             "the rest).")
+            if d.get("email") != orig["email"]:
+                raise NotYet(f"{d['_id']} lost or changed its email: update only the name fields.")
+        for orig in v2:
+            if docs[orig["_id"]] != orig:
+                raise NotYet(f"the v2 user {orig['_id']} was changed; select only `schemaVersion: 1` documents.")
+
+        # 2. resumability: the process dies in the middle of a batch, then the migration is started again
+        coll.delete_many({})
+        coll.insert_many([dict(d) for d in v1 + v2])
+        try:
+            migrate_batch(_CrashingDb(box.db, 7)["users"], batch_size)
+        except _SimulatedCrash:
+            pass
+        stuck = _half_migrated(coll.find())
+        if stuck:
+            raise NotYet(f"the process stopped in the middle of a batch and left {stuck} half-migrated (neither "
+                         "the v1 nor the v2 shape): one update per user must make the whole change.")
+        resumed = 0
+        for _ in range(20):
+            n = observe.call_learner(migrate_batch, coll, batch_size)
+            resumed += 1
+            if not n:
+                break
+        after = {d["_id"]: d for d in coll.find()}
+        wrong = [i for i, d in after.items() if d.get("schemaVersion") != 2 or "name" in d
+                 or (i in {o["_id"] for o in v1} and (d.get("firstName"), d.get("lastName")) !=
+                     tuple(next(o for o in v1 if o["_id"] == i)["name"].partition(" ")[::2]))]
+        if wrong:
+            raise NotYet(f"after a crash in the middle of a batch and {resumed} more calls, {len(wrong)} users are "
+                         f"not migrated right (e.g. {wrong[0]}): the next run must pick up exactly the users still "
+                         "at schemaVersion 1 (find them by their version, not by a position or a counter kept in "
+                         "Python).")
+    return (f"237 users upgraded in batches of {[s for s in sizes if s]}, one write per user, v2 users untouched, "
+            "names split right; after a crash in the middle of a batch the next runs finished the job.")
 
 
 @register
