@@ -212,11 +212,13 @@ def test_nested_values_are_converted():
     assert len(key) == 3 and len(collation_key("apple", EN_S1)) == 1
 
 
-def test_keys_are_fast_and_cached():
-    """Engine budget: 10,000 keys of short strings in well under a second."""
-    import time
+def test_keys_are_cached():
+    """Repeated strings are converted once (the key function is cached); the time itself is measured by the
+    benchmarks, not asserted here."""
+    from labkit import collation as C
 
-    start = time.perf_counter()
+    C._string_key.cache_clear()
     for i in range(10_000):
         collation_key(f"Name {i % 500}", EN)
-    assert time.perf_counter() - start < 1.0
+    info = C._string_key.cache_info()
+    assert info.misses == 500 and info.hits == 9_500

