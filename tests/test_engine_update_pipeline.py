@@ -120,3 +120,12 @@ def test_lesson_pipelines_keep_their_results(c):
                                          {"$unset": "events"}])
     assert c.find_one({"_id": 2}) == {"_id": 2, "username": "BoB", "usernameLower": "bob",
                                       "recentEvents": list(range(10, 20))}
+
+
+def test_field_paths_through_arrays_in_stages(c):
+    # manual "Field Paths" / "$project": "$a.b" through an array gives the array of the values found (nested
+    # arrays kept, missing ones dropped); a numeric component is a field name, not an array index
+    c.insert_many([{"_id": 10, "a": [{"b": 1}, {"c": 2}, [{"b": 3}]]}, {"_id": 11, "a": [1, 2]}])
+    out = list(c.aggregate([{"$match": {"_id": {"$gte": 10}}}, {"$set": {"x": "$a.b", "y": "$a.0"}},
+                            {"$project": {"x": 1, "y": 1}}]))
+    assert out == [{"_id": 10, "x": [1, [3]], "y": [[]]}, {"_id": 11, "x": [], "y": []}]

@@ -24,7 +24,8 @@ from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .projection import project_stage
 from .stages import IndexScan
-from .match_expr import let_variables
+from .match_expr import field_path, let_variables
+from .values import MISSING
 from .variables import bind_pipeline
 from .add_fields import add_fields_stage, replace_root_stage
 
@@ -172,7 +173,10 @@ class Ctx:
 
 def _get_path(doc: Any, path: str) -> Any:
     """Value at a dotted path like an aggregation field path ($a.b): arrays are mapped; missing -> KeyError."""
-    return helpers.get_value_by_dot(doc, path, can_generate_array=True)
+    v = field_path(doc, path)  # the server's field-path rules (match_expr.py), not mongomock's
+    if v is MISSING:
+        raise KeyError(path)
+    return v
 
 
 def _compile_expr(expr: Any) -> Callable[[dict], Any]:

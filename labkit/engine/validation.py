@@ -35,24 +35,18 @@ Approximations (documented, deliberate):
 """
 from __future__ import annotations
 
-import datetime
 import decimal
 import logging
 import math
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from bson.code import Code
 from bson.decimal128 import Decimal128
-from bson.int64 import Int64
-from bson.max_key import MaxKey
-from bson.min_key import MinKey
-from bson.objectid import ObjectId
-from bson.regex import Regex
-from bson.timestamp import Timestamp
 from pymongo.errors import OperationFailure, WriteError
+
+from .values import type_name
 
 
 def _import_jsonschema():
@@ -141,44 +135,8 @@ _TOP_LEVEL_OPERATORS = frozenset({"$and", "$or", "$nor", "$expr", "$jsonSchema",
 # ---------------------------------------------------------------------------------------
 
 def bson_type_name(value: Any) -> str:
-    """Return the BSON type alias MongoDB would report for ``value`` (``"int"``, ...)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, Int64):
-        return "long"
-    if isinstance(value, int):
-        return "int" if -(2 ** 31) <= value < 2 ** 31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, Decimal128):
-        return "decimal"
-    if isinstance(value, Code):  # Code subclasses str: test it first.
-        return "javascriptWithScope" if value.scope is not None else "javascript"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if value is None:
-        return "null"
-    if isinstance(value, (bytes, bytearray, uuid.UUID)):
-        return "binData"
-    if isinstance(value, ObjectId):
-        return "objectId"
-    if isinstance(value, datetime.datetime) or type(value).__name__ == "DatetimeMS":
-        return "date"
-    if isinstance(value, (re.Pattern, Regex)):
-        return "regex"
-    if isinstance(value, Timestamp):
-        return "timestamp"
-    if isinstance(value, MinKey):
-        return "minKey"
-    if isinstance(value, MaxKey):
-        return "maxKey"
-    if type(value).__name__ == "DBRef":
-        return "object"
-    return type(value).__name__
+    """Return the BSON type alias MongoDB would report for ``value`` (``"int"``, ...): ``values.type_name``."""
+    return type_name(value)
 
 
 def _matches_type_set(value: Any, aliases: list[str]) -> bool:

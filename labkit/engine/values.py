@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import uuid
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -291,6 +293,12 @@ def bson_type_code(v: Any) -> int:
         return -1
     if isinstance(v, MaxKey):
         return 127
+    if isinstance(v, (bytearray, uuid.UUID)):  # pymongo stores both as binData
+        return 5
+    if type(v).__name__ == "DatetimeMS":
+        return 9
+    if isinstance(v, Mapping):  # RawBSONDocument and other mappings are documents
+        return 3
     return 0
 
 
