@@ -126,13 +126,14 @@ def test_client_bulk_write_argument_errors(client):
         client.bulk_write(InsertOne(namespace="db.c", document={}))
 
 
-def test_client_bulk_write_let_is_refused_not_dropped(client):
-    # bulk_write_update_per_statement_constants.js: the server evaluates let; the engine cannot yet, so it says so.
-    with pytest.raises(OperationFailure, match=r"bulk_write\(let=\.\.\.\) is not supported") as info:
-        client.bulk_write([UpdateOne(namespace="db.c", filter={"$expr": {"$eq": ["$a", "$$v"]}},
-                                     update={"$set": {"b": 1}})], let={"v": 1})
-    assert info.value.code == 115
-    assert client.db.c.count_documents({}) == 0
+def test_client_bulk_write_let_reaches_every_statement(client):
+    # bulk_write_update_per_statement_constants.js / manual "Mongo.bulkWrite()": let is evaluated by the server
+    # and visible to each operation's filter (more in tests/test_engine_let.py).
+    client.db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 2}])
+    result = client.bulk_write([UpdateOne(namespace="db.c", filter={"$expr": {"$eq": ["$a", "$$v"]}},
+                                          update={"$set": {"b": 1}})], let={"v": 1})
+    assert result.modified_count == 1
+    assert client.db.c.find_one({"_id": 1}) == {"_id": 1, "a": 1, "b": 1}
 
 
 def test_collection_bulk_write_let_reaches_every_statement(client):

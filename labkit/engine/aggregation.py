@@ -18,12 +18,16 @@ from mongomock import aggregate as mm_aggregate
 from mongomock import helpers
 
 from . import keys as K
-from .collection import _check_sort, _sort_list, fast_copy
+from .docutil import check_sort as _check_sort, fast_copy, sort_list as _sort_list
 from .collate import current as _collation, index_keyfunc as _collation_encoder, make_matcher as _collation_matcher
 from .extra_stages import EXTRA_STAGES
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .projection import project_stage
 from .stages import IndexScan
+from .match_expr import field_path, let_variables
+from .values import MISSING
+from .variables import bind_pipeline
+from .add_fields import add_fields_stage, replace_root_stage
 
 # ---------------------------------------------------------------------------------- $bsonSize
 
@@ -169,7 +173,10 @@ class Ctx:
 
 def _get_path(doc: Any, path: str) -> Any:
     """Value at a dotted path like an aggregation field path ($a.b): arrays are mapped; missing -> KeyError."""
-    return helpers.get_value_by_dot(doc, path, can_generate_array=True)
+    v = field_path(doc, path)  # the server's field-path rules (match_expr.py), not mongomock's
+    if v is MISSING:
+        raise KeyError(path)
+    return v
 
 
 def _compile_expr(expr: Any) -> Callable[[dict], Any]:
@@ -455,26 +462,6 @@ def _set_path(doc: dict, parts: list[str], v: Any) -> dict:
     return d
 
 
-def _subst_vars(obj: Any, vars_: dict) -> Any:
-    """Replace $$name / $$name.path references with literal values (let variables of $lookup)."""
-    if isinstance(obj, str) and obj.startswith("$$"):
-        name, _, rest = obj[2:].partition(".")
-        if name in vars_:
-            v = vars_[name]
-            if rest:
-                try:
-                    v = _get_path(v, rest)
-                except (KeyError, TypeError):
-                    v = None
-            return {"$literal": v}
-        return obj
-    if isinstance(obj, dict):
-        return {k: _subst_vars(v, vars_) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_subst_vars(v, vars_) for v in obj]
-    return obj
-
-
 def _indexable_expr_eq(pipeline: list) -> list:
     """``{$match: {$expr: {$eq: ["$f", <literal>]}}}`` gets an extra ``{f: <literal>}`` conjunct so the planner
     can use an index on ``f`` (as servers since 5.0 do); the ``$expr`` stays as the exact filter."""
@@ -556,7 +543,7 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
                     vars_[k] = f(doc)
                 except KeyError:
                     vars_[k] = None
-            sub = _subst_vars(pipeline, vars_) if vars_ else pipeline
+            sub = bind_pipeline(pipeline, vars_, check=False) if vars_ else pipeline
             sub = _indexable_expr_eq(sub)
             if cond is not None:
                 sub = [{"$match": cond}, *sub]
@@ -749,10 +736,10 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
                 docs = []
         elif name == "$sortByCount":
             docs = _sort_by_count(docs, arg)
-        elif name in ("$addFields", "$set"):
-            if any("." in k for k in arg):
-                docs = [fast_copy(d) for d in docs]
-            docs = _call(mm_aggregate._handle_add_fields_stage, docs, coll, arg)
+        elif name in ("$addFields", "$set"):  # the engine's own stage (add_fields.py)
+            docs = add_fields_stage(name, arg, docs, _compile_expr)
+        elif name in ("$replaceRoot", "$replaceWith"):
+            docs = replace_root_stage(name, arg, docs, _compile_expr)
         elif name in ("$unset", "$project"):  # the server's projection rules (projection.py)
             docs = project_stage(name, arg, docs, _compile_expr)
         elif name == "$lookup":
@@ -867,11 +854,13 @@ class _FullScan:
         self.winner = type("Winner", (), {"root": stage})()
 
 
-def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None) -> list:
-    """Run an aggregate; its result documents are checked against the 16 MB BSON limit."""
+def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None, let: Any = None) -> list:
+    """Run an aggregate; ``let``: the command's variables (``$$name``, undefined ones fail with 17276); its
+    result documents are checked against the 16 MB BSON limit."""
     if hint is not None:
         raise unsupported("aggregate(hint=...)")
-    from .collection import no_gc
+    from .docutil import no_gc
+    pipeline = bind_pipeline(pipeline, let_variables(let))
     ctx = Ctx()
     ctx.allow_disk_use = allow_disk_use
     with no_gc():
@@ -888,7 +877,8 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
     from .planner import explaining
     from .sbe_explain import explain_pushdown, pushdown_split
     _check_verbosity(verbosity)
-    pipeline = list(pipeline)
+    pipeline = bind_pipeline(list(pipeline), let_variables(command.get("let") if isinstance(command, dict)
+                                                           else None))
     t0 = time.perf_counter()
     ctx = Ctx()
     filt, sort, skip, limit, n_pushed = _split_prefix(pipeline) if pipeline and not any(

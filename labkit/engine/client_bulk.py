@@ -20,6 +20,7 @@ from pymongo.errors import (ClientBulkWriteException, InvalidName, InvalidOperat
                             WriteError)
 from pymongo.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
 
+from .match_expr import let_variables
 from .planner import unsupported
 
 INVALID_NAMESPACE = 73
@@ -88,15 +89,17 @@ def _collection(client: Any, namespace: str) -> Any:
                                                         "codeName": "InvalidNamespace"}) from None
 
 
-def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool, comment: Any) -> dict:
-    """Run one operation; return its reply as the server's bulkWrite cursor holds it (``ok``, ``n`` ...)."""
+def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool, comment: Any,
+             let: dict | None = None) -> dict:
+    """Run one operation (``let``: the command's variables, for ``$expr`` in filters and update pipelines);
+    return its reply as the server's bulkWrite cursor holds it (``ok``, ``n`` ...)."""
     if kind == "insert":
         coll.insert_one(cmd["document"], bypass_document_validation=bypass, session=session, comment=comment)
         return {"ok": 1.0, "n": 1}
     if kind in ("update", "replace"):
         kw: dict[str, Any] = {"upsert": bool(cmd.get("upsert", False)), "hint": cmd.get("hint"),
                               "collation": cmd.get("collation"), "session": session,
-                              "bypass_document_validation": bypass, "comment": comment}
+                              "bypass_document_validation": bypass, "comment": comment, "let": let}
         if kind == "replace":
             res = coll.replace_one(cmd["filter"], cmd["updateMods"], sort=cmd.get("sort"), **kw)
         elif cmd["multi"]:
@@ -108,7 +111,8 @@ def _run_one(coll: Any, kind: str, cmd: dict, session: Any, bypass: bool, commen
         if res.upserted_id is not None:
             reply["upserted"] = {"_id": res.upserted_id}
         return reply
-    kw = {"hint": cmd.get("hint"), "collation": cmd.get("collation"), "session": session, "comment": comment}
+    kw = {"hint": cmd.get("hint"), "collation": cmd.get("collation"), "session": session, "comment": comment,
+          "let": let}
     res = coll.delete_many(cmd["filter"], **kw) if cmd["multi"] else coll.delete_one(cmd["filter"], **kw)
     return {"ok": 1.0, "n": res.deleted_count}
 
@@ -120,10 +124,8 @@ def client_bulk_write(client: Any, models: Sequence[Any], session: Any = None, o
     """``MongoClient.bulk_write`` on ``client`` (an ``EmbeddedClient``), with pymongo's result and errors."""
     if write_concern is not None and not write_concern.acknowledged:
         raise unsupported("MongoClient.bulk_write with an unacknowledged write concern")
-    if let:
-        # The server evaluates let variables in each operation's filter/update ($$name); the engine's writes
-        # take no variables yet, so refusing is the honest answer (never silently dropping them).
-        raise unsupported("MongoClient.bulk_write(let=...)")
+    if let is not None:
+        common.validate_is_document_type("let", let)
     common.validate_list("models", models)
     common.validate_boolean("ordered", ordered)
     common.validate_boolean("verbose_results", verbose_results)
@@ -138,16 +140,19 @@ def client_bulk_write(client: Any, models: Sequence[Any], session: Any = None, o
     full: dict[str, Any] = {"anySuccessful": False, "error": None, "writeErrors": [], "writeConcernErrors": [],
                             "nInserted": 0, "nUpserted": 0, "nMatched": 0, "nModified": 0, "nDeleted": 0,
                             "insertResults": {}, "updateResults": {}, "deleteResults": {}}
-    try:  # the server checks every namespace before running anything (nsInfo)
+    try:  # the server checks the let variables and every namespace before running anything (nsInfo)
+        variables = let_variables(let)
         colls = [_collection(client, ns) for ns in collected.namespaces]
     except OperationFailure as exc:
         full["error"] = exc
         raise ClientBulkWriteException(full, verbose_results) from exc
     bypass = bool(bypass_document_validation)
+    # evaluated once for the whole command ($$NOW is one instant), handed to each write as constants
+    constants = {k: {"$literal": v} for k, v in variables.items()} if variables else None
     in_txn = bool(session is not None and getattr(session, "in_transaction", False))
     for idx, ((kind, cmd), coll) in enumerate(zip(collected.ops, colls)):
         try:
-            reply = _run_one(coll, kind, cmd, session, bypass, comment)
+            reply = _run_one(coll, kind, cmd, session, bypass, comment, constants)
         except (WriteError, OperationFailure) as exc:
             err = {"ok": 0.0, "idx": idx, "code": exc.code, "errmsg": _errmsg(exc)}
             details = exc.details if isinstance(exc.details, dict) else {}

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from bson.regex import Regex
-from labkit.collation import CollationKey, collation_key, normalize_collation
+from .collation import CollationKey, collation_key, normalize_collation
 
 from . import keys as K
 from .match import fast_matcher
@@ -79,7 +79,7 @@ def encode(v: Any, collation: dict | None) -> bytes:
         return K.encode(v)
     t = type(v)
     if t is str:
-        return b"\x3c" + key_bytes(collation_key(v, collation))
+        return K.STR_B + key_bytes(collation_key(v, collation))
     if isinstance(v, dict):
         parts = [b"\x46"]
         for k, x in v.items():
@@ -130,7 +130,7 @@ def sort_key_fn(sort: list[tuple[str, int]], store, collation: dict | None) -> C
 
 
 def distinct_values(docs, key: str, collation: dict | None) -> list:
-    from .collection import fast_copy
+    from .docutil import fast_copy
     seen: dict[bytes, Any] = {}
     parts = key.split(".")
     for doc in docs:

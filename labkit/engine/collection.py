@@ -28,6 +28,8 @@ from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 from .capped import after_insert
+# moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
+from .docutil import check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -71,18 +73,6 @@ FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
 NOT_FLAT = object()  # ``_insert_flat``'s answer when a document needs the general path
 
 
-def fast_copy(v: Any) -> Any:
-    """Deep copy of plain BSON-ish data (dicts, lists, immutables)."""
-    t = type(v)
-    if t is dict:
-        return {k: fast_copy(x) if type(x) in (dict, list) else x for k, x in v.items()}
-    if t is list:
-        return [fast_copy(x) if type(x) in (dict, list) else x for x in v]
-    if isinstance(v, dict):
-        return type(v)((k, fast_copy(x)) for k, x in v.items())
-    return v
-
-
 _DT = __import__("datetime").datetime
 _RE_TYPE = type(__import__("re").compile(""))
 
@@ -109,52 +99,6 @@ def internalize(v: Any) -> Any:
     if isinstance(v, tuple):
         return [internalize(x) for x in v]
     return v
-
-
-class no_gc:
-    """Pause the cyclic garbage collector around bulk work: building 100k result copies otherwise triggers
-    repeated full collections over every stored document (reference counting still frees memory)."""
-
-    def __enter__(self):
-        import gc
-        self._was = gc.isenabled()
-        gc.disable()
-        return self
-
-    def __exit__(self, *exc):
-        import gc
-        if self._was:
-            gc.enable()
-        return False
-
-
-def _sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
-    if key_or_list is None:
-        return []
-    if isinstance(key_or_list, str):
-        return [(key_or_list, 1 if direction is None else direction)]
-    if isinstance(key_or_list, Mapping):
-        return list(key_or_list.items())
-    out = []
-    for item in key_or_list:
-        if isinstance(item, str):
-            out.append((item, 1))
-        else:
-            out.append((item[0], item[1]))
-    return out
-
-
-def _check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    out = []
-    for f, d in sort:
-        if isinstance(d, dict):
-            raise unsupported("Sort by %s (%r)" % (f, d))
-        if d not in _ASC_DESC:
-            raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
-        if f == "$natural" and len(sort) > 1:
-            raise unsupported("sort by $natural together with other fields")
-        out.append((f, int(d)))
-    return out
 
 
 def _natural(sort: list | None, hint: Any) -> tuple[list | None, Any]:
@@ -474,9 +418,8 @@ class EmbeddedCollection(mm_collection.Collection):
         compiled = None
         if pipeline:
             _check_update_pipeline(document)
-            if variables:
-                from .aggregation import _subst_vars
-                document = _subst_vars(document, variables)
+            from .variables import bind_pipeline
+            document = bind_pipeline(document, variables)  # let values in; undefined $$names fail (17276)
             if array_filters is not None:
                 raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
         elif U.is_operator_update(document):
@@ -973,12 +916,13 @@ class EmbeddedCollection(mm_collection.Collection):
                 continue
             if k == "collation" and v is None:
                 continue
-            if k == "let" and not v:
+            if k == "let":
                 continue
             raise unsupported("aggregate(%s=...)" % k)
         from mongomock.command_cursor import CommandCursor
         allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
-        docs = run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow)
+        docs = run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow,
+                            let=kwargs.get("let"))
         op = current_op()
         if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
             from .monitoring import MonitoredCommandCursor

@@ -32,6 +32,8 @@ from pymongo import ReturnDocument
 from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationError, InvalidName, InvalidOperation,
                             OperationFailure, PyMongoError)
 
+from .values import type_name
+
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
 MAX_WRITE_BATCH = 100_000
@@ -84,22 +86,7 @@ class CommandError(Exception):
         return out
 
 
-def _bson_type(v: Any) -> str:
-    """The server's name of a value's BSON type, as its IDL errors print it."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, Int64):
-        return "long"
-    if isinstance(v, int):
-        return "int" if -2**31 <= v < 2**31 else "long"
-    names = {float: "double", str: "string", list: "array", dict: "object", bytes: "binData",
-             ObjectId: "objectId", datetime.datetime: "date", Timestamp: "timestamp"}
-    for t, n in names.items():
-        if isinstance(v, t):
-            return n
-    return type(v).__name__
+_bson_type = type_name  # the server's type names (values.type_name)
 
 
 def _unknown_field(cmd_name: str, field: str) -> CommandError:

@@ -69,7 +69,7 @@ class EmbeddedDatabase(mm_database.Database):
         for k, v in kwargs.items():
             if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "max_time_ms", "batchSize", "comment"):
                 continue
-            if k in ("let", "collation") and not v:
+            if k == "let" or (k == "collation" and not v):
                 continue
             if k == "explain" and v:
                 from pymongo.errors import ConfigurationError
@@ -77,7 +77,7 @@ class EmbeddedDatabase(mm_database.Database):
             raise unsupported("Database.aggregate(%s=...)" % k)
         with bind(session, self):
             return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
-                                                       else pipeline))
+                                                       else pipeline, let=kwargs.get("let")))
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         return EmbeddedDatabase(self._client, self.name, self._store,

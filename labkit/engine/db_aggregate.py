@@ -40,12 +40,16 @@ def _documents(spec: Any) -> list[dict]:
     return out
 
 
-def run_database_pipeline(db: Any, pipeline: Any) -> list[dict]:
-    """Run a database-level pipeline on ``db`` (an ``EmbeddedDatabase``); returns the result documents."""
+def run_database_pipeline(db: Any, pipeline: Any, let: Any = None) -> list[dict]:
+    """Run a database-level pipeline on ``db`` (an ``EmbeddedDatabase``); ``let``: the command's variables;
+    returns the result documents."""
     from .aggregation import Ctx, run_stages
     from .collection import fast_copy
+    from .match_expr import let_variables
+    from .variables import bind_pipeline
     if not isinstance(pipeline, list):
         raise TypeError("pipeline must be a list")
+    pipeline = bind_pipeline(pipeline, let_variables(let))
     if not pipeline:
         msg = "{aggregate: 1} is not valid for an empty pipeline; a collection is required."
         raise OperationFailure(msg, INVALID_NAMESPACE)

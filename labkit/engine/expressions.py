@@ -23,26 +23,14 @@ from typing import Any
 from mongomock import OperationFailure
 from mongomock import aggregate as mm_aggregate
 
+from .values import type_name
+
 _MISSING = object()
 _LITERAL_OPS = ("$literal", "$const")
 
 
 def _fail(msg: str, code: int) -> OperationFailure:
     return OperationFailure(msg, code)
-
-
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, (int, float)):
-        return "int" if isinstance(v, int) else "double"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    return type(v).__name__
 
 
 def _eval(parser: Any, expr: Any) -> Any:
@@ -65,7 +53,7 @@ def _field_name(op: str, spec: Any, codes: tuple[int, int, int]) -> str:
             value = next(iter(spec.values()))
             if not isinstance(value, str):
                 raise _fail("%s requires 'field' to evaluate to type String, but got %s"
-                            % (op, _type_name(value)), type_code)
+                            % (op, type_name(value)), type_code)
             return value
         raise _fail("%s requires 'field' to evaluate to a constant, but got a non-constant argument" % op,
                     expr_code)
@@ -74,7 +62,7 @@ def _field_name(op: str, spec: Any, codes: tuple[int, int, int]) -> str:
             raise _fail("%s: 'field' cannot be a field path or variable ('%s'); use {$literal: '%s'} for a "
                         "field name starting with '$'" % (op, spec, spec), path_code)
         return spec
-    raise _fail("%s requires 'field' to evaluate to type String, but got %s" % (op, _type_name(spec)), type_code)
+    raise _fail("%s requires 'field' to evaluate to type String, but got %s" % (op, type_name(spec)), type_code)
 
 
 def get_field(parser: Any, arg: Any) -> Any:

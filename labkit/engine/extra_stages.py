@@ -264,7 +264,7 @@ def graph_lookup_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int)
         res = []
         for k in order:
             d, dep = found[k]
-            from .collection import fast_copy
+            from .docutil import fast_copy
             d = fast_copy(d)
             if depth_field:
                 d[depth_field] = Int64(dep)
@@ -298,9 +298,10 @@ def _not_modelled(name: str):
 
 
 def replace_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> list[dict]:
-    """``{$replaceWith: expr}`` is ``{$replaceRoot: {newRoot: expr}}`` (manual, $replaceWith)."""
-    from mongomock import aggregate as mm_aggregate
-    return mm_aggregate._handle_replace_root_stage(docs, coll.database, {"newRoot": arg})
+    """``{$replaceWith: expr}`` is ``{$replaceRoot: {newRoot: expr}}`` (manual, $replaceWith; add_fields.py)."""
+    from .add_fields import replace_root_stage
+    from .aggregation import _compile_expr
+    return replace_root_stage("$replaceWith", arg, docs, _compile_expr)
 
 
 EXTRA_STAGES = {

@@ -22,6 +22,19 @@ from bson.max_key import MaxKey
 from .values import (T_ARR, T_BIN, T_BOOL, T_DATE, T_MAXKEY, T_MINKEY, T_NULL, T_NUM, T_OBJ, T_OID,  # noqa: F401
                      T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, sort_values)
 
+# The leading byte of each type's encoding is its rank in BSON order, taken from values.py (one order).
+STR_B = bytes([T_STR])
+OBJ_B = bytes([T_OBJ])
+ARR_B = bytes([T_ARR])
+BIN_B = bytes([T_BIN])
+OID_B = bytes([T_OID])
+DATE_B = bytes([T_DATE])
+TS_B = bytes([T_TS])
+REGEX_B = bytes([T_REGEX])
+TRUE_B = bytes([T_BOOL, 1])
+FALSE_B = bytes([T_BOOL, 0])
+NUM_B = bytes([T_NUM, 1])   # a number: its double image (and tie-break) follows
+NAN_B = bytes([T_NUM, 0])   # NaN sorts below every other number
 MINKEY_B = bytes([T_MINKEY])
 MAXKEY_B = bytes([T_MAXKEY])
 NULL_B = bytes([T_NULL])
@@ -67,42 +80,42 @@ _EXACT = 1 << 53  # integers up to 2**53 are exact doubles: no tie-break suffix 
 
 def _enc_int(v: int) -> bytes:
     if -_EXACT <= v <= _EXACT:
-        return b"\x1e\x01" + _enc_double(float(v)) + b"\x02"
+        return NUM_B + _enc_double(float(v)) + b"\x02"
     return _enc_number(v)
 
 
 def _enc_float(v: float) -> bytes:
     if v != v:
-        return b"\x1e\x00"
-    return b"\x1e\x01" + _enc_double(v) + b"\x02"
+        return NAN_B
+    return NUM_B + _enc_double(v) + b"\x02"
 
 
 def _enc_number(v: Any) -> bytes:
     if isinstance(v, Decimal128):
         d = v.to_decimal()
         if d.is_nan():
-            return b"\x1e\x00"
+            return NAN_B
         try:
             f = float(d)
         except OverflowError:  # pragma: no cover
             f = math.inf if d > 0 else -math.inf
-        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+        return NUM_B + _enc_double(f) + b"\x02"
     if isinstance(v, float):
         if v != v:
-            return b"\x1e\x00"
-        return b"\x1e\x01" + _enc_double(v) + b"\x02"
+            return NAN_B
+        return NUM_B + _enc_double(v) + b"\x02"
     # int
     try:
         f = float(v)
     except OverflowError:  # pragma: no cover
         f = math.inf if v > 0 else -math.inf
     if math.isinf(f):
-        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+        return NUM_B + _enc_double(f) + b"\x02"
     d = v - int(f)
     if d == 0:
-        return b"\x1e\x01" + _enc_double(f) + b"\x02"
+        return NUM_B + _enc_double(f) + b"\x02"
     tag = b"\x01" if d < 0 else b"\x03"
-    return b"\x1e\x01" + _enc_double(f) + tag + (d + (1 << 63)).to_bytes(8, "big")
+    return NUM_B + _enc_double(f) + tag + (d + (1 << 63)).to_bytes(8, "big")
 
 
 def encode(v: Any) -> bytes:
@@ -114,13 +127,13 @@ def encode(v: Any) -> bytes:
         return NULL_B
     t = type(v)
     if t is str:
-        return b"\x3c" + _enc_str(v)
+        return STR_B + _enc_str(v)
     if t is int or t is float or t is Int64:
         return _enc_number(v)
     if t is bool:
-        return b"\x6e\x01" if v else b"\x6e\x00"
+        return TRUE_B if v else FALSE_B
     if t is dict or isinstance(v, dict):
-        parts = [b"\x46"]
+        parts = [OBJ_B]
         for k, x in v.items():
             e = encode(x)
             parts.append(e[:1])
@@ -129,29 +142,29 @@ def encode(v: Any) -> bytes:
         parts.append(b"\x00")
         return b"".join(parts)
     if t is list or t is tuple:
-        return b"\x50" + b"".join(encode(x) for x in v) + b"\x00"
+        return ARR_B + b"".join(encode(x) for x in v) + b"\x00"
     if t is ObjectId:
-        return b"\x64" + v.binary
+        return OID_B + v.binary
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
             ms = int((v - _EPOCH_TZ) / datetime.timedelta(milliseconds=1))
         else:
             ms = int((v - _EPOCH) / datetime.timedelta(milliseconds=1))
-        return b"\x78" + (ms + (1 << 63)).to_bytes(8, "big")
+        return DATE_B + (ms + (1 << 63)).to_bytes(8, "big")
     if isinstance(v, (Decimal128, int, float)):
         return _enc_number(v)
     if isinstance(v, Decimal):
         return _enc_number(Decimal128(v))
     if isinstance(v, (bytes, Binary)):
         sub = v.subtype if isinstance(v, Binary) else 0
-        return b"\x5a" + len(v).to_bytes(4, "big") + bytes([sub]) + bytes(v)
+        return BIN_B + len(v).to_bytes(4, "big") + bytes([sub]) + bytes(v)
     if isinstance(v, Timestamp):
-        return b"\x82" + v.time.to_bytes(4, "big") + v.inc.to_bytes(4, "big")
+        return TS_B + v.time.to_bytes(4, "big") + v.inc.to_bytes(4, "big")
     if isinstance(v, Regex):
-        return b"\x8c" + _enc_str(v.pattern) + _enc_str(str(v.flags) if not isinstance(v.flags, int) else _flags_str(v.flags))
+        return REGEX_B + _enc_str(v.pattern) + _enc_str(str(v.flags) if not isinstance(v.flags, int) else _flags_str(v.flags))
     if isinstance(v, _RE_TYPE):
         r = Regex.from_native(v)
-        return b"\x8c" + _enc_str(r.pattern) + _enc_str(_flags_str(r.flags))
+        return REGEX_B + _enc_str(r.pattern) + _enc_str(_flags_str(r.flags))
     if isinstance(v, MinKey):
         return MINKEY_B
     if isinstance(v, MaxKey):
@@ -165,20 +178,20 @@ def _enc_s(v: str) -> bytes:
     b = v.encode("utf-8", "surrogatepass")
     if b"\x00" in b:
         b = b.replace(b"\x00", b"\x00\xff")
-    return b"\x3c" + b + b"\x00"
+    return STR_B + b + b"\x00"
 
 
 def _enc_dt(v: datetime.datetime) -> bytes:
     d = v - (_EPOCH if v.tzinfo is None else _EPOCH_TZ)
     # same value as int(d / timedelta(milliseconds=1)): an exactly rounded int / int division, truncated
     ms = int(((d.days * 86400 + d.seconds) * 1000000 + d.microseconds) / 1000)
-    return b"\x78" + (ms + (1 << 63)).to_bytes(8, "big")
+    return DATE_B + (ms + (1 << 63)).to_bytes(8, "big")
 
 
 # exact-type fast paths for the common scalar types (other types take the isinstance chain above)
 _FAST_ENC: dict = {
-    str: _enc_s, int: _enc_int, float: _enc_float, bool: lambda v: b"\x6e\x01" if v else b"\x6e\x00",
-    type(None): lambda v: NULL_B, ObjectId: lambda v: b"\x64" + v.binary, datetime.datetime: _enc_dt,
+    str: _enc_s, int: _enc_int, float: _enc_float, bool: lambda v: TRUE_B if v else FALSE_B,
+    type(None): lambda v: NULL_B, ObjectId: lambda v: OID_B + v.binary, datetime.datetime: _enc_dt,
     Int64: _enc_int,
 }
 

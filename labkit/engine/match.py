@@ -126,7 +126,7 @@ class _Ctx:
         self.collation = collation
         self.variables = variables or {}
         if collation is not None:
-            from labkit.collation import collation_key
+            from .collation import collation_key
 
             def str_key(s: str, _c=collation) -> Any:
                 return collation_key(s, _c)
@@ -239,7 +239,7 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         from .match_expr import compile_expr_predicate
         return compile_expr_predicate(v, ctx.variables, ctx.str_key)
     if k == "$jsonSchema":
-        from labkit.validation import check_schema, schema_matches
+        from .validation import check_schema, schema_matches
         if not isinstance(v, dict):
             raise _bad("$jsonSchema must be an object", 14)
         check_schema(v)
@@ -256,7 +256,7 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         return _path_pred(k, v, ctx, depth)
     if k == "$sampleRate":
         raise _unsupported("$sampleRate")
-    from labkit.validation import _unknown_top_level
+    from .validation import _unknown_top_level
     raise _bad(_unknown_top_level(k))
 
 

@@ -149,7 +149,7 @@ class Evaluator:
             arr = self.ev(arg[1], doc)
             if type(arr) is not list:
                 raise _fail("$in requires an array as a second argument, found: %s"
-                            % ("missing" if arr is MISSING else _type_name(arr)), 40081)
+                            % ("missing" if arr is MISSING else V.type_name(arr)), 40081)
             return any(agg_compare(x, y, self.str_key) == 0 for y in arr)
         if op == "$ifNull":
             if type(arg) is not list or len(arg) < 2:
@@ -212,14 +212,6 @@ def _subst_vars(obj: Any, vars_: dict, doc: Any) -> Any:
     return obj
 
 
-def _type_name(v: Any) -> str:
-    code = V.bson_type_code(v)
-    for k, c in V.TYPE_ALIASES.items():
-        if c == code:
-            return k
-    return "unknown"
-
-
 def evaluate(expr: Any, doc: Any, variables: dict | None = None, str_key: Callable | None = None) -> Any:
     """The value of aggregation expression ``expr`` for ``doc`` (MISSING when it is a missing field)."""
     return Evaluator(variables, str_key).ev(expr, doc)
@@ -236,6 +228,11 @@ def let_variables(let: Any) -> dict | None:
     out = {}
     for name, expr in let.items():
         name = str(name)
+        if name in ("NOW", "CLUSTER_TIME", "IS_MR", "JS_SCOPE", "USER_ROLES"):  # variables.cpp validateVariable
+            raise _fail("Attempt to set internal constant: %s" % name, 4738901)
+        if _reads_fields(expr):
+            raise _fail("Command let Expression tried to access a field, but this is not allowed because Command "
+                        "let Expressions run before the query examines any documents.", 4890500)
         if not name or not (name[0].islower() or ord(name[0]) > 127):
             raise _fail("'%s' starts with an invalid character for a user variable name" % name, 16870)
         if any(not (ch.isalnum() or ch == "_" or ord(ch) > 127) for ch in name):
@@ -245,6 +242,19 @@ def let_variables(let: Any) -> dict | None:
         v = Evaluator(out, None).ev(expr, {})
         out[name] = None if v is MISSING else v
     return out
+
+
+def _reads_fields(expr: Any) -> bool:
+    """Whether a ``let`` value reads the document (a field path or ``$$ROOT`` / ``$$CURRENT``)."""
+    if isinstance(expr, str):
+        return expr.startswith("$") and (not expr.startswith("$$") or expr[2:].split(".")[0] in ("ROOT", "CURRENT"))
+    if isinstance(expr, list):
+        return any(_reads_fields(x) for x in expr)
+    if isinstance(expr, dict):
+        if len(expr) == 1 and next(iter(expr)) == "$literal":
+            return False
+        return any(_reads_fields(v) for v in expr.values())
+    return False
 
 
 def compile_expr_predicate(expr: Any, variables: dict | None, str_key: Callable | None) -> Callable[[Any], bool]:

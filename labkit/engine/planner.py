@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from mongomock import OperationFailure
 
+from .errors import unsupported  # noqa: F401 - re-exported: many modules import it from here
 from . import keys as K
 from .match import fast_matcher  # the engine's matcher (match.py)
 from .bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
@@ -44,11 +45,6 @@ def note_access(ix) -> None:
     """Count one use of ``ix`` for ``$indexStats`` (``accesses.ops``), unless the run is an explain."""
     if not _EXPLAINING.get():
         ix.accesses += 1
-
-
-def unsupported(what: str) -> OperationFailure:
-    return OperationFailure("%s is not supported on the embedded engine; use a real server (set MONGODB_URI)"
-                            % what, 115)
 
 
 def make_matcher(filter_: dict, variables: dict | None = None) -> Callable[[dict], bool]:

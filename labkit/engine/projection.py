@@ -232,7 +232,7 @@ class Projection:
                 _add(self.tree, parts, _ElemMatch(parts[0], arg))
                 return "elem"
             if first == "$meta":
-                from .planner import unsupported
+                from .errors import unsupported
                 raise unsupported("$meta projections (text and search scores)")
             if self.kind is _EXCL:
                 raise OperationFailure("Cannot use expression other than $meta in exclusion projection", 31252)

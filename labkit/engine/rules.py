@@ -29,7 +29,7 @@ from mongomock import OperationFailure, WriteError
 from mongomock.command_cursor import CommandCursor
 from mongomock.results import InsertOneResult
 
-from labkit import limits, validation
+from . import limits, validation
 
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions

@@ -80,6 +80,6 @@ def coll_stats_stage(coll, options: dict) -> dict:
         out["count"] = len(coll._store.docs)
     for k in options:
         if k not in ("storageStats", "count"):
-            from .planner import unsupported
+            from .errors import unsupported
             raise unsupported("$collStats option '%s'" % k)
     return out

@@ -909,7 +909,7 @@ def _define():
         def create_index(self, keys, session=None, comment=None, **kwargs):
             if self._ts_state() is None:
                 return super().create_index(keys, session, comment, **kwargs)
-            from .collection import _sort_list
+            from .docutil import sort_list as _sort_list
             from mongomock import helpers
             key = _sort_list(keys) if not isinstance(keys, str) else [(keys, 1)]
             key = list(helpers.index_list(key)) if not isinstance(key, list) else key

@@ -30,6 +30,7 @@ from pymongo.errors import WriteError
 
 from . import keys as K
 from .match import fast_matcher
+from .values import type_name  # noqa: F401 - the one type-name function (projection.py imports it here)
 
 MISSING = K.MISSING
 _ID_RE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
@@ -48,42 +49,6 @@ def update_error(message: str, code: int) -> WriteError:
 
 
 # ------------------------------------------------------------------------------------------- values
-def type_name(v: Any) -> str:
-    """The server's ``typeName()`` of a value (as used in error messages)."""
-    if v is MISSING:
-        return "missing"
-    if v is None:
-        return "null"
-    t = type(v)
-    if t is bool:
-        return "bool"
-    if t is Int64:
-        return "long"
-    if t is int:
-        return "int" if INT32_MIN <= v <= INT32_MAX else "long"
-    if t is float:
-        return "double"
-    if t is str:
-        return "string"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, (list, tuple)):
-        return "array"
-    if isinstance(v, ObjectId):
-        return "objectId"
-    if isinstance(v, datetime.datetime):
-        return "date"
-    if isinstance(v, Decimal128):
-        return "decimal"
-    if isinstance(v, Timestamp):
-        return "timestamp"
-    if isinstance(v, (Regex, type(re.compile("")))):
-        return "regex"
-    if isinstance(v, bytes):
-        return "binData"
-    return type(v).__name__
-
-
 def fmt(v: Any) -> str:
     """A value as the server's BSON ``toString`` prints it in messages (``{ a: 1 }``, ``"x"``, ``[ 1, 2 ]``)."""
     if isinstance(v, dict):

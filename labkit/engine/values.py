@@ -6,7 +6,8 @@
 * ``compare(a, b)``: -1/0/1 in that order (numbers by value, NaN below every other number and equal to
   itself; objects field by field, type then name then value; arrays element by element; BinData by length,
   subtype, bytes), with an optional string-key function for collations.
-* ``bson_type_code`` / ``TYPE_ALIASES``: the ``$type`` names and numbers (manual "$type" > "Available Types").
+* ``bson_type_code`` / ``TYPE_ALIASES``: the ``$type`` names and numbers (manual "$type" > "Available Types");
+  ``type_name``: the one type-name function (``$type`` aggregation, error messages).
 * ``sort_values(doc, parts)``: the values a sort key is chosen from (server's sort-key generation).
 """
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import uuid
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -290,7 +293,27 @@ def bson_type_code(v: Any) -> int:
         return -1
     if isinstance(v, MaxKey):
         return 127
+    if isinstance(v, (bytearray, uuid.UUID)):  # pymongo stores both as binData
+        return 5
+    if type(v).__name__ == "DatetimeMS":
+        return 9
+    if isinstance(v, Mapping):  # RawBSONDocument and other mappings are documents
+        return 3
     return 0
+
+
+_TYPE_NAMES = {code: name for name, code in TYPE_ALIASES.items()}
+
+
+def type_name(v: Any) -> str:
+    """The server's name of a value's BSON type (``typeName()``): the ``$type`` aggregation operator's answer
+    and the type printed in error messages ("double", "string", "object", "array", "binData", "objectId",
+    "bool", "date", "null", "regex", "javascript", "int", "timestamp", "long", "decimal", "minKey", "maxKey";
+    "missing" for a missing value)."""
+    if v is MISSING:
+        return "missing"
+    name = _TYPE_NAMES.get(bson_type_code(v))
+    return name if name is not None else type(v).__name__
 
 
 # ------------------------------------------------------------------------------------------- sort keys

@@ -1,0 +1,75 @@
+"""Document helpers every layer uses: copying, pausing the garbage collector, sort specifications.
+
+Moved out of ``collection.py`` so the planner and aggregation layers need not import the collection
+(tests/test_engine_layers.py); ``collection`` re-exports the old names.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pymongo.errors import OperationFailure
+
+from .errors import unsupported
+
+_ASC_DESC = (1, -1)
+
+
+def fast_copy(v: Any) -> Any:
+    """Deep copy of plain BSON-ish data (dicts, lists, immutables)."""
+    t = type(v)
+    if t is dict:
+        return {k: fast_copy(x) if type(x) in (dict, list) else x for k, x in v.items()}
+    if t is list:
+        return [fast_copy(x) if type(x) in (dict, list) else x for x in v]
+    if isinstance(v, dict):
+        return type(v)((k, fast_copy(x)) for k, x in v.items())
+    return v
+
+
+class no_gc:
+    """Pause the cyclic garbage collector around bulk work: building 100k result copies otherwise triggers
+    repeated full collections over every stored document (reference counting still frees memory)."""
+
+    def __enter__(self):
+        import gc
+        self._was = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+        if self._was:
+            gc.enable()
+        return False
+
+
+def sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
+    """A sort argument (key, [(key, dir)], {key: dir}) as a list of (key, direction)."""
+    if key_or_list is None:
+        return []
+    if isinstance(key_or_list, str):
+        return [(key_or_list, 1 if direction is None else direction)]
+    if isinstance(key_or_list, Mapping):
+        return list(key_or_list.items())
+    out = []
+    for item in key_or_list:
+        if isinstance(item, str):
+            out.append((item, 1))
+        else:
+            out.append((item[0], item[1]))
+    return out
+
+
+def check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The server's checks of sort directions (15975); ``$meta`` sorts and ``$natural`` with other keys are refused (115)."""
+    out = []
+    for f, d in sort:
+        if isinstance(d, dict):
+            raise unsupported("Sort by %s (%r)" % (f, d))
+        if d not in _ASC_DESC:
+            raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
+        if f == "$natural" and len(sort) > 1:
+            raise unsupported("sort by $natural together with other fields")
+        out.append((f, int(d)))
+    return out
