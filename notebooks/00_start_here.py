@@ -10,7 +10,7 @@
 #     minutes: 20
 #     title: Start here
 #     section: Introduction
-#     exercise_minutes: 10
+#     exercise_minutes: 5
 #     demo: >-
 #       Run the setup cell and read the engine line aloud (embedded, no server). Build the workload
 #       table, then compute reads per write live: about 1,000 product-page reads per review written.
