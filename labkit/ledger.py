@@ -211,14 +211,21 @@ class Ledger:
             raise ValueError("best(): no design has a cost measured for every operation yet")
         return str(totals.idxmin())
 
-    def widget(self, metric: str = "docs examined", max_rate: int | None = None) -> Any:
+    def widget(self, metric: str = "docs examined", max_rate: int | None = None,
+               max_rates: Mapping[str, int] | None = None) -> Any:
         """An explorer with one slider per rate; the readout shows each design's per-second total of ``metric``
-        and which design wins at those rates."""
+        and which design wins at those rates. ``max_rates`` sets one operation's slider range (e.g. a rare write
+        whose break-even is a few per second), ``max_rate`` the others'."""
         from labkit.widgets import explorer
 
         if metric not in METRICS:
             raise ValueError(f"widget(metric={metric!r}): choose one of {list(METRICS)}")
+        unknown = sorted(set(max_rates or {}) - set(self.rates))
+        if unknown:
+            raise ValueError(f"widget(max_rates=...): {unknown} not in the workload; its operations are "
+                             f"{sorted(self.rates)}")
         top = max_rate or max(10, int(max(self.rates.values()) * 10))
+        tops = {op: int((max_rates or {}).get(op, top)) for op in self.rates}
         names = {op: f"{op} /s" for op in self.rates}
 
         def compute(**values: int) -> dict[str, Any]:
@@ -228,7 +235,8 @@ class Ledger:
             out["better design"] = self.best(metric, rates)
             return out
 
-        sliders = {names[op]: (0, top, int(rate), max(1, top // 200)) for op, rate in self.rates.items()}
+        sliders = {names[op]: (0, tops[op], min(int(rate), tops[op]), max(1, tops[op] // 200))
+                   for op, rate in self.rates.items()}
         return explorer(compute, sliders=sliders, title=f"Workload ledger: {metric} per second")
 
     def __repr__(self) -> str:

@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 15
+#     minutes: 20
 #     title: Start here
 #     section: Introduction
 #     exercise_minutes: 5
@@ -20,6 +20,8 @@
 #     - Drawing documents from the entities before listing the operations and how often each runs.
 #     - Letting a rare operation, such as the monthly report, shape the schema.
 #     - Setting MONGODB_URI inside a running notebook; it must be set before Jupyter starts.
+#     - Forgetting that a rating average computed on read reads every review of the product, on every page view.
+#     - "Stopping one row short of 80%: the operation whose rate crosses 80% belongs to the top rows."
 # ---
 
 # %% [markdown]
@@ -31,7 +33,7 @@
 # - what the embedded engine is, and how to point the same notebooks at a real MongoDB server;
 # - how the checked exercises work.
 #
-# **Time:** about 15 minutes.
+# **Time:** about 20 minutes.
 
 # %% [markdown]
 # ## What this suite is
@@ -50,7 +52,8 @@
 #
 # Each lesson has the same shape: goals and a time estimate, a setup cell, the problem as a workload table,
 # a naive design and its measured cost, a better design and its measured cost, a slider to explore how the
-# numbers change with cardinality, a checked exercise, and a summary.
+# numbers change with cardinality, a prediction you make before a measurement runs, checked exercises (one of
+# them on a changed scenario), and a summary.
 
 # %% [markdown]
 # ## Setup
@@ -119,8 +122,133 @@ print(f"product-page views per review written: {views_per_review:,.0f}")
 # %% [markdown]
 # So a little extra work when a review is written (keeping the rating average and the five newest reviews
 # inside the product) is repaid once per page view, that many times for every review. The monthly report, on
-# the other hand, should not shape the schema at all. The lessons come back to this table again and again;
-# lesson 12 measures this trade with a ledger of what each design costs per operation.
+# the other hand, should not shape the schema at all. How many times it pays off is a measurement, not a
+# slogan: let's measure both designs.
+#
+# ## The ledger: what each design costs, times how often it runs
+#
+# Two designs for the product page and for adding a review:
+#
+# - **referenced**: reviews in their own collection; the page reads the product, the 5 newest reviews and
+#   averages every review's rating;
+# - **embedded**: the product keeps the 5 newest reviews and a running sum and count of ratings; adding a review
+#   inserts it *and* updates the product.
+#
+# The data: one product with 200 reviews, generated deterministically.
+
+# %%
+import datetime as dt
+
+reviews_200 = [{"_id": f"review:{i}", "productId": "product:1", "user": f"user:{i}", "stars": 1 + (i * 7) % 5,
+                "text": "Grinds evenly, a bit loud.", "at": dt.datetime(2026, 1, 1) + dt.timedelta(hours=i)}
+               for i in range(200)]
+newest_5 = sorted(reviews_200, key=lambda r: r["at"], reverse=True)[:5]
+db.ref_products.insert_one({"_id": "product:1", "name": "Espresso grinder", "price": 249.0})
+db.ref_reviews.insert_many(reviews_200)
+db.ref_reviews.create_index({"productId": 1, "at": -1})
+db.emb_products.insert_one({"_id": "product:1", "name": "Espresso grinder", "price": 249.0,
+                            "rating": {"sum": sum(r["stars"] for r in reviews_200), "count": len(reviews_200)},
+                            "newestReviews": newest_5})
+db.emb_reviews.insert_many(reviews_200)
+print("reviews:", db.ref_reviews.count_documents({}), "| embedded newest:", len(newest_5))
+
+# %% [markdown]
+# The four operations, one function each. Each takes the database, so the ledger can run it on a connection
+# that watches the commands it sends.
+
+# %%
+new_review = {"productId": "product:1", "user": "user:new", "stars": 5, "text": "Great.",
+              "at": dt.datetime(2026, 2, 1)}
+
+
+def page_referenced(d):
+    product = d.ref_products.find_one({"_id": "product:1"})
+    newest = list(d.ref_reviews.find({"productId": "product:1"}).sort("at", -1).limit(5))
+    average = list(d.ref_reviews.aggregate([{"$match": {"productId": "product:1"}},
+                                            {"$group": {"_id": None, "avg": {"$avg": "$stars"}}}]))
+    return product, newest, average
+
+
+def page_embedded(d):
+    return d.emb_products.find_one({"_id": "product:1"})
+
+
+def review_referenced(d):
+    d.ref_reviews.insert_one(dict(new_review))
+
+
+def review_embedded(d):
+    d.emb_reviews.insert_one(dict(new_review))
+    d.emb_products.update_one({"_id": "product:1"},
+                              {"$push": {"newestReviews": {"$each": [dict(new_review)], "$sort": {"at": -1},
+                                                           "$slice": 5}},
+                               "$inc": {"rating.sum": new_review["stars"], "rating.count": 1}})
+
+# %% [markdown]
+# **Predict first.** How many documents does one *referenced* product page examine, for this product with 200
+# reviews? Record your guess before the ledger runs.
+
+# %%
+ex_page = labkit.exercises.get("00-predict-page-docs")
+ex_page
+
+# %% tags=["solution"]
+ex_page.predict(206)
+
+# %% [markdown]
+# `labkit.Ledger` takes the workload's rates (operations per second, from the table above), runs each
+# operation once per design and measures what it cost from the commands it sent: round trips, documents and
+# index keys examined (from each read's `explain`), bytes returned, documents written.
+
+# %%
+rates = {"show product page": float(per_second["Show product page"]), "add review": float(per_second["Add review"])}
+ledger = labkit.Ledger(rates)
+ledger.measure("referenced", "show product page", db, page_referenced)
+ledger.measure("embedded", "show product page", db, page_embedded)
+ledger.measure("referenced", "add review", db, review_referenced)
+ledger.measure("embedded", "add review", db, review_embedded)
+ledger.per_operation()
+
+# %% tags=["reveal"]
+page_docs = ledger.costs[("referenced", "show product page")].docs_examined
+ex_page.check(page_docs)
+
+# %% [markdown]
+# Per second, at the table's rates:
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# And the "pays off" figure, computed: the embedded design spends extra work on each review written (a second
+# write, a second round trip) and saves work on each page view. Per second, at these rates:
+
+# %%
+cost = ledger.costs
+page_ref, page_emb = cost["referenced", "show product page"], cost["embedded", "show product page"]
+write_ref, write_emb = cost["referenced", "add review"], cost["embedded", "add review"]
+views, writes = rates["show product page"], rates["add review"]
+rt_saved = (page_ref.round_trips - page_emb.round_trips) * views
+rt_spent = (write_emb.round_trips - write_ref.round_trips) * writes
+print(f"round trips saved per second on page views:      {rt_saved:,.0f}")
+print(f"documents examined saved per second:             {(page_ref.docs_examined - page_emb.docs_examined) * views:,.0f}")
+print(f"extra round trips per second writing reviews:    {rt_spent:,.0f}")
+print(f"extra documents written per second:              {(write_emb.docs_written - write_ref.docs_written) * writes:,.0f}")
+print(f"the extra write pays off {rt_saved / rt_spent:,.0f} times (round trips saved per round trip spent)")
+
+# %% [markdown]
+# Move the rates: at what review rate would the embedded design stop winning on round trips? The slider
+# readout names the better design at the rates you set.
+
+# %%
+ledger_widget = ledger.widget("round trips", max_rate=4000)
+ledger_widget
+
+# %%
+page_gap = page_ref.round_trips - page_emb.round_trips
+write_gap = write_emb.round_trips - write_ref.round_trips
+print(f"break-even: embedded wins on round trips while reviews per second < {views * page_gap / write_gap:,.0f} "
+      f"(at {views:,.0f} page views per second)")
 
 # %% [markdown]
 # ## Real-looking data
@@ -204,10 +332,33 @@ ranked = workload.sort_values("per_second", ascending=False)
 ex.check(ranked)
 
 # %% [markdown]
+# ## Exercise 2: the top rows of another workload
+#
+# "Design for the top rows" needs a rule for where the top ends. Write `top_operations(workload)`: given any
+# workload table with `operation` and `per_second` columns, return the names of the operations that together
+# make up at least 80% of all operations per second, most frequent first. The checker runs it on workloads of
+# its own (a message board, a mail app, a live score), not on the store's.
+
+# %%
+ex2 = labkit.exercises.get("00-top-operations")
+ex2
+
+# %% tags=["solution"]
+def top_operations(workload):
+    ranked = workload.sort_values("per_second", ascending=False)
+    before = ranked["per_second"].cumsum() - ranked["per_second"]
+    return list(ranked[before < 0.8 * ranked["per_second"].sum()]["operation"])
+
+
+ex2.check(top_operations)
+
+# %% [markdown]
 # ## Summary
 #
 # - Start a design from the operations, their frequencies and what each needs, not from the entities.
 # - Optimise the few most frequent operations; let rare ones pay more.
+# - A ledger multiplies each design's measured cost per operation by the workload's rates: the better design is
+#   the one with the lower per-second totals, and it can flip when the rates change.
 # - `labkit.fresh_db(name)` gives each lesson a clean database; the embedded engine needs no server, and
 #   `MONGODB_URI` switches to a real one without changing a line.
 #

@@ -10,13 +10,14 @@
 #     minutes: 20
 #     title: "Embed one-to-few: roles inside the user"
 #     section: Relationships
-#     exercise_minutes: 10
+#     exercise_minutes: 15
 #     demo: >-
 #       Run the naive two-collection plans, then the single embedded read; create the roles.title index live and point at isMultiKey; move the roles slider past 8.
 #     mistakes:
 #     - "Using roles.0.canEdit when the role's position is not known; the positional $ with a filter on roles.title finds the right element."
 #     - "Two update_one calls (one for the role, one for updatedAt) instead of one write with $push and $set."
 #     - "Embedding a shared, centrally managed role definition in every user."
+#     - "Reading the order, computing the new total in Python and writing it back with $set: two calls at once lose one line's amount."
 # ---
 
 # %% [markdown]
@@ -180,12 +181,25 @@ roles_explorer
 # Embedding copies a role's *permissions* into every user who holds it. That is right for user-owned
 # assignments. If "admin" were a shared, centrally managed definition, changing it would mean rewriting every
 # copy. Suppose the company decides that admins may no longer edit. Count how many documents that change
-# touches in the generated users:
+# touches in the generated users.
+#
+# **Predict first.** How many user documents will the embedded change rewrite? (The indexed plan above shows
+# how many users the `admin` query returns.)
+
+# %%
+ex_policy = labkit.exercises.get("01-predict-policy-rewrites")
+ex_policy
+
+# %% tags=["solution"]
+ex_policy.predict(663)
 
 # %%
 copies = many.users.count_documents({"roles.title": "admin"})
 res = many.users.update_many({"roles.title": "admin"}, {"$set": {"roles.$.canEdit": False}})
 print(f"embedded copies rewritten: {res.modified_count} of {copies} users holding 'admin'")
+
+# %% tags=["reveal"]
+ex_policy.check(res.modified_count)
 
 # %% [markdown]
 # The referenced alternative keeps one `roles` document per definition; users hold only the role's name.
@@ -194,8 +208,9 @@ print(f"embedded copies rewritten: {res.modified_count} of {copies} users holdin
 # %%
 many.roles.insert_many([{"_id": "admin", "canEdit": True}, {"_id": "editor", "canEdit": True},
                         {"_id": "viewer", "canEdit": False}])
-res_ref = many.roles.update_one({"_id": "admin"}, {"$set": {"canEdit": False}})
-print(f"referenced definition rewritten: {res_ref.modified_count} document; users rewritten: 0")
+ref_cost = labkit.ledger.measure(many, lambda d: d.roles.update_one({"_id": "admin"}, {"$set": {"canEdit": False}}))
+print(f"documents rewritten by the referenced change: {ref_cost.docs_written} "
+      f"(in {ref_cost.round_trips} round trip); users holding 'admin': {copies}")
 
 # %% [markdown]
 # ## Exercise 1: one write, on any user
@@ -233,6 +248,28 @@ def set_can_edit(db, user_id, title, can_edit):
 
 
 ex2.check(db, set_can_edit)
+
+# %% [markdown]
+# ## Exercise 3: another one-to-few, another write
+#
+# A shop's order holds its lines (a few dozen at most, always shown with the order) and keeps `itemCount` and
+# `total` up to date. Write `add_line(db, order_id, sku, qty, price)`: it appends the line
+# `{sku, qty, price}` to the order's `lines` and raises `itemCount` by `qty` and `total` by `qty * price`, in
+# **one** write. The checker runs it on orders of its own, then runs two calls on the same order at once (the
+# second right after the first one has read the order, if it reads), and looks at both lines and the total.
+
+# %%
+ex3 = labkit.exercises.get("01-order-lines")
+ex3
+
+# %% tags=["solution"]
+def add_line(db, order_id, sku, qty, price):
+    db.orders.update_one({"_id": order_id},
+                         {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                          "$inc": {"itemCount": qty, "total": qty * price}})
+
+
+ex3.check(db, add_line)
 
 # %% [markdown]
 # ## Summary

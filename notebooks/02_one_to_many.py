@@ -222,6 +222,65 @@ pd.DataFrame([esr(label) for label in shapes]).set_index("index")
 # blocking SORT over every matching post.
 
 # %% [markdown]
+# ## The ledger: the two designs at the workload's rates
+#
+# `labkit.Ledger` measures each design's operations from the commands they send (round trips, documents and
+# keys examined from their explain, bytes returned, documents written) and multiplies by the rates of the
+# workload table. The array design keeps Sam's post ids, oldest first, in his user document (a copy of it here);
+# its feed reads the last 20 ids, then those posts.
+
+# %%
+db.users_with_ids.insert_one(dict(sam, postIds=[p["_id"] for p in db.posts.find({"authorId": "user:112"}, {"_id": 1})
+                                                 .sort([("createdAt", 1), ("_id", 1)])]))
+feed_index = [("authorId", 1), ("createdAt", -1), ("_id", -1)]
+new_post = {"authorId": "user:112", "title": "ledger post", "location": "Oakland",
+            "createdAt": pd.Timestamp("2026-12-01T09:00:00").to_pydatetime()}
+
+
+def feed_array(d):
+    ids = d.users_with_ids.find_one({"_id": "user:112"}, {"postIds": {"$slice": -20}})["postIds"]
+    return list(d.posts.find({"_id": {"$in": ids}}, projection))
+
+
+def feed_child(d):
+    return list(d.posts.find(feed_filter, projection).sort(feed_sort).limit(20).hint(feed_index))
+
+
+def publish_array(d):
+    d.posts.insert_one(dict(new_post, _id="post:ledger-array"))
+    d.users_with_ids.update_one({"_id": "user:112"}, {"$push": {"postIds": "post:ledger-array"}})
+
+
+def publish_child(d):
+    d.posts.insert_one(dict(new_post, _id="post:ledger-child"))
+
+
+ledger = labkit.Ledger({"show an author's newest 20 posts": 2000, "publish a post": 50})
+for design, feed, publish in [("postIds on the user", feed_array, publish_array),
+                              ("child reference", feed_child, publish_child)]:
+    ledger.measure(design, "show an author's newest 20 posts", db, feed)
+    ledger.measure(design, "publish a post", db, publish)
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %%
+per_op = ledger.per_operation()
+worse_everywhere = all((per_op.loc["postIds on the user"][m] >= per_op.loc["child reference"][m]).all()
+                       for m in ("round trips", "docs examined", "docs written"))
+print("the array design costs at least as much on every operation and metric:", worse_everywhere)
+
+# %% [markdown]
+# The array costs a second round trip on every feed and a second write on every publish, so there is no
+# break-even: at any rates (move them below) the child reference does less work. And the user document it
+# rewrites keeps growing with each post, which the ledger's per-operation counts do not even show.
+
+# %%
+ledger_widget = ledger.widget("round trips", max_rate=4000)
+ledger_widget
+
+# %% [markdown]
 # ## Exercise
 #
 # A fresh copy of the posts has no index except `_id`. Create the index that lets the feed query

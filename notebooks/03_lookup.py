@@ -10,13 +10,15 @@
 #     minutes: 25
 #     title: "Resolve references: separate queries or $lookup"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 15
 #     demo: >-
 #       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (SBE EQ_LOOKUP totals, or the classic $lookup entry).
 #     mistakes:
 #     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
 #     - "Reading plan['stages'] on a pipeline that 8.0 pushed down to SBE (explainVersion 2 has no $lookup entry; the join is an EQ_LOOKUP node)."
 #     - "Forgetting that pymongo's aggregate has no .explain(); use db.command('explain', ...)."
+#     - "Joining every comment and limiting afterwards: $lookup before $sort/$limit runs the join once per comment, not once per comment shown."
+#     - "Leaving the joined author as an array (or a whole user document) instead of taking its name with $first."
 # ---
 
 # %% [markdown]
@@ -43,10 +45,14 @@ summary
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
+# | operation | type | per second | needs |
 # |---|---|---|---|
-# | profile page: the user and their newest 20 posts | read | very frequent | name; title, location, date of 20 posts |
-# | publish a post | write | frequent | one insert |
+# | profile page: the user and their newest 20 posts | read | 900 | name; title, location, date of 20 posts |
+# | home timeline: the 20 newest posts, each with its author's name | read | 900 | title, date, author name |
+# | publish a post | write | 20 | one insert |
+# | change a display name | write | 0.01 | visible on the next page load |
+#
+# (Illustrative rates; the ledger below lets you change them.)
 #
 # Posts reference their author (`posts.authorId`, lesson 02), with the index
 # `{authorId: 1, createdAt: -1, _id: -1}`. How do we put the page together?
@@ -139,6 +145,16 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # `pipeline` inside (our bounded form) stays in the classic engine: `explainVersion: "1"`, and a `$lookup`
 # entry in `stages` carries its own `totalDocsExamined`, `totalKeysExamined` and `indexesUsed`. The function
 # below reads both shapes.
+#
+# **Predict first.** Sam has thousands of posts. How many documents will the *bounded* `$lookup` examine in
+# all, his user document included? Record your guess; the table below measures it.
+
+# %%
+ex_docs = labkit.exercises.get("03-predict-bounded-docs")
+ex_docs
+
+# %% tags=["solution"]
+ex_docs.predict(21)
 
 # %%
 def lookup_cost(pipeline):
@@ -162,8 +178,12 @@ def lookup_cost(pipeline):
             "bytes returned": bytes_of(docs), "index used": node.get("indexName", "none")}
 
 
-pd.DataFrame({"separate queries": separate, "unbounded $lookup": lookup_cost(unbounded),
-              "bounded $lookup": lookup_cost(bounded)}).T.fillna("-")
+costs = pd.DataFrame({"separate queries": separate, "unbounded $lookup": lookup_cost(unbounded),
+                      "bounded $lookup": lookup_cost(bounded)}).T.fillna("-")
+costs
+
+# %% tags=["reveal"]
+ex_docs.check(int(costs.loc["bounded $lookup", "docs examined"]))
 
 # %% [markdown]
 # The bounded join reads and returns the same page as the two queries, in one round trip. The unbounded one
@@ -172,17 +192,30 @@ pd.DataFrame({"separate queries": separate, "unbounded $lookup": lookup_cost(unb
 # %% [markdown]
 # ## Explore: page size and history size
 #
-# Pick how many posts a page shows and how long the author's history is (the slider picks the generated author
-# whose post count is closest).
+# Pick how many posts a page shows and how long the author's history is. The slider measures an author with
+# exactly that many posts: authors with 0, 1,000, 2,000, ... posts are built once, and each move grows or shrinks
+# the nearest one by the difference.
 
 # %%
+import datetime as dt
+
+from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
-counts = {d["_id"]: d["count"] for d in db.posts.aggregate([{"$sortByCount": "$authorId"}])}
+
+def slider_post(account, i):
+    return {"authorId": account, "title": f"post {i}", "location": "Oakland",
+            "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=i), "body": "x" * 40}
+
+
+ladder = AccountLadder(db.posts, "user:slider-", 4000, 1000, slider_post, id_prefix="post:")
+db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
+counts = {}
 
 
 def compare(page_size, history):
-    author = min(counts, key=lambda a: (abs(counts[a] - history), a))
+    author = ladder.account_for(history)
+    counts[author] = history
     match = {"$match": {"_id": author}}
     join = {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts"}
     whole = [match, {"$lookup": join}]
@@ -197,6 +230,87 @@ def compare(page_size, history):
 pages = explorer(compare, sliders={"page_size": (5, 100, 20, 5), "history": (1, 4000, 1000, 50)},
                  title="Join a page, or the whole history?")
 pages
+
+# %% [markdown]
+# ## The ledger: join the author's name, or copy it into each post?
+#
+# The home timeline shows 20 posts with their authors' names. Two designs:
+#
+# - **`$lookup`**: posts hold `authorId`; each timeline read joins the 20 authors;
+# - **copied name**: each post also holds `authorName`; the timeline is one plain query, and a display-name
+#   change must rewrite every post of that author.
+#
+# Both designs get their own posts collection (same posts, with and without the copy), with the indexes their
+# operations need.
+
+# %%
+names = {u["_id"]: u["name"] for u in db.users.find({}, {"name": 1})}
+slim = [{"_id": p["_id"], "authorId": p["authorId"], "title": p["title"], "createdAt": p["createdAt"]}
+        for p in db.posts.find({"_id": {"$not": {"$regex": "^post:user:slider-"}}})]
+db.posts_ref.insert_many(slim)
+db.posts_copied.insert_many([dict(p, authorName=names[p["authorId"]]) for p in slim])
+for coll in (db.posts_ref, db.posts_copied):
+    coll.create_index({"createdAt": -1, "_id": -1})
+    coll.create_index({"authorId": 1})
+sam_posts = db.posts_copied.count_documents({"authorId": "user:112"})
+print(f"posts: {len(slim):,}; Sam's posts (copies of his name): {sam_posts:,}")
+
+# %%
+def timeline_lookup(d):
+    return list(d.posts_ref.aggregate([
+        {"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 20},
+        {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id",
+                     "pipeline": [{"$project": {"name": 1}}], "as": "author"}},
+        {"$project": {"title": 1, "createdAt": 1, "authorName": {"$first": "$author.name"}}},
+    ]))
+
+
+def timeline_copied(d):
+    return list(d.posts_copied.find({}, {"title": 1, "createdAt": 1, "authorName": 1})
+                .sort([("createdAt", -1), ("_id", -1)]).limit(20))
+
+
+def rename_lookup(d):
+    d.users.update_one({"_id": "user:112"}, {"$set": {"name": "Sam L."}})
+
+
+def rename_copied(d):
+    d.users.update_one({"_id": "user:112"}, {"$set": {"name": "Sam C."}})
+    d.posts_copied.update_many({"authorId": "user:112"}, {"$set": {"authorName": "Sam C."}})
+
+
+sam_name = names["user:112"]
+rates = {"home timeline": 900, "change a display name": 0.01}
+ledger = labkit.Ledger(rates)
+ledger.measure("$lookup", "home timeline", db, timeline_lookup)
+ledger.measure("copied name", "home timeline", db, timeline_copied)
+ledger.measure("$lookup", "change a display name", db, rename_lookup)
+ledger.measure("copied name", "change a display name", db, rename_copied)
+db.users.update_one({"_id": "user:112"}, {"$set": {"name": sam_name}})
+db.posts_copied.update_many({"authorId": "user:112"}, {"$set": {"authorName": sam_name}})
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# Per second, the copy saves the join's reads on every timeline and pays for them on every rename, once per
+# post of the renamed author (Sam, a prolific author, is the expensive case). Move the rename rate: the better
+# design flips at the break-even computed below.
+
+# %%
+ledger_widget = ledger.widget("docs examined", max_rate=2000, max_rates={"change a display name": 20})
+ledger_widget
+
+# %%
+cost = ledger.costs
+saved = (cost["$lookup", "home timeline"].docs_examined - cost["copied name", "home timeline"].docs_examined)
+spent = (cost["copied name", "change a display name"].docs_examined
+         - cost["$lookup", "change a display name"].docs_examined)
+print(f"documents examined saved per timeline by the copy: {saved}")
+print(f"extra documents examined per rename of Sam:        {spent:,}")
+print(f"break-even at {rates['home timeline']} timelines per second: the copy wins while renames per second < "
+      f"{rates['home timeline'] * saved / spent:.2f}")
 
 # %% [markdown]
 # ## Exercise
@@ -219,11 +333,42 @@ pipeline = [
 ex.check(db, pipeline)
 
 # %% [markdown]
+# ## Exercise 2: the join the other way round
+#
+# A post page shows its **5 most-liked comments**, each with the commenter's name. Comments reference their
+# commenter (`comments.userId` -> `users._id`): many comments to one user each, the opposite direction of the
+# posts join. Write `top_comments(post_id)`: it returns a pipeline on `comments` whose results are the post's 5
+# most-liked comments (ties: smaller `_id` first), each with only `_id`, `text`, `likes` and `author` (the
+# commenter's name, a string), and which joins `users` **only for those 5**. The checker runs it on comments of
+# its own (a post with 1,500 comments, one with 300) and measures the documents the server examines.
+
+# %%
+ex2 = labkit.exercises.get("03-top-comments")
+ex2
+
+# %% tags=["solution"]
+def top_comments(post_id):
+    return [
+        {"$match": {"postId": post_id}},
+        {"$sort": {"likes": -1, "_id": 1}},
+        {"$limit": 5},
+        {"$lookup": {"from": "users", "localField": "userId", "foreignField": "_id",
+                     "pipeline": [{"$project": {"name": 1}}], "as": "author"}},
+        {"$project": {"text": 1, "likes": 1, "author": {"$first": "$author.name"}}},
+    ]
+
+
+ex2.check(top_comments)
+
+# %% [markdown]
 # ## Summary
 #
 # - Separate queries cost a round trip each but stay small, independent and cacheable.
 # - `$lookup` saves round trips; its cost is the documents it reads on the joined side.
 # - Always bound a join: sort, limit and project inside the `$lookup` pipeline, with an index that serves them.
+#   Joining many-to-one, decide which documents are shown first and join only those.
+# - A copied field saves the join on every read and costs one write per copy on every change: the ledger's
+#   rates decide, and the break-even moves with how many copies a change rewrites.
 #
 # **Next:** 04 · one-to-infinity with a relationship collection.
 

@@ -241,6 +241,59 @@ print(f"counting on every view: {view_rate * sam_keys:,} index keys per second f
 print(f"maintained counter: {view_rate:,} documents read + {follow_rate * share:,.0f} counter writes per second")
 
 # %% [markdown]
+# ### The same comparison as a ledger
+#
+# `labkit.Ledger` measures both designs' operations from the commands they send (keys and documents examined from
+# each command's explain, round trips, documents written) and multiplies by the workload's rates. The follow is
+# a new follower of Sam, the celebrity.
+
+# %%
+def count_on_read(d):
+    return d.follows.count_documents({"followingId": "user:112"})
+
+
+def count_from_counter(d):
+    return d.users.find_one({"_id": "user:112"}, {"followerCount": 1})
+
+
+def follow_plain(d):
+    d.follows.insert_one({"_id": "follow:ledger-a:112", "followerId": "user:ledger-a", "followingId": "user:112",
+                          "createdAt": dt.datetime(2026, 10, 9)})
+
+
+def follow_counted(d):
+    follow(d, "user:ledger-b", "user:112", dt.datetime(2026, 10, 9))
+
+
+ledger = labkit.Ledger({"show X's follower count": view_rate, "follow / unfollow": follow_rate})
+ledger.measure("count on read", "show X's follower count", db, count_on_read)
+ledger.measure("maintained counter", "show X's follower count", db, count_from_counter)
+ledger.measure("count on read", "follow / unfollow", db, follow_plain)
+ledger.measure("maintained counter", "follow / unfollow", db, follow_counted)
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# Move the rates: the counter's extra write per follow only wins back its cost while profile views keep coming.
+# The break-even, from the measured costs:
+
+# %%
+ledger_widget = ledger.widget("keys examined", max_rate=10_000)
+ledger_widget
+
+# %%
+cost = ledger.costs
+saved_per_view = (cost["count on read", "show X's follower count"].keys_examined
+                  - cost["maintained counter", "show X's follower count"].keys_examined)
+extra_per_follow = (cost["maintained counter", "follow / unfollow"].keys_examined
+                    - cost["count on read", "follow / unfollow"].keys_examined)
+print(f"keys saved per profile view: {saved_per_view:,}; extra keys per follow: {extra_per_follow}")
+print(f"at {follow_rate} follows per second the counter wins on keys examined once profile views exceed "
+      f"{follow_rate * extra_per_follow / saved_per_view:.2f} per second")
+
+# %% [markdown]
 # ## Explore: a celebrity's followers
 #
 # For the follower count the slider asks for, an account with exactly that many followers is measured: what

@@ -10,13 +10,15 @@
 #     minutes: 30
 #     title: "Two-way references and keeping copies consistent"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 15
 #     demo: >-
 #       Crash a follow after the edge write and show the drift; repeat inside with_transaction; then run the reconciliation job and watch drift go to zero.
 #     mistakes:
 #     - "Reconciling by adding missing ids only, without removing ids that should not be there."
 #     - "Forgetting session=s on a write inside the transaction callback, so it escapes the transaction."
 #     - "Assuming transactions work on a standalone server (they need a replica set)."
+#     - "Retrying a follow whose edge insert_one fails with DuplicateKeyError, so the copies are never repaired."
+#     - "Using $push in a retried write: each retry adds the id again; $addToSet adds it once."
 # ---
 
 # %% [markdown]
@@ -45,10 +47,12 @@ labkit.seed.social(db, users=300, seed=5, celebrity_followers=200)
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | needs |
-# |---|---|---|
-# | follow / unfollow | write | the edge and both users' arrays change together |
-# | show whom X follows, who follows X | read | ids straight from the user document |
+# | operation | type | per second | needs |
+# |---|---|---|---|
+# | follow / unfollow | write | 300 | the edge and both users' arrays change together |
+# | show whom X follows, who follows X | read | 2,000 | ids straight from the user document |
+#
+# (Illustrative rates: reads outnumber follows, which is why the copies exist at all.)
 #
 # Two-way referencing keeps `followingIds` on the follower and `followerIds` on the followed user, next to
 # the authoritative `follows` edges. Build those arrays from the edges once:
@@ -131,6 +135,16 @@ drift(db)
 # In a transaction the three writes commit together or not at all. `with_transaction` aborts when the
 # callback raises, so the crash leaves nothing behind. On a real deployment transactions need a replica set
 # or a sharded cluster (a standalone server refuses them), and they cost more than single-document writes.
+#
+# **Predict first.** The next cell crashes the follow *after* the edge and the follower's array were written,
+# inside `with_transaction`. How many follow edges for that pair will there be afterwards?
+
+# %%
+ex_txn = labkit.exercises.get("05-predict-transaction-crash")
+ex_txn
+
+# %% tags=["solution"]
+ex_txn.predict(0)
 
 # %%
 rebuild_arrays(db)
@@ -140,8 +154,12 @@ try:
         session.with_transaction(lambda s: follow(db, "user:234", candidates[2], when, session=s))
 except SimulatedCrash as exc:
     print(exc)
-print("edge written:", db.follows.count_documents({"followerId": "user:234", "followingId": candidates[2]}))
+edges_after_crash = db.follows.count_documents({"followerId": "user:234", "followingId": candidates[2]})
+print("edge written:", edges_after_crash)
 pd.DataFrame({"before": before, "after the crash": drift(db)})
+
+# %% tags=["reveal"]
+ex_txn.check(edges_after_crash)
 
 # %%
 with client.start_session() as session:
@@ -170,6 +188,42 @@ drift(db)
 # %%
 print("users repaired:", rebuild_arrays(db))
 drift(db)
+
+# %% [markdown]
+# ### Retries need idempotent writes
+#
+# An asynchronous retry runs the whole follow again. The naive `follow` cannot be retried: its edge already
+# exists, so the retry fails on its first write (the edge's `_id`) and never reaches the copies. Crash one follow
+# after the edge, then retry it:
+
+# %%
+retry_target = candidates[63]
+try:
+    with crash_at("after the edge"):
+        follow(db, "user:234", retry_target, when)
+except SimulatedCrash as exc:
+    print(exc)
+try:
+    follow(db, "user:234", retry_target, when)
+except Exception as exc:  # the server refuses the second edge
+    print("retry failed:", type(exc).__name__, "| code:", getattr(exc, "code", None))
+drift(db)
+
+# %% [markdown]
+# An idempotent follow upserts the edge on its key and adds to the arrays with `$addToSet`: repeating it after a
+# crash at any point, or after a success, finishes what is missing and changes nothing else.
+
+# %%
+def follow_idempotent(db, a, b, when):
+    db.follows.update_one({"_id": f"follow:{a[5:]}:{b[5:]}"},
+                          {"$setOnInsert": {"followerId": a, "followingId": b, "createdAt": when}}, upsert=True)
+    db.users.update_one({"_id": a}, {"$addToSet": {"followingIds": b}})
+    db.users.update_one({"_id": b}, {"$addToSet": {"followerIds": a}})
+
+
+for attempt in (1, 2):
+    follow_idempotent(db, "user:234", retry_target, when)
+    print(f"after retry {attempt}:", drift(db))
 
 # %% [markdown]
 # ## Explore: failure rate and drift
@@ -250,6 +304,30 @@ def reconcile(db):
 
 
 ex.check(db, reconcile)
+
+# %% [markdown]
+# ## Exercise 2: retry-safe enrollments
+#
+# Another two-way relationship: students and courses. `enrollments` holds the authoritative edges
+# (`{studentId, courseId, enrolledAt}`, unique on the pair); each student keeps `courseIds` and each course
+# `studentIds`. Write `enroll(db, student_id, course_id, when)`: it writes the enrollment **first**, then both
+# copies, and it must be safe to **retry**: the checker calls it, then calls it again after a success, after a
+# crash right after the enrollment, and after a crash between the two copies, and looks for one enrollment and
+# both copies right, with no error.
+
+# %%
+ex2 = labkit.exercises.get("05-idempotent-enroll")
+ex2
+
+# %% tags=["solution"]
+def enroll(db, student_id, course_id, when):
+    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+    db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+
+
+ex2.check(db, enroll)
 
 # %% [markdown]
 # ## Summary

@@ -10,13 +10,15 @@
 #     minutes: 25
 #     title: "Denormalization: copies, caches and snapshots"
 #     section: Relationships
-#     exercise_minutes: 5
+#     exercise_minutes: 15
 #     demo: >-
 #       Push five followers into a three-entry preview; rename a widely listed follower, count stale previews, run the rebuild job after the deadline.
 #     mistakes:
 #     - "$slice: -3 with $position: 0 (keeps the oldest) instead of $slice: 3."
 #     - "Rewriting historical snapshots on rename."
 #     - "Copying whole user profiles into previews instead of the two fields the view needs."
+#     - "Renaming team previews one team at a time (one write per team) instead of one update_many with members.$.name."
+#     - "Setting members.0.name: the renamed member sits at a different position in each team."
 # ---
 
 # %% [markdown]
@@ -135,7 +137,16 @@ print(f"previews listing {renamed}: {previews_listing(db, renamed)}, stale after
 # %% [markdown]
 # The policy says a preview may be at most **one day** old. The job runs every six hours, so it must rebuild
 # every preview that would pass the deadline before its next run: those at least 24 − 6 = 18 hours old. Run
-# the schedule for the day after the rebuild and measure, at each run, how old the oldest preview had become:
+# the schedule for the day after the rebuild and measure, at each run, how old the oldest preview had become.
+#
+# **Predict first.** How old (in hours) will the oldest preview get before a run?
+
+# %%
+ex_age = labkit.exercises.get("06-predict-oldest-preview")
+ex_age
+
+# %% tags=["solution"]
+ex_age.predict(18)
 
 # %%
 MAX_AGE = dt.timedelta(days=1)
@@ -150,9 +161,12 @@ for k in range(1, 5):
     schedule.append({"job run at": now, "oldest preview before the run (hours)": age_before / dt.timedelta(hours=1),
                      "previews rebuilt": rebuilt, "stale previews after the run": stale_previews()})
 schedule = pd.DataFrame(schedule).set_index("job run at")
-print("oldest a preview ever got (hours):", schedule["oldest preview before the run (hours)"].max(),
-      "| policy limit (hours):", MAX_AGE / dt.timedelta(hours=1))
+oldest_hours = float(schedule["oldest preview before the run (hours)"].max())
+print("oldest a preview ever got (hours):", oldest_hours, "| policy limit (hours):", MAX_AGE / dt.timedelta(hours=1))
 schedule
+
+# %% tags=["reveal"]
+ex_age.check(oldest_hours)
 
 # %% [markdown]
 # ## The current canonical value: resolve the reference
@@ -208,6 +222,83 @@ renames = explorer(rename_cost, sliders={"posts": (1, 800, 100, 10), "previews":
 renames
 
 # %% [markdown]
+# ## The ledger: keep the preview, or compute it on every profile view?
+#
+# The preview is a copy that costs writes: a second write on every follow, and on a rename one write per
+# preview listing the renamed user. Computed on read instead, the profile header asks `follows` for the three
+# newest followers (with an index that serves that sort) and `users` for their names. The workload's rates come
+# from the table at the top; the rename is measured on the follower listed in the most previews, the worst case.
+
+# %%
+db.follows.create_index({"followingId": 1, "createdAt": -1, "_id": -1})  # serves the computed header
+db.users.create_index({"followerPreview.userId": 1})  # finds the previews a rename must rewrite
+fan = {"_id": "user:ledger-fan", "name": "Ledger Fan"}
+db.users.insert_one(dict(fan))
+when = dt.datetime(2027, 1, 2)
+
+
+def header_preview(d):
+    return d.users.find_one({"_id": "user:112"}, {"name": 1, "followerPreview": 1})
+
+
+def header_computed(d):
+    user = d.users.find_one({"_id": "user:112"}, {"name": 1})
+    edges = list(d.follows.find({"followingId": "user:112"}, {"followerId": 1})
+                 .sort([("createdAt", -1), ("_id", -1)]).limit(3))
+    names = list(d.users.find({"_id": {"$in": [e["followerId"] for e in edges]}}, {"name": 1}))
+    return user, names
+
+
+def follow_computed(d):
+    d.follows.insert_one({"followerId": fan["_id"], "followingId": "user:234", "createdAt": when})
+
+
+def follow_preview(d):
+    d.follows.insert_one({"followerId": fan["_id"], "followingId": "user:345", "createdAt": when})
+    add_to_preview(d, "user:345", fan, when)
+
+
+def rename_computed(d):
+    d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred C."}})
+
+
+def rename_preview(d):
+    d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred P."}})
+    d.users.update_many({"followerPreview.userId": renamed}, {"$set": {"followerPreview.$.name": "Fred P."}})
+
+
+rates = {"profile header": 3000, "follow": 300, "rename a user": 0.1}
+ledger = labkit.Ledger(rates)
+for design, header, follow, rename in [("computed on read", header_computed, follow_computed, rename_computed),
+                                       ("preview copy", header_preview, follow_preview, rename_preview)]:
+    ledger.measure(design, "profile header", db, header)
+    ledger.measure(design, "follow", db, follow)
+    ledger.measure(design, "rename a user", db, rename)
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# Move the follow rate: the copy's extra write per follow is paid for by the round trips it saves on profile
+# views, until follows outnumber the views that use the preview.
+
+# %%
+ledger_widget = ledger.widget("round trips", max_rate=8000)
+ledger_widget
+
+# %%
+cost = ledger.costs
+for metric, attr in [("round trips", "round_trips"), ("documents examined", "docs_examined")]:
+    saved = getattr(cost["computed on read", "profile header"], attr) - getattr(cost["preview copy", "profile header"], attr)
+    per_follow = getattr(cost["preview copy", "follow"], attr) - getattr(cost["computed on read", "follow"], attr)
+    per_rename = getattr(cost["preview copy", "rename a user"], attr) - getattr(cost["computed on read", "rename a user"], attr)
+    other = per_rename * rates["rename a user"]
+    print(f"{metric}: the preview saves {saved} per profile view, costs {per_follow} more per follow and "
+          f"{per_rename:,} more per rename; at {rates['profile header']:,} views/s it wins while follows per second "
+          f"< {(saved * rates['profile header'] - other) / per_follow:,.0f}")
+
+# %% [markdown]
 # ## Exercise
 #
 # Write `add_follower(db, user_id, follower_id, name)`: it must keep `followerPreview` to the **three newest**
@@ -228,11 +319,33 @@ def add_follower(db, user_id, follower_id, name):
 ex.check(db, add_follower)
 
 # %% [markdown]
+# ## Exercise 2: a cache and a snapshot in another schema
+#
+# A chat app: each team document keeps a `members` preview, `[{userId, name}, ...]` (up to five members, a
+# display cache that should show current names); each message keeps `authorSnapshot: {name}`, the name as it
+# was when the message was sent. Write `rename_member(db, user_id, new_name)`: rename the user, and every team
+# preview entry for them, in **two writes however many teams list them**, and leave the messages alone. The
+# checker runs it on teams of its own, where the user sits at a different position in each preview.
+
+# %%
+ex2 = labkit.exercises.get("06-rename-member")
+ex2
+
+# %% tags=["solution"]
+def rename_member(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+
+
+ex2.check(db, rename_member)
+
+# %% [markdown]
 # ## Summary
 #
 # - Copy only what a hot read needs, and keep the copy bounded (`$slice`).
 # - Decide what each copy *means*: canonical (don't copy, resolve), cache (deadline + rebuild), snapshot (never rewrite).
 # - A rename's cost is the number of copies the policy says must follow it.
+# - The ledger turns that into per-second totals: a copy pays while the reads it saves outnumber the writes it adds.
 #
 # **Next:** 07 · enforce the document shape with validation.
 

@@ -131,6 +131,99 @@ ex_grow.check(most_keys_busiest)
 # The one read that grows with the account is the follower count: one key per follower.
 
 # %% [markdown]
+# ## The ledger: the whole profile workload, per second
+#
+# The table's rates times what each operation costs for the busiest account, measured from the commands it
+# sends. Two designs that differ only in the follower count: counted from the edges on every view, or kept as
+# a counter on the user that each follow increments (lesson 04). The follows are made by two existing users who
+# do not follow the busiest account yet.
+
+# %%
+import datetime as dt
+
+busiest = accounts["busiest"]
+already = {e["followerId"] for e in db.follows.find({"followingId": busiest}, {"followerId": 1})}
+fan_a, fan_b = [u["_id"] for u in db.users.find({"_id": {"$nin": sorted(already | {busiest})}}, {"_id": 1})
+                .sort("_id", 1).limit(2)]
+db.users.update_one({"_id": busiest}, {"$set": {"followerCount": len(already)}})  # backfill the counter once
+when = dt.datetime(2026, 12, 1)
+
+
+def read_account(d):
+    return d.users.find_one({"_id": busiest}, {"name": 1, "roles": 1})
+
+
+def read_posts(d):
+    return list(d.posts.find({"authorId": busiest}, {"title": 1, "location": 1, "createdAt": 1})
+                .sort([("createdAt", -1), ("_id", -1)]).limit(20))
+
+
+def followers_page(d):
+    return list(d.follows.find({"followingId": busiest}).sort("followerId", 1).limit(20))
+
+
+def count_edges(d):
+    return d.follows.count_documents({"followingId": busiest})
+
+
+def read_counter(d):
+    return d.users.find_one({"_id": busiest}, {"followerCount": 1})
+
+
+def publish(tag):
+    return lambda d: d.posts.insert_one({"_id": f"post:ledger-{tag}", "authorId": busiest, "title": "ledger",
+                                         "location": "Oakland", "createdAt": when})
+
+
+def follow_edge(fan, counter):
+    def run(d):
+        d.follows.insert_one({"_id": f"follow:{fan[5:]}:{busiest[5:]}", "followerId": fan, "followingId": busiest,
+                              "createdAt": when})
+        if counter:
+            d.users.update_one({"_id": busiest}, {"$inc": {"followerCount": 1}})
+    return run
+
+
+rates = {"read account and its roles": 3000, "read the newest 20 posts": 3000, "navigate followers / following": 400,
+         "show the follower count": 3000, "publish a post": 50, "follow / unfollow": 300}
+ledger = labkit.Ledger(rates)
+for design, count, fan, counter in [("count the edges", count_edges, fan_a, False),
+                                    ("follower counter", read_counter, fan_b, True)]:
+    ledger.measure(design, "read account and its roles", db, read_account)
+    ledger.measure(design, "read the newest 20 posts", db, read_posts)
+    ledger.measure(design, "navigate followers / following", db, followers_page)
+    ledger.measure(design, "show the follower count", db, count)
+    ledger.measure(design, "publish a post", db, publish(design[:5]))
+    ledger.measure(design, "follow / unfollow", db, follow_edge(fan, counter))
+ledger.per_operation()
+
+# %%
+ledger.totals()
+
+# %% [markdown]
+# Which operation dominates each design's keys examined per second? Move the follower-count rate: the counter
+# is worth its extra write per follow only while the count is shown often enough.
+
+# %%
+per_op = ledger.per_operation()
+share = (per_op["keys examined"] * per_op["per second"]).unstack("design")
+(share / share.sum()).round(3).rename(columns=lambda c: f"{c}: share of keys /s")
+
+# %%
+ledger_widget = ledger.widget("keys examined", max_rate=6000)
+ledger_widget
+
+# %%
+cost = ledger.costs
+saved = (cost["count the edges", "show the follower count"].keys_examined
+         - cost["follower counter", "show the follower count"].keys_examined)
+extra = (cost["follower counter", "follow / unfollow"].keys_examined
+         - cost["count the edges", "follow / unfollow"].keys_examined)
+print(f"keys saved per count shown: {saved:,}; extra keys per follow: {extra}")
+print(f"at {rates['follow / unfollow']} follows per second the counter wins once the count is shown more than "
+      f"{rates['follow / unfollow'] * extra / saved:.2f} times per second")
+
+# %% [markdown]
 # ## Explore: the busiest account's page
 #
 # Pick a number of posts: an account with exactly that many posts is measured, every operation of its profile

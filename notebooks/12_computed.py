@@ -11,7 +11,8 @@
 #     title: "Computed: maintain rating statistics on write"
 #     section: Patterns
 #     demo: "Set reads per write to 100 and compare documents examined: the aggregation reads every review on every page view, the stored statistics one document."
-#     mistakes: ["storing only a rounded average, which cannot be updated incrementally", "updating the statistics without the review in the same transaction and never reconciling", "computing on write a value that is read less often than it changes"]
+#     exercise_minutes: 15
+#     mistakes: ["storing only a rounded average, which cannot be updated incrementally", "updating the statistics without the review in the same transaction and never reconciling", "computing on write a value that is read less often than it changes", "setting lastReplyAt with $set, so a late reply moves it back; $max keeps the newest", "reading the thread and writing replyCount + 1 back: two replies at once count as one"]
 # ---
 
 # %% [markdown]
@@ -80,6 +81,16 @@ list(db.reviews.aggregate(rating_pipeline("prod:1")))
 # `{productId: 1, rating: 1}` index, yet every review of the product is examined. (Because the pipeline needs only
 # `rating`, a real server may answer from the index keys alone and skip the document fetches; the keys are read
 # either way.)
+#
+# **Predict first.** How many index keys does one page view of the headphones (`prod:1`) examine? Record your
+# guess; the next cell measures it.
+
+# %%
+ex_keys = labkit.exercises.get("12-predict-aggregate-keys")
+ex_keys
+
+# %% tags=["solution"]
+ex_keys.predict(10_842)
 
 # %%
 def match_cost(pid):
@@ -90,11 +101,15 @@ def match_cost(pid):
             "returned to $group": plan["nReturned"]}
 
 
-pd.DataFrame({pid: match_cost(pid) for pid in ("prod:1", "prod:2")})
+read_costs = pd.DataFrame({pid: match_cost(pid) for pid in ("prod:1", "prod:2")})
+read_costs
+
+# %% tags=["reveal"]
+ex_keys.check(int(read_costs.loc["keys examined", "prod:1"]))
 
 # %% [markdown]
-# Every view of the headphones examines all 10,842 reviews to produce two numbers, and the work grows with
-# every new review.
+# Every view of the headphones examines every one of its reviews (the keys examined above) to produce two
+# numbers, and the work grows with every new review.
 #
 # ## The better design: statistics stored on the product
 #
@@ -370,6 +385,30 @@ def add_review(db, review):
 
 
 ex.check(add_review)
+
+# %% [markdown]
+# ## Exercise 2: computed values in a forum
+#
+# A forum shows each thread with its number of replies and the time of the newest reply; threads are listed far
+# more often than replies are written. Write `add_reply(db, reply)`: it stores the reply (`{_id, threadId,
+# userId, text, at}`) in `db.replies` and keeps the thread's `replyCount` and `lastReplyAt` up to date, without
+# reading the replies back. Replies can arrive late (a phone that was offline): `lastReplyAt` must stay the
+# newest `at`, not the last one delivered. `ex2.check(add_reply)` runs it on threads of its own, with late
+# replies and with two replies arriving at once.
+
+# %%
+ex2 = labkit.exercises.get("12-thread-stats")
+ex2
+
+
+# %% tags=["solution"]
+def add_reply(db, reply):
+    db.replies.insert_one(reply)
+    db.threads.update_one({"_id": reply["threadId"]},
+                          {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+
+
+ex2.check(add_reply)
 
 # %% [markdown]
 # ## Summary

@@ -10,8 +10,9 @@
 #     minutes: 20
 #     title: "Which pattern when: use cases, patterns and a quiz"
 #     section: Patterns
+#     exercise_minutes: 15
 #     demo: "Pick 'IoT' and then 'mobile' in the dropdown and discuss why the same computed pattern appears for different reasons."
-#     mistakes: ["choosing a pattern by the data's nouns instead of the workload's numbers", "applying every pattern of a use case at once instead of the one that removes the measured cost", "confusing schema versioning (shape changes) with document versioning (old revisions)"]
+#     mistakes: ["choosing a pattern by the data's nouns instead of the workload's numbers", "applying every pattern of a use case at once instead of the one that removes the measured cost", "confusing schema versioning (shape changes) with document versioning (old revisions)", "giving an unbounded relationship a guessed maximum, so the helper embeds what will keep growing"]
 # ---
 
 # %% [markdown]
@@ -218,6 +219,61 @@ labkit.recommend(
      {"operation": "Enrol", "type": "write", "per_second": 30, "entities": ["students", "courses"], "fields": []}],
     [{"parent": "students", "child": "courses", "cardinality": [1, 5, 12], "parents_per_child": [0, 120, 400],
       "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300}])
+
+# %% [markdown]
+# **Predict first.** A chat app: a channel's messages are none at first, about 2,000 typically, with no upper
+# bound; the channel page shows the newest 50, and messages are also searched on their own. Which model will the
+# helper recommend for channels -> messages?
+
+# %%
+ex_model = labkit.exercises.get("20-predict-helper-model")
+ex_model
+
+# %% tags=["solution"]
+ex_model.predict("child reference")
+
+# %%
+chat = labkit.recommend(
+    [{"operation": "Open a channel", "type": "read", "per_second": 2000, "entities": ["channels", "messages"],
+      "fields": ["name", "messages.text"], "sort": {"createdAt": -1}, "limit": 50}],
+    [{"parent": "channels", "child": "messages", "cardinality": [0, 2000, None], "child_queried_alone": True,
+      "changes_with_parent": False, "child_doc_bytes": 300}])
+chat
+
+# %% tags=["reveal"]
+ex_model.check(chat.model_for("channels", "messages").name)
+
+# %% [markdown]
+# ## Exercise 2: describe another application by its numbers
+#
+# The helper is only as good as the numbers it gets. Describe the whole chat app:
+#
+# - opening a channel (2,000 per second) reads the channel's name, its members and its newest messages;
+# - posting a message happens 200 times a second;
+# - a channel has at least 2 members, typically 8, at most 50 (about 60 bytes each), shown only with the channel;
+# - a channel has no messages at first, about 2,000 typically and no upper bound (about 300 bytes each), and
+#   messages are also searched on their own.
+#
+# Write `access_patterns` and `relationships` in the form used above; `ex2.check(access_patterns,
+# relationships)` runs the helper on them and checks what you told it.
+
+# %%
+ex2 = labkit.exercises.get("20-chat-workload")
+ex2
+
+# %% tags=["solution"]
+access_patterns = [
+    {"operation": "Open a channel", "type": "read", "per_second": 2000,
+     "entities": ["channels", "members", "messages"], "fields": ["name", "members.userId", "messages.text"]},
+    {"operation": "Post a message", "type": "write", "per_second": 200, "entities": ["messages"], "fields": []},
+]
+relationships = [
+    {"parent": "channels", "child": "members", "cardinality": [2, 8, 50],
+     "child_queried_alone": False, "changes_with_parent": True, "child_doc_bytes": 60},
+    {"parent": "channels", "child": "messages", "cardinality": [0, 2000, None],
+     "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300},
+]
+ex2.check(access_patterns, relationships)
 
 # %% [markdown]
 # ## Summary

@@ -1099,6 +1099,115 @@ def _ex12() -> Exercise:
     )
 
 
+def _explain_aggregate_keys(measured: Any) -> str:
+    return (f"One page view examined {measured:,} index keys: the `$match` walks the {{productId, rating}} index "
+            "over every review of the headphones, because `$group` needs all of them to produce an average and a "
+            "count. The work grows with each review and is repeated on every view.")
+
+
+@register
+def _ex12_predict() -> Exercise:
+    return Prediction(
+        id="12-predict-aggregate-keys",
+        lesson="12_computed",
+        task="Predict: how many index keys does ONE page view of the headphones (prod:1) examine when the "
+             "average and count are aggregated from the reviews on every read?",
+        checker=None,
+        hints=["The setup cell printed how many reviews prod:1 has; which of them can $group skip?"],
+        solution_text="ex_keys.predict(10_842)",
+        explain=_explain_aggregate_keys,
+        tolerance=0.02,
+    )
+
+
+def _check_thread_stats(add_reply: Any) -> str:
+    import datetime as dt
+
+    from labkit.exercises import observe
+
+    if isinstance(add_reply, tuple):
+        raise NotYet("call it with your function only: `ex2.check(add_reply)`.")
+    if not callable(add_reply):
+        raise NotYet(f"pass your function `add_reply` itself, not {type(add_reply).__name__}.")
+    t0 = dt.datetime(2026, 11, 2, 9, 0)
+    # minutes after t0; reply 4 arrives late (written at minute 1, delivered after minute 30)
+    arrivals = [("thread:a", 0), ("thread:b", 5), ("thread:a", 12), ("thread:a", 30), ("thread:a", 1),
+                ("thread:b", 7), ("thread:a", 31), ("thread:b", 2)]
+    with observe.sandbox("12-thread-stats") as box:
+        box.db.threads.insert_many([{"_id": t, "title": t.split(":")[1], "replyCount": 0}
+                                    for t in ("thread:a", "thread:b", "thread:c")])
+        box.recorder.clear()
+        for i, (tid, minute) in enumerate(arrivals):
+            observe.call_learner(add_reply, box.db, {"_id": f"reply:{i}", "threadId": tid, "userId": f"user:{i}",
+                                                     "text": "agreed", "at": t0 + dt.timedelta(minutes=minute)})
+        reads = [e for e in box.recorder.commands if next(iter(e), "") in ("aggregate", "count", "find", "distinct")
+                 and e.get(next(iter(e))) == "replies"]
+        writes = box.recorder.write_statements()
+        stored = {d["_id"]: d for d in box.db.threads.find()}
+        replies = box.db.replies.count_documents({})
+    if reads:
+        raise NotYet(f"your function read `replies` back on every write ({len(reads)} reads for {len(arrivals)} "
+                     "replies): that is re-computing, not the computed pattern. Each reply already knows its "
+                     "thread and time: `$inc` the count and `$max` the time.")
+    if replies != len(arrivals):
+        raise NotYet(f"db.replies holds {replies} replies after {len(arrivals)} calls: insert the reply itself too.")
+    if writes > 2 * len(arrivals):
+        raise NotYet(f"{writes} writes for {len(arrivals)} replies; one insert and one thread update each are "
+                     "enough (put every operator in one `update_one`).")
+    for tid in ("thread:a", "thread:b"):
+        mine = [m for t, m in arrivals if t == tid]
+        got = stored.get(tid) or {}
+        if got.get("replyCount") != len(mine):
+            raise NotYet(f"{tid}: replyCount is {got.get('replyCount')!r}, expected {len(mine)}: `$inc` it by 1 "
+                         "with every reply.")
+        newest = t0 + dt.timedelta(minutes=max(mine))
+        if got.get("lastReplyAt") != newest:
+            late = t0 + dt.timedelta(minutes=mine[-1])
+            if got.get("lastReplyAt") == late:
+                raise NotYet(f"{tid}: lastReplyAt is the time of the reply that arrived last ({late:%H:%M}), not the "
+                             f"newest ({newest:%H:%M}): replies can arrive late. `$set` overwrites; `$max` keeps "
+                             "the later time.")
+            raise NotYet(f"{tid}: lastReplyAt is {got.get('lastReplyAt')!r}, expected {newest}: `$max` it with each "
+                         "reply's `at`.")
+    untouched = stored.get("thread:c") or {}
+    if set(untouched) - {"_id", "title", "replyCount"} or untouched.get("replyCount") != 0:
+        raise NotYet("thread:c changed without any reply: update only the reply's thread.")
+    # two replies at once: the second runs right after the first one's first read
+    with observe.sandbox("12-thread-stats") as box:
+        box.db.threads.insert_one({"_id": "thread:a", "title": "a", "replyCount": 0})
+        observe.interleaved(
+            lambda: add_reply(box.db, {"_id": "reply:x", "threadId": "thread:a", "userId": "u1", "text": "x", "at": t0}),
+            lambda: add_reply(box.db, {"_id": "reply:y", "threadId": "thread:a", "userId": "u2", "text": "y",
+                                       "at": t0 + dt.timedelta(minutes=1)}), box.recorder)
+        raced = box.db.threads.find_one({"_id": "thread:a"}) or {}
+    if raced.get("replyCount") != 2:
+        raise NotYet(f"two replies at once leave replyCount {raced.get('replyCount')!r} instead of 2: your function "
+                     "reads the thread, adds in Python and writes the result back, so the second reply's count is "
+                     "overwritten (a lost update). `$inc` lets the server add.")
+    return ("each reply costs one insert and one update whatever the thread's size; late replies do not move "
+            "lastReplyAt back, and two replies at once both count.")
+
+
+@register
+def _ex12b() -> Exercise:
+    return Exercise(
+        id="12-thread-stats",
+        lesson="12_computed",
+        task="Write add_reply(db, reply): store the reply and keep its thread's replyCount and lastReplyAt (the "
+             "newest reply's time, even when replies arrive late) without reading the replies back.",
+        checker=_check_thread_stats,
+        hints=["The same idea as the rating statistics: each write already carries what the stored values need.",
+               "`{\"$inc\": {\"replyCount\": 1}, \"$max\": {\"lastReplyAt\": reply[\"at\"]}}` on the reply's thread."],
+        solution_text=(
+            "def add_reply(db, reply):\n"
+            "    db.replies.insert_one(reply)\n"
+            "    db.threads.update_one({\"_id\": reply[\"threadId\"]},\n"
+            "                          {\"$inc\": {\"replyCount\": 1}, \"$max\": {\"lastReplyAt\": reply[\"at\"]}})\n"
+            "\nex2.check(add_reply)"
+        ),
+    )
+
+
 # --- notebook 13 -------------------------------------------------------------------------------------------
 
 _MIGRATE_NAMES = ["Alice Smith", "Mary Ann Lee", "Omar van Dijk", "Ben Lee", "Hana Okafor"]
@@ -1915,5 +2024,106 @@ def _ex20() -> Exercise:
                "each lesson names the problem it removes."],
         solution_text=(
             "answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items()) + "}\nex.check(answers)"
+        ),
+    )
+
+
+def _explain_helper_model(measured: Any) -> str:
+    return (f"The helper chose {measured!r}: nothing bounds a channel's messages (the max is open), so neither an "
+            "embedded array nor an array of references on the channel stays bounded; each message keeps its "
+            "channel's _id instead, with an index on it for the channel page (lesson 02).")
+
+
+@register
+def _ex20_predict() -> Exercise:
+    return Prediction(
+        id="20-predict-helper-model",
+        lesson="20_which_pattern",
+        task="Predict: a chat channel's messages: none at first, about 2,000 typically, no upper bound; shown 50 at "
+             "a time and searched on their own. Which model does the decision helper recommend for channels -> "
+             "messages?",
+        checker=None,
+        choices=("embed", "array of references", "child reference", "relationship collection"),
+        hints=["What does an unbounded 'many' do to any array kept on the parent?"],
+        solution_text='ex_model.predict("child reference")',
+        explain=_explain_helper_model,
+    )
+
+
+def _check_chat_workload(args: Any) -> str:
+    from labkit.decision import recommend
+
+    if not (isinstance(args, tuple) and len(args) == 2):
+        raise NotYet("call it with both lists: `ex2.check(access_patterns, relationships)`.")
+    access_patterns, relationships = args
+    if not isinstance(access_patterns, list) or not isinstance(relationships, list):
+        raise NotYet("both arguments are lists of dicts: access patterns first, relationships second.")
+    try:
+        rec = recommend(access_patterns, relationships)
+    except ValueError as exc:
+        raise NotYet(f"the helper refuses the input: {exc}") from None
+    ops = {r.get("type"): r for r in access_patterns if isinstance(r, dict)}
+    rates = sorted((r.get("type"), r.get("per_second")) for r in access_patterns if isinstance(r, dict))
+    if ("read", 2000) not in rates or ("write", 200) not in rates:
+        raise NotYet(f"the access patterns' (type, per_second) are {rates}; the app opens channels 2,000 times a "
+                     "second (a read) and posts 200 messages a second (a write): the rates are what the design "
+                     "is for.")
+    read = ops.get("read") or {}
+    if not {"channels", "messages", "members"} <= set(read.get("entities") or []):
+        raise NotYet("opening a channel reads the channel, its members and its newest messages: list all three "
+                     "entities in that access pattern.")
+    rels = {(str(r.get("parent")), str(r.get("child"))): r for r in relationships if isinstance(r, dict)}
+    for pair in (("channels", "members"), ("channels", "messages")):
+        if pair not in rels:
+            raise NotYet(f"describe the relationship {pair[0]} -> {pair[1]} (parent 'channels', child "
+                         f"'{pair[1]}'); have {sorted(rels)}.")
+    members, messages = rels["channels", "members"], rels["channels", "messages"]
+    card_m = list(members.get("cardinality") or [])
+    card_x = list(messages.get("cardinality") or [])
+    if len(card_x) == 3 and card_x[2] is not None:
+        raise NotYet(f"channels -> messages has max {card_x[2]}, but nothing bounds a channel's messages: leave the "
+                     "max empty (None). A guessed bound is how unbounded arrays get embedded.")
+    if card_m != [2, 8, 50]:
+        raise NotYet(f"channels -> members is {card_m}; the app says at least 2, typically 8, at most 50: "
+                     "[2, 8, 50].")
+    if card_x[:2] != [0, 2000]:
+        raise NotYet(f"channels -> messages starts {card_x[:2]}; the app says none at first and about 2,000 "
+                     "typically: [0, 2000, None].")
+    if messages.get("child_queried_alone") is not True:
+        raise NotYet("messages are searched on their own (without their channel): child_queried_alone=True.")
+    if members.get("child_queried_alone") is not False:
+        raise NotYet("members are only ever shown with their channel: child_queried_alone=False.")
+    got = {pair: rec.model_for(*pair).name for pair in (("channels", "members"), ("channels", "messages"))}
+    if got != {("channels", "members"): "embed", ("channels", "messages"): "child reference"}:
+        raise NotYet(f"with your inputs the helper recommends {got}; check the sizes you gave (child_doc_bytes: "
+                     "about 60 bytes a member, 300 a message).")
+    return ("members embedded (bounded, small, read with the channel), messages referencing their channel (no "
+            "bound, searched alone): the numbers you gave decided it, not the entity names.")
+
+
+@register
+def _ex20b() -> Exercise:
+    return Exercise(
+        id="20-chat-workload",
+        lesson="20_which_pattern",
+        task="Describe the chat app to the decision helper: access_patterns (with rates) and relationships (with "
+             "[min, likely, max] cardinalities), so that it recommends from the app's numbers.",
+        checker=_check_chat_workload,
+        hints=["Two access patterns (open a channel: read, 2,000/s; post a message: write, 200/s) and two "
+               "relationships (channels -> members, channels -> messages).",
+               "An unbounded max is `None`: `\"cardinality\": [0, 2000, None]`."],
+        solution_text=(
+            "access_patterns = [\n"
+            "    {\"operation\": \"Open a channel\", \"type\": \"read\", \"per_second\": 2000,\n"
+            "     \"entities\": [\"channels\", \"members\", \"messages\"], \"fields\": [\"name\", \"members.userId\", "
+            "\"messages.text\"]},\n"
+            "    {\"operation\": \"Post a message\", \"type\": \"write\", \"per_second\": 200, \"entities\": "
+            "[\"messages\"], \"fields\": []},\n]\n"
+            "relationships = [\n"
+            "    {\"parent\": \"channels\", \"child\": \"members\", \"cardinality\": [2, 8, 50],\n"
+            "     \"child_queried_alone\": False, \"changes_with_parent\": True, \"child_doc_bytes\": 60},\n"
+            "    {\"parent\": \"channels\", \"child\": \"messages\", \"cardinality\": [0, 2000, None],\n"
+            "     \"child_queried_alone\": True, \"changes_with_parent\": False, \"child_doc_bytes\": 300},\n]\n"
+            "ex2.check(access_patterns, relationships)"
         ),
     )

@@ -41,6 +41,109 @@ def _ex00() -> Exercise:
     )
 
 
+# A message board's workloads, built by the checker itself (the learner's table is never used).
+_BOARD_WORKLOADS = [
+    [("read a thread", "read", 900.0), ("list a forum", "read", 300.0), ("post a reply", "write", 12.0),
+     ("search", "read", 40.0), ("edit a reply", "write", 1.5), ("moderation report", "read", 0.01)],
+    [("show inbox", "read", 50.0), ("send message", "write", 45.0), ("open message", "read", 48.0),
+     ("delete message", "write", 3.0), ("export archive", "read", 0.001)],
+    [("live score", "read", 5000.0), ("post score", "write", 1.0)],
+]
+
+
+def _top_share_expected(rows: list[tuple], share: float = 0.8) -> list[str]:
+    ranked = sorted(rows, key=lambda r: -r[2])
+    total, out, acc = sum(r[2] for r in rows), [], 0.0
+    for name, _, rate in ranked:
+        out.append(name)
+        acc += rate
+        if acc >= share * total:
+            break
+    return out
+
+
+def _check_top_operations(fn: Any) -> str:
+    import pandas as pd
+
+    from labkit.exercises import observe
+
+    if not callable(fn):
+        raise NotYet("pass your function itself: `ex.check(top_operations)`.")
+    for rows in _BOARD_WORKLOADS:
+        table = pd.DataFrame(rows[::-1], columns=["operation", "type", "per_second"])
+        expected = _top_share_expected(rows)
+        got = observe.call_learner(fn, table.copy())
+        if isinstance(got, (pd.Series, pd.Index)):
+            got = list(got)
+        if isinstance(got, pd.DataFrame):
+            got = list(got["operation"]) if "operation" in got.columns else list(got.index)
+        if not isinstance(got, (list, tuple)):
+            raise NotYet(f"return a list of operation names, most frequent first; got {type(got).__name__}.")
+        got = list(got)
+        if got == expected:
+            continue
+        names = ", ".join(f"{n!r}" for n in expected)
+        if set(got) == set(expected) and got != expected:
+            raise NotYet(f"the right operations, in the wrong order: most frequent first ({names}).")
+        if got and got[0] == min(rows, key=lambda r: r[2])[0]:
+            raise NotYet("the list starts with the rarest operation: sort by `per_second` with ascending=False.")
+        if len(got) == len(rows):
+            raise NotYet("you returned every operation; stop as soon as the running total reaches 80% of all "
+                         "operations per second.")
+        if got == expected[:-1]:
+            raise NotYet("one short: include the operation whose rate makes the running total reach 80% "
+                         f"(for this workload: {names}).")
+        if len(got) > len(expected) and got[:len(expected)] == expected:
+            raise NotYet(f"one or more too many: stop at the first operation where the running total reaches 80% "
+                         f"({names}).")
+        if all(isinstance(g, str) for g in got) and set(got) - {r[0] for r in rows}:
+            raise NotYet("return the names from the `operation` column.")
+        raise NotYet(f"for a workload of {len(rows)} operations the answer is {names}; yours is {got}. Sort by "
+                     "`per_second`, most frequent first, and keep rows until their running total reaches 80% "
+                     "of the table's total.")
+    return ("on three other workloads your function picked the operations that make up 80% of the traffic: "
+            "those are the rows a schema is designed for.")
+
+
+@register
+def _ex00b() -> Exercise:
+    return Exercise(
+        id="00-top-operations",
+        lesson="00_start_here",
+        task="Write top_operations(workload): the operation names that together make up at least 80% of the "
+             "operations per second, most frequent first (checked on other workloads than the store's).",
+        checker=_check_top_operations,
+        hints=["Sort by `per_second` (most frequent first), then take a running total with `cumsum()`.",
+               "Keep rows while the running total *before* the row is still under 80% of the total."],
+        solution_text=('def top_operations(workload):\n'
+                       '    ranked = workload.sort_values("per_second", ascending=False)\n'
+                       '    before = ranked["per_second"].cumsum() - ranked["per_second"]\n'
+                       '    return list(ranked[before < 0.8 * ranked["per_second"].sum()]["operation"])\n\n'
+                       'ex2.check(top_operations)'),
+    )
+
+
+def _explain_page_docs(measured: Any) -> str:
+    return (f"The referenced page reads the product (1 document), the 5 newest reviews through an index (5), and "
+            f"every review of the product again to average their ratings: {measured} documents in all, and that "
+            "last part grows with each review. The embedded page reads 1 document.")
+
+
+@register
+def _ex00_predict() -> Exercise:
+    return Prediction(
+        id="00-predict-page-docs",
+        lesson="00_start_here",
+        task="Predict: with reviews in their own collection, how many documents does one product page examine "
+             "for a product with 200 reviews (product, 5 newest reviews, rating average)?",
+        checker=None,
+        hints=["Count each read: the product, the 5 newest reviews, and what the rating average has to read."],
+        solution_text="ex_page.predict(206)",
+        explain=_explain_page_docs,
+        tolerance=0.05,
+    )
+
+
 # --- notebook 01 -------------------------------------------------------------------------------------------
 
 def _check_fred_document(db: Any) -> None:
@@ -224,6 +327,116 @@ def _ex01b() -> Exercise:
             "def set_can_edit(db, user_id, title, can_edit):\n"
             "    db.users.update_one({\"_id\": user_id, \"roles.title\": title},\n"
             "                        {\"$set\": {\"roles.$.canEdit\": can_edit}})\n\nex.check(db, set_can_edit)"
+        ),
+    )
+
+
+def _explain_policy_rewrites(measured: Any) -> str:
+    return (f"Every user holding 'admin' carries a copy of the permission, so the policy change rewrites {measured} "
+            "user documents (one per copy, each a write with its index updates). Referenced, the definition is one "
+            "document: one write, whoever holds the role.")
+
+
+@register
+def _ex01_predict() -> Exercise:
+    return Prediction(
+        id="01-predict-policy-rewrites",
+        lesson="01_embed_one_to_few",
+        task="Predict: with roles embedded, how many user documents does 'admins may no longer edit' rewrite among "
+             "the 3,000 generated users? (The indexed plan above shows how many users hold 'admin'.)",
+        checker=None,
+        hints=["Each user holding 'admin' has its own copy of the permission."],
+        solution_text="ex_policy.predict(663)",
+        explain=_explain_policy_rewrites,
+    )
+
+
+_ORDERS_01 = [
+    {"_id": "order:1", "customer": "Ivy", "status": "open", "lines": [{"sku": "mug", "qty": 2, "price": 8.5}],
+     "itemCount": 2, "total": 17.0},
+    {"_id": "order:2", "customer": "Tom", "status": "open", "lines": [{"sku": "tea", "qty": 1, "price": 4.0}],
+     "itemCount": 1, "total": 4.0},
+]
+
+
+def _orders_sandbox(like: Any) -> Any:
+    import copy
+
+    from labkit.exercises import observe
+    box = observe.sandbox("01-order-lines", like)
+    box.db.orders.insert_many(copy.deepcopy(_ORDERS_01))
+    box.recorder.clear()
+    return box
+
+
+def _check_order_lines(args: Any) -> str:
+    from labkit.exercises import observe
+
+    db, add_line = _db_and_function(args, "add_line")
+    with _orders_sandbox(db) as box:
+        before = box.db.orders.find_one({"_id": "order:1"})
+        observe.call_learner(add_line, box.db, "order:1", "tea", 3, 4.0)
+        after = box.db.orders.find_one({"_id": "order:1"})
+        other = box.db.orders.find_one({"_id": "order:2"})
+        rec = box.recorder
+        writes, names, specs = rec.write_statements(), rec.names(), rec.update_specs()
+    if writes == 0:
+        raise NotYet("your function sent no write; it should update the order document.")
+    if writes > 1:
+        raise NotYet(f"your function sent {writes} writes ({', '.join(names)}): between them a reader sees the new "
+                     "line but the old total, and a failure halfway leaves the order so. One `update_one` can carry "
+                     "`$push` and `$inc` together.")
+    u = (specs or [{}])[0].get("u")
+    if isinstance(u, dict) and u and not any(str(k).startswith("$") for k in u):
+        raise NotYet("that was a replacement of the whole order (read in Python, changed, written back): an order "
+                     "line added by someone else in between is lost. Use update operators (`$push`, `$inc`).")
+    if after is None:
+        raise NotYet("order:1 is gone after your function ran; update it, do not delete it.")
+    if other != _ORDERS_01[1]:
+        raise NotYet("order:2 changed too: filter the update on the order's `_id`.")
+    lines = after.get("lines")
+    if not isinstance(lines, list) or lines[:1] != before["lines"]:
+        raise NotYet("the order's existing line changed or `lines` is no longer an array; append with `$push`.")
+    if lines[1:] != [{"sku": "tea", "qty": 3, "price": 4.0}]:
+        raise NotYet(f"after adding 3 x 'tea' at 4.0 the new lines are {lines[1:]}; expected exactly one "
+                     "{sku: 'tea', qty: 3, price: 4.0}.")
+    if after.get("itemCount") != 5:
+        raise NotYet(f"itemCount is {after.get('itemCount')!r}; adding 3 items to 2 makes 5: `$inc` it by `qty`.")
+    if after.get("total") != 29.0:
+        raise NotYet(f"total is {after.get('total')!r}; 17.0 plus 3 x 4.0 makes 29.0: `$inc` it by `qty * price`.")
+    # two calls at once: the second runs right after the first one's first read
+    with _orders_sandbox(db) as box:
+        observe.interleaved(lambda: add_line(box.db, "order:1", "tea", 3, 4.0),
+                            lambda: add_line(box.db, "order:1", "jam", 1, 6.0), box.recorder)
+        raced = box.db.orders.find_one({"_id": "order:1"}) or {}
+    skus = sorted(line.get("sku") for line in raced.get("lines") or [] if isinstance(line, dict))
+    if skus != ["jam", "mug", "tea"] or raced.get("total") != 35.0 or raced.get("itemCount") != 6:
+        raise NotYet(f"two calls at once (tea and jam, the second running right after the first one read the "
+                     f"order) leave lines {skus}, total {raced.get('total')!r} and itemCount "
+                     f"{raced.get('itemCount')!r} instead of ['jam', 'mug', 'tea'], 35.0 and 6: a value computed "
+                     "in Python from an earlier read overwrote the other call's change (a lost update). Let the "
+                     "server do the arithmetic with `$inc`.")
+    return ("one update appended the line and raised the total and the item count; two calls at once both "
+            "counted, because the server did the arithmetic.")
+
+
+@register
+def _ex01c() -> Exercise:
+    return Exercise(
+        id="01-order-lines",
+        lesson="01_embed_one_to_few",
+        task="Write add_line(db, order_id, sku, qty, price): append an embedded order line and raise the order's "
+             "itemCount and total, in ONE write that stays right when two calls run at once.",
+        checker=_check_order_lines,
+        hints=["An order's lines are bounded and read with the order: embed them, like a user's roles.",
+               "`update_one({\"_id\": order_id}, {\"$push\": {\"lines\": {...}}, \"$inc\": {\"itemCount\": qty, "
+               "\"total\": qty * price}})`"],
+        solution_text=(
+            "def add_line(db, order_id, sku, qty, price):\n"
+            "    db.orders.update_one({\"_id\": order_id},\n"
+            "                         {\"$push\": {\"lines\": {\"sku\": sku, \"qty\": qty, \"price\": price}},\n"
+            "                          \"$inc\": {\"itemCount\": qty, \"total\": qty * price}})\n\n"
+            "ex3.check(db, add_line)"
         ),
     )
 
@@ -468,6 +681,123 @@ def _ex03() -> Exercise:
             '    {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",\n'
             '                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},\n'
             '                              {"$project": {"title": 1, "createdAt": 1}}]}},\n]\nex.check(db, pipeline)'
+        ),
+    )
+
+
+def _explain_bounded_docs(measured: Any) -> str:
+    return (f"The bounded join examined {measured} documents: Sam's user document, then 20 posts read in order "
+            "from the {authorId, createdAt, _id} index and stopped by the $limit inside the join. His other posts "
+            "are never read, however many he has.")
+
+
+@register
+def _ex03_predict() -> Exercise:
+    return Prediction(
+        id="03-predict-bounded-docs",
+        lesson="03_lookup",
+        task="Predict: Sam has thousands of posts. How many documents does the bounded $lookup (sort, limit 20, "
+             "project inside the join) examine in all, his user document included?",
+        checker=None,
+        hints=["The join's $sort matches the index on the posts side, so the $limit stops the index scan."],
+        solution_text="ex_docs.predict(21)",
+        explain=_explain_bounded_docs,
+        tolerance=0.05,
+    )
+
+
+def _seed_commenters(db: Any) -> None:
+    db.users.insert_many([{"_id": f"user:{i}", "name": f"Commenter {i}", "bio": "b" * 200} for i in range(1, 500)])
+
+
+def _check_top_comments(fn: Any) -> str:
+    from labkit import ledger
+    from labkit.exercises import observe
+
+    if not callable(fn):
+        raise NotYet("pass your function itself: `ex2.check(top_comments)` (it takes a post id and returns a "
+                     "pipeline).")
+    with observe.sandbox("03-top-comments") as box:
+        observe.seed_comments(box.db, {"post:9": 1500, "post:10": 300})
+        _seed_commenters(box.db)
+        box.db.comments.create_index({"postId": 1, "likes": -1, "_id": 1})
+        for post_id in ("post:9", "post:10"):
+            pipeline = observe.call_learner(fn, post_id)
+            if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
+                raise NotYet("`top_comments(post_id)` must return a pipeline: a list of stage documents.")
+            if not any("$lookup" in s for s in pipeline):
+                raise NotYet("the pipeline has no `$lookup`: join each comment's commenter from `users` on the "
+                             "server.")
+            stages = [next(iter(s), "") for s in pipeline]
+            if "$limit" in stages and ("$sort" not in stages or stages.index("$limit") < stages.index("$sort")):
+                raise NotYet("`$limit` comes before any `$sort`: it keeps 5 comments in whatever order the server "
+                             "reads them (here the index happens to give the right ones; another plan would not). "
+                             "Sort by likes first, then limit.")
+            try:
+                docs = list(box.db.comments.aggregate(pipeline))
+            except Exception as exc:  # noqa: BLE001 - the server's error, explained
+                raise NotYet(f"the pipeline fails on the server: {exc}") from None
+            expected = list(box.db.comments.find({"postId": post_id}).sort([("likes", -1), ("_id", 1)]).limit(5))
+            names = {u["_id"]: u["name"] for u in box.db.users.find({}, {"name": 1})}
+            got = [d.get("_id") for d in docs]
+            want = [c["_id"] for c in expected]
+            if len(docs) > 5:
+                raise NotYet(f"the pipeline returns {len(docs)} comments for {post_id}; the page shows 5: `$limit`.")
+            if set(got) != set(want):
+                likes = [d.get("likes") for d in docs]
+                raise NotYet(f"for {post_id} these are not the 5 most-liked comments (likes {likes}): `$match` the "
+                             "post, `$sort` by `likes: -1` (with `_id: 1` to break ties), then `$limit: 5`.")
+            if got != want:
+                raise NotYet("the right comments in the wrong order: most liked first, ties broken by `_id: 1`.")
+            for doc, comment in zip(docs, expected):
+                author = doc.get("author")
+                if isinstance(author, list):
+                    raise NotYet("`author` is still the array `$lookup` produced; take its one element's name "
+                                 "(`{\"$set\": {\"author\": {\"$first\": \"$author.name\"}}}`).")
+                if isinstance(author, dict):
+                    raise NotYet("`author` is the commenter's whole document; the page needs only the name: "
+                                 "`{\"$first\": \"$author.name\"}`.")
+                if author != names.get(comment["userId"]):
+                    raise NotYet(f"comment {comment['_id']} shows author {author!r}, but its commenter "
+                                 f"({comment['userId']}) is {names.get(comment['userId'])!r}: join "
+                                 "`localField: \"userId\"` to `foreignField: \"_id\"` and keep the name as `author`.")
+                extra = sorted(set(doc) - {"_id", "text", "likes", "author"})
+                if extra:
+                    raise NotYet(f"the comments still carry {extra}; `$project` only text, likes and author.")
+                if doc.get("text") != comment["text"] or doc.get("likes") != comment["likes"]:
+                    raise NotYet("keep each comment's `text` and `likes` in the result.")
+        cost = ledger.measure(box.db, lambda d: list(d.comments.aggregate(fn("post:9"))))
+    if cost.docs_examined > 20:
+        raise NotYet(f"the result is right, but the server examined {cost.docs_examined} documents for 5 comments "
+                     "on a post with 1,500: the `$lookup` runs before the `$limit` (or the sort cannot use the "
+                     "index), so every comment is joined. Sort and limit first; join only the 5 that are shown.")
+    return (f"5 comments, most liked first, each with its commenter's name, for {cost.docs_examined} documents "
+            "examined: the join ran only for the comments on the page.")
+
+
+@register
+def _ex03b() -> Exercise:
+    return Exercise(
+        id="03-top-comments",
+        lesson="03_lookup",
+        task="Write top_comments(post_id): a pipeline on `comments` giving the post's 5 most-liked comments, each "
+             "with only text, likes and the commenter's name as `author`, joining `users` only for those 5.",
+        checker=_check_top_comments,
+        hints=["This join goes the other way: many comments to one user each. Decide which comments first, then "
+               "join: `$match`, `$sort`, `$limit`, then `$lookup`.",
+               "`{\"$lookup\": {\"from\": \"users\", \"localField\": \"userId\", \"foreignField\": \"_id\", "
+               "\"as\": \"author\"}}`, then `{\"$set\": {\"author\": {\"$first\": \"$author.name\"}}}` and a "
+               "`$project`."],
+        solution_text=(
+            "def top_comments(post_id):\n"
+            "    return [\n"
+            "        {\"$match\": {\"postId\": post_id}},\n"
+            "        {\"$sort\": {\"likes\": -1, \"_id\": 1}},\n"
+            "        {\"$limit\": 5},\n"
+            "        {\"$lookup\": {\"from\": \"users\", \"localField\": \"userId\", \"foreignField\": \"_id\",\n"
+            "                     \"pipeline\": [{\"$project\": {\"name\": 1}}], \"as\": \"author\"}},\n"
+            "        {\"$project\": {\"text\": 1, \"likes\": 1, \"author\": {\"$first\": \"$author.name\"}}},\n"
+            "    ]\n\nex2.check(top_comments)"
         ),
     )
 
@@ -733,6 +1063,140 @@ def _ex05() -> Exercise:
     )
 
 
+def _explain_txn_edge(measured: Any) -> str:
+    return (f"{measured} edge(s) for that pair: the crash came after two of the three writes, inside "
+            "`with_transaction`, so the callback raised, the transaction aborted and its writes (the edge and the "
+            "follower's array) were discarded together. Nothing is half-done.")
+
+
+@register
+def _ex05_predict() -> Exercise:
+    return Prediction(
+        id="05-predict-transaction-crash",
+        lesson="05_two_way",
+        task="Predict: inside with_transaction, the follow crashes after the edge and the follower's array were "
+             "written. How many follow edges for that pair are there afterwards?",
+        checker=None,
+        choices=(0, 1),
+        hints=["A transaction commits all its writes or none; did this one commit?"],
+        solution_text="ex_txn.predict(0)",
+        explain=_explain_txn_edge,
+    )
+
+
+_ENROLL_STUDENTS = ("student:ana", "student:ben", "student:cho")
+_ENROLL_COURSES = ("course:db101", "course:ml200")
+
+
+def _enroll_state(db: Any) -> dict:
+    students = {d["_id"]: d.get("courseIds") for d in db.students.find()}
+    courses = {d["_id"]: d.get("studentIds") for d in db.courses.find()}
+    edges = sorted((e.get("studentId"), e.get("courseId")) for e in db.enrollments.find())
+    return {"students": students, "courses": courses, "edges": edges}
+
+
+def _enroll_sandbox(like: Any) -> Any:
+    from labkit.exercises import observe
+
+    box = observe.sandbox("05-idempotent-enroll", like)
+    box.db.students.insert_many([{"_id": s, "name": s.split(":")[1].title(), "courseIds": []}
+                                 for s in _ENROLL_STUDENTS])
+    box.db.courses.insert_many([{"_id": c, "title": c.split(":")[1], "studentIds": []} for c in _ENROLL_COURSES])
+    box.db.enrollments.create_index({"studentId": 1, "courseId": 1}, unique=True)
+    box.recorder.clear()
+    return box
+
+
+def _call_enroll(enroll: Any, db: Any, student: str, course: str, when: Any, what: str) -> None:
+    import pymongo.errors
+
+    try:
+        enroll(db, student, course, when)
+    except pymongo.errors.DuplicateKeyError:
+        raise NotYet(f"{what}, your function raised DuplicateKeyError: the enrollment already exists, so a retry "
+                     "stops at the first write and never repairs the copies. Make the edge write idempotent (an "
+                     "upsert on the pair, or catch the duplicate and carry on) and the copies `$addToSet`.") from None
+
+
+def _check_idempotent_enroll(args: Any) -> str:
+    import datetime as dt
+
+    db, enroll = _db_and_function(args, "enroll")
+    when = dt.datetime(2026, 9, 1, 8, 0)
+    want = {"students": {"student:ana": ["course:db101"], "student:ben": [], "student:cho": []},
+            "courses": {"course:db101": ["student:ana"], "course:ml200": []},
+            "edges": [("student:ana", "course:db101")]}
+    # 1. one call: the edge and both copies
+    with _enroll_sandbox(db) as box:
+        _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "on a first call")
+        first = box.recorder.writes()
+        once = _enroll_state(box.db)
+    if not first:
+        raise NotYet("your function sent no write; it should record the enrollment and both copies.")
+    if once["edges"] != want["edges"]:
+        raise NotYet(f"after one call `enrollments` holds {once['edges']}; it should hold exactly the one "
+                     "(student:ana, course:db101) edge, with `studentId` and `courseId` fields.")
+    if once != want:
+        raise NotYet(f"after one call the copies are students {once['students']} and courses {once['courses']}: "
+                     "add the course to the student's `courseIds` and the student to the course's `studentIds`.")
+    target = first[0].get(next(iter(first[0])))
+    if target != "enrollments":
+        raise NotYet(f"your function writes `{target}` before the enrollment: if it dies right after, a copy claims "
+                     "an enrollment that does not exist. Write the authoritative edge first, then the copies.")
+    # 2. a retry of a call that went through, and retries after crashes between the writes
+    crashes = {
+        "retried after it had succeeded": lambda d: None,
+        "retried after a crash right after the enrollment was written": lambda d: (
+            d.students.update_one({"_id": "student:ana"}, {"$set": {"courseIds": []}}),
+            d.courses.update_one({"_id": "course:db101"}, {"$set": {"studentIds": []}})),
+        "retried after a crash between the two copies": lambda d: (
+            d.courses.update_one({"_id": "course:db101"}, {"$set": {"studentIds": []}}),
+            d.students.update_one({"_id": "student:ana"}, {"$set": {"courseIds": ["course:db101"]}})),
+    }
+    for what, crash in crashes.items():
+        with _enroll_sandbox(db) as box:
+            _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "on a first call")
+            crash(box.db)
+            _call_enroll(enroll, box.db, "student:ana", "course:db101", when, f"{what}")
+            state = _enroll_state(box.db)
+        if len(state["edges"]) > 1:
+            raise NotYet(f"{what}, there are {len(state['edges'])} enrollment documents for one enrollment: give "
+                         "the edge a deterministic key (upsert on studentId + courseId) so a retry finds it.")
+        dupes = [k for part in ("students", "courses") for k, ids in state[part].items()
+                 if isinstance(ids, list) and len(ids) != len(set(map(str, ids)))]
+        if dupes:
+            raise NotYet(f"{what}, {', '.join(dupes)} list the same id twice: `$push` adds it again on every retry; "
+                         "`$addToSet` adds it only when missing.")
+        if state != want:
+            raise NotYet(f"{what}, the copies are students {state['students']} and courses {state['courses']}: a "
+                         "retry must finish the writes a crash left undone.")
+    return ("one call records the enrollment and both copies, edge first; a retry after a success or after a crash "
+            "at either point leaves exactly one enrollment and both copies right, so retries can be automatic.")
+
+
+@register
+def _ex05b() -> Exercise:
+    return Exercise(
+        id="05-idempotent-enroll",
+        lesson="05_two_way",
+        task="Write enroll(db, student_id, course_id, when): record the enrollment, then the copies on the student "
+             "and the course, so that retrying the call after a crash at any point (or after a success) leaves "
+             "one enrollment and both copies right.",
+        checker=_check_idempotent_enroll,
+        hints=["A retry runs the whole function again: every write must be safe to repeat.",
+               "Edge: `update_one({studentId, courseId}, {\"$setOnInsert\": {...}}, upsert=True)`; copies: "
+               "`$addToSet`."],
+        solution_text=(
+            "def enroll(db, student_id, course_id, when):\n"
+            "    db.enrollments.update_one({\"studentId\": student_id, \"courseId\": course_id},\n"
+            "                              {\"$setOnInsert\": {\"enrolledAt\": when}}, upsert=True)\n"
+            "    db.students.update_one({\"_id\": student_id}, {\"$addToSet\": {\"courseIds\": course_id}})\n"
+            "    db.courses.update_one({\"_id\": course_id}, {\"$addToSet\": {\"studentIds\": student_id}})\n"
+            "\nex2.check(db, enroll)"
+        ),
+    )
+
+
 # --- notebook 06 -------------------------------------------------------------------------------------------
 
 def _check_bounded_preview(args: Any) -> str:
@@ -797,6 +1261,122 @@ def _ex06() -> Exercise:
             "    db.users.update_one({\"_id\": user_id}, {\"$push\": {\"followerPreview\": {\n"
             "        \"$each\": [{\"userId\": follower_id, \"name\": name}], \"$position\": 0, \"$slice\": 3}}})\n"
             "\nex.check(db, add_follower)"
+        ),
+    )
+
+
+def _explain_oldest_preview(measured: Any) -> str:
+    return (f"The oldest preview reached {measured:g} hours: the job runs every 6 hours and rebuilds every preview "
+            "at least 24 - 6 = 18 hours old, so a preview is rebuilt at the first run after it turns 18 hours, "
+            "and never gets older than that before a run. The one-day policy holds with a 6-hour margin.")
+
+
+@register
+def _ex06_predict() -> Exercise:
+    return Prediction(
+        id="06-predict-oldest-preview",
+        lesson="06_denormalization",
+        task="Predict: the rebuild job runs every 6 hours and rebuilds previews at least 18 hours old. Over the "
+             "day after a full rebuild, how old (in hours) does the oldest preview get before a run?",
+        checker=None,
+        hints=["Walk the runs at 6, 12, 18 and 24 hours: at which one is a preview first at least 18 hours old?"],
+        solution_text="ex_age.predict(18)",
+        explain=_explain_oldest_preview,
+    )
+
+
+def _seed_teams(db: Any) -> None:
+    """Users, teams whose `members` preview lists up to 5 members (user:7 in 12 teams, at every position) and
+    chat messages holding a snapshot of the author's name as sent."""
+    db.users.insert_many([{"_id": f"user:{i}", "name": f"Member {i}", "email": f"m{i}@example.org"}
+                          for i in range(1, 31)])
+    teams = []
+    for t in range(20):
+        ids = [f"user:{1 + (t * 3 + k) % 30}" for k in range(5)]
+        if t < 12:
+            ids[t % 5] = "user:7"
+        ids = list(dict.fromkeys(ids))
+        teams.append({"_id": f"team:{t}", "title": f"Team {t}",
+                      "members": [{"userId": u, "name": f"Member {u.split(':')[1]}"} for u in ids]})
+    db.teams.insert_many(teams)
+    db.messages.insert_many([{"_id": f"msg:{k}", "teamId": f"team:{k % 20}", "authorId": "user:7",
+                              "authorSnapshot": {"name": "Member 7"}, "text": "hi"} for k in range(15)])
+
+
+def _check_rename_member(args: Any) -> str:
+    import copy
+
+    from labkit.exercises import observe
+
+    db, rename_member = _db_and_function(args, "rename_member")
+    with observe.sandbox("06-rename-member", db) as box:
+        _seed_teams(box.db)
+        before = {c: {d["_id"]: d for d in box.db[c].find()} for c in ("users", "teams", "messages")}
+        box.recorder.clear()
+        observe.call_learner(rename_member, box.db, "user:7", "Sevi")
+        after = {c: {d["_id"]: d for d in box.db[c].find()} for c in ("users", "teams", "messages")}
+        writes, specs = box.recorder.write_statements(), box.recorder.update_specs()
+    if writes == 0:
+        raise NotYet("your function sent no write; it should rename the user and the previews listing them.")
+    if after["messages"] != before["messages"]:
+        raise NotYet("the chat messages' `authorSnapshot` changed: a snapshot records the name as it was when the "
+                     "message was sent. It is history; a rename must not rewrite it.")
+    user = after["users"].get("user:7") or {}
+    if user.get("name") != "Sevi":
+        raise NotYet(f"user:7's own document has name {user.get('name')!r}: rename the canonical user too.")
+    if {k: v for k, v in user.items() if k != "name"} != {k: v for k, v in before["users"]["user:7"].items()
+                                                          if k != "name"}:
+        raise NotYet("other fields of user:7 changed (a replacement?); `$set` only the name.")
+    if any(after["users"][u] != before["users"][u] for u in before["users"] if u != "user:7"):
+        raise NotYet("other users changed too: filter on the renamed user's `_id`.")
+    expected = copy.deepcopy(before["teams"])
+    for team in expected.values():
+        for entry in team["members"]:
+            if entry["userId"] == "user:7":
+                entry["name"] = "Sevi"
+    stale = sorted(t for t, team in after["teams"].items()
+                   if any(e.get("userId") == "user:7" and e.get("name") != "Sevi" for e in team.get("members", [])))
+    fixed = sorted(k for s in specs for op in (s.get("u") or {}).values() if isinstance(op, dict) for k in op
+                   if any(part.isdigit() for part in str(k).split(".")))
+    if stale and fixed:
+        raise NotYet(f"{len(stale)} team previews still show the old name: the update names a fixed position "
+                     f"({', '.join(fixed)}), but user:7 sits at a different position in each team. Filter on "
+                     "`members.userId` and set `members.$.name`.")
+    if stale:
+        listing = sum(any(e["userId"] == "user:7" for e in t["members"]) for t in before["teams"].values())
+        raise NotYet(f"{len(stale)} of the {listing} team previews listing user:7 still show the old name "
+                     f"({', '.join(stale[:3])}, ...): "
+                     "update every team whose `members.userId` is the user (`update_many`), not just one.")
+    if after["teams"] != expected:
+        wrong = sorted(t for t in expected if after["teams"].get(t) != expected[t])
+        raise NotYet(f"team previews changed beyond user:7's name ({wrong[:3]}): change only the matching entry's "
+                     "`name` (`members.$.name`, or `members.$[m].name` with an array filter).")
+    whole = any(isinstance((s.get("u") or {}).get("$set"), dict) and "members" in s["u"]["$set"] for s in specs)
+    if whole:
+        raise NotYet("your updates rewrite whole `members` arrays read earlier in Python: a member who joins a team "
+                     "in between is lost. Set the one entry's name in place (`members.$.name`).")
+    if writes > 2:
+        raise NotYet(f"the rename took {writes} writes (one per team?); two are enough whatever the number of "
+                     "teams: one for the user, one `update_many` for every preview listing them.")
+    return ("two writes renamed the user and every team preview listing them, wherever the entry sat, and left "
+            "the messages' snapshots as history.")
+
+
+@register
+def _ex06b() -> Exercise:
+    return Exercise(
+        id="06-rename-member",
+        lesson="06_denormalization",
+        task="Write rename_member(db, user_id, new_name): rename the user and every team's `members` preview entry "
+             "for them, in two writes however many teams, leaving the messages' author snapshots alone.",
+        checker=_check_rename_member,
+        hints=["A preview entry is a display copy that follows the canonical name; a message's snapshot is history.",
+               "`db.teams.update_many({\"members.userId\": user_id}, {\"$set\": {\"members.$.name\": new_name}})`"],
+        solution_text=(
+            "def rename_member(db, user_id, new_name):\n"
+            "    db.users.update_one({\"_id\": user_id}, {\"$set\": {\"name\": new_name}})\n"
+            "    db.teams.update_many({\"members.userId\": user_id}, {\"$set\": {\"members.$.name\": new_name}})\n"
+            "\nex2.check(db, rename_member)"
         ),
     )
 

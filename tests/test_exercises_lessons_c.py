@@ -1,0 +1,601 @@
+"""Exercises of lessons 00, 01, 03, 05, 06, 12 and 20 (lessons_c): each solution passes, each listed mistake and
+near-miss fails with a message naming it, garbage gets a message."""
+from __future__ import annotations
+
+import pytest
+
+import labkit
+import labkit.exercises as exercises
+from labkit.engine import EmbeddedClient
+
+
+@pytest.fixture
+def tmp_db():
+    return labkit.fresh_db("t_lessons_c", client=EmbeddedClient())
+
+
+def _check(ex_id, *args):
+    return exercises.get(ex_id).check(*args)
+
+
+# --- 00: the top rows of a workload ------------------------------------------------------------------------
+# Source material: workload-first design ("list the operations with their rates, design for the top rows").
+
+def top_solution(workload):
+    ranked = workload.sort_values("per_second", ascending=False)
+    before = ranked["per_second"].cumsum() - ranked["per_second"]
+    return list(ranked[before < 0.8 * ranked["per_second"].sum()]["operation"])
+
+
+def test_00_top_operations_solution_passes():
+    result = _check("00-top-operations", top_solution)
+    assert result.correct, result.message
+
+
+def test_00_top_operations_ascending_sort():
+    # listed mistake (00): sort_values is ascending by default
+    def asc(workload):
+        ranked = workload.sort_values("per_second")
+        return list(ranked["operation"][: 2])
+    result = _check("00-top-operations", asc)
+    assert not result.correct and "rarest operation" in result.message
+
+
+def test_00_top_operations_one_short_of_80_percent():
+    def short(workload):
+        ranked = workload.sort_values("per_second", ascending=False)
+        return list(ranked[ranked["per_second"].cumsum() < 0.8 * ranked["per_second"].sum()]["operation"])
+    result = _check("00-top-operations", short)
+    assert not result.correct and "one short" in result.message
+
+
+def test_00_top_operations_every_row_and_wrong_order():
+    every = _check("00-top-operations", lambda w: list(w.sort_values("per_second", ascending=False)["operation"]))
+    assert not every.correct and "every operation" in every.message
+    order = _check("00-top-operations", lambda w: sorted(top_solution(w)))
+    assert not order.correct and "wrong order" in order.message
+
+
+def test_00_top_operations_too_many_and_dataframe_return():
+    def too_many(workload):
+        return list(workload.sort_values("per_second", ascending=False)["operation"][:3])
+    result = _check("00-top-operations", too_many)
+    assert not result.correct and ("too many" in result.message or "one short" in result.message
+                                   or "every operation" in result.message)
+
+    def frame(workload):
+        ranked = workload.sort_values("per_second", ascending=False)
+        before = ranked["per_second"].cumsum() - ranked["per_second"]
+        return ranked[before < 0.8 * ranked["per_second"].sum()]
+    assert _check("00-top-operations", frame).correct
+
+
+def test_00_top_operations_garbage_gets_messages():
+    assert _check("00-top-operations", None).outcome == "not-attempted"
+    assert "pass your function" in _check("00-top-operations", 42).message
+    assert "list of operation names" in _check("00-top-operations", lambda w: 3).message
+    crash = _check("00-top-operations", lambda w: w["nope"])
+    assert crash.outcome == "error" and "KeyError" in crash.message
+
+
+def test_00_predict_page_docs():
+    ex = exercises.get("00-predict-page-docs")
+    assert ex.check(206).outcome == "not-attempted"
+    ex.predict(6)
+    wrong = ex.check(206)
+    assert not wrong.correct and "every review" in wrong.message
+    ex.predict(206)
+    assert ex.check(206).correct
+
+
+# --- 01: one atomic write on an embedded one-to-few (order lines) -----------------------------------------
+# Manual: "Atomicity and Transactions" (a write to one document is atomic), "$inc", "$push".
+
+def add_line_solution(db, order_id, sku, qty, price):
+    db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                                             "$inc": {"itemCount": qty, "total": qty * price}})
+
+
+def test_01_order_lines_solution_passes(tmp_db):
+    result = _check("01-order-lines", tmp_db, add_line_solution)
+    assert result.correct, result.message
+
+
+def test_01_order_lines_two_writes(tmp_db):
+    # listed mistake (01): two update_one calls instead of one write
+    def two(db, order_id, sku, qty, price):
+        db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}}})
+        db.orders.update_one({"_id": order_id}, {"$inc": {"itemCount": qty, "total": qty * price}})
+    result = _check("01-order-lines", tmp_db, two)
+    assert not result.correct and "2 writes" in result.message
+
+
+def test_01_order_lines_read_modify_write_loses_an_update(tmp_db):
+    # listed mistake (01): total computed in Python from a read, written back with $set
+    def rmw(db, order_id, sku, qty, price):
+        order = db.orders.find_one({"_id": order_id})
+        db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                                                 "$set": {"itemCount": order["itemCount"] + qty,
+                                                          "total": order["total"] + qty * price}})
+    result = _check("01-order-lines", tmp_db, rmw)
+    assert not result.correct and "lost update" in result.message
+
+
+def test_01_order_lines_replacement(tmp_db):
+    def replace(db, order_id, sku, qty, price):
+        order = db.orders.find_one({"_id": order_id})
+        order["lines"].append({"sku": sku, "qty": qty, "price": price})
+        order["itemCount"] += qty
+        order["total"] += qty * price
+        db.orders.replace_one({"_id": order_id}, order)
+    result = _check("01-order-lines", tmp_db, replace)
+    assert not result.correct and "replacement" in result.message
+
+
+def test_01_order_lines_wrong_arithmetic_and_no_write(tmp_db):
+    def no_count(db, order_id, sku, qty, price):
+        db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                                                 "$inc": {"total": qty * price}})
+    assert "itemCount" in _check("01-order-lines", tmp_db, no_count).message
+
+    def price_only(db, order_id, sku, qty, price):
+        db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                                                 "$inc": {"itemCount": qty, "total": price}})
+    assert "qty * price" in _check("01-order-lines", tmp_db, price_only).message
+    assert "no write" in _check("01-order-lines", tmp_db, lambda db, *a: None).message
+
+    def every_order(db, order_id, sku, qty, price):
+        db.orders.update_many({}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
+                                   "$inc": {"itemCount": qty, "total": qty * price}})
+    assert "order:2 changed" in _check("01-order-lines", tmp_db, every_order).message
+
+
+def test_01_order_lines_garbage(tmp_db):
+    assert _check("01-order-lines", None, None).outcome == "not-attempted"
+    assert "ex.check(db, add_line)" in _check("01-order-lines", tmp_db).message
+    crash = _check("01-order-lines", tmp_db, lambda db, *a: 1 / 0)
+    assert crash.outcome == "error" and "ZeroDivisionError" in crash.message
+
+
+def test_01_predict_policy_rewrites():
+    ex = exercises.get("01-predict-policy-rewrites")
+    ex.predict(1)
+    wrong = ex.check(663)
+    assert not wrong.correct and "one per copy" in wrong.message
+    ex.predict(663)
+    assert ex.check(663).correct
+
+
+# --- 03: a bounded many-to-one join (comments -> commenter) -------------------------------------------------
+# Manual: "$lookup" (localField/foreignField with a pipeline), "Aggregation Pipeline Optimization" ($sort + $limit
+# coalescence), "$first" (array expression operator).
+
+def top_comments_solution(post_id):
+    return [{"$match": {"postId": post_id}}, {"$sort": {"likes": -1, "_id": 1}}, {"$limit": 5},
+            {"$lookup": {"from": "users", "localField": "userId", "foreignField": "_id",
+                         "pipeline": [{"$project": {"name": 1}}], "as": "author"}},
+            {"$project": {"text": 1, "likes": 1, "author": {"$first": "$author.name"}}}]
+
+
+def test_03_top_comments_solution_passes():
+    result = _check("03-top-comments", top_comments_solution)
+    assert result.correct, result.message
+
+
+def test_03_top_comments_join_before_limit_is_measured():
+    # listed mistake (03): $lookup before $sort/$limit joins every comment of the post
+    def join_first(post_id):
+        s = top_comments_solution(post_id)
+        return [s[0], s[3], s[1], s[2], s[4]]
+    result = _check("03-top-comments", join_first)
+    assert not result.correct and "documents for 5 comments" in result.message
+
+
+def test_03_top_comments_author_array_or_document():
+    # listed mistake (03): the joined author left as an array / a whole document
+    def as_array(post_id):
+        s = top_comments_solution(post_id)
+        return s[:4] + [{"$project": {"text": 1, "likes": 1, "author": 1}}]
+    assert "still the array" in _check("03-top-comments", as_array).message
+
+    def as_doc(post_id):
+        s = top_comments_solution(post_id)
+        return s[:4] + [{"$project": {"text": 1, "likes": 1, "author": {"$first": "$author"}}}]
+    assert "whole document" in _check("03-top-comments", as_doc).message
+
+
+def test_03_top_comments_order_ties_and_wrong_posts():
+    def no_tiebreak(post_id):
+        s = top_comments_solution(post_id)
+        return [s[0], {"$sort": {"likes": -1, "_id": -1}}] + s[2:]
+    result = _check("03-top-comments", no_tiebreak)
+    assert not result.correct and ("ties" in result.message or "most-liked" in result.message)
+
+    def newest(post_id):
+        s = top_comments_solution(post_id)
+        return [s[0], {"$sort": {"createdAt": -1}}] + s[2:]
+    assert "not the 5 most-liked" in _check("03-top-comments", newest).message
+
+    def reversed_order(post_id):
+        return top_comments_solution(post_id) + [{"$sort": {"likes": 1, "_id": -1}}]
+    assert "wrong order" in _check("03-top-comments", reversed_order).message
+
+    def limit_first(post_id):
+        s = top_comments_solution(post_id)
+        return [s[0], s[2], s[1]] + s[3:]
+    assert "comes before any `$sort`" in _check("03-top-comments", limit_first).message
+
+
+def test_03_top_comments_wrong_join_extra_fields_no_lookup_garbage():
+    def wrong_key(post_id):
+        s = top_comments_solution(post_id)
+        return s[:3] + [{"$lookup": {"from": "users", "localField": "postId", "foreignField": "_id",
+                                     "as": "author"}}, s[4]]
+    assert "localField" in _check("03-top-comments", wrong_key).message
+
+    def extra(post_id):
+        s = top_comments_solution(post_id)
+        return s[:4] + [{"$set": {"author": {"$first": "$author.name"}}}]
+    assert "still carry" in _check("03-top-comments", extra).message
+    assert "no `$lookup`" in _check("03-top-comments", lambda p: [{"$match": {"postId": p}}]).message
+    assert "list of stage documents" in _check("03-top-comments", lambda p: {"$match": {}}).message
+    assert "fails on the server" in _check("03-top-comments", lambda p: [{"$lookup": {}}]).message
+    assert "pass your function" in _check("03-top-comments", [1]).message
+    assert _check("03-top-comments", None).outcome == "not-attempted"
+
+
+def test_03_predict_bounded_docs():
+    ex = exercises.get("03-predict-bounded-docs")
+    ex.predict(4001)
+    wrong = ex.check(21)
+    assert not wrong.correct and "never read" in wrong.message
+    ex.predict(21)
+    assert ex.check(21).correct
+
+
+# --- the ledger widget: one operation's slider range (a rare write's break-even) ----------------------------
+
+def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
+    import pytest as _pytest
+
+    tmp_db.items.insert_many([{"_id": i} for i in range(10)])
+    ledger = labkit.Ledger({"read": 900, "rename": 0.01})
+    ledger.measure("a", "read", tmp_db, lambda d: list(d.items.find()))
+    ledger.measure("a", "rename", tmp_db, lambda d: d.items.update_one({"_id": 1}, {"$set": {"x": 1}}))
+    handle = ledger.widget("docs examined", max_rate=2000, max_rates={"rename": 20})
+    handle.set(**{"rename /s": 20})
+    assert handle.result["a: docs examined /s"] == 900 * 10 + 20 * 1
+    with _pytest.raises(ValueError, match="not in the workload"):
+        ledger.widget(max_rates={"nope": 3})
+
+
+# --- 06: a display cache follows a rename, a snapshot does not (teams and messages) -------------------------
+# Manual: "The positional $ operator" (first matching element, with the array in the query), "update_many",
+# data modeling "Handle Duplicate Data" (snapshots vs. data that must stay consistent).
+
+def rename_solution(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+
+
+def test_06_rename_member_solution_passes(tmp_db):
+    result = _check("06-rename-member", tmp_db, rename_solution)
+    assert result.correct, result.message
+
+
+def test_06_rename_member_array_filters_also_pass(tmp_db):
+    def filtered(db, user_id, new_name):
+        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[m].name": new_name}},
+                             array_filters=[{"m.userId": user_id}])
+    result = _check("06-rename-member", tmp_db, filtered)
+    assert result.correct, result.message
+
+
+def test_06_rename_member_one_write_per_team(tmp_db):
+    # listed mistake (06): one write per team
+    def loop(db, user_id, new_name):
+        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+        for team in list(db.teams.find({"members.userId": user_id}, {"_id": 1})):
+            db.teams.update_one({"_id": team["_id"], "members.userId": user_id},
+                                {"$set": {"members.$.name": new_name}})
+    result = _check("06-rename-member", tmp_db, loop)
+    assert not result.correct and "one per team" in result.message
+
+
+def test_06_rename_member_fixed_position(tmp_db):
+    # listed mistake (06): members.0.name
+    def fixed(db, user_id, new_name):
+        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
+    result = _check("06-rename-member", tmp_db, fixed)
+    assert not result.correct and "fixed position" in result.message
+
+
+def test_06_rename_member_rewrites_snapshots(tmp_db):
+    # listed mistake (06): rewriting historical snapshots on rename
+    def history(db, user_id, new_name):
+        rename_solution(db, user_id, new_name)
+        db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
+    result = _check("06-rename-member", tmp_db, history)
+    assert not result.correct and "history" in result.message
+
+
+def test_06_rename_member_near_misses(tmp_db):
+    def one_team(db, user_id, new_name):
+        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+        db.teams.update_one({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+    assert "update every team" in _check("06-rename-member", tmp_db, one_team).message
+
+    def teams_only(db, user_id, new_name):
+        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+    assert "canonical user" in _check("06-rename-member", tmp_db, teams_only).message
+
+    def rewrite_arrays(db, user_id, new_name):
+        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+        for team in list(db.teams.find({"members.userId": user_id})):
+            members = [dict(m, name=new_name) if m["userId"] == user_id else m for m in team["members"]]
+            db.teams.update_one({"_id": team["_id"]}, {"$set": {"members": members}})
+    assert "rewrite whole `members` arrays" in _check("06-rename-member", tmp_db, rewrite_arrays).message
+
+    def replace_user(db, user_id, new_name):
+        db.users.replace_one({"_id": user_id}, {"name": new_name})
+        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+    assert "other fields of user:7" in _check("06-rename-member", tmp_db, replace_user).message
+    assert "no write" in _check("06-rename-member", tmp_db, lambda db, u, n: None).message
+    assert _check("06-rename-member", None, None).outcome == "not-attempted"
+    assert "ex.check(db, rename_member)" in _check("06-rename-member", "db").message
+
+
+def test_06_predict_oldest_preview():
+    ex = exercises.get("06-predict-oldest-preview")
+    ex.predict(24)
+    wrong = ex.check(18.0)
+    assert not wrong.correct and "6-hour margin" in wrong.message
+    ex.predict(18)
+    assert ex.check(18.0).correct
+
+
+# --- 05: retry-safe writes to a two-way relationship (enrollments) ------------------------------------------
+# Manual: "Retryable Writes" (a retried operation must be safe to repeat), "$addToSet", "upsert" with
+# "$setOnInsert", "Unique Indexes" (E11000 duplicate key error, code 11000).
+
+def enroll_solution(db, student_id, course_id, when):
+    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+    db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+
+
+def test_05_enroll_solution_passes(tmp_db):
+    result = _check("05-idempotent-enroll", tmp_db, enroll_solution)
+    assert result.correct, result.message
+
+
+def test_05_enroll_insert_one_raises_on_retry(tmp_db):
+    # listed mistake (05): the retried edge insert fails with DuplicateKeyError
+    def insert_edge(db, student_id, course_id, when):
+        db.enrollments.insert_one({"studentId": student_id, "courseId": course_id, "enrolledAt": when})
+        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+        db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+    result = _check("05-idempotent-enroll", tmp_db, insert_edge)
+    assert not result.correct and "DuplicateKeyError" in result.message
+
+
+def test_05_enroll_push_duplicates_on_retry(tmp_db):
+    # listed mistake (05): $push in a retried write
+    def push(db, student_id, course_id, when):
+        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
+        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
+    result = _check("05-idempotent-enroll", tmp_db, push)
+    assert not result.correct and "$addToSet" in result.message
+
+
+def test_05_enroll_copies_before_edge_and_swallowed_duplicates(tmp_db):
+    def copies_first(db, student_id, course_id, when):
+        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+        db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    assert "before the enrollment" in _check("05-idempotent-enroll", tmp_db, copies_first).message
+
+    def stops_at_duplicate(db, student_id, course_id, when):
+        import pymongo.errors
+        try:
+            db.enrollments.insert_one({"studentId": student_id, "courseId": course_id, "enrolledAt": when})
+        except pymongo.errors.DuplicateKeyError:
+            return  # gives up: the copies a crash left undone are never written
+        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+        db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+    assert "finish the writes a crash left undone" in _check("05-idempotent-enroll", tmp_db,
+                                                              stops_at_duplicate).message
+
+    def catches_and_carries_on(db, student_id, course_id, when):
+        import pymongo.errors
+        try:
+            db.enrollments.insert_one({"studentId": student_id, "courseId": course_id, "enrolledAt": when})
+        except pymongo.errors.DuplicateKeyError:
+            pass
+        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+        db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+    assert _check("05-idempotent-enroll", tmp_db, catches_and_carries_on).correct
+
+
+def test_05_enroll_near_misses_and_garbage(tmp_db):
+    def one_copy(db, student_id, course_id, when):
+        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
+    assert "studentIds" in _check("05-idempotent-enroll", tmp_db, one_copy).message
+    assert "no write" in _check("05-idempotent-enroll", tmp_db, lambda db, s, c, w: None).message
+
+    def wrong_fields(db, student_id, course_id, when):
+        db.enrollments.update_one({"s": student_id, "c": course_id}, {"$set": {"at": when}}, upsert=True)
+    assert "studentId" in _check("05-idempotent-enroll", tmp_db, wrong_fields).message
+    assert _check("05-idempotent-enroll", None, None).outcome == "not-attempted"
+    assert "ex.check(db, enroll)" in _check("05-idempotent-enroll", tmp_db, 3).message
+
+
+def test_05_predict_transaction_crash():
+    ex = exercises.get("05-predict-transaction-crash")
+    assert "Choose one of" in ex.predict(2)
+    ex.predict(1)
+    wrong = ex.check(0)
+    assert not wrong.correct and "aborted" in wrong.message
+    ex.predict(0)
+    assert ex.check(0).correct
+
+
+# --- 12: computed values maintained on write (forum threads) ------------------------------------------------
+# Manual: "$max" (updates only if the new value is greater), "$inc" (atomic on one document); the computed
+# pattern (Building with Patterns: The Computed Pattern).
+
+def add_reply_solution(db, reply):
+    db.replies.insert_one(reply)
+    db.threads.update_one({"_id": reply["threadId"]},
+                          {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+
+
+def test_12_thread_stats_solution_passes():
+    result = _check("12-thread-stats", add_reply_solution)
+    assert result.correct, result.message
+
+
+def test_12_thread_stats_set_keeps_the_late_reply():
+    # listed mistake (12): $set lastReplyAt, a late reply moves it back
+    def set_time(db, reply):
+        db.replies.insert_one(reply)
+        db.threads.update_one({"_id": reply["threadId"]},
+                              {"$inc": {"replyCount": 1}, "$set": {"lastReplyAt": reply["at"]}})
+    result = _check("12-thread-stats", set_time)
+    assert not result.correct and "`$max` keeps" in result.message
+
+
+def test_12_thread_stats_read_modify_write_loses_a_count():
+    # listed mistake (12): read the thread, write replyCount + 1 back
+    def rmw(db, reply):
+        db.replies.insert_one(reply)
+        thread = db.threads.find_one({"_id": reply["threadId"]})
+        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": thread["replyCount"] + 1},
+                                                           "$max": {"lastReplyAt": reply["at"]}})
+    result = _check("12-thread-stats", rmw)
+    assert not result.correct and "lost update" in result.message
+
+
+def test_12_thread_stats_recount_on_every_write():
+    # the issue's case: a full re-aggregation on every write
+    def recount(db, reply):
+        db.replies.insert_one(reply)
+        n = db.replies.count_documents({"threadId": reply["threadId"]})
+        newest = db.replies.find_one({"threadId": reply["threadId"]}, sort=[("at", -1)])["at"]
+        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": n, "lastReplyAt": newest}})
+    result = _check("12-thread-stats", recount)
+    assert not result.correct and "re-computing" in result.message
+
+
+def test_12_thread_stats_near_misses_and_garbage():
+    def no_insert(db, reply):
+        db.threads.update_one({"_id": reply["threadId"]},
+                              {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+    assert "insert the reply" in _check("12-thread-stats", no_insert).message
+
+    def two_updates(db, reply):
+        db.replies.insert_one(reply)
+        db.threads.update_one({"_id": reply["threadId"]}, {"$inc": {"replyCount": 1}})
+        db.threads.update_one({"_id": reply["threadId"]}, {"$max": {"lastReplyAt": reply["at"]}})
+    assert "one `update_one`" in _check("12-thread-stats", two_updates).message
+
+    def no_count(db, reply):
+        db.replies.insert_one(reply)
+        db.threads.update_one({"_id": reply["threadId"]}, {"$max": {"lastReplyAt": reply["at"]}})
+    assert "replyCount" in _check("12-thread-stats", no_count).message
+
+    def every_thread(db, reply):
+        db.replies.insert_one(reply)
+        db.threads.update_many({}, {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+    assert not _check("12-thread-stats", every_thread).correct
+    assert _check("12-thread-stats", None).outcome == "not-attempted"
+    assert "ex2.check(add_reply)" in _check("12-thread-stats", None, add_reply_solution).message or \
+        _check("12-thread-stats", None, add_reply_solution).outcome == "not-attempted"
+    assert "pass your function" in _check("12-thread-stats", "add_reply").message
+
+
+def test_12_predict_aggregate_keys():
+    ex = exercises.get("12-predict-aggregate-keys")
+    ex.predict(1)
+    wrong = ex.check(10_842)
+    assert not wrong.correct and "every review" in wrong.message
+    ex.predict(10_842)
+    assert ex.check(10_842).correct
+
+
+# --- 20: describing an application to the decision helper ---------------------------------------------------
+# Manual: data modeling "Embedded Data Versus References" (bounded vs. unbounded one-to-many), "Model One-to-Many
+# Relationships with Document References".
+
+def chat_solution():
+    access = [
+        {"operation": "Open a channel", "type": "read", "per_second": 2000,
+         "entities": ["channels", "members", "messages"], "fields": ["name", "members.userId", "messages.text"]},
+        {"operation": "Post a message", "type": "write", "per_second": 200, "entities": ["messages"], "fields": []},
+    ]
+    rels = [
+        {"parent": "channels", "child": "members", "cardinality": [2, 8, 50],
+         "child_queried_alone": False, "changes_with_parent": True, "child_doc_bytes": 60},
+        {"parent": "channels", "child": "messages", "cardinality": [0, 2000, None],
+         "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300},
+    ]
+    return access, rels
+
+
+def test_20_chat_workload_solution_passes():
+    result = _check("20-chat-workload", *chat_solution())
+    assert result.correct, result.message
+
+
+def test_20_chat_workload_guessed_bound():
+    # listed mistake (20): an unbounded relationship given a guessed maximum
+    access, rels = chat_solution()
+    rels[1]["cardinality"] = [0, 2000, 10_000]
+    result = _check("20-chat-workload", access, rels)
+    assert not result.correct and "nothing bounds" in result.message
+
+
+def test_20_chat_workload_near_misses():
+    access, rels = chat_solution()
+    access[0]["per_second"] = 20
+    assert "rates" in _check("20-chat-workload", access, rels).message
+    access, rels = chat_solution()
+    access[0]["entities"] = ["channels", "messages"]
+    assert "all three" in _check("20-chat-workload", access, rels).message
+    access, rels = chat_solution()
+    rels[1]["child_queried_alone"] = False
+    assert "searched on their own" in _check("20-chat-workload", access, rels).message
+    access, rels = chat_solution()
+    rels[0]["cardinality"] = [0, 8, 500]
+    assert "[2, 8, 50]" in _check("20-chat-workload", access, rels).message
+    access, rels = chat_solution()
+    rels[1]["child_doc_bytes"] = 0
+    assert "refuses the input" in _check("20-chat-workload", access, rels).message
+    access, rels = chat_solution()
+    assert "channels -> messages" in _check("20-chat-workload", access, rels[:1]).message
+
+
+def test_20_chat_workload_garbage():
+    assert _check("20-chat-workload", None).outcome == "not-attempted"
+    assert "both lists" in _check("20-chat-workload", "x").message
+    assert "lists of dicts" in _check("20-chat-workload", {}, {}).message
+    assert _check("20-chat-workload", [1], [2]).outcome in ("incorrect", "error")
+    assert "refuses" in _check("20-chat-workload", [1], [2]).message
+
+
+def test_20_predict_helper_model():
+    ex = exercises.get("20-predict-helper-model")
+    assert "Choose one of" in ex.predict("bucket")
+    ex.predict("embed")
+    wrong = ex.check("child reference")
+    assert not wrong.correct and "unbounded" not in wrong.message.split(".")[0] and "lesson 02" in wrong.message
+    ex.predict("child reference")
+    assert ex.check("child reference").correct
