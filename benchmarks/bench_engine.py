@@ -8,8 +8,8 @@ Prints a table (nothing is written). Workloads:
   2. 20 feed queries find({authorId}).sort(createdAt -1).limit(20) over 20,000 posts (index {authorId:1, createdAt:-1})
   3. $group over 10,000 posts (count and average likes per author)
   4. $lookup from 100 users into 20,000 posts with an index on posts.authorId
-plus explain() time at 10k and 100k documents, the explain of a $lookup pushed down to SBE (indexed loop join and
-hash join) and (with --million) memory for 1M small documents with two indexes.
+plus explain() time at 10k and 100k documents, a time-series insert and query explain, the explain of a
+$lookup pushed down to SBE (indexed loop join and hash join) and (with --million) memory for 1M small documents with two indexes.
 mongomock is slow on some workloads; with --quick it runs a sample of the operations and scales per operation.
 """
 from __future__ import annotations
@@ -312,6 +312,19 @@ def main() -> None:
         t = timed(run_explain, 1)
         strategy = out[0]["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"]
         print("%-58s %10.3f  (%s)" % (label, t, strategy))
+    # a time-series query: 10 sensors x 1,440 readings, one sensor's day through the buckets
+    # ($_internalUnpackBucket over system.buckets.<name>, labkit/engine/timeseries.py)
+    import datetime as _dt
+    tsdb = EmbeddedClient().bench
+    tsc = tsdb.create_collection("readings", timeseries={"timeField": "ts", "metaField": "sensorId",
+                                                         "granularity": "minutes"})
+    t0 = _dt.datetime(2026, 10, 1)
+    t_ins = timed(lambda: tsc.insert_many([{"sensorId": "s%d" % k, "ts": t0 + _dt.timedelta(minutes=m), "v": 1.0}
+                                           for k in range(10) for m in range(1440)]), 1)
+    print("%-58s %10.3f" % ("time-series insert_many, 14,400 readings", t_ins))
+    day = {"$gte": t0, "$lt": t0 + _dt.timedelta(days=1)}
+    t = timed(lambda: tsc.find({"sensorId": "s3", "ts": day}).explain(), 1)
+    print("%-58s %10.3f" % ("time-series explain, one sensor's day (2 of 20 buckets)", t))
 
     if args.million:
         _million(args)

@@ -33,7 +33,6 @@ import math
 
 import bson
 import pandas as pd
-from pymongo.errors import OperationFailure
 
 import labkit
 
@@ -264,40 +263,112 @@ pd.Series(per_day(interval_s=1, bucket_span_min=60, cap=60))
 # ## Time-series collections: bucketing done by the server
 #
 # MongoDB 5.0+ has **time-series collections**. You insert one document per measurement; the server groups
-# them into compressed buckets per `metaField` value and time span internally, keeps per-bucket min/max of the
-# time field, and rewrites queries on the time field to use them. Clients never see the buckets.
+# them into buckets per `metaField` value and time span, stored in an internal collection
+# `system.buckets.<name>`: each bucket keeps the measurements in columns plus `control.min` / `control.max` of
+# every field, and queries on the time field are rewritten to those bounds. Clients read and write
+# measurements; the buckets are the server's business.
 #
-# So if a time-series collection is available, insert plain readings into it and let the server bucket. Do
-# not push arrays of readings into it yourself: each "reading" would then be a bucket the server buckets again,
-# its per-measurement compression and time-range optimizations stop working, and the `timeField` no longer
-# describes the samples. Hand-made buckets (this lesson) are for servers or workloads where the built-in kind
-# does not fit, e.g. when the bucket itself carries business fields you update later.
+# So if a time-series collection fits, insert plain readings into it and let the server bucket. Do not push
+# arrays of readings into it yourself: each "reading" would then be a bucket the server buckets again, its
+# per-measurement compression and time-range optimizations stop working, and the `timeField` no longer
+# describes the samples. Hand-made buckets (the first part of this lesson) are for workloads where the
+# built-in kind does not fit, e.g. when the bucket itself carries business fields you update later.
 #
-# Can this engine create one?
+# The server's bucketing rules (manual "Time Series", granularity): with `granularity: "minutes"` a bucket
+# spans at most 24 hours (`bucketMaxSpanSeconds` 86,400), its start is rounded down to the hour, and a bucket
+# holds at most 1,000 measurements; buckets never mix meta values.
+#
+# **Predict first.** The same 14,400 readings (10 sensors, one a minute for a day) go into a time-series
+# collection with `metaField: "sensorId"`, `granularity: "minutes"`. How many buckets will the server make?
 
 # %%
-try:
-    ts_coll = db.create_collection(
-        "readings_ts", timeseries={"timeField": "ts", "metaField": "sensorId", "granularity": "minutes"})
-    print("created time-series collection:", ts_coll.name)
-except OperationFailure as exc:
-    print("not available here:", exc)
+ex_ts = labkit.exercises.get("10-predict-ts-buckets")
+ex_ts
+
+# %% tags=["solution"]
+ex_ts.predict(20)
+
+# %%
+ts_coll = db.create_collection(
+    "readings_ts", timeseries={"timeField": "ts", "metaField": "sensorId", "granularity": "minutes"})
+ts_coll.insert_many([{k: v for k, v in r.items() if k != "_id"} for r in db.readings.find().sort("_id", 1)])
+ts_stats = db.command("collStats", "readings_ts")["timeseries"]
+buckets = db[ts_stats["bucketsNs"].split(".", 1)[1]]
+
+
+def bucket_figures():
+    """Readings per bucket, counted from the buckets themselves (control.count), next to the server's counters."""
+    s = db.command("collStats", "readings_ts")["timeseries"]
+    n = buckets.count_documents({})
+    readings_in_buckets = sum(b["control"]["count"] for b in buckets.find({}, {"control.count": 1}))
+    return {"documents seen by clients": ts_coll.count_documents({}), "buckets": n,
+            "readings per bucket (from the buckets)": round(readings_in_buckets / n, 1),
+            "writes to buckets (numCommits)": s["numCommits"],
+            "measurements per commit (avgNumMeasurementsPerCommit)": s["avgNumMeasurementsPerCommit"]}
+
+
+pd.Series(bucket_figures(), name="readings_ts")
+
+# %% tags=["reveal"]
+ex_ts.check(ts_stats["bucketCount"])
 
 # %% [markdown]
-# The embedded engine has no time-series collections, so the next cell does its work only where the collection
-# could be created (a real server: set `MONGODB_URI`). There it inserts the same readings one per document and
-# shows what the server reports about the buckets it made.
+# One bucket, as the server stores it: an ObjectId `_id` whose timestamp is the bucket's start, `control`
+# with the count and the min / max of every field (the time minimum rounded down to the hour; the `_id` min /
+# max left out here), `meta` the sensor once, `data` one column per field.
 
 # %%
-if "readings_ts" in db.list_collection_names():
-    ts_coll = db["readings_ts"]
-    ts_coll.insert_many([{k: v for k, v in r.items() if k != "_id"} for r in db.readings.find().sort("_id", 1)])
-    print("documents seen by clients:", ts_coll.count_documents({}))
-    ts_stats = db.command("collStats", "readings_ts")
-    print("server-side buckets:", ts_stats["timeseries"]["bucketCount"])
-    print("avg readings per bucket:", ts_stats["timeseries"]["avgNumMeasurementsPerCommit"])
-else:
-    print("skipped: this engine has no time-series collections (set MONGODB_URI to a real server to run it)")
+one = buckets.find_one({"meta": "sensor:3"}, sort=[("control.min.ts", 1)])
+no_ids = {part: {f: v for f, v in one["control"][part].items() if f != "_id"} for part in ("min", "max")}
+{"_id (an ObjectId) starts at": one["_id"].generation_time.replace(tzinfo=None),
+ "control": {"version": one["control"]["version"], "count": one["control"]["count"], **no_ids},
+ "meta": one["meta"], "data": {field: f"{len(column)} values" for field, column in one["data"].items()}}
+
+# %% [markdown]
+# `avgNumMeasurementsPerCommit` is **not** readings per bucket: it is how many measurements each write to a
+# bucket carried. One `insert_many` of the whole day wrote each bucket once, so here the two happen to agree.
+# A live feed that inserts one reading per call writes every reading separately. Feed sensor 3's next hour
+# that way and compare:
+
+# %%
+before_feed = bucket_figures()
+next_hour = dt.datetime(2026, 10, 2)
+for minute in range(60):
+    ts_coll.insert_one({"sensorId": "sensor:3", "ts": next_hour + dt.timedelta(minutes=minute), "temperature": 20.5})
+pd.DataFrame({"after one insert_many": before_feed, "after 60 more insert_one calls": bucket_figures()})
+
+# %% [markdown]
+# Sixty more readings barely move readings per bucket (they join sensor 3's open bucket: it started at 16:00 on
+# 1 October, rounded down to the hour, so its 24-hour span still covers them), but measurements per commit
+# drops sharply: 60 more commits of one measurement each.
+#
+# Reading sensor 3's day from the time-series collection: the query is rewritten to `control.min.ts` /
+# `control.max.ts` of the buckets, through the default `{sensorId: 1, ts: 1}` index (created with the
+# collection, 6.3+), and the matching buckets are unpacked (`$_internalUnpackBucket`):
+
+# %%
+def ts_day_cost(cursor):
+    """Keys and buckets examined, readings returned, from either explain shape (classic stages or SBE)."""
+    explain = cursor.explain()
+    if "stages" in explain:
+        inner = explain["stages"][0]["$cursor"]["executionStats"]
+        returned = next(s.get("nReturned") for s in explain["stages"] if "$_internalUnpackBucket" in s)
+    else:
+        inner = explain["executionStats"]
+        returned = inner["nReturned"]
+    return {"plan": "buckets, then $_internalUnpackBucket", "keys examined": inner["totalKeysExamined"],
+            "docs examined": inner["totalDocsExamined"], "docs returned": returned}
+
+
+ts_day = ts_coll.find({"sensorId": "sensor:3", "ts": day}).sort("ts", 1)
+pd.DataFrame({"one doc per reading": day_cost(naive_day), "hourly buckets": day_cost(bucket_day),
+              "time-series collection": ts_day_cost(ts_day)})
+
+# %% [markdown]
+# The time-series collection reads two buckets (a day of one sensor is 1,000 + 440 readings) and returns the
+# same 1,440 readings: the bucket pattern's saving without writing a single upsert. (The embedded engine shows
+# the classic explain shape; a server may run the same query in the slot-based engine and show it as one
+# `queryPlan`, which `ts_day_cost` also reads.)
 
 # %% [markdown]
 # ## Exercise
@@ -329,6 +400,32 @@ def add_reading(coll, sensor_id, ts, value):
 ex.check(db, add_reading)
 
 # %% [markdown]
+# ## Exercise: a new series in a time-series collection
+#
+# Electricity meters in two buildings report every **15 seconds**: `{meterId, building, ts, kwh}`. Write
+# `setup_meters(db)`, which creates the time-series collection `meter_readings`, and `store_batch(coll, batch)`,
+# which stores a list of readings as they arrive. The check creates a private database, calls your setup, feeds
+# four meters' two hours of readings in batches of 40 through `store_batch`, watches the commands it sends and
+# counts readings per bucket from the buckets.
+
+# %%
+ex_meters = labkit.exercises.get("10-ts-meters")
+ex_meters
+
+
+# %% tags=["solution"]
+def setup_meters(db):
+    db.create_collection("meter_readings", timeseries={"timeField": "ts", "metaField": "meterId",
+                                                       "granularity": "seconds"})
+
+
+def store_batch(coll, batch):
+    coll.insert_many(batch)
+
+
+ex_meters.check(db, setup_meters, store_batch)
+
+# %% [markdown]
 # ## Summary
 #
 # - One document per reading makes documents and index entries grow with every sample; an hourly bucket cuts
@@ -336,7 +433,9 @@ ex.check(db, add_reading)
 # - One upsert per reading maintains the bucket: `$push` + `$inc` + `$min`/`$max`, `$setOnInsert` for
 #   creation-only fields, `count < N` in the filter as the cap (so no unique index on `{sensorId, start}`).
 # - Index `{sensorId: 1, start: 1}`: a day of one sensor reads 24 keys instead of one per reading.
-# - Prefer a time-series collection when you can: it buckets on the server; never bucket by hand inside one.
+# - Prefer a time-series collection when you can: it buckets on the server (per meta value, at most 1,000
+#   measurements and one span each); never bucket by hand inside one. Readings per bucket come from the buckets;
+#   `avgNumMeasurementsPerCommit` measures write batching.
 #
 # **Next:** 11 · the outlier pattern.
 

@@ -32,7 +32,6 @@ import re
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from pymongo.errors import OperationFailure
 
 import labkit
 
@@ -150,17 +149,8 @@ db.orders.create_index([("createdAt", 1)], expireAfterSeconds=15 * 86_400)
 {name: info for name, info in db.orders.index_information().items() if "expireAfterSeconds" in info}
 
 # %% [markdown]
-# The embedded engine accepts and lists the TTL index but does **not** delete expired documents (there is no
-# background TTL monitor). On a real server the monitor runs about once a minute, so deletions lag a little.
-# Time-partitioned data often fits a time series collection, which needs a real server:
-
-# %%
-try:
-    db.create_collection("orders_ts", timeseries={"timeField": "createdAt", "metaField": "tenantId",
-                                                  "granularity": "minutes"}, expireAfterSeconds=15 * 86_400)
-    print("created orders_ts: a time-series collection whose documents expire after 15 days")
-except OperationFailure as exc:
-    print(f"this engine cannot create time-series collections (code {exc.code}); try it on a real server")
+# The server's TTL monitor makes one pass about once a minute and deletes what has expired; the section
+# "Expiry, measured" below runs such a pass.
 
 # %% [markdown]
 # Once reads use `orders`, drop the old collections:
@@ -201,6 +191,56 @@ plt.show()
 # Same orders, same keys examined, one round trip instead of one per day, and a single collection with a
 # fixed handful of indexes (the TTL index included) instead of hundreds of each. The numbers the storage
 # engine cares about are collections and indexes, and they no longer grow with tenants × days.
+
+# %% [markdown]
+# ## Expiry, measured
+#
+# Time-partitioned data often fits a **time-series collection** too: the tenant as `metaField`, `createdAt`
+# as `timeField`, and `expireAfterSeconds` on the collection itself, which makes the TTL monitor delete whole
+# buckets once their newest measurement is past the limit. A copy of the orders goes into one:
+
+# %%
+orders_ts = db.create_collection("orders_ts", timeseries={"timeField": "createdAt", "metaField": "tenantId",
+                                                          "granularity": "minutes"}, expireAfterSeconds=15 * 86_400)
+orders_ts.insert_many([{k: v for k, v in d.items() if k != "day"} for d in db.orders.find().sort("_id", 1)])
+ts_buckets = db.command("collStats", "orders_ts")["timeseries"]["bucketCount"]
+print(f"orders_ts: {orders_ts.count_documents({})} orders in {ts_buckets} buckets (one per tenant and day)")
+
+# %% [markdown]
+# `labkit.ttl_pass` runs **one pass** of the TTL monitor. On the embedded engine it runs at a time you choose
+# (here 20 November, 08:00) and deletes what the server's monitor would; on a server it cannot choose the
+# time: it waits for the server's next pass (at the server's clock) and reports what the server counted.
+#
+# **Predict first.** The TTL index on `orders.createdAt` keeps 15 days. Each tenant has 12 orders a day from
+# 1 to 15 November, the first at 08:00. How many orders does a pass at 20 November 08:00 delete?
+
+# %%
+ex_ttl = labkit.exercises.get("34-predict-ttl")
+ex_ttl
+
+# %% tags=["solution"]
+ex_ttl.predict(4 * len(TENANTS) * 12)
+
+# %%
+orders_before_pass = db.orders.count_documents({})
+try:
+    ttl = labkit.ttl_pass(db, now=dt.datetime(2026, 11, 20, 8, 0))  # embedded engine (in process or served)
+except ValueError:  # a real server: its monitor runs at the server's clock; wait for its next pass
+    ttl = labkit.ttl_pass(db)
+deleted_orders = orders_before_pass - db.orders.count_documents({})
+pd.Series({"orders before the pass": orders_before_pass, "orders deleted": deleted_orders,
+           "orders left": db.orders.count_documents({}),
+           "orders_ts buckets left": db.command("collStats", "orders_ts")["timeseries"]["bucketCount"],
+           "orders_ts orders left": orders_ts.count_documents({}),
+           "TTL passes so far (serverStatus metrics.ttl.passes)":
+               db.command("serverStatus")["metrics"]["ttl"]["passes"]})
+
+# %% tags=["reveal"]
+ex_ttl.check(deleted_orders)
+
+# %% [markdown]
+# The same days disappear from both: from `orders` document by document through the TTL index, from
+# `orders_ts` as whole buckets. No collection was dropped and no application code ran.
 
 # %% [markdown]
 # ## Explore: tenants × retention
@@ -258,13 +298,40 @@ practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)
 ex.check(practice)
 
 # %% [markdown]
+# ## Exercise: sessions that expire when idle
+#
+# Another app keeps login sessions in one collection per day and drops old days. Replace that with one
+# `sessions` collection (`{_id, userId, createdAt, lastSeen}`) in which a session disappears **30 minutes after
+# its last activity**. Write `setup_sessions(db)` (the indexes) and `touch(coll, session_id, now)` (records
+# activity). The check runs your functions on a private embedded engine, touches an idle session and an unknown
+# one, runs one TTL pass at a chosen time and looks at which sessions are left (a server's TTL pass cannot be run
+# at a chosen time, so this check always uses the embedded engine).
+
+# %%
+ex_sessions = labkit.exercises.get("34-ttl-sessions")
+ex_sessions
+
+
+# %% tags=["solution"]
+def setup_sessions(db):
+    db.sessions.create_index("lastSeen", expireAfterSeconds=30 * 60)
+
+
+def touch(coll, session_id, now):
+    coll.update_one({"_id": session_id}, {"$set": {"lastSeen": now}})
+
+
+ex_sessions.check(setup_sessions, touch)
+
+# %% [markdown]
 # ## Summary
 #
 # - Detect: `dbStats` (`collections`, `indexes`) and collection names containing dates or ids.
 # - Every collection carries at least an `_id` index; thousands of collections and indexes strain the storage
 #   engine even when idle.
 # - Fix: one collection, the old name as a field (`tenantId`, `day`) leading the indexes; merge with
-#   `$merge` on a real server; expire with a TTL index (or a time series collection) instead of dropping.
+#   `$merge`; expire with a TTL index (or a time-series collection with `expireAfterSeconds`, which deletes
+#   whole buckets) instead of dropping. A TTL index is single-field, counts seconds, and ignores non-dates.
 #
 # **Next:** 35 · unnecessary indexes.
 

@@ -242,3 +242,22 @@ def test_explain_aggregate_pushes_leading_match(db):
     ex = db.command("explain", {"aggregate": "m", "pipeline": [{"$match": {"s": "a"}}, {"$count": "n"}],
                                 "cursor": {}}, verbosity="queryPlanner")
     assert "$_internalUnpackBucket" in ex["stages"][1] and ex["stages"][2] == {"$count": "n"}
+
+
+def test_coll_stats_stage_has_timeseries_section(db):
+    # $collStats {storageStats: {}} on a time-series collection carries the same 'timeseries' section
+    # (manual "$collStats": storageStats.timeseries for time-series collections)
+    ts = make(db, metaField="s", granularity="minutes")
+    ts.insert_many(readings("a", 10))
+    out = list(ts.aggregate([{"$collStats": {"storageStats": {}}}]))[0]["storageStats"]
+    assert out["timeseries"]["bucketsNs"] == "ts_test.system.buckets.m"
+    assert out["timeseries"]["bucketCount"] == 1 and out["timeseries"]["numMeasurementsCommitted"] == 10
+    assert db.command("dbStats")["objects"] == 1  # the one bucket document
+
+
+def test_over_the_command_layer(db):
+    # the create / insert / find commands as a driver sends them (labkit serve) reach the same collection
+    db.command({"create": "w", "timeseries": {"timeField": "t", "metaField": "s"}})
+    db.command({"insert": "w", "documents": [{"t": T0, "s": "a", "v": 1}, {"t": T0, "s": "b", "v": 2}]})
+    got = db.command({"find": "w", "filter": {"s": "b"}})["cursor"]["firstBatch"]
+    assert [d["v"] for d in got] == [2]

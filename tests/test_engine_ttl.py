@@ -94,3 +94,25 @@ def test_timeseries_expire_deletes_whole_buckets(db):
     db.command("collMod", "m", expireAfterSeconds=600)
     labkit.ttl_pass(db, now=NOW)
     assert ts.count_documents({}) == 0
+
+
+def test_ttl_pass_command_and_served_engine():
+    # the labkitTtlPass command runs the same pass (in process and over labkit serve); serverStatus of the
+    # served engine reports metrics.ttl
+    import pymongo
+
+    from labkit.engine.wire import serve_in_thread
+    c = EmbeddedClient()
+    c.d.c.insert_one({"at": NOW - dt.timedelta(days=2)})
+    c.d.c.create_index("at", expireAfterSeconds=60)
+    assert c.d.command({"labkitTtlPass": 1, "now": NOW})["deleted"] == 1
+    c.d.c.insert_one({"at": NOW - dt.timedelta(days=2)})
+    server = serve_in_thread(client=c)
+    try:
+        remote = pymongo.MongoClient(server.uri, serverSelectionTimeoutMS=5000)
+        r = labkit.ttl_pass(remote.d, now=NOW)
+        assert r["engine"] == "embedded-served" and r["deleted"] == 1
+        assert remote.admin.command("serverStatus")["metrics"]["ttl"]["passes"] == 2
+        remote.close()
+    finally:
+        server.stop()

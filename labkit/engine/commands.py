@@ -33,6 +33,7 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
                             OperationFailure, PyMongoError)
 
 from .values import type_name
+from . import ttl as _ttl
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -1082,6 +1083,7 @@ def _server_status(c: _Call) -> dict:
             "repl": {"setName": ctx.set_name, "isWritablePrimary": True, "primary": ctx.address,
                      "hosts": [ctx.address], "me": ctx.address},
             "storageEngine": {"name": "labkit-embedded", "persistent": False, "readOnly": False},
+            "metrics": {"ttl": _ttl.server_metrics(c.client)},  # labkit/engine/ttl.py
             "labkit": {"engine": "embedded-served"}, "ok": 1.0}
 
 
@@ -1163,6 +1165,7 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "whatsmyuri": _whatsmyuri, "usersInfo": lambda c: {"users": [], "ok": 1.0},  # no authentication: no users
     "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config, "lockInfo": _lock_info,
     "listCommands": lambda c: {"commands": {n: {} for n in sorted(HANDLERS)}, "ok": 1.0},
+    "labkitTtlPass": lambda c: _ttl.cmd_ttl_pass(c.client, c.db_name, c.cmd),  # one TTL pass (ttl.py)
 }
 
 # Commands that run without a transaction even when the driver sends transaction fields.

@@ -277,14 +277,20 @@ def _bucket_oid(min_time: datetime.datetime) -> ObjectId:
 
 
 def _measurement_size(doc: dict, meta_field: str | None, index: int) -> int:
-    """Bytes one measurement adds to a bucket: per field, a BSON element keyed by its position in the column."""
+    """Bytes one measurement adds to a bucket: per field (not the meta field), a BSON element keyed by its
+    position in the column instead of the field name. Computed from one encoding of the document."""
+    total = len(bson.encode(doc)) - 5  # the elements (no length prefix, no trailing NUL)
     n = 0
-    key = len(str(index)) + 1
-    for k, v in doc.items():
+    for k in doc:
         if k == meta_field:
+            total -= len(bson.encode({k: doc[k]})) - 5
             continue
-        n += len(bson.encode({"": v})) - 5 - 1 + key
-    return n
+        n += 1
+        total -= len(k.encode("utf-8"))
+    return total + n * len(str(index))
+
+
+_PLAIN = (float, int, datetime.datetime)
 
 
 def bucket_document(b: Bucket, state: TsState) -> dict:
@@ -303,10 +309,19 @@ def bucket_document(b: Bucket, state: TsState) -> dict:
                 col = data[k] = {}
                 mins[k] = maxs[k] = v
             else:
-                if V.compare(v, mins[k]) < 0:
-                    mins[k] = v
-                if V.compare(v, maxs[k]) > 0:
-                    maxs[k] = v
+                lo, hi = mins[k], maxs[k]
+                if type(v) is type(lo) is type(hi) and type(v) in _PLAIN and v == v and lo == lo and hi == hi \
+                        and getattr(v, "tzinfo", None) is None and getattr(lo, "tzinfo", None) is None \
+                        and getattr(hi, "tzinfo", None) is None:
+                    if v < lo:  # one plain type (float, int, naive date; no NaN): Python order is BSON order
+                        mins[k] = v
+                    elif v > hi:
+                        maxs[k] = v
+                else:
+                    if V.compare(v, lo) < 0:
+                        mins[k] = v
+                    if V.compare(v, hi) > 0:
+                        maxs[k] = v
             col[str(i)] = v
     mins[tf] = b.min_time
     order = ["_id", tf] + [k for k in data if k not in ("_id", tf)]
@@ -413,6 +428,7 @@ def insert_measurements(coll, docs: Iterable[Any], ordered: bool = True) -> list
         mkey = _meta_key(meta, present)
         t = d[state.time_field]
         b = state.open.get(mkey)
+        first = b
         msize = _measurement_size(d, mf, len(b.measurements) if b is not None else 0)
         reason = _fits(b, t, msize, state) if b is not None else "Metadata"
         if reason == "KeptOpen":
@@ -444,7 +460,9 @@ def insert_measurements(coll, docs: Iterable[Any], ordered: bool = True) -> list
                 state.by_id[b.id] = b
                 created.add(b.id)
             state.open[mkey] = b
-        b.size += _measurement_size(d, mf, len(b.measurements))
+        if b is not first:
+            msize = _measurement_size(d, mf, len(b.measurements))
+        b.size += msize
         b.measurements.append(d)
         if b.id not in touched:
             touched[b.id] = 0
@@ -568,7 +586,7 @@ def list_indexes(coll) -> list[dict]:
         if name not in bst.ix:
             continue
         d = {"v": 2, "key": dict(key), "name": name}
-        if bst.ix[name].spec.hidden if hasattr(bst.ix[name].spec, "hidden") else False:
+        if bst.ix[name].spec.hidden:
             d["hidden"] = True
         out.append(d)
     return out

@@ -12,7 +12,9 @@
 * ``serverStatus().metrics.ttl``: ``passes`` (+1 per pass), ``subPasses`` (+1), ``deletedDocuments``
   (documents, or buckets for time series, removed).
 
-On a real server the monitor cannot be triggered: ``ttl_pass`` then waits (polling ``metrics.ttl.passes``,
+The same pass is the command ``{labkitTtlPass: 1, now: <date>}`` (also over ``labkit serve``, which
+``ttl_pass`` uses when it talks to a served engine). On a real server the monitor cannot be triggered:
+``ttl_pass`` then waits (polling ``metrics.ttl.passes``,
 up to ``timeout`` seconds) for the server's next pass and reports what the server counted; ``now`` cannot be
 chosen there.
 """
@@ -36,6 +38,27 @@ def _metrics(server_store) -> dict:
 def metrics(db) -> dict:
     """``serverStatus().metrics.ttl`` of the embedded server holding ``db``."""
     return dict(_metrics(db.client._store))
+
+
+def server_metrics(client) -> dict:
+    """``serverStatus().metrics.ttl`` of an EmbeddedClient (the served engine's serverStatus)."""
+    return dict(_metrics(client._store))
+
+
+def cmd_ttl_pass(client, db_name: str, cmd: dict) -> dict:
+    """The ``labkitTtlPass`` command of the embedded engine (also served by ``labkit serve``): one pass at
+    ``now`` (default: the current time), over database ``db_name`` or, from ``admin``, over every database."""
+    from mongomock import OperationFailure
+    now = cmd.get("now")
+    if now is None:
+        now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    if not isinstance(now, datetime.datetime):
+        raise OperationFailure("BSON field 'labkitTtlPass.now' is the wrong type, expected type 'date'", 14)
+    names = client._store.list_created_database_names() if db_name == "admin" else [db_name]
+    out = _embedded_pass(client, [client.get_database(n) for n in names], _naive(now))
+    out.pop("engine", None)
+    out["ok"] = 1.0
+    return out
 
 
 def _earliest_date(v: Any) -> datetime.datetime | None:
@@ -161,6 +184,15 @@ def ttl_pass(db_or_client: Any, now: datetime.datetime | None = None, timeout: f
         dbs = [db_or_client] if not is_client else \
             [client.get_database(n) for n in client._store.list_created_database_names()]
         return _embedded_pass(client, dbs, now)
+    from .wire import is_served_engine
+    if is_served_engine(client):  # labkit serve: the served engine runs the pass on request
+        cmd: dict[str, Any] = {"labkitTtlPass": 1}
+        if now is not None:
+            cmd["now"] = _naive(now)
+        target = client.admin if is_client else db_or_client
+        out = target.command(cmd)
+        out.pop("ok", None)
+        return {"engine": "embedded-served", **out}
     if now is not None:
         raise ValueError("ttl_pass(now=...) is only possible on the embedded engine; a server's TTL monitor "
                          "uses the server's clock")
