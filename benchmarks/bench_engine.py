@@ -1,6 +1,11 @@
 """Benchmark: the embedded engine vs plain mongomock vs hand-written Python, same answers, one process.
 
-Usage:  .venv/bin/python benchmarks/bench_engine.py [--quick] [--million]
+Usage:  .venv/bin/python benchmarks/bench_engine.py [--quick] [--million] [--no-peers] [--n N] [--budget S]
+
+The first table (the issue-19 workloads, benchmarks/bench_peers.py) compares labkit with the embedded MongoDB
+look-alikes a Python user could pick instead, when they are installed (``pip install -e .[bench]``: mongita,
+montydb in memory, mongomock-ng, tinymongo in memory, and mongomock itself), and with plain Python computing the
+same answer; a peer that is not installed, or lacks a feature, is reported as such.
 
 Prints a table (nothing is written). Workloads:
   1. insert 2,000 follows one by one into a unique compound index (engine and hand-written runs interleaved,
@@ -224,8 +229,17 @@ def main() -> None:
     ap.add_argument("--million", action="store_true", help="also measure memory for 1M docs with two indexes")
     ap.add_argument("--tracemalloc", action="store_true", help="with --million: also trace allocations (slow)")
     ap.add_argument("--only-million", action="store_true", help="skip the comparison workloads")
+    ap.add_argument("--no-peers", action="store_true", help="skip the table against the embedded peers")
+    ap.add_argument("--n", type=int, default=100_000, help="documents in the peer workloads (default 100,000)")
+    ap.add_argument("--budget", type=float, default=20.0,
+                    help="seconds a peer may spend on one workload before the rest is projected (default 20)")
+    ap.add_argument("--peers", default="", help="comma-separated subset of peers (default: every installed one)")
     args = ap.parse_args()
     rows = []
+    if not args.only_million and not args.no_peers:
+        import bench_peers
+        bench_peers.main_table(args.n, args.budget, [p for p in args.peers.split(",") if p] or None)
+        print()
     if args.only_million:
         args.million = True
         _million(args)
@@ -356,6 +370,21 @@ def _million(args) -> None:
     print(line)
     t = timed(lambda: c.find({"a": 7}).sort("b", 1).limit(10).explain(), 1)
     print("explain of an indexed query at 1M: %.3f s" % t)
+    t = timed(lambda: c.find({"c": 1}).explain(), 1)  # no index on c: a COLLSCAN over every document
+    print("explain of a COLLSCAN at 1M: %.3f s" % t)
+    del c
+    gc.collect()
+
+    def plain() -> None:
+        store: dict = {}
+        ia: dict = defaultdict(list)
+        ib: dict = defaultdict(list)
+        for start in range(0, 1000000, batch):
+            for d in [{"_id": i, "a": i % 1000, "b": "k%d" % (i % 5000)} for i in range(start, start + batch)]:
+                store[d["_id"]] = dict(d)
+                ia[d["a"]].append(d["_id"])
+                ib[d["b"]].append(d["_id"])
+    print("plain Python, the same 1M documents into a dict and two dict-of-lists indexes: %.1f s" % timed(plain, 1))
 
 
 def _rss_mib() -> float:

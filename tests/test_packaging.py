@@ -30,8 +30,8 @@ def _environment() -> tuple[set[str], list[str]]:
     names, unexplained = set(), []
     text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
     for line in text.splitlines():
-        m = re.match(r"^  - ([A-Za-z0-9_.\-]+)([^#]*)(#.*)?$", line)
-        if not m or m.group(1) in {"python", "pip"}:
+        m = re.match(r"^(?:  |      )- ([A-Za-z0-9_.\-]+)([^#]*)(#.*)?$", line)  # conda, then pip-only packages
+        if not m or m.group(1) in {"python", "pip", "-e"}:
             continue
         names.add(_name(m.group(1)))
         if not m.group(3) or len(m.group(3).strip("# ")) < 10:

@@ -73,6 +73,29 @@ FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
 NOT_FLAT = object()  # ``_insert_flat``'s answer when a document needs the general path
 
 
+_MISSING = object()
+_FLAT_ARG_OPS = frozenset({"$inc", "$mul", "$min", "$max", "$set", "$unset", "$currentDate"})
+
+
+def _update_reach(compiled: Any) -> tuple[frozenset | None, bool]:
+    """For a parsed operator update without positional paths: the top-level fields it can change, and
+    whether it only writes scalars at shallow paths (so the result cannot nest deeper than the document it
+    updates, which already passed the depth check). ``(None, False)`` for any other update."""
+    plain = getattr(compiled, "_plain", None)
+    if plain is None:
+        return None, False
+    tops = set()
+    shallow = True
+    for parts, o, to_parts in plain:
+        tops.add(parts[0])
+        if to_parts:
+            tops.add(to_parts[0])
+        if o.op not in _FLAT_ARG_OPS or len(parts) > 20 or (
+                o.op not in ("$unset", "$currentDate") and type(o.arg) not in FLAT_TYPES and type(o.arg) is not _DT):
+            shallow = False
+    return frozenset(tops), shallow
+
+
 _DT = __import__("datetime").datetime
 _RE_TYPE = type(__import__("re").compile(""))
 
@@ -438,6 +461,7 @@ class EmbeddedCollection(mm_collection.Collection):
         rids = self._matching_rids(spec, multi, sort=sort, hint=hint, let=variables)
         n_matched = n_modified = 0
         upserted_id = None
+        touched, shallow = _update_reach(compiled)
         for rid in rids:
             old = st.docs.get(rid)
             if old is None:
@@ -446,17 +470,39 @@ class EmbeddedCollection(mm_collection.Collection):
             if pipeline:
                 new = self._pipeline_result(old, document)
             elif compiled is not None:
-                new = fast_copy(old)
+                if touched is not None and type(old) is dict:
+                    # copy on write: only the top-level values the update can reach are copied; the rest
+                    # is shared with the old version, which is never changed in place
+                    new = dict(old)
+                    for f in touched:
+                        v = new.get(f)
+                        if type(v) is dict or type(v) is list:
+                            new[f] = fast_copy(v)
+                else:
+                    new = fast_copy(old)
                 compiled.apply(new, query)
                 U.check_id_unchanged(old, new, document)
             else:
                 new = U.replace(old, document)
-            if U.same(new, old):
+            if touched is not None and len(new) == len(old):
+                # untouched values are the same objects: a change, if any, is in one of the touched fields
+                for f in touched:
+                    a = new.get(f, _MISSING)
+                    b = old.get(f, _MISSING)
+                    if a is not b and (a is _MISSING or b is _MISSING or not U.same(a, b)):
+                        break
+                else:
+                    if U.same(new, old):
+                        continue  # a no-op update is matched, not modified
+            elif U.same(new, old):
                 continue  # a no-op update is matched, not modified
             size = len(bson.encode(new))
             if size > MAX_BSON:
                 raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
-            self._replace_doc(rid, old, new)
+            if touched is None:
+                self._replace_doc(rid, old, new)
+            else:
+                self._replace_doc(rid, old, new, touched, shallow)
             n_modified += 1
         if upsert and not n_matched:
             to_insert = U.upsert_document(spec, document, array_filters,
@@ -488,11 +534,18 @@ class EmbeddedCollection(mm_collection.Collection):
                                    % (k, k), 52)
         return U.id_first(new)
 
-    def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
-        """Validate every index for ``new`` first; then swap document and index entries together."""
+    def _replace_doc(self, rid: int, old: dict, new: dict, touched: frozenset | None = None,
+                     shallow: bool = False) -> None:
+        """Validate every index for ``new`` first; then swap document and index entries together.
+
+        ``touched``: the top-level fields the update could change (None: any); an index on none of them
+        (and without a partial filter) keeps its keys, so they are not recomputed. ``shallow`` (for
+        rules.py): the update cannot nest the document deeper and its size was already checked."""
         st = self._store
         plans = []
         for name, ix in st.ix.items():
+            if touched is not None and ix.spec.partial is None and touched.isdisjoint(ix.spec.tops):
+                continue  # same keys before and after: nothing to check or move
             try:
                 new_keys, arrays = ix.keys_for(new)
             except K.ParallelArrays as e:

@@ -27,20 +27,31 @@ def _no_fast_keys(doc: dict) -> None:
 
 
 def _cached_str_encoder() -> KeyFunc:
-    """``keys.encode`` remembering recent string encodings (indexed strings such as author ids repeat
-    across documents); a bounded cache, so results are exactly ``keys.encode``'s."""
+    """``keys.encode`` remembering recent string and integer encodings (indexed strings such as author ids, and
+    small integers, repeat across documents); bounded caches, so results are exactly ``keys.encode``'s."""
     cache: dict = {}
     get = cache.get
     enc = K.encode
     enc_s = K._enc_s
 
+    icache: dict = {}  # plain ints (not bools, not floats: 1, True and 1.0 are equal dict keys)
+    iget = icache.get
+
     def kf(v: Any) -> bytes:
-        if type(v) is str:
+        t = type(v)
+        if t is str:
             e = get(v)
             if e is None:
                 if len(cache) >= 65536:
                     cache.clear()
                 e = cache[v] = enc_s(v)
+            return e
+        if t is int:
+            e = iget(v)
+            if e is None:
+                if len(icache) >= 65536:
+                    icache.clear()
+                e = icache[v] = enc(v)
             return e
         return enc(v)
     return kf
@@ -66,6 +77,7 @@ class IndexSpec:
         self.fields = [f for f, _ in self.key]
         self.parts = [f.split(".") for f in self.fields]
         self.desc = [(isinstance(d, (int, float)) and d < 0) for _, d in self.key]
+        self.tops = frozenset(p[0] for p in self.parts)  # the top-level fields the keys come from
         self.simple = all(len(p) == 1 for p in self.parts)
         self.any_desc = any(self.desc)
         self.unique = bool(unique) or name == "_id_"
@@ -145,7 +157,8 @@ class Index:
         if not spec.simple:
             return None
         kf = self.keyfunc
-        if kf is K.encode:
+        unique = spec.unique  # values do not repeat there: remembering them would only cost memory
+        if kf is K.encode and not unique:
             kf = _cached_str_encoder()
         inv = K.invert
         missing = K.MISSING

@@ -263,4 +263,36 @@ def compile_expr_predicate(expr: Any, variables: dict | None, str_key: Callable 
     if isinstance(expr, dict) and len(expr) > 1 and any(str(k).startswith("$") for k in expr):
         raise _fail("an expression specification must contain exactly one field, the name of the expression. "
                     "Found %d fields in %r" % (len(expr), expr), 15983)
-    return lambda doc: truthy(ev.ev(expr, doc))
+    slow = lambda doc: truthy(ev.ev(expr, doc))  # noqa: E731
+    return _field_eq_const(expr, slow) if str_key is None else slow
+
+
+_EXACT_EQ_TYPES = (str, int)
+
+
+def _field_eq_const(expr: Any, slow: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``{$eq: ["$field", constant]}`` (a ``$lookup`` sub-pipeline's join condition once ``$$var`` is
+    substituted): when the document's value has exactly the constant's type (a string or a plain int, where
+    BSON equality is Python's ``==``) the answer is ``==``; every other case takes ``slow``."""
+    if not isinstance(expr, dict) or len(expr) != 1 or "$eq" not in expr:
+        return slow
+    args = expr["$eq"]
+    if not isinstance(args, list) or len(args) != 2:
+        return slow
+    a, b = args
+    if isinstance(b, str) and b.startswith("$") and not b.startswith("$$"):
+        a, b = b, a
+    if type(b) is dict and len(b) == 1 and "$literal" in b:
+        b = b["$literal"]
+    elif type(b) is str and b.startswith("$"):
+        return slow
+    if type(a) is not str or not a.startswith("$") or a.startswith("$$") or "." in a or type(b) not in _EXACT_EQ_TYPES:
+        return slow
+    name, tb = a[1:], type(b)
+
+    def eq(doc: Any) -> bool:
+        x = doc.get(name, MISSING) if type(doc) is dict else MISSING
+        if type(x) is tb:
+            return x == b
+        return slow(doc)
+    return eq

@@ -90,6 +90,16 @@ class Candidate:
 
 def _sort_key_fn(sort: list[tuple[str, int]], store) -> Callable[[tuple], tuple]:
     parts = [(f.split("."), d < 0) for f, d in sort]
+    if len(parts) == 1 and len(parts[0][0]) == 1:
+        one, desc = parts[0]
+        one_key = K.doc_sort_key  # what doc_sort_keys computes for a single field
+
+        def key1(m: tuple) -> tuple:
+            doc = m[1]
+            if doc is None:
+                doc = store.docs.get(m[0])
+            return (one_key(doc, one, desc),)
+        return key1
 
     def key(m: tuple) -> tuple:
         doc = m[1]
@@ -778,6 +788,8 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         root._it = iter(())
         root.work()  # the final IS_EOF call
         done = True
+    if not done and query.kind == "count" and stop_after is None:
+        done = _count_forward(root, results)
     if not done and (stop_after is None or len(results) < stop_after):
         work = root.work
         while True:
@@ -797,6 +809,35 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
                 note_access(s.index)
                 break
     return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+
+
+def _count_forward(root: Stage, results: list) -> bool:
+    """A count whose plan is FETCH (no filter) > IXSCAN over one interval of a non-multikey index: the rest of
+    the scan is the distance between two binary-searched positions (the server's COUNT_SCAN reads no document
+    either). The stage counters end exactly as running ``work()`` to EOF would leave them, and ``results``
+    gets one placeholder per counted key. False (nothing done) for any other plan."""
+    if type(root) is not Fetch or root.match is not None or root.eof:
+        return False
+    scan = root.children[0]
+    if type(scan) is not IndexScan or not scan.single or scan.key_filter is not None or scan.seen is not None \
+            or scan.eof:
+        return False
+    if scan.pos is None:
+        if any(not ivs for ivs in scan.sb):
+            return False  # an empty interval list: the ordinary loop reaches EOF at once
+        scan._start()
+    rem = (scan.end - scan.pos) * scan.direction
+    if rem < 0:
+        return False
+    scan.pos = scan.end
+    scan.keys_examined += rem
+    for st in (scan, root):  # rem ADVANCED calls, then the IS_EOF one
+        st.works += rem + 1
+        st.advanced += rem
+        st.eof = True
+    root.docs_examined += rem
+    results.extend([None] * rem)
+    return True
 
 
 def _enable_batching(stage: Stage, path: list) -> None:

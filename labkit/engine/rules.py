@@ -203,9 +203,13 @@ class LabCollection(EmbeddedCollection):
             check_insert(self._store, doc)  # one document larger than the cap (capped.py)
         return doc
 
-    def _replace_doc(self, rid: int, old: dict, new: dict) -> None:
-        check_update_doc(self, old, new)
-        super()._replace_doc(rid, old, new)
+    def _replace_doc(self, rid: int, old: dict, new: dict, touched: frozenset | None = None,
+                     shallow: bool = False) -> None:
+        if shallow:  # a scalar-only update of a stored document: no deeper, size checked by the caller
+            check_validation(self, new, old)
+        else:
+            check_update_doc(self, old, new)
+        super()._replace_doc(rid, old, new, touched)
 
     def _update(self, *args, collation=None, **kwargs):
         if collation is None:  # the public methods bind their collation themselves

@@ -112,10 +112,11 @@ class CollScan(Stage):
 
     def _work(self) -> int:
         if self._it is None:
-            items = list(self.store.docs.items())
-            if self.direction < 0:
-                items.reverse()
-            self._it = iter(items)
+            # a live view, not a list of (rid, doc) pairs: nothing writes while a plan runs (the executor runs
+            # it to its end or abandons it, under the store's lock), and a million-document scan then
+            # allocates no tuple per document for the garbage collector to trace
+            items = self.store.docs.items()
+            self._it = iter(items) if self.direction > 0 else reversed(items)
         match = self.match
         if self.ancestors is not None and match is not None:
             # Examine documents until one matches; every skipped document still counts as one work()
