@@ -6,16 +6,48 @@ handle displays as the widget, and its plain-text form is a deterministic summar
 """
 from __future__ import annotations
 
+import gc
 import html
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from labkit.plots import render_png
+from labkit.plots import PngCanvas
 
 Compute = Callable[..., Mapping[str, Any]]
 Draw = Callable[[Any, Mapping[str, int], Mapping[str, Any]], None]
+
+CACHE_SIZE = 512  # results (and plots) kept per explorer, least recently used dropped first
+FREEZE_HEAP = True  # see _freeze_heap()
+
+
+def _freeze_heap() -> None:
+    """Move everything alive now (the lesson's data, built before its explorer) out of the cyclic garbage
+    collector's reach (``gc.collect()`` then ``gc.freeze()``), so a step never pays for a full collection that
+    walks every stored document: with 10^5 documents on the heap one such pass takes a few hundred ms, more
+    than the step itself. Reference counting still frees frozen objects; only cycles among them wait."""
+    if FREEZE_HEAP:
+        gc.collect()
+        gc.freeze()
+
+
+def data_version(source: Any) -> tuple | None:
+    """A value that changes whenever the data of ``source`` change (a database or collection on the embedded
+    engine): every collection's identity, drop count, write counter and size. ``None`` when it cannot be told
+    (a real server, or anything else), and then nothing computed from it is cached."""
+    from labkit.engine.store import EngineCollectionStore, EngineDatabaseStore
+
+    store = getattr(source, "_store", None)
+    if isinstance(store, EngineCollectionStore):
+        return ("c", id(store), store.incarnation, store.version, len(store.docs))
+    if isinstance(store, EngineDatabaseStore):
+        colls = getattr(store, "_collections", {})
+        return ("d", id(store), store.incarnation,
+                tuple((name, id(c), c.incarnation, c.version, len(c.docs)) for name, c in sorted(colls.items())
+                      if isinstance(c, EngineCollectionStore)))
+    return None
 
 
 @dataclass
@@ -31,6 +63,39 @@ class Explorer:
     result: dict[str, Any] = field(default_factory=dict)
     updates: int = 0
     error: str = ""  # the last compute failure, shown instead of a stale result
+    cache: bool = False  # reuse the result and plot of control values already shown (see explorer())
+    data: tuple = ()  # databases/collections compute reads: any change to them outside compute empties the cache
+    hits: int = 0  # updates answered from the cache
+    _cached: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _seen_version: Any = field(default=None, repr=False)
+    _canvas: PngCanvas | None = field(default=None, repr=False)
+    _holding: bool = field(default=False, repr=False)  # set() moving several controls: one update at the end
+
+    def clear_cache(self) -> None:
+        """Forget every cached result and plot (the next update of each value computes again)."""
+        self._cached.clear()
+        self._seen_version = None
+
+    def _data_version(self) -> tuple | None:
+        versions = tuple(data_version(d) for d in self.data)
+        return None if any(v is None for v in versions) else versions
+
+    def _cache_key(self, values: Mapping[str, Any]) -> tuple | None:
+        """The cache key for ``values``, or ``None`` when caching is off or impossible. Empties the cache when
+        the data changed since the last update (by anything but compute itself)."""
+        if not self.cache:
+            return None
+        version = self._data_version() if self.data else ()
+        if version is None:
+            return None
+        if version != self._seen_version:
+            self._cached.clear()
+        try:
+            key = tuple(sorted(values.items()))
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     @property
     def values(self) -> dict[str, Any]:
@@ -41,9 +106,24 @@ class Explorer:
         """Recompute for the current slider values and refresh the readout and plot.
 
         If ``compute`` raises, the readout shows that error for the current values (never the previous
-        result beside the new values), :attr:`result` is emptied, and the exception propagates.
+        result beside the new values), :attr:`result` is emptied, and the exception propagates. With
+        caching on, values shown before (since the data last changed) are answered from the cache.
         """
+        if self._holding:
+            return self.result
         values = self.values
+        key = self._cache_key(values)
+        if key is not None and key in self._cached:
+            self._cached.move_to_end(key)
+            result, png = self._cached[key]
+            self.result = dict(result)
+            self.error = ""
+            self.readout.value = self._html()
+            if self.image is not None and self.draw is not None:
+                self.image.value = png
+            self.hits += 1
+            self.updates += 1
+            return self.result
         try:
             self.result = dict(self.compute(**values))
         except Exception as exc:
@@ -55,11 +135,22 @@ class Explorer:
             if self.image is not None:
                 self.image.value = b""
             self.updates += 1
+            if key is not None:
+                self._seen_version = self._data_version() if self.data else ()
             raise
         self.error = ""
         self.readout.value = self._html()
+        png = b""
         if self.image is not None and self.draw is not None:
-            self.image.value = render_png(lambda ax: self.draw(ax, values, self.result))
+            if self._canvas is None:
+                self._canvas = PngCanvas()
+            png = self._canvas.render(lambda ax: self.draw(ax, values, self.result))
+            self.image.value = png
+        if key is not None:
+            self._seen_version = self._data_version() if self.data else ()  # compute's own writes included
+            self._cached[key] = (dict(self.result), png)
+            while len(self._cached) > CACHE_SIZE:
+                self._cached.popitem(last=False)
         self.updates += 1
         return self.result
 
@@ -74,13 +165,13 @@ class Explorer:
             raise ValueError(f"unknown slider(s) {sorted(unknown)}; this explorer has {sorted(self.sliders)}")
         for name, value in values.items():
             _check_control_value(name, self.sliders[name], value)
-        with_change = False
-        for name, value in values.items():
-            if self.sliders[name].value != value:
-                self.sliders[name].value = value  # fires update() through observe
-                with_change = True
-        if not with_change:
-            self.update()
+        self._holding = True  # several controls move as one step: compute once, for all the new values
+        try:
+            for name, value in values.items():
+                self.sliders[name].value = value
+        finally:
+            self._holding = False
+        self.update()
         return self.result
 
     def text(self) -> str:
@@ -185,12 +276,20 @@ def dropdown(name: str, options: list, value: Any = None) -> w.Dropdown:
                       layout=w.Layout(width="460px"))
 
 
-def explorer(compute: Compute, *, sliders: Mapping[str, Any], draw: Draw | None = None, title: str = "") -> Explorer:
+def explorer(compute: Compute, *, sliders: Mapping[str, Any], draw: Draw | None = None, title: str = "",
+             cache: bool = False, data: Any = None) -> Explorer:
     """Build an :class:`Explorer`: ``compute(**control_values)`` returns an ordered mapping of readouts.
 
     ``sliders`` maps names to a control: an ``IntSlider`` or ``Dropdown``, ``(min, max, value[, step])`` for a
     slider, or a list of options for a dropdown. ``draw(ax, values, result)`` optionally draws a matplotlib plot
     under the same update.
+
+    ``cache=True`` keeps the result and plot of every combination of values shown (up to :data:`CACHE_SIZE`),
+    so moving back to a value costs nothing; use it when ``compute`` is a function of the control values and
+    of the data in ``data``. ``data`` is a database or collection (or a list of them) that ``compute`` reads:
+    a change to any of them made outside ``compute`` (a learner's insert, a drop) empties the cache, while
+    compute's own writes (a lesson growing an account to the size the slider asks for) do not. On a real
+    server the data cannot be versioned, so an explorer with ``data`` caches nothing there.
     """
     if not callable(compute):
         raise TypeError("compute must be a function of the slider values returning a mapping of readouts")
@@ -210,11 +309,18 @@ def explorer(compute: Compute, *, sliders: Mapping[str, Any], draw: Draw | None 
         else:
             raise ValueError(f"slider {name!r}: give (min, max, value[, step]), a list of options, an IntSlider "
                              f"or a Dropdown, got {spec!r}")
+    if data is None:
+        sources: tuple = ()
+    elif isinstance(data, (list, tuple)):
+        sources = tuple(data)
+    else:
+        sources = (data,)
     handle = Explorer(
         compute=compute, sliders=built, readout=w.HTML(), title=title, draw=draw,
-        image=w.Image(format="png") if draw is not None else None,
+        image=w.Image(format="png") if draw is not None else None, cache=bool(cache), data=sources,
     )
     for s in built.values():
         s.observe(handle.update, names="value")
     handle.update()
+    _freeze_heap()
     return handle

@@ -202,24 +202,22 @@ print("review stored:", db.reviews.count_documents({"_id": "review:crash"}) == 1
 # one key, one document).
 
 # %%
+from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
 computed_read = sum(page_cost("prod:1")[k] for k in ("keys examined", "docs examined"))
 computed_write_extra = computed_read  # the $inc finds the product by _id exactly like a page view
 slider_db = labkit.fresh_db("12_computed_slider")
 slider_db.reviews.create_index([("productId", 1), ("rating", 1)])
-SLIDER_PRODUCT = "prod:slider"
+# Products with 0, 1,000, 2,000, ... reviews are built once; the slider grows or shrinks the nearest one to
+# exactly the count it asks for, so a move writes at most a few hundred reviews however far it jumps.
+slider_products = AccountLadder(slider_db.reviews, "prod:slider-", 11_000, 1_000,
+                                lambda pid, i: {"productId": pid, "rating": 1 + i % 5}, id_prefix="review:")
 
 
 def product_with(reviews):
-    """Grow or shrink one product's reviews to exactly `reviews`, so the slider is never rounded."""
-    have = slider_db.reviews.count_documents({"productId": SLIDER_PRODUCT})
-    if reviews > have:
-        slider_db.reviews.insert_many([{"_id": i, "productId": SLIDER_PRODUCT, "rating": 1 + i % 5}
-                                       for i in range(have, reviews)])
-    elif reviews < have:
-        slider_db.reviews.delete_many({"_id": {"$gte": reviews}})
-    return SLIDER_PRODUCT
+    """A product with exactly `reviews` reviews, so the slider is never rounded."""
+    return slider_products.account_for(reviews)
 
 
 def aggregate_read_cost(pid):
@@ -249,7 +247,7 @@ def draw(ax, values, r):
 
 
 ratio = explorer(work, sliders={"reads_per_write": (0, 1000, 100, 10), "reviews": (0, 11_000, 10_850, 50)},
-                 title="Reads per write", draw=draw)
+                 title="Reads per write", draw=draw, cache=True, data=slider_db)
 ratio
 
 # %% [markdown]

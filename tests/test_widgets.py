@@ -111,3 +111,144 @@ def test_bad_step_is_refused_at_construction(step):
 def test_bad_spec_shape_is_refused():
     with pytest.raises(ValueError, match="give \\(min, max, value"):
         explorer(_doc_size, sliders={"roles": (0, 8)})
+
+
+# --- caching and plot reuse (issue 19: every step under 250 ms) -------------------------------------------
+
+def _counting(calls):
+    def compute(n):
+        calls.append(n)
+        return {"square": n * n}
+    return compute
+
+
+def test_cache_answers_a_value_shown_before_without_computing():
+    calls = []
+    h = explorer(_counting(calls), sliders={"n": (0, 10, 2)}, cache=True,
+                 draw=lambda ax, v, r: ax.bar(["n"], [r["square"]]))
+    first_png = h.image.value
+    h.set(n=7)
+    h.set(n=2)
+    assert calls == [2, 7] and h.hits == 1
+    assert h.result == {"square": 4} and h.image.value == first_png and ">4<" in h.readout.value
+    assert h.text().splitlines()[1] == "  square: 4"
+
+
+def test_without_cache_every_update_computes():
+    calls = []
+    h = explorer(_counting(calls), sliders={"n": (0, 10, 2)})
+    h.set(n=7)
+    h.set(n=2)
+    assert calls == [2, 7, 2] and h.hits == 0
+
+
+def test_cache_is_emptied_when_the_data_change_outside_compute():
+    from labkit.engine import EmbeddedClient
+
+    db = EmbeddedClient()["widgets_cache"]
+    db.items.insert_many([{"_id": i, "size": i} for i in range(10)])
+
+    def count_at_least(size):
+        return {"items": db.items.count_documents({"size": {"$gte": size}})}
+
+    h = explorer(count_at_least, sliders={"size": (0, 20, 5)}, cache=True, data=db)
+    assert h.result == {"items": 5}
+    h.set(size=8)
+    db.items.insert_one({"_id": 99, "size": 15})  # a learner's write: both cached values are stale now
+    assert h.set(size=5) == {"items": 6} and h.hits == 0
+    assert h.set(size=8) == {"items": 3}
+    assert h.set(size=5) == {"items": 6} and h.hits == 1  # unchanged data: cached again
+    db.items.drop()
+    assert h.set(size=8) == {"items": 0}
+    db.other.insert_one({"_id": 1})  # another collection of the same database counts as a change too
+    h.set(size=5)
+    assert h.hits == 1
+
+
+def test_cache_on_one_collection_and_compute_own_writes_keep_it():
+    from labkit.engine import EmbeddedClient
+
+    db = EmbeddedClient()["widgets_cache_own"]
+
+    def grow_to(n):  # compute resizes its own data, as the lessons' sliders do (labkit.resize)
+        have = db.kids.count_documents({})
+        if n > have:
+            db.kids.insert_many([{"_id": i} for i in range(have, n)])
+        elif n < have:
+            db.kids.delete_many({"_id": {"$gte": n}})
+        return {"kids": db.kids.count_documents({})}
+
+    h = explorer(grow_to, sliders={"n": (0, 50, 10)}, cache=True, data=db.kids)
+    h.set(n=40)
+    assert h.set(n=10) == {"kids": 10} and h.hits == 1
+    db.kids.insert_one({"_id": "extra"})  # outside compute: the cached 40 would hide it
+    assert h.set(n=40) == {"kids": 41} and h.hits == 1
+
+
+def test_data_that_cannot_be_versioned_is_never_cached():
+    import mongomock
+
+    from labkit.widgets import data_version
+
+    plain = mongomock.MongoClient()["plain"]  # stands for a server: no engine store to version
+    assert data_version(plain) is None and data_version(object()) is None
+    calls = []
+    h = explorer(_counting(calls), sliders={"n": (0, 10, 2)}, cache=True, data=[plain])
+    h.set(n=3)
+    h.set(n=2)
+    assert calls == [2, 3, 2] and h.hits == 0
+
+
+def test_compute_errors_are_not_cached_and_clear_cache_forgets():
+    calls = []
+
+    def compute(n):
+        calls.append(n)
+        if n == 9:
+            raise ValueError("nine")
+        return {"n": n}
+
+    h = explorer(compute, sliders={"n": (0, 10, 2)}, cache=True)
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            h.set(n=9)
+    assert calls == [2, 9, 9] and "error" in h.text()
+    h.set(n=2)
+    assert h.hits == 1 and "error" not in h.text()
+    h.clear_cache()
+    h.set(n=3)
+    h.set(n=2)
+    assert calls[-2:] == [3, 2]
+
+
+def test_canvas_reuses_the_layout_and_matches_a_fresh_figure():
+    from labkit.plots import PngCanvas, render_png
+
+    def bars(widths, label="keys + documents examined"):
+        def draw(ax):
+            ax.barh(["aggregate on read", "computed"], widths)
+            ax.set_xlabel(label)
+        return draw
+
+    canvas = PngCanvas()
+    seq = [[7000, 5000], [7100, 5000], [7200, 5000], [120, 5000], [7000, 5000], [7000, 5], [900_000, 5]]
+    for widths in seq:
+        assert canvas.render(bars(widths)) == render_png(bars(widths)), widths
+    assert 1 <= canvas.layouts < len(seq)  # some renders reused the margins
+    before = canvas.layouts
+    canvas.render(bars([7000, 5000], label="a much longer label that needs other margins than before"))
+    assert canvas.layouts == before + 1
+
+
+def test_set_of_several_controls_computes_once_for_all_new_values():
+    seen = []
+
+    def compute(a, b):
+        seen.append((a, b))
+        return {"sum": a + b}
+
+    h = explorer(compute, sliders={"a": (0, 5, 1), "b": (0, 5, 1)})
+    assert h.set(a=3, b=4) == {"sum": 7}
+    assert seen == [(1, 1), (3, 4)]  # never the half-moved (3, 1)
+    h.sliders["a"].value = 2  # a learner's slider still updates on its own
+    assert seen[-1] == (2, 4) and h.result == {"sum": 6}
