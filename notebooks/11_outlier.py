@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 30
+#     exercise_minutes: 10
 #     title: "Outlier: embed for the common case, overflow for the viral post"
 #     section: Patterns
 #     demo: "Drag virality to 300,000 comments: the fully embedded post crosses 16 MiB while the outlier design's post stays at a few KiB."

@@ -8,7 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
-#     exercise_minutes: 10
+#     exercise_minutes: 15
 #     title: "Extended reference and subset: copy only what the hot read needs"
 #     section: Patterns
 #     demo: "Build the day's packing list three ways (two queries, $lookup, extended reference) and compare round trips and documents examined; then push reviews with $slice and watch the product document stay small."

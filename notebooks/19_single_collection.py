@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 15
 #     title: "Single-collection design: a many-to-many in one indexed query"
 #     section: Patterns
 #     demo: "Fetch a book with its authors with find({'relatedIds': 'book:1'}) and show the multikey IXSCAN, then the same page with two collections and $lookup."

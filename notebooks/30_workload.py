@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 15
 #     title: "Start from the workload"
 #     section: Anti-patterns
 #     demo: "Rank the store's operations, then show the product page going from three queries to one document."

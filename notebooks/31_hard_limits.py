@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 10
 #     title: "The hard limits, live"
 #     section: Anti-patterns
 #     demo: "Push into one document until the server refuses the write, after predicting the exact push."

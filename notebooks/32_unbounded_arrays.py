@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 30
+#     exercise_minutes: 10
 #     title: "Anti-pattern: unbounded arrays"
 #     section: Anti-patterns
 #     demo: "Compare the max and average array size, then migrate the events to a child collection and show the device page cost drop."

@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 30
+#     exercise_minutes: 15
 #     title: "Anti-pattern: bloated documents"
 #     section: Anti-patterns
 #     demo: "Show avgObjSize next to the bytes the listing returns, then a covered query with totalDocsExamined 0."

@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 30
+#     exercise_minutes: 10
 #     title: "Anti-pattern: unnecessary indexes"
 #     section: Anti-patterns
 #     demo: "Run a fixed query mix, tally which index each query used, hide the unused and prefix-redundant ones, then drop them."

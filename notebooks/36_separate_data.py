@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 10
 #     title: "Anti-pattern: separating data that is accessed together"
 #     section: Anti-patterns
 #     demo: "Count the four round trips of the request context, migrate with one aggregation, count again."

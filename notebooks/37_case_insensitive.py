@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 10
 #     title: "Anti-pattern: case-insensitive queries without a matching index"
 #     section: Anti-patterns
 #     demo: "Explain /^sam$/i (every key examined) next to a lower-case field lookup (one key)."

@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 10
 #     title: "Anti-pattern: overuse of $lookup"
 #     section: Anti-patterns
 #     demo: "Rank the query log by frequency × duration, then replace the hot join with an extended reference."

@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 40
+#     exercise_minutes: 15
 #     title: "Schema review: run the checklist on a legacy store"
 #     section: Anti-patterns
 #     demo: "Review the legacy store with labkit.review, fix the two hottest findings, and re-run the review to watch them go."

@@ -503,3 +503,19 @@ def test_expr_validator_on_a_missing_field_is_a_validation_error():
     db.v.insert_one({"a": 5})
     assert db.v.count_documents({}) == 1
     assert [c["name"] for c in db.list_collections(filter={"name": {"$regex": "^v$"}})] == ["v"]
+
+
+def test_negated_null_never_uses_a_multikey_index_on_that_path():
+    """planner_ixselect.cpp: "Most of the time we can't use a multikey index for a $ne: null query" (an empty
+    array is keyed as null, so inverted null bounds would miss {a: []}; isQueryNegatingEqualToNull). Found by
+    the plan-independence property test: the index answer differed from $natural."""
+    from labkit.engine import EmbeddedClient
+    c = EmbeddedClient().rules.neg_null
+    c.insert_many([{"_id": 1, "a": []}, {"_id": 2, "a": [{"x": 1}]}, {"_id": 3, "a": [{"x": None}]}])
+    c.create_index("a.x")
+    for q in ({"a.x": {"$nin": [None]}}, {"a.x": {"$ne": None}}, {"a.x": {"$nin": [None, 7]}}):
+        natural = sorted(d["_id"] for d in c.find(q).hint({"$natural": 1}))
+        assert sorted(d["_id"] for d in c.find(q)) == natural, q
+        assert c.find(q).explain()["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN", q
+    # a negation of a non-null value still uses the index
+    assert c.find({"a.x": {"$ne": 5}}).explain()["queryPlanner"]["winningPlan"]["stage"] == "FETCH"

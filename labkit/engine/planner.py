@@ -191,6 +191,11 @@ class Planner:
             return False  # a sparse index lacks the documents without the field (planner_ixselect.cpp)
         if p.kind in ("null", "exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
             return False
+        if p.kind == "ne" and ix.multikey_paths.get(p.path) and not _can_match_missing(p):
+            # $ne: null / $nin with null: an empty array is keyed as null, so the inverted bounds would miss
+            # documents like {a: []} for "a.x" (planner_ixselect.cpp: "Most of the time we can't use a multikey
+            # index for a $ne: null query"; isQueryNegatingEqualToNull)
+            return False
         if p.kind in ("null", "exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
             return False
         return True
