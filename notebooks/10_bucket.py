@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 35
+#     exercise_minutes: 10
 #     title: "Bucket: group time-series readings per sensor and hour"
 #     section: Patterns
 #     demo: "Move the reading-interval slider to 1 s and compare 86,400 documents per sensor per day with 24 hourly buckets."

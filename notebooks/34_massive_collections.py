@@ -8,6 +8,7 @@
 #     name: python3
 #   labkit:
 #     minutes: 25
+#     exercise_minutes: 10
 #     title: "Anti-pattern: a massive number of collections"
 #     section: Anti-patterns
 #     demo: "Count collections and indexes with dbStats, merge 300 per-tenant-per-day collections into one, count again."
