@@ -200,7 +200,7 @@ ex_page.predict(206)
 # operation once per design and measures what it cost from the commands it sent: round trips, documents and
 # index keys examined (from each read's `explain`), bytes returned, documents written.
 
-# %%
+# %% tags=["reveal"]
 rates = {"show product page": float(per_second["Show product page"]), "add review": float(per_second["Add review"])}
 ledger = labkit.Ledger(rates)
 ledger.measure("referenced", "show product page", db, page_referenced)

@@ -193,7 +193,7 @@ ex_policy
 # %% tags=["solution"]
 ex_policy.predict(663)
 
-# %%
+# %% tags=["reveal"]
 copies = many.users.count_documents({"roles.title": "admin"})
 res = many.users.update_many({"roles.title": "admin"}, {"$set": {"roles.$.canEdit": False}})
 print(f"embedded copies rewritten: {res.modified_count} of {copies} users holding 'admin'")

@@ -165,7 +165,7 @@ ex_keys
 # %% tags=["solution"]
 ex_keys.predict(20)
 
-# %%
+# %% tags=["reveal"]
 db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
 with_index = feed_plan()
 feed_keys = labkit.plan_summary(db.posts.find(feed_filter, projection).sort(feed_sort).limit(20).explain())["keysExamined"]

@@ -156,7 +156,7 @@ ex_docs
 # %% tags=["solution"]
 ex_docs.predict(21)
 
-# %%
+# %% tags=["reveal"]
 def lookup_cost(pipeline):
     plan = db.command("explain", {"aggregate": "users", "pipeline": pipeline, "cursor": {}},
                       verbosity="executionStats")

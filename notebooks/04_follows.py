@@ -107,7 +107,7 @@ ex_count.predict(4000)
 # %% [markdown]
 # An index makes counting cheap per match, not free. The count's plan walks one index key per follower:
 
-# %%
+# %% tags=["reveal"]
 def count_cost(user_id):
     plan = db.command("explain", {"count": "follows", "query": {"followingId": user_id}}, verbosity="executionStats")
     stats = plan["executionStats"]

@@ -146,7 +146,7 @@ ex_txn
 # %% tags=["solution"]
 ex_txn.predict(0)
 
-# %%
+# %% tags=["reveal"]
 rebuild_arrays(db)
 before = drift(db)
 try:

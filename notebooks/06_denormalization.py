@@ -148,7 +148,7 @@ ex_age
 # %% tags=["solution"]
 ex_age.predict(18)
 
-# %%
+# %% tags=["reveal"]
 MAX_AGE = dt.timedelta(days=1)
 JOB_EVERY = dt.timedelta(hours=6)
 built_at = dt.datetime(2027, 1, 1)

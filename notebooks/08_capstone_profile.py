@@ -92,7 +92,7 @@ ex_grow
 # %% tags=["solution"]
 ex_grow.predict("follower count")
 
-# %%
+# %% tags=["reveal"]
 def operations(user_id):
     """The profile page's reads for one account, as cursors or explain commands."""
     return {

@@ -289,7 +289,7 @@ ex_ts
 # %% tags=["solution"]
 ex_ts.predict(20)
 
-# %%
+# %% tags=["reveal"]
 ts_coll = db.create_collection(
     "readings_ts", timeseries={"timeField": "ts", "metaField": "sensorId", "granularity": "minutes"})
 ts_coll.insert_many([{k: v for k, v in r.items() if k != "_id"} for r in db.readings.find().sort("_id", 1)])

@@ -92,7 +92,7 @@ ex_keys
 # %% tags=["solution"]
 ex_keys.predict(10_842)
 
-# %%
+# %% tags=["reveal"]
 def match_cost(pid):
     explain = db.command("explain", {"aggregate": "reviews", "pipeline": rating_pipeline(pid), "cursor": {}},
                          verbosity="executionStats")

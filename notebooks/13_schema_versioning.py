@@ -239,7 +239,7 @@ while True:
                      "% done": round(100 * done / total, 1)} | index_sizes())
 pd.DataFrame(progress).set_index("batch")
 
-# %%
+# %% tags=["reveal"]
 print("v1 left:", db.users.count_documents({"schemaVersion": 1}),
       "| Smiths found now:", db.users.count_documents({"lastName": "Smith"}), "of", truth)
 dual_after = query_cost(by_last_name("Smith"))
@@ -250,7 +250,7 @@ pd.DataFrame({"dual query, 3,000 v1 left": dual_before, "dual query, migration d
 # v2 query costs, so it can stay in the code until the v1 branch is deleted, and removing it is a clean-up, not
 # a fix. Check the prediction:
 
-# %%
+# %% tags=["reveal"]
 keys_after = dual_after["keys examined"]
 keys_after
 

@@ -311,7 +311,7 @@ predict_crash = labkit.exercises.get("18-predict-crash-retry")
 predict_crash.predict(1)
 
 
-# %%
+# %% tags=["reveal"]
 class EditConflict(Exception):
     """Someone saved a newer revision since this editor loaded the document."""
 

@@ -232,7 +232,7 @@ ex_model
 # %% tags=["solution"]
 ex_model.predict("child reference")
 
-# %%
+# %% tags=["reveal"]
 chat = labkit.recommend(
     [{"operation": "Open a channel", "type": "read", "per_second": 2000, "entities": ["channels", "messages"],
       "fields": ["name", "messages.text"], "sort": {"createdAt": -1}, "limit": 50}],

@@ -190,7 +190,7 @@ predict_history = labkit.exercises.get("32-predict-history-docs")
 # %% tags=["solution"]
 predict_history.predict(10)
 
-# %%
+# %% tags=["reveal"]
 after_stats = db.command("collStats", "devices")
 hist = db.events.find({"deviceId": "device:007"}).sort("at", -1).limit(10).explain()["executionStats"]
 after_bytes = largest_bytes(db.devices, {"_id": "device:007"})

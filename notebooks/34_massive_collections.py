@@ -222,7 +222,7 @@ ex_ttl
 # %% tags=["solution"]
 ex_ttl.predict(4 * len(TENANTS) * 12)
 
-# %%
+# %% tags=["reveal"]
 orders_before_pass = db.orders.count_documents({})
 try:
     ttl = labkit.ttl_pass(db, now=dt.datetime(2026, 11, 20, 8, 0))  # embedded engine (in process or served)

@@ -88,13 +88,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 #: (lesson, prediction variable): leaks in lessons this test's author does not own, left to their owners;
 #: each entry is reported, and the test fails once the leak is gone so the entry is removed.
-KNOWN_LEAKS: dict[tuple[str, str], str] = {
-    ("02_one_to_many", "ex_keys"): "cell 17 (create the index + feed_plan) prints 'keys examined with the index: 20'",
-    ("04_follows", "ex_count"): "cell 14 (count_cost table) shows 4000 keys / 4001 docs examined",
-    ("08_capstone_profile", "ex_grow"): "cell 11 prints 'most keys for the busiest account: follower count'",
-    ("13_schema_versioning", "predict_dual"): "cells 21 (after-migration table) and 23 (keys_after) show 529",
-    ("18_archive_versioning", "predict_crash"): "cell 27 (the crash/retry table) shows 'copies of revision 1: 1'",
-}
+KNOWN_LEAKS: dict[tuple[str, str], str] = {}
 
 
 def _source(cell: dict) -> str:
