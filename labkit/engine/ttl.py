@@ -184,7 +184,6 @@ def ttl_pass(db_or_client: Any, now: datetime.datetime | None = None, timeout: f
         dbs = [db_or_client] if not is_client else \
             [client.get_database(n) for n in client._store.list_created_database_names()]
         return _embedded_pass(client, dbs, now)
-    from .wire import is_served_engine
     if is_served_engine(client):  # labkit serve: the served engine runs the pass on request
         cmd: dict[str, Any] = {"labkitTtlPass": 1}
         if now is not None:
@@ -208,3 +207,15 @@ def ttl_pass(db_or_client: Any, now: datetime.datetime | None = None, timeout: f
             raise TimeoutError("the server's TTL monitor did not run within %.0f s (ttlMonitorSleepSecs is "
                                "60 s by default)" % timeout)
         time.sleep(1.0)
+
+
+def is_served_engine(client: Any) -> bool:
+    """True when pymongo ``client`` talks to a served embedded engine (``labkit serve``), not a real server:
+    its ``buildInfo`` carries ``labkit: {engine: "embedded-served"}``, which a MongoDB server never sends."""
+    from pymongo.errors import PyMongoError
+    try:
+        info = client.admin.command("buildInfo")
+    except PyMongoError:
+        return False
+    lab = info.get("labkit")
+    return isinstance(lab, dict) and lab.get("engine") == "embedded-served"

@@ -31,6 +31,7 @@ import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 
 from . import commands
+from .ttl import is_served_engine  # noqa: F401  (defined in ttl.py, which ttl_pass uses; exported here)
 
 OP_REPLY = 1
 OP_QUERY = 2004
@@ -406,17 +407,6 @@ class Server:
 def _uri_host(host: str) -> str:
     return "[%s]" % host if ":" in host else host
 
-
-def is_served_engine(client: Any) -> bool:
-    """True when pymongo ``client`` talks to a served embedded engine (``labkit serve``), not a real server:
-    its ``buildInfo`` carries ``labkit: {engine: "embedded-served"}``, which a MongoDB server never sends."""
-    from pymongo.errors import PyMongoError
-    try:
-        info = client.admin.command("buildInfo")
-    except PyMongoError:
-        return False
-    lab = info.get("labkit")
-    return isinstance(lab, dict) and lab.get("engine") == "embedded-served"
 
 
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, client: Any = None,
