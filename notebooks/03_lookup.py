@@ -339,8 +339,8 @@ ex.check(db, pipeline)
 # commenter (`comments.userId` -> `users._id`): many comments to one user each, the opposite direction of the
 # posts join. Write `top_comments(post_id)`: it returns a pipeline on `comments` whose results are the post's 5
 # most-liked comments (ties: smaller `_id` first), each with only `_id`, `text`, `likes` and `author` (the
-# commenter's name, a string), and which joins `users` **only for those 5**. The checker runs it on comments of
-# its own (a post with 1,500 comments, one with 300) and measures the documents the server examines.
+# commenter's name, a string), and which joins `users` **only for those 5**. The checker runs it on comment threads
+# of its own, a long one and a short one, and measures the documents the server examines.
 
 # %%
 ex2 = labkit.exercises.get("03-top-comments")
