@@ -292,7 +292,7 @@ pd.DataFrame([per_book(k, v) for k, v in ((1, 0), (20, 0), (20, 50))]).set_index
 practice = labkit.fresh_db("19_practice")
 practice.authors.insert_many(authors[:30])
 practice.books.insert_many([b for b in books[:120] if all(int(a.split(":")[1]) <= 30 for a in b["authorIds"])])
-ex = labkit.exercises.get("19-single-collection")
+ex = labkit.exercises.get("19-single-collection").remember(practice, "books", "authors")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

@@ -245,7 +245,7 @@ ws
 practice = labkit.fresh_db("33_practice")
 rng = random.Random(333)
 practice.products.insert_many([product(i) for i in range(150)])
-ex = labkit.exercises.get("33-split-hot-cold")
+ex = labkit.exercises.get("33-split-hot-cold").remember(practice, "products")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

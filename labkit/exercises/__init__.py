@@ -7,6 +7,7 @@ match, and explains what is wrong when the answer is not right.
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -83,6 +84,15 @@ def _explain_exception(exc: BaseException) -> str:
             "then check again.")
 
 
+_REMEMBERED: "contextvars.ContextVar[dict]" = contextvars.ContextVar("labkit_remembered", default={})
+
+
+def remembered(name: str) -> dict | None:
+    """Inside a checker: the setup copy of collection ``name`` kept by ``Exercise.remember`` ({_id: document}),
+    or None when the learner's notebook did not keep one."""
+    return _REMEMBERED.get().get(name)
+
+
 @dataclass
 class Exercise:
     """One exercise: a checker plus a hint and a solution (shown only when asked for)."""
@@ -94,6 +104,16 @@ class Exercise:
     hints: list[str] = field(default_factory=list)
     solution_text: str = ""
     _hints_shown: int = 0
+    _pristine: dict = field(default_factory=dict, repr=False)
+
+    def remember(self, db: Any, *names: str) -> "Exercise":
+        """Keep a copy of the setup data (collections ``names`` of ``db``) before the learner changes it, so the
+        checker compares the learner's result with the data as it was, not with data the learner may have
+        damaged. Returns the exercise, so ``ex = labkit.exercises.get(...).remember(practice, "books")``."""
+        import copy
+        for name in names:
+            self._pristine[name] = {d["_id"]: copy.deepcopy(d) for d in db[name].find()}
+        return self
 
     def check(self, answer: Any, *more: Any) -> CheckResult:
         """Check ``answer`` (some exercises take two things, e.g. ``check(db, pipeline)``).
@@ -105,6 +125,7 @@ class Exercise:
             result = CheckResult(False, "replace the `None` (or `...`) placeholder with your answer, then check "
                                         "again.", "not-attempted")
         else:
+            token = _REMEMBERED.set(self._pristine)
             try:
                 praise = self.checker(args)
             except NotYet as exc:
@@ -113,6 +134,8 @@ class Exercise:
                 result = CheckResult(False, _explain_exception(exc), "error")
             else:
                 result = CheckResult(True, praise or "that is right.", "correct")
+            finally:
+                _REMEMBERED.reset(token)
         from labkit import tracking
         tracking.record(self.id, self.lesson, result.outcome)
         return result

@@ -549,6 +549,34 @@ def _cold_emptied(details: dict) -> str | None:
     return None
 
 
+def _lost_from_setup(products: list, details: dict) -> str | None:
+    """Against the setup copy kept by ``ex.remember(practice, "products")``: a product gone, or a hot or cold
+    value that no longer equals the original (None when nothing was lost, or no copy was kept)."""
+    from labkit.exercises import remembered
+
+    setup = remembered("products")
+    if not setup:
+        return None
+    now = {p["_id"]: p for p in products}
+    gone = [i for i in setup if i not in now]
+    if gone:
+        return (f"{len(gone)} of the {len(setup)} products of the setup are gone from practice.products (e.g. "
+                f"{gone[0]!r}); a split moves fields, it never removes products.")
+    extra = [i for i in now if i not in setup]
+    if extra:
+        return f"practice.products has {len(extra)} product(s) the setup did not have (e.g. {extra[0]!r})."
+    for i, orig in setup.items():
+        for f, v in orig.items():
+            if f == "_id":
+                continue
+            where = details.get(i, {}) if f in _COLD else now[i]
+            if where.get(f) != v:
+                side = "product_details" if f in _COLD else "products"
+                return (f"{side} {i!r}: `{f}` is not the value the setup had; copy each field as it is "
+                        "(no cold data lost, no hot data changed).")
+    return None
+
+
 def _check_split_hot_cold(db: Any) -> str:
     if not _is_database(db):
         raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
@@ -577,6 +605,9 @@ def _check_split_hot_cold(db: Any) -> str:
     hot_dup = sorted({f for d in details.values() for f in ("name", "price") if f in d})
     if hot_dup:
         raise NotYet(f"product_details also copies {hot_dup}; keep only the cold fields there (one owner per field).")
+    lost = _lost_from_setup(products, details)
+    if lost:
+        raise NotYet(lost)
     hot = db.command("collStats", "products")["avgObjSize"]
     cold = db.command("collStats", "product_details")["avgObjSize"]
     return f"products avgObjSize is now {hot:,} bytes; the {cold:,}-byte cold part is read only by the sheet."

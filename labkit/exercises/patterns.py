@@ -728,8 +728,11 @@ def _ex18() -> Exercise:
 def _check_single_collection(db: Any) -> str:
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
-    books = {b["_id"]: b for b in db.books.find()}
-    authors = {a["_id"]: a for a in db.authors.find()}
+    from labkit.exercises import remembered
+
+    # the setup copy kept by ex.remember(practice, "books", "authors"), else what practice holds now
+    books = remembered("books") or {b["_id"]: b for b in db.books.find()}
+    authors = remembered("authors") or {a["_id"]: a for a in db.authors.find()}
     if not books or not authors:
         raise NotYet("practice.books or practice.authors is empty; re-run the setup cell above the exercise.")
     library = {d["_id"]: d for d in db.library.find()}
