@@ -9,6 +9,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
+from exercise_helpers import assert_prediction_round_trip
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
 from labkit.exercises.relationships import PRODUCTS_SCHEMA
@@ -79,14 +80,7 @@ def test_comment_index_and_feed_index_want_a_collection(db):
     ("08-predict-growing-read", "follower count", "newest 20 posts"),
 ])
 def test_predictions(ex_id, right, wrong):
-    ex = labkit.exercises.get(ex_id)
-    assert ex.check(right).outcome == "not-attempted"  # no prediction yet
-    ex.predict(wrong)
-    r = ex.check(right)
-    assert not r.correct and "the measurement says" in r.message
-    ex.predict(right)
-    assert ex.check(right).correct
-    assert ex.explain(right)
+    assert_prediction_round_trip(ex_id, right, wrong)
 
 
 def test_growing_read_prediction_offers_only_the_page_operations():

@@ -13,6 +13,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
+from exercise_helpers import assert_prediction_round_trip
 from labkit.exercises import antipatterns as ap
 
 
@@ -33,14 +34,7 @@ def _msg(ex_id, *args):
     ("39-predict-findings-gone", 12, 4),
 ])
 def test_predictions(ex_id, right, wrong):
-    ex = labkit.exercises.get(ex_id)
-    assert ex.check(right).outcome == "not-attempted"  # no prediction yet
-    ex.predict(wrong)
-    r = ex.check(right)
-    assert not r.correct and "the measurement says" in r.message
-    ex.predict(right)
-    assert ex.check(right).correct
-    assert ex.explain(right)
+    assert_prediction_round_trip(ex_id, right, wrong)
 
 
 def test_prediction_choices_refuse_other_answers():
