@@ -74,9 +74,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("views", "collection"): "EmbeddedCollection, distinct_values",
     ("views", "rules"): "LabCollection, LabCursor",
     ("views", "sessions"): "bind",
-    # layer 1: $jsonSchema in queries and validators' query operators
-    ("match", "validation"): "check_schema, schema_matches, _unknown_top_level ($jsonSchema)",
-    ("validation", "match"): "filter_applies (query-operator validators)",
     # the engine reporting labkit's version in buildInfo / hello
     ("commands", "labkit"): "labkit.__version__",
 }

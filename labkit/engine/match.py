@@ -239,7 +239,7 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         from .match_expr import compile_expr_predicate
         return compile_expr_predicate(v, ctx.variables, ctx.str_key)
     if k == "$jsonSchema":
-        from .validation import check_schema, schema_matches
+        check_schema, schema_matches = _validation.check_schema, _validation.schema_matches
         if not isinstance(v, dict):
             raise _bad("$jsonSchema must be an object", 14)
         check_schema(v)
@@ -256,8 +256,7 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         return _path_pred(k, v, ctx, depth)
     if k == "$sampleRate":
         raise _unsupported("$sampleRate")
-    from .validation import _unknown_top_level
-    raise _bad(_unknown_top_level(k))
+    raise _bad(_validation._unknown_top_level(k))
 
 
 # ------------------------------------------------------------------------------------------- leaf predicates
@@ -972,6 +971,10 @@ def _replace_at(doc: Any, parts: list[str], value: Any) -> Any:
         return out_l
     return doc
 
+
+from . import validation as _validation  # noqa: E402 - $jsonSchema's matcher (a lower module)
+
+_validation.register_matcher(filter_applies)  # validators' query operators use this matcher
 
 __all__ = ["fast_matcher", "filter_applies", "check_query_depth", "first_matching_index", "path_values", "compile_regex",
            "compile_filter"]

@@ -699,10 +699,21 @@ def _mentions_jsonschema(query: Any) -> bool:
     return False
 
 
-def _default_base() -> Callable[[Mapping, Mapping], bool]:
-    from .match import filter_applies  # the engine's matcher (the server's rules)
+# The engine's matcher (labkit/engine/match.py, the server's rules) for the query-operator parts of validators.
+# match.py sits above this module (it uses check_schema / schema_matches for ``$jsonSchema``), so it registers
+# its ``filter_applies`` here when it is imported (register_matcher); this module never imports match.
+_MATCHER: list[Callable[[Mapping, Mapping], bool]] = []
 
-    return filter_applies
+
+def register_matcher(fn: Callable[[Mapping, Mapping], bool]) -> None:
+    """Make ``fn(filter, doc)`` the default matcher of validators' query operators (called by match.py)."""
+    _MATCHER[:] = [fn]
+
+
+def _default_base() -> Callable[[Mapping, Mapping], bool]:
+    if not _MATCHER:  # labkit.engine imports match.py; only a broken import order gets here
+        raise _fail(BAD_VALUE, "the engine's matcher is not loaded (import labkit.engine)")
+    return _MATCHER[0]
 
 
 def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
