@@ -21,7 +21,7 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 
 # layer number -> modules (lowest first)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("values", "errors", "docutil", "keys", "entrylist"),            # values, BSON order, key strings
+    0: ("values", "errors", "docutil", "keys", "entrylist", "_version"),  # values, BSON order, key strings
     1: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
         "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
     2: ("indexes", "bounds", "hashed", "subset", "store"),              # indexes, keys, bounds
@@ -74,8 +74,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("views", "collection"): "EmbeddedCollection, distinct_values",
     ("views", "rules"): "LabCollection, LabCursor",
     ("views", "sessions"): "bind",
-    # the engine reporting labkit's version in buildInfo / hello
-    ("commands", "labkit"): "labkit.__version__",
 }
 
 
@@ -197,3 +195,16 @@ def test_the_checker_sees_upward_and_lazy_imports(tmp_path):
     src.write_text("def f():\n    from .collection import fast_copy\n", encoding="utf-8")
     node = ast.parse(src.read_text())
     assert any(isinstance(n, ast.ImportFrom) and n.module == "collection" for n in ast.walk(node))
+
+
+def test_one_version_for_labkit_and_the_engine():
+    # the engine reads labkit's version from labkit/engine/_version.py (layer 0); labkit re-exports it, and
+    # pyproject.toml states the same number
+    import tomllib
+
+    import labkit
+    from labkit.engine import _version, commands
+    meta = tomllib.loads((ENGINE.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert labkit.__version__ is _version.__version__
+    assert meta["project"]["version"] == _version.__version__
+    assert commands.build_info()["labkit"]["version"] == _version.__version__
