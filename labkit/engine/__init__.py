@@ -13,7 +13,7 @@ from .store import EngineServerStore
 from .database import EmbeddedDatabase
 from .collection import EmbeddedCollection, Cursor
 # modules that plug into lower layers through the engine's registry (hooks.py): importing the engine registers them
-from . import monitoring  # noqa: F401,E402
+from . import monitoring, extra_stages, views, timeseries  # noqa: F401,E402
 
 MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
