@@ -1,6 +1,6 @@
 """The embedded engine's layering: imports go one way, from higher layers to lower ones.
 
-The layer table below is the one place the layers are written down (docs/embedded-engine.md describes them).
+The layer table below is the layering; docs/embedded-engine.md, "Layers of the engine", shows the same table (checked).
 Every import of one engine module by another is read with ``ast`` -- also imports inside functions, which hide
 a circle but do not remove it -- and the test fails on
 
@@ -169,6 +169,18 @@ def test_the_checker_sees_upward_and_lazy_imports(tmp_path):
     src.write_text("def f():\n    from .collection import fast_copy\n", encoding="utf-8")
     node = ast.parse(src.read_text())
     assert any(isinstance(n, ast.ImportFrom) and n.module == "collection" for n in ast.walk(node))
+
+
+def test_the_documented_table_is_this_table():
+    # docs/embedded-engine.md "Layers of the engine" shows the layers and which module sits where
+    doc = (ENGINE.parent.parent / "docs" / "embedded-engine.md").read_text(encoding="utf-8")
+    section = doc.split("## Layers of the engine", 1)[1].split("\n## ", 1)[0]
+    table: dict[int, tuple[str, ...]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            table[int(cells[0])] = tuple(m.strip().strip("`") for m in cells[1].split(","))
+    assert table == LAYERS
 
 
 def test_importing_the_engine_fills_its_registry():

@@ -3,6 +3,10 @@
 The seam: ``EmbeddedClient`` is a pymongo-compatible client class. Notebooks never import it directly.
 Storage, update operators and matching semantics are mongomock's; indexes, the planner, explain,
 statistics and the aggregation fast paths are this package's (see docs/performance.md).
+
+The package's modules are layered, imports going one way from higher layers to lower ones: the table of which
+module sits in which layer is docs/embedded-engine.md, "Layers of the engine" (tests/test_engine_layers.py checks
+it). Higher modules plug into lower ones through the registry in ``hooks.py``; this module imports them all.
 """
 from __future__ import annotations
 
