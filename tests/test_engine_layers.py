@@ -53,6 +53,11 @@ def _layer_of() -> dict[str, int]:
     return {m: n for n, mods in LAYERS.items() for m in mods}
 
 
+def _package_names(names: list[ast.alias]) -> list[str]:
+    """``from . import x, Y``: a module ``x`` of the engine, or a name ``Y`` of the package (its ``__init__``)."""
+    return [a.name if (ENGINE / (a.name + ".py")).exists() else "__init__" for a in names]
+
+
 def engine_imports() -> dict[str, set[str]]:
     """Module -> the engine modules (and ``labkit.*`` helpers, as ``labkit.<name>``) it imports anywhere."""
     out: dict[str, set[str]] = {}
@@ -62,11 +67,11 @@ def engine_imports() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
                 if node.level == 1:
-                    deps.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+                    deps.update([node.module.split(".")[0]] if node.module else _package_names(node.names))
                 elif node.level == 0 and node.module and node.module.split(".")[0] == "labkit":
                     parts = node.module.split(".")
                     if parts[:2] == ["labkit", "engine"]:
-                        deps.update([parts[2]] if len(parts) > 2 else [a.name for a in node.names])
+                        deps.update([parts[2]] if len(parts) > 2 else _package_names(node.names))
                     else:
                         deps.add(".".join(parts[:2]) if len(parts) > 1 else "labkit")
                 elif node.level > 1:
@@ -169,6 +174,10 @@ def test_the_checker_sees_upward_and_lazy_imports(tmp_path):
     src.write_text("def f():\n    from .collection import fast_copy\n", encoding="utf-8")
     node = ast.parse(src.read_text())
     assert any(isinstance(n, ast.ImportFrom) and n.module == "collection" for n in ast.walk(node))
+    # ``from . import EmbeddedClient`` imports the package itself (layer 50): an upward import from ttl (49)
+    names = ast.parse("from . import EmbeddedClient, hooks\n").body[0].names
+    assert _package_names(names) == ["__init__", "hooks"]
+    assert ("ttl", "__init__") in violations({"ttl": {"__init__"}})[0]
 
 
 def test_the_documented_table_is_this_table():

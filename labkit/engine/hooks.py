@@ -12,6 +12,7 @@ Each name, the module that registers it and the modules that call it:
 =======================  ================  =====================================================================
 name                     registered by     used by
 =======================  ================  =====================================================================
+client_class             __init__.py       ttl.py (ttl_pass): EmbeddedClient, to tell the embedded engine apart
 collection_class         collection.py     sessions.py (commit), profiler.py (system.profile): EmbeddedCollection
 monitor_begin            monitoring.py     boundary.py: command started (someone watches)
 monitor_succeed          monitoring.py     boundary.py: command succeeded
@@ -38,7 +39,7 @@ from typing import Any, Callable
 from pymongo.errors import OperationFailure
 
 NAMES = frozenset({
-    "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
+    "client_class", "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
     "view_check_source", "view_def", "view_run_on_base", "view_list_entry", "view_parse_create", "view_create",
     "timeseries_list_entry", "timeseries_create", "timeseries_coll_stats", "capped_stats_fields",
 })
