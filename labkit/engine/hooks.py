@@ -1,17 +1,18 @@
 """The engine's one registry of hooks: how a higher layer plugs into a lower one without being imported by it.
 
-The engine's imports go one way (docs/embedded-engine.md, "Layers"; tests/test_engine_layers.py checks it). Where a
+The engine's imports go one way (docs/embedded-engine.md, "Layers of the engine"; tests/test_engine_layers.py). Where a
 lower module must call something a higher one defines -- the operation boundary publishing command events, a
 transaction committing through the collection's storage primitives, ``$lookup`` refusing a view, ``collStats``
 of a capped or time-series collection -- the higher module registers the function (or class) here, by name,
 when it is imported. ``labkit/engine/__init__.py`` imports every registering module, so importing the engine
-fills the registry; nothing else in labkit does anything at import time.
+fills the registry; ``get`` of a name nobody registered raises a clear OperationFailure.
 
 Each name, the module that registers it and the modules that call it:
 
 =======================  ================  =====================================================================
 name                     registered by     used by
 =======================  ================  =====================================================================
+filter_applies           match.py          validation.py: validators' query operators (match uses its $jsonSchema)
 client_class             __init__.py       ttl.py (ttl_pass): EmbeddedClient, to tell the embedded engine apart
 collection_class         collection.py     sessions.py (commit), profiler.py (system.profile): EmbeddedCollection
 monitor_begin            monitoring.py     boundary.py: command started (someone watches)
@@ -39,7 +40,7 @@ from typing import Any, Callable
 from pymongo.errors import OperationFailure
 
 NAMES = frozenset({
-    "client_class", "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
+    "filter_applies", "client_class", "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
     "view_check_source", "view_def", "view_run_on_base", "view_list_entry", "view_parse_create", "view_create",
     "timeseries_list_entry", "timeseries_create", "timeseries_coll_stats", "capped_stats_fields",
 })

@@ -239,7 +239,7 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         from .match_expr import compile_expr_predicate
         return compile_expr_predicate(v, ctx.variables, ctx.str_key)
     if k == "$jsonSchema":
-        check_schema, schema_matches = _validation.check_schema, _validation.schema_matches
+        from .validation import check_schema, schema_matches
         if not isinstance(v, dict):
             raise _bad("$jsonSchema must be an object", 14)
         check_schema(v)
@@ -256,7 +256,8 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
         return _path_pred(k, v, ctx, depth)
     if k == "$sampleRate":
         raise _unsupported("$sampleRate")
-    raise _bad(_validation._unknown_top_level(k))
+    from .validation import _unknown_top_level
+    raise _bad(_unknown_top_level(k))
 
 
 # ------------------------------------------------------------------------------------------- leaf predicates
@@ -972,9 +973,11 @@ def _replace_at(doc: Any, parts: list[str], value: Any) -> Any:
     return doc
 
 
-from . import validation as _validation  # noqa: E402 - $jsonSchema's matcher (a lower module)
+# validation.py (its $jsonSchema matcher, used above) applies validators' query operators with this matcher,
+# through the engine's registry (hooks.py), so it need not import this module back
+from . import hooks  # noqa: E402
 
-_validation.register_matcher(filter_applies)  # validators' query operators use this matcher
+hooks.register("filter_applies", filter_applies)
 
 __all__ = ["fast_matcher", "filter_applies", "check_query_depth", "first_matching_index", "path_values", "compile_regex",
            "compile_filter"]

@@ -46,6 +46,7 @@ from bson.code import Code
 from bson.decimal128 import Decimal128
 from pymongo.errors import OperationFailure, WriteError
 
+from . import hooks
 from .values import type_name
 
 
@@ -699,21 +700,10 @@ def _mentions_jsonschema(query: Any) -> bool:
     return False
 
 
-# The engine's matcher (labkit/engine/match.py, the server's rules) for the query-operator parts of validators.
-# match.py sits above this module (it uses check_schema / schema_matches for ``$jsonSchema``), so it registers
-# its ``filter_applies`` here when it is imported (register_matcher); this module never imports match.
-_MATCHER: list[Callable[[Mapping, Mapping], bool]] = []
-
-
-def register_matcher(fn: Callable[[Mapping, Mapping], bool]) -> None:
-    """Make ``fn(filter, doc)`` the default matcher of validators' query operators (called by match.py)."""
-    _MATCHER[:] = [fn]
-
-
 def _default_base() -> Callable[[Mapping, Mapping], bool]:
-    if not _MATCHER:  # labkit.engine imports match.py; only a broken import order gets here
-        raise _fail(BAD_VALUE, "the engine's matcher is not loaded (import labkit.engine)")
-    return _MATCHER[0]
+    # the engine's matcher (match.py, the server's rules): match.py uses this module's $jsonSchema matcher, so
+    # it registers its filter_applies in the engine's registry (hooks.py) instead of being imported here
+    return hooks.get("filter_applies")
 
 
 def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None
