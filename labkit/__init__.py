@@ -21,7 +21,7 @@ from labkit.connection import LabConnectionError, connect, describe, redact_uri
 from labkit.databases import UnsafeDatabaseError, db_name, fresh_db, reset_db
 from labkit.review import Finding, Review, review
 
-__version__ = "0.1.0"
+from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
                "decision", "tracking", "ledger", "shared", "workshop"}

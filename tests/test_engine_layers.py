@@ -1,6 +1,6 @@
 """The embedded engine's layering: imports go one way, from higher layers to lower ones.
 
-The layer table below is the one place the layers are written down (docs/embedded-engine.md describes them).
+The layer table below is the layering; docs/embedded-engine.md, "Layers of the engine", shows the same table (checked).
 Every import of one engine module by another is read with ``ast`` -- also imports inside functions, which hide
 a circle but do not remove it -- and the test fails on
 
@@ -9,8 +9,12 @@ a circle but do not remove it -- and the test fails on
 - an engine module importing labkit's teaching helpers (anything in ``labkit`` outside ``labkit.engine``),
 - a module of the engine missing from the table.
 
-``KNOWN`` lists the imports that still break the rules today, each with what it uses; the test also fails when
-one of them is gone, so the list only ever shrinks and stays true.
+Layer 4 (collection and aggregation) is split into ordered sub-layers 40..49. Where a lower module must call
+something a higher one defines, the higher module registers it in ``labkit/engine/hooks.py`` (the engine's one,
+documented registry) when the engine is imported; ``test_importing_the_engine_fills_its_registry`` checks that.
+
+``KNOWN`` lists imports that break the rules (now none), each with what it uses; the test also fails when one of
+them is gone, so the list only ever shrinks and stays true.
 """
 from __future__ import annotations
 
@@ -21,69 +25,37 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 
 # layer number -> modules (lowest first)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("values", "errors", "docutil", "keys", "entrylist"),            # values, BSON order, key strings
-    1: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
-        "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
-    2: ("indexes", "bounds", "hashed", "subset", "store"),              # indexes, keys, bounds
-    3: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
-    4: ("collection", "aggregation", "extra_stages", "db_aggregate", "bulk", "boundary", "sessions",
-        "monitoring", "profiler", "rules",                              # collection and aggregation,
-        "capped", "views", "clustered", "timeseries", "ttl"),           # kinds of collections, TTL
-    5: ("commands", "database", "client_bulk", "__init__"),             # commands, database, client
-    6: ("wire",),                                                       # the wire-protocol server
+    0: ("values", "errors", "docutil", "keys", "entrylist", "_version", "hooks"),  # values, BSON order, key strings
+    10: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
+         "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
+    20: ("indexes", "bounds", "hashed", "subset", "store"),             # indexes, keys, bounds
+    30: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
+    # collection and aggregation, in sub-layers: the services every operation passes through first
+    40: ("boundary",),                                                  # the operation boundary
+    41: ("sessions",),                                                  # sessions and transactions
+    42: ("profiler",),                                                  # system.profile
+    43: ("monitoring",),                                                # command monitoring
+    44: ("capped", "clustered", "bulk"),                                # storage kinds the collection calls
+    45: ("aggregation",),                                               # the stage loop
+    46: ("extra_stages",),                                              # $out, $merge, $graphLookup ...
+    47: ("collection",),                                                # the plain collection
+    48: ("rules",),                                                     # validation, DDL, LabCollection
+    49: ("views", "timeseries", "ttl", "db_aggregate"),                 # kinds built on collections, TTL
+    50: ("commands", "database", "client_bulk", "__init__"),            # commands, database, client
+    60: ("wire",),                                                      # the wire-protocol server
 }
 
 # (importer, imported): what it uses. Imports that break the rules today; remove an entry when it is fixed.
-KNOWN: dict[tuple[str, str], str] = {
-    # one circle inside layer 4: collection -> sessions/boundary/monitoring -> profiler -> collection, and
-    # collection <-> aggregation <-> extra_stages
-    ("collection", "aggregation"): "run_pipeline, run_stages (update pipelines), _compile_expr",
-    ("collection", "boundary"): "check_deadline, current_op, note, note_execution",
-    ("collection", "monitoring"): "MonitoredCommandCursor, get_more, kill_cursor",
-    ("collection", "sessions"): "current, resolve_store (a transaction's snapshot)",
-    ("aggregation", "boundary"): "note_execution (the profiler's plan summary)",
-    ("aggregation", "extra_stages"): "EXTRA_STAGES ($out, $merge, $graphLookup, $replaceWith)",
-    ("extra_stages", "aggregation"): "Ctx, run_stages, _compile_expr ($merge/$graphLookup sub-pipelines)",
-    ("extra_stages", "sessions"): "bind ($out/$merge writes in a session)",
-    ("boundary", "monitoring"): "command events around each operation",
-    ("monitoring", "boundary"): "current_op",
-    ("monitoring", "profiler"): "profile entries of monitored operations",
-    ("profiler", "boundary"): "current_op",
-    ("profiler", "collection"): "EmbeddedCollection, new_object_id (system.profile)",
-    ("profiler", "sessions"): "bind",
-    ("sessions", "boundary"): "SESSION_OPERATIONS, aborts_transaction, guard",
-    ("sessions", "collection"): "EmbeddedCollection (a transaction's collections)",
-    # the kinds of collections (capped, views, time series) hook into the collection layer and call back into it:
-    # one more circle inside layer 4 (rules <-> views/timeseries), and stats (layer 3) asking for their figures
-    ("aggregation", "views"): "check_source ($lookup/$unionWith reading a view)",
-    ("extra_stages", "views"): "check_source, run_on_base, view_def ($graphLookup/$out on views)",
-    ("rules", "aggregation"): "aggregation",
-    ("rules", "boundary"): "COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard",
-    ("rules", "collection"): "Cursor, EmbeddedCollection, FLAT_TYPES, NOT_FLAT, distinct_values",
-    ("rules", "extra_stages"): "extra_stages",
-    ("rules", "sessions"): "sessions",
-    ("rules", "timeseries"): "create, list_entry",
-    ("rules", "views"): "list_entry, views",
-    ("stats", "capped"): "stats_fields (collStats of a capped collection)",
-    ("stats", "timeseries"): "coll_stats (collStats.timeseries)",
-    ("timeseries", "boundary"): "COLLECTION_OPERATIONS, guard",
-    ("timeseries", "rules"): "LabCollection",
-    ("timeseries", "sessions"): "current",
-    ("views", "aggregation"): "explain_pipeline",
-    ("views", "boundary"): "COLLECTION_OPERATIONS, CURSOR_OPERATIONS, current_op, guard",
-    ("views", "collection"): "EmbeddedCollection, distinct_values",
-    ("views", "rules"): "LabCollection, LabCursor",
-    ("views", "sessions"): "bind",
-    # layer 1: $jsonSchema in queries and validators' query operators
-    ("match", "validation"): "check_schema, schema_matches, _unknown_top_level ($jsonSchema)",
-    ("validation", "match"): "filter_applies (query-operator validators)",
-    # the engine reporting labkit's version in buildInfo / hello
-    ("commands", "labkit"): "labkit.__version__",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _layer_of() -> dict[str, int]:
     return {m: n for n, mods in LAYERS.items() for m in mods}
+
+
+def _package_names(names: list[ast.alias]) -> list[str]:
+    """``from . import x, Y``: a module ``x`` of the engine, or a name ``Y`` of the package (its ``__init__``)."""
+    return [a.name if (ENGINE / (a.name + ".py")).exists() else "__init__" for a in names]
 
 
 def engine_imports() -> dict[str, set[str]]:
@@ -95,11 +67,11 @@ def engine_imports() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
                 if node.level == 1:
-                    deps.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+                    deps.update([node.module.split(".")[0]] if node.module else _package_names(node.names))
                 elif node.level == 0 and node.module and node.module.split(".")[0] == "labkit":
                     parts = node.module.split(".")
                     if parts[:2] == ["labkit", "engine"]:
-                        deps.update([parts[2]] if len(parts) > 2 else [a.name for a in node.names])
+                        deps.update([parts[2]] if len(parts) > 2 else _package_names(node.names))
                     else:
                         deps.add(".".join(parts[:2]) if len(parts) > 1 else "labkit")
                 elif node.level > 1:
@@ -192,11 +164,58 @@ def test_known_violations_are_still_real():
 
 def test_the_checker_sees_upward_and_lazy_imports(tmp_path):
     # the checker itself: an upward import inside a function and a circle are both reported
-    graph = {"values": {"collection"}, "collection": {"aggregation"}, "aggregation": {"collection"}}
+    graph = {"values": {"collection"}, "collection": {"aggregation"}, "aggregation": {"collection"},
+             "capped": {"clustered"}, "clustered": {"capped"}}
     bad, _ = violations(graph)
     assert ("values", "collection") in bad
-    assert {("collection", "aggregation"), ("aggregation", "collection")} <= bad
+    assert ("aggregation", "collection") in bad and ("collection", "aggregation") not in bad  # sub-layers 45 < 47
+    assert {("capped", "clustered"), ("clustered", "capped")} <= bad  # a circle inside one (sub-)layer
     src = tmp_path / "m.py"
     src.write_text("def f():\n    from .collection import fast_copy\n", encoding="utf-8")
     node = ast.parse(src.read_text())
     assert any(isinstance(n, ast.ImportFrom) and n.module == "collection" for n in ast.walk(node))
+    # ``from . import EmbeddedClient`` imports the package itself (layer 50): an upward import from ttl (49)
+    names = ast.parse("from . import EmbeddedClient, hooks\n").body[0].names
+    assert _package_names(names) == ["__init__", "hooks"]
+    assert ("ttl", "__init__") in violations({"ttl": {"__init__"}})[0]
+
+
+def test_the_documented_table_is_this_table():
+    # docs/embedded-engine.md "Layers of the engine" shows the layers and which module sits where
+    doc = (ENGINE.parent.parent / "docs" / "embedded-engine.md").read_text(encoding="utf-8")
+    section = doc.split("## Layers of the engine", 1)[1].split("\n## ", 1)[0]
+    table: dict[int, tuple[str, ...]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            table[int(cells[0])] = tuple(m.strip().strip("`") for m in cells[1].split(","))
+    assert table == LAYERS
+
+
+def test_importing_the_engine_fills_its_registry():
+    # hooks.py: every higher module that plugs into a lower one registers when labkit.engine is imported, and
+    # registers only names hooks.py documents (a fresh interpreter, so no other test has imported anything)
+    import subprocess
+    import sys
+    code = ("import labkit.engine.hooks as h; import labkit.engine; "
+            "print(h.missing(), '$out' in h.EXTRA_STAGES, h.get('collection_class').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ENGINE.parent.parent, env={**__import__("os").environ,
+                                                        "PYTHONPATH": str(ENGINE.parent.parent)}).stdout
+    assert out.strip() == "[] True EmbeddedCollection"
+    doc = (ENGINE / "hooks.py").read_text(encoding="utf-8")
+    from labkit.engine import hooks
+    assert all(name in doc for name in hooks.NAMES)
+
+
+def test_one_version_for_labkit_and_the_engine():
+    # the engine reads labkit's version from labkit/engine/_version.py (layer 0); labkit re-exports it, and
+    # pyproject.toml states the same number
+    import tomllib
+
+    import labkit
+    from labkit.engine import _version, commands
+    meta = tomllib.loads((ENGINE.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert labkit.__version__ is _version.__version__
+    assert meta["project"]["version"] == _version.__version__
+    assert commands.build_info()["labkit"]["version"] == _version.__version__

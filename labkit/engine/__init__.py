@@ -3,6 +3,10 @@
 The seam: ``EmbeddedClient`` is a pymongo-compatible client class. Notebooks never import it directly.
 Storage, update operators and matching semantics are mongomock's; indexes, the planner, explain,
 statistics and the aggregation fast paths are this package's (see docs/performance.md).
+
+The package's modules are layered, imports going one way from higher layers to lower ones: the table of which
+module sits in which layer is docs/embedded-engine.md, "Layers of the engine" (tests/test_engine_layers.py checks
+it). Higher modules plug into lower ones through the registry in ``hooks.py``; this module imports them all.
 """
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from .boundary import CLIENT_OPERATIONS, guard, lock_for_store
 from .store import EngineServerStore
 from .database import EmbeddedDatabase
 from .collection import EmbeddedCollection, Cursor
+# modules that plug into lower layers through the engine's registry (hooks.py): importing the engine registers them
+from . import monitoring, extra_stages, views, timeseries  # noqa: F401,E402
 
 MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
@@ -107,5 +113,10 @@ class EmbeddedClient(mongomock.MongoClient):
     def __repr__(self) -> str:
         return "EmbeddedClient(engine='labkit-embedded', models='MongoDB %s')" % MODELED_SERVER_VERSION
 
+
+# ttl.ttl_pass (a lower layer) tells an embedded client apart through the engine's registry (hooks.py)
+from . import hooks  # noqa: E402
+
+hooks.register("client_class", EmbeddedClient)
 
 __all__ = ["EmbeddedClient", "check_database_name", "EmbeddedDatabase", "EmbeddedCollection", "Cursor", "MODELED_SERVER_VERSION"]

@@ -20,7 +20,8 @@ from mongomock import helpers
 from . import keys as K
 from .docutil import check_sort as _check_sort, fast_copy, sort_list as _sort_list
 from .collate import current as _collation, index_keyfunc as _collation_encoder, make_matcher as _collation_matcher
-from .extra_stages import EXTRA_STAGES
+from .hooks import EXTRA_STAGES  # filled by extra_stages.py (a higher layer) when the engine is imported
+from . import hooks
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .projection import project_stage
 from .stages import IndexScan
@@ -497,8 +498,7 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     if isinstance(frm, dict):
         raise unsupported("$lookup from another database")
     as_ = opts["as"]
-    from .views import check_source
-    check_source(coll.database, frm)  # $lookup from a view: clear error (views.py)
+    hooks.get("view_check_source")(coll.database, frm)  # $lookup from a view: clear error (views.py)
     foreign = coll.database.get_collection(frm)
     lf, ff = opts.get("localField"), opts.get("foreignField")
     pipeline = opts.get("pipeline")

@@ -32,6 +32,8 @@ from typing import Any, Callable
 import bson.errors
 from pymongo.errors import (BulkWriteError, ExecutionTimeout, OperationFailure, PyMongoError, WriteError)
 
+from . import hooks  # command monitoring (monitoring.py, a higher layer) registers its begin/succeed/fail there
+
 INTERNAL_ERROR = 1
 BAD_VALUE = 2
 OVERFLOW = 15
@@ -329,8 +331,7 @@ def operation(name: str, method: Callable) -> Callable:
                 elif name == "aggregate":
                     _check_pipeline_depth(args[0] if args else kwargs.get("pipeline"))
                 if cd.get("_lab_listeners") or sd.get("_lab_profiling"):  # someone watches
-                    from . import monitoring
-                    monitoring.begin(op)
+                    hooks.get("monitor_begin")(op)
                 result = method(self, *args, **kwargs)
                 if op.deadline is not None and _clock() > op.deadline:
                     raise time_expired()
@@ -338,15 +339,13 @@ def operation(name: str, method: Callable) -> Callable:
                 err = translate(exc, name)
                 _abort_transaction_on(self, kwargs, err)
                 if op.recording:
-                    from . import monitoring
-                    monitoring.fail(op, err)
+                    hooks.get("monitor_fail")(op, err)
                 if err is exc:
                     raise
                 raise err from exc
             else:
                 if op.recording:
-                    from . import monitoring
-                    monitoring.succeed(op, result)
+                    hooks.get("monitor_succeed")(op, result)
                 return result
             finally:
                 tls.op = None

@@ -208,3 +208,8 @@ def convert_to_capped(db: Any, name: str, size: Any, target: str | None = None) 
     for d in docs:
         if len(bson.encode(d)) <= opts["size"]:
             dst._insert_one_doc(d)
+
+
+from . import hooks  # noqa: E402
+
+hooks.register("capped_stats_fields", stats_fields)  # collStats (stats.py, a lower layer) asks through hooks.py

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import copy
-import itertools
-import os
 import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
@@ -30,6 +28,8 @@ from .store import store_key
 from .capped import after_insert
 # moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
 from .docutil import check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
+from .docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
+from . import hooks
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -45,26 +45,6 @@ def _key_pattern_str(key: list) -> str:
 def _write_error(message: str, code: int) -> WriteError:
     """A WriteError carrying the server's write-error document, as pymongo raises it."""
     return WriteError(message, code, {"index": 0, "code": code, "errmsg": message})
-
-
-# ------------------------------------------------------------------------------------------ ObjectIds
-def _reseed_object_ids() -> None:
-    global _OID_RANDOM, _OID_COUNTER
-    _OID_RANDOM = os.urandom(5)
-    _OID_COUNTER = itertools.count(int.from_bytes(os.urandom(3), "big"))
-
-
-_reseed_object_ids()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed_object_ids)  # a forked process must not reuse the random part
-
-
-def new_object_id() -> ObjectId:
-    """A new ObjectId laid out as the specification (and bson's ``ObjectId()``) says: 4-byte seconds since the
-    epoch, 5 random bytes per process, a 3-byte counter starting at a random value. About 4x cheaper than
-    ``ObjectId()``, which takes a lock and re-checks the process id on every call."""
-    return ObjectId((int(time.time()) & 0xFFFFFFFF).to_bytes(4, "big") + _OID_RANDOM
-                    + (next(_OID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
 
 
 # Value types with nothing inside them and nothing for ``internalize`` to convert: a document holding only
@@ -1340,3 +1320,8 @@ class Cursor:
     @property
     def address(self):
         return ("embedded", 0)
+
+
+# transactions (sessions.py) and the profiler (profiler.py) write through the plain collection's storage
+# primitives; they sit below this module and find the class in the engine's registry (hooks.py)
+hooks.register("collection_class", EmbeddedCollection)

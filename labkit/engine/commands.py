@@ -317,7 +317,7 @@ class _Call:
 # ---------------------------------------------------------------------------------------------- handshake
 def hello_reply(ctx: ServerContext, connection_id: int, legacy_name: bool = False) -> dict:
     """The hello/isMaster reply of the primary of a single-member replica set (so drivers allow transactions)."""
-    from labkit import __version__ as labkit_version
+    from ._version import __version__ as labkit_version
     out: dict[str, Any] = {}
     if legacy_name:
         out["ismaster"] = True
@@ -342,7 +342,7 @@ def hello_reply(ctx: ServerContext, connection_id: int, legacy_name: bool = Fals
 
 def build_info() -> dict:
     """buildInfo as an 8.0 server answers it, plus the ``labkit`` field that tells a served engine apart."""
-    from labkit import __version__ as labkit_version
+    from ._version import __version__ as labkit_version
     parts = [int(x) for x in SERVED_VERSION.split(".")]
     return {"version": SERVED_VERSION, "gitVersion": "labkit-embedded", "modules": [], "allocator": "system",
             "javascriptEngine": "none", "sysInfo": "deprecated", "versionArray": parts + [0],

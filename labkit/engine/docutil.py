@@ -5,14 +5,39 @@ Moved out of ``collection.py`` so the planner and aggregation layers need not im
 """
 from __future__ import annotations
 
+import itertools
+import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from bson import ObjectId
 from pymongo.errors import OperationFailure
 
 from .errors import unsupported
 
 _ASC_DESC = (1, -1)
+
+
+# ------------------------------------------------------------------------------------------ ObjectIds
+# (moved here from collection.py, which re-exports new_object_id, so the profiler need not import the collection)
+def _reseed_object_ids() -> None:
+    global _OID_RANDOM, _OID_COUNTER
+    _OID_RANDOM = os.urandom(5)
+    _OID_COUNTER = itertools.count(int.from_bytes(os.urandom(3), "big"))
+
+
+_reseed_object_ids()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_object_ids)  # a forked process must not reuse the random part
+
+
+def new_object_id() -> ObjectId:
+    """A new ObjectId laid out as the specification (and bson's ``ObjectId()``) says: 4-byte seconds since the
+    epoch, 5 random bytes per process, a 3-byte counter starting at a random value. About 4x cheaper than
+    ``ObjectId()``, which takes a lock and re-checks the process id on every call."""
+    return ObjectId((int(time.time()) & 0xFFFFFFFF).to_bytes(4, "big") + _OID_RANDOM
+                    + (next(_OID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
 
 
 def fast_copy(v: Any) -> Any:

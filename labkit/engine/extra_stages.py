@@ -27,7 +27,7 @@ from bson import Int64, ObjectId
 from mongomock import OperationFailure, WriteError
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from . import sessions
+from . import hooks, sessions
 from .planner import Query, unsupported
 
 
@@ -213,8 +213,7 @@ def graph_lookup_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int)
     frm = arg["from"]
     if not isinstance(frm, str):
         raise unsupported("$graphLookup from another database")
-    from .views import check_source
-    check_source(coll.database, frm)  # $graphLookup from a view: clear error (views.py)
+    hooks.get("view_check_source")(coll.database, frm)  # $graphLookup from a view: clear error (views.py)
     foreign = coll.database.get_collection(frm)
     start = _compile_expr(arg["startWith"])
     from_field, to_field, as_ = arg["connectFromField"], arg["connectToField"], arg["as"]
@@ -304,12 +303,13 @@ def replace_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int)
     return replace_root_stage("$replaceWith", arg, docs, _compile_expr)
 
 
-EXTRA_STAGES = {
+EXTRA_STAGES = hooks.EXTRA_STAGES  # the table aggregation.py's stage loop reads (hooks.py)
+EXTRA_STAGES.update({
     "$out": out_stage,
     "$replaceWith": replace_with_stage,
     "$merge": merge_stage,
     "$graphLookup": graph_lookup_stage,
-}
+})
 for _name in ("$setWindowFields", "$densify", "$fill", "$unionWith", "$geoNear", "$search", "$searchMeta",
               "$vectorSearch", "$changeStream", "$currentOp", "$listSessions", "$planCacheStats",
               "$documents", "$bucketAuto", "$redact"):
@@ -565,7 +565,7 @@ def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -
         if isinstance(st, dict) and next(iter(st), None) in ("$out", "$merge"):
             raise OperationFailure("%s is not allowed within a $unionWith's sub-pipeline" % next(iter(st)), 31441)
     other = coll.database.get_collection(name)
-    from .views import run_on_base, view_def
+    run_on_base, view_def = hooks.get("view_run_on_base"), hooks.get("view_def")  # views.py (hooks.py)
     if view_def(other._store):  # $unionWith a view: its pipeline, then the sub-pipeline (views.py)
         return list(docs) + run_on_base(other, list(sub))
     return list(docs) + run_stages(other, list(sub), Ctx())

@@ -973,5 +973,11 @@ def _replace_at(doc: Any, parts: list[str], value: Any) -> Any:
     return doc
 
 
+# validation.py (its $jsonSchema matcher, used above) applies validators' query operators with this matcher,
+# through the engine's registry (hooks.py), so it need not import this module back
+from . import hooks  # noqa: E402
+
+hooks.register("filter_applies", filter_applies)
+
 __all__ = ["fast_matcher", "filter_applies", "check_query_depth", "first_matching_index", "path_values", "compile_regex",
            "compile_filter"]

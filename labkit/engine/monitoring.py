@@ -734,5 +734,12 @@ class MonitoredCommandCursor:
         profiler.record(op, cmd, reply, None)
 
 
+# the operation boundary (a lower layer) calls these through the engine's registry (hooks.py)
+from . import hooks  # noqa: E402
+
+hooks.register("monitor_begin", begin)
+hooks.register("monitor_succeed", succeed)
+hooks.register("monitor_fail", fail)
+
 __all__ = ["init_client", "describe", "begin", "succeed", "fail", "get_more", "kill_cursor", "MonitoredCommandCursor",
            "listeners_of", "PyMongoError"]

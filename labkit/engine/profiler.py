@@ -244,7 +244,9 @@ def _wanted(st: dict, entry: dict) -> bool:
 
 def _store_entry(client: Any, db_name: str, db_store: Any, st: dict, entry: dict) -> None:
     coll = client.get_database(db_name).get_collection(PROFILE_COLL)
-    from .collection import EmbeddedCollection, new_object_id
+    from . import hooks
+    from .docutil import new_object_id
+    EmbeddedCollection = hooks.get("collection_class")  # registered by collection.py (hooks.py)
     entry = dict(entry)
     entry["_id"] = new_object_id()
     size = len(bson.encode(entry))

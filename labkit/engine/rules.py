@@ -33,6 +33,7 @@ from . import limits, validation
 
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
+from . import hooks  # the kinds built on collections (views.py, timeseries.py) register their DDL parts there
 from .collection import FLAT_TYPES, NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 from .boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard
@@ -82,14 +83,14 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                      **kwargs) -> CommandCursor:
     """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
     from .match import fast_matcher
-    from .views import list_entry
+    list_entry = hooks.get("view_list_entry")  # views.py and timeseries.py register these (hooks.py)
+    ts_list_entry = hooks.get("timeseries_list_entry")
     match = fast_matcher(filter) if filter else None
     with sessions.bind(session, db):
         out = []
         for name in sorted(db.list_collection_names()):
             st = db._store[name]
-            from .timeseries import list_entry as ts_list_entry  # a time-series namespace and its buckets
-            ts_entries = ts_list_entry(db, name, st, nameOnly)
+            ts_entries = ts_list_entry(db, name, st, nameOnly)  # a time-series namespace and its buckets
             if ts_entries is not None:
                 out.extend(e for e in ts_entries if match is None or match(e))
                 continue
@@ -447,11 +448,10 @@ def create_collection(db, name: str, kwargs: dict):
     check_exists = kwargs.pop("check_exists", True)
     kwargs.pop("comment", None)
     if "timeseries" in kwargs:  # time-series collections (timeseries.py)
-        from .timeseries import create as create_timeseries
         with sessions.bind(session, db, ddl="create"):
-            return create_timeseries(db, name, dict(kwargs, check_exists=check_exists))
-    from . import capped, clustered, views
-    view = views.parse_create(db, name, kwargs)  # viewOn/pipeline (+ the view's collation)
+            return hooks.get("timeseries_create")(db, name, dict(kwargs, check_exists=check_exists))
+    from . import capped, clustered
+    view = hooks.get("view_parse_create")(db, name, kwargs)  # viewOn/pipeline (+ the view's collation)
     extra_opts = capped.parse_create(kwargs) or {}  # capped/size/max
     extra_opts.update(clustered.parse_create(kwargs) or {})  # clusteredIndex (+ expireAfterSeconds)
     vopts = {k: kwargs.pop(k) for k in VALIDATION_KEYS if k in kwargs}
@@ -470,7 +470,7 @@ def create_collection(db, name: str, kwargs: dict):
             mm_database.Database.create_collection(db, name)  # CollectionInvalid, as before
         if view is not None:
             db._ensure_valid_collection_name(name)
-            views.create(db, name, view)
+            hooks.get("view_create")(db, name, view)
             return db.get_collection(name)
         if check_exists:
             coll = mm_database.Database.create_collection(db, name)

@@ -39,6 +39,7 @@ from bson.binary import Binary, UUID_SUBTYPE
 from pymongo.errors import InvalidOperation, OperationFailure, PyMongoError
 
 from .boundary import SESSION_OPERATIONS, aborts_transaction, guard
+from . import hooks
 
 _ACTIVE: contextvars.ContextVar["Transaction | None"] = contextvars.ContextVar("labkit_txn", default=None)
 
@@ -120,7 +121,7 @@ class Transaction:
         return deleted, updated, inserted
 
     def commit(self, client) -> None:
-        from .collection import EmbeddedCollection
+        EmbeddedCollection = hooks.get("collection_class")  # registered by collection.py (hooks.py)
         plans = []
         for key, sh in self.shadows.items():
             deleted, updated, inserted = self._changes(sh)

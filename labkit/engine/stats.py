@@ -14,7 +14,7 @@ from typing import Any
 
 import bson
 
-from .capped import stats_fields as capped_stats
+from . import hooks  # the kinds of collections give their own figures (capped.py, timeseries.py register them)
 
 
 def _sizes(coll) -> tuple[int, int]:
@@ -28,8 +28,7 @@ def _sizes(coll) -> tuple[int, int]:
 
 def coll_stats(coll, scale: int = 1) -> dict:
     if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
-        from .timeseries import coll_stats as ts_coll_stats  # buckets' sizes + the timeseries section
-        return ts_coll_stats(coll, scale)
+        return hooks.get("timeseries_coll_stats")(coll, scale)  # buckets' sizes + the timeseries section
     st = coll._store
     n, size = _sizes(coll)
     index_sizes = {name: ix.key_size_bytes() // scale for name, ix in st.ix.items()} if st.is_created else {}
@@ -37,7 +36,7 @@ def coll_stats(coll, scale: int = 1) -> dict:
     return {"ns": "%s.%s" % (coll.database.name, coll.name), "count": n, "size": size // scale,
             "avgObjSize": (size // n) if n else 0, "storageSize": size // scale,
             "nindexes": len(index_sizes), "indexSizes": index_sizes, "totalIndexSize": total_ix,
-            "totalSize": size // scale + total_ix, "scaleFactor": scale, **capped_stats(st, scale),
+            "totalSize": size // scale + total_ix, "scaleFactor": scale, **hooks.get("capped_stats_fields")(st, scale),
             "labkit": {"engine": "embedded", "sizeModel": "BSON bytes; index = key bytes + 24 B/entry"},
             "ok": 1.0}
 

@@ -1025,3 +1025,12 @@ def collmod_expire(coll, value: Any) -> dict:
     st.options["expireAfterSeconds"] = n
     bst.options["expireAfterSeconds"] = n
     return {}
+
+
+# collStats (stats.py) and listCollections / create (rules.py) sit below this module: they call these
+# through the engine's registry (hooks.py)
+from . import hooks  # noqa: E402
+
+hooks.register("timeseries_coll_stats", coll_stats)
+hooks.register("timeseries_list_entry", list_entry)
+hooks.register("timeseries_create", create)

@@ -173,8 +173,9 @@ def ttl_pass(db_or_client: Any, now: datetime.datetime | None = None, timeout: f
     the client (or one database); returns ``{"engine", "now", "deleted", "byCollection", "metrics"}``.
     Real server: waits for the server's own next pass (``metrics.ttl.passes`` increments), at most
     ``timeout`` seconds, and returns ``{"engine": "server", "passes", "deletedDocuments"}`` deltas."""
-    from . import EmbeddedClient
+    from . import hooks
     import pymongo
+    EmbeddedClient = hooks.get("client_class")  # the package's client (labkit/engine/__init__.py, hooks.py)
     is_client = isinstance(db_or_client, (EmbeddedClient, pymongo.MongoClient))
     client = db_or_client if is_client else db_or_client.client
     if isinstance(client, EmbeddedClient):

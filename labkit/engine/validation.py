@@ -46,6 +46,7 @@ from bson.code import Code
 from bson.decimal128 import Decimal128
 from pymongo.errors import OperationFailure, WriteError
 
+from . import hooks
 from .values import type_name
 
 
@@ -700,9 +701,9 @@ def _mentions_jsonschema(query: Any) -> bool:
 
 
 def _default_base() -> Callable[[Mapping, Mapping], bool]:
-    from .match import filter_applies  # the engine's matcher (the server's rules)
-
-    return filter_applies
+    # the engine's matcher (match.py, the server's rules): match.py uses this module's $jsonSchema matcher, so
+    # it registers its filter_applies in the engine's registry (hooks.py) instead of being imported here
+    return hooks.get("filter_applies")
 
 
 def make_filter_applies(base: Callable[[Mapping, Mapping], bool] | None = None

@@ -443,6 +443,17 @@ def collection_class(st: Any) -> type | None:
     return ViewCollection if view_def(st) is not None else None
 
 
+# aggregation.py, extra_stages.py (view sources) and rules.py (create, listCollections) sit below this module:
+# they call these through the engine's registry (hooks.py)
+from . import hooks  # noqa: E402
+
+hooks.register("view_check_source", check_source)
+hooks.register("view_def", view_def)
+hooks.register("view_run_on_base", run_on_base)
+hooks.register("view_list_entry", list_entry)
+hooks.register("view_parse_create", parse_create)
+hooks.register("view_create", create)
+
 __all__ = ["ViewCollection", "ViewCursor", "collection_class", "view_def", "parse_create", "create", "collmod",
            "resolve", "run_on_base", "explain_on_base", "find_pipeline", "list_entry", "on_drop", "not_on_view",
            "check_source"]
