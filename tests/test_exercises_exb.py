@@ -451,3 +451,74 @@ def test_20_chat_workload_accepts_inf_as_no_bound_and_checks_sizes():
     assert ex.check(*_chat(messages_max=float("inf"))).correct  # labkit.decision: None or math.inf = unbounded
     assert "nothing bounds a channel's messages" in ex.check(*_chat(messages_max=100_000)).message
     assert "about 60 bytes" in ex.check(*_chat(members_bytes=6000)).message
+
+
+# --- 33 · hot/cold split judged against the setup copy --------------------------------------------------------------
+
+def test_33_emptied_cold_fields_are_refused_with_the_setup_copy():
+    from test_exercises_antipatterns import COLD, _bloated
+    db = _bloated()
+    ex = labkit.exercises.get("33-split-hot-cold").remember(db, "products")
+    db.product_details.insert_many([{"_id": f"p{i}", "description": "", "specs": {}, "history": [], "thumbnail": ""}
+                                    for i in range(10)])
+    db.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+    r = ex.check(db)
+    assert not r.correct and "not their content" in r.message
+    db = _bloated()
+    ex = labkit.exercises.get("33-split-hot-cold").remember(db, "products")
+    db.products.aggregate([{"$project": {"description": 1, "specs": 1, "history": 1, "thumbnail": {"$literal": "T"}}},
+                           {"$out": "product_details"}])  # replaced while copying
+    db.products.update_many({}, {"$unset": {f: "" for f in COLD}})
+    assert "`thumbnail` is not the value the setup had" in ex.check(db).message
+
+
+# --- 35 · unnecessary indexes -----------------------------------------------------------------------------------------
+
+def test_35_hidden_instead_of_dropped_and_the_hot_index_dropped():
+    from test_exercises_antipatterns import _orders35
+    ex = labkit.exercises.get("35-drop-unneeded")
+    orders = _orders35()
+    orders.drop_index("customerId_1")
+    for name in ["status_1", "total_1", "createdAt_1"]:
+        orders.database.command("collMod", "orders", index={"name": name, "hidden": True})
+    assert "hidden, not dropped" in ex.check(orders).message
+    orders = _orders35()
+    for name in ["customerId_1", "status_1", "total_1", "createdAt_1", "region_1_status_1"]:
+        orders.drop_index(name)  # the dashboard's exact index too: it falls back to a COLLSCAN
+    assert "dropped the index it needs" in ex.check(orders).message
+    orders = _orders35()
+    for name in ["customerId_1", "total_1", "createdAt_1", "region_1_status_1"]:
+        orders.drop_index(name)  # status_1 still serves the dashboard, at many keys per result
+    r = ex.check(orders)
+    assert not r.correct and "keys and" in r.message and "No COLLSCAN is not the same as cheap" in r.message
+
+
+def test_35_hints_do_not_name_the_indexes_to_keep_or_drop():
+    for ex_id, names in (("35-drop-unneeded", ("customerId_1_createdAt_-1", "region_1_status_1", "sku_1")),
+                         ("35-prune-tickets", ("assignee_1`", "status_1", "priority_1"))):
+        for hint in labkit.exercises.get(ex_id).hints:
+            assert not any(n in hint for n in names), hint
+    assert all(".head(" not in h for h in labkit.exercises.get("30-pick-operations").hints)
+
+
+# --- damaged or dropped practice data: a message, never a traceback -------------------------------------------------
+
+def test_dropped_practice_data_gets_a_message():
+    db = _db("exb_dropped")
+    cases = [("31-no-parallel-arrays", (db.products,), "empty"),
+             ("33-split-hot-cold", (db,), "empty"),
+             ("34-merge-collections", (db,), "no `events` collection"),
+             ("36-embed-context", (db,), "empty"),
+             ("38-extended-reference", (db,), "empty"),
+             ("37-login-filter", (db.members, lambda e: {"emailLower": e.lower()}), "empty")]
+    for ex_id, args, phrase in cases:
+        r = labkit.exercises.get(ex_id).check(*args)
+        assert r.outcome == "incorrect" and phrase in r.message, (ex_id, r)
+
+
+def test_37_member_without_email_gets_a_message():
+    db = _db("exb37")
+    db.members.insert_many([{"_id": f"m{i}", "email": f"User{i}@Example.com"} for i in range(30)])
+    db.members.update_one({"_id": "m0"}, {"$unset": {"email": ""}})
+    r = labkit.exercises.get("37-login-filter").check(db.members, lambda e: {"emailLower": e.lower()})
+    assert r.outcome == "incorrect" and "has no `email` string" in r.message

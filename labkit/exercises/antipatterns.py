@@ -68,8 +68,8 @@ def _ex30() -> Exercise:
         task="Choose the operations (rows of `workload`) that the schema should be shaped around.",
         checker=_check_pick_operations,
         hints=["Rank by `per_second`, most frequent first, and keep the top rows.",
-               "The top three or four rows carry over 99% of the traffic: "
-               "`workload.sort_values(\"per_second\", ascending=False).head(4)`."],
+               "Read the cumulative share column of `ranked`: take rows from the top until it passes 99%, then "
+               "stop; what is left may be slow."],
         solution_text=('chosen = workload.sort_values("per_second", ascending=False).head(4)\n'
                        'ex.check(workload, chosen)'),
     )
@@ -1099,6 +1099,10 @@ def _check_drop_unneeded(orders: Any) -> str:
     if special:
         raise NotYet(f"{special} serve no query of the workload, but they enforce something (uniqueness, a partial "
                      "filter or expiry): decide about them on purpose, do not drop them as 'unused'.")
+    hidden = [n for n in unused if infos[n].get("hidden")]
+    if hidden:
+        raise NotYet(f"{hidden} are hidden, not dropped: a hidden index serves no query but is still written on "
+                     "every insert and update. Hiding shows that dropping is safe; now drop them.")
     if unused:
         raise NotYet(f"no query of the workload uses {unused}; each one still costs a write per insert. Drop them.")
     return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload at its exact cost."
@@ -1112,7 +1116,8 @@ def _ex35() -> Exercise:
         task="Drop every index of practice.orders that the three workload queries do not need.",
         checker=_check_drop_unneeded,
         hints=["Look at the lesson's index report: which indexes served no query, and which is a prefix of another?",
-               "Keep `_id_`, `customerId_1_createdAt_-1`, `region_1_status_1` and `sku_1`."],
+               "Three queries, so at most three indexes besides `_id_`: for each query, the one whose keys are its "
+               "equality fields, then its sort. Prefixes of those and indexes no query uses go."],
         solution_text=('for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:\n'
                        '    practice.orders.drop_index(name)\nex.check(practice.orders)'),
     )
@@ -1216,8 +1221,8 @@ def _ex35_prune() -> Exercise:
         checker=_check_prune_tickets,
         hints=["Read `$indexStats` after the workload ran (ops 0 = unused) and compare key patterns for prefixes; "
                "then look at each index's options before dropping it.",
-               "A unique index and a TTL index do work that no query counter shows. Drop `assignee_1`, "
-               "`status_1` and `priority_1`."],
+               "A unique index and a TTL index do work that no query counter shows: keep them whatever "
+               "`$indexStats` says. The rest: a prefix of a kept compound index, or 0 ops, goes."],
         solution_text=(
             'def prune(tickets):\n'
             '    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}\n'
@@ -1466,7 +1471,10 @@ def _check_login_filter(args: Any) -> str:
         raise NotYet("practice.members is empty; re-run the practice setup cell.")
     total = members.count_documents({})
     for doc in sample:
-        email = doc["email"]
+        email = doc.get("email")
+        if not isinstance(email, str):
+            raise NotYet(f"member {doc.get('_id')!r} has no `email` string (it has {email!r}): the normalized field "
+                         "is built from it. Re-run the practice setup cell.")
         for variant in (email, email.upper(), email.lower(), email.swapcase()):
             filt = login_filter(variant)
             if not isinstance(filt, dict):
