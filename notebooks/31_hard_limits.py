@@ -294,7 +294,7 @@ practice = labkit.fresh_db("31_practice")
 practice.products.insert_many([
     {"_id": f"shirt:{i:03d}", "name": f"Shirt {i}", "colors": ["red", "blue", "green", "black"][: 1 + i % 4],
      "sizes": ["S", "M", "L", "XL"][: 1 + (i // 4) % 4]} for i in range(200)])
-ex = labkit.exercises.get("31-no-parallel-arrays")
+ex = labkit.exercises.get("31-no-parallel-arrays").remember(practice, "products")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

@@ -285,7 +285,7 @@ for t in range(8):
 sorted(practice.list_collection_names())
 
 # %%
-ex = labkit.exercises.get("34-merge-collections")
+ex = labkit.exercises.get("34-merge-collections").remember(practice, *practice.list_collection_names())
 ex
 
 # %% tags=["solution"]

@@ -257,7 +257,8 @@ practice.user_addresses.insert_many([{"_id": f"addr:{u:04d}:{k}", "userId": f"us
                                      for u in range(300) for k in range(1 + u % 3)])
 practice.user_settings.insert_many([{"_id": f"settings:{u:04d}", "userId": f"user:{u:04d}", "theme": "light",
                                      "newsletter": False} for u in range(300)])
-ex = labkit.exercises.get("36-embed-context")
+ex = labkit.exercises.get("36-embed-context").remember(practice, "users", "user_profiles", "user_addresses",
+                                                     "user_settings")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

@@ -365,7 +365,7 @@ practice.customers.insert_many([{"_id": f"cust:{c:03d}", "name": f"Customer {c}"
                                  "email": f"c{c}@example.com", "notes": "n"} for c in range(100)])
 practice.orders.insert_many([{"_id": f"order:{o:04d}", "customerId": f"cust:{(o * 7) % 100:03d}", "status": "open",
                               "createdAt": dt.datetime(2026, 2, 1) + dt.timedelta(hours=o)} for o in range(600)])
-ex = labkit.exercises.get("38-extended-reference")
+ex = labkit.exercises.get("38-extended-reference").remember(practice, "customers", "orders")  # the setup
 ex
 
 # %% tags=["solution"]

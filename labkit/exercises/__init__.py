@@ -8,6 +8,7 @@ match, and explains what is wrong when the answer is not right.
 from __future__ import annotations
 
 import contextvars
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -72,11 +73,19 @@ def _raised_in_labkit(exc: BaseException) -> bool:
     return True
 
 
+#: a learner's function called with arguments it does not take (its signature differs from the task's)
+_SIGNATURE = re.compile(r"\(\) (takes \d+ positional argument|takes from \d+ to \d+ positional|missing \d+ required"
+                        r"|got an unexpected keyword argument|takes no arguments)")
+
+
 def _explain_exception(exc: BaseException) -> str:
     text = str(exc).strip() or "(no message)"
     if len(text) > 400:
         text = text[:400] + "..."
     kind = type(exc).__name__
+    if isinstance(exc, TypeError) and _SIGNATURE.search(text):
+        return (f"{kind}: {text}. Your function was called with the arguments the task names; check how many "
+                "parameters it takes, then check again.")
     if _raised_in_labkit(exc):
         return (f"the checker could not check this answer ({kind}: {text}). Check the shape of what you passed "
                 "against the task; if it looks right, this is a checker gap worth reporting.")

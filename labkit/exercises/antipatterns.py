@@ -68,8 +68,8 @@ def _ex30() -> Exercise:
         task="Choose the operations (rows of `workload`) that the schema should be shaped around.",
         checker=_check_pick_operations,
         hints=["Rank by `per_second`, most frequent first, and keep the top rows.",
-               "The top three or four rows carry over 99% of the traffic: "
-               "`workload.sort_values(\"per_second\", ascending=False).head(4)`."],
+               "Read the cumulative share column of `ranked`: take rows from the top until it passes 99%, then "
+               "stop; what is left may be slow."],
         solution_text=('chosen = workload.sort_values("per_second", ascending=False).head(4)\n'
                        'ex.check(workload, chosen)'),
     )
@@ -218,6 +218,56 @@ def _ex30_ratio() -> Exercise:
     )
 
 
+# --- setup copies (``ex.remember(practice, ...)``), used by 31, 34, 36 and 38 ---------------------------------
+
+def _setup_of(name: str) -> dict:
+    """The setup copy of collection ``name`` kept by ``ex.remember`` ({_id: document}); {} when none was kept."""
+    from labkit.exercises import remembered
+
+    setup = remembered(name)
+    return setup if isinstance(setup, dict) else {}
+
+
+def _setup_names() -> list[str]:
+    """The names of every collection the learner's notebook remembered for this check."""
+    from labkit.exercises import _REMEMBERED
+
+    return sorted(n for n, docs in _REMEMBERED.get().items() if docs)
+
+
+def _gone_or_added(setup: dict, now: dict, what: str, where: str, why: str) -> str | None:
+    """A message when documents of the setup are missing from ``now`` or ``now`` has documents it never had."""
+    gone = [i for i in setup if i not in now]
+    if gone:
+        return (f"{len(gone)} of the {len(setup)} {what} of the setup are gone from {where} (e.g. {gone[0]!r}); "
+                f"{why} Re-run the practice setup cell and try again.")
+    extra = [i for i in now if i not in setup]
+    if extra:
+        return (f"{where} has {len(extra)} {what} the setup did not have (e.g. {extra[0]!r}); re-run the practice "
+                "setup cell and try again.")
+    return None
+
+
+def _changed_field(setup: dict, now: dict, where: str, skip: tuple[str, ...] = ()) -> str | None:
+    """A message naming the first document of ``now`` whose field differs from the setup (fields in ``skip``,
+    the ones the task reshapes, are left out)."""
+    for i, orig in setup.items():
+        doc = now.get(i)
+        if doc is None:
+            continue
+        for f, v in orig.items():
+            if f == "_id" or f in skip:
+                continue
+            if doc.get(f, _MISSING) != v:
+                state = "is missing" if f not in doc else f"is {doc.get(f)!r}, not the setup's {v!r}"
+                return (f"{where} {i!r}: `{f}` {state}; the task changes the shape, not the data (re-run the "
+                        "practice setup cell if it was changed by accident).")
+    return None
+
+
+_MISSING = object()
+
+
 # --- notebook 31 -------------------------------------------------------------------------------------------
 
 def _check_no_parallel_arrays(products: Any) -> str:
@@ -234,6 +284,15 @@ def _check_no_parallel_arrays(products: Any) -> str:
         isinstance(v, dict) and "color" in v and "size" in v for v in d["variants"]))]
     if bad:
         raise NotYet(f"{len(bad)} product(s), e.g. {bad[0]!r}, have no `variants` array of {{color, size}} objects.")
+    setup = _setup_of("products")
+    if setup:
+        now = {d["_id"]: d for d in docs}
+        problem = (_gone_or_added(setup, now, "products", "practice.products",
+                                  "reshaping changes each product's fields, it never removes products.")
+                   or _changed_field(setup, now, "product", skip=("colors", "sizes", "variants"))
+                   or _variants_vs_setup(setup, now))
+        if problem:
+            raise NotYet(problem)
     wrong = _variants_lost(docs)
     if wrong:
         raise NotYet(wrong)
@@ -265,6 +324,42 @@ _COLORS_31 = ["red", "blue", "green", "black"]
 _SIZES_31 = ["S", "M", "L", "XL"]
 
 
+def _hashable(x: Any) -> Any:
+    """``x`` itself when it can go into a set, else its repr (a learner's variant may hold a list or a dict)."""
+    try:
+        hash(x)
+    except TypeError:
+        return repr(x)
+    return x
+
+
+def _combos(variants: Any) -> set:
+    return {(_hashable(v.get("color")), _hashable(v.get("size"))) for v in variants or [] if isinstance(v, dict)}
+
+
+def _variants_vs_setup(setup: dict, now: dict) -> str | None:
+    """Against the setup copy: each product's variants are exactly the color x size combinations its arrays held
+    (or the variants it already had, when the copy was kept after reshaping)."""
+    for pid, orig in setup.items():
+        if isinstance(orig.get("colors"), list) and isinstance(orig.get("sizes"), list):
+            want = {(_hashable(c), _hashable(z)) for c in orig["colors"] for z in orig["sizes"]}
+        elif isinstance(orig.get("variants"), list):
+            want = _combos(orig["variants"])
+        else:
+            continue
+        got = _combos(now[pid].get("variants"))
+        if got != want:
+            missing, extra = sorted(want - got, key=repr), sorted(got - want, key=repr)
+            detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
+                      f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
+            return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
+                    f"({detail}): build one variant per color and size of the old arrays, so the index answers "
+                    "the same questions the arrays did.")
+        if len(now[pid]["variants"]) != len(got):
+            return f"{pid} lists a variant twice; one {{color, size}} per combination."
+    return None
+
+
 def _variants_lost(docs: list) -> str | None:
     """A message when the variants do not hold exactly each product's color x size combinations.
 
@@ -276,9 +371,9 @@ def _variants_lost(docs: list) -> str | None:
             continue
         i = int(pid[6:])
         want = {(c, z) for c in _COLORS_31[: 1 + i % 4] for z in _SIZES_31[: 1 + (i // 4) % 4]}
-        got = {(v.get("color"), v.get("size")) for v in d["variants"]}
+        got = _combos(d["variants"])
         if got != want:
-            missing, extra = sorted(want - got), sorted(got - want)
+            missing, extra = sorted(want - got, key=repr), sorted(got - want, key=repr)
             detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
                       f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
             return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
@@ -456,6 +551,7 @@ def _check_capped_subset(record_event: Any) -> str:
                 record_event(db, "device:900", dict(ev))
         except TypeError as exc:
             raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
+        device_writes = _device_write_statements(box.recorder)
         stored = list(db.events.find({"deviceId": "device:900"}))
         parent = db.devices.find_one({"_id": "device:900"}) or {}
         # two events at once: the second runs right after the first one's first read
@@ -477,11 +573,22 @@ def _check_capped_subset(record_event: Any) -> str:
         raise NotYet(f"`recentEvents` holds {len(recent)} events: the push is not capped. Add `$each` and "
                      "`$slice` to the `$push`.")
     values = [e.get("value") for e in recent if isinstance(e, dict)]
+    if values == list(range(9, -1, -1)):
+        raise NotYet("`recentEvents` kept the 10 *oldest* events: with `$sort: {at: -1}` the newest come first, so "
+                     "`$slice: -10` keeps the oldest ones at the end. Newest last is `$slice: -10` with no `$sort` "
+                     "(or `$sort: {at: 1}`).")
+    if values == list(range(24, 14, -1)):
+        raise NotYet("`recentEvents` holds the 10 newest events but newest first; the task keeps them newest last "
+                     "(the order they arrive in): `$slice: -10`, with no `$sort` or `$sort: {at: 1}`.")
     if sorted(values) == list(range(10)):
         raise NotYet("`recentEvents` kept the 10 *oldest* events: `$slice: 10` keeps the first elements; "
                      "use `$slice: -10` to keep the last ones.")
     if values != list(range(15, 25)):
         raise NotYet(f"`recentEvents` should hold the 10 newest events, newest last; it holds values {values}.")
+    if device_writes > len(events):
+        raise NotYet(f"25 events took {device_writes} write statements on the device: between the push and the trim "
+                     "the array holds more than 10 events, and a crash there leaves it so. One `$push` with `$each` "
+                     "and `$slice: -10` appends and trims in one atomic write.")
     big = [k for k, v in parent.items() if isinstance(v, list) and len(v) > 10]
     if big:
         raise NotYet(f"the device also keeps {big} with more than 10 elements; keep the full history only in db.events.")
@@ -493,6 +600,18 @@ def _check_capped_subset(record_event: Any) -> str:
             "events at once both kept.")
 
 
+
+
+def _device_write_statements(recorder: Any) -> int:
+    """Update statements sent to the ``devices`` collection (update and findAndModify commands)."""
+    n = 0
+    for c in recorder.writes():
+        name = next(iter(c))
+        if c.get(name) == "devices" and name == "update":
+            n += len(c.get("updates") or [])
+        elif c.get(name) == "devices" and name == "findAndModify":
+            n += 1
+    return n
 
 
 @register
@@ -701,6 +820,10 @@ def _check_save_profile(args: Any) -> str:
         if bad:
             raise NotYet(f"user_details of {orig['_id']} has {bad[0]!r} missing, emptied or changed: the split must "
                          "keep every cold value as it was (no cold data lost).")
+    dup = sorted({f for d in details.values() for f in _PROFILE_HOT if f in d})
+    if dup:
+        raise NotYet(f"user_details also holds hot field(s) {dup}: one owner per field, or the two copies drift "
+                     "apart on the next rename. Keep them only in users.")
     if worst > 2:
         raise NotYet(f"one save sent {worst} write statements: two inserts are enough (users and user_details).")
     return (f"20 users saved in {worst} writes each; the header document is {len(bson.encode(header))} bytes and "
@@ -744,6 +867,19 @@ def _check_merge_collections(db: Any) -> str:
     if wrong:
         raise NotYet(f"{len(wrong)} document(s), e.g. {wrong[0]!r}, have no or a wrong `tenantId`: it is the tenant "
                      "part of the old collection name (events_t3 -> 't3').")
+    setups = {n.removeprefix("events_"): _setup_of(n) for n in _setup_names() if n.startswith("events_")}
+    if setups:
+        extra = sorted({str(d.get("tenantId")) for d in docs} - set(setups))
+        if extra:
+            raise NotYet(f"events holds documents of tenant(s) {extra}, which had no events_<tenant> collection in "
+                         "the setup; re-run the practice setup cell and merge again.")
+        for tenant, setup in sorted(setups.items()):
+            mine = {d["_id"]: d for d in docs if d.get("tenantId") == tenant}
+            problem = (_gone_or_added(setup, mine, "documents", f"events for tenant {tenant!r} (from events_{tenant})",
+                                      "a merge copies every document of every tenant.")
+                       or _changed_field(setup, mine, "events document", skip=("tenantId",)))
+            if problem:
+                raise NotYet(problem)
     by_tenant: dict = {}
     for d in docs:
         by_tenant.setdefault(d["tenantId"], set()).add(d.get("seq"))
@@ -963,6 +1099,10 @@ def _check_drop_unneeded(orders: Any) -> str:
     if special:
         raise NotYet(f"{special} serve no query of the workload, but they enforce something (uniqueness, a partial "
                      "filter or expiry): decide about them on purpose, do not drop them as 'unused'.")
+    hidden = [n for n in unused if infos[n].get("hidden")]
+    if hidden:
+        raise NotYet(f"{hidden} are hidden, not dropped: a hidden index serves no query but is still written on "
+                     "every insert and update. Hiding shows that dropping is safe; now drop them.")
     if unused:
         raise NotYet(f"no query of the workload uses {unused}; each one still costs a write per insert. Drop them.")
     return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload at its exact cost."
@@ -976,7 +1116,8 @@ def _ex35() -> Exercise:
         task="Drop every index of practice.orders that the three workload queries do not need.",
         checker=_check_drop_unneeded,
         hints=["Look at the lesson's index report: which indexes served no query, and which is a prefix of another?",
-               "Keep `_id_`, `customerId_1_createdAt_-1`, `region_1_status_1` and `sku_1`."],
+               "Three queries, so at most three indexes besides `_id_`: for each query, the one whose keys are its "
+               "equality fields, then its sort. Prefixes of those and indexes no query uses go."],
         solution_text=('for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:\n'
                        '    practice.orders.drop_index(name)\nex.check(practice.orders)'),
     )
@@ -1080,8 +1221,8 @@ def _ex35_prune() -> Exercise:
         checker=_check_prune_tickets,
         hints=["Read `$indexStats` after the workload ran (ops 0 = unused) and compare key patterns for prefixes; "
                "then look at each index's options before dropping it.",
-               "A unique index and a TTL index do work that no query counter shows. Drop `assignee_1`, "
-               "`status_1` and `priority_1`."],
+               "A unique index and a TTL index do work that no query counter shows: keep them whatever "
+               "`$indexStats` says. The rest: a prefix of a kept compound index, or 0 ops, goes."],
         solution_text=(
             'def prune(tickets):\n'
             '    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}\n'
@@ -1119,6 +1260,9 @@ def _check_embed_context(db: Any) -> str:
            or not 1 <= len(u["addresses"]) <= 3 or not all(isinstance(a, dict) and "city" in a for a in u["addresses"])]
     if bad:
         raise NotYet(f"{len(bad)} user(s), e.g. {bad[0]!r}, lack an `addresses` array of 1 to 3 {{label, city}} objects.")
+    lost = _context_vs_setup({u["_id"]: u for u in users})
+    if lost:
+        raise NotYet(lost)
     left = sorted({"user_profiles", "user_addresses", "user_settings"} & set(db.list_collection_names()))
     if left:
         raise NotYet(f"{left} still exist; once reads use the embedded document, drop them so nobody writes there.")
@@ -1126,6 +1270,44 @@ def _check_embed_context(db: Any) -> str:
     stats = db.users.find({"_id": sample}).explain()["executionStats"]
     return (f"the request context for {sample} is one round trip examining {stats['totalDocsExamined']} document, "
             "and a profile + settings change is one atomic update.")
+
+
+def _context_vs_setup(now: dict) -> str | None:
+    """Against the setup copies (``ex.remember(practice, "users", "user_profiles", ...)``): no user gone or
+    changed, and each embedded profile, settings and address list holds what the side collection had."""
+    users = _setup_of("users")
+    if not users:
+        return None
+    problem = (_gone_or_added(users, now, "users", "practice.users",
+                              "embedding adds fields to each user, it never removes users.")
+               or _changed_field(users, now, "user", skip=("profile", "settings", "addresses")))
+    if problem:
+        return problem
+    for coll, field in (("user_profiles", "profile"), ("user_settings", "settings")):
+        for side in _setup_of(coll).values():
+            user = now.get(side.get("userId"))
+            if user is None:
+                continue
+            for f, v in side.items():
+                if f in ("_id", "userId"):
+                    continue
+                if f not in user[field]:
+                    return (f"{user['_id']!r}: the embedded `{field}` lacks `{f}`, which its {coll} document had; "
+                            "embedding moves the data, it does not lose any.")
+                if user[field][f] != v:
+                    return (f"{user['_id']!r}: `{field}.{f}` is {user[field][f]!r}, but its {coll} document had "
+                            f"{v!r}; copy each value as it is.")
+    addresses: dict = {}
+    for a in _setup_of("user_addresses").values():
+        addresses.setdefault(a.get("userId"), []).append((_hashable(a.get("label")), _hashable(a.get("city"))))
+    for uid, want in sorted(addresses.items(), key=lambda kv: str(kv[0])):
+        if uid not in now:
+            continue
+        got = [(_hashable(a.get("label")), _hashable(a.get("city"))) for a in now[uid]["addresses"]]
+        if sorted(got, key=repr) != sorted(want, key=repr):
+            return (f"{uid!r} has {len(got)} embedded address(es) {sorted(got, key=repr)}, but user_addresses had "
+                    f"{len(want)}: {sorted(want, key=repr)}; embed every address with its label and city.")
+    return None
 
 
 @register
@@ -1289,7 +1471,10 @@ def _check_login_filter(args: Any) -> str:
         raise NotYet("practice.members is empty; re-run the practice setup cell.")
     total = members.count_documents({})
     for doc in sample:
-        email = doc["email"]
+        email = doc.get("email")
+        if not isinstance(email, str):
+            raise NotYet(f"member {doc.get('_id')!r} has no `email` string (it has {email!r}): the normalized field "
+                         "is built from it. Re-run the practice setup cell.")
         for variant in (email, email.upper(), email.lower(), email.swapcase()):
             filt = login_filter(variant)
             if not isinstance(filt, dict):
@@ -1449,7 +1634,19 @@ def _check_extended_reference(db: Any) -> str:
     orders = list(db.orders.find())
     if not orders:
         raise NotYet("practice.orders is empty; re-run the practice setup cell.")
-    no_ref = [o["_id"] for o in orders if o.get("customerId") not in customers]
+    setup_customers, setup_orders = _setup_of("customers"), _setup_of("orders")
+    problem = None
+    if setup_customers:
+        problem = (_gone_or_added(setup_customers, customers, "customers", "practice.customers",
+                                  "an extended reference copies two fields, the customers stay the source.")
+                   or _changed_field(setup_customers, customers, "customer"))
+    if setup_orders and not problem:
+        problem = (_gone_or_added(setup_orders, {o["_id"]: o for o in orders}, "orders", "practice.orders",
+                                  "the copy is added to each order, no order is removed.")
+                   or _changed_field(setup_orders, {o["_id"]: o for o in orders}, "order", skip=("customer",)))
+    if problem:
+        raise NotYet(problem)
+    no_ref = [o["_id"] for o in orders if _hashable(o.get("customerId")) not in customers]
     if no_ref:
         raise NotYet(f"{len(no_ref)} order(s), e.g. {no_ref[0]!r}, lost their `customerId` reference; keep it for "
                      "everything the copy does not hold.")
@@ -1745,19 +1942,27 @@ def _check_fix_blog(fix: Any) -> str:
     with observe.sandbox("39-fix-blog") as box:
         db = box.db
         total = blog_store(db)
+        orig = {p["slug"]: (a["_id"], p.get("title"), p.get("at")) for a in db.authors.find() for p in a["posts"]}
         fix(db)
         if db.authors.count_documents({}) != 30:
             raise NotYet(f"db.authors holds {db.authors.count_documents({})} of 30 authors after fix: keep them.")
         slugs: dict[str, str] = {}
+        changed: list[str] = []
         for name in sorted(set(db.list_collection_names()) - {"authors"}):
-            for d in db[name].find({"slug": {"$exists": True}}, {"slug": 1, "authorId": 1}):
+            for d in db[name].find({"slug": {"$exists": True}}, {"slug": 1, "authorId": 1, "title": 1, "at": 1}):
                 slugs[str(d.get("slug"))] = str(d.get("authorId"))
+                was = orig.get(str(d.get("slug")))
+                if was is not None and (d.get("title"), d.get("at")) != was[1:]:
+                    changed.append(str(d.get("slug")))
         for d in db.authors.find({"posts.0": {"$exists": True}}, {"posts.slug": 1}):
             for p in d.get("posts") or []:
                 slugs.setdefault(str(p.get("slug")), d["_id"])
         if len(slugs) < total:
             raise NotYet(f"{total - len(slugs)} of {total} posts are gone: move the posts (one document per post, "
                          "with `authorId`) before removing the array.")
+        if changed:
+            raise NotYet(f"{len(changed)} moved post(s), e.g. {changed[0]!r}, lost or changed their `title` or `at`: "
+                         "move each post whole (every field it had), adding only `authorId`.")
         wrong = [s for s, a in slugs.items() if not (a.startswith("author:") and a[7:].isdigit() and s.startswith(f"a{int(a[7:])}-"))]
         if wrong:
             raise NotYet(f"{len(wrong)} moved post(s), e.g. {wrong[0]!r}, have no (or the wrong) `authorId`: a post "

@@ -2083,7 +2083,7 @@ def _check_chat_workload(args: Any) -> str:
     members, messages = rels["channels", "members"], rels["channels", "messages"]
     card_m = list(members.get("cardinality") or [])
     card_x = list(messages.get("cardinality") or [])
-    if len(card_x) == 3 and card_x[2] is not None:
+    if len(card_x) == 3 and card_x[2] is not None and card_x[2] != float("inf"):
         raise NotYet(f"channels -> messages has max {card_x[2]}, but nothing bounds a channel's messages: leave the "
                      "max empty (None). A guessed bound is how unbounded arrays get embedded.")
     if card_m != [2, 8, 50]:
@@ -2092,6 +2092,11 @@ def _check_chat_workload(args: Any) -> str:
     if card_x[:2] != [0, 2000]:
         raise NotYet(f"channels -> messages starts {card_x[:2]}; the app says none at first and about 2,000 "
                      "typically: [0, 2000, None].")
+    for rel, name, about in ((members, "a member", 60), (messages, "a message", 300)):
+        size = rel.get("child_doc_bytes")
+        if not isinstance(size, (int, float)) or isinstance(size, bool) or not about / 2 <= size <= about * 2:
+            raise NotYet(f"child_doc_bytes of {name} is {size!r}; the app says about {about} bytes: the size decides "
+                         "whether the bounded list stays small enough to embed.")
     if messages.get("child_queried_alone") is not True:
         raise NotYet("messages are searched on their own (without their channel): child_queried_alone=True.")
     if members.get("child_queried_alone") is not False:
