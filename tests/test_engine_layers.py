@@ -23,7 +23,8 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("values", "errors", "docutil", "keys", "entrylist"),            # values, BSON order, key strings
     1: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
-        "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
+        "variables", "add_fields", "validation", "collation", "limits",    # expressions, server rules
+        "expr_base", "expr_arith", "expr_string", "expr_array", "expr_date", "expr_type"),  # expression families
     2: ("indexes", "bounds", "hashed", "subset", "store"),              # indexes, keys, bounds
     3: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
     4: ("collection", "aggregation", "extra_stages", "db_aggregate", "bulk", "boundary", "sessions",
