@@ -185,6 +185,7 @@ def test_strings(coll):
     assert run(coll, {"$substrBytes": ["hello", 1, 3]}) == "ell"
     assert run(coll, {"$substr": ["hello", 2, -1]}) == "llo"
     assert code(coll, {"$substrBytes": ["\u00e9", 1, 1]}) == 28656
+    assert code(coll, {"$substrBytes": ["abc", -1, 1]}) == 50752
     assert code(coll, {"$substrCP": ["abc", -1, 1]}) == 34455
     assert code(coll, {"$substrCP": ["abc", 0, "x"]}) == 34452
     # strLenBytes.js / strLenCP.js
@@ -437,6 +438,8 @@ def test_date_parts_round_trip(coll):
     assert code(coll, {"$dateFromParts": {"year": 2024.5}}) == 40515
     assert code(coll, {"$dateFromParts": {"year": 0}}) == 31034
     assert code(coll, {"$dateFromParts": {"month": 1}}) == 40516
+    # beyond Python's datetime range (year 10000): a server-shaped error, never a bare ValueError
+    assert code(coll, {"$dateFromParts": {"year": 9999, "month": 13}}) == 2
 
 
 def test_date_add_diff_trunc(coll):
@@ -497,3 +500,15 @@ def test_every_family_is_registered():
                "$dateFromParts", "$dateTrunc", "$let", "$median", "$percentile", "$stdDevSamp", "$zip"):
         assert op in OPERATORS, op
     assert evaluate({"$add": ["$a", 1]}, {"a": 1}) == 2
+
+
+def test_expressions_compare_strings_with_the_collation(coll):
+    # manual "Collation": an aggregate's collation applies to its string comparisons, expressions included
+    coll.delete_many({})
+    coll.insert_many([{"_id": 1, "n": "ABC"}, {"_id": 2, "n": "abd"}])
+    pipeline = [{"$project": {"e": {"$eq": ["$n", "abc"]}, "c": {"$cmp": ["$n", "abc"]},
+                              "i": {"$in": ["$n", ["abc"]]}}}, {"$sort": {"_id": 1}}]
+    got = list(coll.aggregate(pipeline, collation={"locale": "en", "strength": 2}))
+    assert [(x["e"], x["c"], x["i"]) for x in got] == [(True, 0, True), (False, 1, False)]
+    plain = list(coll.aggregate(pipeline))
+    assert [(x["e"], x["c"]) for x in plain] == [(False, -1), (False, 1)]

@@ -206,7 +206,14 @@ def _compile_expr(expr: Any) -> Callable[[dict], Any]:
             return out
         return obj
 
-    ev = Evaluator(None, None)  # the engine's expression evaluator (match_expr.py); one $$NOW per compile
+    collation = _collation()  # the call's collation compares strings in expressions too ($eq, $in, $cmp...)
+    str_key = None
+    if collation is not None:
+        from .collation import collation_key
+
+        def str_key(text: str, _c=collation) -> Any:
+            return collation_key(text, _c)
+    ev = Evaluator(None, str_key)  # the engine's expression evaluator (match_expr.py); one $$NOW per compile
 
     def general(doc: dict, _e=expr, _ev=ev.ev):
         v = _ev(_e, doc)

@@ -319,7 +319,7 @@ def op_round_trunc(ev: Any, op: str, arg: Any, doc: Any) -> Any:
         d = v.to_decimal()
         if not d.is_finite():
             return v
-        return Decimal128(d.quantize(quantum, rounding=mode, context=wide))
+        return dec128(d.quantize(quantum, rounding=mode, context=wide))
     if k == 2:
         if math.isnan(v) or math.isinf(v):
             return v

@@ -22,7 +22,7 @@ from .values import MISSING
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-DEC_CTX = decimal.Context(prec=34, rounding=decimal.ROUND_HALF_EVEN, Emax=6144, Emin=-6143)
+DEC_CTX = decimal.Context(prec=34, rounding=decimal.ROUND_HALF_EVEN, Emax=6144, Emin=-6143, traps=[])
 EPOCH = datetime.datetime(1970, 1, 1)
 OpFn = Callable[[Any, str, Any, Any], Any]
 

@@ -75,20 +75,24 @@ def _int64_arg(v: Any) -> int:
     x = float(V.num_value(v))
     if x != x:
         return 0
+    if x in (float("inf"), float("-inf")):
+        return (1 << 63) - 1 if x > 0 else -(1 << 63)
     return int(x)
 
 
 def op_substr_bytes(ev: Any, op: str, arg: Any, doc: Any) -> str:
     """``$substrBytes`` / ``$substr``: ``[string, byte index, byte count]`` (a negative count: to the end)."""
-    s, start, length = eval_args(ev, op, arg, doc, 3)
-    name = "$substrBytes"
+    name = "$substrBytes"  # $substr is its alias, named so in messages
+    s, start, length = eval_args(ev, name, arg, doc, 3)
     text = coerce_to_string(s).encode("utf-8")
     if num_kind(start) < 0:
-        raise fail("%s: starting index must be a numeric type (is BSON type %s)" % (name, tname(start)), 16034)
+        raise fail("%s:  starting index must be a numeric type (is BSON type %s)" % (name, tname(start)), 16034)
     if num_kind(length) < 0:
-        raise fail("%s: length must be a numeric type (is BSON type %s)" % (name, tname(length)), 16035)
+        raise fail("%s:  length must be a numeric type (is BSON type %s)" % (name, tname(length)), 16035)
     lo, n = _int64_arg(start), _int64_arg(length)
-    if lo < 0 or lo >= len(text):
+    if lo < 0:
+        raise fail("%s:  starting index must be non-negative (got: %d)" % (name, lo), 50752)
+    if lo >= len(text):
         return ""
     if lo < len(text) and (text[lo] & 0xC0) == 0x80:
         raise fail("%s:  Invalid range, starting index is a UTF-8 continuation byte." % name, 28656)
@@ -161,15 +165,18 @@ def op_index_of(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     for which, v in zip(("starting", "ending"), vals[2:]):
         i = int_value(v) if num_kind(v) >= 0 else None
         if i is None:
-            raise fail("%s requires an integral %s index, found a value of type: %s, with value: %s"
+            raise fail("%srequires an integral %s index, found a value of type: %s, with value: %s"  # sic
                        % (op, which, tname(v), num_str(v) if num_kind(v) >= 0 else repr(v)), 40096)
         if i < 0:
             raise fail("%s requires a nonnegative %s index, found: %d" % (op, which, i), 40097)
         bounds.append(i)
     start = bounds[0] if bounds else 0
     end = bounds[1] if len(bounds) > 1 else len(hay)
+    end = min(end, len(hay))
     if start > len(hay) or end < start:
         return -1
+    if cp and start == end:  # the server's code-point loop looks at no position (except "" in "")
+        return 0 if hay == "" and needle == "" else -1
     return hay.find(needle, start, end)
 
 

@@ -117,7 +117,11 @@ class Evaluator:
     def _op(self, op: str, arg: Any, doc: Any) -> Any:
         fn = OPERATORS.get(op)
         if fn is not None:
-            return fn(self, op, arg, doc)
+            try:
+                return fn(self, op, arg, doc)
+            except (TypeError, ValueError, OverflowError, ArithmeticError, IndexError, KeyError,
+                    AttributeError, RecursionError) as e:  # never a bare Python error to the learner
+                raise fail("Failed to evaluate %s: %s" % (op, e), 2) from None
         if op in NOT_MODELLED:
             raise fail("Expression %s is not supported on the embedded engine (valid on MongoDB 8.0); use a real "
                        "server (set MONGODB_URI)" % op, 115)
