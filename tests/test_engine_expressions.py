@@ -362,6 +362,9 @@ def test_type_and_convert(coll):
     assert run(coll, {"$toDouble": "1.5"}) == 1.5 and run(coll, {"$toDouble": True}) == 1.0
     assert run(coll, {"$toDecimal": 1}) == Decimal128("1")
     assert run(coll, {"$toString": 2.5}) == "2.5" and run(coll, {"$toString": True}) == "true"
+    # expression_convert.cpp performFormatDouble streams the double ("%g": six significant digits)
+    assert run(coll, {"$toString": 3.14159265}) == "3.14159" and run(coll, {"$toString": 1e20}) == "1e+20"
+    assert run(coll, {"$toString": -0.0}) == "-0" and run(coll, {"$toLower": 1234567.0}) == "1.23457e+06"
     assert run(coll, {"$toString": D(2024, 1, 2, 3, 4, 5)}) == "2024-01-02T03:04:05.000Z"
     assert run(coll, {"$toBool": ""}) is True and run(coll, {"$toBool": 0}) is False
     assert run(coll, {"$toDate": Int64(0)}) == D(1970, 1, 1)

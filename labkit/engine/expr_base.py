@@ -241,7 +241,7 @@ def is_date(v: Any) -> bool:
 
 
 def num_str(v: Any) -> str:
-    """A number as the server prints it in strings ($toString, $concat of converted values)."""
+    """A number as the server prints it in strings and messages ($toString, coerceToString, error values)."""
     k = num_kind(v)
     if k in (0, 1):
         return str(int(v))
@@ -257,10 +257,8 @@ def num_str(v: Any) -> str:
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x)) if x != 0 or math.copysign(1, x) > 0 else "-0"
-    r = repr(x)
-    return r
+    # the server streams doubles with printf's "%g" (StringBuilder, performFormatDouble): 6 significant digits
+    return "%g" % x
 
 
 def iso_date(d: datetime.datetime) -> str:
