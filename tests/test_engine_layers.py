@@ -27,7 +27,8 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("values", "errors", "docutil", "keys", "entrylist", "_version", "hooks"),  # values, BSON order, key strings
     10: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
-         "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
+         "variables", "add_fields", "validation", "collation", "limits",   # expressions, server rules
+         "expr_base", "expr_arith", "expr_string", "expr_array", "expr_date", "expr_type"),  # expression families
     20: ("indexes", "bounds", "hashed", "subset", "store"),             # indexes, keys, bounds
     30: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
     # collection and aggregation, in sub-layers: the services every operation passes through first

@@ -25,7 +25,7 @@ from . import hooks
 from .planner import IS_EOF, Query, make_matcher, totals, unsupported
 from .projection import project_stage
 from .stages import IndexScan
-from .match_expr import field_path, let_variables
+from .match_expr import Evaluator, field_path, let_variables
 from .values import MISSING
 from .variables import bind_pipeline
 from .add_fields import add_fields_stage, replace_root_stage
@@ -181,7 +181,8 @@ def _get_path(doc: Any, path: str) -> Any:
 
 
 def _compile_expr(expr: Any) -> Callable[[dict], Any]:
-    """A fast evaluator for field paths and constants; general expressions go through mongomock."""
+    """An evaluator of an aggregation expression (a missing result raises KeyError): field paths, constants and
+    plain objects of them take fast paths, everything else the engine's Evaluator (match_expr.py)."""
     if isinstance(expr, str) and expr.startswith("$") and not expr.startswith("$$"):
         path = expr[1:]
         if "." not in path:
@@ -206,11 +207,20 @@ def _compile_expr(expr: Any) -> Callable[[dict], Any]:
             return out
         return obj
 
-    def general(doc: dict, _e=expr):
-        try:
-            return mm_aggregate._parse_expression(_e, doc)
-        except NotImplementedError as e:
-            raise unsupported("Expression %s (%s)" % (_e, e)) from None
+    collation = _collation()  # the call's collation compares strings in expressions too ($eq, $in, $cmp...)
+    str_key = None
+    if collation is not None:
+        from .collation import collation_key
+
+        def str_key(text: str, _c=collation) -> Any:
+            return collation_key(text, _c)
+    ev = Evaluator(None, str_key)  # the engine's expression evaluator (match_expr.py); one $$NOW per compile
+
+    def general(doc: dict, _e=expr, _ev=ev.ev):
+        v = _ev(_e, doc)
+        if v is MISSING:
+            raise KeyError("missing")
+        return v
     return general
 
 

@@ -13,19 +13,18 @@ pages "$getField", "$setField", "$unsetField"):
 - ``$setField`` replaces the field in place or appends it; ``value: "$$REMOVE"`` (and ``$unsetField``) removes
   it; ``input`` null or missing gives null, any other non-object is refused (4161105).
 
-Other general expressions stay with mongomock's parser; this module wraps its ``parse`` (installed by
-``labkit.engine.aggregation`` with its other expression fixes).
+The engine's evaluator (``match_expr``) calls ``get_field`` / ``set_field`` with its own ``evaluate``;
+``install`` also teaches mongomock's parser the three operators, for the stages that still run through it.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from typing import Callable
+
 from mongomock import OperationFailure
-from mongomock import aggregate as mm_aggregate
 
-from .values import type_name
-
-_MISSING = object()
+from .values import MISSING as _MISSING, type_name
 _LITERAL_OPS = ("$literal", "$const")
 
 
@@ -33,16 +32,18 @@ def _fail(msg: str, code: int) -> OperationFailure:
     return OperationFailure(msg, code)
 
 
-def _eval(parser: Any, expr: Any) -> Any:
-    """Evaluate a sub-expression with mongomock's parser; ``_MISSING`` for a missing value."""
-    if expr == "$$REMOVE":
-        return _MISSING
-    if expr in ("$$ROOT", "$$CURRENT"):
-        return parser._doc_dict
-    try:
-        return parser.parse(expr)
-    except KeyError:
-        return _MISSING
+def _mongomock_evaluate(parser: Any) -> Callable[[Any], Any]:
+    """An ``evaluate`` over mongomock's parser; ``_MISSING`` for a missing value."""
+    def evaluate(expr: Any) -> Any:
+        if expr == "$$REMOVE":
+            return _MISSING
+        if expr in ("$$ROOT", "$$CURRENT"):
+            return parser._doc_dict
+        try:
+            return parser.parse(expr)
+        except KeyError:
+            return _MISSING
+    return evaluate
 
 
 def _field_name(op: str, spec: Any, codes: tuple[int, int, int]) -> str:
@@ -65,8 +66,9 @@ def _field_name(op: str, spec: Any, codes: tuple[int, int, int]) -> str:
     raise _fail("%s requires 'field' to evaluate to type String, but got %s" % (op, type_name(spec)), type_code)
 
 
-def get_field(parser: Any, arg: Any) -> Any:
-    """``$getField``; returns ``_MISSING`` when the result is missing."""
+def get_field(evaluate: Callable[[Any], Any], current: Any, arg: Any) -> Any:
+    """``$getField`` (``evaluate`` a sub-expression, ``current`` the ``$$CURRENT`` document); returns
+    ``MISSING`` when the result is missing."""
     codes = (5654600, 5654601, 5654602)
     if isinstance(arg, dict) and not any(k.startswith("$") for k in arg):
         for key in arg:
@@ -77,10 +79,10 @@ def get_field(parser: Any, arg: Any) -> Any:
         if "input" not in arg:
             raise _fail("$getField requires 'input' to be specified", 3041703)
         name = _field_name("$getField", arg["field"], codes)
-        source = _eval(parser, arg["input"])
+        source = evaluate(arg["input"])
     else:
         name = _field_name("$getField", arg, codes)
-        source = parser._doc_dict
+        source = current
     if source is None:
         return None
     if source is _MISSING or not isinstance(source, dict):
@@ -88,7 +90,7 @@ def get_field(parser: Any, arg: Any) -> Any:
     return source.get(name, _MISSING)
 
 
-def set_field(parser: Any, arg: Any, unset: bool = False) -> Any:
+def set_field(evaluate: Callable[[Any], Any], arg: Any, unset: bool = False) -> Any:
     """``$setField`` (or ``$unsetField`` when ``unset``); returns ``None`` for a nullish input."""
     op = "$unsetField" if unset else "$setField"
     if not isinstance(arg, dict):
@@ -104,12 +106,12 @@ def set_field(parser: Any, arg: Any, unset: bool = False) -> Any:
     if "input" not in arg:
         raise _fail("%s requires 'input' to be specified" % op, 4161109)
     name = _field_name(op, arg["field"], (4161108, 4161106, 4161107))
-    source = _eval(parser, arg["input"])
+    source = evaluate(arg["input"])
     if source is None or source is _MISSING:
         return None
     if not isinstance(source, dict):
         raise _fail("%s requires 'input' to evaluate to type Object" % op, 4161105)
-    value = _MISSING if unset else _eval(parser, arg["value"])
+    value = _MISSING if unset else evaluate(arg["value"])
     out = dict(source)
     if value is _MISSING:
         out.pop(name, None)
@@ -120,6 +122,7 @@ def set_field(parser: Any, arg: Any, unset: bool = False) -> Any:
 
 def install() -> None:
     """Teach mongomock's expression parser the three operators (idempotent)."""
+    from mongomock import aggregate as mm_aggregate
     parser_cls = mm_aggregate._Parser
     if getattr(parser_cls, "_labkit_field_exprs", False):
         return
@@ -129,12 +132,12 @@ def install() -> None:
         if isinstance(expression, dict) and len(expression) == 1:
             (op, arg), = expression.items()
             if op == "$getField":
-                out = get_field(self, arg)
+                out = get_field(_mongomock_evaluate(self), self._doc_dict, arg)
                 if out is _MISSING:
                     raise KeyError("$getField")  # mongomock's "missing"
                 return out
             if op in ("$setField", "$unsetField"):
-                return set_field(self, arg, unset=op == "$unsetField")
+                return set_field(_mongomock_evaluate(self), arg, unset=op == "$unsetField")
         return original(self, expression)
 
     parser_cls.parse = parse

@@ -1,87 +1,75 @@
-"""``$expr`` in a query: aggregation expressions evaluated against a document, with ``let`` variables.
+"""The engine's aggregation expression evaluator: ``$expr`` in queries, and every expression of a pipeline
+(``$project`` / ``$addFields`` / ``$group`` keys / update pipelines, through ``aggregation._compile_expr``).
 
-The boolean and comparison layer (``$and $or $not $eq $ne $gt $gte $lt $lte $cmp $in $ifNull $cond``),
-field paths, ``$$`` variables and ``$literal`` are evaluated here with the server's aggregation rules
-(manual "Expression Operators"; comparison order of ``values.compare`` with missing below null, so
-``{$eq: ["$nope", null]}`` is false and ``{$lt: ["$nope", null]}`` true); any other operator is evaluated
-by mongomock's expression evaluator on the already-substituted arguments, missing fields given as null.
-No field lookup ever raises KeyError.
+This module holds the Evaluator (field paths, ``$$`` variables, expression objects, array literals) and the
+boolean, comparison, conditional, variable and object operators; the other families live in ``expr_arith``,
+``expr_string``, ``expr_array``, ``expr_date`` and ``expr_type`` and are registered in ``OPERATORS``. The rules are
+the server's (manual "Expression Operators", src/mongo/db/pipeline/expression.cpp): comparison in BSON order
+with missing below null (``{$eq: ["$nope", null]}`` is false, ``{$lt: ["$nope", null]}`` true); null and missing
+operands give null for most operators; wrong argument counts and types fail with the server's codes. No
+expression is handed to mongomock; JavaScript (``$function``, ``$accumulator``) is refused with 115. No field
+lookup ever raises KeyError.
 """
 from __future__ import annotations
 
 import datetime
+import random
 from typing import Any, Callable
 
+import bson
+from bson import Timestamp
 from mongomock import OperationFailure
 
-from . import values as V
+from . import expr_arith, expr_array, expr_date, expr_string, expr_type, expressions
+from .expr_base import agg_compare, eval_args, fail, field_path, nullish, operands, tname, truthy
 from .values import MISSING
+
+__all__ = ["Evaluator", "evaluate", "let_variables", "compile_expr_predicate", "truthy", "field_path",
+           "agg_compare", "MISSING", "OPERATORS"]
 
 
 def _fail(msg: str, code: int = 2) -> OperationFailure:
-    return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code})
+    return fail(msg, code)
 
 
-def truthy(v: Any) -> bool:
-    """Aggregation truthiness: false, null, missing, undefined and numeric zero are false."""
-    if v is None or v is MISSING or v is False or isinstance(v, V.Undefined):
-        return False
-    if V.is_number(v) and not isinstance(v, bool):
-        x = V.num_value(v)
-        return not (x == 0)
-    return True
-
-
-def field_path(doc: Any, path: str) -> Any:
-    """``"$a.b"`` in aggregation: arrays on the way map to arrays of the values found (missing dropped)."""
-    cur = doc
-    for i, p in enumerate(path.split(".")):
-        if type(cur) is dict or isinstance(cur, dict):
-            cur = cur.get(p, MISSING)
-            if cur is MISSING:
-                return MISSING
-        elif type(cur) is list:
-            rest = ".".join(path.split(".")[i:])
-            out = []
-            for e in cur:
-                if type(e) is dict or type(e) is list:
-                    x = field_path(e, rest)
-                    if x is not MISSING:
-                        out.append(x)
-            return out
-        else:
-            return MISSING
-    return cur
-
-
-def _agg_rank(v: Any) -> int:
-    if v is MISSING:
-        return V.T_UNDEF
-    return V.canonical_type(v)
-
-
-def agg_compare(a: Any, b: Any, str_key: Callable | None = None) -> int:
-    ra, rb = _agg_rank(a), _agg_rank(b)
-    if ra != rb:
-        return -1 if ra < rb else 1
-    if ra == V.T_UNDEF:
-        return 0
-    return V.compare(a, b, str_key)
+# Valid on MongoDB 8.0 but not evaluated by the embedded engine: a clear refusal (115), never a wrong answer.
+NOT_MODELLED = frozenset(("$function", "$accumulator", "$meta", "$toHashedIndexKey", "$internalJsEmit",
+                          "$_internalJsEmit", "$createObjectId", "$encStrStartsWith", "$encStrEndsWith",
+                          "$encStrContains", "$encStrNormalizedEq", "$testApiVersion"))
+# window-only operators and accumulators that are not expressions: the server does not know them here either
+_NOT_EXPRESSIONS = frozenset(("$push", "$addToSet", "$count", "$top", "$topN", "$bottom", "$bottomN", "$rank",
+                              "$denseRank", "$documentNumber", "$shift", "$expMovingAvg", "$derivative",
+                              "$integral", "$covariancePop", "$covarianceSamp", "$locf", "$linearFill",
+                              "$where", "$sampleRate", "$stdDev"))
 
 
 class Evaluator:
-    """Evaluates one expression tree against documents."""
+    """Evaluates expression trees against documents; ``vars`` are the visible ``$$`` variables."""
+
+    __slots__ = ("vars", "str_key", "_now")
 
     def __init__(self, variables: dict | None, str_key: Callable | None) -> None:
         self.vars = dict(variables or {})
         self.str_key = str_key
+        self._now: list = []
+
+    def scoped(self, names: dict) -> "Evaluator":
+        """A child evaluator that also sees ``names`` (``$let``, ``$map`` / ``$filter`` ``as``, ``$reduce``)."""
+        child = Evaluator.__new__(Evaluator)
+        child.vars = {**self.vars, **names}
+        child.str_key = self.str_key
+        child._now = self._now
+        return child
 
     def ev(self, e: Any, doc: Any) -> Any:
+        """The value of expression ``e`` for ``doc`` (MISSING for a missing field)."""
         t = type(e)
         if t is str:
             if e.startswith("$$"):
                 return self._var(e[2:], doc)
             if e.startswith("$"):
+                if len(e) == 1:
+                    raise fail("'$' by itself is not a valid FieldPath", 16872)
                 return field_path(doc, e[1:])
             return e
         if t is list:
@@ -92,8 +80,8 @@ class Evaluator:
             k = next(iter(e))
             if isinstance(k, str) and k.startswith("$"):
                 if len(e) != 1:
-                    raise _fail("an expression specification must contain exactly one field, the name of the "
-                                "expression. Found %d fields in %r" % (len(e), e), 15983)
+                    raise fail("an expression specification must contain exactly one field, the name of the "
+                               "expression. Found %d fields in %r" % (len(e), e), 15983)
                 return self._op(k, e[k], doc)
             out = {}
             for kk, vv in e.items():
@@ -103,113 +91,296 @@ class Evaluator:
             return out
         return e
 
+    def now(self) -> datetime.datetime:
+        """``$$NOW``: one value for the whole evaluation (millisecond precision, as BSON dates)."""
+        if not self._now:
+            n = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+            self._now.append(n.replace(microsecond=n.microsecond // 1000 * 1000))
+        return self._now[0]
+
     def _var(self, name: str, doc: Any) -> Any:
         base, _, rest = name.partition(".")
-        if base in ("ROOT", "CURRENT"):
+        if base in self.vars:
+            v = self.vars[base]
+        elif base in ("ROOT", "CURRENT"):
             v = doc
         elif base == "REMOVE":
             return MISSING
         elif base == "NOW":
-            v = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        elif base in self.vars:
-            v = self.vars[base]
+            v = self.now()
+        elif base == "CLUSTER_TIME":
+            v = Timestamp(int(self.now().replace(tzinfo=datetime.timezone.utc).timestamp()), 1)
         else:
-            raise _fail("Use of undefined variable: %s" % base, 17276)
+            raise fail("Use of undefined variable: %s" % base, 17276)
         return field_path(v, rest) if rest else v
 
-    def _args(self, arg: Any, doc: Any) -> list:
-        if type(arg) is list:
-            return [self.ev(x, doc) for x in arg]
-        return [self.ev(arg, doc)]
-
     def _op(self, op: str, arg: Any, doc: Any) -> Any:
-        if op == "$literal":
-            return arg
-        if op == "$and":
-            return all(truthy(self.ev(x, doc)) for x in (arg if type(arg) is list else [arg]))
-        if op == "$or":
-            return any(truthy(self.ev(x, doc)) for x in (arg if type(arg) is list else [arg]))
-        if op == "$not":
-            a = arg[0] if type(arg) is list and len(arg) == 1 else arg
-            if type(arg) is list and len(arg) != 1:
-                raise _fail("Expression $not takes exactly 1 arguments. %d were passed in." % len(arg), 16020)
-            return not truthy(self.ev(a, doc))
-        if op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$cmp"):
-            if type(arg) is not list or len(arg) != 2:
-                n = len(arg) if type(arg) is list else 1
-                raise _fail("Expression %s takes exactly 2 arguments. %d were passed in." % (op, n), 16020)
-            c = agg_compare(self.ev(arg[0], doc), self.ev(arg[1], doc), self.str_key)
-            return {"$eq": c == 0, "$ne": c != 0, "$gt": c > 0, "$gte": c >= 0, "$lt": c < 0,
-                    "$lte": c <= 0, "$cmp": c}[op]
-        if op == "$in":
-            if type(arg) is not list or len(arg) != 2:
-                raise _fail("Expression $in takes exactly 2 arguments. %d were passed in."
-                            % (len(arg) if type(arg) is list else 1), 16020)
-            x = self.ev(arg[0], doc)
-            arr = self.ev(arg[1], doc)
-            if type(arr) is not list:
-                raise _fail("$in requires an array as a second argument, found: %s"
-                            % ("missing" if arr is MISSING else V.type_name(arr)), 40081)
-            return any(agg_compare(x, y, self.str_key) == 0 for y in arr)
-        if op == "$ifNull":
-            if type(arg) is not list or len(arg) < 2:
-                raise _fail("$ifNull needs at least two arguments, had: %d"
-                            % (len(arg) if type(arg) is list else 1), 1257300)
-            for x in arg[:-1]:
-                v = self.ev(x, doc)
-                if v is not None and v is not MISSING and not isinstance(v, V.Undefined):
-                    return v
-            return self.ev(arg[-1], doc)
-        if op == "$cond":
-            if type(arg) is list:
-                if len(arg) != 3:
-                    raise _fail("Expression $cond takes exactly 3 arguments. %d were passed in." % len(arg), 16020)
-                c, t, f = arg
-            elif isinstance(arg, dict):
-                c, t, f = arg.get("if"), arg.get("then"), arg.get("else")
-            else:
-                raise _fail("Expression $cond takes exactly 3 arguments. 1 were passed in.", 16020)
-            return self.ev(t, doc) if truthy(self.ev(c, doc)) else self.ev(f, doc)
-        return self._delegate(op, arg, doc)
+        fn = OPERATORS.get(op)
+        if fn is not None:
+            try:
+                return fn(self, op, arg, doc)
+            except (TypeError, ValueError, OverflowError, ArithmeticError, IndexError, KeyError,
+                    AttributeError, RecursionError) as e:  # never a bare Python error to the learner
+                raise fail("Failed to evaluate %s: %s" % (op, e), 2) from None
+        if op in NOT_MODELLED:
+            raise fail("Expression %s is not supported on the embedded engine (valid on MongoDB 8.0); use a real "
+                       "server (set MONGODB_URI)" % op, 115)
+        raise fail("Unrecognized expression '%s'" % op, 168)
 
-    def _delegate(self, op: str, arg: Any, doc: Any) -> Any:
-        from mongomock import aggregate as mm_aggregate
 
-        def lit(v: Any) -> Any:
-            return {"$literal": None if v is MISSING else v}
-        if type(arg) is list:
-            sub: Any = [lit(self.ev(x, doc)) for x in arg]
-        elif isinstance(arg, dict) and not any(isinstance(k, str) and k.startswith("$") for k in arg):
-            # named-argument operators ($dateToString, $regexMatch, $map...): keep their shape
-            sub = _subst_vars(arg, self.vars, doc)
-        else:
-            sub = lit(self.ev(arg, doc))
-        try:
-            return mm_aggregate._parse_expression({op: sub}, doc, ignore_missing_keys=True)
-        except OperationFailure:
-            raise
-        except NotImplementedError as e:
-            raise _fail("Expression %s (%s) is not supported on the embedded engine; use a real server "
-                        "(set MONGODB_URI)" % (op, e), 115) from None
-        except KeyError:
+# ------------------------------------------------------------------------------------------ core operators
+def _op_literal(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    return arg
+
+
+def _op_and_or(ev: Evaluator, op: str, arg: Any, doc: Any) -> bool:
+    items = arg if type(arg) is list else [arg]
+    if op == "$and":
+        return all(truthy(ev.ev(x, doc)) for x in items)
+    return any(truthy(ev.ev(x, doc)) for x in items)
+
+
+def _op_not(ev: Evaluator, op: str, arg: Any, doc: Any) -> bool:
+    (v,) = eval_args(ev, op, arg, doc, 1)
+    return not truthy(v)
+
+
+_CMP = {"$eq": lambda c: c == 0, "$ne": lambda c: c != 0, "$gt": lambda c: c > 0, "$gte": lambda c: c >= 0,
+        "$lt": lambda c: c < 0, "$lte": lambda c: c <= 0}
+
+
+def _op_compare(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    a, b = eval_args(ev, op, arg, doc, 2)
+    c = agg_compare(a, b, ev.str_key)
+    if op == "$cmp":
+        return -1 if c < 0 else (1 if c > 0 else 0)
+    return _CMP[op](c)
+
+
+def _op_in(ev: Evaluator, op: str, arg: Any, doc: Any) -> bool:
+    x, arr = eval_args(ev, op, arg, doc, 2)
+    if type(arr) is not list:
+        raise fail("$in requires an array as a second argument, found: %s" % tname(arr), 40081)
+    return any(agg_compare(x, y, ev.str_key) == 0 for y in arr)
+
+
+def _op_if_null(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    if type(arg) is not list or len(arg) < 2:
+        raise fail("$ifNull needs at least two arguments, had: %d" % (len(arg) if type(arg) is list else 1), 1257300)
+    for x in arg[:-1]:
+        v = ev.ev(x, doc)
+        if not nullish(v):
+            return v
+    return ev.ev(arg[-1], doc)
+
+
+def _op_cond(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    if isinstance(arg, dict):
+        for k in arg:
+            if k not in ("if", "then", "else"):
+                raise fail("Unrecognized parameter to $cond: %s" % k, 17083)
+        for k, code in (("if", 17080), ("then", 17081), ("else", 17082)):
+            if k not in arg:
+                raise fail("Missing '%s' parameter to $cond" % k, code)
+        c, t, f = arg["if"], arg["then"], arg["else"]
+    else:
+        c, t, f = operands(op, arg, 3)
+    return ev.ev(t, doc) if truthy(ev.ev(c, doc)) else ev.ev(f, doc)
+
+
+def _op_switch(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    if not isinstance(arg, dict):
+        raise fail("$switch requires an object as an argument, found: %s" % tname(arg), 40060)
+    for k in arg:
+        if k not in ("branches", "default"):
+            raise fail("$switch found an unknown argument: %s" % k, 40067)
+    branches = arg.get("branches", [])
+    if type(branches) is not list:
+        raise fail("$switch expected an array for 'branches', found: %s" % tname(branches), 40061)
+    for b in branches:
+        if not isinstance(b, dict):
+            raise fail("$switch expected each branch to be an object, found: %s" % tname(b), 40062)
+        for k in b:
+            if k not in ("case", "then"):
+                raise fail("$switch found an unknown argument to a branch: %s" % k, 40063)
+        if "case" not in b:
+            raise fail("$switch requires each branch have a 'case' expression", 40064)
+        if "then" not in b:
+            raise fail("$switch requires each branch have a 'then' expression.", 40065)
+    if not branches:
+        raise fail("$switch requires at least one branch.", 40068)
+    for b in branches:
+        if truthy(ev.ev(b["case"], doc)):
+            return ev.ev(b["then"], doc)
+    if "default" not in arg:
+        raise fail("$switch could not find a matching branch for an input, and no default was specified.", 40066)
+    return ev.ev(arg["default"], doc)
+
+
+def check_variable_name(name: str) -> None:
+    """A user variable name as the server checks it (16866 empty, 16870 first character, 16871 others)."""
+    if not name:
+        raise fail("empty variable names are not allowed", 16866)
+    if not (name[0].islower() or ord(name[0]) > 127):
+        raise fail("'%s' starts with an invalid character for a user variable name" % name, 16870)
+    for ch in name:
+        if not (ch.isalnum() or ch == "_" or ord(ch) > 127):
+            raise fail("'%s' contains an invalid character for a variable name: '%s'" % (name, ch), 16871)
+
+
+def _op_let(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    if not isinstance(arg, dict):
+        raise fail("$let only supports an object as its argument", 16874)
+    for k in arg:
+        if k not in ("vars", "in"):
+            raise fail("Unrecognized parameter to $let: %s" % k, 16875)
+    if "vars" not in arg:
+        raise fail("Missing 'vars' parameter to $let", 16876)
+    if "in" not in arg:
+        raise fail("Missing 'in' parameter to $let", 16877)
+    if not isinstance(arg["vars"], dict):
+        raise fail("invalid parameter: expected an object (vars)", 10065)
+    bound = {}
+    for name, e in arg["vars"].items():
+        check_variable_name(name)
+        v = ev.ev(e, doc)
+        bound[name] = MISSING if v is MISSING else v
+    return ev.scoped(bound).ev(arg["in"], doc)
+
+
+def _op_merge_objects(ev: Evaluator, op: str, arg: Any, doc: Any) -> dict:
+    out: dict = {}
+    for v in eval_args(ev, op, arg, doc, 0, None):
+        if nullish(v):
+            continue
+        if not isinstance(v, dict):
+            raise fail("$mergeObjects requires object inputs, but input %s is of type %s" % (_show(v), tname(v)),
+                       40400)
+        out.update(v)
+    return out
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, str):
+        return '"%s"' % v
+    return repr(v)
+
+
+def _op_field(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    evaluate = lambda e: ev.ev(e, doc)  # noqa: E731
+    if op == "$getField":
+        return expressions.get_field(evaluate, doc, arg)
+    out = expressions.set_field(evaluate, arg, unset=op == "$unsetField")
+    return out
+
+
+def _op_bson_size(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    (v,) = eval_args(ev, op, arg, doc, 1)
+    if nullish(v):
+        return None
+    if not isinstance(v, dict):
+        raise fail("$bsonSize requires a document input, found: %s" % tname(v), 31393)
+    return len(bson.encode(v))
+
+
+def _op_binary_size(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    (v,) = eval_args(ev, op, arg, doc, 1)
+    if nullish(v):
+        return None
+    if isinstance(v, str):
+        return len(v.encode("utf-8"))
+    if isinstance(v, (bytes, bson.Binary)):
+        return len(bytes(v))
+    raise fail("$binarySize requires a string or BinData argument, found: %s" % tname(v), 51276)
+
+
+def _op_rand(ev: Evaluator, op: str, arg: Any, doc: Any) -> float:
+    if arg not in ({}, []):
+        raise fail("$rand does not currently accept arguments", 3040500)
+    return random.random()
+
+
+def _op_ts(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    (v,) = eval_args(ev, op, arg, doc, 1)
+    if nullish(v):
+        return None
+    if not isinstance(v, Timestamp):
+        raise fail("Argument to %s must be a timestamp, but is %s" % (op, tname(v)), 5687301 if op == "$tsSecond"
+                   else 5687302)
+    return bson.Int64(v.time if op == "$tsSecond" else v.inc)
+
+
+def _op_bits(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    from .expr_base import make_int, num_kind
+    if op == "$bitNot":
+        (v,) = eval_args(ev, op, arg, doc, 1)
+        vals = [v]
+    else:
+        vals = eval_args(ev, op, arg, doc, 0, None)
+    kind = 0
+    for v in vals:
+        if nullish(v):
             return None
-        except (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as e:
-            raise _fail("Failed to evaluate %s: %s" % (op, e)) from None
+        if num_kind(v) not in (0, 1):
+            raise fail("%s only supports int and long operands." % op, 28765)
+        kind = max(kind, num_kind(v))
+    if op == "$bitNot":
+        return make_int(~int(vals[0]), kind)
+    acc = {"$bitAnd": -1, "$bitOr": 0, "$bitXor": 0}[op]
+    for v in vals:
+        x = int(v)
+        acc = acc & x if op == "$bitAnd" else (acc | x if op == "$bitOr" else acc ^ x)
+    return make_int(acc, kind)
 
 
-def _subst_vars(obj: Any, vars_: dict, doc: Any) -> Any:
-    if isinstance(obj, str) and obj.startswith("$$"):
-        name, _, rest = obj[2:].partition(".")
-        if name in vars_:
-            v = vars_[name]
-            v = field_path(v, rest) if rest else v
-            return {"$literal": None if v is MISSING else v}
-        return obj
-    if isinstance(obj, dict):
-        return {k: _subst_vars(v, vars_, doc) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_subst_vars(v, vars_, doc) for v in obj]
-    return obj
+def _op_trig(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
+    import math
+
+    from .expr_base import dec128, num_kind, to_dec, to_float
+    if op == "$atan2":
+        y, x = eval_args(ev, op, arg, doc, 2)
+        if nullish(y) or nullish(x):
+            return None
+        for v in (y, x):
+            if num_kind(v) < 0:
+                raise fail("$atan2 only supports numeric types, not %s" % tname(v), 51044)
+        r = math.atan2(to_float(y), to_float(x))
+        return dec128(to_dec(r)) if 3 in (num_kind(y), num_kind(x)) else r
+    (v,) = eval_args(ev, op, arg, doc, 1)
+    if nullish(v):
+        return None
+    if num_kind(v) < 0:
+        raise fail("%s only supports numeric types, not %s" % (op, tname(v)), 28765)
+    x = to_float(v)
+    fns = {"$sin": math.sin, "$cos": math.cos, "$tan": math.tan, "$asin": math.asin, "$acos": math.acos,
+           "$atan": math.atan, "$sinh": math.sinh, "$cosh": math.cosh, "$tanh": math.tanh, "$asinh": math.asinh,
+           "$acosh": math.acosh, "$atanh": math.atanh, "$degreesToRadians": math.radians,
+           "$radiansToDegrees": math.degrees}
+    try:
+        r = fns[op](x)
+    except (ValueError, OverflowError):
+        if x != x:
+            return x
+        raise fail("cannot apply %s to %s, value must be in the function's domain" % (op, x), 50989) from None
+    return dec128(to_dec(r)) if num_kind(v) == 3 else r
+
+
+OPERATORS: dict[str, Callable[[Evaluator, str, Any, Any], Any]] = {
+    "$literal": _op_literal, "$const": _op_literal,
+    "$and": _op_and_or, "$or": _op_and_or, "$not": _op_not,
+    "$eq": _op_compare, "$ne": _op_compare, "$gt": _op_compare, "$gte": _op_compare, "$lt": _op_compare,
+    "$lte": _op_compare, "$cmp": _op_compare, "$in": _op_in,
+    "$ifNull": _op_if_null, "$cond": _op_cond, "$switch": _op_switch, "$let": _op_let,
+    "$mergeObjects": _op_merge_objects, "$getField": _op_field, "$setField": _op_field, "$unsetField": _op_field,
+    "$bsonSize": _op_bson_size, "$binarySize": _op_binary_size, "$rand": _op_rand,
+    "$tsSecond": _op_ts, "$tsIncrement": _op_ts,
+    "$bitAnd": _op_bits, "$bitOr": _op_bits, "$bitXor": _op_bits, "$bitNot": _op_bits,
+}
+OPERATORS.update({op: _op_trig for op in ("$sin", "$cos", "$tan", "$asin", "$acos", "$atan", "$atan2", "$sinh",
+                                          "$cosh", "$tanh", "$asinh", "$acosh", "$atanh", "$degreesToRadians",
+                                          "$radiansToDegrees")})
+for _family in (expr_arith, expr_string, expr_array, expr_date, expr_type):
+    OPERATORS.update(_family.OPS)
 
 
 def evaluate(expr: Any, doc: Any, variables: dict | None = None, str_key: Callable | None = None) -> Any:

@@ -359,9 +359,8 @@ def _include(d: dict, tree: dict, root: dict) -> dict:
         if isinstance(node, _Expr):
             try:
                 val = node.fn(root)
-            except KeyError:  # a missing field: a field path gives nothing, an operator null
-                val = MISSING if isinstance(node.expr, str) or (
-                    isinstance(node.expr, dict) and set(node.expr) == {"$getField"}) else None
+            except KeyError:  # a missing value (the engine's evaluator: a missing field, $$REMOVE...): no field
+                val = MISSING
             if val is MISSING:
                 out.pop(k, None)
             else:

@@ -28,8 +28,8 @@ Approximations (documented, deliberate):
   (comparisons, ``$in``/``$nin``, ``$exists``, ``$type``, ``$regex``, ``$size``,
   ``$all``, ``$elemMatch``, ``$mod``, ``$not``, ``$and``/``$or``/``$nor``, ``$expr``);
   ``consideredValue(s)`` follow the server only for simple (non-array) paths, and
-  ``$expr``'s ``expressionResult`` is evaluated with mongomock's expression parser when
-  possible, else reported as ``False``.
+  ``$expr``'s ``expressionResult`` is evaluated with the engine's expression evaluator
+  (``match_expr``), else reported as ``False``.
 * Encryption keywords (``encrypt``, ``encryptMetadata``) are refused: the embedded engine
   has no client-side field level encryption.
 """
