@@ -186,8 +186,9 @@ def test_copy_on_write_update_equals_general_path(docs, upd, k, many):
     with mock.patch.object(C, "_update_reach", lambda compiled: (None, False)):
         slow = _apply(docs, upd, flt, many)
     if "$currentDate" in upd:
-        # the two runs read the clock at different moments: compare all but the stored documents' bytes
-        assert fast[0] == slow[0] and fast[1] == slow[1]
+        # the two runs read the clock at different moments: compare all but the stored documents' bytes and
+        # an error's message (a duplicate key error on a date written by $currentDate quotes the date)
+        assert fast[0][:3] == slow[0][:3] and fast[1] == slow[1]
         assert len(fast[2][0]) == len(slow[2][0])
         return
     assert fast == slow
