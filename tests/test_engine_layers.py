@@ -32,6 +32,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("commands", "database", "client_bulk", "__init__"),             # commands, database, client
     6: ("wire",),                                                       # the wire-protocol server
 }
+LAYERS[1] += ("update_fast",)  # scalar operator updates without the general walk (issue 19, helper core)
 
 # (importer, imported): what it uses. Imports that break the rules today; remove an entry when it is fixed.
 KNOWN: dict[tuple[str, str], str] = {

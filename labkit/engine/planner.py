@@ -877,6 +877,12 @@ def express_eligible(store, q: Query) -> Any:
         return None  # isExpressEligible (8.0): no hint, skip, sort or batchSize (then IDHACK / planning)
     if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
         return None
+    return express_index(store, f, q.limit)
+
+
+def express_index(store, f: dict, limit: int) -> Any:
+    """``express_eligible`` for a one-field filter ``f`` of a query without hint, skip, sort, batch size or
+    a projection other than a simple one: the index, or None."""
     (path, cond), = f.items()
     if path.startswith("$"):
         return None
@@ -902,9 +908,61 @@ def express_eligible(store, q: Query) -> Any:
         if len(s.fields) == 1 and s.unique:
             if best is None or len(best.spec.fields) > 1:
                 best = ix
-        elif q.limit == 1 and (best is None or len(s.fields) < len(best.spec.fields)):
+        elif limit == 1 and (best is None or len(s.fields) < len(best.spec.fields)):
             best = ix
     return best
+
+
+def express_value(cond: Any) -> Any:
+    """The value an EXPRESS plan looks up for an eligible filter's condition (``$eq`` / one-element ``$in``)."""
+    if isinstance(cond, dict) and "$eq" in cond:
+        return cond["$eq"]
+    if isinstance(cond, dict) and "$in" in cond:
+        return cond["$in"][0]
+    return cond
+
+
+def express_bounds(index, value: Any) -> tuple[tuple, tuple]:
+    """The entries an EXPRESS_IXSCAN reads for ``value``: those ``lo <= entry < hi``, where the first key part
+    is ``value``'s (from ``(e,)`` up to ``(e, HIGH)``; HIGH sorts after any part)."""
+    e = K.encode(value)
+    if index.spec.desc[0]:
+        e = K.invert(e)
+    return ((e,),), ((e, K.HIGH),)
+
+
+def express_first(store, index, value: Any) -> tuple[int, dict] | None:
+    """What an EXPRESS_IXSCAN limited to one document returns, without building the stage: the first entry
+    of ``value``'s key range whose document matches ``{field: value}`` (``Express`` with limit 1; used when
+    no one observes the run's counters; tests/test_engine_speed.py compares the two)."""
+    lo, hi = express_bounds(index, value)
+    entries = index.entries
+    n = len(entries)
+    pos = entries.bisect_left(lo)
+    docs = store.docs
+    field = index.spec.fields[0]
+    quick = "." not in field and type(value) in (str, int)
+    match = None
+    chunk = 8
+    while pos < n:
+        stop = min(n, pos + chunk)
+        for ent in entries.items_between(pos, stop):
+            if ent >= hi:
+                return None
+            doc = docs.get(ent[1])
+            if doc is None:
+                continue
+            if quick:
+                v = doc.get(field)
+                if type(v) is type(value) and v == value:
+                    return ent[1], doc
+            if match is None:
+                match = fast_matcher({field: value})
+            if match(doc):
+                return ent[1], doc
+        pos = stop
+        chunk *= 8
+    return None
 
 
 class Express(Stage):
@@ -919,28 +977,59 @@ class Express(Stage):
         self.docs_examined = 0
         self._rids: list[int] | None = None
         self._match: Callable[[dict], bool] | None = None
+        field = index.spec.fields[0]
+        self._field = field
+        # a plain string or int compared with a top-level field: a stored value of exactly that type and equal
+        # matches (the general matcher agrees); anything else asks the general matcher (compiled on first use)
+        self._quick = "." not in field and type(value) in (str, int)
+
+    def _load(self) -> bool:
+        """Fetch the next chunk of record ids of the key range (a limit-1 find reads only the first few)."""
+        entries = self.index.entries
+        if self._rids is None:
+            lo, self._hi = express_bounds(self.index, self.value)
+            self._pos = entries.bisect_left(lo)
+            self._chunk = 8
+            self._done = False
+        if self._done:
+            return False
+        pos = self._pos
+        stop = min(len(entries), pos + self._chunk)
+        self._chunk *= 8
+        hi = self._hi
+        rids = []
+        for ent in entries.items_between(pos, stop):
+            if ent >= hi:
+                self._done = True
+                break
+            rids.append(ent[1])
+        else:
+            self._done = stop >= len(entries)
+        self._rids = rids
+        self._pos = stop
+        self._i = 0
+        return bool(rids)
 
     def _work(self) -> int:
-        if self._rids is None:
-            e = K.encode(self.value)
-            if self.index.spec.desc[0]:
-                e = K.invert(e)
-            entries = self.index.entries
-            # the entries whose first key part is e: from (e,) up to (e, HIGH) (HIGH sorts after any part)
-            i = entries.bisect_left(((e,),))
-            j = entries.bisect_left(((e, K.HIGH),), i)
-            self._rids = [rid for _, rid in entries.items_between(i, j)]
-            self._i = 0
-        if self._i >= len(self._rids):
+        rids = self._rids
+        if (rids is None or self._i >= len(rids)) and not self._load():
             return IS_EOF
         rid = self._rids[self._i]
         self._i += 1
         self.keys_examined += 1
         doc = self.store.docs.get(rid)
         self.docs_examined += 1
+        if doc is None:
+            return NEED_TIME
+        if self._quick:
+            v = doc.get(self._field)
+            value = self.value
+            if type(v) is type(value) and v == value:
+                self.out = (rid, doc, None)
+                return ADVANCED
         if self._match is None:
-            self._match = fast_matcher({self.index.spec.fields[0]: self.value})
-        if doc is None or not self._match(doc):
+            self._match = fast_matcher({self._field: self.value})
+        if not self._match(doc):
             return NEED_TIME
         self.out = (rid, doc, None)
         return ADVANCED
