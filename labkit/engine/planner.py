@@ -880,20 +880,27 @@ def express_eligible(store, q: Query) -> Any:
     return express_index(store, f, q.limit)
 
 
+_EXPRESS_SCALARS = frozenset({str, int, float})  # never None, an array, a regex or an operator document
+
+
 def express_index(store, f: dict, limit: int) -> Any:
     """``express_eligible`` for a one-field filter ``f`` of a query without hint, skip, sort, batch size or
     a projection other than a simple one: the index, or None."""
     (path, cond), = f.items()
     if path.startswith("$"):
         return None
-    if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
+    if type(cond) in _EXPRESS_SCALARS:  # the common case: none of the checks below can refuse it
+        pass
+    elif isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
         if list(cond) == ["$eq"]:
             cond = cond["$eq"]
         elif path == "_id" and list(cond) == ["$in"] and isinstance(cond["$in"], list) and len(cond["$in"]) == 1:
             cond = cond["$in"][0]
         else:
             return None
-    if cond is None or isinstance(cond, (list, tuple)) or K.canonical_type(cond) == K.T_REGEX \
+    if type(cond) in _EXPRESS_SCALARS:
+        pass
+    elif cond is None or isinstance(cond, (list, tuple)) or K.canonical_type(cond) == K.T_REGEX \
             if not isinstance(cond, dict) else any(str(k).startswith("$") for k in cond):
         return None
     if path == "_id":
@@ -937,11 +944,22 @@ def express_first(store, index, value: Any) -> tuple[int, dict] | None:
     no one observes the run's counters; tests/test_engine_speed.py compares the two)."""
     lo, hi = express_bounds(index, value)
     entries = index.entries
-    n = len(entries)
-    pos = entries.bisect_left(lo)
     docs = store.docs
     field = index.spec.fields[0]
     quick = "." not in field and type(value) in (str, int)
+    if quick:  # the first entries of the range, without positions: nearly always the answer is the first
+        for ent in entries.head_from(lo, 8):
+            if ent >= hi:
+                return None
+            doc = docs.get(ent[1])
+            if doc is None:
+                continue
+            v = doc.get(field)
+            if type(v) is type(value) and v == value:
+                return ent[1], doc
+            break  # another value with the same key (1 and 1.0): the walk below decides
+    n = len(entries)
+    pos = entries.bisect_left(lo)
     match = None
     chunk = 8
     while pos < n:
