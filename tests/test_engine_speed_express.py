@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 
+from bson import ObjectId
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,8 @@ from labkit.engine.planner import Query
 
 values = st.one_of(st.integers(-3, 3), st.sampled_from([1.0, 2.5, True, False, None, "a", "b", "", "A"]),
                    st.lists(st.integers(0, 2), max_size=2), st.just({"x": 1}),
-                   st.just(datetime.datetime(2024, 1, 1, 0, 0, 0, 123456)))
+                   st.just(datetime.datetime(2024, 1, 1, 0, 0, 0, 123456)),
+                   st.sampled_from([ObjectId("0" * 24), ObjectId("1" * 24)]))
 docs_st = st.lists(st.fixed_dictionaries({"a": values}, optional={"b": values, "c": values}), max_size=30)
 conds = st.one_of(values, values.map(lambda v: {"$eq": v}), values.map(lambda v: {"$in": [v]}),
                   values.map(lambda v: {"$gt": v}))
@@ -82,7 +84,8 @@ def test_find_one_express_equals_cursor_path(docs, field, cond, kind, profile):
 
 
 @settings(max_examples=200, deadline=None)
-@given(keys=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=40), value=st.integers(-1, 5),
+@given(keys=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=40),
+       value=st.one_of(st.integers(-1, 5), st.sampled_from([1.0, 2.0, float("nan")])),
        desc=st.booleans(), chunked=st.integers(0, 40))
 def test_express_first_equals_express_stage(keys, value, desc, chunked):
     """The lookup without plan objects returns the first document the EXPRESS stage returns (a key range

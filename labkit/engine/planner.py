@@ -13,6 +13,7 @@ import itertools
 import time
 from typing import Any, Callable
 
+from bson import ObjectId
 from mongomock import OperationFailure
 
 from .errors import unsupported  # noqa: F401 - re-exported: many modules import it from here
@@ -880,6 +881,9 @@ def express_eligible(store, q: Query) -> Any:
     return express_index(store, f, q.limit)
 
 
+# a stored value of exactly one of these types equal to the looked-up value matches it (the matcher agrees;
+# NaN, unequal to itself, and every other case ask the matcher)
+_QUICK_EQ = frozenset({str, int, float, ObjectId})
 _EXPRESS_SCALARS = frozenset({str, int, float})  # never None, an array, a regex or an operator document
 
 
@@ -946,7 +950,7 @@ def express_first(store, index, value: Any) -> tuple[int, dict] | None:
     entries = index.entries
     docs = store.docs
     field = index.spec.fields[0]
-    quick = "." not in field and type(value) in (str, int)
+    quick = "." not in field and type(value) in _QUICK_EQ
     if quick:  # the first entries of the range, without positions: nearly always the answer is the first
         for ent in entries.head_from(lo, 8):
             if ent >= hi:
@@ -999,7 +1003,7 @@ class Express(Stage):
         self._field = field
         # a plain string or int compared with a top-level field: a stored value of exactly that type and equal
         # matches (the general matcher agrees); anything else asks the general matcher (compiled on first use)
-        self._quick = "." not in field and type(value) in (str, int)
+        self._quick = "." not in field and type(value) in _QUICK_EQ
 
     def _load(self) -> bool:
         """Fetch the next chunk of record ids of the key range (a limit-1 find reads only the first few)."""
