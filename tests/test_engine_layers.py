@@ -45,6 +45,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     50: ("commands", "database", "client_bulk", "__init__"),            # commands, database, client
     60: ("wire",),                                                      # the wire-protocol server
 }
+LAYERS[1] += ("update_fast",)  # scalar operator updates without the general walk (issue 19, helper core)
 
 # (importer, imported): what it uses. Imports that break the rules today; remove an entry when it is fixed.
 KNOWN: dict[tuple[str, str], str] = {}

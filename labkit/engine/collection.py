@@ -20,12 +20,13 @@ from . import update_ops as U
 from .match import fast_matcher
 from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
-from .planner import (Express, Planner, Query, express_eligible, plan_and_run, projection_kind, totals,
-                      unsupported)
+from .planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
+                      express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
 from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 from .capped import after_insert
+from .update_fast import FALLBACK, apply_scalar, scalar_plan
 # moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
 from .docutil import check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
 from .docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
@@ -442,11 +443,32 @@ class EmbeddedCollection(mm_collection.Collection):
         n_matched = n_modified = 0
         upserted_id = None
         touched, shallow = _update_reach(compiled)
+        # top-level scalar updates that cannot grow a document: made directly (update_fast.py)
+        scalar = scalar_plan(compiled, array_filters) if shallow and touched is not None else None
+        # ... and when no index reads those fields and no validator checks the result, replacing a document
+        # is only storing it (what _replace_doc does then, without its per-index loop)
+        lean = scalar is not None and not self._validates_updates(st) and all(
+            ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
+        docs = st.docs
+        by_key = st._documents
         for rid in rids:
-            old = st.docs.get(rid)
+            old = docs.get(rid)
             if old is None:
                 continue
             n_matched += 1
+            if scalar is not None and type(old) is dict:
+                new = apply_scalar(scalar, old)
+                if new is None:
+                    continue  # a no-op update is matched, not modified
+                if new is not FALLBACK:
+                    if lean:
+                        docs[rid] = new
+                        by_key[store_key(new["_id"])] = new
+                        st.version += 1
+                    else:
+                        self._replace_doc(rid, old, new, touched, shallow)
+                    n_modified += 1
+                    continue
             if pipeline:
                 new = self._pipeline_result(old, document)
             elif compiled is not None:
@@ -513,6 +535,10 @@ class EmbeddedCollection(mm_collection.Collection):
                 raise _write_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
                                    % (k, k), 52)
         return U.id_first(new)
+
+    def _validates_updates(self, st) -> bool:
+        """Whether ``_replace_doc`` checks more than the indexes (rules.py: a collection validator)."""
+        return False
 
     def _replace_doc(self, rid: int, old: dict, new: dict, touched: frozenset | None = None,
                      shallow: bool = False) -> None:
@@ -649,10 +675,49 @@ class EmbeddedCollection(mm_collection.Collection):
             filter = {}
         if not isinstance(filter, Mapping):
             filter = {"_id": filter}
+        if not args and not kwargs and type(filter) is dict and len(filter) == 1 \
+                and "_lab_express_find_one" in type(self).__dict__:
+            found = self._find_one_express(filter)
+            if found is not _NOT_EXPRESS:
+                return found
         kwargs["limit"] = -1
         for doc in self.find(filter, *args, **kwargs):
             return doc
         return None
+
+    _lab_express_find_one = True  # this class's find is the plain one (views and time series are not)
+
+    def _find_one_express(self, filter_: dict) -> Any:
+        """``find_one(filter)`` answered by an EXPRESS plan without a cursor: what ``find(filter, limit=-1)``
+        would do for an express-eligible query (same plan, counters, index accesses, profiler run, deadline
+        check and result copy). ``_NOT_EXPRESS`` when the query is not eligible (the caller takes the cursor)."""
+        if _collation() is not None:
+            return _NOT_EXPRESS
+        st = self._store
+        if st.options and "clusteredIndex" in st.options:
+            return _NOT_EXPRESS
+        for v in filter_.values():
+            if type(v) not in _PLAIN_VALUES:  # a datetime (to millisecond precision, UTC) or a nested value
+                filter_ = helpers.patch_datetime_awareness_in_document(filter_)
+                break
+        ix = express_index(st, filter_, 1)
+        if ix is None:
+            return _NOT_EXPRESS
+        op = current_op()
+        if op is not None and op.recording:  # the profiler reads this run's stages and counters
+            ex = _run_express(st, ix, Query(filter_, limit=1))
+            note_execution(ex)
+            hit = ex.results[0][:2] if ex.results else None
+        else:  # no one reads the stage counters: the same lookup without the plan objects
+            (cond,) = filter_.values()
+            hit = express_first(st, ix, express_value(cond))
+            note_access(ix)
+        check_deadline()
+        if hit is None:
+            return None
+        if self.codec_options.tz_aware:
+            return helpers.make_datetime_timezone_aware_in_document(fast_copy(hit[1]))
+        return fast_copy(hit[1])
 
     def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
                          return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
@@ -1047,6 +1112,10 @@ def distinct_values(docs: Iterable[dict], key: str) -> list:
     return [fast_copy(seen[e]) for e in sorted(seen)]
 
 
+_NOT_EXPRESS = object()  # _find_one_express: the query needs the general path
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), ObjectId})  # unchanged by the datetime patch
+
+
 class _ExpressExec:
     def __init__(self, winner, results, millis):
         self.winner = winner
@@ -1057,15 +1126,9 @@ class _ExpressExec:
 
 
 def _run_express(st, ix, q: Query):
-    from .planner import Candidate, note_access
     t0 = time.perf_counter()
-    f = q.filter
-    (path, cond), = f.items()
-    if isinstance(cond, dict) and "$eq" in cond:
-        cond = cond["$eq"]
-    elif isinstance(cond, dict) and "$in" in cond:
-        cond = cond["$in"][0]
-    stage = Express(ix, st, cond)
+    (cond,) = q.filter.values()
+    stage = Express(ix, st, express_value(cond))
     results = []
     lim = q.limit or None
     while True:

@@ -150,6 +150,23 @@ class SortedEntries:
             pos = self._offs()[b] + _bl(self._lists[b], x)
         return pos if pos >= lo else lo
 
+    def head_from(self, x: Any, n: int) -> list:
+        """The first ``n`` (or fewer, at the end) items not below ``x``: ``flat[bisect_left(x):][:n]``, without
+        computing positions (the EXPRESS lookup of one document)."""
+        maxes = self._maxes
+        b = _bl(maxes, x)
+        lists = self._lists
+        if b == len(maxes):
+            return []
+        blk = lists[b]
+        i = _bl(blk, x)
+        out = blk[i:i + n]
+        b += 1
+        while len(out) < n and b < len(lists):
+            out.extend(lists[b][:n - len(out)])
+            b += 1
+        return out
+
     def bisect_right(self, x: Any) -> int:
         """``bisect.bisect_right`` of ``x`` in the flat sorted sequence."""
         maxes = self._maxes

@@ -168,13 +168,27 @@ class Index:
             f = spec.fields[0]
             desc = spec.desc[0]
             null_key = [((inv(null) if desc else null),)]
+            # a repeated string or integer value (an author id) shares one key tuple across its entries
+            # instead of one 48-byte tuple per document (not for unique indexes: their values do not repeat)
+            share = not unique
+            by_type: dict = {str: {}, int: {}}  # plain strs and ints (1, True and 1.0 are equal dict keys)
 
             def one(doc: dict) -> list | None:
                 v = doc.get(f, missing)
                 if v is missing:
                     return [] if sparse else list(null_key)
-                if type(v) is list:
+                t = type(v)
+                if t is list:
                     return None
+                if share and (t is str or t is int):
+                    tuples = by_type[t]
+                    k = tuples.get(v)
+                    if k is None:
+                        if len(tuples) >= 65536:
+                            tuples.clear()
+                        e = kf(v)
+                        k = tuples[v] = ((inv(e),) if desc else (e,))
+                    return [k]
                 e = null if v is None else kf(v)
                 return [(inv(e),)] if desc else [(e,)]
             return one

@@ -13,6 +13,7 @@ import itertools
 import time
 from typing import Any, Callable
 
+from bson import ObjectId
 from mongomock import OperationFailure
 
 from .errors import unsupported  # noqa: F401 - re-exported: many modules import it from here
@@ -877,17 +878,33 @@ def express_eligible(store, q: Query) -> Any:
         return None  # isExpressEligible (8.0): no hint, skip, sort or batchSize (then IDHACK / planning)
     if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
         return None
+    return express_index(store, f, q.limit)
+
+
+# a stored value of exactly one of these types equal to the looked-up value matches it (the matcher agrees;
+# NaN, unequal to itself, and every other case ask the matcher)
+_QUICK_EQ = frozenset({str, int, float, ObjectId})
+_EXPRESS_SCALARS = frozenset({str, int, float})  # never None, an array, a regex or an operator document
+
+
+def express_index(store, f: dict, limit: int) -> Any:
+    """``express_eligible`` for a one-field filter ``f`` of a query without hint, skip, sort, batch size or
+    a projection other than a simple one: the index, or None."""
     (path, cond), = f.items()
     if path.startswith("$"):
         return None
-    if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
+    if type(cond) in _EXPRESS_SCALARS:  # the common case: none of the checks below can refuse it
+        pass
+    elif isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
         if list(cond) == ["$eq"]:
             cond = cond["$eq"]
         elif path == "_id" and list(cond) == ["$in"] and isinstance(cond["$in"], list) and len(cond["$in"]) == 1:
             cond = cond["$in"][0]
         else:
             return None
-    if cond is None or isinstance(cond, (list, tuple)) or K.canonical_type(cond) == K.T_REGEX \
+    if type(cond) in _EXPRESS_SCALARS:
+        pass
+    elif cond is None or isinstance(cond, (list, tuple)) or K.canonical_type(cond) == K.T_REGEX \
             if not isinstance(cond, dict) else any(str(k).startswith("$") for k in cond):
         return None
     if path == "_id":
@@ -902,9 +919,72 @@ def express_eligible(store, q: Query) -> Any:
         if len(s.fields) == 1 and s.unique:
             if best is None or len(best.spec.fields) > 1:
                 best = ix
-        elif q.limit == 1 and (best is None or len(s.fields) < len(best.spec.fields)):
+        elif limit == 1 and (best is None or len(s.fields) < len(best.spec.fields)):
             best = ix
     return best
+
+
+def express_value(cond: Any) -> Any:
+    """The value an EXPRESS plan looks up for an eligible filter's condition (``$eq`` / one-element ``$in``)."""
+    if isinstance(cond, dict) and "$eq" in cond:
+        return cond["$eq"]
+    if isinstance(cond, dict) and "$in" in cond:
+        return cond["$in"][0]
+    return cond
+
+
+def express_bounds(index, value: Any) -> tuple[tuple, tuple]:
+    """The entries an EXPRESS_IXSCAN reads for ``value``: those ``lo <= entry < hi``, where the first key part
+    is ``value``'s (from ``(e,)`` up to ``(e, HIGH)``; HIGH sorts after any part)."""
+    e = K.encode(value)
+    if index.spec.desc[0]:
+        e = K.invert(e)
+    return ((e,),), ((e, K.HIGH),)
+
+
+def express_first(store, index, value: Any) -> tuple[int, dict] | None:
+    """What an EXPRESS_IXSCAN limited to one document returns, without building the stage: the first entry
+    of ``value``'s key range whose document matches ``{field: value}`` (``Express`` with limit 1; used when
+    no one observes the run's counters; tests/test_engine_speed.py compares the two)."""
+    lo, hi = express_bounds(index, value)
+    entries = index.entries
+    docs = store.docs
+    field = index.spec.fields[0]
+    quick = "." not in field and type(value) in _QUICK_EQ
+    if quick:  # the first entries of the range, without positions: nearly always the answer is the first
+        for ent in entries.head_from(lo, 8):
+            if ent >= hi:
+                return None
+            doc = docs.get(ent[1])
+            if doc is None:
+                continue
+            v = doc.get(field)
+            if type(v) is type(value) and v == value:
+                return ent[1], doc
+            break  # another value with the same key (1 and 1.0): the walk below decides
+    n = len(entries)
+    pos = entries.bisect_left(lo)
+    match = None
+    chunk = 8
+    while pos < n:
+        stop = min(n, pos + chunk)
+        for ent in entries.items_between(pos, stop):
+            if ent >= hi:
+                return None
+            doc = docs.get(ent[1])
+            if doc is None:
+                continue
+            if quick:
+                v = doc.get(field)
+                if type(v) is type(value) and v == value:
+                    return ent[1], doc
+            if match is None:
+                match = fast_matcher({field: value})
+            if match(doc):
+                return ent[1], doc
+        pos = stop
+        chunk *= 8
+    return None
 
 
 class Express(Stage):
@@ -919,28 +999,59 @@ class Express(Stage):
         self.docs_examined = 0
         self._rids: list[int] | None = None
         self._match: Callable[[dict], bool] | None = None
+        field = index.spec.fields[0]
+        self._field = field
+        # a plain string or int compared with a top-level field: a stored value of exactly that type and equal
+        # matches (the general matcher agrees); anything else asks the general matcher (compiled on first use)
+        self._quick = "." not in field and type(value) in _QUICK_EQ
+
+    def _load(self) -> bool:
+        """Fetch the next chunk of record ids of the key range (a limit-1 find reads only the first few)."""
+        entries = self.index.entries
+        if self._rids is None:
+            lo, self._hi = express_bounds(self.index, self.value)
+            self._pos = entries.bisect_left(lo)
+            self._chunk = 8
+            self._done = False
+        if self._done:
+            return False
+        pos = self._pos
+        stop = min(len(entries), pos + self._chunk)
+        self._chunk *= 8
+        hi = self._hi
+        rids = []
+        for ent in entries.items_between(pos, stop):
+            if ent >= hi:
+                self._done = True
+                break
+            rids.append(ent[1])
+        else:
+            self._done = stop >= len(entries)
+        self._rids = rids
+        self._pos = stop
+        self._i = 0
+        return bool(rids)
 
     def _work(self) -> int:
-        if self._rids is None:
-            e = K.encode(self.value)
-            if self.index.spec.desc[0]:
-                e = K.invert(e)
-            entries = self.index.entries
-            # the entries whose first key part is e: from (e,) up to (e, HIGH) (HIGH sorts after any part)
-            i = entries.bisect_left(((e,),))
-            j = entries.bisect_left(((e, K.HIGH),), i)
-            self._rids = [rid for _, rid in entries.items_between(i, j)]
-            self._i = 0
-        if self._i >= len(self._rids):
+        rids = self._rids
+        if (rids is None or self._i >= len(rids)) and not self._load():
             return IS_EOF
         rid = self._rids[self._i]
         self._i += 1
         self.keys_examined += 1
         doc = self.store.docs.get(rid)
         self.docs_examined += 1
+        if doc is None:
+            return NEED_TIME
+        if self._quick:
+            v = doc.get(self._field)
+            value = self.value
+            if type(v) is type(value) and v == value:
+                self.out = (rid, doc, None)
+                return ADVANCED
         if self._match is None:
-            self._match = fast_matcher({self.index.spec.fields[0]: self.value})
-        if doc is None or not self._match(doc):
+            self._match = fast_matcher({self._field: self.value})
+        if not self._match(doc):
             return NEED_TIME
         self.out = (rid, doc, None)
         return ADVANCED

@@ -204,6 +204,9 @@ class LabCollection(EmbeddedCollection):
             check_insert(self._store, doc)  # one document larger than the cap (capped.py)
         return doc
 
+    def _validates_updates(self, st) -> bool:
+        return bool(st.options.get("validator"))  # what check_validation tests (collection.py's lean update)
+
     def _replace_doc(self, rid: int, old: dict, new: dict, touched: frozenset | None = None,
                      shallow: bool = False) -> None:
         if shallow:  # a scalar-only update of a stored document: no deeper, size checked by the caller
@@ -300,8 +303,12 @@ class LabCollection(EmbeddedCollection):
         cur._lab_collation = norm
         return cur
 
+    _lab_express_find_one = True  # find is EmbeddedCollection's plus sessions/collation (collection.py)
+
     def find_one(self, filter=None, *args, **kwargs):
         session = kwargs.pop("session", None)
+        if session is None:  # sessions.bind(None) binds nothing
+            return super().find_one(filter, *args, **kwargs)
         with sessions.bind(session, self):
             return super().find_one(filter, *args, **kwargs)
 
