@@ -28,7 +28,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     0: ("values", "errors", "docutil", "keys", "entrylist", "_version", "hooks"),  # values, BSON order, key strings
     10: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
          "variables", "add_fields", "validation", "collation", "limits",   # expressions, server rules
-         "expr_base", "expr_arith", "expr_string", "expr_array", "expr_date", "expr_type"),  # expression families
+         "expr_base", "expr_arith", "expr_string", "expr_array", "expr_date", "expr_type",  # expression families
+         "update_fast"),  # scalar operator updates without the general walk
     20: ("indexes", "bounds", "hashed", "subset", "store"),             # indexes, keys, bounds
     30: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
     # collection and aggregation, in sub-layers: the services every operation passes through first
@@ -45,7 +46,6 @@ LAYERS: dict[int, tuple[str, ...]] = {
     50: ("commands", "database", "client_bulk", "__init__"),            # commands, database, client
     60: ("wire",),                                                      # the wire-protocol server
 }
-LAYERS[1] += ("update_fast",)  # scalar operator updates without the general walk (issue 19, helper core)
 
 # (importer, imported): what it uses. Imports that break the rules today; remove an entry when it is fixed.
 KNOWN: dict[tuple[str, str], str] = {}
