@@ -268,6 +268,18 @@ def _changed_field(setup: dict, now: dict, where: str, skip: tuple[str, ...] = (
 _MISSING = object()
 
 
+def _added_fields(setup: dict, now: dict, allowed: tuple[str, ...]) -> tuple[Any, list[str]] | None:
+    """The first document of ``now`` with fields neither the setup had nor the task adds (``allowed``)."""
+    for i, orig in setup.items():
+        doc = now.get(i)
+        if doc is None:
+            continue
+        extra = sorted(set(doc) - set(orig) - set(allowed))
+        if extra:
+            return i, extra
+    return None
+
+
 # --- notebook 31 -------------------------------------------------------------------------------------------
 
 def _check_no_parallel_arrays(products: Any) -> str:
@@ -305,6 +317,11 @@ def _check_no_parallel_arrays(products: Any) -> str:
     if keys[wanted[0]][0] != "variants.color":
         raise NotYet(f"index {wanted[0]} starts with {keys[wanted[0]][0]!r}; put `variants.color` first so the color "
                      "equality bounds the scan.")
+    from labkit.exercises import observe
+    for short, long_ in observe.redundant_prefixes(products):
+        if any(f.startswith("variants.") for f in keys.get(short, [])):
+            raise NotYet(f"{short} is a prefix of {long_}: the compound index already serves every query the shorter "
+                         "one could, and each extra index costs a write per insert. Drop it.")
     query = {"variants.color": "red", "variants.size": "M"}
     explain = products.find(query).explain()
     names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
@@ -863,6 +880,11 @@ def _check_merge_collections(db: Any) -> str:
     if leftovers:
         raise NotYet(f"{len(leftovers)} per-tenant collection(s) remain, e.g. {leftovers[0]!r}; drop them once "
                      "their documents are in `events`.")
+    renamed = [d["_id"] for d in docs if ":" not in str(d["_id"])]
+    if renamed:
+        raise NotYet(f"{len(renamed)} document(s), e.g. {renamed[0]!r}, got a new `_id` in the merge: keep each "
+                     "event's own `_id` (they are unique across tenants, 't3:007'), so the merge can be re-run and "
+                     "checked without duplicates.")
     wrong = [d["_id"] for d in docs if d.get("tenantId") != str(d["_id"]).split(":")[0]]
     if wrong:
         raise NotYet(f"{len(wrong)} document(s), e.g. {wrong[0]!r}, have no or a wrong `tenantId`: it is the tenant "
@@ -1283,6 +1305,10 @@ def _context_vs_setup(now: dict) -> str | None:
                or _changed_field(users, now, "user", skip=("profile", "settings", "addresses")))
     if problem:
         return problem
+    added = _added_fields(users, now, ("profile", "settings", "addresses"))
+    if added:
+        return (f"user {added[0]!r} also got {added[1]}: embed only `profile`, `settings` and `addresses` (the "
+                "`$lookup` arrays are working space; `$project` them away before `$merge`).")
     for coll, field in (("user_profiles", "profile"), ("user_settings", "settings")):
         for side in _setup_of(coll).values():
             user = now.get(side.get("userId"))
@@ -1395,7 +1421,7 @@ def _check_embed_books(args: Any) -> str:
             if names is None or sorted(map(str, names)) != sorted(w["authors"]):
                 raise NotYet(f"{bid} has {len(w['authors'])} author(s) {w['authors']}; its embedded `authors` is "
                              f"{au!r}. Embed every author as {{name, role}} in an array (one-to-few).")
-            if any(not isinstance(a, dict) or "role" not in a or "bookId" in a for a in au):
+            if any(not isinstance(a, dict) or "role" not in a or "bookId" in a or "_id" in a for a in au):
                 raise NotYet(f"{bid}'s authors should be {{name, role}} objects; the `bookId` back-reference (and "
                              "the side document's `_id`) have no place inside the book.")
         left = sorted({"book_stock", "book_authors"} & set(db.list_collection_names()))
@@ -1644,6 +1670,10 @@ def _check_extended_reference(db: Any) -> str:
         problem = (_gone_or_added(setup_orders, {o["_id"]: o for o in orders}, "orders", "practice.orders",
                                   "the copy is added to each order, no order is removed.")
                    or _changed_field(setup_orders, {o["_id"]: o for o in orders}, "order", skip=("customer",)))
+        added = None if problem else _added_fields(setup_orders, {o["_id"]: o for o in orders}, ("customer",))
+        if added:
+            problem = (f"order {added[0]!r} also got {added[1]}: add only the `customer` subdocument (a `$lookup` "
+                       "array merged into the order copies the whole customer). `$project` it away before `$merge`.")
     if problem:
         raise NotYet(problem)
     no_ref = [o["_id"] for o in orders if _hashable(o.get("customerId")) not in customers]
