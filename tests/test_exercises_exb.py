@@ -577,3 +577,16 @@ def test_36_and_38_lookup_arrays_left_in_the_documents_are_refused():
                                                                       "tier": {"$first": "$c.tier"}}}},
                          COPY_STAGES[2]])
     assert "also got ['c']" in ex.check(db).message
+
+
+@pytest.mark.parametrize("ex_id,n", [("33-save-profile-split", 2), ("34-ttl-sessions", 2), ("36-embed-books", 2),
+                                     ("37-team-names", 3), ("38-rename-agent", 1), ("39-fix-blog", 1),
+                                     ("35-prune-tickets", 1), ("32-capped-subset", 1), ("31-flatten-thread", 1),
+                                     ("30-reads-per-write", 1)])
+def test_a_collection_where_a_function_belongs_gets_a_message(ex_id, n):
+    """A pymongo/mongomock collection is callable (it raises TypeError when called): not a learner's function."""
+    db = _db("exb_callable")
+    args = [db.things] if n == 1 else [db] + [db.things] * (n - 1)
+    r = labkit.exercises.get(ex_id).check(*args)
+    assert r.outcome == "incorrect", r
+    assert "checker gap" not in r.message

@@ -14,6 +14,11 @@ def _is_database(x: Any) -> bool:
     return callable(getattr(type(x), "list_collection_names", None))
 
 
+def _is_function(x: Any) -> bool:
+    """A function the learner wrote (a collection or database is callable too, but only to raise TypeError)."""
+    return callable(x) and not _is_collection(x) and not _is_database(x)
+
+
 def _pair(args: Any, what: str) -> tuple:
     if not (isinstance(args, tuple) and len(args) == 2):
         raise NotYet(f"call it with two arguments: {what}.")
@@ -130,7 +135,7 @@ def _check_reads_per_write(fn: Any) -> str:
 
     import pandas as pd
 
-    if not callable(fn):
+    if not _is_function(fn):
         raise NotYet("pass your function: `ex_ratio.check(reads_per_write)`.")
     scenarios = [_NEWS_WORKLOAD, [(op, t, f * (3.0 if t == "write" else 0.5)) for op, t, f in _NEWS_WORKLOAD]]
     for workload in scenarios:
@@ -471,7 +476,7 @@ def _check_flatten_thread(flatten: Any) -> str:
     from labkit.exercises import observe
     from labkit.limits import nesting_depth
 
-    if not callable(flatten):
+    if not _is_function(flatten):
         raise NotYet(f"pass your function `flatten` itself (no parentheses), not {type(flatten).__name__}.")
     # a long chain (deeper than the 100-level limit as nested documents) and a bushy thread
     threads = [_thread_31("chain", [1] * 80), _thread_31("bushy", [3, 3, 2, 2])]
@@ -556,7 +561,7 @@ def _check_capped_subset(record_event: Any) -> str:
     from labkit.connection import connect
     from labkit.exercises import observe
 
-    if not callable(record_event):
+    if not _is_function(record_event):
         raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
     events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
                "value": i} for i in range(25)]
@@ -800,7 +805,7 @@ def _check_save_profile(args: Any) -> str:
 
     from labkit.exercises import observe
 
-    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and callable(args[1]) else (None, None)
+    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and _is_function(args[1]) else (None, None)
     if save_user is None:
         raise NotYet("call it with the practice database and your function: `ex_profile.check(practice, save_user)`.")
     originals = _profiles_33()
@@ -987,7 +992,7 @@ def _check_ttl_sessions(args: Any) -> str:
     from labkit.engine.ttl import ttl_pass
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+    if not (isinstance(args, tuple) and len(args) == 2 and _is_function(args[0]) and _is_function(args[1])):
         raise NotYet("call it with your two functions: `ex.check(setup_sessions, touch)`.")
     setup_sessions, touch = args
     # Always a private embedded engine: a server's TTL monitor cannot be run at a chosen time.
@@ -1192,7 +1197,7 @@ def _ticket_queries_35(coll: Any) -> dict[str, Any]:
 def _check_prune_tickets(prune: Any) -> str:
     from labkit.exercises import observe
 
-    if not callable(prune):
+    if not _is_function(prune):
         raise NotYet(f"pass your function `prune` itself (no parentheses), not {type(prune).__name__}.")
     with observe.sandbox("35-prune-tickets") as box:
         coll = box.db.tickets
@@ -1393,7 +1398,7 @@ def _books_36(db: Any) -> dict[str, dict]:
 def _check_embed_books(args: Any) -> str:
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+    if not (isinstance(args, tuple) and len(args) == 2 and _is_function(args[0]) and _is_function(args[1])):
         raise NotYet("call it with your two functions: `ex.check(migrate, load_book)`.")
     migrate, load_book = args
     with observe.sandbox("36-embed-books") as box:
@@ -1490,7 +1495,7 @@ def _check_login_filter(args: Any) -> str:
     members, login_filter = _pair(args, "`ex.check(practice.members, login_filter)`")
     if not _is_collection(members):
         raise NotYet(f"the first argument should be the collection `practice.members`, not {type(members).__name__}.")
-    if not callable(login_filter):
+    if not _is_function(login_filter):
         raise NotYet("the second argument should be your function `login_filter` (no parentheses).")
     sample = list(members.find().sort("_id", 1).limit(60))[::20]
     if not sample:
@@ -1573,7 +1578,7 @@ def _check_team_names(args: Any) -> str:
 
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 3 and all(callable(a) for a in args)):
+    if not (isinstance(args, tuple) and len(args) == 3 and all(_is_function(a) for a in args)):
         raise NotYet("call it with your three functions: `ex.check(prepare, add_team, find_team)`.")
     prepare, add_team, find_team = args
     with observe.sandbox("37-team-names") as box:
@@ -1751,7 +1756,7 @@ def _agents_38(db: Any) -> None:
 def _check_rename_agent(rename_agent: Any) -> str:
     from labkit.exercises import observe
 
-    if not callable(rename_agent):
+    if not _is_function(rename_agent):
         raise NotYet(f"pass your function `rename_agent` itself (no parentheses), not {type(rename_agent).__name__}.")
     with observe.sandbox("38-rename-agent") as box:
         db = box.db
@@ -1967,7 +1972,7 @@ def _check_fix_blog(fix: Any) -> str:
     from labkit.exercises import observe
     from labkit.review import review
 
-    if not callable(fix):
+    if not _is_function(fix):
         raise NotYet(f"pass your function `fix` itself (no parentheses), not {type(fix).__name__}.")
     with observe.sandbox("39-fix-blog") as box:
         db = box.db
