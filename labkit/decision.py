@@ -52,6 +52,8 @@ Patterns suggested on top:
 
 - **subset**: a read shows the parent with only its N newest children (``limit``), and the children are not
   embedded: keep those N inside the parent (``$push`` with ``$sort`` in display order and ``$slice: N``, which keeps the first N), the rest in the child collection.
+  Not when the children are written more often than that read runs (write-heavy): each new child would cost an
+  extra update to save less than one query per write.
 - **computed**: a read needs an aggregate of the children and runs >= ``COMPUTED_MIN_READS_PER_WRITE`` times per
   write to them: maintain the aggregate in the parent on each write.
 - **outlier**: the likely count fits in the parent but the max does not (max >= ``OUTLIER_RATIO`` x likely):
@@ -497,6 +499,8 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
         n = p["limit"]
         if n >= hi:
             continue
+        if writes and write_rate > p["per_second"]:
+            continue  # write-heavy: an extra update per new child costs more than the query it saves per read
         order = p["sort"] or {"createdAt": -1}
         # $push applies $sort, then $slice: a positive N keeps the first N of the sorted array, a negative N the
         # last N (manual, "$push" / "$slice" modifier). Sorted in display order, the shown N are the first N.

@@ -213,3 +213,19 @@ def test_widget_expresses_writes_many_to_many_and_time_series():
     c["parents_per_child"].value = "many"
     handle.button.click()
     assert handle.recommendation is None and "must be a number" in handle.output_html
+
+
+def test_write_heavy_children_get_no_subset_copy():
+    """A subset copy costs one extra update per new child to save one query per read (lesson 16's trade):
+    when the children are written more often than the page is read, it does not pay."""
+    def names(reads, writes):
+        rec = recommend(
+            [{"operation": "Show product", "type": "read", "per_second": reads, "entities": ["products", "reviews"],
+              "fields": ["name", "reviews.text"], "sort": {"createdAt": -1}, "limit": 5},
+             {"operation": "Add review", "type": "write", "per_second": writes, "entities": ["reviews"],
+              "fields": []}],
+            [{"parent": "products", "child": "reviews", "cardinality": [0, 50, None], "child_queried_alone": True,
+              "changes_with_parent": False, "child_doc_bytes": 500}])
+        return rec.pattern_names
+    assert "subset" in names(1000, 1)
+    assert "subset" not in names(10, 100)

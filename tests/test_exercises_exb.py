@@ -522,3 +522,71 @@ def test_37_member_without_email_gets_a_message():
     db.members.update_one({"_id": "m0"}, {"$unset": {"email": ""}})
     r = labkit.exercises.get("37-login-filter").check(db.members, lambda e: {"emailLower": e.lower()})
     assert r.outcome == "incorrect" and "has no `email` string" in r.message
+
+
+def test_31_an_extra_single_field_index_is_refused():
+    db = _shirts31()
+    ex = _ex31(db)
+    _reshape31(db)
+    db.products.create_index([("variants.color", 1)])  # "to be safe": a prefix of the compound index
+    r = ex.check(db.products)
+    assert not r.correct and "variants.color_1 is a prefix of" in r.message
+
+
+def test_36_books_authors_keep_their_side_id():
+    ex = labkit.exercises.get("36-embed-books")
+
+    def migrate(db):
+        db.books.aggregate([
+            {"$lookup": {"from": "book_stock", "localField": "_id", "foreignField": "bookId", "as": "s"}},
+            {"$lookup": {"from": "book_authors", "localField": "_id", "foreignField": "bookId", "as": "a"}},
+            {"$project": {"stock": {"inStock": {"$first": "$s.inStock"}, "warehouse": {"$first": "$s.warehouse"}},
+                          "authors": {"$map": {"input": "$a", "as": "x",
+                                               "in": {"_id": "$$x._id", "name": "$$x.name", "role": "$$x.role"}}}}},
+            {"$merge": {"into": "books", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])
+        db.drop_collection("book_stock")
+        db.drop_collection("book_authors")
+
+    r = ex.check(migrate, lambda db, book_id: db.books.find_one({"_id": book_id}))
+    assert not r.correct and "the side document's `_id`" in r.message
+
+
+def test_34_new_ids_and_missing_tenant_get_their_own_messages():
+    db, ex = _tenants34()
+    _merge34(db, change=lambda docs: [{k: v for k, v in d.items() if k != "_id"} for d in docs])
+    assert "got a new `_id`" in ex.check(db).message
+    db, ex = _tenants34()
+    _merge34(db, change=lambda docs: [{k: v for k, v in d.items() if k != "tenantId"} for d in docs])
+    assert "no or a wrong `tenantId`" in ex.check(db).message
+
+
+def test_36_and_38_lookup_arrays_left_in_the_documents_are_refused():
+    db, ex = _split36()
+    db.users.aggregate([
+        {"$lookup": {"from": "user_profiles", "localField": "_id", "foreignField": "userId", "as": "p"}},
+        {"$lookup": {"from": "user_addresses", "localField": "_id", "foreignField": "userId", "as": "a"}},
+        {"$lookup": {"from": "user_settings", "localField": "_id", "foreignField": "userId", "as": "s"}},
+        {"$addFields": {"profile": {"displayName": {"$first": "$p.displayName"}, "bio": {"$first": "$p.bio"}},
+                        "addresses": {"$map": {"input": "$a", "as": "x", "in": {"label": "$$x.label",
+                                                                                 "city": "$$x.city"}}},
+                        "settings": {"theme": {"$first": "$s.theme"}, "newsletter": {"$first": "$s.newsletter"}}}},
+        {"$merge": {"into": "users", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])
+    assert "also got ['a', 'p', 's']" in ex.check(db).message
+    db, ex = _practice38()
+    db.orders.aggregate([COPY_STAGES[0], {"$addFields": {"customer": {"name": {"$first": "$c.name"},
+                                                                      "tier": {"$first": "$c.tier"}}}},
+                         COPY_STAGES[2]])
+    assert "also got ['c']" in ex.check(db).message
+
+
+@pytest.mark.parametrize("ex_id,n", [("33-save-profile-split", 2), ("34-ttl-sessions", 2), ("36-embed-books", 2),
+                                     ("37-team-names", 3), ("38-rename-agent", 1), ("39-fix-blog", 1),
+                                     ("35-prune-tickets", 1), ("32-capped-subset", 1), ("31-flatten-thread", 1),
+                                     ("30-reads-per-write", 1)])
+def test_a_collection_where_a_function_belongs_gets_a_message(ex_id, n):
+    """A pymongo/mongomock collection is callable (it raises TypeError when called): not a learner's function."""
+    db = _db("exb_callable")
+    args = [db.things] if n == 1 else [db] + [db.things] * (n - 1)
+    r = labkit.exercises.get(ex_id).check(*args)
+    assert r.outcome == "incorrect", r
+    assert "checker gap" not in r.message

@@ -14,6 +14,11 @@ def _is_database(x: Any) -> bool:
     return callable(getattr(type(x), "list_collection_names", None))
 
 
+def _is_function(x: Any) -> bool:
+    """A function the learner wrote (a collection or database is callable too, but only to raise TypeError)."""
+    return callable(x) and not _is_collection(x) and not _is_database(x)
+
+
 def _pair(args: Any, what: str) -> tuple:
     if not (isinstance(args, tuple) and len(args) == 2):
         raise NotYet(f"call it with two arguments: {what}.")
@@ -130,7 +135,7 @@ def _check_reads_per_write(fn: Any) -> str:
 
     import pandas as pd
 
-    if not callable(fn):
+    if not _is_function(fn):
         raise NotYet("pass your function: `ex_ratio.check(reads_per_write)`.")
     scenarios = [_NEWS_WORKLOAD, [(op, t, f * (3.0 if t == "write" else 0.5)) for op, t, f in _NEWS_WORKLOAD]]
     for workload in scenarios:
@@ -268,6 +273,18 @@ def _changed_field(setup: dict, now: dict, where: str, skip: tuple[str, ...] = (
 _MISSING = object()
 
 
+def _added_fields(setup: dict, now: dict, allowed: tuple[str, ...]) -> tuple[Any, list[str]] | None:
+    """The first document of ``now`` with fields neither the setup had nor the task adds (``allowed``)."""
+    for i, orig in setup.items():
+        doc = now.get(i)
+        if doc is None:
+            continue
+        extra = sorted(set(doc) - set(orig) - set(allowed))
+        if extra:
+            return i, extra
+    return None
+
+
 # --- notebook 31 -------------------------------------------------------------------------------------------
 
 def _check_no_parallel_arrays(products: Any) -> str:
@@ -305,6 +322,11 @@ def _check_no_parallel_arrays(products: Any) -> str:
     if keys[wanted[0]][0] != "variants.color":
         raise NotYet(f"index {wanted[0]} starts with {keys[wanted[0]][0]!r}; put `variants.color` first so the color "
                      "equality bounds the scan.")
+    from labkit.exercises import observe
+    for short, long_ in observe.redundant_prefixes(products):
+        if any(f.startswith("variants.") for f in keys.get(short, [])):
+            raise NotYet(f"{short} is a prefix of {long_}: the compound index already serves every query the shorter "
+                         "one could, and each extra index costs a write per insert. Drop it.")
     query = {"variants.color": "red", "variants.size": "M"}
     explain = products.find(query).explain()
     names = [s.get("stage") for s in _stages(explain["queryPlanner"]["winningPlan"])]
@@ -454,7 +476,7 @@ def _check_flatten_thread(flatten: Any) -> str:
     from labkit.exercises import observe
     from labkit.limits import nesting_depth
 
-    if not callable(flatten):
+    if not _is_function(flatten):
         raise NotYet(f"pass your function `flatten` itself (no parentheses), not {type(flatten).__name__}.")
     # a long chain (deeper than the 100-level limit as nested documents) and a bushy thread
     threads = [_thread_31("chain", [1] * 80), _thread_31("bushy", [3, 3, 2, 2])]
@@ -539,7 +561,7 @@ def _check_capped_subset(record_event: Any) -> str:
     from labkit.connection import connect
     from labkit.exercises import observe
 
-    if not callable(record_event):
+    if not _is_function(record_event):
         raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
     events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
                "value": i} for i in range(25)]
@@ -783,7 +805,7 @@ def _check_save_profile(args: Any) -> str:
 
     from labkit.exercises import observe
 
-    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and callable(args[1]) else (None, None)
+    db, save_user = args if isinstance(args, tuple) and len(args) == 2 and _is_function(args[1]) else (None, None)
     if save_user is None:
         raise NotYet("call it with the practice database and your function: `ex_profile.check(practice, save_user)`.")
     originals = _profiles_33()
@@ -863,6 +885,11 @@ def _check_merge_collections(db: Any) -> str:
     if leftovers:
         raise NotYet(f"{len(leftovers)} per-tenant collection(s) remain, e.g. {leftovers[0]!r}; drop them once "
                      "their documents are in `events`.")
+    renamed = [d["_id"] for d in docs if ":" not in str(d["_id"])]
+    if renamed:
+        raise NotYet(f"{len(renamed)} document(s), e.g. {renamed[0]!r}, got a new `_id` in the merge: keep each "
+                     "event's own `_id` (they are unique across tenants, 't3:007'), so the merge can be re-run and "
+                     "checked without duplicates.")
     wrong = [d["_id"] for d in docs if d.get("tenantId") != str(d["_id"]).split(":")[0]]
     if wrong:
         raise NotYet(f"{len(wrong)} document(s), e.g. {wrong[0]!r}, have no or a wrong `tenantId`: it is the tenant "
@@ -965,7 +992,7 @@ def _check_ttl_sessions(args: Any) -> str:
     from labkit.engine.ttl import ttl_pass
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+    if not (isinstance(args, tuple) and len(args) == 2 and _is_function(args[0]) and _is_function(args[1])):
         raise NotYet("call it with your two functions: `ex.check(setup_sessions, touch)`.")
     setup_sessions, touch = args
     # Always a private embedded engine: a server's TTL monitor cannot be run at a chosen time.
@@ -1170,7 +1197,7 @@ def _ticket_queries_35(coll: Any) -> dict[str, Any]:
 def _check_prune_tickets(prune: Any) -> str:
     from labkit.exercises import observe
 
-    if not callable(prune):
+    if not _is_function(prune):
         raise NotYet(f"pass your function `prune` itself (no parentheses), not {type(prune).__name__}.")
     with observe.sandbox("35-prune-tickets") as box:
         coll = box.db.tickets
@@ -1283,6 +1310,10 @@ def _context_vs_setup(now: dict) -> str | None:
                or _changed_field(users, now, "user", skip=("profile", "settings", "addresses")))
     if problem:
         return problem
+    added = _added_fields(users, now, ("profile", "settings", "addresses"))
+    if added:
+        return (f"user {added[0]!r} also got {added[1]}: embed only `profile`, `settings` and `addresses` (the "
+                "`$lookup` arrays are working space; `$project` them away before `$merge`).")
     for coll, field in (("user_profiles", "profile"), ("user_settings", "settings")):
         for side in _setup_of(coll).values():
             user = now.get(side.get("userId"))
@@ -1367,7 +1398,7 @@ def _books_36(db: Any) -> dict[str, dict]:
 def _check_embed_books(args: Any) -> str:
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[0]) and callable(args[1])):
+    if not (isinstance(args, tuple) and len(args) == 2 and _is_function(args[0]) and _is_function(args[1])):
         raise NotYet("call it with your two functions: `ex.check(migrate, load_book)`.")
     migrate, load_book = args
     with observe.sandbox("36-embed-books") as box:
@@ -1395,7 +1426,7 @@ def _check_embed_books(args: Any) -> str:
             if names is None or sorted(map(str, names)) != sorted(w["authors"]):
                 raise NotYet(f"{bid} has {len(w['authors'])} author(s) {w['authors']}; its embedded `authors` is "
                              f"{au!r}. Embed every author as {{name, role}} in an array (one-to-few).")
-            if any(not isinstance(a, dict) or "role" not in a or "bookId" in a for a in au):
+            if any(not isinstance(a, dict) or "role" not in a or "bookId" in a or "_id" in a for a in au):
                 raise NotYet(f"{bid}'s authors should be {{name, role}} objects; the `bookId` back-reference (and "
                              "the side document's `_id`) have no place inside the book.")
         left = sorted({"book_stock", "book_authors"} & set(db.list_collection_names()))
@@ -1464,7 +1495,7 @@ def _check_login_filter(args: Any) -> str:
     members, login_filter = _pair(args, "`ex.check(practice.members, login_filter)`")
     if not _is_collection(members):
         raise NotYet(f"the first argument should be the collection `practice.members`, not {type(members).__name__}.")
-    if not callable(login_filter):
+    if not _is_function(login_filter):
         raise NotYet("the second argument should be your function `login_filter` (no parentheses).")
     sample = list(members.find().sort("_id", 1).limit(60))[::20]
     if not sample:
@@ -1547,7 +1578,7 @@ def _check_team_names(args: Any) -> str:
 
     from labkit.exercises import observe
 
-    if not (isinstance(args, tuple) and len(args) == 3 and all(callable(a) for a in args)):
+    if not (isinstance(args, tuple) and len(args) == 3 and all(_is_function(a) for a in args)):
         raise NotYet("call it with your three functions: `ex.check(prepare, add_team, find_team)`.")
     prepare, add_team, find_team = args
     with observe.sandbox("37-team-names") as box:
@@ -1644,6 +1675,10 @@ def _check_extended_reference(db: Any) -> str:
         problem = (_gone_or_added(setup_orders, {o["_id"]: o for o in orders}, "orders", "practice.orders",
                                   "the copy is added to each order, no order is removed.")
                    or _changed_field(setup_orders, {o["_id"]: o for o in orders}, "order", skip=("customer",)))
+        added = None if problem else _added_fields(setup_orders, {o["_id"]: o for o in orders}, ("customer",))
+        if added:
+            problem = (f"order {added[0]!r} also got {added[1]}: add only the `customer` subdocument (a `$lookup` "
+                       "array merged into the order copies the whole customer). `$project` it away before `$merge`.")
     if problem:
         raise NotYet(problem)
     no_ref = [o["_id"] for o in orders if _hashable(o.get("customerId")) not in customers]
@@ -1721,7 +1756,7 @@ def _agents_38(db: Any) -> None:
 def _check_rename_agent(rename_agent: Any) -> str:
     from labkit.exercises import observe
 
-    if not callable(rename_agent):
+    if not _is_function(rename_agent):
         raise NotYet(f"pass your function `rename_agent` itself (no parentheses), not {type(rename_agent).__name__}.")
     with observe.sandbox("38-rename-agent") as box:
         db = box.db
@@ -1937,7 +1972,7 @@ def _check_fix_blog(fix: Any) -> str:
     from labkit.exercises import observe
     from labkit.review import review
 
-    if not callable(fix):
+    if not _is_function(fix):
         raise NotYet(f"pass your function `fix` itself (no parentheses), not {type(fix).__name__}.")
     with observe.sandbox("39-fix-blog") as box:
         db = box.db
