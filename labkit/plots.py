@@ -55,9 +55,22 @@ class PngCanvas:
             fig.tight_layout()
             self._layout = (key, _subplot_params(fig))
             self.layouts += 1
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        return buf.getvalue()
+        return _png(fig)
+
+
+def _png(fig: Any) -> bytes:
+    """The figure as PNG bytes: what ``fig.savefig(buf, format="png", metadata={"Software": None})`` writes for
+    a figure at its own dpi with the default face and edge colours and no layout engine (the same bytes,
+    tested), without savefig's per-call setup (re-applying the dpi invalidates every transform)."""
+    import matplotlib.image
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    FigureCanvasAgg.draw(canvas)
+    buf = io.BytesIO()
+    matplotlib.image.imsave(buf, canvas.buffer_rgba(), format="png", origin="upper", dpi=fig.dpi,
+                            metadata={"Software": None})
+    return buf.getvalue()
 
 
 def _subplot_params(fig: Any) -> dict[str, float]:

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import bson
 from bson import json_util
@@ -629,6 +629,53 @@ def _median(xs: list[float]) -> float:
 
 # --- the review -------------------------------------------------------------------------------------------
 
+@dataclass
+class Measurement:
+    """What :func:`review` reads from a database and its query data, before any threshold is applied: the
+    collections' statistics, indexes and sampled documents, and the operations of the query log. Judge it
+    with :func:`judge` under any thresholds, as often as needed, without reading the database again."""
+
+    database: str
+    query_data: str
+    has_queries: bool
+    colls: list  # of _Coll
+    ops: list  # of _Op
+    unread: list[str]
+    usage_window: dt.timedelta
+    _judged: dict = field(default_factory=dict, repr=False)  # check name -> [(thresholds it read, findings)]
+
+    @property
+    def by_coll(self) -> dict[str, list]:
+        """The operations per collection."""
+        by: dict[str, list[_Op]] = defaultdict(list)
+        for o in self.ops:
+            by[o.coll].append(o)
+        return by
+
+
+class _ReadThresholds(dict):
+    """The thresholds, recording which ones a check reads (and their values)."""
+
+    def __init__(self, th: dict) -> None:
+        super().__init__(th)
+        self.read: dict[str, float] = {}
+
+    def __getitem__(self, key: str) -> float:
+        value = super().__getitem__(key)
+        self.read[key] = value
+        return value
+
+
+def _thresholds(thresholds: dict[str, float] | None) -> dict[str, float]:
+    unknown = sorted(set(thresholds or {}) - set(THRESHOLDS))
+    if unknown:
+        raise ReviewInputError(f"review(thresholds=...): unknown threshold(s) {unknown}; known: {sorted(THRESHOLDS)}")
+    bad = [k for k, v in (thresholds or {}).items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if bad:
+        raise ReviewInputError(f"review(thresholds=...): {bad[0]!r} must be a number")
+    return {**THRESHOLDS, **(thresholds or {})}
+
+
 def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Iterable[dict] | None = None,
            full: bool = False, usage_window: dt.timedelta = USAGE_WINDOW,
            thresholds: dict[str, float] | None = None) -> Review:
@@ -639,14 +686,15 @@ def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Ite
     a list of profiler-shaped documents) when given, else the database profiler's ``system.profile``.
     ``$indexStats`` counters younger than ``usage_window`` are not used to call an index unused.
     ``thresholds`` overrides any of :data:`THRESHOLDS` (e.g. ``{"lookup_share": 0.2}``).
+    ``review(db, ...)`` is ``judge(measure(db, ...), thresholds)``.
     """
-    unknown = sorted(set(thresholds or {}) - set(THRESHOLDS))
-    if unknown:
-        raise ReviewInputError(f"review(thresholds=...): unknown threshold(s) {unknown}; known: {sorted(THRESHOLDS)}")
-    bad = [k for k, v in (thresholds or {}).items() if isinstance(v, bool) or not isinstance(v, (int, float))]
-    if bad:
-        raise ReviewInputError(f"review(thresholds=...): {bad[0]!r} must be a number")
-    th = {**THRESHOLDS, **(thresholds or {})}
+    _thresholds(thresholds)
+    return judge(measure(db, sample=sample, query_log=query_log, full=full, usage_window=usage_window), thresholds)
+
+
+def measure(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Iterable[dict] | None = None,
+            full: bool = False, usage_window: dt.timedelta = USAGE_WINDOW) -> Measurement:
+    """Read what the review judges (read-only; arguments as for :func:`review`), without judging it."""
     if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= 100_000:
         raise ReviewInputError(f"review(sample={sample!r}): sample must be an int between 1 and 100000")
     if not isinstance(usage_window, dt.timedelta):
@@ -683,28 +731,50 @@ def review(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | Ite
             _sample(db, c, sample, full)
         except PyMongoError as exc:
             unread.append(f"{c.name} ({getattr(exc, 'code', None) or exc.__class__.__name__})")
+    return Measurement(database=dbname, query_data=source, has_queries=has_queries, colls=colls, ops=ops,
+                       unread=unread, usage_window=usage_window)
 
+
+def _judged(m: Measurement, name: str, th: dict, check: Callable[[dict], list[Finding]]) -> list[Finding]:
+    """``check(thresholds)`` for the measurement ``m``, answered from an earlier run of the same check on ``m``
+    whose thresholds agreed on every threshold that run read (a check is a function of the measurement and
+    of the thresholds it reads, so it would take the same path and return the same findings)."""
+    runs = m._judged.setdefault(name, [])
+    for read, found in runs:
+        if all(th[k] == v for k, v in read.items()):
+            return list(found)
+    recording = _ReadThresholds(th)
+    found = check(recording)
+    runs.append((dict(recording.read), list(found)))
+    return found
+
+
+def judge(m: Measurement, thresholds: dict[str, float] | None = None) -> Review:
+    """The :class:`Review` of a :func:`measure` result under ``thresholds`` (overrides of :data:`THRESHOLDS`).
+    Judging the same measurement again re-runs only the checks whose thresholds changed."""
+    th = _thresholds(thresholds)
+    colls, ops, dbname, has_queries = m.colls, m.ops, m.database, m.has_queries
     findings: list[Finding] = []
-    r = Review(database=dbname, findings=findings, query_data=source,
+    r = Review(database=dbname, findings=findings, query_data=m.query_data,
                sampled=[{"collection": c.name, "documents": c.count, "sampled": len(c.docs), "method": c.method,
                          "avgObjSize": round(c.avg_obj_size), "indexes": c.nindexes} for c in colls])
-    if unread:
-        r.notes.append(f"Could not read {len(unread)} collection(s), their checks did not run: {', '.join(unread)}.")
+    if m.unread:
+        r.notes.append(f"Could not read {len(m.unread)} collection(s), their checks did not run: "
+                       f"{', '.join(m.unread)}.")
     ns = lambda c: f"{dbname}.{c}"  # noqa: E731
-    by_coll: dict[str, list[_Op]] = defaultdict(list)
-    for o in ops:
-        by_coll[o.coll].append(o)
+    by_coll = m.by_coll
 
-    findings += _check_arrays(colls, by_coll, has_queries, ns, th)
-    findings += _check_bloat(colls, by_coll, ns, th)
-    findings += _check_collections(colls, dbname, th)
-    findings += _check_indexes(colls, by_coll, ns, usage_window, r, th)
-    findings += _check_nesting(colls, ns, th)
+    findings += _judged(m, "arrays", th, lambda t: _check_arrays(colls, by_coll, has_queries, ns, t))
+    findings += _judged(m, "bloat", th, lambda t: _check_bloat(colls, by_coll, ns, t))
+    findings += _judged(m, "collections", th, lambda t: _check_collections(colls, dbname, t))
+    findings += _check_indexes(colls, by_coll, ns, m.usage_window, r, th)  # also notes skipped checks in r
+    findings += _judged(m, "nesting", th, lambda t: _check_nesting(colls, ns, t))
     findings += _check_validation(colls, ns)
     if has_queries:
-        findings += _check_regex(ops, ns, th)
-        findings += _check_lookups(ops, ns, th)
-        findings += _check_together(ops, ns, {c.name: c.count for c in colls}, th)
+        findings += _judged(m, "regex", th, lambda t: _check_regex(ops, ns, t))
+        findings += _judged(m, "lookups", th, lambda t: _check_lookups(ops, ns, t))
+        findings += _judged(m, "together", th,
+                            lambda t: _check_together(ops, ns, {c.name: c.count for c in colls}, t))
     else:
         for k in QUERY_KINDS:
             r.skipped[k] = "no query data (pass query_log=... or enable the profiler, then re-run)"

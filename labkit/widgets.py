@@ -50,6 +50,65 @@ def data_version(source: Any) -> tuple | None:
     return None
 
 
+def _versions(sources: tuple) -> tuple | None:
+    versions = tuple(data_version(d) for d in sources)
+    return None if any(v is None for v in versions) else versions
+
+
+class Measured:
+    """``fn(*args)`` measured once per ``args`` while the data in ``data`` stay as they were: what an explorer's
+    compute measures for one control value (a plan's keys examined for a product of n reviews) is kept, so
+    moving another control (a pure multiplier) costs nothing and coming back to a value is instant.
+
+    Any change to ``data`` made outside ``fn`` (a learner's insert, a drop) forgets every kept value; ``fn``'s
+    own writes (an account resized to the slider) do not. When the data cannot be versioned (a real server),
+    nothing is kept: every call measures. Keeps up to :data:`CACHE_SIZE` values, least recently used dropped
+    first. Callers must not modify what it returns."""
+
+    def __init__(self, fn: Callable[..., Any], data: Any) -> None:
+        if not callable(fn):
+            raise TypeError("measured(fn, data=...): fn must be a function")
+        self.fn = fn
+        self.data: tuple = tuple(data) if isinstance(data, (list, tuple)) else (data,)
+        self.calls = 0  # how many calls ran fn (for tests)
+        self._kept: OrderedDict = OrderedDict()
+        self._seen: tuple | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        version = _versions(self.data)
+        try:
+            hash(args)
+        except TypeError:
+            version = None
+        if version is None:
+            self.calls += 1
+            return self.fn(*args)
+        if version != self._seen:
+            self._kept.clear()
+        if args in self._kept:
+            self._kept.move_to_end(args)
+            return self._kept[args]
+        self.calls += 1
+        self._seen = None  # until fn returns: a failure half-way leaves nothing trusted
+        value = self.fn(*args)
+        self._seen = _versions(self.data)  # fn's own writes included
+        self._kept[args] = value
+        while len(self._kept) > CACHE_SIZE:
+            self._kept.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Forget every kept value."""
+        self._kept.clear()
+        self._seen = None
+
+
+def measured(fn: Callable[..., Any], *, data: Any) -> Measured:
+    """Wrap ``fn`` so each distinct ``fn(*args)`` is measured once while ``data`` (a database, a collection, or
+    a list of them) is unchanged by anything but ``fn``; see :class:`Measured`."""
+    return Measured(fn, data)
+
+
 @dataclass
 class Explorer:
     """A set of sliders, a readout table and an optional plot, all driven by ``compute``."""

@@ -202,13 +202,13 @@ def slider_post(i):
             "createdAt": dt.datetime(2026, 11, 1) + dt.timedelta(minutes=i)}
 
 
-def fan(i):
+def slider_fan(i):  # not `fan`: the ledger below names its user `fan`
     return {"name": f"fan {i}", "followerPreview": [{"userId": "user:slider", "name": "Slider"}]}
 
 
 def rename_cost(posts, previews):
     resize_children(scratch.posts, "post:slider:", posts, slider_post)
-    resize_children(scratch.users, "user:fan:", previews, fan)
+    resize_children(scratch.users, "user:fan:", previews, slider_fan)
     n_posts = scratch.posts.count_documents({"authorId": "user:slider"})
     return {"user": "user:slider", "posts": n_posts, "previews listing them": previews_listing(scratch, "user:slider"),
             "canonical reference: documents rewritten": 1,

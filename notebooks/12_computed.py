@@ -203,7 +203,7 @@ print("review stored:", db.reviews.count_documents({"_id": "review:crash"}) == 1
 
 # %%
 from labkit.resize import AccountLadder
-from labkit.widgets import explorer
+from labkit.widgets import explorer, measured
 
 computed_read = sum(page_cost("prod:1")[k] for k in ("keys examined", "docs examined"))
 computed_write_extra = computed_read  # the $inc finds the product by _id exactly like a page view
@@ -227,14 +227,22 @@ def aggregate_read_cost(pid):
     return plan["keysExamined"] + plan["docsExamined"]
 
 
-def work(reads_per_write, reviews):
+def product_figures(reviews):
+    """Measured on a product with exactly `reviews` reviews: its review count and one page read's cost."""
     pid = product_with(reviews)
+    return slider_db.reviews.count_documents({"productId": pid}), aggregate_read_cost(pid)
+
+
+product_measured = measured(product_figures, data=slider_db)  # measured once per review count
+
+
+def work(reads_per_write, reviews):
+    its_reviews, per_read = product_measured(reviews)
     writes = 1_000
     reads = writes * reads_per_write
-    per_read = aggregate_read_cost(pid)
     aggregate = reads * per_read
     computed = reads * computed_read + writes * computed_write_extra
-    return {"its reviews": slider_db.reviews.count_documents({"productId": pid}), "page views": reads,
+    return {"its reviews": its_reviews, "page views": reads,
             "aggregate on read: keys+docs examined": aggregate,
             "computed: keys+docs examined": computed,
             "cheaper": "computed" if computed < aggregate else "aggregate on read" if aggregate < computed else "tie"}

@@ -332,15 +332,18 @@ predict_gone.check(len(gone))
 # many findings each kind raises on an untouched copy of the legacy store.
 
 # %%
-from labkit.widgets import explorer
+from labkit.review import judge, measure
+from labkit.widgets import explorer, measured
 
 original = labkit.fresh_db("39_schema_review_original")
 load(original)
 original_log = profile_log(original, workload, seconds=2)  # two seconds of the workload keep each step fast
+# the review reads the store once (measure); each step judges that reading with the slider's thresholds
+reading = measured(lambda: measure(original, query_log=original_log), data=original)
 
 
 def flagged(array_docs_min, bloat_ratio, lookup_share_pct):
-    r = labkit.review(original, query_log=original_log, thresholds={
+    r = judge(reading(), thresholds={
         "array_docs_min": array_docs_min, "bloat_ratio": bloat_ratio, "lookup_share": lookup_share_pct / 100})
     counts = {kind: 0 for kind in ("unbounded-array", "bloated-document", "lookup-overuse")}
     for f in r.findings:
@@ -357,7 +360,8 @@ def draw_flagged(ax, values, r):
 
 
 th = explorer(flagged, sliders={"array_docs_min": (5, 100, 20, 1), "bloat_ratio": (2, 200, 10, 1),
-                                "lookup_share_pct": (1, 50, 10, 1)}, title="Review thresholds", draw=draw_flagged)
+                                "lookup_share_pct": (1, 50, 10, 1)}, title="Review thresholds", draw=draw_flagged,
+              cache=True, data=original)
 th
 
 # %% [markdown]

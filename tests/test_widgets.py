@@ -252,3 +252,85 @@ def test_set_of_several_controls_computes_once_for_all_new_values():
     assert seen == [(1, 1), (3, 4)]  # never the half-moved (3, 1)
     h.sliders["a"].value = 2  # a learner's slider still updates on its own
     assert seen[-1] == (2, 4) and h.result == {"sum": 6}
+
+
+def test_measured_keeps_each_value_until_the_data_change_outside_it():
+    from labkit.engine import EmbeddedClient
+    from labkit.widgets import measured
+
+    db = EmbeddedClient()["widgets_measured"]
+    db.kids.insert_many([{"_id": i} for i in range(5)])
+    seen = []
+
+    def grow_and_count(n):  # writes its own data (as a lesson's account ladder does), then measures
+        seen.append(n)
+        db.kids.delete_many({"_id": {"$gte": n}})
+        db.kids.insert_many([{"_id": i} for i in range(db.kids.count_documents({}), n)] or [{"_id": "tmp"}])
+        db.kids.delete_one({"_id": "tmp"})
+        return db.kids.count_documents({})
+
+    figures = measured(grow_and_count, data=db)
+    assert [figures(3), figures(8), figures(3), figures(8)] == [3, 8, 3, 8]
+    assert seen == [3, 8] and figures.calls == 2  # its own writes do not forget what it measured
+    db.kids.insert_one({"_id": "learner"})  # a change outside it: every kept value is stale
+    assert figures(8) == 9 and seen == [3, 8, 8]
+    figures.clear()
+    figures(8)
+    assert seen[-1] == 8 and figures.calls == 4
+
+
+def test_measured_keeps_nothing_for_data_it_cannot_version_or_unhashable_arguments():
+    import mongomock
+
+    from labkit.widgets import measured
+
+    plain = mongomock.MongoClient()["plain_measured"]  # stands for a server
+    calls = []
+    figures = measured(lambda n: calls.append(n) or n, data=[plain])
+    figures(1)
+    figures(1)
+    assert calls == [1, 1]
+    from labkit.engine import EmbeddedClient
+
+    listed = measured(lambda xs: calls.append(xs) or len(xs), data=EmbeddedClient()["m2"])
+    assert listed([1, 2]) == 2 and listed([1, 2]) == 2 and calls[-2:] == [[1, 2], [1, 2]]
+    with pytest.raises(TypeError):
+        measured("not a function", data=plain)
+
+
+def test_measured_failure_keeps_nothing_half_done():
+    from labkit.engine import EmbeddedClient
+    from labkit.widgets import measured
+
+    db = EmbeddedClient()["widgets_measured_fail"]
+    calls = []
+
+    def flaky(n):
+        calls.append(n)
+        db.t.insert_one({"n": n})
+        if n == 2:
+            raise ValueError("two")
+        return n
+
+    f = measured(flaky, data=db.t)
+    f(1)
+    with pytest.raises(ValueError):
+        f(2)
+    f(1)  # the failed call wrote: what was kept before it is no longer trusted
+    assert calls == [1, 2, 1]
+
+
+def test_canvas_png_is_what_savefig_writes():
+    import io
+
+    from labkit.plots import PngCanvas, bars_against_limit
+
+    draws = [lambda ax: (ax.barh(["a", "bb"], [3, 70_000]), ax.set_xlabel("x")),
+             lambda ax: bars_against_limit(ax, ["ids", "embedded"], [1e6, 2e7], title="size"),
+             lambda ax: (ax.plot([1, 2, 3], [4, 1, 9], label="l"), ax.legend(), ax.set_title("t"))]
+    canvas = PngCanvas()
+    for draw in draws * 2:
+        png = canvas.render(draw)
+        buf = io.BytesIO()
+        canvas.figure.savefig(buf, format="png", metadata={"Software": None})
+        assert png == buf.getvalue() and png.startswith(b"\x89PNG")
