@@ -23,9 +23,11 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("values", "errors", "docutil", "keys", "entrylist"),            # values, BSON order, key strings
     1: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
-        "variables", "add_fields", "validation", "collation", "limits"),   # expressions, server rules
+        "variables", "add_fields", "validation", "collation", "limits",    # expressions, server rules,
+        "accumulators", "stage_redact"),                                  # $group accumulators
     2: ("indexes", "bounds", "hashed", "subset", "store"),              # indexes, keys, bounds
-    3: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
+    3: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate",   # planner, executor, explain,
+        "stage_bucket", "stage_window", "stage_densify"),                  # grouping and window stages
     4: ("collection", "aggregation", "extra_stages", "db_aggregate", "bulk", "boundary", "sessions",
         "monitoring", "profiler", "rules",                              # collection and aggregation,
         "capped", "views", "clustered", "timeseries", "ttl"),           # kinds of collections, TTL

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from mongomock import OperationFailure
-from mongomock import aggregate as mm_aggregate
 
 from .planner import unsupported
 
@@ -24,8 +23,9 @@ _SERVER_STAGES = ("$currentOp", "$listLocalSessions", "$changeStream", "$querySe
 
 def _documents(spec: Any) -> list[dict]:
     """Evaluate a ``$documents`` argument into its documents (each a copy)."""
+    from .aggregation import _compile_expr
     try:
-        value = mm_aggregate._parse_expression(spec, {})
+        value = _compile_expr(spec)({})
     except KeyError:
         value = None
     if not isinstance(value, list):
