@@ -1,5 +1,7 @@
-"""Aggregation stages the lessons need beyond the core ones: ``$out``, ``$merge``, ``$graphLookup``; and
-clear errors for valid server stages the embedded engine does not model (``$setWindowFields``...).
+"""Aggregation stages the lessons need beyond the core ones: ``$out``, ``$merge``, ``$graphLookup``,
+``$unionWith``; and clear errors for valid server stages a standalone embedded server does not have
+(``$search``, ``$changeStream``...). The grouping and window stages are in stage_bucket.py, stage_window.py,
+stage_densify.py and stage_redact.py.
 
 Server behaviour modelled (manual pages of the same names, MongoDB 8.0):
 
