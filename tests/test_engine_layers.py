@@ -21,10 +21,11 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 
 # layer number -> modules (lowest first)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("values", "errors", "docutil", "keys", "entrylist"),            # values, BSON order, key strings
+    0: ("values", "errors", "docutil", "keys", "entrylist",             # values, BSON order, key strings,
+        "stage_names"),                                                 # the server's stage names
     1: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
         "variables", "add_fields", "validation", "collation", "limits",    # expressions, server rules,
-        "accumulators", "stage_redact"),                                  # $group accumulators
+        "accumulators", "stage_redact", "stage_documents"),                                  # $group accumulators
     2: ("indexes", "bounds", "hashed", "subset", "store"),              # indexes, keys, bounds
     3: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate",   # planner, executor, explain,
         "stage_bucket", "stage_window", "stage_densify"),                  # grouping and window stages

@@ -478,3 +478,46 @@ def test_merge_into_time_series_is_refused_and_out_replaces(db):
         == 7268700
     list(db.src.aggregate([{"$out": {"db": "stages", "coll": "new", "timeseries": {"timeField": "t"}}}]))
     assert db.new.options()["timeseries"]["timeField"] == "t" and db.new.count_documents({}) == 3
+
+
+def test_documents_in_sub_pipelines_and_collection_pipelines(db):
+    # manual $documents: the first stage of a database-level aggregate, of $unionWith without "coll" and of
+    # $lookup without "from"; in a collection's pipeline it is InvalidNamespace (73)
+    db.c.insert_one({"_id": 1, "k": 2})
+    out = list(db.c.aggregate([{"$unionWith": {"pipeline": [{"$documents": [{"x": 1}, {"x": 2}]},
+                                                            {"$match": {"x": 2}}]}}]))
+    assert out == [{"_id": 1, "k": 2}, {"x": 2}]
+    out = list(db.c.aggregate([{"$lookup": {"as": "j", "let": {"k": "$k"}, "pipeline": [
+        {"$documents": [{"v": 1}, {"v": 2}, {"v": 3}]}, {"$match": {"$expr": {"$gte": ["$v", "$$k"]}}}]}}]))
+    assert out == [{"_id": 1, "k": 2, "j": [{"v": 2}, {"v": 3}]}]
+    assert _code(db, "c", [{"$documents": [{"x": 1}]}]) == 73
+    assert _code(db, "c", [{"$match": {}}, {"$documents": [{"x": 1}]}]) == 40602
+    assert _code(db, "c", [{"$unionWith": {"pipeline": [{"$match": {}}]}}]) == 9
+    assert _code(db, "c", [{"$unionWith": {"pipeline": [{"$documents": 5}]}}]) == 5858203
+    assert list(db.aggregate([{"$documents": [{"a": 1}]}, {"$set": {"b": 2}}])) == [{"a": 1, "b": 2}]
+
+
+def test_every_server_stage_name_runs_or_is_refused_by_name(db):
+    # manual "Aggregation Stages" (8.0): no valid stage name is reported as unknown (40324); the ones a
+    # standalone embedded server does not have are refused with 115 naming the stage
+    from labkit.engine.stage_names import STAGE_NAMES
+    db.c.insert_one({"_id": 1})
+    for name in sorted(STAGE_NAMES):
+        try:
+            list(db.c.aggregate([{name: {}}]))
+        except OperationFailure as e:
+            assert e.code != 40324, name
+            if e.code == 115:
+                assert name in str(e), name
+    assert _code(db, "c", [{"$rankFusion": {}}]) == 40324  # 8.1, not an 8.0 stage
+
+
+def test_percentile_groups_explain_classic(db):
+    # accumulator_percentile.cpp: $percentile/$median make a $group SBE-incompatible; $sum keeps SBE
+    _seed(db)
+    sbe = db.command("explain", {"aggregate": "c", "pipeline": [{"$group": {"_id": "$g", "n": {"$sum": 1}}}],
+                                 "cursor": {}}, verbosity="queryPlanner")
+    assert sbe["explainVersion"] == "2"
+    classic = db.command("explain", {"aggregate": "c", "pipeline": [{"$group": {"_id": "$g", "m": {"$median": {
+        "input": "$v", "method": "approximate"}}}}], "cursor": {}}, verbosity="queryPlanner")
+    assert classic["explainVersion"] == "1"

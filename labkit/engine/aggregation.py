@@ -32,6 +32,7 @@ from .add_fields import add_fields_stage, replace_root_stage
 from . import accumulators as _acc
 from .stage_bucket import bucket_auto_stage, bucket_stage, count_stage, sort_by_count_stage, stage_count_arg
 from .stage_densify import densify_stage, fill_stage
+from . import stage_documents as _documents
 from .stage_redact import redact_stage
 from .stage_window import set_window_fields_stage
 
@@ -175,6 +176,7 @@ class Ctx:
         self.stage_times: list[float] = []
         self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
         self.allow_disk_use: bool | None = None  # aggregate(allowDiskUse=...): $sort memory rule
+        self.documents_ok = False  # a leading $documents is allowed ($unionWith / $lookup sub-pipelines)
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -529,9 +531,17 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     if isinstance(frm, dict):
         raise unsupported("$lookup from another database")
     as_ = opts["as"]
-    from .views import check_source
-    check_source(coll.database, frm)  # $lookup from a view: clear error (views.py)
-    foreign = coll.database.get_collection(frm)
+    pipe = opts.get("pipeline")
+    if frm is None:
+        # manual $lookup: without "from", the pipeline must start with $documents (6.0+)
+        if not (isinstance(pipe, list) and pipe and isinstance(pipe[0], dict) and "$documents" in pipe[0]):
+            raise OperationFailure("$lookup requires either 'from' or a pipeline starting with $documents", 9)
+        if opts.get("localField") is not None:
+            raise unsupported("$lookup with localField/foreignField and a $documents pipeline")
+    else:
+        from .views import check_source
+        check_source(coll.database, frm)  # $lookup from a view: clear error (views.py)
+    foreign = coll.database.get_collection(frm) if frm is not None else coll
     lf, ff = opts.get("localField"), opts.get("foreignField")
     pipeline = opts.get("pipeline")
     let = opts.get("let") or {}
@@ -580,6 +590,7 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
             if cond is not None:
                 sub = [{"$match": cond}, *sub]
             sub_ctx = Ctx()
+            sub_ctx.documents_ok = frm is None
             res = run_stages(foreign, sub, sub_ctx, input_docs=matched)
             if sub_ctx.cursor_exec is not None:
                 _note(sub_ctx.cursor_exec, stats)
@@ -702,6 +713,11 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             from .stats import coll_stats_stage
             docs = [coll_stats_stage(coll, pipeline[0]["$collStats"])]
             i = 1
+        elif pipeline and isinstance(pipeline[0], dict) and "$documents" in pipeline[0]:
+            if not ctx.documents_ok:
+                raise _documents.not_in_collection_pipeline()
+            docs = _documents.documents(pipeline[0]["$documents"], _compile_expr)
+            i = 1
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
             if filt is not None or sort is not None:
@@ -792,6 +808,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = redact_stage(arg, docs, _compile_expr)
         elif name in ("$indexStats", "$collStats"):
             raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
+        elif name == "$documents":
+            raise _documents.not_first()
         elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $unionWith; clear errors (extra_stages.py)
             docs = EXTRA_STAGES[name](coll, [fast_copy(d) for d in docs], arg, pipeline, i)
         else:

@@ -380,8 +380,8 @@ EXTRA_STAGES = {
     "$graphLookup": graph_lookup_stage,
 }
 for _name in ("$geoNear", "$search", "$searchMeta", "$vectorSearch", "$changeStream", "$currentOp",
-              "$listSessions", "$planCacheStats", "$documents", "$listSearchIndexes", "$rankFusion",
-              "$scoreFusion", "$score", "$querySettings", "$queryStats", "$listLocalSessions",
+              "$listSessions", "$planCacheStats", "$listSearchIndexes", "$listCatalog",
+              "$listClusterCatalog", "$querySettings", "$queryStats", "$listLocalSessions",
               "$listSampledQueries", "$shardedDataDistribution", "$changeStreamSplitLargeEvent"):
     EXTRA_STAGES.setdefault(_name, _not_modelled(_name))
 
@@ -441,19 +441,25 @@ def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -
         if extra:
             raise OperationFailure("BSON field '$unionWith.%s' is an unknown field." % sorted(extra)[0], 40415)
         name, sub = arg.get("coll"), arg.get("pipeline", [])
-        if name is None:
-            raise unsupported("$unionWith without 'coll' (a $documents pipeline)")
         if not isinstance(sub, list):
             raise OperationFailure("BSON field '$unionWith.pipeline' is the wrong type '%s', expected type "
                                    "'array'" % type(sub).__name__, 14)
     else:
         raise OperationFailure("the $unionWith stage specification must be an object or string, but found %s"
                                % type(arg).__name__, 40413)
-    if not isinstance(name, str):
-        raise OperationFailure("BSON field '$unionWith.coll' is the wrong type, expected type 'string'", 14)
     for st in sub:
         if isinstance(st, dict) and next(iter(st), None) in ("$out", "$merge"):
             raise OperationFailure("%s is not allowed within a $unionWith's sub-pipeline" % next(iter(st)), 31441)
+    if name is None:
+        # manual $unionWith: without "coll" the pipeline must start with $documents
+        if not (sub and isinstance(sub[0], dict) and "$documents" in sub[0]):
+            raise OperationFailure("$unionWith stage without explicit collection must have a pipeline with "
+                                   "$documents as first stage", 9)
+        ctx = Ctx()
+        ctx.documents_ok = True
+        return list(docs) + run_stages(coll, list(sub), ctx)
+    if not isinstance(name, str):
+        raise OperationFailure("BSON field '$unionWith.coll' is the wrong type, expected type 'string'", 14)
     other = coll.database.get_collection(name)
     from .views import run_on_base, view_def
     if view_def(other._store):  # $unionWith a view: its pipeline, then the sub-pipeline (views.py)
