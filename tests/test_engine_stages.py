@@ -269,7 +269,11 @@ def test_bucket_auto_granularity(db):
     assert out[0]["_id"] == {"min": 0.0, "max": 2.5}
     assert out[-1]["_id"]["max"] == 10.0
     out = list(db.g.aggregate([{"$bucketAuto": {"groupBy": "$v", "buckets": 2, "granularity": "POWERSOF2"}}]))
-    assert [d["_id"] for d in out] == [{"min": 0.0, "max": 8.0}, {"min": 8.0, "max": 16.0}]
+    assert [d["_id"] for d in out] == [{"min": 0, "max": 8}, {"min": 8, "max": 16}]
+    assert all(type(d["_id"]["max"]) is int for d in out)  # $pow(2, n) of integers (powers_of_two.cpp)
+    db.h2.insert_many([{"v": x} for x in (0.3, 3.5, 8.0)])
+    out = list(db.h2.aggregate([{"$bucketAuto": {"groupBy": "$v", "buckets": 3, "granularity": "POWERSOF2"}}]))
+    assert [d["_id"] for d in out] == [{"min": 0.25, "max": 0.5}, {"min": 0.5, "max": 4}, {"min": 4, "max": 16}]
     out = list(db.g.aggregate([{"$bucketAuto": {"groupBy": "$v", "buckets": 2, "granularity": "1-2-5"}}]))
     assert [d["_id"] for d in out] == [{"min": 0.0, "max": 5.0}, {"min": 5.0, "max": 10.0}]
 
@@ -521,3 +525,34 @@ def test_percentile_groups_explain_classic(db):
     classic = db.command("explain", {"aggregate": "c", "pipeline": [{"$group": {"_id": "$g", "m": {"$median": {
         "input": "$v", "method": "approximate"}}}}], "cursor": {}}, verbosity="queryPlanner")
     assert classic["explainVersion"] == "1"
+
+
+def test_fast_path_and_general_group_agree_on_random_documents(db):
+    # the $group fast path ($sum/$avg/... over fields) and the general accumulators must give the same
+    # documents (manual $group null/missing rules); the general path is forced by an extra $median field
+    import random
+    rnd = random.Random(13)
+    values = [None, 0, 1, 2, -3, 1.5, 2.0, "a", "b", True, [1, 2], {"x": 1}, Int64(7)]
+    docs = []
+    for i in range(300):
+        d = {"_id": i, "k": rnd.choice([1, 1.0, 2, "x", None, Int64(2)])}
+        if rnd.random() < 0.8:
+            d["v"] = rnd.choice(values)
+        if rnd.random() < 0.1:
+            del d["k"]
+        docs.append(d)
+    db.r.insert_many(docs)
+    spec = {"_id": "$k", "s": {"$sum": "$v"}, "a": {"$avg": "$v"}, "mn": {"$min": "$v"}, "mx": {"$max": "$v"},
+            "f": {"$first": "$v"}, "l": {"$last": "$v"}, "p": {"$push": "$v"}, "st": {"$addToSet": "$v"},
+            "c": {"$count": {}}, "one": {"$sum": 1}}
+    fast = list(db.r.aggregate([{"$sort": {"_id": 1}}, {"$group": spec}]))
+    general = list(db.r.aggregate([{"$sort": {"_id": 1}}, {"$group": dict(spec, m={"$median": {
+        "input": "$v", "method": "approximate"}})}]))
+    assert len(fast) == len(general) == 4  # {1, 1.0}, {2, NumberLong(2)}, "x", null with missing
+    by_key = {str(g["_id"]): g for g in general}
+    for f in fast:
+        g = by_key[str(f["_id"])]
+        for field in spec:
+            if field == "_id":
+                continue
+            assert f[field] == g[field], field

@@ -193,16 +193,22 @@ _SERIES = {
 _NOT_MODELLED_SERIES = ("R80", "E96", "E192")
 
 
-def _round_up(name: str, v: float) -> float:
-    """The smallest series value greater than ``v`` (0 stays 0): the series is scaled by powers of ten until
-    it brackets ``v`` (granularity_rounder_preferred_numbers.cpp); POWERSOF2: the next power of two."""
+def _pow2(exp: int) -> Any:
+    """``{$pow: [2, exp]}``: an integer for exp >= 0, a double below."""
+    return 2 ** exp if exp >= 0 else 2.0 ** exp
+
+
+def _round_up(name: str, value: Any) -> Any:
+    """The smallest series value greater than ``value`` (0 stays as it is): the series is scaled by powers of ten
+    until it brackets the value (granularity_rounder_preferred_numbers.cpp); POWERSOF2: the next power of two,
+    an integer for integers and for doubles >= 1 (granularity_rounder_powers_of_two.cpp)."""
+    v = to_float(value)
     if v == 0:
-        return 0.0
+        return value
     if name == "POWERSOF2":
-        p = 2.0 ** math.floor(math.log2(v))
-        while p <= v:
-            p *= 2
-        return p
+        if isinstance(value, (float, Decimal128)):
+            return _pow2(int(math.floor(math.log2(v))) + 1)
+        return _pow2(int(value).bit_length())
     base = _SERIES[name]
     mult = 1.0
     while v < base[0] * mult:
@@ -212,15 +218,16 @@ def _round_up(name: str, v: float) -> float:
     return next(b * mult for b in base if b * mult > v)
 
 
-def _round_down(name: str, v: float) -> float:
-    """The largest series value smaller than ``v`` (0 stays 0)."""
+def _round_down(name: str, value: Any) -> Any:
+    """The largest series value smaller than ``value`` (0 stays as it is)."""
+    v = to_float(value)
     if v == 0:
-        return 0.0
+        return value
     if name == "POWERSOF2":
-        p = 2.0 ** math.ceil(math.log2(v))
-        while p >= v:
-            p /= 2
-        return p
+        if isinstance(value, (float, Decimal128)):
+            return _pow2(int(math.ceil(math.log2(v))) - 1)
+        n = int(value)
+        return _pow2(n.bit_length() - 2 if n & (n - 1) == 0 else n.bit_length() - 1)
     base = _SERIES[name]
     mult = 1.0
     while v <= base[0] * mult:
@@ -299,7 +306,7 @@ def bucket_auto_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> lis
         first = keyed[pos]
         bmin: Any = first[2]
         if gran is not None:
-            bmin = prev_max if prev_max is not MISSING else _round_down(gran, to_float(first[2]))
+            bmin = prev_max if prev_max is not MISSING else _round_down(gran, first[2])
         accs = [s.make(None) for s in statements]
         members = [first]
         pos += 1
@@ -309,14 +316,14 @@ def bucket_auto_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> lis
             pos += 1
         bmax_e, bmax = members[-1][0], members[-1][2]
         if gran is not None:
-            boundary = _round_up(gran, to_float(bmax))
+            boundary = _round_up(gran, bmax)
             be = K.encode(boundary)
             while pos < n and (be > keyed[pos][0] or bmax_e == keyed[pos][0]):
                 members.append(keyed[pos])
                 bmax_e, bmax = keyed[pos][0], keyed[pos][2]
                 pos += 1
-            if boundary == 0.0 and pos < n:
-                bmax = _round_down(gran, to_float(keyed[pos][2]))
+            if to_float(boundary) == 0.0 and pos < n:
+                bmax = _round_down(gran, keyed[pos][2])
             else:
                 bmax = boundary
         else:
