@@ -396,12 +396,28 @@ def test_window_derivative_integral_ema_locf_linear_fill(db):
     assert [d["e"] for d in out] == [0.0, 1.0, 1.0, 4.5]
     assert [d["l"] for d in out] == [0, 2, 2, 8]
     assert [d["f"] for d in out] == [0, 2, 6.0, 8]
+    # parse errors: jstests/aggregation/sources/setWindowFields/comprehensive_parse.js
     assert _code(db, "w", [{"$setWindowFields": {"output": {"r": {"$rank": {}}}}}]) == 5371602
+    assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1, "y": 1}, "output": {"r": {"$rank": {}}}}}]) \
+        == 5371602
+    assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"r": {"$rank": 1}}}}]) == 5371603
+    assert _code(db, "w", [{"$setWindowFields": {"output": {"s": {"$shift": {"output": "$y", "by": 1}}}}}]) == 9
+    assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {
+        "d": {"$derivative": {"input": "$y"}}}}}]) == 9
+    assert _code(db, "w", [{"$setWindowFields": {"output": {"i": {"$integral": {"input": "$y"}}}}}]) == 9
+    assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {
+        "i": {"$integral": {"input": "$y", "unit": "hour"}}}}}]) == 5423901
+    assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {
+        "d": {"$derivative": {"input": "$y", "unit": "hour"}, "window": {"documents": [-1, 0]}}}}}]) == 5624900
+    assert _code(db, "w", [{"$setWindowFields": {"partitionBy": [1], "output": {"n": {"$sum": 1}}}}]) == 14
+    assert _code(db, "w", [{"$setWindowFields": {"partitionBy": ["$x"], "output": {"n": {"$sum": 1}}}}]) == 14
     assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {
         "r": {"$rank": {}, "window": {"documents": [0, 1]}}}}}]) == 5371601
     assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"r": {"$nosuch": 1}}}}]) == 5371603
     assert _code(db, "w", [{"$setWindowFields": {"sortBy": {"x": 1}, "output": {
         "e": {"$expMovingAvg": {"input": "$y", "N": 2, "alpha": 0.5}}}}}]) == 5433602
+    assert _code(db, "w", [{"$setWindowFields": {"output": {"e": {"$expMovingAvg": {"input": "$y", "N": 2}}}}}]) \
+        == 9
 
 
 def test_window_n_accumulators_and_percentile(db):

@@ -130,8 +130,10 @@ def set_window_fields_stage(arg: Any, docs: list[dict], compile_expr: Callable) 
     if not isinstance(arg["output"], dict):
         raise _fail("BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'"
                     % type_name(arg["output"]), 14)
-    part = compile_expr(arg["partitionBy"]) if "partitionBy" in arg else None
     outputs = [_parse_output(field, spec, sort_by, compile_expr) for field, spec in arg["output"].items()]
+    if isinstance(arg.get("partitionBy"), list):
+        raise _fail("An expression used to partition cannot evaluate to value of type array", 14)
+    part = compile_expr(arg["partitionBy"]) if "partitionBy" in arg else None
     sort_parts = [(f.split("."), d < 0) for f, d in sort_by]
 
     groups: dict[bytes, list[dict]] = {}
@@ -141,7 +143,7 @@ def set_window_fields_stage(arg: Any, docs: list[dict], compile_expr: Callable) 
         except KeyError:
             pk = None
         if isinstance(pk, list) and part is not None:
-            raise _fail("An expression used to partition cannot evaluate to value of type array", 5722401)
+            raise _fail("An expression used to partition cannot evaluate to value of type array", 14)
         groups.setdefault(K.encode(pk), []).append(d)
     order = sorted(groups) if part is not None else list(groups)
     out: list[dict] = []
@@ -370,14 +372,17 @@ class _Output:
         unit = arg.get("unit")
         assert svals is not None
         xs: list[Any] = []
+        deriv = self.op == "$derivative"
         for x in svals:
             if isinstance(x, dt.datetime):
                 if unit is None:
-                    raise _fail("%s where the sortBy is a Date requires an 'unit'" % self.op, 5423902)
+                    raise _fail("%s where the sortBy is a Date requires an 'unit'" % self.op,
+                                5624901 if deriv else 5423902)
                 xs.append(_epoch_ms(x) / UNITS_MS[unit])
             elif is_num(x):
                 if unit is not None:
-                    raise _fail("%s with 'unit' expects the sortBy field to be a Date" % self.op, 5423901)
+                    raise _fail("%s with unit expects the sortBy field to be a Date" % self.op,
+                                5624900 if deriv else 5423901)
                 xs.append(to_float(x))
             else:
                 raise _fail("%s requires the sortBy field to be a number or a date, found %s"
@@ -412,17 +417,27 @@ def _parse_output(field: str, spec: Any, sort_by: list, compile_expr: Callable) 
     op = ops[0]
     arg = spec[op]
     window = _parse_window(spec["window"], field) if "window" in spec else None
+    # static parse errors in the server's order (jstests/aggregation/sources/setWindowFields/
+    # comprehensive_parse.js): the function's own rules, then document/range window rules
     if op in NO_WINDOW_OPS:
-        if op in RANK_OPS + ("$shift", "$linearFill", "$expMovingAvg") and not sort_by:
-            raise _fail("%s must be specified with a top level sortBy expression with exactly one element"
-                        % op, 5371602)
-        if op in RANK_OPS + ("$linearFill",) and len(sort_by) != 1:
-            raise _fail("%s must be specified with a top level sortBy expression with exactly one element"
-                        % op, 5371602)
-        if window is not None:
-            raise _fail("%s does not accept a 'window' field" % op, 5371601)
-        if op in RANK_OPS and arg != {}:
-            raise _fail("%s accepts exactly no arguments" % op, 5371601)
+        if op in RANK_OPS:
+            if window is not None:
+                raise _fail("Rank style window functions take no other arguments", 5371601)
+            if arg != {}:
+                raise _fail("%s must be specified with '{}' as the value" % op, 5371603)
+            if len(sort_by) != 1:
+                raise _fail("%s must be specified with a top level sortBy expression with exactly one element"
+                            % op, 5371602)
+        elif op in ("$shift", "$expMovingAvg"):
+            if window is not None:
+                raise _fail("%s does not accept a 'window' field" % op, 9)
+            if not sort_by:
+                raise _fail("%s requires a sortBy" % op, 9)
+        elif op == "$linearFill" and len(sort_by) != 1:
+            raise _fail("$linearFill must be specified with a top level sortBy expression with exactly one "
+                        "element", 5371602)
+        elif window is not None:
+            raise _fail("%s does not accept a 'window' field" % op, 9)
         if op == "$shift":
             if not isinstance(arg, dict) or "output" not in arg or "by" not in arg:
                 raise _fail("$shift requires an 'output' expression and a 'by' value", 5433001 if not
@@ -451,14 +466,14 @@ def _parse_output(field: str, spec: Any, sort_by: list, compile_expr: Callable) 
                     raise _fail("'alpha' must be between 0 and 1 (exclusive), found alpha: %s" % (av,), 5433605)
         return _Output(field, op, arg, None, compile_expr, sort_by)
     if op in ("$derivative", "$integral"):
+        if op == "$derivative" and (not sort_by or window is None):
+            raise _fail("$derivative requires a sortBy and an explicit window", 9)
         if len(sort_by) != 1:
-            raise _fail("%s requires a sortBy with exactly one field" % op, 5423901)
+            raise _fail("%s requires a sortBy on exactly one field" % op, 9)
         if not isinstance(arg, dict) or "input" not in arg or set(arg) - {"input", "unit"}:
-            raise _fail("%s accepts an object with 'input' and an optional 'unit'" % op, 5423900)
+            raise _fail("%s accepts an object with 'input' and an optional 'unit'" % op, 9)
         if "unit" in arg and arg["unit"] not in UNITS_MS:
             raise _fail("unknown time unit value: %s" % arg["unit"], 2)
-        if op == "$derivative" and window is None:
-            raise _fail("$derivative requires explicit window bounds", 5490701)
     elif op in ("$covariancePop", "$covarianceSamp"):
         if not isinstance(arg, list) or len(arg) != 2:
             raise _fail("%s requires an array of two expressions" % op, 5424002)
