@@ -194,6 +194,13 @@ def test_top_bottom_and_n_accumulators(db):
     assert out["maxN"] == [9, 9, 5]                # null and missing skipped, descending
     assert out["minN"] == [1, 5]
 
+    # ties at the boundary keep the documents seen first (accumulator_multi.cpp _processValue)
+    db.ties.insert_many([{"_id": i, "k": k} for i, k in enumerate([5, 1, 1, 1])])
+    out = list(db.ties.aggregate([{"$sort": {"_id": 1}}, {"$group": {
+        "_id": None, "b": {"$bottomN": {"n": 2, "sortBy": {"k": -1}, "output": "$_id"}},
+        "t": {"$topN": {"n": 2, "sortBy": {"k": 1}, "output": "$_id"}}}}]))[0]
+    assert out["b"] == [1, 2] and out["t"] == [1, 2]
+
     def err(acc):
         return _code(db, "s", [{"$group": {"_id": None, "x": acc}}])
     assert err({"$firstN": {"input": "$p"}}) == 5787906
