@@ -138,7 +138,7 @@ def test_aggregate_explain_pushdown_only():
 def test_unsupported_things_raise_clearly():
     db = make(EmbeddedClient)
     with pytest.raises(OperationFailure) as ei:
-        list(db.posts.aggregate([{"$bucketAuto": {"groupBy": "$likes", "buckets": 2}}]))
+        list(db.posts.aggregate([{"$search": {"text": {"query": "x", "path": "body"}}}]))  # Atlas Search only
     assert "embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
     with pytest.raises(OperationFailure):
         list(db.posts.aggregate([{"$nosuchstage": {}}]))

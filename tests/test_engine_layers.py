@@ -25,13 +25,16 @@ ENGINE = Path(__file__).resolve().parent.parent / "labkit" / "engine"
 
 # layer number -> modules (lowest first)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("values", "errors", "docutil", "keys", "entrylist", "_version", "hooks"),  # values, BSON order, key strings
+    0: ("values", "errors", "docutil", "keys", "entrylist", "_version", "hooks",
+        "stage_names"),  # the server's stage names  # values, BSON order, key strings
     10: ("match", "match_expr", "projection", "update_ops", "expressions",  # matching, projection, updates,
          "variables", "add_fields", "validation", "collation", "limits",   # expressions, server rules
          "expr_base", "expr_arith", "expr_string", "expr_array", "expr_date", "expr_type",  # expression families
-         "update_fast"),  # scalar operator updates without the general walk
+         "update_fast",  # scalar operator updates without the general walk
+         "accumulators", "stage_redact", "stage_documents"),  # $group accumulators, $redact, $documents
     20: ("indexes", "bounds", "hashed", "subset", "store"),             # indexes, keys, bounds
-    30: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate"),  # planner, executor, explain
+    30: ("planner", "stages", "explain_doc", "sbe_explain", "stats", "collate",  # planner, executor, explain,
+         "stage_bucket", "stage_window", "stage_densify"),  # grouping and window stages
     # collection and aggregation, in sub-layers: the services every operation passes through first
     40: ("boundary",),                                                  # the operation boundary
     41: ("sessions",),                                                  # sessions and transactions

@@ -1,10 +1,11 @@
 """Aggregation on the embedded engine.
 
 A leading ``$match`` / ``$sort`` / ``$skip`` / ``$limit`` prefix is pushed down to the planner (it shows up as
-the ``$cursor`` stage in explain). Fast paths for the common stages work on read-only document lists and
-never copy inside the loop; everything else is delegated to mongomock's ``process_pipeline`` on copies of
-the already-materialized documents, so results are identical to mongomock's. Output documents are copied
-once at the end.
+the ``$cursor`` stage in explain). Every stage is the engine's own (no mongomock stage handler): the common ones
+here, work on read-only document lists and never copy inside the loop; ``$group`` accumulators in accumulators.py,
+$bucket/$bucketAuto/$count/$sortByCount in stage_bucket.py, $setWindowFields in stage_window.py, $densify/$fill
+in stage_densify.py, $redact in stage_redact.py, $out/$merge/$graphLookup/$unionWith in extra_stages.py. An
+unknown stage name is the server's 40324. Output documents are copied once at the end.
 """
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ from .match_expr import Evaluator, field_path, let_variables
 from .values import MISSING
 from .variables import bind_pipeline
 from .add_fields import add_fields_stage, replace_root_stage
+from . import accumulators as _acc
+from .stage_bucket import bucket_auto_stage, bucket_stage, count_stage, sort_by_count_stage, stage_count_arg
+from .stage_densify import densify_stage, fill_stage
+from . import stage_documents as _documents
+from .stage_redact import redact_stage
+from .stage_window import set_window_fields_stage
 
 # ---------------------------------------------------------------------------------- $bsonSize
 
@@ -170,6 +177,7 @@ class Ctx:
         self.stage_times: list[float] = []
         self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
         self.allow_disk_use: bool | None = None  # aggregate(allowDiskUse=...): $sort memory rule
+        self.documents_ok = False  # a leading $documents is allowed ($unionWith / $lookup sub-pipelines)
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -243,19 +251,21 @@ def _make_acc(op: str, arg: Any):
 
 
 def _group(docs: list[dict], spec: dict) -> list[dict]:
+    """``$group``: the server's parse errors (accumulators.parse_statement); a fast path for $sum/$avg/$min/$max/
+    $first/$last/$push/$addToSet/$count, every other accumulator through accumulators.group."""
+    if not isinstance(spec, dict):
+        raise OperationFailure("a group's fields must be specified in an object", 15947)
     if "_id" not in spec:
         raise OperationFailure("a group specification must include an _id", 15955)
+    parsed = [(field,) + _acc.parse_statement(field, acc) for field, acc in spec.items() if field != "_id"]
+    if any(op not in _acc.FAST for _, op, _ in parsed):
+        return _acc.group(docs, spec, _compile_expr)
     key_f = _compile_expr(spec["_id"])
     accs = []
-    for field, acc in spec.items():
-        if field == "_id":
-            continue
-        if not isinstance(acc, dict) or len(acc) != 1:
-            raise OperationFailure("The field '%s' must be an accumulator object" % field, 40234)
-        (op, arg), = acc.items()
+    for field, op, arg in parsed:
+        if op == "$count":
+            _acc.Count.parse(arg, _compile_expr)
         made = _make_acc(op, arg)
-        if made is None:
-            return None  # type: ignore[return-value]  # delegate
         accs.append((field, made[0], made[1]))
     groups: dict[Any, list] = {}
     order: list[Any] = []
@@ -272,7 +282,7 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
         if tk in simple_types and not (tk is float and kv != kv):
             kb = (simple_types[tk], kv)
         else:
-            kb = K.encode(kv)
+            kb = _acc.group_key(kv)
         g = groups.get(kb)
         if g is None:
             g = [kv] + [_init(op) for _, op, _ in accs]
@@ -364,7 +374,7 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
 
 
 _UNSET = object()
-_GROUP_KEY_TYPES = {str: 2, int: 1, float: 1, bool: 4, type(None): 0, bson.ObjectId: 5}
+_GROUP_KEY_TYPES = {str: 2, int: 1, float: 1, bson.Int64: 1, bool: 4, type(None): 0, bson.ObjectId: 5}
 
 
 def _init(op: str):
@@ -409,14 +419,38 @@ def _sort_docs(docs: list[dict], sort: list[tuple[str, int]], limit: int = 0) ->
 
 
 def _unwind(docs: list[dict], opts: Any) -> list[dict]:
+    """``$unwind`` with its options and the server's parse errors (document_source_unwind.cpp)."""
+    from .values import type_name
     if isinstance(opts, str):
+        if not opts.startswith("$"):
+            raise OperationFailure("path option to $unwind stage should be prefixed with a '$': %s" % opts, 28818)
         opts = {"path": opts}
+    elif not isinstance(opts, dict):
+        raise OperationFailure("expected either a string or an object as specification for $unwind stage, got %s"
+                               % type_name(opts), 15981)
+    for k, v in opts.items():
+        if k == "path":
+            if not isinstance(v, str):
+                raise OperationFailure("expected a string as the path for $unwind stage, got %s" % type_name(v),
+                                       28808)
+        elif k == "includeArrayIndex":
+            if not isinstance(v, str) or not v:
+                raise OperationFailure("expected a non-empty string for the includeArrayIndex option to $unwind "
+                                       "stage", 28810)
+            if v.startswith("$"):
+                raise OperationFailure("includeArrayIndex option to $unwind stage should not be prefixed with a "
+                                       "'$': %s" % v, 28822)
+        elif k == "preserveNullAndEmptyArrays":
+            if not isinstance(v, bool):
+                raise OperationFailure("expected a boolean for the preserveNullAndEmptyArrays option to $unwind "
+                                       "stage, got %s" % type_name(v), 28809)
+        else:
+            raise OperationFailure("unrecognized option to $unwind stage: %s" % k, 28811)
     path = opts.get("path")
-    if not isinstance(path, str) or not path.startswith("$"):
-        raise OperationFailure("$unwind path must be a string starting with '$'", 28818)
-    unknown = set(opts) - {"path", "includeArrayIndex", "preserveNullAndEmptyArrays"}
-    if unknown:
-        raise OperationFailure("unrecognized option to $unwind stage: %s" % unknown.pop(), 28811)
+    if path is None:
+        raise OperationFailure("no path specified to $unwind stage", 28812)
+    if not path.startswith("$"):
+        raise OperationFailure("path option to $unwind stage should be prefixed with a '$': %s" % path, 28818)
     field = path[1:]
     parts = field.split(".")
     idx_field = opts.get("includeArrayIndex")
@@ -508,8 +542,16 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
     if isinstance(frm, dict):
         raise unsupported("$lookup from another database")
     as_ = opts["as"]
-    hooks.get("view_check_source")(coll.database, frm)  # $lookup from a view: clear error (views.py)
-    foreign = coll.database.get_collection(frm)
+    pipe = opts.get("pipeline")
+    if frm is None:
+        # manual $lookup: without "from", the pipeline must start with $documents (6.0+)
+        if not (isinstance(pipe, list) and pipe and isinstance(pipe[0], dict) and "$documents" in pipe[0]):
+            raise OperationFailure("$lookup requires either 'from' or a pipeline starting with $documents", 9)
+        if opts.get("localField") is not None:
+            raise unsupported("$lookup with localField/foreignField and a $documents pipeline")
+    else:
+        hooks.get("view_check_source")(coll.database, frm)  # $lookup from a view: clear error (views.py)
+    foreign = coll.database.get_collection(frm) if frm is not None else coll
     lf, ff = opts.get("localField"), opts.get("foreignField")
     pipeline = opts.get("pipeline")
     let = opts.get("let") or {}
@@ -558,6 +600,7 @@ def _lookup(coll, docs: list[dict], opts: dict, ctx: Ctx) -> list[dict]:
             if cond is not None:
                 sub = [{"$match": cond}, *sub]
             sub_ctx = Ctx()
+            sub_ctx.documents_ok = frm is None
             res = run_stages(foreign, sub, sub_ctx, input_docs=matched)
             if sub_ctx.cursor_exec is not None:
                 _note(sub_ctx.cursor_exec, stats)
@@ -633,11 +676,6 @@ def _note(ex, stats: dict) -> None:
             stats["indexesUsed"].append(n)
 
 
-def _sort_by_count(docs: list[dict], expr: Any) -> list[dict]:
-    g = _group(docs, {"_id": expr, "count": {"$sum": 1}})
-    return sorted(g, key=lambda d: -d["count"])
-
-
 # ---------------------------------------------------------------------------------- driver
 
 PUSHABLE = ("$match", "$sort", "$skip", "$limit")
@@ -663,9 +701,10 @@ def _split_prefix(pipeline: list[dict]) -> tuple[dict | None, list | None, int, 
         elif name == "$sort" and sort is None and not skip and not limit:
             sort = _check_sort(_sort_list(arg))
         elif name == "$skip" and not limit:
-            skip += int(arg)
+            skip += stage_count_arg(name, arg)
         elif name == "$limit":
-            limit = int(arg) if not limit else min(limit, int(arg))
+            n = stage_count_arg(name, arg)
+            limit = n if not limit else min(limit, n)
         else:
             break
         i += 1
@@ -683,6 +722,11 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         elif pipeline and isinstance(pipeline[0], dict) and "$collStats" in pipeline[0]:
             from .stats import coll_stats_stage
             docs = [coll_stats_stage(coll, pipeline[0]["$collStats"])]
+            i = 1
+        elif pipeline and isinstance(pipeline[0], dict) and "$documents" in pipeline[0]:
+            if not ctx.documents_ok:
+                raise _documents.not_in_collection_pipeline()
+            docs = _documents.documents(pipeline[0]["$documents"], _compile_expr)
             i = 1
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
@@ -719,7 +763,7 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             sort = _check_sort(_sort_list(arg))
             lim = 0
             if nxt and "$limit" in nxt:
-                lim = int(nxt["$limit"])
+                lim = stage_count_arg("$limit", nxt["$limit"])
                 i += 1
             if ctx.allow_disk_use is False and not lim:
                 _check_sort_memory(docs)
@@ -727,25 +771,19 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         elif name == "$sample":  # picks before copying (mongomock shuffles a copy of every document)
             docs = _sample(docs, arg)
         elif name == "$limit":
-            docs = docs[:int(arg)]
+            docs = docs[:stage_count_arg(name, arg)]
         elif name == "$skip":
-            docs = docs[int(arg):]
+            docs = docs[stage_count_arg(name, arg):]
         elif name == "$unwind":
             docs = _unwind(docs, arg)
         elif name == "$group":
             n_in = len(docs)
-            g = _group(docs, arg)
-            if g is None:
-                docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
-            else:
-                docs = g
+            docs = _group(docs, arg)
             ctx.stage_info.append({"inputDocs": n_in, "groups": len(docs)})
         elif name == "$count":
-            docs = mm_aggregate._handle_count_stage(docs, coll.database, arg)
-            if docs and docs[0][arg] == 0:
-                docs = []
+            docs = count_stage(arg, docs)
         elif name == "$sortByCount":
-            docs = _sort_by_count(docs, arg)
+            docs = sort_by_count_stage(arg, docs, _compile_expr)
         elif name in ("$addFields", "$set"):  # the engine's own stage (add_fields.py)
             docs = add_fields_stage(name, arg, docs, _compile_expr)
         elif name in ("$replaceRoot", "$replaceWith"):
@@ -767,13 +805,25 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
                                                "limit of %d bytes" % (used, FACET_MAX_BYTES), 4031700)
             docs = [out]
         elif name == "$bucket":
-            docs = _call(mm_aggregate._handle_bucket_stage, docs, coll, arg)
+            docs = bucket_stage(arg, docs, _compile_expr)
+        elif name == "$bucketAuto":
+            docs = bucket_auto_stage(arg, docs, _compile_expr)
+        elif name == "$setWindowFields":
+            docs = set_window_fields_stage(arg, docs, _compile_expr)
+        elif name == "$densify":
+            docs = densify_stage(arg, docs)
+        elif name == "$fill":
+            docs = fill_stage(arg, docs, _compile_expr)
+        elif name == "$redact":
+            docs = redact_stage(arg, docs, _compile_expr)
         elif name in ("$indexStats", "$collStats"):
             raise OperationFailure("%s is only valid as the first stage in a pipeline" % name, 40602)
-        elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $replaceWith; clear errors (extra_stages.py)
+        elif name == "$documents":
+            raise _documents.not_first()
+        elif name in EXTRA_STAGES:  # $out, $merge, $graphLookup, $unionWith; clear errors (extra_stages.py)
             docs = EXTRA_STAGES[name](coll, [fast_copy(d) for d in docs], arg, pipeline, i)
-        else:  # one stage at a time, so a later $match / $sort is still the engine's (match.py)
-            docs = _delegate(coll, [fast_copy(d) for d in docs], [stage])
+        else:
+            raise OperationFailure("Unrecognized pipeline stage name: '%s'" % name, 40324)
         i += 1
     return docs
 
@@ -801,24 +851,6 @@ def _sample(docs: list[dict], arg: Any) -> list[dict]:
     if size is None:
         raise OperationFailure("$sample stage must specify a size", 28749)
     return random.sample(docs, min(size, len(docs)))
-
-
-def _call(handler, docs: list[dict], coll, arg) -> list[dict]:
-    try:
-        return handler(docs, coll.database, arg)
-    except NotImplementedError as e:
-        raise unsupported("Aggregation (%s)" % e) from None
-
-
-def _delegate(coll, docs: list[dict], pipeline: list) -> list[dict]:
-    for stage in pipeline:
-        name = next(iter(stage)) if isinstance(stage, dict) and stage else stage
-        if isinstance(name, str) and name.startswith("$") and name not in mm_aggregate._PIPELINE_HANDLERS:
-            raise OperationFailure("Unrecognized pipeline stage name: '%s'" % name, 40324)
-    try:
-        return list(mm_aggregate.process_pipeline(docs, coll.database, pipeline, None))
-    except NotImplementedError as e:
-        raise unsupported("Aggregation stage or operator (%s)" % str(e).split(". See")[0]) from None
 
 
 # Size limits (src/mongo/db/query/query_knobs.idl defaults; src/mongo/bson/bsonobj.cpp): a stage's

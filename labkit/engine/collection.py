@@ -1086,14 +1086,14 @@ _UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$
 def _check_update_pipeline(pipeline: list) -> None:
     """The stages an update pipeline may hold (manual "Updates with Aggregation Pipeline"): others fail with
     InvalidOptions (72), unknown names with 40324, malformed stages with 40323."""
-    from mongomock.aggregate import _PIPELINE_HANDLERS
+    from .stage_names import STAGE_NAMES
     for stage in pipeline:
         if not isinstance(stage, dict) or len(stage) != 1:
             raise _write_error("A pipeline stage specification object must contain exactly one field.", 40323)
         name = next(iter(stage))
         if name in _UPDATE_STAGES:
             continue
-        if name not in _PIPELINE_HANDLERS and name not in ("$out", "$merge", "$graphLookup", "$setWindowFields"):
+        if name not in STAGE_NAMES:
             raise _write_error("Unrecognized pipeline stage name: '%s'" % name, 40324)
         raise _write_error("%s is not allowed to be used within an update" % name, 72)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from mongomock import OperationFailure
-from mongomock import aggregate as mm_aggregate
 
 from .planner import unsupported
 
@@ -23,21 +22,10 @@ _SERVER_STAGES = ("$currentOp", "$listLocalSessions", "$changeStream", "$querySe
 
 
 def _documents(spec: Any) -> list[dict]:
-    """Evaluate a ``$documents`` argument into its documents (each a copy)."""
-    try:
-        value = mm_aggregate._parse_expression(spec, {})
-    except KeyError:
-        value = None
-    if not isinstance(value, list):
-        raise OperationFailure("error in $documents stage :: caused by :: $documents must evaluate to an array "
-                               "of objects, got %s" % type(value).__name__, 5858203)
-    out = []
-    for item in value:
-        if not isinstance(item, dict):
-            raise OperationFailure("error in $documents stage :: caused by :: every element of $documents must "
-                                   "be an object, got %s" % type(item).__name__, 5858203)
-        out.append(dict(item))
-    return out
+    """Evaluate a ``$documents`` argument into its documents (each a copy; stage_documents.py)."""
+    from .aggregation import _compile_expr
+    from .stage_documents import documents
+    return documents(spec, _compile_expr)
 
 
 def run_database_pipeline(db: Any, pipeline: Any, let: Any = None) -> list[dict]:

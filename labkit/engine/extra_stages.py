@@ -1,5 +1,7 @@
-"""Aggregation stages the lessons need beyond the core ones: ``$out``, ``$merge``, ``$graphLookup``; and
-clear errors for valid server stages the embedded engine does not model (``$setWindowFields``...).
+"""Aggregation stages the lessons need beyond the core ones: ``$out``, ``$merge``, ``$graphLookup``,
+``$unionWith``; and clear errors for valid server stages a standalone embedded server does not have
+(``$search``, ``$changeStream``...). The grouping and window stages are in stage_bucket.py, stage_window.py,
+stage_densify.py and stage_redact.py.
 
 Server behaviour modelled (manual pages of the same names, MongoDB 8.0):
 
@@ -68,10 +70,72 @@ def _as_write_failure(stage: str, e: Exception) -> OperationFailure:
 
 
 # ---------------------------------------------------------------------------------------------- $out
+def _out_timeseries(coll, docs: list[dict], name: str, spec: Any) -> bool:
+    """``$out`` into a time-series collection (manual $out, 7.0.3+; document_source_out.cpp validateTimeseries):
+    an existing time-series target is replaced by a time-series collection with its options and indexes; a
+    ``timeseries`` spec must match an existing one (7406103) and cannot replace an ordinary collection (7268700)
+    or a view (7268703). The documents go first into a scratch time-series collection, so a document without
+    its time field fails the stage before the target is touched. Returns False for ordinary targets."""
+    view_def = hooks.get("view_def")  # views.py (hooks.py)
+    db = coll.database
+    st = db._store._collections.get(name)
+    exists = name in db.list_collection_names()
+    state = getattr(st, "ts", None) if st is not None and exists else None  # timeseries.TsState
+    if spec is None and state is None:
+        return False
+    if spec is not None and state is None and exists:
+        if view_def(st) is not None:
+            raise OperationFailure("Cannot create a time-series collection from a non time-series view.", 7268703)
+        raise OperationFailure("Cannot create a time-series collection from a non time-series collection.", 7268700)
+    if state is not None:
+        opts = state.options
+        base = {k: opts[k] for k in ("timeField", "metaField", "granularity") if k in opts}
+        if "granularity" not in opts:
+            base.update(bucketMaxSpanSeconds=opts["bucketMaxSpanSeconds"],
+                        bucketRoundingSeconds=opts["bucketRoundingSeconds"])
+    kwargs: dict = {"timeseries": spec if spec is not None else base}
+    scratch_name = "tmp.agg_out_ts.%s" % uuid.uuid4().hex[:12]
+    scratch = db.create_collection(scratch_name, **kwargs)  # the create command's option errors
+    try:
+        wanted = getattr(scratch._store, "ts").options
+        if state is not None and wanted != state.options:
+            raise OperationFailure("Time-series options inputted must match the existing time-series collection. "
+                                   "Received: %s Found: %s" % (dict(wanted), dict(state.options)), 7406103)
+        if docs:
+            try:
+                scratch.insert_many([dict(d) for d in docs])
+            except (WriteError, BulkWriteError, OperationFailure) as e:
+                err = _as_write_failure("$out", e)
+                msg = str(err.details.get("errmsg", err)).split(", full error:")[0]
+                raise OperationFailure(msg, err.code, dict(err.details, errmsg=msg)) from None
+    finally:
+        db.drop_collection(scratch_name)
+    indexes: list = []
+    if state is not None:
+        if state.expire is not None:
+            kwargs["expireAfterSeconds"] = state.expire
+        indexes = list(state.user_indexes.items())
+        db.drop_collection(name)
+    target = db.create_collection(name, **kwargs)
+    have = {ix["name"] for ix in target.list_indexes()}
+    for ix_name, (key, ix_opts) in indexes:
+        if ix_name not in have:
+            target.create_index(key, name=ix_name, **ix_opts)
+    if docs:
+        target.insert_many(docs)
+    return True
+
+
 def out_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> list[dict]:
     _last_stage("$out", pipeline, i)
     _no_transaction("$out")
+    if isinstance(arg, dict):
+        extra = set(arg) - {"db", "coll", "timeseries"}
+        if extra:
+            raise OperationFailure("BSON field '$out.%s' is an unknown field." % sorted(extra)[0], 40415)
     name = _target_name(coll, arg, "$out")
+    if _out_timeseries(coll, docs, name, arg.get("timeseries") if isinstance(arg, dict) else None):
+        return []
     db = coll.database
     dbst = db._store
     target_st = dbst[name]
@@ -135,6 +199,11 @@ def merge_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> lis
     if arg.get("let"):
         raise unsupported("$merge with let")
     target = coll.database.get_collection(_target_name(coll, arg["into"], "$merge"))
+    if getattr(target._store, "ts", None) is not None and target.name in coll.database.list_collection_names():
+        # manual "Time Series Collection Limitations" > Aggregation $merge; on 8.0 the namespace is a view over
+        # system.buckets, so $merge fails as for a view (SERVER-107433): CommandNotSupportedOnView
+        raise OperationFailure("$merge failed: Namespace %s.%s is a view, not a collection (a time-series "
+                               "collection: write into it with $out)" % (coll.database.name, target.name), 166)
     on = arg.get("on", "_id")
     on_fields = [on] if isinstance(on, str) else list(on)
     when_matched = arg.get("whenMatched", "merge")
@@ -310,9 +379,10 @@ EXTRA_STAGES.update({
     "$merge": merge_stage,
     "$graphLookup": graph_lookup_stage,
 })
-for _name in ("$setWindowFields", "$densify", "$fill", "$unionWith", "$geoNear", "$search", "$searchMeta",
-              "$vectorSearch", "$changeStream", "$currentOp", "$listSessions", "$planCacheStats",
-              "$documents", "$bucketAuto", "$redact"):
+for _name in ("$geoNear", "$search", "$searchMeta", "$vectorSearch", "$changeStream", "$currentOp",
+              "$listSessions", "$planCacheStats", "$listSearchIndexes", "$listCatalog",
+              "$listClusterCatalog", "$querySettings", "$queryStats", "$listLocalSessions",
+              "$listSampledQueries", "$shardedDataDistribution", "$changeStreamSplitLargeEvent"):
     EXTRA_STAGES.setdefault(_name, _not_modelled(_name))
 
 
@@ -360,186 +430,6 @@ def _install_expression_errors() -> None:
 _install_expression_errors()
 
 
-# ---------------------------------------------------------------------------------------------- $setWindowFields
-_WINDOW_ACCUMULATORS = ("$sum", "$avg", "$min", "$max", "$count", "$push", "$addToSet", "$first", "$last")
-_RANK_OPS = ("$rank", "$denseRank", "$documentNumber")
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float, Int64)) and not isinstance(v, bool)
-
-
-def _bound(value: Any, what: str) -> Any:
-    if value in ("unbounded", "current") or (_num(value) and value == int(value)):
-        return value
-    raise unsupported("$setWindowFields window bound %r in %s" % (value, what))
-
-
-def set_window_fields_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> list[dict]:
-    """The common subset of ``$setWindowFields`` (manual, *$setWindowFields*): ``partitionBy``, ``sortBy``,
-    accumulators ($sum $avg $min $max $count $push $addToSet $first $last) over ``documents`` windows or
-    numeric ``range`` windows (no ``unit``), and $rank / $denseRank / $documentNumber / $shift. Anything else
-    raises a clear OperationFailure."""
-    from . import keys as K
-    from .aggregation import _compile_expr
-    if not isinstance(arg, dict) or "output" not in arg:
-        raise OperationFailure("$setWindowFields requires an 'output' field", 40414)
-    unknown = set(arg) - {"partitionBy", "sortBy", "output"}
-    if unknown:
-        raise OperationFailure("BSON field '$setWindowFields.%s' is an unknown field." % sorted(unknown)[0], 40415)
-    sort_by = list((arg.get("sortBy") or {}).items())
-    for _f, d in sort_by:
-        if d not in (1, -1):
-            raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
-    part = _compile_expr(arg["partitionBy"]) if "partitionBy" in arg else None
-    outputs = []
-    for field, spec in arg["output"].items():
-        if not isinstance(spec, dict):
-            raise OperationFailure("The field '%s' must be an object" % field, 40414)
-        ops = [k for k in spec if k != "window"]
-        if len(ops) != 1:
-            raise OperationFailure("Expected exactly one function for output field '%s'" % field, 5371603)
-        op = ops[0]
-        window = spec.get("window")
-        if op in _RANK_OPS or op == "$shift":
-            if not sort_by:
-                raise OperationFailure("%s must be specified with a top level sortBy expression" % op, 5371602)
-            if window is not None:
-                raise OperationFailure("%s does not accept a 'window' field" % op, 5371601)
-        elif op not in _WINDOW_ACCUMULATORS:
-            raise unsupported("The %s window function" % op)
-        kind, lo, hi = "documents", "unbounded", "unbounded"
-        if window is not None:
-            if set(window) - {"documents", "range"} or len(window) != 1:
-                raise unsupported("$setWindowFields window %r (time units)" % (window,))
-            kind = next(iter(window))
-            lo, hi = (_bound(b, field) for b in window[kind])
-            if kind == "range" and (len(sort_by) != 1):
-                raise OperationFailure("Range-based window requires sortBy a single field", 5339902)
-            if (kind == "documents" and (lo, hi) != ("unbounded", "unbounded") and not sort_by):
-                raise OperationFailure("Document-based bounds require a sortBy", 5339901)
-        outputs.append((field, op, spec[op], kind, lo, hi))
-
-    def sort_key(d: dict) -> tuple:
-        return K.doc_sort_keys(d, [(f.split("."), dd < 0) for f, dd in sort_by])
-
-    groups: dict = {}
-    order: list = []
-    for d in docs:
-        try:
-            pk = part(d) if part else None
-        except KeyError:
-            pk = None
-        ek = K.encode(pk)
-        if ek not in groups:
-            groups[ek] = []
-            order.append(ek)
-        groups[ek].append(d)
-    if part is not None:
-        order.sort()
-    out: list[dict] = []
-    for ek in order:
-        rows = groups[ek]
-        if sort_by:
-            rows = sorted(rows, key=sort_key)
-        n = len(rows)
-        results = [dict(r) for r in rows]
-        for field, op, expr, kind, lo, hi in outputs:
-            if op in _RANK_OPS:
-                keys = [sort_key(r) for r in rows]
-                rank = dense = 0
-                for j in range(n):
-                    if j == 0 or keys[j] != keys[j - 1]:
-                        rank, dense = j + 1, dense + 1
-                    results[j][field] = {"$rank": rank, "$denseRank": dense, "$documentNumber": j + 1}[op]
-                continue
-            if op == "$shift":
-                if not isinstance(expr, dict) or "output" not in expr or "by" not in expr:
-                    raise OperationFailure("$shift requires 'output' and 'by'", 5433001)
-                get = _compile_expr(expr["output"])
-                by = int(expr["by"])
-                default = expr.get("default")
-                for j in range(n):
-                    k = j + by
-                    if 0 <= k < n:
-                        try:
-                            results[j][field] = get(rows[k])
-                        except KeyError:
-                            results[j][field] = None
-                    else:
-                        results[j][field] = default
-                continue
-            get = _compile_expr(expr) if op != "$count" else None
-            values = []
-            for r in rows:
-                try:
-                    values.append(get(r) if get else 1)
-                except KeyError:
-                    values.append(_MISSING_VALUE)
-            svals = None
-            if kind == "range":
-                f = sort_by[0][0]
-                svals = [K.path_values(r, f.split(".")) for r in rows]
-                svals = [v[0] if len(v) == 1 and _num(v[0]) else None for v in svals]
-            for j in range(n):
-                if kind == "documents":
-                    a = 0 if lo == "unbounded" else j if lo == "current" else max(j + int(lo), 0)
-                    b = n - 1 if hi == "unbounded" else j if hi == "current" else min(j + int(hi), n - 1)
-                    window_vals = values[a:b + 1] if a <= b else []
-                else:
-                    cur = svals[j]
-                    if cur is None:
-                        raise OperationFailure("Invalid range: Expected the sortBy field to be a number", 5429414)
-                    lo_v = float("-inf") if lo == "unbounded" else cur if lo == "current" else cur + lo
-                    hi_v = float("inf") if hi == "unbounded" else cur if hi == "current" else cur + hi
-                    window_vals = [values[k] for k in range(n) if svals[k] is not None and lo_v <= svals[k] <= hi_v]
-                results[j][field] = _accumulate(op, window_vals)
-        out.extend(results)
-    return out
-
-
-class _Missing:
-    pass
-
-
-_MISSING_VALUE = _Missing()
-
-
-def _accumulate(op: str, vals: list) -> Any:
-    present = [v for v in vals if v is not _MISSING_VALUE]
-    if op == "$count":
-        return len(vals)
-    if op == "$sum":
-        nums = [v for v in present if _num(v)]
-        total = sum(nums)
-        return total if nums else 0
-    if op == "$avg":
-        nums = [v for v in present if _num(v)]
-        return sum(nums) / len(nums) if nums else None
-    if op in ("$min", "$max"):
-        from . import keys as K
-        cand = [v for v in present if v is not None]
-        if not cand:
-            return None
-        return (min if op == "$min" else max)(cand, key=K.encode)
-    if op == "$push":
-        return list(present)
-    if op == "$addToSet":
-        from . import keys as K
-        seen: dict = {}
-        for v in present:
-            seen.setdefault(K.encode(v), v)
-        return list(seen.values())
-    if op == "$first":
-        return None if not vals or vals[0] is _MISSING_VALUE else vals[0]
-    if op == "$last":
-        return None if not vals or vals[-1] is _MISSING_VALUE else vals[-1]
-    raise unsupported("The %s window function" % op)  # pragma: no cover
-
-
-EXTRA_STAGES["$setWindowFields"] = set_window_fields_stage
-
-
 def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -> list[dict]:
     """``{$unionWith: "coll"}`` / ``{$unionWith: {coll, pipeline}}`` (manual $unionWith): the documents so
     far, then the other collection's documents passed through its pipeline."""
@@ -551,19 +441,25 @@ def union_with_stage(coll, docs: list[dict], arg: Any, pipeline: list, i: int) -
         if extra:
             raise OperationFailure("BSON field '$unionWith.%s' is an unknown field." % sorted(extra)[0], 40415)
         name, sub = arg.get("coll"), arg.get("pipeline", [])
-        if name is None:
-            raise unsupported("$unionWith without 'coll' (a $documents pipeline)")
         if not isinstance(sub, list):
             raise OperationFailure("BSON field '$unionWith.pipeline' is the wrong type '%s', expected type "
                                    "'array'" % type(sub).__name__, 14)
     else:
         raise OperationFailure("the $unionWith stage specification must be an object or string, but found %s"
                                % type(arg).__name__, 40413)
-    if not isinstance(name, str):
-        raise OperationFailure("BSON field '$unionWith.coll' is the wrong type, expected type 'string'", 14)
     for st in sub:
         if isinstance(st, dict) and next(iter(st), None) in ("$out", "$merge"):
             raise OperationFailure("%s is not allowed within a $unionWith's sub-pipeline" % next(iter(st)), 31441)
+    if name is None:
+        # manual $unionWith: without "coll" the pipeline must start with $documents
+        if not (sub and isinstance(sub[0], dict) and "$documents" in sub[0]):
+            raise OperationFailure("$unionWith stage without explicit collection must have a pipeline with "
+                                   "$documents as first stage", 9)
+        ctx = Ctx()
+        ctx.documents_ok = True
+        return list(docs) + run_stages(coll, list(sub), ctx)
+    if not isinstance(name, str):
+        raise OperationFailure("BSON field '$unionWith.coll' is the wrong type, expected type 'string'", 14)
     other = coll.database.get_collection(name)
     run_on_base, view_def = hooks.get("view_run_on_base"), hooks.get("view_def")  # views.py (hooks.py)
     if view_def(other._store):  # $unionWith a view: its pipeline, then the sub-pipeline (views.py)

@@ -36,7 +36,8 @@ HASH_JOIN_MAX_DOCS = 10_000               # internalQueryCollectionMaxNoOfDocume
 HASH_JOIN_MAX_BYTES = 100 * 1024 * 1024   # internalQueryCollectionMaxDataSizeBytesToChooseHashJoin
 HASH_JOIN_MAX_STORAGE = 100 * 1024 * 1024  # internalQueryCollectionMaxStorageSizeBytesToChooseHashJoin
 
-_NO_SBE_ACCUMULATORS = {"$accumulator", "$function"}
+# $percentile / $median mark the group SBE-incompatible (accumulator_percentile.cpp parseArgs)
+_NO_SBE_ACCUMULATORS = {"$accumulator", "$function", "$percentile", "$median"}
 _FIND_STAGES = ("$match", "$sort", "$skip", "$limit")
 
 
