@@ -538,9 +538,27 @@ def _check_materialized_path(coll: Any) -> str:
 
     if not hasattr(coll, "find") or not hasattr(coll, "index_information"):
         raise NotYet(f"pass the collection (`practice.categories`), not {type(coll).__name__}.")
+    from labkit.exercises import remembered
+
     docs = {d["_id"]: d for d in coll.find()}
     if not docs:
         raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
+    setup = remembered("categories")
+    if setup:
+        gone = sorted(set(setup) - set(docs), key=str)
+        if gone:
+            raise NotYet(f"{len(gone)} of the {len(setup)} categories of the setup are gone (e.g. {gone[0]!r}); "
+                         "adding a path must not delete nodes. Re-run the setup cell, then add the paths again.")
+        extra = sorted(set(docs) - set(setup), key=str)
+        if extra:
+            raise NotYet(f"{len(extra)} categor(ies) are not in the setup (e.g. {extra[0]!r}); re-run the setup "
+                         "cell and only add `path` fields.")
+        changed = sorted((n for n in setup if docs[n].get("parent") != setup[n].get("parent")), key=str)
+        if changed:
+            raise NotYet(f"category {changed[0]!r}: `parent` is not the value the setup had "
+                         f"({setup[changed[0]].get('parent')!r}); the paths must follow the setup's tree, so keep "
+                         "every parent as it was (re-run the setup cell).")
+        docs = {n: {**d, "parent": setup[n].get("parent")} for n, d in docs.items()}
     missing = sorted(n for n, d in docs.items() if "path" not in d)
     if missing:
         raise NotYet(f"{len(missing)} node(s) have no `path` field yet (e.g. {missing[0]!r}); give every node one "
