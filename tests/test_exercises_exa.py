@@ -597,3 +597,259 @@ def test_17_added_category_is_reported():
     d.categories.insert_one({"_id": "Drama", "parent": "Books"})
     _add_paths(d)
     assert "not in the setup (e.g. 'Drama')" in ex.check(d.categories).message
+
+
+# --- 08 ------------------------------------------------------------------------------------------------------
+
+def test_08_orphans_repeated_ids_and_unhashable_entries():
+    d = labkit.fresh_db("t_exa_08", client=EmbeddedClient())
+    d.users.insert_many([{"_id": "user:1"}, {"_id": "user:3"}])
+    d.posts.insert_many([{"_id": f"post:{i}", "authorId": f"user:{i % 4}"} for i in range(8)])
+    truth = sorted(p["_id"] for p in d.posts.find({"authorId": {"$in": ["user:0", "user:2"]}}))
+    assert _check("08-orphans", d, truth).correct
+    assert "more than once" in _check("08-orphans", d, sorted(truth + truth[:1])).message
+    assert "should hold post ids" in _check("08-orphans", d, [[1], [2]]).message
+    assert "orphan(s) missing" in _check("08-orphans", d, truth[1:]).message
+
+
+# --- 10 / 11 / 12 --------------------------------------------------------------------------------------------
+
+def _reading(field):
+    def add_reading(coll, sensor_id, ts, value):
+        coll.update_one({"sensorId": sensor_id, "start": ts.replace(minute=0, second=0, microsecond=0),
+                         "count": {"$lt": 60}},
+                        {"$push": {"readings": {"ts": ts, field: value}}, "$inc": {"count": 1},
+                         "$min": {"min": value}, "$max": {"max": value}}, upsert=True)
+    return add_reading
+
+
+def _reading_bare_value(coll, sensor_id, ts, value):
+    coll.update_one({"sensorId": sensor_id, "start": ts.replace(minute=0, second=0, microsecond=0),
+                     "count": {"$lt": 60}},
+                    {"$push": {"readings": value}, "$inc": {"count": 1}, "$min": {"min": value},
+                     "$max": {"max": value}}, upsert=True)
+
+
+@pytest.mark.parametrize("field", ["temperature", "value"])
+def test_10_bucket_reading_field_names_pass(db, field):
+    # the task says "value": any name for the reading's number is fine (the checker used to raise on `value`)
+    assert _check("10-bucket-upsert", db, _reading(field)).correct
+
+
+def test_10_bucket_readings_without_their_time_are_refused(db):
+    r = _check("10-bucket-upsert", db, _reading_bare_value)
+    assert r.outcome == "incorrect" and "each reading is a subdocument" in r.message
+
+
+def _comment_without_post(posts, comments, post_id, comment):
+    from pymongo import ReturnDocument
+    before = posts.find_one_and_update(
+        {"_id": post_id}, {"$push": {"comments": {"$each": [comment], "$position": 0, "$slice": 20}},
+                           "$inc": {"commentCount": 1}}, return_document=ReturnDocument.BEFORE)
+    if len(before.get("comments", [])) == 20:
+        comments.insert_one(dict(before["comments"][-1]))  # the overflow copy forgets its post
+        posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
+
+
+def test_11_overflow_without_post_id_is_named(db):
+    r = _check("11-outlier-write", db, _comment_without_post)
+    assert r.outcome == "incorrect" and "without a `postId`" in r.message
+
+
+def _review_with_set_average(db, review):
+    r = review["rating"]
+    db.reviews.insert_one(review)
+    db.products.update_one({"_id": review["productId"]}, {
+        "$inc": {"ratingStats.count": 1, "ratingStats.sum": r, f"ratingStats.distribution.{r}": 1},
+        "$min": {"ratingStats.min": r}, "$max": {"ratingStats.max": r}, "$set": {"ratingStats.avg": float(r)}})
+
+
+def test_12_an_average_set_from_one_rating_is_refused():
+    r = _check("12-computed-stats", _review_with_set_average)
+    assert r.outcome == "incorrect" and "ratingStats.avg is" in r.message and "divide on read" in r.message
+
+
+# --- 13 / 15 -------------------------------------------------------------------------------------------------
+
+def test_13_regex_on_the_v2_city_field_is_named():
+    import re
+    r = _check("13-dual-query-city", lambda c: {"$or": [
+        {"schemaVersion": 2, "address.city": {"$regex": c}},
+        {"schemaVersion": 1, "address": {"$regex": f", {re.escape(c)}$"}}]})
+    assert r.outcome == "incorrect" and "compare `address.city` by equality" in r.message
+
+
+def _products15(name="t_exa_15"):
+    d = labkit.fresh_db(name, client=EmbeddedClient())
+    d.products.insert_many([{"_id": f"prod:{i}", "name": f"Gadget {i}", "price": i, "spec_weight_g": i * 10,
+                             "spec_power_w": i % 7} for i in range(1, 21)])
+    return d
+
+
+def _to_attributes(doc):
+    out = {k: v for k, v in doc.items() if not k.startswith("spec_")}
+    out["specs"] = [{"k": k[len("spec_"):], "v": v} for k, v in doc.items() if k.startswith("spec_")]
+    return out
+
+
+def _rewrite15(d, func=_to_attributes):
+    for doc in list(d.products.find()):
+        d.products.replace_one({"_id": doc["_id"]}, func(doc))
+    d.products.create_index([("specs.k", 1), ("specs.v", 1)])
+
+
+def test_15_rewrite_on_the_remembered_setup_passes():
+    d = _products15()
+    ex = exercises.get("15-attribute").remember(d, "products")
+    _rewrite15(d)
+    assert ex.check(d.products, _to_attributes).correct
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda d: d.products.delete_many({"_id": {"$in": ["prod:3", "prod:4"]}}), "2 of the 20 products of the setup are gone"),
+    (lambda d: d.products.insert_one({"_id": "prod:copy", "name": "x", "price": 1, "spec_power_w": 1}),
+     "not in the setup (e.g. 'prod:copy')"),
+    (lambda d: d.products.update_one({"_id": "prod:5"}, {"$set": {"price": 0}}), "product 'prod:5': `price`"),
+    (lambda d: d.products.update_one({"_id": "prod:6"}, {"$unset": {"spec_power_w": ""}}),
+     "product 'prod:6': specs"),
+])
+def test_15_damaged_setup_is_caught_with_the_setup_copy(damage, why):
+    d = _products15()
+    ex = exercises.get("15-attribute").remember(d, "products")
+    damage(d)  # before (or during) the rewrite
+    _rewrite15(d)
+    r = ex.check(d.products, _to_attributes)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 16 / 19 -------------------------------------------------------------------------------------------------
+
+def _subset(sort=None, many=False):
+    def add_review(db, review):
+        db.reviews.insert_one(review)
+        push = {"recentReviews": {"$each": [review], "$sort": sort or {"createdAt": -1}, "$slice": 5}}
+        if many:
+            db.products.update_many({}, {"$push": push})
+        else:
+            db.products.update_one({"_id": review["productId"]}, {"$push": push})
+    return add_review
+
+
+def test_16_subset_right_answers(db):
+    assert _check("16-subset", db, _subset()).correct
+    assert _check("16-subset", db, _subset({"createdAt": -1, "_id": -1})).correct  # a tie-breaker is fine
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_subset({"_id": -1}), "sorts the reviews by `_id`"),
+    (_subset(many=True), "another product's recentReviews changed too"),
+])
+def test_16_subset_wrong_answers(db, fn, why):
+    r = _check("16-subset", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _enrol_good(catalog, c, s):
+    catalog.update_many({"_id": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
+
+
+def _enrol_two_statements(catalog, c, s):
+    catalog.update_one({"_id": c}, {"$addToSet": {"relatedIds": s}})
+    catalog.update_one({"_id": s}, {"$addToSet": {"relatedIds": c}})
+
+
+def _enrol_rmw(catalog, c, s):
+    for a, b in ((c, s), (s, c)):
+        ids = list(catalog.find_one({"_id": a}).get("relatedIds", []))
+        if b not in ids:
+            ids.append(b)
+        catalog.update_one({"_id": a}, {"$set": {"relatedIds": ids}})
+
+
+def _enrol_everything_related(catalog, c, s):
+    catalog.update_many({"relatedIds": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
+
+
+@pytest.mark.parametrize("fn", [_enrol_good, _enrol_two_statements])
+def test_19_enrol_right_answers(db, fn):
+    assert _check("19-enrol", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_enrol_rmw, "read, append, `$set` back"),
+    (_enrol_everything_related, "which were never enrolled with it"),
+])
+def test_19_enrol_wrong_answers(db, fn, why):
+    r = _check("19-enrol", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 00 ------------------------------------------------------------------------------------------------------
+
+def _top_ops(share=0.8, strict=True):
+    def top_operations(workload):
+        ranked = workload.sort_values("per_second", ascending=False)
+        before = ranked["per_second"].cumsum() - ranked["per_second"]
+        keep = before < share * ranked["per_second"].sum() if strict else before <= share * ranked["per_second"].sum()
+        return list(ranked[keep]["operation"])
+    return top_operations
+
+
+def _above_average(workload):
+    return list(workload[workload["per_second"] > workload["per_second"].mean()]
+                .sort_values("per_second", ascending=False)["operation"])
+
+
+def test_00_top_operations_right_answer():
+    assert _check("00-top-operations", _top_ops()).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_top_ops(strict=False), "stop as soon as the running total reaches 80%"),  # `<=`: one past exactly 80%
+    (_above_average, "one short"),  # above the mean is not the top 80%
+    (_top_ops(share=0.9), "stop as soon as the running total reaches 80%"),
+])
+def test_00_top_operations_near_misses(fn, why):
+    r = _check("00-top-operations", fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _prepare(coll):
+    coll.create_index("managerId")
+
+
+def _prepare_twice(coll):
+    coll.create_index("managerId")
+    coll.create_index([("managerId", 1), ("_id", 1)])
+
+
+def _reports_by_level(coll, manager_id):
+    found, level = [], [manager_id]
+    while level:
+        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
+        found += level
+    return found
+
+
+def _reports_in_python(coll, manager_id):
+    managers = {d["_id"]: d.get("managerId") for d in coll.find({}, {"managerId": 1})}
+    out, todo = [], [manager_id]
+    while todo:
+        x = todo.pop()
+        kids = [k for k, v in managers.items() if v == x]
+        out += kids
+        todo += kids
+    return out
+
+
+def test_17_org_chart_right_answer():
+    assert _check("17-org-chart-reports", _prepare, _reports_by_level).correct
+
+
+@pytest.mark.parametrize("prepare, reports, why", [
+    (_prepare, _reports_in_python, "reads the whole org chart"),
+    (_prepare_twice, _reports_by_level, "'managerId_1', a prefix of"),
+])
+def test_17_org_chart_wrong_answers(prepare, reports, why):
+    r = _check("17-org-chart-reports", prepare, reports)
+    assert r.outcome == "incorrect" and why in r.message
