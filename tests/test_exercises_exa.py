@@ -853,3 +853,76 @@ def test_17_org_chart_right_answer():
 def test_17_org_chart_wrong_answers(prepare, reports, why):
     r = _check("17-org-chart-reports", prepare, reports)
     assert r.outcome == "incorrect" and why in r.message
+
+
+def _reply_every_thread(db, reply):
+    db.replies.insert_one(reply)
+    db.threads.update_many({}, {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+
+
+def test_12_thread_stats_unfiltered_update_is_named():
+    r = _check("12-thread-stats", _reply_every_thread)
+    assert r.outcome == "incorrect" and "must filter on the reply's own thread" in r.message
+
+
+def _migrate_batch_string_version(coll, batch_size):
+    todo = list(coll.find({"schemaVersion": 1}).sort("_id", 1).limit(batch_size))
+    for d in todo:
+        first, _, last = d["name"].partition(" ")
+        coll.update_one({"_id": d["_id"], "schemaVersion": 1},
+                        {"$set": {"firstName": first, "lastName": last, "schemaVersion": "2"}, "$unset": {"name": ""}})
+    return len(todo)
+
+
+def test_13_migrate_batch_with_a_string_version_is_named(db):
+    r = _check("13-migrate-batches", db, _migrate_batch_string_version)
+    assert r.outcome == "incorrect" and "schemaVersion '2'" in r.message
+
+
+# --- 18 ------------------------------------------------------------------------------------------------------
+
+def _revision_by_replacement(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"} | {"docId": doc_id}
+    db.documents_history.update_one({"_id": f"{doc_id}@rev{current['rev']}"}, {"$setOnInsert": copy}, upsert=True)
+    db.documents.replace_one({"_id": doc_id, "rev": current["rev"]}, changes | {"rev": current["rev"] + 1})
+
+
+def test_18_versioning_replacing_the_document_is_refused(db):
+    db.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
+    r = _check("18-versioning", db, _revision_by_replacement)
+    assert r.outcome == "incorrect" and "it does not replace the document" in r.message
+
+
+def _meters_one_minute_buckets(db):
+    # custom bucketing (manual, "Time Series Granularity": bucketMaxSpanSeconds and bucketRoundingSeconds equal)
+    db.create_collection("meter_readings", timeseries={"timeField": "ts", "metaField": "meterId",
+                                                       "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 60})
+
+
+def _store_batch(coll, batch):
+    coll.insert_many(batch)
+
+
+def test_10_meters_tiny_custom_buckets_are_refused(db):
+    r = _check("10-ts-meters", db, _meters_one_minute_buckets, _store_batch)
+    assert r.outcome == "incorrect" and "bucketMaxSpanSeconds=60" in r.message
+
+
+# --- 03 ------------------------------------------------------------------------------------------------------
+
+def _top_comments(sort):
+    def top_comments(post_id):
+        return [{"$match": {"postId": post_id}}, {"$sort": sort}, {"$limit": 5},
+                {"$lookup": {"from": "users", "localField": "userId", "foreignField": "_id", "as": "author"}},
+                {"$project": {"text": 1, "likes": 1, "author": {"$arrayElemAt": ["$author.name", 0]}}}]
+    return top_comments
+
+
+def test_03_top_comments_right_answer_without_a_lookup_pipeline():
+    assert _check("03-top-comments", _top_comments({"likes": -1, "_id": 1})).correct
+
+
+def test_03_top_comments_without_a_tie_breaker_is_refused():
+    r = _check("03-top-comments", _top_comments({"likes": -1}))
+    assert r.outcome == "incorrect" and "no tie-breaker" in r.message

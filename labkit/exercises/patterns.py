@@ -222,8 +222,14 @@ def _check_meter_ts(args: Any) -> str:
             if not any(_meta_holds_meter(b.get("meta"), m) for b in buckets):
                 raise NotYet(f"no bucket's meta holds {m!r}: keep the meter id in the metaField value.")
         per_bucket = sum(b["control"]["count"] for b in buckets) / len(buckets)
+        span = opts.get("bucketMaxSpanSeconds")
     finally:
         box.close()
+    if per_bucket < 60:
+        raise NotYet(f"{len(buckets)} buckets of {per_bucket:.0f} readings each"
+                     + (f" (bucketMaxSpanSeconds={span})" if span else "") + ": buckets that small store one "
+                     "control block per handful of readings and a day's query opens hundreds of them. Let "
+                     "`granularity: \"seconds\"` choose the span (up to one hour per bucket).")
     return (f"a time-series collection on ts with one series per meter: {n_read} readings in {inserts} inserts "
             f"became {len(buckets)} buckets, {per_bucket:.0f} readings per bucket (counted from the buckets).")
 
@@ -722,6 +728,10 @@ def _check_versioning(args: Any) -> str:
                              "file the copy in documents_history, then update the document.")
             document_first = document_first or [c for _, c in targets] == ["documents", "documents_history"]
         current = sdb.documents.find_one({"_id": doc_id}) or {}
+        if current and current.get("title") != "Check":
+            raise NotYet(f"after saving {{body: ...}} changes the document's title is {current.get('title')!r}, not "
+                         "'Check': a save changes only the fields it is given (`$set` the changes), it does not "
+                         "replace the document.")
         history = list(sdb.documents_history.find({"docId": doc_id}).sort("rev", 1))
         if not history:
             raise NotYet("no history copy carries `docId`: store the document's id in a `docId` field of each copy.")
@@ -1252,6 +1262,9 @@ def _check_thread_stats(add_reply: Any) -> str:
     for tid in ("thread:a", "thread:b"):
         mine = [m for t, m in arrivals if t == tid]
         got = stored.get(tid) or {}
+        if got.get("replyCount") == len(arrivals) != len(mine):
+            raise NotYet(f"{tid}: replyCount is {len(arrivals)}, the replies of every thread: the thread update "
+                         "must filter on the reply's own thread (`{\"_id\": reply[\"threadId\"]}`).")
         if got.get("replyCount") != len(mine):
             raise NotYet(f"{tid}: replyCount is {got.get('replyCount')!r}, expected {len(mine)}: `$inc` it by 1 "
                          "with every reply.")
@@ -1372,6 +1385,9 @@ def _check_migrate_batches(args: Any) -> str:
             first, _, last = orig["name"].partition(" ")
             if "name" in d:
                 raise NotYet(f"{d['_id']} still has `name`: `$unset` it in the same update.")
+            if d.get("schemaVersion") != 2 or isinstance(d.get("schemaVersion"), (bool, str)):
+                raise NotYet(f"{d['_id']} has schemaVersion {d.get('schemaVersion')!r}: the readers (and the next "
+                             "batch, and the dual query) look for the number 2, not a string.")
             if (d.get("firstName"), d.get("lastName")) != (first, last):
                 raise NotYet(f"{orig['name']!r} became firstName={d.get('firstName')!r}, "
                              f"lastName={d.get('lastName')!r}; expected {first!r} and {last!r} (first word, then "

@@ -753,6 +753,13 @@ def _check_top_comments(fn: Any) -> str:
                 raise NotYet("`$limit` comes before any `$sort`: it keeps 5 comments in whatever order the server "
                              "reads them (here the index happens to give the right ones; another plan would not). "
                              "Sort by likes first, then limit.")
+            sort = next((s["$sort"] for s in pipeline if isinstance(s, dict) and isinstance(s.get("$sort"), dict)),
+                        None)
+            if sort is not None and list(sort) == ["likes"]:
+                raise NotYet("the sort has no tie-breaker: many comments share a like count, and among them the "
+                             "server returns an order it does not promise (it can change with the plan), so the "
+                             "page can show different comments from one run to the next. Add `_id: 1` after "
+                             "`likes: -1`.")
             try:
                 docs = list(box.db.comments.aggregate(pipeline))
             except Exception as exc:  # noqa: BLE001 - the server's error, explained
