@@ -926,3 +926,15 @@ def test_03_top_comments_right_answer_without_a_lookup_pipeline():
 def test_03_top_comments_without_a_tie_breaker_is_refused():
     r = _check("03-top-comments", _top_comments({"likes": -1}))
     assert r.outcome == "incorrect" and "no tie-breaker" in r.message
+
+
+def test_03_bounded_lookup_unwound_afterwards_is_named():
+    d = labkit.fresh_db("t_exa_03", client=EmbeddedClient())
+    labkit.seed.social(d, users=60, seed=3, celebrity_posts=30)
+    pipeline = [{"$match": {"_id": "user:112"}},
+                {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",
+                             "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},
+                                          {"$project": {"title": 1, "createdAt": 1}}]}}]
+    assert _check("03-bounded-lookup", d, pipeline).correct
+    r = _check("03-bounded-lookup", d, pipeline + [{"$unwind": "$posts"}])
+    assert r.outcome == "incorrect" and "copies of Sam's document" in r.message

@@ -664,6 +664,9 @@ def _check_bounded_lookup(args: Any) -> str:
             raise NotYet(f"the pipeline fails on the server: {exc}") from None
         expected = [d["_id"] for d in box.db.posts.find({"authorId": "user:112"}, {"_id": 1})
                     .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
+    if len(docs) > 1 and all(isinstance(d, dict) and d.get("_id") == "user:112" for d in docs):
+        raise NotYet(f"the result is {len(docs)} copies of Sam's document: a stage after the join (`$unwind`?) "
+                     "splits it into one document per post. The task wants ONE document holding the posts array.")
     if len(docs) != 1 or docs[0].get("_id") != "user:112":
         raise NotYet(f"expected exactly Sam's document (user:112); got {len(docs)} document(s). Start with $match.")
     joined = docs[0].get(field)
