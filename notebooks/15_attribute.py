@@ -356,7 +356,7 @@ practice.products.insert_many([
     | {f"spec_{s}": spec_rng.randint(1, 999) for s in spec_rng.sample(["weight_g", "width_mm", "height_mm",
                                                                        "depth_mm", "battery_mah", "power_w"], 3)}
     for i in range(1, 301)])
-ex = labkit.exercises.get("15-attribute")
+ex = labkit.exercises.get("15-attribute").remember(practice, "products")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

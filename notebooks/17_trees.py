@@ -433,7 +433,7 @@ tree_explorer
 # %%
 practice = labkit.fresh_db("17_practice")
 practice.categories.insert_many([{"_id": n, "parent": p} for n, p, a in nodes if len(a) <= 3])
-ex = labkit.exercises.get("17-materialized-path")
+ex = labkit.exercises.get("17-materialized-path").remember(practice, "categories")  # the setup, as it is now
 ex
 
 # %% tags=["solution"]

@@ -78,7 +78,42 @@ _SIGNATURE = re.compile(r"\(\) (takes \d+ positional argument|takes from \d+ to 
                         r"|got an unexpected keyword argument|takes no arguments)")
 
 
-def _explain_exception(exc: BaseException) -> str:
+def _answer_shape(exc: BaseException, args: Any) -> str | None:
+    """A specific message when the learner's answer has the wrong shape: a function with the wrong parameters,
+    a collection passed where the task wants the database, or the other way round."""
+    import re
+
+    if not isinstance(exc, TypeError) or not _raised_in_labkit(exc):
+        return None
+    text = str(exc)
+    parts = args if isinstance(args, tuple) else (args,)
+    if re.search(r"positional argument|keyword argument|required argument", text):
+        funcs = [p for p in parts if callable(p) and not hasattr(p, "find")]
+        if funcs:
+            import inspect
+            try:
+                sig = str(inspect.signature(funcs[0]))
+            except (TypeError, ValueError):
+                sig = "(...)"
+            return (f"your function {getattr(funcs[0], '__name__', '?')}{sig} was called with the parameters the "
+                    f"task lists and could not take them (TypeError: {text}). Give it exactly the parameters the task "
+                    "names, in that order.")
+    if "'Collection' object is not callable" in text:
+        kinds = [type(p).__name__ for p in parts]
+        if any(k.endswith("Collection") for k in kinds):
+            return ("a collection was passed where the task asks for the database (e.g. `practice`, not "
+                    "`practice.things`); check the call in the task text.")
+        if any("Database" in k for k in kinds):
+            return ("a database was passed where the task asks for a collection (e.g. `practice.categories`, not "
+                    "`practice`); check the call in the task text.")
+        return f"the answer has the wrong shape ({', '.join(kinds)}); check the call in the task text."
+    return None
+
+
+def _explain_exception(exc: BaseException, args: Any = None) -> str:
+    shape = _answer_shape(exc, args)
+    if shape:
+        return shape
     text = str(exc).strip() or "(no message)"
     if len(text) > 400:
         text = text[:400] + "..."
@@ -140,7 +175,7 @@ class Exercise:
             except NotYet as exc:
                 result = CheckResult(False, str(exc), "incorrect")
             except Exception as exc:  # noqa: BLE001 - a learner gets a message, never a traceback
-                result = CheckResult(False, _explain_exception(exc), "error")
+                result = CheckResult(False, _explain_exception(exc, args), "error")
             else:
                 result = CheckResult(True, praise or "that is right.", "correct")
             finally:
@@ -210,6 +245,10 @@ class Prediction(Exercise):
     def _check_against(self, measured: Any) -> str:
         if self._predicted is _NOTHING:
             raise NotYet("make your prediction first with `ex.predict(...)`, before the measuring cell runs.")
+        if (isinstance(self._predicted, (int, float)) and not isinstance(self._predicted, bool)
+                and (not isinstance(measured, (int, float)) or isinstance(measured, bool))):
+            raise NotYet(f"check the measured number from the cell above (got {type(measured).__name__} "
+                         f"{str(measured)[:60]!r}); e.g. `ex.check(measured)` with the figure that cell printed.")
         why = self.explain(measured) if self.explain else ""
         if _same(self._predicted, measured, self.tolerance):
             return f"you predicted {self._predicted!r} and it is {measured!r}. {why}".strip()

@@ -7,6 +7,15 @@ from labkit.exercises import Exercise, NotYet, Prediction, _db_and_function, _st
 
 # --- notebook 10 -------------------------------------------------------------------------------------------
 
+def _reading_value(reading: dict) -> Any:
+    """The numeric value of one stored reading (``temperature``, ``v``, ``value`` ...: the first number)."""
+    for key in ("temperature", "value", "v"):
+        if isinstance(reading.get(key), (int, float)) and not isinstance(reading.get(key), bool):
+            return reading[key]
+    return next((v for k, v in reading.items() if k != "ts" and isinstance(v, (int, float))
+                 and not isinstance(v, bool)), None)
+
+
 def _check_bucket_upsert(args: Any) -> str:
     import datetime as dt
 
@@ -54,6 +63,11 @@ def _check_bucket_upsert(args: Any) -> str:
         raise NotYet(f"{len(docs)} documents for 300 readings: almost one per reading. The filter must name the "
                      "bucket (sensor and hour start), not the reading's exact timestamp.")
     for d in docs:
+        shapeless = [r for r in d["readings"] if not isinstance(r, dict) or not isinstance(r.get("ts"), dt.datetime)
+                     or _reading_value(r) is None]
+        if shapeless:
+            raise NotYet(f"bucket {d.get('_id')} holds a reading {shapeless[0]!r}: each reading is a subdocument "
+                         "with its `ts` (a datetime) and its numeric value, e.g. {ts, temperature}.")
         hours = {r["ts"].replace(minute=0, second=0, microsecond=0) for r in d["readings"]}
         if len(hours) != 1 or d["start"] not in hours:
             raise NotYet(f"bucket {d.get('_id')} mixes hours or has a `start` ({d['start']}) that is not the hour of "
@@ -64,7 +78,7 @@ def _check_bucket_upsert(args: Any) -> str:
         if len(d["readings"]) > 60:
             raise NotYet(f"a bucket holds {len(d['readings'])} readings; cap it at 60 with `\"count\": {{\"$lt\": 60}}` "
                          "in the upsert filter (and no unique index that would forbid a second bucket per hour).")
-        values = [r["temperature"] if "temperature" in r else r.get("v") for r in d["readings"]]
+        values = [_reading_value(r) for r in d["readings"]]
         if d["min"] != min(values) or d["max"] != max(values):
             raise NotYet(f"bucket {d.get('_id')} stores min={d['min']}, max={d['max']} but its readings range "
                          f"{min(values)}..{max(values)}: use `$min` and `$max`, not `$set`.")
@@ -208,8 +222,14 @@ def _check_meter_ts(args: Any) -> str:
             if not any(_meta_holds_meter(b.get("meta"), m) for b in buckets):
                 raise NotYet(f"no bucket's meta holds {m!r}: keep the meter id in the metaField value.")
         per_bucket = sum(b["control"]["count"] for b in buckets) / len(buckets)
+        span = opts.get("bucketMaxSpanSeconds")
     finally:
         box.close()
+    if per_bucket < 60:
+        raise NotYet(f"{len(buckets)} buckets of {per_bucket:.0f} readings each"
+                     + (f" (bucketMaxSpanSeconds={span})" if span else "") + ": buckets that small store one "
+                     "control block per handful of readings and a day's query opens hundreds of them. Let "
+                     "`granularity: \"seconds\"` choose the span (up to one hour per bucket).")
     return (f"a time-series collection on ts with one series per meter: {n_read} readings in {inserts} inserts "
             f"became {len(buckets)} buckets, {per_bucket:.0f} readings per bucket (counted from the buckets).")
 
@@ -242,6 +262,36 @@ def _index_keys(coll: Any) -> list[list[tuple[str, Any]]]:
     """Key patterns of a collection's secondary indexes, as lists of (field, direction)."""
     return [[(f, d) for f, d in spec["key"]] for name, spec in sorted(coll.index_information().items())
             if name != "_id_"]
+
+
+def _attribute_against_setup(docs: list[dict]) -> None:
+    """Compare the rewritten products with the setup copy kept by ``Exercise.remember`` (when there is one):
+    nothing deleted or added, the other fields unchanged, every spec_* value now one {k, v} pair."""
+    from labkit.exercises import remembered
+
+    setup = remembered("products")
+    if not setup:
+        return
+    now = {d["_id"]: d for d in docs}
+    gone = sorted(set(setup) - set(now), key=str)
+    if gone:
+        raise NotYet(f"{len(gone)} of the {len(setup)} products of the setup are gone (e.g. {gone[0]!r}): the "
+                     "rewrite replaces each document, it must not lose any. Re-run the setup cell and rewrite again.")
+    extra = sorted(set(now) - set(setup), key=str)
+    if extra:
+        raise NotYet(f"{len(extra)} product(s) are not in the setup (e.g. {extra[0]!r}): replace each document in "
+                     "place (`replace_one({'_id': ...})`), do not insert copies.")
+    for pid in sorted(setup, key=str):
+        old, new = setup[pid], now[pid]
+        want = sorted((k[len("spec_"):], v) for k, v in old.items() if k.startswith("spec_"))
+        got = sorted((e.get("k"), e.get("v")) for e in new.get("specs") or [] if isinstance(e, dict))
+        if got != want:
+            raise NotYet(f"product {pid!r}: specs {got} are not the setup's spec_* values {want}; every spec "
+                         "field becomes exactly one {k, v} pair.")
+        for field in sorted(k for k in old if not k.startswith("spec_")):
+            if new.get(field) != old[field]:
+                raise NotYet(f"product {pid!r}: `{field}` is not the value the setup had ({old[field]!r}); the "
+                             "rewrite keeps every other field as it was.")
 
 
 def _check_attribute(args: Any) -> str:
@@ -283,6 +333,7 @@ def _check_attribute(args: Any) -> str:
                      "with `replace_one({'_id': ...}, to_attributes(doc))`.")
     if any(not isinstance(d.get("specs"), list) or not d["specs"] for d in docs):
         raise NotYet("some documents have no `specs` array; run the rewrite on every document.")
+    _attribute_against_setup(docs)
     keys = _index_keys(coll)
     on_specs = [k for k in keys if any(f.startswith("specs.") for f, _ in k)]
     wanted = [("specs.k", 1), ("specs.v", 1)]
@@ -343,6 +394,7 @@ def _check_subset(args: Any) -> str:
     with observe.sandbox("16-subset", db) as sandbox:
         box = sandbox.db
         box.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
+        box.products.insert_one({"_id": "prod:other", "name": "Another product", "recentReviews": []})
         sandbox.recorder.clear()
         for n in order:
             add_review(box, review(n))
@@ -355,7 +407,14 @@ def _check_subset(args: Any) -> str:
                  for m in (((spec.get("u") or {}).get("$push") or {}).get("recentReviews"),)
                  if isinstance(m, dict) and "$sort" in m]
         product = box.products.find_one({"_id": pid})
+        other = box.products.find_one({"_id": "prod:other"}) or {}
         stored = box.reviews.count_documents({"productId": pid})
+    if other.get("recentReviews"):
+        raise NotYet("another product's recentReviews changed too: filter the product update on "
+                     "`review[\"productId\"]`.")
+    if sorts and all(isinstance(x, dict) and list(x) == ["_id"] for x in sorts):
+        raise NotYet("your `$push` sorts the reviews by `_id`: ids say nothing about when a review was written (an "
+                     "imported or delayed review carries an older date). Sort by `createdAt: -1`.")
     got_ids = [r.get("_id") for r in (product or {}).get("recentReviews") or [] if isinstance(r, dict)]
     if reads and ("rev:check:5" not in got_ids or "rev:check:4" not in got_ids):
         lost = "rev:check:5" if "rev:check:5" not in got_ids else "rev:check:4"
@@ -538,9 +597,27 @@ def _check_materialized_path(coll: Any) -> str:
 
     if not hasattr(coll, "find") or not hasattr(coll, "index_information"):
         raise NotYet(f"pass the collection (`practice.categories`), not {type(coll).__name__}.")
+    from labkit.exercises import remembered
+
     docs = {d["_id"]: d for d in coll.find()}
     if not docs:
         raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
+    setup = remembered("categories")
+    if setup:
+        gone = sorted(set(setup) - set(docs), key=str)
+        if gone:
+            raise NotYet(f"{len(gone)} of the {len(setup)} categories of the setup are gone (e.g. {gone[0]!r}); "
+                         "adding a path must not delete nodes. Re-run the setup cell, then add the paths again.")
+        extra = sorted(set(docs) - set(setup), key=str)
+        if extra:
+            raise NotYet(f"{len(extra)} categor(ies) are not in the setup (e.g. {extra[0]!r}); re-run the setup "
+                         "cell and only add `path` fields.")
+        changed = sorted((n for n in setup if docs[n].get("parent") != setup[n].get("parent")), key=str)
+        if changed:
+            raise NotYet(f"category {changed[0]!r}: `parent` is not the value the setup had "
+                         f"({setup[changed[0]].get('parent')!r}); the paths must follow the setup's tree, so keep "
+                         "every parent as it was (re-run the setup cell).")
+        docs = {n: {**d, "parent": setup[n].get("parent")} for n, d in docs.items()}
     missing = sorted(n for n, d in docs.items() if "path" not in d)
     if missing:
         raise NotYet(f"{len(missing)} node(s) have no `path` field yet (e.g. {missing[0]!r}); give every node one "
@@ -651,6 +728,10 @@ def _check_versioning(args: Any) -> str:
                              "file the copy in documents_history, then update the document.")
             document_first = document_first or [c for _, c in targets] == ["documents", "documents_history"]
         current = sdb.documents.find_one({"_id": doc_id}) or {}
+        if current and current.get("title") != "Check":
+            raise NotYet(f"after saving {{body: ...}} changes the document's title is {current.get('title')!r}, not "
+                         "'Check': a save changes only the fields it is given (`$set` the changes), it does not "
+                         "replace the document.")
         history = list(sdb.documents_history.find({"docId": doc_id}).sort("rev", 1))
         if not history:
             raise NotYet("no history copy carries `docId`: store the document's id in a `docId` field of each copy.")
@@ -836,11 +917,14 @@ def _check_enrol(args: Any) -> str:
                             + [{"_id": s, "docType": "student", "name": s.title(), "relatedIds": [s]}
                                for s in students])
         catalog.create_index("relatedIds")
-        worst = 0
+        worst, rewrites = 0, False
         for course, student in pairs:
             box.recorder.clear()
             observe.call_learner(enrol, catalog, course, student)
             worst = max(worst, box.recorder.write_statements())
+            rewrites = rewrites or any(
+                isinstance(spec.get("u"), list) or "relatedIds" in (((spec.get("u") or {}).get("$set")) or {})
+                for spec in box.recorder.update_specs())
         docs = {d["_id"]: d for d in catalog.find()}
         pages = {x: {d["_id"] for d in catalog.find({"relatedIds": x}, {"_id": 1})} for x in courses + students}
     want: dict = {x: {x} for x in courses + students}
@@ -862,9 +946,18 @@ def _check_enrol(args: Any) -> str:
         if pages[x] != want[x]:
             other = "students" if x in courses else "courses"
             missing = sorted(want[x] - pages[x])
+            if not missing:
+                extra = sorted(pages[x] - want[x])
+                raise NotYet(f"the page of {x} (find({{'relatedIds': {x!r}}})) also returns {extra[:3]}, which "
+                             f"were never enrolled with it: the update must touch only the two documents of the "
+                             "enrolment (`{\"_id\": {\"$in\": [course_id, student_id]}}`).")
             raise NotYet(f"the page of {x} (find({{'relatedIds': {x!r}}})) misses {missing[:3]}: an enrolment "
                          f"links both ways, so the course and the student each list the other's id (here its "
                          f"{other}).")
+    if rewrites:
+        raise NotYet("your enrol writes relatedIds with a value built in Python (read, append, `$set` back): two "
+                     "enrolments of one course at once both read the old list and the later write drops the other "
+                     "student. `$addToSet` lets the server add the id.")
     if worst > 2:
         raise NotYet(f"one enrolment sent {worst} write statements: one `update_many` on both documents "
                      "(`{\"_id\": {\"$in\": [course_id, student_id]}}`) with `$addToSet` of both ids does it, "
@@ -953,6 +1046,9 @@ def _check_outlier_write(args: Any) -> str:
                      "`$inc` it on every comment, embedded or not.")
     moved = [c.get("text") for c in overflow if c.get("postId") == "post:busy"]
     if sorted(moved) != [f"comment {i}" for i in range(5)]:
+        if not moved and len(overflow) == 5 and all("postId" not in c for c in overflow):
+            raise NotYet("the 5 oldest comments were moved to `comments` without a `postId`: nobody can find them "
+                         "by post. Insert each one with the post's id (`dict(comment, postId=post_id)`).")
         if not moved:
             raise NotYet("the 5 oldest comments of the busy post were dropped, not moved: insert the comment that "
                          "falls off the array into `comments` (read the document BEFORE the update to see it).")
@@ -1074,6 +1170,12 @@ def _check_computed_stats(add_review: Any) -> str:
         if dist != want["distribution"]:
             raise NotYet(f"{pid}: distribution is {dist}, expected {want['distribution']}: `$inc` "
                          "`ratingStats.distribution.<rating>` by 1.")
+        for key in ("avg", "average", "mean", "avgRating"):
+            if key in got and want["count"] and (not isinstance(got[key], (int, float)) or
+                                                 abs(got[key] - want["sum"] / want["count"]) > 0.01):
+                raise NotYet(f"{pid}: ratingStats.{key} is {got[key]!r}, but the reviews average "
+                             f"{want['sum'] / want['count']:.2f}: a stored average cannot be updated from one new "
+                             "rating with `$set`. Keep count and sum and divide on read (or leave it out).")
     if (db.products.find_one({"_id": "prod:c"}) or {}).get("ratingStats"):
         raise NotYet("prod:c got statistics without any review: update only the review's product.")
     return "count, sum, min, max and the distribution match an aggregation over the reviews."
@@ -1160,6 +1262,9 @@ def _check_thread_stats(add_reply: Any) -> str:
     for tid in ("thread:a", "thread:b"):
         mine = [m for t, m in arrivals if t == tid]
         got = stored.get(tid) or {}
+        if got.get("replyCount") == len(arrivals) != len(mine):
+            raise NotYet(f"{tid}: replyCount is {len(arrivals)}, the replies of every thread: the thread update "
+                         "must filter on the reply's own thread (`{\"_id\": reply[\"threadId\"]}`).")
         if got.get("replyCount") != len(mine):
             raise NotYet(f"{tid}: replyCount is {got.get('replyCount')!r}, expected {len(mine)}: `$inc` it by 1 "
                          "with every reply.")
@@ -1280,6 +1385,9 @@ def _check_migrate_batches(args: Any) -> str:
             first, _, last = orig["name"].partition(" ")
             if "name" in d:
                 raise NotYet(f"{d['_id']} still has `name`: `$unset` it in the same update.")
+            if d.get("schemaVersion") != 2 or isinstance(d.get("schemaVersion"), (bool, str)):
+                raise NotYet(f"{d['_id']} has schemaVersion {d.get('schemaVersion')!r}: the readers (and the next "
+                             "batch, and the dual query) look for the number 2, not a string.")
             if (d.get("firstName"), d.get("lastName")) != (first, last):
                 raise NotYet(f"{orig['name']!r} became firstName={d.get('firstName')!r}, "
                              f"lastName={d.get('lastName')!r}; expected {first!r} and {last!r} (first word, then "
@@ -1593,6 +1701,10 @@ def _check_city_filter(args: Any) -> str:
                 raise NotYet(f"for {city!r} your filter misses {[d['_id'] for d in missing]}.")
             if extra:
                 wrong_cities = sorted({_city_of(d) for d in extra})
+                if all(d["schemaVersion"] == 2 for d in extra):
+                    raise NotYet(f"for {city!r} your filter also finds the v2 customers in {wrong_cities}: in v2 "
+                                 "the city is a field of its own, so compare `address.city` by equality (a regex "
+                                 "there matches any city containing the name).")
                 if any(c.endswith(city) and c != city for c in wrong_cities):
                     raise NotYet(f"for {city!r} your filter also finds customers in {wrong_cities}: the pattern is "
                                  "not anchored at the start of the city. Match ', ' + city at the end of the "
@@ -1828,9 +1940,17 @@ def _check_all_reports(args: Any) -> str:
         coll.insert_many(docs)
         prepare(coll)
         indexed = [k for k in observe.index_keys(coll) if k and k[0][0] == "managerId"]
+        redundant = observe.redundant_prefixes(coll)
         for node, levels in levels_below.items():
             counting = _CountingCollection(coll)
+            box.recorder.clear()
             got = all_reports(counting, node)
+            whole = [c for c in box.recorder.commands if next(iter(c), None) == "find" and not c.get("filter")]
+            if whole:
+                raise NotYet(f"all_reports(coll, {node!r}) reads the whole org chart (a find with no filter) and "
+                             "walks it in Python: every call reads all 305 people, however small the team. Ask "
+                             "the server for one level at a time (`{\"managerId\": {\"$in\": level}}`) or use "
+                             "`$graphLookup`.")
             if got is None or isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
                 raise NotYet(f"all_reports(coll, {node!r}) returned {got!r}; return the ids of everybody below "
                              "the manager (a list).")
@@ -1852,6 +1972,9 @@ def _check_all_reports(args: Any) -> str:
     if not indexed:
         raise NotYet("every level matches `managerId` (a `$graphLookup`'s connectToField, or your `$in`), and no "
                      "index starts with it: each level is a collection scan. Create it in `prepare`.")
+    if redundant:
+        raise NotYet(f"prepare creates {redundant[0][0]!r}, a prefix of {redundant[0][1]!r}: the longer index already "
+                     "serves every lookup on managerId, and each extra index slows every hire and move. One index.")
     return ("everybody below each manager found, with at most one query per level (or one $graphLookup), and "
             "managerId indexed for the lookups.")
 

@@ -48,6 +48,11 @@ _BOARD_WORKLOADS = [
     [("show inbox", "read", 50.0), ("send message", "write", 45.0), ("open message", "read", 48.0),
      ("delete message", "write", 3.0), ("export archive", "read", 0.001)],
     [("live score", "read", 5000.0), ("post score", "write", 1.0)],
+    # the running total reaches exactly 80% with the second row: the third is not needed
+    [("view cart", "read", 50.0), ("add to cart", "write", 30.0), ("checkout", "write", 20.0)],
+    # the operations above the average rate (40, 30) make only 70%: the rule is the running total
+    [("show map", "read", 40.0), ("search places", "read", 30.0), ("save place", "write", 12.0),
+     ("share place", "write", 10.0), ("rate place", "write", 8.0)],
 ]
 
 
@@ -101,7 +106,8 @@ def _check_top_operations(fn: Any) -> str:
         raise NotYet(f"for a workload of {len(rows)} operations the answer is {names}; yours is {got}. Sort by "
                      "`per_second`, most frequent first, and keep rows until their running total reaches 80% "
                      "of the table's total.")
-    return ("on three other workloads your function picked the operations that make up 80% of the traffic: "
+    return (f"on {len(_BOARD_WORKLOADS)} other workloads your function picked the operations that make up 80% of "
+            "the traffic: "
             "those are the rows a schema is designed for.")
 
 
@@ -416,6 +422,20 @@ def _check_order_lines(args: Any) -> str:
                      f"{raced.get('itemCount')!r} instead of ['jam', 'mug', 'tea'], 35.0 and 6: a value computed "
                      "in Python from an earlier read overwrote the other call's change (a lost update). Let the "
                      "server do the arithmetic with `$inc`.")
+    # the same line again (order:2 already holds 1 x tea at 4.0), and an order that does not exist
+    with _orders_sandbox(db) as box:
+        observe.call_learner(add_line, box.db, "order:2", "tea", 1, 4.0)
+        again = box.db.orders.find_one({"_id": "order:2"}) or {}
+        observe.call_learner(add_line, box.db, "order:404", "tea", 1, 4.0)
+        ghost = box.db.orders.find_one({"_id": "order:404"})
+    if len(again.get("lines") or []) != 2 or again.get("itemCount") != 2:
+        raise NotYet(f"adding a second 1 x 'tea' at 4.0 to order:2 (which already has that line) leaves "
+                     f"{len(again.get('lines') or [])} line(s) and itemCount {again.get('itemCount')!r}: `$addToSet` "
+                     "drops a line equal to one already there while `$inc` still counts it. Order lines are "
+                     "appended with `$push`.")
+    if ghost is not None:
+        raise NotYet("adding a line to order:404, which does not exist, created it (`upsert=True`): an order line "
+                     "belongs to an existing order; leave the upsert out.")
     return ("one update appended the line and raised the total and the item count; two calls at once both "
             "counted, because the server did the arithmetic.")
 
@@ -644,6 +664,9 @@ def _check_bounded_lookup(args: Any) -> str:
             raise NotYet(f"the pipeline fails on the server: {exc}") from None
         expected = [d["_id"] for d in box.db.posts.find({"authorId": "user:112"}, {"_id": 1})
                     .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
+    if len(docs) > 1 and all(isinstance(d, dict) and d.get("_id") == "user:112" for d in docs):
+        raise NotYet(f"the result is {len(docs)} copies of Sam's document: a stage after the join (`$unwind`?) "
+                     "splits it into one document per post. The task wants ONE document holding the posts array.")
     if len(docs) != 1 or docs[0].get("_id") != "user:112":
         raise NotYet(f"expected exactly Sam's document (user:112); got {len(docs)} document(s). Start with $match.")
     joined = docs[0].get(field)
@@ -733,6 +756,13 @@ def _check_top_comments(fn: Any) -> str:
                 raise NotYet("`$limit` comes before any `$sort`: it keeps 5 comments in whatever order the server "
                              "reads them (here the index happens to give the right ones; another plan would not). "
                              "Sort by likes first, then limit.")
+            sort = next((s["$sort"] for s in pipeline if isinstance(s, dict) and isinstance(s.get("$sort"), dict)),
+                        None)
+            if sort is not None and list(sort) == ["likes"]:
+                raise NotYet("the sort has no tie-breaker: many comments share a like count, and among them the "
+                             "server returns an order it does not promise (it can change with the plan), so the "
+                             "page can show different comments from one run to the next. Add `_id: 1` after "
+                             "`likes: -1`.")
             try:
                 docs = list(box.db.comments.aggregate(pipeline))
             except Exception as exc:  # noqa: BLE001 - the server's error, explained
@@ -804,36 +834,67 @@ def _ex03b() -> Exercise:
 
 # --- notebook 04 -------------------------------------------------------------------------------------------
 
-def _check_follow_indexes(follows: Any) -> str:
-    from pymongo.errors import DuplicateKeyError
+def _pristine_follows(db: Any) -> None:
+    """300 users; user:0 is followed by every even user, and user k follows the five users after it."""
+    edges = []
+    for k in range(1, 301):
+        targets = ([0] if k % 2 == 0 else []) + [(k + j) % 300 + 1 for j in range(1, 6)]
+        edges += [{"_id": f"follow:{k}:{t}", "followerId": f"user:{k:03d}", "followingId": f"user:{t:03d}"}
+                  for t in targets if t != k]
+    db.follows.insert_many(edges)
 
-    if not hasattr(follows, "find") or not hasattr(follows, "insert_one"):
+
+def _check_follow_indexes(follows: Any) -> str:
+    from pymongo.errors import DuplicateKeyError, OperationFailure
+
+    from labkit.exercises import observe
+
+    import mongomock
+    import pymongo.collection
+
+    if not isinstance(follows, (pymongo.collection.Collection, mongomock.Collection)):
         raise NotYet(f"pass the collection (`practice.follows`), not {type(follows).__name__}.")
-    edge = follows.find_one({}, sort=[("_id", 1)])
-    if edge is None:
-        raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
-    for label, field, other, value in (("who follows", "followingId", "followerId", edge["followingId"]),
-                                       ("whom ... follows", "followerId", "followingId", edge["followerId"])):
-        plan = follows.find({field: value}).sort(other, 1).limit(20).explain()
-        names = [s.get("stage") for s in _stages(plan["executionStats"]["executionStages"])]
-        if "COLLSCAN" in names:
-            raise NotYet(f"'{label}' ({field} equality) still scans the collection: no index starts with `{field}`.")
-        if "SORT" in names:
-            raise NotYet(f"'{label}' has a blocking SORT: the index starting with `{field}` must continue with "
-                         f"`{other}` so the page comes out in order.")
-        keys = plan["executionStats"]["totalKeysExamined"]
-        if keys > 21:
-            raise NotYet(f"'{label}' reads {keys} index keys for one page of 20: the planner walks an index only "
-                         f"for its sort order. Give this direction its own index that starts with `{field}`.")
-    dup = {k: v for k, v in edge.items() if k != "_id"}
-    dup["_id"] = f"{edge['_id']}:duplicate-check"
-    try:
-        follows.insert_one(dup)
-    except DuplicateKeyError:
-        return "both directions are served by an index, in order, and duplicate edges are rejected."
-    follows.delete_one({"_id": dup["_id"]})
-    raise NotYet("a second follows document for the same follower/following pair was accepted (and removed "
-                 "again): make the {followerId, followingId} index unique.")
+    learner_indexes = [spec for spec in follows.list_indexes() if spec["name"] != "_id_"]
+    if not learner_indexes:
+        raise NotYet("practice.follows has no index but `_id` yet: create one index per direction.")
+    with observe.sandbox("04-follow-indexes", follows) as box:
+        sandbox_follows = box.db.follows
+        _pristine_follows(box.db)
+        try:
+            observe.copy_indexes(follows, sandbox_follows)
+        except (DuplicateKeyError, OperationFailure) as exc:
+            if getattr(exc, "code", None) == 11000:
+                raise NotYet("one of your unique indexes refuses ordinary follows (built on follows where one "
+                             "user follows several others, it fails with E11000): only the PAIR "
+                             "{followerId, followingId} is unique, not either field alone.") from None
+            raise
+        for label, field, other, value in (("who follows", "followingId", "followerId", "user:000"),
+                                           ("whom ... follows", "followerId", "followingId", "user:007")):
+            plan = sandbox_follows.find({field: value}).sort(other, 1).limit(20).explain()
+            figures = observe.plan_figures(plan)
+            if figures.collscan:
+                raise NotYet(f"'{label}' ({field} equality) still scans the collection: no index starts with "
+                             f"`{field}`.")
+            if figures.blocking_sort:
+                raise NotYet(f"'{label}' has a blocking SORT: the index starting with `{field}` must continue "
+                             f"with `{other}` so the page comes out in order.")
+            if figures.keys_examined > figures.returned + 1:
+                raise NotYet(f"'{label}' reads {figures.keys_examined} index keys for one page of "
+                             f"{figures.returned}: the planner walks an index that does not start with `{field}` "
+                             f"only for its sort order. Give this direction its own index that starts with "
+                             f"`{field}`.")
+        extra = observe.redundant_prefixes(sandbox_follows)
+        if extra:
+            raise NotYet(f"the index {extra[0][0]!r} is a prefix of {extra[0][1]!r}: every follow pays to maintain "
+                         "it and no query needs it. Drop it; two indexes, one per direction, are enough.")
+        edge = sandbox_follows.find_one({"_id": "follow:7:9"})
+        try:
+            sandbox_follows.insert_one({"_id": "follow:7:9:again", "followerId": edge["followerId"],
+                                        "followingId": edge["followingId"]})
+        except DuplicateKeyError:
+            return "both directions are served by an index, in order, and duplicate edges are rejected."
+    raise NotYet("a second follows document for the same follower/following pair was accepted (tried on a copy "
+                 "of the indexes, your data is untouched): make the {followerId, followingId} index unique.")
 
 
 @register
@@ -878,6 +939,30 @@ def _membership_state(db: Any, group_id: str) -> tuple[int, Any]:
     return members, group.get("memberCount")
 
 
+def _member_counter_method(rec: Any, what: str) -> None:
+    """Refuse a recount, a read-modify-write of the counter, or a read of memberships before the insert."""
+    commands = rec.commands
+    counted = [c for c in commands if next(iter(c), None) in ("aggregate", "count")]
+    if counted:
+        raise NotYet(f"{what} counts the memberships again ({next(iter(counted[0]))} command): that reads one key per "
+                     "member on every join and leave, which is what the counter is there to avoid. Move the "
+                     "counter by one with `$inc`.")
+    for spec in rec.update_specs():
+        u = spec.get("u")
+        if isinstance(u, list) or (isinstance(u, dict) and "memberCount" in (u.get("$set") or {})):
+            raise NotYet(f"{what} writes memberCount with a value computed in Python from a read of the group "
+                         "(read-modify-write): two joins at once both read 4 and both write 5, one is lost. Let "
+                         "the server add: `$inc: {memberCount: 1}` (or -1).")
+    if what == "join":
+        names = [(next(iter(c), None), c.get(next(iter(c)))) for c in commands]
+        first_write = next((i for i, (n, _) in enumerate(names) if n in ("insert", "update", "findAndModify")),
+                           len(names))
+        if any(n == "find" and coll == "memberships" for n, coll in names[:first_write]):
+            raise NotYet("join reads memberships before inserting (find-then-insert): two joins at once both find "
+                         "nothing and both go on. Insert straight away and let the unique index refuse the second "
+                         "(catch DuplicateKeyError).")
+
+
 def _check_member_counter(args: Any) -> str:
     from pymongo.errors import DuplicateKeyError
 
@@ -901,7 +986,9 @@ def _check_member_counter(args: Any) -> str:
                              "normal traffic. Catch it and leave the counter alone; the unique index already "
                              "refused the second membership.") from None
 
+        box.recorder.clear()
         step(join, "join", "group:chess", "user:10")
+        _member_counter_method(box.recorder, "join")
         members, count = _membership_state(db, "group:chess")
         if members != 4:
             raise NotYet(f"after one join the group has {members} memberships instead of 4: insert one membership "
@@ -909,6 +996,9 @@ def _check_member_counter(args: Any) -> str:
         if count != 4:
             raise NotYet(f"after one join memberCount is {count!r} instead of 4: increment it with "
                          "`$inc: {memberCount: 1}` on the group, in the same function.")
+        if (db.groups.find_one({"_id": "group:go"}) or {}).get("memberCount") is not None:
+            raise NotYet("a join to group:chess changed group:go's memberCount too: filter the counter update on "
+                         "the group's `_id`.")
         step(join, "the second, repeated join", "group:chess", "user:10")
         members, count = _membership_state(db, "group:chess")
         if members != 4:
@@ -917,7 +1007,9 @@ def _check_member_counter(args: Any) -> str:
         if count != 4:
             raise NotYet(f"joining twice counted twice (memberCount {count!r} for 4 members): increment only after "
                          "the membership insert succeeded; the unique index, not a read before it, decides.")
+        box.recorder.clear()
         step(leave, "leave", "group:chess", "user:10")
+        _member_counter_method(box.recorder, "leave")
         members, count = _membership_state(db, "group:chess")
         if members != 3 or count != 3:
             raise NotYet(f"after leaving, the group has {members} memberships and memberCount {count!r} (expected "
@@ -1011,6 +1103,7 @@ def _check_reconcile(args: Any) -> str:
         box.recorder.clear()
         reconcile(box.db)
         modified = box.recorder.modified()
+        statements = box.recorder.write_statements()
         edges_after = list(box.db.follows.find().sort("_id", 1))
         edges, following, followers = _edges_and_copies(box.db)
     if edges_after != edges_before:
@@ -1031,8 +1124,13 @@ def _check_reconcile(args: Any) -> str:
                      f"broken users (of {total}): that is a full rebuild, and on a store of millions of users it "
                      "rewrites every one of them every night. Compare each user's arrays with the edges and write "
                      "only the users that differ.")
+    if statements > 2 * broken:
+        raise NotYet(f"the copies are right, but your job sent {statements} write statements to repair {broken} "
+                     f"broken users (of {total}): writing every user, even with the values it already has, is a "
+                     "full rebuild in cost (every statement is a write the server must find, compare and log). "
+                     "Compare first and write only the users that differ.")
     return (f"all {len(edges)} edges are reflected exactly in both arrays, the edges are untouched, and only "
-            f"{modified} user document(s) were rewritten to repair {broken} broken users.")
+            f"{statements} user write(s) were sent to repair {broken} broken users.")
 
 
 @register
@@ -1130,6 +1228,7 @@ def _check_idempotent_enroll(args: Any) -> str:
     with _enroll_sandbox(db) as box:
         _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "on a first call")
         first = box.recorder.writes()
+        first_specs = box.recorder.update_specs()
         once = _enroll_state(box.db)
     if not first:
         raise NotYet("your function sent no write; it should record the enrollment and both copies.")
@@ -1139,6 +1238,13 @@ def _check_idempotent_enroll(args: Any) -> str:
     if once != want:
         raise NotYet(f"after one call the copies are students {once['students']} and courses {once['courses']}: "
                      "add the course to the student's `courseIds` and the student to the course's `studentIds`.")
+    for spec in first_specs:
+        u = spec.get("u")
+        sets = (u.get("$set") or {}) if isinstance(u, dict) else {}
+        if isinstance(u, list) or any(f in sets for f in ("courseIds", "studentIds")):
+            raise NotYet("your function writes a whole copy array with a value computed in Python (read, add, "
+                         "`$set` back): two students enrolling in one course at once both read the old list and "
+                         "the later write drops the other student. `$addToSet` lets the server add each id.")
     target = first[0].get(next(iter(first[0])))
     if target != "enrollments":
         raise NotYet(f"your function writes `{target}` before the enrollment: if it dies right after, a copy claims "
@@ -1170,6 +1276,28 @@ def _check_idempotent_enroll(args: Any) -> str:
         if state != want:
             raise NotYet(f"{what}, the copies are students {state['students']} and courses {state['courses']}: a "
                          "retry must finish the writes a crash left undone.")
+    # 3. calls at once: a retry fired while the first call still runs, and two students joining one course
+    from labkit.exercises import observe
+    at_once = ("when a retry runs while the first call is still going (right after its first read; a find "
+               "before the insert sees nothing in both calls, so both insert)")
+    with _enroll_sandbox(db) as box:
+        observe.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
+                            lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
+                            box.recorder)
+        twice = _enroll_state(box.db)
+    if len(twice["edges"]) > 1:
+        raise NotYet(f"a retry that runs while the first call is still going (right after its first read) leaves "
+                     f"{len(twice['edges'])} enrollment documents: a find before the insert sees nothing in both "
+                     "calls. Let one write decide: an upsert on {studentId, courseId}.")
+    with _enroll_sandbox(db) as box:
+        observe.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "at once"),
+                            lambda: _call_enroll(enroll, box.db, "student:ben", "course:db101", when, "at once"),
+                            box.recorder)
+        both = _enroll_state(box.db)
+    if sorted(both["courses"].get("course:db101") or []) != ["student:ana", "student:ben"]:
+        raise NotYet(f"ana and ben enrolling in course:db101 at once leave its studentIds "
+                     f"{both['courses'].get('course:db101')}: an array read, changed in Python and written back "
+                     "with `$set` loses the other call's student. `$addToSet` lets the server add each one.")
     return ("one call records the enrollment and both copies, edge first; a retry after a success or after a crash "
             "at either point leaves exactly one enrollment and both copies right, so retries can be automatic.")
 
@@ -1303,6 +1431,16 @@ def _seed_teams(db: Any) -> None:
                               "authorSnapshot": {"name": "Member 7"}, "text": "hi"} for k in range(15)])
 
 
+def _mentions(query: Any, prefix: str) -> bool:
+    """Does a filter (at any depth of $and/$or) name a field starting with ``prefix``?"""
+    if isinstance(query, dict):
+        return any((str(k).startswith(prefix) and not str(k).startswith("$")) or _mentions(v, prefix)
+                   for k, v in query.items())
+    if isinstance(query, list):
+        return any(_mentions(q, prefix) for q in query)
+    return False
+
+
 def _check_rename_member(args: Any) -> str:
     import copy
 
@@ -1355,6 +1493,12 @@ def _check_rename_member(args: Any) -> str:
     if whole:
         raise NotYet("your updates rewrite whole `members` arrays read earlier in Python: a member who joins a team "
                      "in between is lost. Set the one entry's name in place (`members.$.name`).")
+    team_specs = [c for c in box.recorder.writes() if c.get("update") == "teams"]
+    unfiltered = [u for c in team_specs for u in c.get("updates") or [] if not _mentions(u.get("q"), "members")]
+    if unfiltered:
+        raise NotYet(f"the teams update filters on {unfiltered[0].get('q')!r}: it visits every team (a collection "
+                     "scan on each rename) to change the few listing user:7. Filter on `members.userId` so an "
+                     "index on it can find them.")
     if writes > 2:
         raise NotYet(f"the rename took {writes} writes (one per team?); two are enough whatever the number of "
                      "teams: one for the user, one `update_many` for every preview listing them.")
@@ -1414,6 +1558,10 @@ def _check_post_validator(validator: Any) -> str:
         ({"_id": "b2", "authorId": "112", "title": "t", "createdAt": when}, "an authorId without the 'user:' prefix"),
         ({"_id": "b8", "authorId": "guest-user:9", "title": "t", "createdAt": when},
          "an authorId that contains 'user:' but does not start with it ('guest-user:9'; anchor the pattern: '^user:')"),
+        ({"_id": "b9", "authorId": "user9", "title": "t", "createdAt": when},
+         "an authorId 'user9' without the colon (the prefix is 'user:', colon included)"),
+        ({"_id": "b10", "authorId": "user:1", "title": 42, "createdAt": when},
+         "a numeric title (minLength/maxLength apply to strings only: add `bsonType: \"string\"`)"),
         ({"_id": "b3", "authorId": "user:1", "title": "", "createdAt": when}, "an empty title"),
         ({"_id": "b4", "authorId": "user:1", "title": "x" * 201, "createdAt": when}, "a 201-character title"),
         ({"_id": "b5", "authorId": "user:1", "title": "t", "createdAt": "2026-10-02"}, "createdAt given as a string"),
@@ -1431,15 +1579,33 @@ def _check_post_validator(validator: Any) -> str:
                      "fully; try that form.") from None
 
 
+def _failed_rules(info: Any) -> list[str]:
+    """The property and operator names an errInfo (``details.schemaRulesNotSatisfied``) says failed."""
+    out: list[str] = []
+    todo = [info]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            for key in ("propertyName", "operatorName"):
+                if isinstance(node.get(key), str) and node[key] not in out and node[key] not in ("properties", "$jsonSchema"):
+                    out.append(node[key])
+            todo += list(node.values())
+        elif isinstance(node, list):
+            todo += node
+    return out[:4]
+
+
 def _try_post_validator(coll: Any, good: list, bad: list) -> str:
     from pymongo.errors import WriteError
 
     for doc in good:
         try:
             coll.insert_one(doc)
-        except WriteError:
-            raise NotYet(f"a valid post was rejected: {doc['_id']} with title of {len(doc['title'])} characters "
-                         "(extra fields such as `location` must stay allowed).") from None
+        except WriteError as exc:
+            rules = _failed_rules((exc.details or {}).get("errInfo"))
+            why = f" The server's errInfo names {', '.join(rules)}." if rules else ""
+            raise NotYet(f"a valid post was rejected: {doc['_id']} ({doc}) with title of {len(doc['title'])} "
+                         f"characters (extra fields such as `location` must stay allowed).{why}") from None
     for doc, what in bad:
         try:
             coll.insert_one(doc)
@@ -1534,11 +1700,14 @@ def _check_migrate_products(args: Any) -> str:
         db.products.insert_many([dict(d) for d in before])
         db.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA},
                    validationLevel="strict", validationAction="error")
+        box.recorder.clear()
         try:
             observe.call_learner(migrate, db)
         except WriteError as exc:
             raise NotYet(f"the server refused one of your updates (code {exc.code}): under `strict` the document "
                          "an update produces must be valid; fix the whole document in one update.") from None
+        commands = box.recorder.commands
+        statements = box.recorder.write_statements()
         after = {d["_id"]: d for d in db.products.find()}
         failing = sorted(d["_id"] for d in db.products.find({"$nor": [{"$jsonSchema": PRODUCTS_SCHEMA}]}))
         options = db.products.options()
@@ -1550,6 +1719,13 @@ def _check_migrate_products(args: Any) -> str:
         raise NotYet(f"product(s) {missing} were deleted: repair them instead; a migration loses nothing.")
     if failing:
         raise NotYet(f"product(s) {failing} still break the rules (find them with `$nor: [{{$jsonSchema: ...}}]`).")
+    if any(c.get("bypassDocumentValidation") for c in commands):
+        raise NotYet("your migration sends writes with `bypass_document_validation=True`: it is not needed (under "
+                     "strict, an update whose result is valid passes) and it would let a wrong repair in "
+                     "unchecked. Leave it out.")
+    if any("collMod" in c for c in commands):
+        raise NotYet("your migration changes the collection's rules (collMod) while it runs: for that time every "
+                     "other writer may store invalid products. Keep strict/error on; a valid repair passes.")
     for d in before:
         got = after[d["_id"]]
         want = _tag_list(d)
@@ -1566,8 +1742,15 @@ def _check_migrate_products(args: Any) -> str:
                          f"{want} in that order (split a comma string and strip the spaces).")
         if not d.get("name") and got.get("name") != d["sku"]:
             raise NotYet(f"{d['sku']} has no usable name; the task says to use its sku ({d['sku']!r}).")
+        if d.get("name") and got.get("name") != d["name"]:
+            raise NotYet(f"{d['sku']}'s name {d['name']!r} became {got.get('name')!r}: only an empty name is "
+                         "replaced by the sku; a migration keeps the data it can.")
         if d["_id"] == 1 and got != d:
             raise NotYet("SKU-1 was already valid but was rewritten: touch only the documents the audit finds.")
+    invalid = sum(1 for d in before if d["_id"] != 1)
+    if statements > invalid:
+        raise NotYet(f"your migration sent {statements} write statements for {invalid} invalid products: it writes "
+                     "the valid ones too. Audit first (`$nor: [{$jsonSchema: ...}]`) and repair only what it finds.")
     return ("every product passes the strict rules, no tag was lost (the overflow sits in `moreTags`), and the "
             "valid product was left alone: no bypass needed.")
 
@@ -1629,7 +1812,14 @@ def _check_orphans(args: Any) -> str:
     got = list(orphans)
     if got and isinstance(got[0], dict):
         raise NotYet("give the ids only (`d[\"_id\"]`), not whole documents.")
-    if sorted(got) == truth and got != truth:
+    try:
+        repeated = len(set(got)) != len(got)
+    except TypeError:
+        raise NotYet("`orphans` should hold post ids (strings), one per orphaned post.") from None
+    if repeated:
+        raise NotYet(f"`orphans` lists some ids more than once ({len(got)} entries, {len(set(got))} different): "
+                     "one entry per orphaned post (did the join produce one row per comment or per follow?).")
+    if sorted(got, key=str) == truth and got != truth:
         raise NotYet("the right ids, but not sorted; use `sorted(...)`.")
     missing, extra = sorted(set(truth) - set(got)), sorted(set(got) - set(truth))
     if missing or extra:

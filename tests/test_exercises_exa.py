@@ -1,0 +1,940 @@
+"""Wrong answers a learner really writes for the exercises of lessons 00-19 (issue 15): each is refused with a
+message specific to the mistake, the right answers pass, and no checker raises on any input.
+
+The facts the checkers rely on come from the MongoDB manual: update operators ($push, $addToSet, $inc, $max,
+positional `$` and `$[<id>]` with arrayFilters: manual "Update Operators"), upsert semantics (manual
+"db.collection.updateOne() / upsert"), $jsonSchema validation (manual "Schema Validation"), sparse and partial
+indexes (manual "Sparse Indexes", "Partial Indexes")."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+import labkit
+from labkit import exercises
+from labkit.engine import EmbeddedClient
+from labkit.exercises import Prediction
+
+MY_IDS = [i for i in exercises.ids() if int(i[:2]) < 20]
+
+
+@pytest.fixture
+def db():
+    d = labkit.fresh_db("t_exa", client=EmbeddedClient())
+    d.users.insert_many(labkit.seed.load_canonical()["users"])
+    return d
+
+
+def _check(ex_id, *args):
+    return exercises.get(ex_id).check(*args)
+
+
+# --- robustness: every checker of lessons 00-19, on any input ------------------------------------------------
+
+def _boom(*a, **k):
+    raise RuntimeError("learner bug")
+
+
+def _noargs():
+    return 1
+
+
+_INPUTS = {"None": (None,), "garbage": ("garbage",), "int": (42,), "dict": ({},), "list": ([1, 2],),
+           "db": ("DB",), "db+raising function": ("DB", _boom), "db+function without parameters": ("DB", _noargs),
+           "db+string": ("DB", "x"), "raising function": (_boom,), "db, two raising functions": ("DB", _boom, _boom),
+           "collection": ("COLL",), "db+pipeline": ("DB", [{"$match": {}}])}
+
+
+@pytest.mark.parametrize("ex_id", MY_IDS)
+def test_no_checker_raises_or_accepts_garbage(ex_id, db):
+    for name, args in _INPUTS.items():
+        args = tuple(db if a == "DB" else db.things if a == "COLL" else a for a in args)
+        ex = exercises.get(ex_id)
+        if isinstance(ex, Prediction):
+            ex.predict(ex.choices[0] if ex.choices else 1)
+        r = ex.check(*args)  # never raises
+        assert r.outcome != "correct", (ex_id, name)
+        assert "checker could not check" not in r.message, (ex_id, name, r.message)
+
+
+def test_wrong_shapes_get_specific_messages(db):
+    assert "task asks for the database" in _check("00-top-operations", db.things).message
+    assert "task asks for a collection" in _check("17-materialized-path", db).message
+    r = _check("01-embed-atomic", db, _noargs)
+    assert r.outcome == "error" and "exactly the parameters the task names" in r.message
+    p = exercises.get("12-predict-aggregate-keys")
+    p.predict(3)
+    assert "check the measured number" in p.check("x").message
+
+
+# --- 01 ------------------------------------------------------------------------------------------------------
+
+def _al_good(db, o, s, q, p):
+    db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
+                                      "$inc": {"itemCount": q, "total": q * p}})
+
+
+def _al_pipeline(db, o, s, q, p):
+    """One pipeline update: atomic too, so right."""
+    db.orders.update_one({"_id": o}, [{"$set": {
+        "lines": {"$concatArrays": [{"$ifNull": ["$lines", []]}, [{"sku": s, "qty": q, "price": p}]]},
+        "itemCount": {"$add": ["$itemCount", q]}, "total": {"$add": ["$total", q * p]}}}])
+
+
+def _al_addtoset(db, o, s, q, p):
+    db.orders.update_one({"_id": o}, {"$addToSet": {"lines": {"sku": s, "qty": q, "price": p}},
+                                      "$inc": {"itemCount": q, "total": q * p}})
+
+
+def _al_upsert(db, o, s, q, p):
+    db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
+                                      "$inc": {"itemCount": q, "total": q * p}}, upsert=True)
+
+
+def _al_count_lines(db, o, s, q, p):
+    db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
+                                      "$inc": {"itemCount": 1, "total": q * p}})
+
+
+def _al_price_only(db, o, s, q, p):
+    db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
+                                      "$inc": {"itemCount": q, "total": p}})
+
+
+@pytest.mark.parametrize("fn", [_al_good, _al_pipeline])
+def test_01_order_lines_right_answers(db, fn):
+    assert _check("01-order-lines", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_al_addtoset, "`$addToSet` drops a line equal to one already there"),
+    (_al_upsert, "created it (`upsert=True`)"),
+    (_al_count_lines, "`$inc` it by `qty`"),
+    (_al_price_only, "`$inc` it by `qty * price`"),
+])
+def test_01_order_lines_wrong_answers(db, fn, why):
+    r = _check("01-order-lines", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 04 ------------------------------------------------------------------------------------------------------
+
+def _follows(name="t_exa_follows"):
+    d = labkit.fresh_db(name, client=EmbeddedClient())
+    d.follows.insert_many([{"_id": f"f{i}", "followerId": f"user:{i}", "followingId": f"user:{i % 11}"}
+                           for i in range(60)])
+    return d.follows
+
+
+@pytest.mark.parametrize("specs", [
+    [({"followerId": 1, "followingId": 1}, True), ({"followingId": 1, "followerId": 1}, False)],
+    [({"followerId": 1, "followingId": 1}, False), ({"followingId": 1, "followerId": 1}, True)],  # pair unique too
+    [({"followerId": 1, "followingId": -1}, True), ({"followingId": 1, "followerId": -1}, False)],  # scanned back
+])
+def test_04_follow_indexes_right_answers(specs):
+    follows = _follows()
+    for keys, unique in specs:
+        follows.create_index(list(keys.items()), unique=unique)
+    assert _check("04-follow-indexes", follows).correct
+
+
+@pytest.mark.parametrize("specs, why", [
+    ([({"followerId": 1, "followingId": 1}, True)], "reads 215 index keys for one page of 20"),
+    ([({"followerId": 1}, True), ({"followingId": 1}, False)], "not either field alone"),
+    ([({"followerId": 1, "followingId": 1}, True), ({"followingId": 1}, False)], "blocking SORT"),
+    ([({"followerId": 1, "followingId": 1}, True), ({"followingId": 1, "followerId": 1}, False),
+      ({"followerId": 1}, False)], "'followerId_1' is a prefix of"),
+    ([({"followerId": 1, "followingId": 1}, False), ({"followingId": 1, "followerId": 1}, False)], "unique"),
+    ([], "no index but `_id`"),
+])
+def test_04_follow_indexes_wrong_answers(specs, why):
+    # the checker builds its own follows (300 users, one followed by 150): the learner's few edges do not matter
+    follows = _follows()
+    for keys, unique in specs:
+        follows.create_index(list(keys.items()), unique=unique)
+    before = list(follows.find())
+    r = _check("04-follow-indexes", follows)
+    assert r.outcome == "incorrect" and why in r.message
+    assert list(follows.find()) == before  # never writes to the learner's data
+
+
+def _join_good(db, g, u):
+    from pymongo.errors import DuplicateKeyError
+    try:
+        db.memberships.insert_one({"groupId": g, "userId": u})
+    except DuplicateKeyError:
+        return
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+
+
+def _leave_good(db, g, u):
+    if db.memberships.delete_one({"groupId": g, "userId": u}).deleted_count:
+        db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
+
+
+def _join_upsert(db, g, u):
+    """An upsert of the membership is idempotent too: right."""
+    r = db.memberships.update_one({"groupId": g, "userId": u}, {"$setOnInsert": {"groupId": g, "userId": u}},
+                                  upsert=True)
+    if r.upserted_id is not None:
+        db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+
+
+def _join_recount(db, g, u):
+    from pymongo.errors import DuplicateKeyError
+    try:
+        db.memberships.insert_one({"groupId": g, "userId": u})
+    except DuplicateKeyError:
+        return
+    db.groups.update_one({"_id": g}, {"$set": {"memberCount": db.memberships.count_documents({"groupId": g})}})
+
+
+def _join_rmw(db, g, u):
+    from pymongo.errors import DuplicateKeyError
+    try:
+        db.memberships.insert_one({"groupId": g, "userId": u})
+    except DuplicateKeyError:
+        return
+    c = db.groups.find_one({"_id": g}).get("memberCount", 0)
+    db.groups.update_one({"_id": g}, {"$set": {"memberCount": c + 1}})
+
+
+def _join_find_then_insert(db, g, u):
+    if db.memberships.find_one({"groupId": g, "userId": u}):
+        return
+    db.memberships.insert_one({"groupId": g, "userId": u})
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+
+
+def _join_inc_first(db, g, u):
+    """The lesson's listed mistake: the counter before the edge (or on a duplicate)."""
+    from pymongo.errors import DuplicateKeyError
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+    try:
+        db.memberships.insert_one({"groupId": g, "userId": u})
+    except DuplicateKeyError:
+        pass
+
+
+def _join_every_group(db, g, u):
+    from pymongo.errors import DuplicateKeyError
+    try:
+        db.memberships.insert_one({"groupId": g, "userId": u})
+    except DuplicateKeyError:
+        return
+    db.groups.update_many({}, {"$inc": {"memberCount": 1}})
+
+
+def _leave_always(db, g, u):
+    db.memberships.delete_one({"groupId": g, "userId": u})
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
+
+
+def _leave_recount(db, g, u):
+    db.memberships.delete_one({"groupId": g, "userId": u})
+    db.groups.update_one({"_id": g}, {"$set": {"memberCount": db.memberships.count_documents({"groupId": g})}})
+
+
+def _leave_whole_group(db, g, u):
+    if db.memberships.delete_many({"groupId": g}).deleted_count:
+        db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
+
+
+@pytest.mark.parametrize("join", [_join_good, _join_upsert])
+def test_04_member_counter_right_answers(db, join):
+    assert _check("04-member-counter", db, join, _leave_good).correct
+
+
+@pytest.mark.parametrize("join, leave, why", [
+    (_join_recount, _leave_good, "counts the memberships again"),
+    (_join_good, _leave_recount, "leave counts the memberships again"),
+    (_join_rmw, _leave_good, "read-modify-write"),
+    (_join_find_then_insert, _leave_good, "find-then-insert"),
+    (_join_inc_first, _leave_good, "joining twice counted twice"),
+    (_join_every_group, _leave_good, "changed group:go's memberCount too"),
+    (_join_good, _leave_always, "never joined changed memberCount"),
+    (_join_good, _leave_whole_group, "0 memberships"),
+])
+def test_04_member_counter_wrong_answers(db, join, leave, why):
+    r = _check("04-member-counter", db, join, leave)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 05 ------------------------------------------------------------------------------------------------------
+
+def _enroll_good(db, s, c, w):
+    db.enrollments.update_one({"studentId": s, "courseId": c}, {"$setOnInsert": {"enrolledAt": w}}, upsert=True)
+    db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
+    db.courses.update_one({"_id": c}, {"$addToSet": {"studentIds": s}})
+
+
+def _enroll_pair_id(db, s, c, w):
+    """A deterministic `_id` for the pair is as good as an upsert on the two fields."""
+    db.enrollments.update_one({"_id": f"{s}|{c}"}, {"$setOnInsert": {"studentId": s, "courseId": c,
+                                                                     "enrolledAt": w}}, upsert=True)
+    db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
+    db.courses.update_one({"_id": c}, {"$addToSet": {"studentIds": s}})
+
+
+def _enroll_find_then_insert(db, s, c, w):
+    if not db.enrollments.find_one({"studentId": s, "courseId": c}):
+        db.enrollments.insert_one({"studentId": s, "courseId": c, "enrolledAt": w})
+    db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
+    db.courses.update_one({"_id": c}, {"$addToSet": {"studentIds": s}})
+
+
+def _enroll_rmw(db, s, c, w):
+    db.enrollments.update_one({"studentId": s, "courseId": c}, {"$setOnInsert": {"enrolledAt": w}}, upsert=True)
+    st = db.students.find_one({"_id": s})
+    db.students.update_one({"_id": s}, {"$set": {"courseIds": sorted(set(st.get("courseIds", [])) | {c})}})
+    co = db.courses.find_one({"_id": c})
+    db.courses.update_one({"_id": c}, {"$set": {"studentIds": sorted(set(co.get("studentIds", [])) | {s})}})
+
+
+def _enroll_one_side(db, s, c, w):
+    db.enrollments.update_one({"studentId": s, "courseId": c}, {"$setOnInsert": {"enrolledAt": w}}, upsert=True)
+    db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
+
+
+@pytest.mark.parametrize("fn", [_enroll_good, _enroll_pair_id])
+def test_05_enroll_right_answers(db, fn):
+    assert _check("05-idempotent-enroll", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_enroll_find_then_insert, "a find before the insert sees nothing in both calls"),
+    (_enroll_rmw, "read, add, `$set` back"),
+    (_enroll_one_side, "the student to the course's `studentIds`"),
+])
+def test_05_enroll_wrong_answers(db, fn, why):
+    r = _check("05-idempotent-enroll", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _edge_sets(db):
+    following, followers = {}, {}
+    for e in db.follows.find({}, {"followerId": 1, "followingId": 1}):
+        following.setdefault(e["followerId"], set()).add(e["followingId"])
+        followers.setdefault(e["followingId"], set()).add(e["followerId"])
+    return following, followers
+
+
+def _reconcile_bulk(db):
+    """Compare first, then one bulk_write of the differing users: right."""
+    from pymongo import UpdateOne
+    following, followers = _edge_sets(db)
+    ops = []
+    for u in db.users.find():
+        want = {"followingIds": sorted(following.get(u["_id"], ())), "followerIds": sorted(followers.get(u["_id"], ()))}
+        fix = {f: ids for f, ids in want.items() if f not in u or set(u[f] or []) != set(ids)}
+        if fix:
+            ops.append(UpdateOne({"_id": u["_id"]}, {"$set": fix}))
+    if ops:
+        db.users.bulk_write(ops)
+
+
+def _reconcile_every_user(db):
+    """Right copies, but one write per user even where nothing differs (nModified alone would not see it)."""
+    following, followers = _edge_sets(db)
+    for u in db.users.find():
+        db.users.update_one({"_id": u["_id"]}, {"$set": {"followingIds": sorted(following.get(u["_id"], ())),
+                                                         "followerIds": sorted(followers.get(u["_id"], ()))}})
+
+
+def _reconcile_add_only(db):
+    for e in db.follows.find():
+        db.users.update_one({"_id": e["followerId"]}, {"$addToSet": {"followingIds": e["followingId"]}})
+        db.users.update_one({"_id": e["followingId"]}, {"$addToSet": {"followerIds": e["followerId"]}})
+
+
+def _reconcile_skips_missing_arrays(db):
+    following, followers = _edge_sets(db)
+    for u in db.users.find():
+        fix = {f: sorted(m.get(u["_id"], ())) for f, m in (("followingIds", following), ("followerIds", followers))
+               if f in u and set(u[f]) != m.get(u["_id"], set())}
+        if fix:
+            db.users.update_one({"_id": u["_id"]}, {"$set": fix})
+
+
+def _reconcile_by_deleting(db):
+    db.follows.delete_many({})
+    db.users.update_many({}, {"$set": {"followingIds": [], "followerIds": []}})
+
+
+def test_05_reconcile_bulk_write_passes(db):
+    assert _check("05-reconcile", db, _reconcile_bulk).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_reconcile_every_user, "sent 40 write statements to repair 4"),
+    (_reconcile_add_only, "that should not be there remain"),
+    (_reconcile_skips_missing_arrays, "followingIds entries still disagree"),
+    (_reconcile_by_deleting, "never touches the edges"),
+])
+def test_05_reconcile_wrong_answers(db, fn, why):
+    r = _check("05-reconcile", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 06 ------------------------------------------------------------------------------------------------------
+
+def _rename_good(db, u, n):
+    db.users.update_one({"_id": u}, {"$set": {"name": n}})
+    db.teams.update_many({"members.userId": u}, {"$set": {"members.$.name": n}})
+
+
+def _rename_unfiltered(db, u, n):
+    """Two writes and the right result, but the teams update visits every team."""
+    db.users.update_one({"_id": u}, {"$set": {"name": n}})
+    db.teams.update_many({}, {"$set": {"members.$[m].name": n}}, array_filters=[{"m.userId": u}])
+
+
+def _rename_loop(db, u, n):
+    db.users.update_one({"_id": u}, {"$set": {"name": n}})
+    for t in db.teams.find({"members.userId": u}):
+        db.teams.update_one({"_id": t["_id"], "members.userId": u}, {"$set": {"members.$.name": n}})
+
+
+def _rename_every_element(db, u, n):
+    db.users.update_one({"_id": u}, {"$set": {"name": n}})
+    db.teams.update_many({"members.userId": u}, {"$set": {"members.$[].name": n}})
+
+
+def test_06_rename_member_right_answer(db):
+    assert _check("06-rename-member", db, _rename_good).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_rename_unfiltered, "it visits every team"),
+    (_rename_loop, "one per team?"),
+    (_rename_every_element, "change only the matching entry's `name`"),
+])
+def test_06_rename_member_wrong_answers(db, fn, why):
+    r = _check("06-rename-member", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _preview(**mods):
+    def add_follower(db, user_id, follower_id, name):
+        db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
+            "$each": [{"userId": follower_id, "name": name}], **mods}}})
+    return add_follower
+
+
+def _preview_pipeline(db, user_id, follower_id, name):
+    """One pipeline update is atomic too: right."""
+    db.users.update_one({"_id": user_id}, [{"$set": {"followerPreview": {"$slice": [{"$concatArrays": [
+        [{"userId": follower_id, "name": name}], {"$ifNull": ["$followerPreview", []]}]}, 3]}}}])
+
+
+def _preview_two_writes(db, user_id, follower_id, name):
+    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
+        "$each": [{"userId": follower_id, "name": name}], "$position": 0}}})
+    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {"$each": [], "$slice": 3}}})
+
+
+@pytest.mark.parametrize("fn", [_preview(**{"$position": 0, "$slice": 3}), _preview_pipeline])
+def test_06_bounded_preview_right_answers(db, fn):
+    assert _check("06-bounded-preview", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_preview(**{"$slice": -3}), "oldest first"),
+    (_preview(**{"$slice": 3}), "kept the *oldest* followers"),
+    (_preview(**{"$position": 0}), "add `$slice: 3`"),
+    (_preview(**{"$position": 0, "$slice": 2}), "only 2 entries"),
+    (_preview_two_writes, "2 writes"),
+])
+def test_06_bounded_preview_wrong_answers(db, fn, why):
+    r = _check("06-bounded-preview", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 07 ------------------------------------------------------------------------------------------------------
+
+def _repair(doc):
+    tags = doc.get("tags") or []
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
+    if tags[5:]:
+        fix["moreTags"] = tags[5:]
+    return fix
+
+
+def _invalid(db):
+    return list(db.products.find({"$nor": [{"$jsonSchema": db.products.options()["validator"]["$jsonSchema"]}]}))
+
+
+def _migrate_good(db):
+    for doc in _invalid(db):
+        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)})
+
+
+def _migrate_replace(db):
+    """A whole valid replacement of each invalid product passes too (nothing else is in those documents)."""
+    for doc in _invalid(db):
+        db.products.replace_one({"_id": doc["_id"]}, {"sku": doc["sku"], **_repair(doc)})
+
+
+def _migrate_bypass(db):
+    for doc in _invalid(db):
+        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)}, bypass_document_validation=True)
+
+
+def _migrate_moderate_meanwhile(db):
+    db.command("collMod", "products", validationLevel="moderate")
+    _migrate_good(db)
+    db.command("collMod", "products", validationLevel="strict")
+
+
+def _migrate_every_product(db):
+    for doc in db.products.find():
+        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)})
+
+
+def _migrate_sku_as_every_name(db):
+    for doc in _invalid(db):
+        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc) | {"name": doc["sku"]}})
+
+
+@pytest.mark.parametrize("fn", [_migrate_good, _migrate_replace])
+def test_07_migrate_right_answers(db, fn):
+    assert _check("07-migrate-products", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    # strict validates the document an update produces (manual, "Schema Validation: Specify Validation Level")
+    (_migrate_bypass, "`bypass_document_validation=True`: it is not needed"),
+    (_migrate_moderate_meanwhile, "changes the collection's rules (collMod) while it runs"),
+    (_migrate_every_product, "6 write statements for 5 invalid products"),
+    (_migrate_sku_as_every_name, "'Lamp' became 'SKU-2'"),
+])
+def test_07_migrate_wrong_answers(db, fn, why):
+    r = _check("07-migrate-products", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+_POST_SCHEMA = {"bsonType": "object", "required": ["authorId", "title", "createdAt"], "properties": {
+    "authorId": {"bsonType": "string", "pattern": "^user:"},
+    "title": {"bsonType": "string", "minLength": 1, "maxLength": 200},
+    "createdAt": {"bsonType": "date"}}}
+
+
+def _post_schema(field, rule):
+    import copy
+    schema = copy.deepcopy(_POST_SCHEMA)
+    schema["properties"][field] = rule
+    return {"$jsonSchema": schema}
+
+
+@pytest.mark.parametrize("validator, why", [
+    (_post_schema("authorId", {"bsonType": "string", "pattern": "^user"}), "without the colon"),
+    (_post_schema("title", {"minLength": 1, "maxLength": 200}), "a numeric title"),
+    (_post_schema("authorId", {"bsonType": "string", "pattern": "user:"}), "anchor the pattern"),
+    (_post_schema("createdAt", {"bsonType": "string"}), "errInfo names createdAt, bsonType"),
+    (_post_schema("title", {"bsonType": "string", "minLength": 1, "maxLength": 201}), "201-character title"),
+])
+def test_07_post_validator_wrong_answers(validator, why):
+    r = _check("07-post-validator", validator)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def test_07_post_validator_right_answer():
+    assert _check("07-post-validator", {"$jsonSchema": _POST_SCHEMA}).correct
+
+
+# --- 17 ------------------------------------------------------------------------------------------------------
+
+_TREE17 = {"Books": None, "Fiction": "Books", "SciFi": "Fiction", "Poetry": "Books", "Bookshelves": None,
+           "Oak": "Bookshelves"}
+
+
+def _categories(name="t_exa_17"):
+    d = labkit.fresh_db(name, client=EmbeddedClient())
+    d.categories.insert_many([{"_id": n, "parent": p} for n, p in _TREE17.items()])
+    return d
+
+
+def _add_paths(d):
+    parent_of = {c["_id"]: c["parent"] for c in d.categories.find()}
+    for node, up in parent_of.items():
+        chain = []
+        while up is not None:
+            chain.insert(0, up)
+            up = parent_of.get(up)
+        d.categories.update_one({"_id": node}, {"$set": {"path": "," + ",".join(chain) + "," if chain else None}})
+    d.categories.create_index("path")
+
+
+def test_17_paths_on_the_remembered_setup_pass():
+    d = _categories()
+    ex = exercises.get("17-materialized-path").remember(d, "categories")
+    _add_paths(d)
+    assert ex.check(d.categories).correct
+
+
+def test_17_deleted_category_is_reported():
+    d = _categories()
+    ex = exercises.get("17-materialized-path").remember(d, "categories")
+    d.categories.delete_one({"_id": "Poetry"})  # a learner's accident: the rest still gets consistent paths
+    _add_paths(d)
+    assert "1 of the 6 categories of the setup are gone (e.g. 'Poetry')" in ex.check(d.categories).message
+
+
+def test_17_reparented_category_is_reported():
+    d = _categories()
+    ex = exercises.get("17-materialized-path").remember(d, "categories")
+    d.categories.update_one({"_id": "SciFi"}, {"$set": {"parent": "Books"}})  # reshaped, paths follow the new tree
+    _add_paths(d)
+    assert "category 'SciFi': `parent` is not the value the setup had ('Fiction')" in ex.check(d.categories).message
+
+
+def test_17_added_category_is_reported():
+    d = _categories()
+    ex = exercises.get("17-materialized-path").remember(d, "categories")
+    d.categories.insert_one({"_id": "Drama", "parent": "Books"})
+    _add_paths(d)
+    assert "not in the setup (e.g. 'Drama')" in ex.check(d.categories).message
+
+
+# --- 08 ------------------------------------------------------------------------------------------------------
+
+def test_08_orphans_repeated_ids_and_unhashable_entries():
+    d = labkit.fresh_db("t_exa_08", client=EmbeddedClient())
+    d.users.insert_many([{"_id": "user:1"}, {"_id": "user:3"}])
+    d.posts.insert_many([{"_id": f"post:{i}", "authorId": f"user:{i % 4}"} for i in range(8)])
+    truth = sorted(p["_id"] for p in d.posts.find({"authorId": {"$in": ["user:0", "user:2"]}}))
+    assert _check("08-orphans", d, truth).correct
+    assert "more than once" in _check("08-orphans", d, sorted(truth + truth[:1])).message
+    assert "should hold post ids" in _check("08-orphans", d, [[1], [2]]).message
+    assert "orphan(s) missing" in _check("08-orphans", d, truth[1:]).message
+
+
+# --- 10 / 11 / 12 --------------------------------------------------------------------------------------------
+
+def _reading(field):
+    def add_reading(coll, sensor_id, ts, value):
+        coll.update_one({"sensorId": sensor_id, "start": ts.replace(minute=0, second=0, microsecond=0),
+                         "count": {"$lt": 60}},
+                        {"$push": {"readings": {"ts": ts, field: value}}, "$inc": {"count": 1},
+                         "$min": {"min": value}, "$max": {"max": value}}, upsert=True)
+    return add_reading
+
+
+def _reading_bare_value(coll, sensor_id, ts, value):
+    coll.update_one({"sensorId": sensor_id, "start": ts.replace(minute=0, second=0, microsecond=0),
+                     "count": {"$lt": 60}},
+                    {"$push": {"readings": value}, "$inc": {"count": 1}, "$min": {"min": value},
+                     "$max": {"max": value}}, upsert=True)
+
+
+@pytest.mark.parametrize("field", ["temperature", "value"])
+def test_10_bucket_reading_field_names_pass(db, field):
+    # the task says "value": any name for the reading's number is fine (the checker used to raise on `value`)
+    assert _check("10-bucket-upsert", db, _reading(field)).correct
+
+
+def test_10_bucket_readings_without_their_time_are_refused(db):
+    r = _check("10-bucket-upsert", db, _reading_bare_value)
+    assert r.outcome == "incorrect" and "each reading is a subdocument" in r.message
+
+
+def _comment_without_post(posts, comments, post_id, comment):
+    from pymongo import ReturnDocument
+    before = posts.find_one_and_update(
+        {"_id": post_id}, {"$push": {"comments": {"$each": [comment], "$position": 0, "$slice": 20}},
+                           "$inc": {"commentCount": 1}}, return_document=ReturnDocument.BEFORE)
+    if len(before.get("comments", [])) == 20:
+        comments.insert_one(dict(before["comments"][-1]))  # the overflow copy forgets its post
+        posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
+
+
+def test_11_overflow_without_post_id_is_named(db):
+    r = _check("11-outlier-write", db, _comment_without_post)
+    assert r.outcome == "incorrect" and "without a `postId`" in r.message
+
+
+def _review_with_set_average(db, review):
+    r = review["rating"]
+    db.reviews.insert_one(review)
+    db.products.update_one({"_id": review["productId"]}, {
+        "$inc": {"ratingStats.count": 1, "ratingStats.sum": r, f"ratingStats.distribution.{r}": 1},
+        "$min": {"ratingStats.min": r}, "$max": {"ratingStats.max": r}, "$set": {"ratingStats.avg": float(r)}})
+
+
+def test_12_an_average_set_from_one_rating_is_refused():
+    r = _check("12-computed-stats", _review_with_set_average)
+    assert r.outcome == "incorrect" and "ratingStats.avg is" in r.message and "divide on read" in r.message
+
+
+# --- 13 / 15 -------------------------------------------------------------------------------------------------
+
+def test_13_regex_on_the_v2_city_field_is_named():
+    import re
+    r = _check("13-dual-query-city", lambda c: {"$or": [
+        {"schemaVersion": 2, "address.city": {"$regex": c}},
+        {"schemaVersion": 1, "address": {"$regex": f", {re.escape(c)}$"}}]})
+    assert r.outcome == "incorrect" and "compare `address.city` by equality" in r.message
+
+
+def _products15(name="t_exa_15"):
+    d = labkit.fresh_db(name, client=EmbeddedClient())
+    d.products.insert_many([{"_id": f"prod:{i}", "name": f"Gadget {i}", "price": i, "spec_weight_g": i * 10,
+                             "spec_power_w": i % 7} for i in range(1, 21)])
+    return d
+
+
+def _to_attributes(doc):
+    out = {k: v for k, v in doc.items() if not k.startswith("spec_")}
+    out["specs"] = [{"k": k[len("spec_"):], "v": v} for k, v in doc.items() if k.startswith("spec_")]
+    return out
+
+
+def _rewrite15(d, func=_to_attributes):
+    for doc in list(d.products.find()):
+        d.products.replace_one({"_id": doc["_id"]}, func(doc))
+    d.products.create_index([("specs.k", 1), ("specs.v", 1)])
+
+
+def test_15_rewrite_on_the_remembered_setup_passes():
+    d = _products15()
+    ex = exercises.get("15-attribute").remember(d, "products")
+    _rewrite15(d)
+    assert ex.check(d.products, _to_attributes).correct
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda d: d.products.delete_many({"_id": {"$in": ["prod:3", "prod:4"]}}), "2 of the 20 products of the setup are gone"),
+    (lambda d: d.products.insert_one({"_id": "prod:copy", "name": "x", "price": 1, "spec_power_w": 1}),
+     "not in the setup (e.g. 'prod:copy')"),
+    (lambda d: d.products.update_one({"_id": "prod:5"}, {"$set": {"price": 0}}), "product 'prod:5': `price`"),
+    (lambda d: d.products.update_one({"_id": "prod:6"}, {"$unset": {"spec_power_w": ""}}),
+     "product 'prod:6': specs"),
+])
+def test_15_damaged_setup_is_caught_with_the_setup_copy(damage, why):
+    d = _products15()
+    ex = exercises.get("15-attribute").remember(d, "products")
+    damage(d)  # before (or during) the rewrite
+    _rewrite15(d)
+    r = ex.check(d.products, _to_attributes)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 16 / 19 -------------------------------------------------------------------------------------------------
+
+def _subset(sort=None, many=False):
+    def add_review(db, review):
+        db.reviews.insert_one(review)
+        push = {"recentReviews": {"$each": [review], "$sort": sort or {"createdAt": -1}, "$slice": 5}}
+        if many:
+            db.products.update_many({}, {"$push": push})
+        else:
+            db.products.update_one({"_id": review["productId"]}, {"$push": push})
+    return add_review
+
+
+def test_16_subset_right_answers(db):
+    assert _check("16-subset", db, _subset()).correct
+    assert _check("16-subset", db, _subset({"createdAt": -1, "_id": -1})).correct  # a tie-breaker is fine
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_subset({"_id": -1}), "sorts the reviews by `_id`"),
+    (_subset(many=True), "another product's recentReviews changed too"),
+])
+def test_16_subset_wrong_answers(db, fn, why):
+    r = _check("16-subset", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _enrol_good(catalog, c, s):
+    catalog.update_many({"_id": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
+
+
+def _enrol_two_statements(catalog, c, s):
+    catalog.update_one({"_id": c}, {"$addToSet": {"relatedIds": s}})
+    catalog.update_one({"_id": s}, {"$addToSet": {"relatedIds": c}})
+
+
+def _enrol_rmw(catalog, c, s):
+    for a, b in ((c, s), (s, c)):
+        ids = list(catalog.find_one({"_id": a}).get("relatedIds", []))
+        if b not in ids:
+            ids.append(b)
+        catalog.update_one({"_id": a}, {"$set": {"relatedIds": ids}})
+
+
+def _enrol_everything_related(catalog, c, s):
+    catalog.update_many({"relatedIds": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
+
+
+@pytest.mark.parametrize("fn", [_enrol_good, _enrol_two_statements])
+def test_19_enrol_right_answers(db, fn):
+    assert _check("19-enrol", db, fn).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_enrol_rmw, "read, append, `$set` back"),
+    (_enrol_everything_related, "which were never enrolled with it"),
+])
+def test_19_enrol_wrong_answers(db, fn, why):
+    r = _check("19-enrol", db, fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+# --- 00 ------------------------------------------------------------------------------------------------------
+
+def _top_ops(share=0.8, strict=True):
+    def top_operations(workload):
+        ranked = workload.sort_values("per_second", ascending=False)
+        before = ranked["per_second"].cumsum() - ranked["per_second"]
+        keep = before < share * ranked["per_second"].sum() if strict else before <= share * ranked["per_second"].sum()
+        return list(ranked[keep]["operation"])
+    return top_operations
+
+
+def _above_average(workload):
+    return list(workload[workload["per_second"] > workload["per_second"].mean()]
+                .sort_values("per_second", ascending=False)["operation"])
+
+
+def test_00_top_operations_right_answer():
+    assert _check("00-top-operations", _top_ops()).correct
+
+
+@pytest.mark.parametrize("fn, why", [
+    (_top_ops(strict=False), "stop as soon as the running total reaches 80%"),  # `<=`: one past exactly 80%
+    (_above_average, "one short"),  # above the mean is not the top 80%
+    (_top_ops(share=0.9), "stop as soon as the running total reaches 80%"),
+])
+def test_00_top_operations_near_misses(fn, why):
+    r = _check("00-top-operations", fn)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _prepare(coll):
+    coll.create_index("managerId")
+
+
+def _prepare_twice(coll):
+    coll.create_index("managerId")
+    coll.create_index([("managerId", 1), ("_id", 1)])
+
+
+def _reports_by_level(coll, manager_id):
+    found, level = [], [manager_id]
+    while level:
+        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
+        found += level
+    return found
+
+
+def _reports_in_python(coll, manager_id):
+    managers = {d["_id"]: d.get("managerId") for d in coll.find({}, {"managerId": 1})}
+    out, todo = [], [manager_id]
+    while todo:
+        x = todo.pop()
+        kids = [k for k, v in managers.items() if v == x]
+        out += kids
+        todo += kids
+    return out
+
+
+def test_17_org_chart_right_answer():
+    assert _check("17-org-chart-reports", _prepare, _reports_by_level).correct
+
+
+@pytest.mark.parametrize("prepare, reports, why", [
+    (_prepare, _reports_in_python, "reads the whole org chart"),
+    (_prepare_twice, _reports_by_level, "'managerId_1', a prefix of"),
+])
+def test_17_org_chart_wrong_answers(prepare, reports, why):
+    r = _check("17-org-chart-reports", prepare, reports)
+    assert r.outcome == "incorrect" and why in r.message
+
+
+def _reply_every_thread(db, reply):
+    db.replies.insert_one(reply)
+    db.threads.update_many({}, {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+
+
+def test_12_thread_stats_unfiltered_update_is_named():
+    r = _check("12-thread-stats", _reply_every_thread)
+    assert r.outcome == "incorrect" and "must filter on the reply's own thread" in r.message
+
+
+def _migrate_batch_string_version(coll, batch_size):
+    todo = list(coll.find({"schemaVersion": 1}).sort("_id", 1).limit(batch_size))
+    for d in todo:
+        first, _, last = d["name"].partition(" ")
+        coll.update_one({"_id": d["_id"], "schemaVersion": 1},
+                        {"$set": {"firstName": first, "lastName": last, "schemaVersion": "2"}, "$unset": {"name": ""}})
+    return len(todo)
+
+
+def test_13_migrate_batch_with_a_string_version_is_named(db):
+    r = _check("13-migrate-batches", db, _migrate_batch_string_version)
+    assert r.outcome == "incorrect" and "schemaVersion '2'" in r.message
+
+
+# --- 18 ------------------------------------------------------------------------------------------------------
+
+def _revision_by_replacement(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"} | {"docId": doc_id}
+    db.documents_history.update_one({"_id": f"{doc_id}@rev{current['rev']}"}, {"$setOnInsert": copy}, upsert=True)
+    db.documents.replace_one({"_id": doc_id, "rev": current["rev"]}, changes | {"rev": current["rev"] + 1})
+
+
+def test_18_versioning_replacing_the_document_is_refused(db):
+    db.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
+    r = _check("18-versioning", db, _revision_by_replacement)
+    assert r.outcome == "incorrect" and "it does not replace the document" in r.message
+
+
+def _meters_one_minute_buckets(db):
+    # custom bucketing (manual, "Time Series Granularity": bucketMaxSpanSeconds and bucketRoundingSeconds equal)
+    db.create_collection("meter_readings", timeseries={"timeField": "ts", "metaField": "meterId",
+                                                       "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 60})
+
+
+def _store_batch(coll, batch):
+    coll.insert_many(batch)
+
+
+def test_10_meters_tiny_custom_buckets_are_refused(db):
+    r = _check("10-ts-meters", db, _meters_one_minute_buckets, _store_batch)
+    assert r.outcome == "incorrect" and "bucketMaxSpanSeconds=60" in r.message
+
+
+# --- 03 ------------------------------------------------------------------------------------------------------
+
+def _top_comments(sort):
+    def top_comments(post_id):
+        return [{"$match": {"postId": post_id}}, {"$sort": sort}, {"$limit": 5},
+                {"$lookup": {"from": "users", "localField": "userId", "foreignField": "_id", "as": "author"}},
+                {"$project": {"text": 1, "likes": 1, "author": {"$arrayElemAt": ["$author.name", 0]}}}]
+    return top_comments
+
+
+def test_03_top_comments_right_answer_without_a_lookup_pipeline():
+    assert _check("03-top-comments", _top_comments({"likes": -1, "_id": 1})).correct
+
+
+def test_03_top_comments_without_a_tie_breaker_is_refused():
+    r = _check("03-top-comments", _top_comments({"likes": -1}))
+    assert r.outcome == "incorrect" and "no tie-breaker" in r.message
+
+
+def test_03_bounded_lookup_unwound_afterwards_is_named():
+    d = labkit.fresh_db("t_exa_03", client=EmbeddedClient())
+    labkit.seed.social(d, users=60, seed=3, celebrity_posts=30)
+    pipeline = [{"$match": {"_id": "user:112"}},
+                {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",
+                             "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},
+                                          {"$project": {"title": 1, "createdAt": 1}}]}}]
+    assert _check("03-bounded-lookup", d, pipeline).correct
+    r = _check("03-bounded-lookup", d, pipeline + [{"$unwind": "$posts"}])
+    assert r.outcome == "incorrect" and "copies of Sam's document" in r.message
