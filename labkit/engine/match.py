@@ -442,24 +442,15 @@ def _eq_single(rhs: Any, ctx: _Ctx) -> Pred:
         def eq_str(v: Any) -> bool:
             return type(v) is str and v == rhs
         return eq_str
-    if (t is int or t is Int64) and not isinstance(rhs, bool):
-        def eq_int(v: Any) -> bool:
+    if ((t is int or t is Int64) and not isinstance(rhs, bool)) or (t is float and rhs == rhs):
+        def eq_number(v: Any) -> bool:
             tv = type(v)
             if tv is int or tv is float or tv is Int64:
                 return v == rhs
             if tv is Decimal128:
                 return V.equal(v, rhs)
             return False
-        return eq_int
-    if t is float and rhs == rhs:
-        def eq_float(v: Any) -> bool:
-            tv = type(v)
-            if tv is int or tv is float or tv is Int64:
-                return v == rhs
-            if tv is Decimal128:
-                return V.equal(v, rhs)
-            return False
-        return eq_float
+        return eq_number
     if t is bool:
         return lambda v: type(v) is bool and v is rhs
     if t is ObjectId:
