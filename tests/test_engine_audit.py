@@ -396,3 +396,53 @@ def test_sort_keys_are_field_paths(sort, code):
     assert code_of(lambda: list(c.find().sort(sort))) == code
     if len(SON(sort)) == len(sort):  # a $sort stage is a document: it cannot hold a key twice
         assert code_of(lambda: list(c.aggregate([{"$sort": SON(sort)}]))) == code
+
+
+# ------------------------------------------------------------------------- found by the property tests
+
+def test_bit_tests_on_decimals_round_ties_to_even():
+    # matcher/expression_leaf.cpp BitTestMatchExpression: a non-double number is tested as numberLong(), which
+    # for Decimal128 is toLong() with ties-to-even rounding (bsonelement.h, decimal128.h); NaN and
+    # out-of-range decimals give LLONG_MIN (only bit 63 and up set). Double NaN never matches.
+    c = coll([{"_id": 1, "a": Decimal128("2.5")}, {"_id": 2, "a": Decimal128("3.5")}, {"_id": 3, "a": 2.5},
+              {"_id": 4, "a": Decimal128("NaN")}, {"_id": 5, "a": float("nan")}, {"_id": 6, "a": Decimal128("1E40")}])
+    assert ids(c.find({"a": {"$bitsAllSet": [1]}})) == [1]  # 2.5 -> 2 (binary 10); 3.5 -> 4 (100)
+    assert ids(c.find({"a": {"$bitsAllSet": [2]}})) == [2]
+    assert ids(c.find({"a": {"$bitsAllSet": [63]}})) == [4, 6]
+    assert ids(c.find({"a": {"$bitsAllClear": [0]}})) == [1, 2, 4, 6]
+
+
+def test_a_stored_regex_matches_only_the_same_regex_through_every_index():
+    # matcher/expression_leaf.cpp RegexMatchExpression: a BSON regex value matches when pattern and flags are
+    # the same; a compound index's key filter must not let any other stored regex through
+    from bson import Regex
+    c = coll([{"_id": 0, "c": Regex("^a")}, {"_id": 1, "c": Regex("^a", "i")}, {"_id": 2, "c": "ab"}])
+    for spec in ([("c", 1)], [("a", 1), ("c", 1)], [("a", 1), ("c", -1)]):
+        c.create_index(spec)
+        for f, want in (({"c": {"$regex": "b"}}, [2]), ({"c": {"$regex": "^a"}}, [0, 2]),
+                        ({"c": {"$regex": "^a", "$options": "i"}}, [1, 2]), ({"c": {"$regex": "a"}}, [2])):
+            assert sorted(ids(c.find(f).hint(spec))) == want, (spec, f)
+            assert sorted(ids(c.find(f).hint([("$natural", 1)]))) == want, f
+
+
+def test_decimal_nan_satisfies_no_lt_or_lte_against_a_number():
+    # matcher/expression_leaf.cpp ComparisonMatchExpressionBase: a double or decimal NaN is equal to NaN and
+    # otherwise compares false (manual "Comparison/Sort Order": NaN sorts below every number, but $lt 0 is false)
+    c = coll([{"_id": 1, "a": Decimal128("NaN")}, {"_id": 2, "a": float("nan")}, {"_id": 3, "a": Decimal128("-1")}])
+    for f in ({"$lt": 0}, {"$lte": 0}, {"$lt": 0.5}, {"$lte": Int64(0)}):
+        assert ids(c.find({"a": f})) == [3], f
+    assert ids(c.find({"a": {"$gte": float("nan")}})) == [1, 2]
+    c.create_index("a")
+    assert both_plans(c, {"a": {"$lt": 0}}) == ([3], [3])
+
+
+def test_in_compares_decimals_with_other_numbers_by_value():
+    # manual "$in": equality per element, numbers by value across types (1 == NumberDecimal("1"));
+    # found by the numbers property test: {$in: [inf]} missed NumberDecimal("Infinity")
+    c = coll([{"_id": 1, "a": Decimal128("1")}, {"_id": 2, "a": Decimal128("Infinity")}, {"_id": 3, "a": Decimal128("1.5")},
+              {"_id": 4, "a": Decimal128("0.1")}, {"_id": 5, "a": Decimal128("NaN")}])
+    assert ids(c.find({"a": {"$in": [1, float("inf"), 1.5, 0.1]}})) == [1, 2, 3]
+    assert ids(c.find({"a": {"$nin": [1, Int64(7)]}})) == [2, 3, 4, 5]
+    assert ids(c.find({"a": {"$in": [float("nan")]}})) == [5]
+    c.create_index("a")
+    assert both_plans(c, {"a": {"$in": [1, float("inf"), 1.5, 0.1]}}) == ([1, 2, 3], [1, 2, 3])

@@ -516,13 +516,13 @@ def _cmp_single(op: str, rhs: Any, ctx: _Ctx) -> Pred:
                 tv = type(v)
                 if tv is int or tv is float:
                     return v < rhs
-                return (tv is Int64 or tv is Decimal128) and _num_cmp(v, rhs) < 0
+                return (tv is Int64 or tv is Decimal128) and -2 < _num_cmp(v, rhs) < 0  # -2: a NaN
         else:
             def f(v: Any) -> bool:
                 tv = type(v)
                 if tv is int or tv is float:
                     return v <= rhs
-                return (tv is Int64 or tv is Decimal128) and _num_cmp(v, rhs) <= 0
+                return (tv is Int64 or tv is Decimal128) and -2 < _num_cmp(v, rhs) <= 0  # -2: a NaN
         return f
     want = {"$gt": (1,), "$gte": (0, 1), "$lt": (-1,), "$lte": (-1, 0)}[op]
     str_key = ctx.str_key
@@ -581,6 +581,10 @@ def _in_single(arr: Any, ctx: _Ctx) -> Pred:
                 return True
         elif tv is V.Undefined:
             return has_null
+        elif tv is Decimal128:  # against the keyed int/long/double values: by exact value (Decimal == float
+            d = v.to_decimal()  # and their hashes agree in Python); NaNs are left to the $eq predicates
+            if not d.is_nan() and (V.T_NUM, d) in keyed:
+                return True
         for e in eq_t:
             if e(v):
                 return True
@@ -867,6 +871,11 @@ def _bits_single(op: str, arg: Any) -> Pred:
         if not V.is_number(v):
             return None
         x = V.num_value(v)
+        if isinstance(v, Decimal128):  # numberLong(): Decimal128::toLong, ties to even; NaN, inf and
+            if not x.is_finite():       # out-of-range values give the integer indefinite (LLONG_MIN)
+                return -(1 << 63)
+            x = int(x.to_integral_value(rounding="ROUND_HALF_EVEN"))
+            return x if -(1 << 63) <= x < (1 << 63) else -(1 << 63)
         if isinstance(x, float) or not isinstance(x, int):
             if x != x or x in (math.inf, -math.inf) or x != int(x):
                 return None
