@@ -463,3 +463,87 @@ def test_indexes_stay_consistent_after_writes(docs, upd_filter, field, new_value
     assert stored == model
     _check_plans(c, {}, set(model))
     _check_plans(c, probe, {i for i, d in model.items() if model_match(d, probe)})
+
+
+# ------------------------------------------------------------------------------------------- projections
+# Inclusion and exclusion of (dotted) paths (manual "Project Fields to Return from Query";
+# jstests/core/query/project/projection_semantics.js): an inclusion keeps the document's own field order,
+# goes into every subdocument of an array (and into arrays inside arrays), drops scalars met on the way and
+# keeps an empty subdocument where the field is missing; an exclusion removes the field wherever the path
+# reaches and leaves everything else (scalars on the way included) alone; _id is kept unless excluded.
+PROJ_PATHS = ["a", "b", "c", "a.x", "a.y", "b.x", "c.x"]
+
+
+def _include(v, parts: list[list[str]]):
+    if isinstance(v, list):
+        return [_include(e, parts) for e in v if isinstance(e, (list, dict))]
+    if not isinstance(v, dict):
+        return MISSING
+    out = {}
+    for k, x in v.items():
+        subs = [p[1:] for p in parts if p[0] == k]
+        if not subs:
+            continue
+        if any(not s for s in subs):
+            out[k] = x
+            continue
+        y = _include(x, subs)
+        if y is not MISSING:
+            out[k] = y
+    return out
+
+
+def _exclude(v, parts: list[list[str]]):
+    if isinstance(v, list):
+        return [_exclude(e, parts) for e in v]
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        subs = [p[1:] for p in parts if p[0] == k]
+        if any(not s for s in subs):
+            continue
+        out[k] = _exclude(x, subs) if subs else x
+    return out
+
+
+def model_project(doc: dict, proj: dict) -> dict:
+    paths = [p.split(".") for p, v in proj.items() if p != "_id"]
+    keep_id = proj.get("_id", 1)
+    inclusion = any(v for p, v in proj.items() if p != "_id") or (not paths and keep_id)  # {_id: 1} includes
+    if inclusion:
+        out = _include(doc, paths + ([["_id"]] if keep_id else []))
+    else:
+        out = _exclude(doc, paths + ([] if keep_id else [["_id"]]))
+    return out
+
+
+@st.composite
+def projections(draw):
+    chosen: list[str] = []
+    for p in draw(st.lists(st.sampled_from(PROJ_PATHS), max_size=3, unique=True)):
+        if not any(p == q or p.startswith(q + ".") or q.startswith(p + ".") for q in chosen):
+            chosen.append(p)
+    flag = draw(st.sampled_from([0, 1]))
+    proj = {p: flag for p in chosen}
+    if draw(st.booleans()):
+        proj["_id"] = draw(st.sampled_from([0, 1]))
+    if not proj:
+        proj = {"_id": 1}
+    return proj
+
+
+@settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 80)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(documents, projections())
+@example([{"a": 5}, {"a": [1, {"x": 2}, [{"x": 3, "y": 1}, 4]]}, {"a": {"y": 1}}], {"a.x": 1})
+@example([{"a": 5}, {"a": [1, {"x": 2}, [{"x": 3, "y": 1}, 4]]}, {"a": {"y": 1}}], {"a.x": 0})
+def test_projection_matches_the_model(docs, proj):
+    c = _collection(docs)
+    stored = list(c.find().hint([("$natural", 1)]))
+    want = [model_project(d, proj) for d in stored]
+    assert list(c.find({}, proj).hint([("$natural", 1)])) == want, proj
+    assert sorted(map(repr, c.find({}, proj).hint([("a", 1)]))) == sorted(map(repr, want)), proj  # index order
+    assert [d for d in c.aggregate([{"$project": proj}])] == want, proj
+    for got, w in zip(c.find({}, proj).hint([("$natural", 1)]), want):
+        assert list(got) == list(w)  # field order
