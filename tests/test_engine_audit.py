@@ -446,3 +446,11 @@ def test_in_compares_decimals_with_other_numbers_by_value():
     assert ids(c.find({"a": {"$in": [float("nan")]}})) == [5]
     c.create_index("a")
     assert both_plans(c, {"a": {"$in": [1, float("inf"), 1.5, 0.1]}}) == ([1, 2, 3], [1, 2, 3])
+
+
+@pytest.mark.parametrize("proj", [{"$e": 1}, {"$e": 0}, {"a.$x": 1}, {"$z": "x"}, {"a.$": 0}])
+def test_projected_names_are_field_paths(proj):
+    # query/projection_parser.cpp: every inclusion, exclusion and literal builds a FieldPath, so a
+    # '$'-prefixed component fails with 16410, and "a.$": 0 (no positional exclusion) as well
+    c = coll([{"_id": 1, "a": [1, 2, 3], "e": 5}])
+    assert code_of(lambda: list(c.find({"a": 3}, proj))) == 16410
