@@ -9,6 +9,13 @@ The model below is written from the manual's rules, not from the engine's code a
   * "Query for Null or Missing Fields": ``null`` matches null and missing; ``$ne``, ``$nin``, ``$not`` and
     ``$exists: false`` are the complements of the positive predicates over the whole document.
   * "$all", "$type", "$elemMatch": conjunction of equalities, BSON type names, one element satisfies all.
+  * Numbers (manual "Comparison/Sort Order", jstests/core/query/decimal/*, nan.js): int, long, double and
+    Decimal128 compare by exact value (Decimal 0.1 is not the double 0.1); NaN equals NaN (double or decimal),
+    sorts below every number and satisfies no $gt/$lt (only $gte/$lte/$eq against NaN).
+  * Stored regexes match ``$regex`` with the same pattern and flags (expression_leaf.cpp RegexMatchExpression);
+    MinKey/MaxKey sort below/above everything; arrays of arrays are elements, not traversed (path.cpp).
+  * Bit tests (jstests/core/query/bittest.js): integral numbers representable in 64 bits (two's complement,
+    sign-extended past bit 63), BinData bytes little-endian; non-integral doubles and NaN never match.
   * Sort (jstests/core/query/sort/sort_dotted_paths.js): ascending sorts by the smallest candidate value,
     descending by the largest; arrays give their elements, an empty array "undefined" (below null), a
     subdocument of an array without the field and a missing field give null.
@@ -22,7 +29,11 @@ import functools
 import math
 import re
 
-from bson import ObjectId
+from decimal import Decimal
+
+from bson import Binary, Decimal128, Int64, ObjectId, Regex
+from bson.max_key import MaxKey
+from bson.min_key import MinKey
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -33,18 +44,26 @@ UNDEF = object()  # the sort key of an empty array
 
 OIDS = [ObjectId("5f0000000000000000000001"), ObjectId("5f0000000000000000000002")]
 DATES = [datetime.datetime(2020, 1, 1), datetime.datetime(2021, 6, 1)]
-SCALARS = [None, True, False, 0, 1, 2, -1, 1.0, 2.5, "a", "b", "", DATES[0], DATES[1], OIDS[0], OIDS[1]]
+SCALARS = [None, True, False, 0, 1, 2, -1, 1.0, 2.5, "a", "b", "", DATES[0], DATES[1], OIDS[0], OIDS[1],
+           Decimal128("1"), Decimal128("2.5"), Decimal128("0.1"), 0.1, Int64(2), Int64(-5), float("nan"),
+           Decimal128("NaN"), 6, 5.0]
+# values only stored (queries with them have other rules: regex matching, MinKey/MaxKey across types)
+STORED_ONLY = [Regex("^a"), Regex("^a", "i"), MinKey(), MaxKey(), Binary(b"\x05"), Binary(b"\x02\x01")]
 
 scalar = st.sampled_from(SCALARS)
-subdoc = st.dictionaries(st.sampled_from(["x", "y"]), scalar, max_size=2)
+stored_scalar = st.one_of(scalar, scalar, scalar, st.sampled_from(STORED_ONLY))
+subdoc = st.dictionaries(st.sampled_from(["x", "y"]), stored_scalar, max_size=2)
 value = st.one_of(
-    scalar, scalar, subdoc,
-    st.lists(scalar, max_size=3),
+    stored_scalar, stored_scalar, subdoc,
+    st.lists(stored_scalar, max_size=3),
     st.lists(subdoc, max_size=3),
-    st.lists(st.one_of(scalar, subdoc), max_size=3),
+    st.lists(st.one_of(stored_scalar, subdoc), max_size=3),
+    st.lists(st.lists(stored_scalar, max_size=2), max_size=2),  # arrays of arrays
+    st.lists(st.dictionaries(st.sampled_from(["x", "y"]), st.lists(stored_scalar, max_size=2), max_size=1),
+             max_size=2),  # documents holding arrays inside an array
 )
 # "c" never holds an array: it shares compound indexes with "a" (parallel arrays cannot be indexed)
-document = st.fixed_dictionaries({}, optional={"a": value, "b": value, "c": st.one_of(scalar, subdoc)})
+document = st.fixed_dictionaries({}, optional={"a": value, "b": value, "c": st.one_of(stored_scalar, subdoc)})
 documents = st.lists(document, min_size=1, max_size=8)
 
 FIELDS = ["a", "b", "c", "a.x", "b.x", "a.y", "c.x"]
@@ -56,10 +75,18 @@ def rank(v):
         return 1
     if v is UNDEF:
         return 0
+    if isinstance(v, MinKey):
+        return -1
+    if isinstance(v, MaxKey):
+        return 99
     if isinstance(v, bool):
         return 8
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float, Decimal128)):
         return 2
+    if isinstance(v, Regex):
+        return 11
+    if isinstance(v, bytes):
+        return 6
     if isinstance(v, str):
         return 3
     if isinstance(v, dict):
@@ -77,8 +104,17 @@ def cmp(a, b) -> int:
     ra, rb = rank(a), rank(b)
     if ra != rb:
         return (ra > rb) - (ra < rb)
-    if ra in (0, 1):
+    if ra in (-1, 0, 1, 99):
         return 0
+    if ra == 2:
+        x, y = num(a), num(b)
+        if x != x or y != y:  # NaN: equal to NaN, below every other number
+            return (y != y) - (x != x)
+        return (x > y) - (x < y)
+    if ra == 6:  # BinData: length, subtype, then bytes
+        return cmp_tuple((len(a), getattr(a, "subtype", 0), bytes(a)), (len(b), getattr(b, "subtype", 0), bytes(b)))
+    if ra == 11:
+        return cmp_tuple((a.pattern, a.flags), (b.pattern, b.flags))
     if ra == 4:
         for (ka, va), (kb, vb) in zip(a.items(), b.items()):
             c = (rank(va) > rank(vb)) - (rank(va) < rank(vb)) or (ka > kb) - (ka < kb) or cmp(va, vb)
@@ -93,6 +129,21 @@ def cmp(a, b) -> int:
         return (len(a) > len(b)) - (len(a) < len(b))
     if ra == 7:
         a, b = str(a), str(b)
+    return (a > b) - (a < b)
+
+
+def num(v):
+    """A number as an exact value: Decimal128 as a Decimal (Python compares Decimal and float exactly)."""
+    if isinstance(v, Decimal128):
+        return v.to_decimal()
+    return v
+
+
+def is_nan(v) -> bool:
+    return isinstance(v, (float, Decimal128)) and num(v) != num(v)
+
+
+def cmp_tuple(a, b) -> int:
     return (a > b) - (a < b)
 
 
@@ -136,28 +187,62 @@ def op_holds(op: str, arg, v) -> bool:
             return op in ("$gte", "$lte") and (v is None or v is MISSING)
         if v is MISSING or rank(v) != rank(arg):
             return False
+        if is_nan(v) or is_nan(arg):  # NaN satisfies only $gte/$lte NaN
+            return op in ("$gte", "$lte") and is_nan(v) and is_nan(arg)
         c = cmp(v, arg)
         return {"$gt": c > 0, "$gte": c >= 0, "$lt": c < 0, "$lte": c <= 0}[op]
     if op == "$in":
         return any(eq(v, x) for x in arg)
     if op == "$exists":
         return v is not MISSING
-    if op == "$regex":  # manual "$regex": matches string values only
+    if op == "$regex":  # manual "$regex": strings; a stored regex matches the same pattern and flags
+        if isinstance(v, Regex):
+            return v.pattern == arg and not v.flags
         return isinstance(v, str) and re.search(arg, v) is not None
     if op == "$mod":  # manual "$mod": numbers, truncated toward zero, remainder with the dividend's sign
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and \
-            math.fmod(math.trunc(v), arg[0]) == arg[1]
+        if not isinstance(v, (int, float, Decimal128)) or isinstance(v, bool) or is_nan(v):
+            return False
+        q = int(num(v))  # truncation toward zero
+        return math.copysign(abs(q) % arg[0], q) == arg[1] if q else arg[1] == 0
+    if op in BIT_OPS:
+        return bits_hold(op, arg, v)
     if op == "$type":
         names = {"null": lambda x: x is None, "bool": lambda x: isinstance(x, bool),
                  "string": lambda x: isinstance(x, str), "array": lambda x: isinstance(x, list),
                  "object": lambda x: isinstance(x, dict), "date": lambda x: isinstance(x, datetime.datetime),
-                 "number": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
-                 "double": lambda x: isinstance(x, float)}
+                 "number": lambda x: isinstance(x, (int, float, Decimal128)) and not isinstance(x, bool),
+                 "double": lambda x: isinstance(x, float), "decimal": lambda x: isinstance(x, Decimal128),
+                 "long": lambda x: isinstance(x, Int64), "regex": lambda x: isinstance(x, Regex),
+                 "int": lambda x: type(x) is int and -2 ** 31 <= x < 2 ** 31,
+                 "minKey": lambda x: isinstance(x, MinKey), "binData": lambda x: isinstance(x, bytes)}
         return v is not MISSING and names[arg](v)
     raise AssertionError(op)
 
 
 NEGATED = {"$ne": "$eq", "$nin": "$in"}
+BIT_OPS = ("$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear")
+
+
+def bits_hold(op: str, positions: list, v) -> bool:
+    if isinstance(v, bytes):
+        data = bytes(v)
+        bits = [p < len(data) * 8 and bool(data[p // 8] >> (p % 8) & 1) for p in positions]
+    else:
+        if not isinstance(v, (int, float, Decimal128)) or isinstance(v, bool) or isinstance(v, float) and v != v:
+            return False
+        x = num(v)
+        if isinstance(x, Decimal):  # bsonelement.h numberLong(): Decimal128::toLong (ties to even); invalid
+            x = int(x.to_integral_value(rounding="ROUND_HALF_EVEN")) if x.is_finite() else -2 ** 63
+            x = x if -2 ** 63 <= x < 2 ** 63 else -2 ** 63  # values give LLONG_MIN
+        elif isinstance(x, float):
+            if x != int(x) or not -2 ** 63 <= x < 2 ** 63:
+                return False
+            x = int(x)
+        bits = [bool(x >> min(p, 63) & 1) for p in positions]  # sign-extended past bit 63
+    want = op in ("$bitsAllSet", "$bitsAnySet")
+    hits = [b == want for b in bits]
+    return all(hits) if "All" in op else any(hits)
+
 
 
 def path_matches(doc, path: str, cond) -> bool:
@@ -245,8 +330,10 @@ operator = st.one_of(
     st.lists(scalar, max_size=3).map(lambda xs: {"$in": xs}),
     st.lists(scalar, max_size=3).map(lambda xs: {"$nin": xs}),
     st.booleans().map(lambda b: {"$exists": b}),
-    st.sampled_from(["null", "bool", "string", "array", "object", "date", "number", "double"]).map(
-        lambda t: {"$type": t}),
+    st.sampled_from(["null", "bool", "string", "array", "object", "date", "number", "double", "decimal", "long",
+                     "int", "regex", "minKey", "binData"]).map(lambda t: {"$type": t}),
+    st.tuples(st.sampled_from(BIT_OPS), st.lists(st.sampled_from([0, 1, 2, 3, 8, 63, 70]), min_size=1, max_size=2)
+              ).map(lambda t: {t[0]: t[1]}),
     st.integers(0, 2).map(lambda n: {"$size": n}),
     st.lists(scalar, max_size=2).map(lambda xs: {"$all": xs}),
     st.tuples(comparison, comparison).map(lambda t: {"$elemMatch": {t[0][0]: t[0][1], t[1][0]: t[1][1]}}
@@ -289,11 +376,16 @@ def _check_plans(c, f: dict, expected: set) -> None:
     assert c.count_documents(f) == len(expected)
 
 
-SETTINGS = settings(max_examples=70, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 70)), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @SETTINGS
 @given(documents, filters)
+@example([{"a": Decimal128("0.1")}, {"a": 0.1}, {"a": Decimal128("NaN")}], {"a": 0.1})
+@example([{"a": Regex("^a")}, {"a": "ab"}, {"a": [[1, 2]]}, {"a": [1, 2]}], {"a": {"$regex": "^a"}})
+@example([{"a": Binary(b"\x05")}, {"a": 5}, {"a": 5.5}, {"a": -1}], {"a": {"$bitsAllSet": [0, 2]}})
+@example([{"a": {"x": Decimal128("2.5")}}, {"a": Decimal128("NaN")}, {"a": Decimal128("3.5")}], {"a.x": {"$bitsAllSet": [1]}})
+@example([{"a": Decimal128("NaN")}, {"a": Decimal128("3.5")}, {"a": float("nan")}], {"a": {"$bitsAllSet": [63]}})
 @example([{"c": 1}, {"c": True}, {"c": 1.0}], {"c": True})
 @example([{"a": 4}, {"a": [{"x": 1}, {}]}, {"a": [1, 2]}, {}], {"a.x": None})
 @example([{"a": [1, 2]}, {"a": [2, 3]}, {}], {"a": {"$ne": 1}})
@@ -304,6 +396,38 @@ def test_find_matches_the_model_through_every_plan(docs, f):
     stored = list(c.find().hint([("$natural", 1)]))
     expected = {d["_id"] for d in stored if model_match(d, f)}
     _check_plans(c, f, expected)
+
+
+NUMBERS = [0, 1, -1, 2 ** 53, 2 ** 53 + 1, Int64(2 ** 63 - 1), Int64(-2 ** 63), 0.1, -0.0, 1.5, 2.0 ** 63,
+           float("inf"), float("-inf"), float("nan"), 5e-324, Decimal128("0.1"), Decimal128("-0.1"),
+           Decimal128("1.5"), Decimal128("1.50"), Decimal128("9007199254740993"), Decimal128("9007199254740992.5"),
+           Decimal128("1E-6176"), Decimal128("-0"), Decimal128("NaN"), Decimal128("Infinity"), Decimal128("1E400"),
+           Decimal128("0.1000000000000000055511151231257827")]
+number = st.sampled_from(NUMBERS)
+number_filter = st.one_of(
+    number, st.tuples(st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), number).map(
+        lambda t: {t[0]: t[1]}),
+    st.tuples(number, number).map(lambda t: {"$gt": t[0], "$lte": t[1]}),
+    st.lists(number, max_size=3).map(lambda xs: {"$in": xs}),
+)
+
+
+@settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.lists(st.one_of(number, st.lists(number, max_size=2)), min_size=1, max_size=8), number_filter,
+       st.sampled_from([1, -1]))
+@example([Decimal128("0.1"), 0.1, 2 ** 53 + 1, Decimal128("9007199254740993")], 0.1, 1)
+@example([0], {"$gt": Decimal128("NaN")}, 1)
+@example([Decimal128("Infinity"), Decimal128("1")], {"$in": [float("inf"), 1]}, 1)
+def test_numbers_compare_exactly_through_every_plan(values, f, direction):
+    # manual "Comparison/Sort Order" (numbers by exact value across types); index keys must keep that order
+    # (key_string.cpp), or an index bound drops or adds documents the collection scan does not
+    c = _collection([{"a": v} for v in values])
+    stored = list(c.find().hint([("$natural", 1)]))
+    _check_plans(c, {"a": f}, {d["_id"] for d in stored if model_match(d, {"a": f})})
+    want = model_sorted(stored, "a", direction)
+    assert [d["_id"] for d in c.find().sort([("a", direction), ("_id", 1)]).hint([("a", 1)])] == want
+    assert [d["_id"] for d in c.find().sort([("a", direction), ("_id", 1)])] == want
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -321,6 +445,7 @@ def test_sort_matches_the_model(docs, path, direction):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(documents, filters, st.sampled_from(["a", "b"]), value, filters, filters)
+@example([{}], {"a": None}, "a", Decimal128("NaN"), {"a": None}, {"a": {"$lt": 0}})
 def test_indexes_stay_consistent_after_writes(docs, upd_filter, field, new_value, del_filter, probe):
     c = _collection(docs)
     model = {d["_id"]: d for d in c.find().hint([("$natural", 1)])}
@@ -338,3 +463,87 @@ def test_indexes_stay_consistent_after_writes(docs, upd_filter, field, new_value
     assert stored == model
     _check_plans(c, {}, set(model))
     _check_plans(c, probe, {i for i, d in model.items() if model_match(d, probe)})
+
+
+# ------------------------------------------------------------------------------------------- projections
+# Inclusion and exclusion of (dotted) paths (manual "Project Fields to Return from Query";
+# jstests/core/query/project/projection_semantics.js): an inclusion keeps the document's own field order,
+# goes into every subdocument of an array (and into arrays inside arrays), drops scalars met on the way and
+# keeps an empty subdocument where the field is missing; an exclusion removes the field wherever the path
+# reaches and leaves everything else (scalars on the way included) alone; _id is kept unless excluded.
+PROJ_PATHS = ["a", "b", "c", "a.x", "a.y", "b.x", "c.x"]
+
+
+def _include(v, parts: list[list[str]]):
+    if isinstance(v, list):
+        return [_include(e, parts) for e in v if isinstance(e, (list, dict))]
+    if not isinstance(v, dict):
+        return MISSING
+    out = {}
+    for k, x in v.items():
+        subs = [p[1:] for p in parts if p[0] == k]
+        if not subs:
+            continue
+        if any(not s for s in subs):
+            out[k] = x
+            continue
+        y = _include(x, subs)
+        if y is not MISSING:
+            out[k] = y
+    return out
+
+
+def _exclude(v, parts: list[list[str]]):
+    if isinstance(v, list):
+        return [_exclude(e, parts) for e in v]
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        subs = [p[1:] for p in parts if p[0] == k]
+        if any(not s for s in subs):
+            continue
+        out[k] = _exclude(x, subs) if subs else x
+    return out
+
+
+def model_project(doc: dict, proj: dict) -> dict:
+    paths = [p.split(".") for p, v in proj.items() if p != "_id"]
+    keep_id = proj.get("_id", 1)
+    inclusion = any(v for p, v in proj.items() if p != "_id") or (not paths and keep_id)  # {_id: 1} includes
+    if inclusion:
+        out = _include(doc, paths + ([["_id"]] if keep_id else []))
+    else:
+        out = _exclude(doc, paths + ([] if keep_id else [["_id"]]))
+    return out
+
+
+@st.composite
+def projections(draw):
+    chosen: list[str] = []
+    for p in draw(st.lists(st.sampled_from(PROJ_PATHS), max_size=3, unique=True)):
+        if not any(p == q or p.startswith(q + ".") or q.startswith(p + ".") for q in chosen):
+            chosen.append(p)
+    flag = draw(st.sampled_from([0, 1]))
+    proj = {p: flag for p in chosen}
+    if draw(st.booleans()):
+        proj["_id"] = draw(st.sampled_from([0, 1]))
+    if not proj:
+        proj = {"_id": 1}
+    return proj
+
+
+@settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 80)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(documents, projections())
+@example([{"a": 5}, {"a": [1, {"x": 2}, [{"x": 3, "y": 1}, 4]]}, {"a": {"y": 1}}], {"a.x": 1})
+@example([{"a": 5}, {"a": [1, {"x": 2}, [{"x": 3, "y": 1}, 4]]}, {"a": {"y": 1}}], {"a.x": 0})
+def test_projection_matches_the_model(docs, proj):
+    c = _collection(docs)
+    stored = list(c.find().hint([("$natural", 1)]))
+    want = [model_project(d, proj) for d in stored]
+    assert list(c.find({}, proj).hint([("$natural", 1)])) == want, proj
+    assert sorted(map(repr, c.find({}, proj).hint([("a", 1)]))) == sorted(map(repr, want)), proj  # index order
+    assert [d for d in c.aggregate([{"$project": proj}])] == want, proj
+    for got, w in zip(c.find({}, proj).hint([("$natural", 1)]), want):
+        assert list(got) == list(w)  # field order

@@ -146,3 +146,112 @@ def test_errors_inside_a_transaction_abort_it(documents, upd):
             if s.in_transaction:
                 s.abort_transaction()
     assert c.count_documents({"after": 1}) == 0
+
+
+# ------------------------------------------------------------------------------------- invalid inputs
+# Random INVALID requests: operator names in the wrong place, arguments of every wrong type, odd field names,
+# deep nesting, extreme numbers. The server rejects each with an error code (or, for some, answers); the
+# engine must do the same and never let a TypeError/KeyError/ValueError/AttributeError/IndexError/
+# RecursionError escape. Only the places pymongo itself does not check are filled with junk (pymongo raises
+# its own TypeError/ValueError for a non-document filter or an update without operators, before any server).
+QUERY_OPS_ALL = QUERY_OPS + ["$gt", "$gte", "$lt", "$lte", "$bitsAllSet", "$bitsAnyClear", "$jsonSchema", "$text",
+                             "$where", "$near", "$geoWithin", "$comment", "$options", "$expr", "$and", "$or",
+                             "$nor", "$sampleRate", "$foo"]
+EXPR_OPS = ["$add", "$concat", "$cond", "$ifNull", "$map", "$filter", "$reduce", "$let", "$literal", "$getField",
+            "$setField", "$dateToString", "$toInt", "$convert", "$switch", "$arrayElemAt", "$slice", "$divide",
+            "$mod", "$substrCP", "$regexMatch", "$sortArray", "$zip", "$objectToArray", "$mergeObjects", "$sum",
+            "$bogus"]
+STAGE_NAMES = ["$match", "$project", "$addFields", "$set", "$unset", "$group", "$sort", "$limit", "$skip",
+               "$unwind", "$lookup", "$facet", "$bucket", "$bucketAuto", "$count", "$replaceRoot", "$replaceWith",
+               "$sample", "$sortByCount", "$redact", "$setWindowFields", "$densify", "$fill", "$unionWith",
+               "$graphLookup", "$out", "$merge", "$documents", "$indexStats", "$collStats", "$densify", "$nope"]
+ODD_NAMES = ["a", "b", "a.x", "", ".", "a..b", "$a", "a.$", "a.$[]", "a.$[i]", "$$ROOT", "$a.b", "_id", "a.0",
+             "x" * 3, "a.", "$", "$$", "$[]"]
+odd_scalars = st.one_of(
+    scalars, st.sampled_from([float("nan"), float("inf"), -float("inf"), bson.Int64(2 ** 63 - 1),
+                              bson.Int64(-2 ** 63), bson.Decimal128("NaN"), bson.Decimal128("-Infinity"),
+                              bson.Decimal128("1E6144"), bson.Regex("(", ""), bson.Regex("a", "z"), b"\x00\xff",
+                              bson.Binary(b"\x01", 5), bson.Timestamp(0, 0), bson.MinKey(), bson.MaxKey(),
+                              bson.Code("x"), 2 ** 31, -(2 ** 31) - 1, "$a", "$$NOW", "$$nope", "x" * 40]))
+junk = st.recursive(
+    odd_scalars,
+    lambda ch: st.one_of(
+        st.lists(ch, max_size=3),
+        st.dictionaries(st.sampled_from(ODD_NAMES + QUERY_OPS_ALL + EXPR_OPS), ch, max_size=3),
+    ),
+    max_leaves=8,
+)
+junk_filters = st.one_of(
+    st.dictionaries(st.sampled_from(ODD_NAMES + QUERY_OPS_ALL), junk, max_size=3),
+    st.builds(lambda op, v: {"a": {op: v}}, st.sampled_from(QUERY_OPS_ALL), junk),
+    st.builds(lambda op, v: {"$expr": {op: v}}, st.sampled_from(EXPR_OPS), junk),
+)
+UPDATE_OPS_ALL = UPDATE_OPS + ["$bit", "$setOnInsert", "$pullAll", "$foo", "$"]
+junk_updates = st.one_of(
+    st.dictionaries(st.sampled_from(UPDATE_OPS_ALL), st.one_of(junk, st.dictionaries(st.sampled_from(ODD_NAMES), junk,
+                                                                                     max_size=2)),
+                    min_size=1, max_size=2),
+    st.lists(st.dictionaries(st.sampled_from(STAGE_NAMES), junk, min_size=1, max_size=1), min_size=1, max_size=2),
+)
+junk_pipelines = st.lists(
+    st.one_of(st.dictionaries(st.sampled_from(STAGE_NAMES), junk, min_size=1, max_size=2), junk), max_size=3)
+junk_projection = st.one_of(st.none(), st.dictionaries(st.sampled_from(ODD_NAMES), junk, max_size=3))
+junk_sort = st.lists(st.tuples(st.sampled_from([n for n in ODD_NAMES]), st.one_of(junk, st.sampled_from([1, -1]))),
+                     min_size=1, max_size=2)
+junk_number = st.one_of(st.integers(-3, 3), odd_scalars)
+INVALID = settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 60)), deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+
+
+def server_error_or_result(fn) -> None:
+    """``fn`` answers, or fails with a pymongo error carrying an int code (a server error)."""
+    try:
+        r = fn()
+        if hasattr(r, "__iter__") and not isinstance(r, (dict, list, str, bytes)):
+            list(r)
+    except PyMongoError as e:
+        code = getattr(e, "code", None)
+        assert code is None or isinstance(code, int), e
+
+
+@INVALID
+@given(docs, junk_filters, junk_projection, junk_sort, junk_number, junk_number, st.sampled_from([None, "a", "a.x"]))
+def test_invalid_reads_raise_only_server_errors(documents, flt, proj, sort, skip, limit, index):
+    c = fresh(documents, index)
+    server_error_or_result(lambda: c.find(flt, proj))
+    server_error_or_result(lambda: c.find({}, proj).sort(sort))
+    server_error_or_result(lambda: c.count_documents(flt, skip=skip))
+    server_error_or_result(lambda: c.count_documents({}, limit=limit))
+    server_error_or_result(lambda: c.distinct("a", flt))
+    server_error_or_result(lambda: c.find(flt).hint([("$natural", 1)]).max_time_ms(10000))
+    server_error_or_result(lambda: c.find_one_and_delete(flt, projection=proj))
+
+
+@INVALID
+@given(docs, junk_filters, junk_updates, st.one_of(st.none(), st.lists(junk_filters, max_size=2)), st.booleans())
+def test_invalid_writes_raise_only_server_errors(documents, flt, upd, array_filters, upsert):
+    c = fresh(documents, "a")
+    server_error_or_result(lambda: c.update_many(flt, upd, upsert=upsert, array_filters=array_filters
+                                                 if isinstance(upd, dict) else None))
+    server_error_or_result(lambda: c.update_one({}, upd, array_filters=array_filters if isinstance(upd, dict)
+                                                else None))
+    server_error_or_result(lambda: c.find_one_and_update(flt, upd, upsert=upsert))
+    server_error_or_result(lambda: c.delete_many(flt))
+    assert_consistent(c)
+
+
+@INVALID
+@given(docs, st.dictionaries(st.sampled_from(ODD_NAMES), junk, max_size=3), junk_filters)
+def test_invalid_documents_raise_only_server_errors(documents, doc, flt):
+    c = fresh(documents, "a.x")
+    server_error_or_result(lambda: c.insert_one(dict(doc)))
+    server_error_or_result(lambda: c.insert_many([dict(doc), dict(doc)], ordered=False))
+    if not next(iter(doc), "").startswith("$"):  # pymongo refuses a replacement starting with $ (ValueError)
+        server_error_or_result(lambda: c.replace_one(flt, dict(doc), upsert=True))
+    assert_consistent(c)
+
+
+@INVALID
+@given(docs, junk_pipelines)
+def test_invalid_pipelines_raise_only_server_errors(documents, pipeline):
+    c = fresh(documents, None)
+    server_error_or_result(lambda: c.aggregate(pipeline))

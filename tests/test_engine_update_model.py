@@ -267,3 +267,178 @@ def test_odd_updates_raise_only_server_errors(doc, update, query, array_filters,
         assert same(c.find_one({"_id": 1}), before)
         assert c.count_documents({}) == 1
     consistent(c)
+
+
+# ------------------------------------------------------------------------------ array and positional paths
+# The model of the array paths (manual "$[]", "$[<identifier>]", "$ (update)"; jstests/core/write/update/
+# update_arrayFilters.js, positional_update*.js): "$[]" reaches every element of the array, "$[e]" the elements
+# whose value (or subdocument, for "e.x" filters) satisfies the array filter, "$" the first element the query's
+# array clause matched; a missing array is error 2 ("must exist"), a scalar in its place error 2 (array updates
+# on a non-array), a field created through a scalar element error 28; an array filter compares like a query.
+ELEM_NUMS = st.integers(-2, 3)
+num_array = st.lists(ELEM_NUMS, max_size=4)
+sub_array = st.lists(st.fixed_dictionaries({}, optional={"x": ELEM_NUMS, "y": ELEM_NUMS,
+                                                         "b": st.lists(ELEM_NUMS, max_size=3)}), max_size=4)
+ARRAY_OPS = ["$set", "$inc", "$min", "$max", "$unset", "$mul"]
+
+
+@st.composite
+def array_cases(draw):
+    """(document, query, update, array_filters) with one or two array paths on distinct leaves."""
+    kind = draw(st.sampled_from(["nums", "subs", "missing", "scalar"]))
+    doc = {"_id": 1}
+    if kind == "nums":
+        doc["a"] = draw(num_array)
+    elif kind == "subs":
+        doc["a"] = draw(sub_array)
+    elif kind == "scalar":
+        doc["a"] = draw(ELEM_NUMS)
+    k = draw(ELEM_NUMS)
+    form = draw(st.sampled_from(["all", "filter", "positional", "nested"]))
+    leaves = draw(st.sampled_from([[""], [".x"], [".y"], [".x", ".y"]])) if kind != "nums" else [""]
+    if form == "nested":
+        leaves = [".b.$[f]"]
+    query: dict = {}
+    filters: list = []
+    if form == "all":
+        head = "a.$[]"
+    elif form == "positional":
+        head = "a.$"
+        query = {"a": k} if kind != "subs" else {"a.x": k}
+    else:
+        head = "a.$[e]"
+        ecmp = draw(st.sampled_from(["$gt", "$gte", "$lt", "$eq", "$ne"]))
+        filters.append({"e": {ecmp: k}} if kind != "subs" else {"e.x": {ecmp: k}})
+        if form == "nested":
+            filters.append({"f": {"$gte": draw(ELEM_NUMS)}})
+    update: dict = {}
+    for leaf in leaves:
+        op = draw(st.sampled_from(ARRAY_OPS))
+        update.setdefault(op, {})[head + leaf] = "" if op == "$unset" else draw(ELEM_NUMS)
+    return doc, query, update, filters or None
+
+
+def _filter_holds(f: dict, elem) -> bool:
+    (path, cond), = f.items()
+    (op, arg), = cond.items()
+    if "." in path:  # e.x: the element's subdocument field (a missing x is null: only $ne holds)
+        if not isinstance(elem, dict) or "x" not in elem:
+            return op == "$ne"
+        elem = elem["x"]
+    elif not is_num(elem):
+        return op == "$ne"
+    return {"$gt": elem > arg, "$gte": elem >= arg, "$lt": elem < arg, "$eq": elem == arg,
+            "$ne": elem != arg}[op]
+
+
+def _apply_leaf(container, key, op: str, arg):
+    """One field operator on container[key] (a list index or a document field); returns nothing, raises Fail."""
+    if isinstance(container, list):
+        have, cur = True, container[key]
+    else:
+        have, cur = key in container, container.get(key)
+    if op == "$unset":
+        if isinstance(container, list):
+            container[key] = None
+        else:
+            container.pop(key, None)
+        return
+    if op == "$set":
+        new = arg
+    elif op in ("$inc", "$mul"):
+        if not have:
+            new = arg if op == "$inc" else 0
+        elif not is_num(cur):
+            raise Fail(14)
+        else:
+            new = cur + arg if op == "$inc" else cur * arg
+    else:  # $min / $max
+        if have and not (less(arg, cur) if op == "$min" else less(cur, arg)):
+            return
+        new = arg
+    container[key] = new
+
+
+def array_model(doc: dict, query: dict, update: dict, filters):
+    """The document after the update, None when the query matches nothing, or raises Fail(code)."""
+    out = copy.deepcopy(doc)
+    a = out.get("a", KeyError)
+    pos = None
+    if query:
+        (qpath, qval), = query.items()
+        if not isinstance(a, list):
+            if qpath == "a" and a == qval and is_num(a):
+                raise Fail(2)  # matched, but not through an array: positional finds no match
+            return None
+        for i, e in enumerate(a):
+            v = e.get("x", KeyError) if qpath == "a.x" and isinstance(e, dict) else (e if qpath == "a" else KeyError)
+            if v is not KeyError and is_num(v) and v == qval:
+                pos = i
+                break
+        if pos is None:
+            return None
+    for op, spec in update.items():
+        for path, arg in spec.items():
+            parts = path.split(".")
+            if a is KeyError:
+                raise Fail(2)  # "The path 'a' must exist in the document in order to apply array updates."
+            if not isinstance(a, list):
+                raise Fail(2)
+            if parts[1] == "$":
+                targets = [pos]
+            elif parts[1] == "$[]":
+                targets = list(range(len(a)))
+            else:
+                targets = [i for i, e in enumerate(doc["a"]) if _filter_holds(filters[0], e)]  # before any change
+            for i in targets:
+                rest = parts[2:]
+                if not rest:
+                    _apply_leaf(a, i, op, arg)
+                    continue
+                elem = a[i]
+                nested = rest[0] == "b" and len(rest) == 2  # a.$[e].b.$[f]
+                if not isinstance(elem, dict):
+                    if nested:
+                        raise Fail(2)  # the array b must exist, whatever the operator
+                    if op == "$unset":
+                        continue
+                    raise Fail(28)
+                if nested:
+                    b = elem.get("b", KeyError)
+                    if b is KeyError or not isinstance(b, list):
+                        raise Fail(2)
+                    for j, be in enumerate(doc["a"][i]["b"]):
+                        if _filter_holds({"e": filters[1]["f"]}, be):
+                            _apply_leaf(b, j, op, arg)
+                    continue
+                _apply_leaf(elem, rest[0], op, arg)
+    return out
+
+
+@settings(max_examples=int(__import__("os").environ.get("MODEL_EXAMPLES", 150)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(array_cases())
+def test_array_and_positional_updates_match_the_model(case):
+    doc, query, update, filters = case
+    c = EmbeddedClient().m.c
+    c.create_index("a")
+    c.create_index("a.x")
+    c.insert_one(copy.deepcopy(doc))
+    try:
+        expected, code = array_model(doc, query, update, filters), None
+    except Fail as f:
+        expected, code = doc, f.code
+    try:
+        res = c.update_one({"_id": 1, **query}, update, array_filters=filters)
+        got_code = None
+    except WriteError as e:
+        res, got_code = None, e.code
+    after = c.find_one({"_id": 1})
+    assert got_code == code, (doc, query, update, filters, got_code, code)
+    if expected is None:  # the query matched nothing
+        assert res.matched_count == 0 and same(after, doc)
+    else:
+        assert same(after, expected), (doc, query, update, filters, after, expected)
+        if res is not None:
+            assert res.modified_count == (0 if same(expected, doc) else 1)
+    consistent(c)

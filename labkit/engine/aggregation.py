@@ -18,6 +18,7 @@ from mongomock import OperationFailure
 from mongomock import aggregate as mm_aggregate
 from mongomock import helpers
 
+from .values import client_value as _client_value
 from . import keys as K
 from .docutil import check_sort as _check_sort, fast_copy, sort_list as _sort_list
 from .collate import current as _collation, index_keyfunc as _collation_encoder, make_matcher as _collation_matcher
@@ -731,7 +732,7 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
             if filt is not None or sort is not None:
-                q = Query(helpers.patch_datetime_awareness_in_document(filt or {}), sort, None, skip, limit,
+                q = Query(_client_value(filt or {}), sort, None, skip, limit,
                           allow_disk_use=ctx.allow_disk_use)
                 q.origin = "aggregate"
                 ex = coll._run(q)
@@ -757,7 +758,7 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
         (name, arg), = stage.items()
         nxt = pipeline[i + 1] if i + 1 < len(pipeline) else None
         if name == "$match":
-            m = _collation_matcher(helpers.patch_datetime_awareness_in_document(arg), _collation())
+            m = _collation_matcher(_client_value(arg), _collation())
             docs = [d for d in docs if m(d)]
         elif name == "$sort":
             sort = _check_sort(_sort_list(arg))

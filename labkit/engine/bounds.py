@@ -5,7 +5,7 @@ import datetime
 import re
 from typing import Any, Iterable
 
-from bson import ObjectId, Regex, Timestamp
+from bson import Decimal128, ObjectId, Regex, Timestamp
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
 
@@ -228,8 +228,8 @@ def range_intervals(op: str, v: Any) -> list[Interval] | None:
         return None
     lod, lo, loi, hid, hi, hii = b
     e = K.encode(v)
-    if isinstance(v, float) and v != v:
-        return None
+    if isinstance(v, float) and v != v or isinstance(v, Decimal128) and v.to_decimal().is_nan():
+        return None  # NaN: only $gte/$lte NaN match (NaNs), a FETCH filter decides
     if op == "$gt":
         iv = Interval(e, False, hi, hii, v, hid)
     elif op == "$gte":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import decimal
 import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
@@ -18,6 +19,7 @@ from . import keys as K
 from .boundary import check_deadline, current_op, note, note_execution
 from . import update_ops as U
 from .match import fast_matcher
+from .values import client_value
 from .projection import Projection
 from .indexes import Index, IndexSpec, gen_index_name
 from .planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
@@ -235,8 +237,10 @@ class EmbeddedCollection(mm_collection.Collection):
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
-    def _insert_one_doc(self, data: Any) -> Any:
+    def _insert_one_doc(self, data: Any, fill_timestamps: bool = True) -> Any:
         doc = self._prepare_insert(data)
+        if fill_timestamps:  # top-level Timestamp(0, 0) (ops/insert.cpp); not for operator/pipeline upserts
+            U.fill_empty_timestamps(doc)
         st = self._store
         if store_key(doc["_id"]) in st.rid_by_key:
             raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
@@ -312,7 +316,7 @@ class EmbeddedCollection(mm_collection.Collection):
         seen_ids: set = set()
         for i, data in enumerate(docs):
             try:
-                doc = self._prepare_insert(data)
+                doc = U.fill_empty_timestamps(self._prepare_insert(data))
                 sk = store_key(doc["_id"])
                 if sk in st.rid_by_key or sk in seen_ids:
                     raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
@@ -414,8 +418,8 @@ class EmbeddedCollection(mm_collection.Collection):
             raise OperationFailure("BSON field 'update.%s' is an unknown field." % next(iter(kwargs)), 40415)
         from .match_expr import let_variables
         variables = let_variables(let)  # $$name for $expr in the filter and array filters, and in pipelines
-        spec = helpers.patch_datetime_awareness_in_document(spec)
-        document = helpers.patch_datetime_awareness_in_document(document)
+        spec = client_value(spec)
+        document = client_value(document)
         mm_collection.validate_is_mapping("spec", spec)
         mm_collection.validate_list_or_mapping("document", document)
         pipeline = isinstance(document, list)
@@ -432,6 +436,7 @@ class EmbeddedCollection(mm_collection.Collection):
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
         else:
             U.check_replacement(document)
+            document = U.fill_empty_timestamps(dict(document))  # top-level Timestamp(0, 0), as the server
             if array_filters:
                 U.parse_array_filters(array_filters)
                 ident = next(iter(U.parse_array_filters(array_filters)))
@@ -510,7 +515,7 @@ class EmbeddedCollection(mm_collection.Collection):
             to_insert = U.upsert_document(spec, document, array_filters,
                                           pipeline=(lambda d: self._pipeline_result(d, document)) if pipeline
                                           else None, compiled=compiled)
-            upserted_id = self._insert_one_doc(to_insert)
+            upserted_id = self._insert_one_doc(to_insert, fill_timestamps=False)  # a replacement is filled above
         return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upsert and not n_matched else 0),
                 "nModified": n_modified, "ok": 1, "upserted": upserted_id if upsert and not n_matched else None,
                 "updatedExisting": bool(n_matched)}
@@ -605,7 +610,7 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("collation on deletes")
         if session:
             raise unsupported("Sessions")
-        filter = helpers.patch_datetime_awareness_in_document(filter)
+        filter = client_value(filter)
         if filter is None:
             filter = {}
         if not isinstance(filter, Mapping):
@@ -801,27 +806,28 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def count_documents(self, filter, session=None, collation=None, hint=None, skip=0, limit=None,
                         maxTimeMS=None, comment=None, **kwargs):
-        if kwargs:
-            raise OperationFailure("unrecognized field '%s'" % next(iter(kwargs)))
+        if kwargs:  # pymongo copies unknown options into the aggregate command
+            raise OperationFailure("BSON field 'aggregate.%s' is an unknown field." % next(iter(kwargs)), 40415)
         if session:
             raise unsupported("Sessions")
         if collation:
             raise unsupported("count_documents(collation=...)")
-        _check_count_stage("$skip", skip, 5107200)  # pymongo sends {$skip: skip} and {$limit: limit} stages
+        if not isinstance(filter, Mapping):  # pymongo sends {$match: filter}; the server wants an object
+            raise OperationFailure("the match filter must be an expression in an object", 15959)
+        skip = _check_count_stage("$skip", skip, 5107200)  # pymongo sends {$skip: skip} and {$limit: limit}
+        limit = _check_count_stage("$limit", limit, 5107201)
         if limit is not None:
-            _check_count_stage("$limit", limit, 5107201)
             if limit == 0:
                 raise OperationFailure("the limit must be positive", 15958)
         _arm_max_time(maxTimeMS)
-        filter = helpers.patch_datetime_awareness_in_document(filter or {})
-        mm_collection.validate_is_mapping("filter", filter)
+        filter = client_value(filter)
         q = Query(filter, hint=hint, kind="count")
         if not filter and hint is None:
             n = len(self._store.docs)
         else:
             n = len(self._run(q).results)
         n = max(n - (skip or 0), 0)
-        return n if limit is None else min(n, int(limit))
+        return n if limit is None else min(n, limit)
 
     def estimated_document_count(self, **kwargs):
         for k in kwargs:
@@ -841,7 +847,7 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("Sessions")
         if not isinstance(key, str):
             raise TypeError("key must be an instance of str")
-        filter = helpers.patch_datetime_awareness_in_document(filter or {})
+        filter = client_value(filter or {})
         ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
         st = self._store
         return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
@@ -1056,18 +1062,21 @@ def _arm_max_time(ms: Any) -> None:
             op.set_max_time(ms)
 
 
-def _check_count_stage(stage: str, v: Any, code: int) -> None:
-    """``count_documents`` skip/limit as the server checks its ``$skip``/``$limit`` stages."""
+def _check_count_stage(stage: str, v: Any, code: int) -> int | None:
+    """``count_documents`` skip/limit as the server checks its ``$skip``/``$limit`` stages; the value as an int."""
     if v is None:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    n = v.to_decimal() if isinstance(v, bson.Decimal128) else v
+    if isinstance(n, bool) or not isinstance(n, (int, float, decimal.Decimal)):
         raise OperationFailure("invalid argument to %s stage: Expected a number in: %s: %r" % (stage, stage, v), code)
-    if v != int(v):
+    finite = n.is_finite() if isinstance(n, decimal.Decimal) else n == n and n not in (float("inf"), float("-inf"))
+    if not finite or n != int(n) or not -2 ** 63 <= n < 2 ** 63:
         raise OperationFailure("invalid argument to %s stage: Cannot represent as a 64-bit integer: %s: %r"
                                % (stage, stage, v), code)
-    if v < 0:
+    if n < 0:
         raise OperationFailure("invalid argument to %s stage: Expected a non-negative number in: %s: %d"
-                               % (stage, stage, v), code)
+                               % (stage, stage, n), code)
+    return int(n)
 
 
 def _same_types(a: Any, b: Any) -> bool:
@@ -1153,7 +1162,7 @@ class Cursor:
         self.collection = self._collection = collection
         from .match_expr import let_variables
         self._let = let_variables(let)  # $$name variables for $expr in the filter (match.py)
-        self._filter = helpers.patch_datetime_awareness_in_document(filter_)
+        self._filter = client_value(filter_)
         self._projection = projection
         if not isinstance(skip, int) or isinstance(skip, bool):
             raise TypeError("skip must be an instance of int")

@@ -8,6 +8,7 @@ from mongomock import OperationFailure, helpers
 from mongomock import database as mm_database
 from mongomock import read_preferences
 
+from .values import client_value as _client_value
 from .boundary import DATABASE_OPERATIONS, guard
 from .collection import EmbeddedCollection, _check_sort, _sort_list
 from .rules import COMMANDS as _RULES_COMMANDS, LabCollection
@@ -152,7 +153,7 @@ def _cmd_explain(db, cmd):
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
         sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
-        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
+        q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
                   allow_disk_use=inner.get("allowDiskUse"))
         from .collate import normalize, using
@@ -162,14 +163,14 @@ def _cmd_explain(db, cmd):
         extra = set(inner) - {"count", "query", "limit", "skip", "hint", "maxTimeMS", "comment", "$db"}
         if extra:
             raise unsupported("explain count option '%s'" % sorted(extra)[0])
-        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
+        q = Query(_client_value(inner.get("query") or {}), hint=inner.get("hint"),
                   kind="count", skip=inner.get("skip", 0), limit=inner.get("limit", 0))
         return coll.explain_find(q, verbosity, inner)
     if op == "distinct":
         extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}
         if extra:
             raise unsupported("explain distinct option '%s'" % sorted(extra)[0])
-        q = Query(helpers.patch_datetime_awareness_in_document(inner.get("query") or {}), hint=inner.get("hint"),
+        q = Query(_client_value(inner.get("query") or {}), hint=inner.get("hint"),
                   kind="distinct", distinct_key=inner["key"])
         return coll.explain_find(q, verbosity, inner)
     if op == "aggregate":

@@ -89,6 +89,7 @@ def sort_list(key_or_list: Any, direction: Any = None) -> list[tuple[str, int]]:
 def check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The server's checks of sort directions (15975); ``$meta`` sorts and ``$natural`` with other keys are refused (115)."""
     out = []
+    seen = set()
     for f, d in sort:
         if isinstance(d, dict):
             raise unsupported("Sort by %s (%r)" % (f, d))
@@ -96,5 +97,24 @@ def check_sort(sort: list[tuple[str, int]]) -> list[tuple[str, int]]:
             raise OperationFailure("$sort key ordering must be 1 (for ascending) or -1 (for descending)", 15975)
         if f == "$natural" and len(sort) > 1:
             raise unsupported("sort by $natural together with other fields")
+        if f != "$natural":
+            check_sort_path(f)
+            if f in seen:  # query/sort_pattern.cpp
+                raise OperationFailure("$sort key must not contain duplicate keys (duplicate: '%s')" % f, 7472500)
+            seen.add(f)
         out.append((f, int(d)))
     return out
+
+
+def check_sort_path(f: Any) -> None:
+    """A sort key's name as the server's FieldPath checks it (pipeline/field_path.cpp: 40352, 15998, 16410)."""
+    if not isinstance(f, str):
+        return
+    if not f:
+        raise OperationFailure("FieldPath cannot be constructed with empty string", 40352)
+    for part in f.split("."):
+        if not part:
+            raise OperationFailure("FieldPath field names may not be empty strings.", 15998)
+        if part[0] == "$":
+            raise OperationFailure("FieldPath field names may not start with '$'. Consider using $getField or "
+                                   "$setField.", 16410)

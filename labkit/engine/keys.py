@@ -90,16 +90,45 @@ def _enc_float(v: float) -> bytes:
     return NUM_B + _enc_double(v) + b"\x02"
 
 
+_MAX_D = 1.7976931348623157e308
+_DEC_CTX = __import__("decimal").Context(prec=7000, Emin=-9999, Emax=9999)  # exact for Decimal128 - double
+_I64 = 1 << 63
+
+
+def _enc_diff(d: Any) -> bytes:
+    """The tie-break of a number that is not exactly its double image ``f``: the exact difference
+    ``d = v - f`` (an int or a Decimal, not 0) as floor ``q`` (8 bytes, saturated past 64 bits) then the
+    fraction in [0, 1): ``\x00\x00`` for none, else (65535 - leading zeros) and its digits, ``\x00``-ended.
+    Prefix-free and order-preserving, so int64 and Decimal128 values sharing a double image sort exactly."""
+    if isinstance(d, int):
+        q, r = d, 0
+    else:
+        q = int(d.to_integral_value(rounding="ROUND_FLOOR", context=_DEC_CTX))
+        r = _DEC_CTX.subtract(d, Decimal(q))
+    tag = b"\x01" if d < 0 else b"\x03"
+    qb = (min(max(q, -_I64), _I64 - 1) + _I64).to_bytes(8, "big")
+    if not r:
+        return tag + qb + b"\x00\x00"
+    sign, digits, exp = r.normalize(_DEC_CTX).as_tuple()  # r = 0.000ddd: exp < 0, len(digits) <= -exp
+    zeros = -exp - len(digits)
+    return tag + qb + (65535 - min(zeros, 65535)).to_bytes(2, "big") + bytes(x + 1 for x in digits) + b"\x00"
+
+
 def _enc_number(v: Any) -> bytes:
     if isinstance(v, Decimal128):
         d = v.to_decimal()
         if d.is_nan():
             return NAN_B
-        try:
-            f = float(d)
-        except OverflowError:  # pragma: no cover
-            f = math.inf if d > 0 else -math.inf
-        return NUM_B + _enc_double(f) + b"\x02"
+        if d.is_infinite():
+            return NUM_B + _enc_double(math.inf if d > 0 else -math.inf) + b"\x02"
+        f = float(d)
+        if math.isinf(f):  # beyond every double: just inside the infinities (their order among themselves lost)
+            return NUM_B + _enc_double(_MAX_D if d > 0 else -_MAX_D) + (b"\x03" + b"\xff" * 10 if d > 0
+                                                                      else b"\x01" + b"\x00" * 10)
+        diff = _DEC_CTX.subtract(d, Decimal(f))
+        if not diff:
+            return NUM_B + _enc_double(f) + b"\x02"
+        return NUM_B + _enc_double(f) + _enc_diff(diff)
     if isinstance(v, float):
         if v != v:
             return NAN_B
@@ -114,8 +143,7 @@ def _enc_number(v: Any) -> bytes:
     d = v - int(f)
     if d == 0:
         return NUM_B + _enc_double(f) + b"\x02"
-    tag = b"\x01" if d < 0 else b"\x03"
-    return NUM_B + _enc_double(f) + tag + (d + (1 << 63)).to_bytes(8, "big")
+    return NUM_B + _enc_double(f) + _enc_diff(d)
 
 
 def encode(v: Any) -> bytes:

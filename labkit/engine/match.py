@@ -442,24 +442,15 @@ def _eq_single(rhs: Any, ctx: _Ctx) -> Pred:
         def eq_str(v: Any) -> bool:
             return type(v) is str and v == rhs
         return eq_str
-    if (t is int or t is Int64) and not isinstance(rhs, bool):
-        def eq_int(v: Any) -> bool:
+    if ((t is int or t is Int64) and not isinstance(rhs, bool)) or (t is float and rhs == rhs):
+        def eq_number(v: Any) -> bool:
             tv = type(v)
             if tv is int or tv is float or tv is Int64:
                 return v == rhs
             if tv is Decimal128:
                 return V.equal(v, rhs)
             return False
-        return eq_int
-    if t is float and rhs == rhs:
-        def eq_float(v: Any) -> bool:
-            tv = type(v)
-            if tv is int or tv is float or tv is Int64:
-                return v == rhs
-            if tv is Decimal128:
-                return V.equal(v, rhs)
-            return False
-        return eq_float
+        return eq_number
     if t is bool:
         return lambda v: type(v) is bool and v is rhs
     if t is ObjectId:
@@ -525,13 +516,13 @@ def _cmp_single(op: str, rhs: Any, ctx: _Ctx) -> Pred:
                 tv = type(v)
                 if tv is int or tv is float:
                     return v < rhs
-                return (tv is Int64 or tv is Decimal128) and _num_cmp(v, rhs) < 0
+                return (tv is Int64 or tv is Decimal128) and -2 < _num_cmp(v, rhs) < 0  # -2: a NaN
         else:
             def f(v: Any) -> bool:
                 tv = type(v)
                 if tv is int or tv is float:
                     return v <= rhs
-                return (tv is Int64 or tv is Decimal128) and _num_cmp(v, rhs) <= 0
+                return (tv is Int64 or tv is Decimal128) and -2 < _num_cmp(v, rhs) <= 0  # -2: a NaN
         return f
     want = {"$gt": (1,), "$gte": (0, 1), "$lt": (-1,), "$lte": (-1, 0)}[op]
     str_key = ctx.str_key
@@ -590,6 +581,10 @@ def _in_single(arr: Any, ctx: _Ctx) -> Pred:
                 return True
         elif tv is V.Undefined:
             return has_null
+        elif tv is Decimal128:  # against the keyed int/long/double values: by exact value (Decimal == float
+            d = v.to_decimal()  # and their hashes agree in Python); NaNs are left to the $eq predicates
+            if not d.is_nan() and (V.T_NUM, d) in keyed:
+                return True
         for e in eq_t:
             if e(v):
                 return True
@@ -876,6 +871,11 @@ def _bits_single(op: str, arg: Any) -> Pred:
         if not V.is_number(v):
             return None
         x = V.num_value(v)
+        if isinstance(v, Decimal128):  # numberLong(): Decimal128::toLong, ties to even; NaN, inf and
+            if not x.is_finite():       # out-of-range values give the integer indefinite (LLONG_MIN)
+                return -(1 << 63)
+            x = int(x.to_integral_value(rounding="ROUND_HALF_EVEN"))
+            return x if -(1 << 63) <= x < (1 << 63) else -(1 << 63)
         if isinstance(x, float) or not isinstance(x, int):
             if x != x or x in (math.inf, -math.inf) or x != int(x):
                 return None

@@ -587,10 +587,10 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
         for ch, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
             if ch in fl:
                 flags |= bit
-        tests.append((pos, re.compile(r.pattern, flags), ix.spec.desc[pos]))
+        tests.append((pos, re.compile(r.pattern, flags), ix.spec.desc[pos], K.encode(r)))
 
     def f(key: tuple) -> bool:
-        for pos, rx, desc in tests:
+        for pos, rx, desc, same_regex in tests:
             kb = key[pos]
             if desc:
                 kb = K.invert(kb)
@@ -598,7 +598,7 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
             if t == K.T_STR:
                 if not rx.search(K.decode_str(kb)):
                     return False
-            elif t != K.T_REGEX:
+            elif t != K.T_REGEX or kb != same_regex:  # a stored regex matches the same pattern and flags only
                 return False
         return True
     return f

@@ -138,6 +138,7 @@ class Projection:
                 if pos:
                     raise OperationFailure("positional projection cannot be used with an expression or sub object",
                                            31271)
+                _check_field_path(key)
                 kind = self._sub(key.split("."), val)
                 if kind == "slice":
                     has_slice = True
@@ -149,12 +150,14 @@ class Projection:
                     if pos:
                         self._positional(key)
                     else:
+                        _check_field_path(key)
                         _add(self.tree, key.split("."), _INCL)
                     if is_top_id:
                         id_in = True
                     else:
                         self._set_kind(_INCL, key)
                 else:
+                    _check_field_path(key)  # "a.$": 0 included: no positional exclusion
                     _add(self.tree, key.split("."), _EXCL)
                     if is_top_id:
                         id_out = True
@@ -163,6 +166,7 @@ class Projection:
             else:
                 if pos:
                     raise OperationFailure("positional projection cannot be used with a literal", 31308)
+                _check_field_path(key)
                 if self.kind is _EXCL:
                     raise OperationFailure("Cannot use an expression %s in an exclusion projection"
                                            % fmt_elem(key, val), 31310)
@@ -253,6 +257,7 @@ class Projection:
                     _add(self.tree, key.split("."), _INCL)
                     self._set_kind(_INCL, k)
                 else:
+                    _check_field_path(key)  # "a.$": 0 included: no positional exclusion
                     _add(self.tree, key.split("."), _EXCL)
                     self._set_kind(_EXCL, k)
             else:
@@ -440,3 +445,12 @@ def project_stage(name: str, arg: Any, docs: list[dict],
             raise OperationFailure("$project specification must be an object", 15969)
     p = Projection(spec, None, compile_expr, find=False, stage=name)
     return [p.apply(d) for d in docs]
+
+
+def _check_field_path(key: str) -> None:
+    """A projected field's name as the server's FieldPath checks it (query/projection_parser.cpp builds a
+    FieldPath for every inclusion, exclusion, literal and sub-object): no component may start with '$'."""
+    for part in key.split("."):
+        if part[:1] == "$":
+            raise OperationFailure("FieldPath field names may not start with '$'. Consider using $getField or "
+                                   "$setField.", 16410)

@@ -29,6 +29,7 @@ from mongomock import OperationFailure, WriteError
 from mongomock.command_cursor import CommandCursor
 from mongomock.results import InsertOneResult
 
+from .values import client_value as _client_value
 from . import limits, validation
 
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
@@ -324,7 +325,7 @@ class LabCollection(EmbeddedCollection):
                 raise TypeError("key must be an instance of str")
             from mongomock import helpers
             from .planner import Query
-            filter = helpers.patch_datetime_awareness_in_document(filter or {})
+            filter = _client_value(filter or {})
             ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
             st = self._store
             return collate.distinct_values(

@@ -797,6 +797,16 @@ def _timestamp() -> Timestamp:
     return Timestamp(t, _TS_INC[1])
 
 
+def fill_empty_timestamps(doc: dict) -> dict:
+    """An inserted or replacement document's top-level ``Timestamp(0, 0)`` values (not ``_id``) set to the
+    current timestamp, as the server does (ops/insert.cpp fixDocumentForInsert; jstests/core/write/empty_ts);
+    nested ones, ``$set`` values and query values are kept. Changes ``doc`` in place and returns it."""
+    for k, v in doc.items():
+        if type(v) is Timestamp and k != "_id" and v.time == 0 and v.inc == 0:
+            doc[k] = _timestamp()
+    return doc
+
+
 def _op_current_date(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
     parent, key = _resolve_create(doc, parts)
     ts = isinstance(o.arg, dict) and o.arg.get("$type") == "timestamp"

@@ -16,6 +16,7 @@ import datetime
 import math
 import re
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Callable
@@ -377,3 +378,23 @@ def is_finite_number(v: Any) -> bool:
     if isinstance(x, Decimal):
         return x.is_finite()
     return not (isinstance(x, float) and (math.isinf(x) or x != x))
+
+
+def client_value(v: Any) -> Any:
+    """A value from the client as the server receives it: datetimes become naive UTC with millisecond precision
+    (BSON dates), containers are copied; everything else, ``Timestamp(0, 0)`` included, is kept as sent (the
+    server fills empty timestamps only in inserted and replacement documents, jstests/core/write/empty_ts)."""
+    t = type(v)
+    if t is dict:
+        return {k: client_value(x) for k, x in v.items()}
+    if isinstance(v, dict):  # an OrderedDict stays one; SON and other dict types become dicts
+        return (OrderedDict if isinstance(v, OrderedDict) else dict)((k, client_value(x)) for k, x in v.items())
+    if t is list or t is tuple:
+        return [client_value(x) for x in v]
+    if isinstance(v, datetime.datetime):
+        ms = v.microsecond // 1000 * 1000
+        if v.tzinfo is not None:
+            off = v.utcoffset()
+            return (v - off if off else v).replace(tzinfo=None, microsecond=ms)
+        return v.replace(microsecond=ms)
+    return v
