@@ -703,7 +703,7 @@ class EmbeddedCollection(mm_collection.Collection):
             return _NOT_EXPRESS
         for v in filter_.values():
             if type(v) not in _PLAIN_VALUES:  # a datetime (to millisecond precision, UTC) or a nested value
-                filter_ = helpers.patch_datetime_awareness_in_document(filter_)
+                filter_ = client_value(filter_)
                 break
         ix = express_index(st, filter_, 1)
         if ix is None:
