@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongomock import OperationFailure, WriteError
-from mongomock.command_cursor import CommandCursor
 from mongomock.results import InsertOneResult
 
 from . import limits, validation
@@ -34,7 +33,7 @@ from . import limits, validation
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
 from . import hooks  # the kinds built on collections (views.py, timeseries.py) register their DDL parts there
-from .collection import FLAT_TYPES, NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
+from .collection import FLAT_TYPES, NOT_FLAT, CommandCursor, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 from .boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard
 
@@ -82,6 +81,9 @@ def collection_options(store) -> dict:
 def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCollections=None, comment=None,
                      **kwargs) -> CommandCursor:
     """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
+    for k in kwargs:  # pymongo sends extra keyword arguments as command fields (IDL: unknown field 40415)
+        if k not in ("cursor", "maxTimeMS", "includePendingDrops"):
+            raise OperationFailure("BSON field 'listCollections.%s' is an unknown field." % k, 40415)
     from .match import fast_matcher
     list_entry = hooks.get("view_list_entry")  # views.py and timeseries.py register these (hooks.py)
     ts_list_entry = hooks.get("timeseries_list_entry")
@@ -181,6 +183,90 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             return base(self, *args, **kwargs)
     return method
+
+
+def _write_concern_failure(coll, session) -> Any:
+    """What the collection's write concern means on the one-member replica set the engine models: ``None``
+    (acknowledged, nothing to add), ``0`` (unacknowledged: pymongo returns results with ``acknowledged`` false
+    and no error reaches the caller), or the server's ``writeConcernError`` document (the write is applied,
+    then reported: w greater than the set's one member is UnsatisfiableWriteConcern 100, an unknown tag is
+    UnknownReplWriteConcern 79). Manual: "Write Concern" (w: <number>, w: <custom write concern name>).
+    Inside a transaction pymongo uses the transaction's write concern, so the collection's does not apply."""
+    doc = coll._write_concern.document
+    if not doc or (session is not None and getattr(session, "in_transaction", False)):
+        return None
+    w = doc.get("w", 1)
+    if w == 0:
+        if session is not None:
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("Explicit sessions are incompatible with unacknowledged write concern")
+        return 0
+    if isinstance(w, int) and w > 1:
+        return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes",
+                "errInfo": {"writeConcern": dict(doc)}}
+    if isinstance(w, str) and w != "majority":
+        return {"code": 79, "codeName": "UnknownReplWriteConcern",
+                "errmsg": "No write concern mode named '%s' found in replica set configuration" % w,
+                "errInfo": {"writeConcern": dict(doc)}}
+    return None
+
+
+def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
+    """pymongo's result of an unacknowledged write ``name`` (ids are the client's; counts are not known)."""
+    from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, UpdateResult
+    if name == "insert_one":
+        doc = args[0] if args else kwargs.get("document")
+        return InsertOneResult(doc.get("_id") if isinstance(doc, Mapping) else None, acknowledged=False)
+    if name == "insert_many":
+        docs = args[0] if args else kwargs.get("documents")
+        return InsertManyResult([d.get("_id") for d in docs if isinstance(d, Mapping)], acknowledged=False)
+    if name in ("update_one", "update_many", "replace_one"):
+        return UpdateResult(None, acknowledged=False)
+    if name in ("delete_one", "delete_many"):
+        return DeleteResult(None, acknowledged=False)
+    return BulkWriteResult({}, acknowledged=False)
+
+
+def _with_write_concern(name: str, method):
+    """Wrap a public write method with the collection's write concern (``_write_concern_failure``)."""
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        if not self._write_concern.document:  # the default write concern: nothing to do (kept cheap)
+            return method(self, *args, **kwargs)
+        outcome = _write_concern_failure(self, kwargs.get("session"))
+        if outcome is None:
+            return method(self, *args, **kwargs)
+        from pymongo.errors import BulkWriteError, PyMongoError, WriteConcernError
+        if outcome == 0:
+            if kwargs.get("bypass_document_validation"):
+                raise OperationFailure("Cannot set bypass_document_validation with unacknowledged write concern")
+            if name in ("insert_one", "insert_many"):  # pymongo gives the documents their _id before sending
+                from .docutil import new_object_id
+                docs = [args[0] if args else kwargs.get("document")] if name == "insert_one" else \
+                    list(args[0] if args else kwargs.get("documents", []))
+                for d in docs:
+                    if isinstance(d, dict) and "_id" not in d:
+                        d["_id"] = new_object_id()
+                if name == "insert_many":
+                    args = (docs,) + tuple(args[1:]) if args else args
+                    if not args:
+                        kwargs["documents"] = docs
+            try:
+                method(self, *args, **kwargs)
+            except PyMongoError:
+                pass  # the server does not report the outcome of an unacknowledged write
+            return _unacknowledged(name, args, kwargs)
+        result = method(self, *args, **kwargs)
+        if name in ("insert_many", "bulk_write"):
+            details = dict(getattr(result, "bulk_api_result", None) or {})
+            if name == "insert_many":
+                details = {"writeErrors": [], "nInserted": len(result.inserted_ids), "nUpserted": 0,
+                           "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []}
+            details["writeConcernErrors"] = [outcome]
+            raise BulkWriteError(details)
+        raise WriteConcernError(outcome["errmsg"], outcome["code"], outcome)
+    return wrapped
 
 
 @guard(COLLECTION_OPERATIONS)  # the operation boundary: lock, server errors, monitoring (boundary.py)
@@ -361,10 +447,58 @@ class LabCollection(EmbeddedCollection):
         with sessions.bind(session, self, ddl="drop"):
             return super().drop(comment=comment, **kwargs)
 
+    # -- surface: the remaining pymongo Collection methods (refused clearly where not modelled) -----------
+    def rename(self, new_name, session=None, comment=None, **kwargs):
+        """pymongo's ``rename`` (``dropTarget=True`` replaces an existing target)."""
+        for k in kwargs:
+            if k != "dropTarget":
+                raise OperationFailure("BSON field 'renameCollection.%s' is an unknown field." % k, 40415)
+        if not isinstance(new_name, str):
+            raise TypeError("new_name must be an instance of str")
+        with sessions.bind(session, self, ddl="renameCollection"):
+            dbs = self.database._store
+            # manual "renameCollection" / rename_collection.cpp: NamespaceNotFound 26, NamespaceExists 48
+            if not dbs[self.name].is_created:
+                raise OperationFailure("source namespace does not exist", 26,
+                                       {"ok": 0.0, "errmsg": "source namespace does not exist", "code": 26,
+                                        "codeName": "NamespaceNotFound"})
+            if new_name in dbs and dbs[new_name].is_created and not kwargs.get("dropTarget") \
+                    and new_name != self.name:
+                raise OperationFailure("target namespace exists", 48,
+                                       {"ok": 0.0, "errmsg": "target namespace exists", "code": 48,
+                                        "codeName": "NamespaceExists"})
+            return super().rename(new_name, **kwargs)
+
+    def watch(self, *args, **kwargs):
+        """Change streams are not modelled (the server supports them on the replica set labkit announces)."""
+        raise unsupported("Change streams (watch)")
+
+    def find_raw_batches(self, *args, **kwargs):
+        """Raw BSON batches are not modelled."""
+        raise unsupported("find_raw_batches()")
+
+    def aggregate_raw_batches(self, *args, **kwargs):
+        """Raw BSON batches are not modelled."""
+        raise unsupported("aggregate_raw_batches()")
+
+    def _search_index(self, *args, **kwargs):
+        """Atlas Search indexes: a MongoDB 8.0 Community server without mongot refuses them (SearchNotEnabled)."""
+        msg = ("Using Atlas Search Database Commands and the '$listSearchIndexes' aggregation stage requires "
+               "additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable.")
+        raise OperationFailure(msg, 31082, {"ok": 0.0, "errmsg": msg, "code": 31082, "codeName": "SearchNotEnabled"})
+
+    list_search_indexes = create_search_index = create_search_indexes = _search_index
+    drop_search_index = update_search_index = _search_index
+
     def options(self, session=None, comment=None) -> dict:
         """The collection's options as ``listCollections`` shows them (``{}`` when none were set)."""
         with sessions.bind(session, self):
             return collection_options(self._store)
+
+
+for _name in ("insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
+              "delete_many", "bulk_write", "find_one_and_delete", "find_one_and_update", "find_one_and_replace"):
+    setattr(LabCollection, _name, _with_write_concern(_name, getattr(LabCollection, _name)))
 
 
 @guard(CURSOR_OPERATIONS)

@@ -1,0 +1,233 @@
+"""The pymongo API surface on the embedded engine (issue 13): every method and option either behaves as against a
+MongoDB 8.0 one-member replica set or fails with a clear OperationFailure (115 where the server would support it);
+nothing is silently ignored and no bare Python exception escapes (pymongo's own argument errors excepted).
+
+Sources are named per test: the pymongo 4 API docs (pymongo.readthedocs.io, "collection", "cursor", "database",
+"mongo_client", "results") and the MongoDB manual's command / reference pages."""
+from __future__ import annotations
+
+import pytest
+from pymongo import InsertOne, UpdateOne
+from pymongo.errors import (BulkWriteError, ConfigurationError, InvalidOperation, OperationFailure,
+                            WriteConcernError)
+from pymongo.write_concern import WriteConcern
+
+from labkit.engine import EmbeddedClient
+
+
+@pytest.fixture
+def coll():
+    c = EmbeddedClient().surface.c
+    c.insert_many([{"_id": i, "a": i, "b": "x%d" % i} for i in range(5)])
+    c.create_index("a")
+    return c
+
+
+def _code(exc_info) -> int | None:
+    return getattr(exc_info.value, "code", None)
+
+
+# ---------------------------------------------------------------------------------------------- write concern
+def test_unacknowledged_writes_return_unacknowledged_results(coll):
+    # pymongo docs, results.InsertOneResult / UpdateResult: "acknowledged" is False for w=0 and the counts raise
+    # InvalidOperation; the manual "Write Concern" (w: 0): no acknowledgment, errors are not reported.
+    w0 = coll.with_options(write_concern=WriteConcern(w=0))
+    r = w0.insert_one({"q": 1})
+    assert r.acknowledged is False and r.inserted_id is not None
+    assert coll.count_documents({"q": 1}) == 1
+    u = w0.update_one({"a": 1}, {"$set": {"z": 1}})
+    assert u.acknowledged is False
+    with pytest.raises(InvalidOperation):
+        u.matched_count
+    assert coll.find_one({"a": 1})["z"] == 1
+    assert w0.delete_one({"a": 2}).acknowledged is False
+    assert coll.count_documents({"a": 2}) == 0
+    assert w0.bulk_write([InsertOne({"q": 2})]).acknowledged is False
+
+
+def test_unacknowledged_write_errors_are_not_reported(coll):
+    # manual "Write Concern": with w: 0 the server returns no error; an ordered insert still stops at the error.
+    w0 = coll.with_options(write_concern=WriteConcern(w=0))
+    assert w0.insert_one({"_id": 1}).acknowledged is False  # duplicate key: not reported
+    r = w0.insert_many([{"_id": 50}, {"_id": 1}, {"_id": 51}])
+    assert r.acknowledged is False and r.inserted_ids == [50, 1, 51]
+    assert coll.count_documents({"_id": {"$in": [50, 51]}}) == 1  # ordered: stopped at the duplicate
+
+
+def test_unacknowledged_with_explicit_session_is_pymongo_configuration_error(coll):
+    # pymongo docs, client_session: "Explicit sessions are incompatible with unacknowledged write concern".
+    w0 = coll.with_options(write_concern=WriteConcern(w=0))
+    with coll.database.client.start_session() as s:
+        with pytest.raises(ConfigurationError):
+            w0.insert_one({"q": 1}, session=s)
+
+
+def test_write_concern_beyond_the_one_member_set(coll):
+    # manual "Write Concern" (w: <number>, custom names): the write is applied, then a writeConcernError:
+    # UnsatisfiableWriteConcern 100 for more members than the set has, UnknownReplWriteConcern 79 for a tag.
+    with pytest.raises(WriteConcernError) as e:
+        coll.with_options(write_concern=WriteConcern(w=2, wtimeout=100)).insert_one({"_id": 100})
+    assert _code(e) == 100
+    assert coll.count_documents({"_id": 100}) == 1
+    with pytest.raises(WriteConcernError) as e:
+        coll.with_options(write_concern=WriteConcern(w="dc1")).update_one({"_id": 1}, {"$set": {"t": 1}})
+    assert _code(e) == 79
+    assert coll.find_one({"_id": 1})["t"] == 1
+    with pytest.raises(BulkWriteError) as e:
+        coll.with_options(write_concern=WriteConcern(w=3)).insert_many([{"_id": 101}])
+    assert e.value.details["writeConcernErrors"][0]["code"] == 100
+    # majority and j are satisfiable on the one-member set
+    assert coll.with_options(write_concern=WriteConcern(w="majority", j=True)).insert_one({}).acknowledged
+
+
+def test_database_write_concern_is_inherited(coll):
+    # pymongo docs, database.Database.with_options / MongoClient.get_database(write_concern=...): collections
+    # obtained from the database use its write concern.
+    client = coll.database.client
+    db0 = client.get_database("surface", write_concern=WriteConcern(w=0))
+    assert db0.write_concern.document == {"w": 0}
+    assert db0.c.insert_one({"q": 1}).acknowledged is False
+    assert coll.database.with_options(write_concern=WriteConcern(w=0)).c.insert_one({}).acknowledged is False
+    assert coll.database.c.insert_one({}).acknowledged is True
+
+
+# ---------------------------------------------------------------------------------------------- find / Cursor
+def test_find_removed_options_are_server_errors(coll):
+    # pymongo sends max_scan / snapshot as the find command's maxScan / snapshot; MongoDB 4.2 / 4.0 removed them
+    # (manual "find" command fields: neither is listed), so an 8.0 server refuses the unknown field (40415).
+    for kw in ({"max_scan": 3}, {"snapshot": True}):
+        with pytest.raises(OperationFailure) as e:
+            list(coll.find({}, **kw))
+        assert _code(e) == 40415
+
+
+def test_find_argument_errors_are_pymongos(coll):
+    # pymongo docs, cursor.Cursor: batch_size must be a non-negative int (TypeError / ValueError).
+    with pytest.raises(ValueError):
+        coll.find({}, batch_size=-1)
+    with pytest.raises(TypeError):
+        coll.find({}, batch_size="2")
+
+
+def test_cursor_flags(coll):
+    # pymongo docs, cursor.Cursor.add_option / remove_option; manual "find" (noCursorTimeout, allowPartialResults
+    # change nothing on an unsharded set; tailable cursors need a capped collection and are not modelled).
+    cur = coll.find().add_option(16).add_option(128)
+    assert len(list(cur)) == 5
+    with pytest.raises(OperationFailure) as e:
+        coll.find().add_option(2)
+    assert _code(e) == 115
+    with pytest.raises(TypeError):
+        coll.find().add_option("2")
+    assert len(list(coll.find().add_option(16).remove_option(16))) == 5
+    cur = coll.find()
+    list(cur)
+    with pytest.raises(InvalidOperation):
+        cur.add_option(16)
+
+
+def test_cursor_retrieved_cursor_id_session(coll):
+    # pymongo docs, cursor.Cursor.retrieved ("The number of documents retrieved so far") and cursor_id (None
+    # before the first batch, 0 once the server closed the cursor); manual "find" batchSize (first batch 101).
+    cur = coll.find().batch_size(2)
+    assert cur.retrieved == 0 and cur.cursor_id is None
+    next(cur)
+    assert cur.retrieved == 2 and cur.cursor_id not in (None, 0)
+    next(cur)
+    next(cur)
+    assert cur.retrieved == 4
+    list(cur)
+    assert cur.retrieved == 5 and cur.cursor_id == 0
+    cur = coll.find()
+    next(cur)
+    assert cur.retrieved == 5 and cur.cursor_id == 0  # everything fit in the first batch
+    assert coll.find().session is None
+    with coll.database.client.start_session() as s:
+        assert coll.find({}, session=s).session is s
+
+
+def test_cursor_max_await_time_ms(coll):
+    # pymongo docs, cursor.Cursor.max_await_time_ms: "For all other types of cursor max_await_time_ms is ignored";
+    # TypeError for a non-int.
+    assert len(list(coll.find().max_await_time_ms(10))) == 5
+    with pytest.raises(TypeError):
+        coll.find().max_await_time_ms("10")
+
+
+# ---------------------------------------------------------------------------------------------- other commands
+def test_find_and_modify_unknown_option_is_server_error(coll):
+    # pymongo docs, collection.find_one_and_update(**kwargs: "additional command arguments"); manual
+    # "findAndModify": an unknown field fails IDL parsing (40415).
+    with pytest.raises(OperationFailure) as e:
+        coll.find_one_and_update({"a": 1}, {"$set": {"z": 1}}, foo=1)
+    assert _code(e) == 40415
+    assert "z" not in coll.find_one({"a": 1})
+
+
+def test_aggregate_unknown_option_is_server_error(coll):
+    # pymongo docs, collection.aggregate(**kwargs: sent as aggregate command options); manual "aggregate".
+    with pytest.raises(OperationFailure) as e:
+        coll.aggregate([], bogus=1)
+    assert _code(e) == 40415
+
+
+def test_create_index_max_time_ms_and_version(coll):
+    # pymongo docs, collection.create_index: maxTimeMS is a command option, not part of the index spec;
+    # manual "Index Versions": v: 1 is valid (not modelled: 115), v: 3 is refused (67 CannotCreateIndex).
+    assert coll.create_index("d", maxTimeMS=1000) == "d_1"
+    assert coll.index_information()["d_1"]["v"] == 2
+    with pytest.raises(OperationFailure) as e:
+        coll.create_index("e", v=1)
+    assert _code(e) == 115
+    with pytest.raises(OperationFailure) as e:
+        coll.create_index("e", v=3)
+    assert _code(e) == 67
+    assert "e_1" not in coll.index_information()
+
+
+def test_rename_options(coll):
+    # pymongo docs, collection.rename(new_name, session, comment, **kwargs: dropTarget); manual "renameCollection".
+    db = coll.database
+    db.other.insert_one({})
+    with pytest.raises(OperationFailure) as e:
+        coll.rename("other")
+    assert _code(e) == 48  # NamespaceExists, "target namespace exists"
+    with pytest.raises(OperationFailure) as e:
+        db.missing.rename("x")
+    assert _code(e) == 26  # NamespaceNotFound, "source namespace does not exist"
+    coll.rename("other", dropTarget=True, comment="move")
+    assert db.other.count_documents({}) == 5
+    with pytest.raises(OperationFailure) as e:
+        db.other.rename("third", bogus=1)
+    assert _code(e) == 40415
+
+
+def test_change_streams_refused_clearly(coll):
+    # manual "Change Streams": available on replica sets (labkit serve announces one); not modelled: 115.
+    for target in (coll, coll.database, coll.database.client):
+        with pytest.raises(OperationFailure) as e:
+            target.watch()
+        assert _code(e) == 115
+
+
+def test_raw_batches_refused_clearly(coll):
+    # pymongo docs, collection.find_raw_batches / aggregate_raw_batches: not modelled, 115.
+    for call in (lambda: coll.find_raw_batches({}), lambda: coll.aggregate_raw_batches([])):
+        with pytest.raises(OperationFailure) as e:
+            call()
+        assert _code(e) == 115
+
+
+def test_search_indexes_as_community_server(coll):
+    # manual "createSearchIndexes": Atlas Search needs Atlas / mongot; a Community server refuses (SearchNotEnabled).
+    for call in (coll.list_search_indexes, lambda: coll.create_search_index({"definition": {}}),
+                 lambda: coll.drop_search_index("x")):
+        with pytest.raises(OperationFailure) as e:
+            call()
+        assert _code(e) == 31082
+
+
+def test_bulk_write_let_is_used(coll):
+    # the issue's example: bulk_write(let=...) must not be dropped. manual "update" command, let.
+    r = coll.bulk_write([UpdateOne({"$expr": {"$eq": ["$a", "$$x"]}}, {"$set": {"z": 1}})], let={"x": 2})
+    assert r.modified_count == 1 and coll.find_one({"z": 1})["_id"] == 2
