@@ -231,3 +231,145 @@ def test_bulk_write_let_is_used(coll):
     # the issue's example: bulk_write(let=...) must not be dropped. manual "update" command, let.
     r = coll.bulk_write([UpdateOne({"$expr": {"$eq": ["$a", "$$x"]}}, {"$set": {"z": 1}})], let={"x": 2})
     assert r.modified_count == 1 and coll.find_one({"z": 1})["_id"] == 2
+
+
+# ---------------------------------------------------------------------------------------------- database / client
+def test_list_databases_filter_and_name_only(coll):
+    # pymongo docs, mongo_client.MongoClient.list_databases(**kwargs: filter, nameOnly); manual "listDatabases".
+    client = coll.database.client
+    client.other.x.insert_one({})
+    rows = list(client.list_databases())
+    assert {r["name"] for r in rows} == {"surface", "other"}
+    assert all(set(r) == {"name", "sizeOnDisk", "empty"} for r in rows)
+    assert [r["name"] for r in client.list_databases(filter={"name": "other"})] == ["other"]
+    assert list(client.list_databases(nameOnly=True, filter={"name": "surface"})) == [{"name": "surface"}]
+    with pytest.raises(OperationFailure) as e:
+        client.list_databases(bogus=1)
+    assert _code(e) == 40415
+
+
+def test_list_collection_names_filter_and_unknown_fields(coll):
+    # pymongo docs, database.Database.list_collection_names(filter, **kwargs sent to listCollections);
+    # manual "listCollections".
+    db = coll.database
+    db.create_collection("other")
+    assert db.list_collection_names(filter={"name": "c"}) == ["c"]
+    assert sorted(db.list_collection_names()) == ["c", "other"]
+    for call in (lambda: db.list_collection_names(bogus=1), lambda: list(db.list_collections(bogus=1))):
+        with pytest.raises(OperationFailure) as e:
+            call()
+        assert _code(e) == 40415
+
+
+def test_validate(coll):
+    # manual "validate" (output: nrecords, nIndexes, keysPerIndex, valid); NamespaceNotFound 26 for a missing one.
+    coll.update_one({"_id": 1}, {"$set": {"a": [1, 2, 3]}})  # multikey: three keys for one document
+    r = coll.database.validate_collection("c")
+    assert r["valid"] is True and r["nrecords"] == 5 and r["nIndexes"] == 2
+    assert r["keysPerIndex"] == {"_id_": 5, "a_1": 7}
+    assert coll.database.command("validate", "c", full=True)["ns"] == "surface.c"
+    with pytest.raises(OperationFailure) as e:
+        coll.database.command("validate", "missing")
+    assert _code(e) == 26
+
+
+def test_cursor_command(coll):
+    # pymongo docs, database.Database.cursor_command: runs a cursor-returning command and iterates its cursor.
+    docs = list(coll.database.cursor_command("find", "c", filter={"a": {"$gte": 3}}))
+    assert [d["_id"] for d in docs] == [3, 4]
+    with pytest.raises(InvalidOperation):
+        coll.database.cursor_command("ping")
+
+
+def test_command_cursor_api(coll):
+    # pymongo docs, command_cursor.CommandCursor: alive, cursor_id, try_next, to_list, batch_size, session.
+    cur = coll.aggregate([{"$sort": {"_id": 1}}])
+    assert cur.alive and cur.session is None
+    assert cur.to_list(2) == [{"_id": 0, "a": 0, "b": "x0"}, {"_id": 1, "a": 1, "b": "x1"}]
+    assert cur.try_next()["_id"] == 2
+    assert len(list(cur)) == 2
+    assert not cur.alive and cur.cursor_id == 0 and cur.try_next() is None
+    with pytest.raises(ValueError):
+        coll.aggregate([]).batch_size(-1)
+    with pytest.raises(TypeError):
+        coll.list_indexes().batch_size("1")
+
+
+def test_not_iterable_and_topology_of_one_member(coll):
+    # pymongo docs, MongoClient / Database / Collection ("object is not iterable"); primary, secondaries,
+    # arbiters, nodes of a one-member replica set; write_concern from MongoClient(w=...).
+    client = coll.database.client
+    for obj in (client, coll.database, coll):
+        with pytest.raises(TypeError):
+            next(obj)
+    assert client.primary == client.address or client.primary == ("localhost", 27017)
+    assert client.secondaries == set() and client.arbiters == set()
+    assert client.nodes == frozenset({client.primary})
+    with pytest.raises(OperationFailure) as e:
+        client.topology_description
+    assert _code(e) == 115
+    c0 = EmbeddedClient(w=0)
+    assert c0.write_concern.document == {"w": 0}
+    assert c0.db.c.insert_one({}).acknowledged is False
+    assert EmbeddedClient(readConcernLevel="majority").read_concern.level == "majority"
+
+
+def test_cursor_max_scan_method(coll):
+    # pymongo docs, cursor.Cursor.max_scan: sent as maxScan, which MongoDB 4.2 removed (manual "find" fields).
+    with pytest.raises(OperationFailure) as e:
+        coll.find().max_scan(3)
+    assert _code(e) == 40415
+
+
+# ---------------------------------------------------------------------------------------------- sessions
+def test_causal_consistency_times(coll):
+    # pymongo docs, client_session.ClientSession.operation_time / cluster_time / advance_*; manual "Causal
+    # Consistency": each operation's reply carries operationTime and $clusterTime, and they only advance.
+    from bson import Timestamp
+    client = coll.database.client
+    with client.start_session(causal_consistency=True) as s:
+        assert s.operation_time is None and s.cluster_time is None
+        coll.insert_one({"q": 1}, session=s)
+        t1 = s.operation_time
+        assert isinstance(t1, Timestamp) and s.cluster_time["clusterTime"] == t1
+        coll.find_one({"q": 1}, session=s)
+        assert s.operation_time > t1
+        s.advance_operation_time(Timestamp(1, 1))  # an older time does not move it back
+        assert s.operation_time > t1
+        later = Timestamp(t1.time + 1000, 1)
+        s.advance_operation_time(later)
+        assert s.operation_time == later
+        s.advance_cluster_time({"clusterTime": later})
+        assert s.cluster_time["clusterTime"] == later
+        with pytest.raises(TypeError):
+            s.advance_operation_time(5)
+        with pytest.raises(ValueError):
+            s.advance_cluster_time({"clusterTime": 5})
+    other = client.start_session()
+    other.advance_operation_time(later)  # a second session is causally after the first (manual's pattern)
+    assert other.operation_time == later
+
+
+def test_session_bind_refused_clearly(coll):
+    # pymongo docs, ClientSession.bind (4.17): not modelled, 115.
+    with coll.database.client.start_session() as s:
+        with pytest.raises(OperationFailure) as e:
+            s.bind()
+        assert _code(e) == 115
+
+
+def test_index_command_options(coll):
+    # pymongo docs, collection.create_indexes / drop_index / drop_indexes (**kwargs: command options such as
+    # maxTimeMS); manual "createIndexes" (commitQuorum), "dropIndexes": other fields are unknown (40415).
+    from pymongo import IndexModel
+    assert coll.create_indexes([IndexModel("d")], maxTimeMS=1000, commitQuorum="majority") == ["d_1"]
+    with pytest.raises(OperationFailure) as e:
+        coll.create_indexes([IndexModel("e")], bogus=1)
+    assert _code(e) == 40415 and "e_1" not in coll.index_information()
+    with pytest.raises(OperationFailure) as e:
+        coll.drop_index("d_1", bogus=1)
+    assert _code(e) == 40415 and "d_1" in coll.index_information()
+    coll.drop_index("d_1", maxTimeMS=1000)
+    with pytest.raises(OperationFailure) as e:
+        coll.drop_indexes(bogus=1)
+    assert _code(e) == 40415 and "a_1" in coll.index_information()

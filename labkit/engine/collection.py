@@ -879,6 +879,8 @@ class EmbeddedCollection(mm_collection.Collection):
         return name
 
     def create_indexes(self, indexes, session=None, comment=None, **kwargs):
+        _command_options("createIndexes", kwargs, ("maxTimeMS", "commitQuorum"))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         names = []
         for m in indexes:
             if not isinstance(m, IndexModel):
@@ -889,6 +891,8 @@ class EmbeddedCollection(mm_collection.Collection):
         return names
 
     def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         if isinstance(index_or_name, (list, tuple)):
             name = gen_index_name(helpers.create_index_list(index_or_name))
         elif isinstance(index_or_name, Mapping):
@@ -907,6 +911,8 @@ class EmbeddedCollection(mm_collection.Collection):
         st.version += 1
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         st = self._store
         for name in [n for n in st.ix if n != "_id_"]:
             del st.ix[name]
@@ -1001,6 +1007,14 @@ def _index_infos(st: Any) -> list[dict]:
         from .clustered import index_info
         infos[0] = index_info(st)
     return infos
+
+
+def _command_options(command: str, kwargs: dict, allowed: tuple) -> None:
+    """pymongo sends extra keyword arguments as fields of ``command``: one the command does not have fails as on
+    the server (IDL unknown field, 40415)."""
+    for k in kwargs:
+        if k not in allowed:
+            raise OperationFailure("BSON field '%s.%s' is an unknown field." % (command, k), 40415)
 
 
 def _arm_max_time(ms: Any) -> None:
