@@ -373,3 +373,42 @@ def test_index_command_options(coll):
     with pytest.raises(OperationFailure) as e:
         coll.drop_indexes(bogus=1)
     assert _code(e) == 40415 and "a_1" in coll.index_information()
+
+
+# ---------------------------------------------------------------------------------------------- argument errors
+def test_pymongo_client_side_argument_errors(coll):
+    # pymongo 4 checks these before sending (pymongo/synchronous/collection.py, helpers_shared._index_document,
+    # common.validate_boolean, client_session_shared.SessionOptions, bulk "No operations to execute"):
+    # the same exception classes here, never the engine's InternalError.
+    for call in (lambda: coll.find({}, sort=5), lambda: coll.find({}, hint=5),
+                 lambda: coll.update_one({}, {"$set": {"z": 1}}, hint=5),
+                 lambda: coll.delete_one({}, hint=5),
+                 lambda: coll.find_one_and_update({}, {"$set": {"z": 1}}, sort=5),
+                 lambda: coll.find_one_and_update({}, {"$set": {"z": 1}}, return_document="after"),
+                 lambda: coll.update_one({}, {"$set": {"z": 1}}, upsert="yes"),
+                 lambda: coll.create_index(5), lambda: coll.drop_index(5),
+                 lambda: coll.database.command(5), lambda: coll.database.create_collection(5),
+                 lambda: coll.database.drop_collection(5)):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(ValueError):
+        coll.aggregate([], batchSize="x")
+    with pytest.raises(InvalidOperation):
+        coll.bulk_write([])
+    with pytest.raises(ConfigurationError):
+        coll.database.client.start_session(snapshot=True, causal_consistency=True)
+    assert coll.database.client.start_session(snapshot=True).options.causal_consistency is False
+    assert "z" not in coll.find_one({"_id": 0})  # nothing was written by the refused calls
+
+
+def test_server_side_type_errors(coll):
+    # The server's IDL / index validation (index_key_validate.cpp validateExpireAfterSeconds; manual "distinct",
+    # "listDatabases", "renameCollection"): TypeMismatch 14, CannotCreateIndex 67, IllegalOperation 20.
+    cases = ((lambda: coll.distinct("a", [1]), 14), (lambda: coll.create_index("d", expireAfterSeconds="1"), 67),
+             (lambda: coll.create_index("d", name=5), 14),
+             (lambda: coll.database.client.list_databases(filter=5), 14), (lambda: coll.rename("c"), 20))
+    for call, code in cases:
+        with pytest.raises(OperationFailure) as e:
+            call()
+        assert _code(e) == code
+    assert "d_1" not in coll.index_information()

@@ -173,11 +173,17 @@ class EmbeddedClient(mongomock.MongoClient):
         """pymongo's ``list_databases``: the ``listDatabases`` command's cursor (``filter``, ``nameOnly``)."""
         from .collection import CommandCursor
         from pymongo.errors import OperationFailure
+        from collections.abc import Mapping
         from .match import fast_matcher
+        from .values import type_name as _bson_type
         from . import stats
         for k in kwargs:
             if k not in ("filter", "nameOnly", "authorizedDatabases"):
                 raise OperationFailure("BSON field 'listDatabases.%s' is an unknown field." % k, 40415)
+        flt = kwargs.get("filter")
+        if flt is not None and not isinstance(flt, Mapping):
+            msg = "BSON field 'listDatabases.filter' is the wrong type '%s', expected type 'object'" % _bson_type(flt)
+            raise OperationFailure(msg, 14, {"ok": 0.0, "errmsg": msg, "code": 14, "codeName": "TypeMismatch"})
         name_only = bool(kwargs.get("nameOnly"))
         rows = []
         for n in sorted(self.list_database_names()):
@@ -186,7 +192,6 @@ class EmbeddedClient(mongomock.MongoClient):
                 continue
             st = stats.db_stats(self.get_database(n))
             rows.append({"name": n, "sizeOnDisk": int(st["totalSize"]), "empty": st["objects"] == 0})
-        flt = kwargs.get("filter")
         if flt:
             m = fast_matcher(dict(flt))
             rows = [r for r in rows if m(r)]
@@ -216,6 +221,11 @@ class EmbeddedClient(mongomock.MongoClient):
     def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
         """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
         from .sessions import start_session
+        if snapshot:  # pymongo's SessionOptions: snapshot sessions are not causally consistent
+            if causal_consistency:
+                from pymongo.errors import ConfigurationError
+                raise ConfigurationError("snapshot reads do not support causal_consistency=True")
+            causal_consistency = False
         return start_session(self, causal_consistency, default_transaction_options, snapshot)
 
     def __repr__(self) -> str:

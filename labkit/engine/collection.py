@@ -784,6 +784,9 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("Sessions")
         if not isinstance(key, str):
             raise TypeError("key must be an instance of str")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise OperationFailure("BSON field 'distinct.query' is the wrong type '%s', expected type 'object'"
+                                   % _type_name(filter), 14)
         filter = helpers.patch_datetime_awareness_in_document(filter or {})
         ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
         st = self._store
@@ -810,6 +813,14 @@ class EmbeddedCollection(mm_collection.Collection):
         partial = opts.pop("partialFilterExpression", None)
         hidden = opts.pop("hidden", False)
         expire = opts.pop("expireAfterSeconds", None)
+        if not isinstance(name, str):  # index_key_validate.cpp: the index spec's name must be a string
+            raise OperationFailure("The field 'name' must be a string, but got %s" % _type_name(name), 14)
+        if expire is not None:  # index_key_validate.cpp validateExpireAfterSeconds: CannotCreateIndex 67
+            if isinstance(expire, bool) or not isinstance(expire, (int, float)):
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must be numeric, but received a type "
+                                       "of '%s'" % _type_name(expire), 67)
+            if expire != expire:
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must not be NaN", 67)
         collation = opts.pop("collation", None)
         opts.pop("background", None)  # accepted and ignored by the server since 4.2
         version = opts.pop("v", 2)
@@ -899,6 +910,8 @@ class EmbeddedCollection(mm_collection.Collection):
             name = gen_index_name(list(index_or_name.items()))
         else:
             name = index_or_name
+        if not isinstance(name, str):
+            raise TypeError("index_or_name must be an instance of str or list")
         if name == "*":
             return self.drop_indexes()
         st = self._store
@@ -1007,6 +1020,12 @@ def _index_infos(st: Any) -> list[dict]:
         from .clustered import index_info
         infos[0] = index_info(st)
     return infos
+
+
+def _type_name(v: Any) -> str:
+    """The server's BSON type name of ``v`` (values.type_name)."""
+    from .values import type_name
+    return type_name(v)
 
 
 def _command_options(command: str, kwargs: dict, allowed: tuple) -> None:

@@ -1,6 +1,7 @@
 """EmbeddedDatabase: collections of the embedded engine plus the commands a teaching lab needs."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import bson
@@ -46,6 +47,8 @@ class EmbeddedDatabase(mm_database.Database):
             return _as_view(self, name, coll)
 
     def create_collection(self, name, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError("name must be an instance of str")
         from .rules import create_collection  # validator options; clear errors for the rest
         return create_collection(self, name, kwargs)
 
@@ -54,6 +57,8 @@ class EmbeddedDatabase(mm_database.Database):
         return list_collections(self, filter, session, nameOnly, **kwargs)
 
     def drop_collection(self, name_or_collection, session=None, **kwargs):
+        if not isinstance(getattr(name_or_collection, "name", name_or_collection), str):
+            raise TypeError("name_or_collection must be an instance of str")
         from .sessions import bind
         with bind(session, self, ddl="drop"):
             from .timeseries import on_drop  # a time-series collection's buckets go with it
@@ -173,6 +178,8 @@ class EmbeddedDatabase(mm_database.Database):
         if isinstance(command, str):
             cmd = {command: value}
             cmd.update(kwargs)
+        elif not isinstance(command, Mapping):  # pymongo cannot encode it (bson's TypeError)
+            raise TypeError("encoder expected a mapping type but got: %r" % type(command))
         else:
             cmd = dict(command)
             cmd.update(kwargs)

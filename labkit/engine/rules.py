@@ -163,6 +163,54 @@ def _check_update_spec_depth(update: Any) -> None:
                                                     "errmsg": msg})
 
 
+# ---------------------------------------------------------------------------------------------- pymongo's checks
+def _arg(args: tuple, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
+    """Argument ``name`` of a call (positional index ``pos`` after ``self``, or keyword)."""
+    return args[pos] if len(args) > pos else kwargs.get(name, default)
+
+
+def _check_index_spec(value: Any) -> None:
+    """pymongo turns ``hint`` / ``sort`` into an index document client-side (``helpers_shared._index_document``):
+    its TypeError / ValueError for anything else, as against a server."""
+    if value is not None and not isinstance(value, str):
+        from pymongo.helpers_shared import _index_document
+        _index_document(value)
+
+
+def _check_write_args(name: str, args: tuple, kwargs: dict) -> None:
+    """pymongo's client-side checks of a write method's arguments (pymongo/synchronous/collection.py):
+    ``upsert`` must be a bool, ``hint`` an index name or spec, ``bulk_write`` needs requests."""
+    if name == "bulk_write":
+        requests = _arg(args, kwargs, 0, "requests")
+        if isinstance(requests, list) and not requests:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("No operations to execute")
+        return
+    if name in ("update_one", "update_many", "replace_one"):
+        upsert = _arg(args, kwargs, 2, "upsert", False)
+        if not isinstance(upsert, bool):
+            from pymongo.common import validate_boolean
+            validate_boolean("upsert", upsert)
+    _check_index_spec(kwargs.get("hint"))
+
+
+def _check_fam_args(args: tuple, kwargs: dict, sort_pos: int) -> None:
+    """pymongo's checks in ``_find_and_modify``: ``return_document`` a bool, ``sort`` / ``hint`` index specs,
+    ``upsert`` a bool."""
+    rd = kwargs.get("return_document")
+    if rd is not None and not isinstance(rd, bool):
+        raise TypeError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER, not %s" % type(rd))
+    _check_index_spec(_arg(args, kwargs, sort_pos, "sort"))
+    _check_index_spec(kwargs.get("hint"))
+    upsert = kwargs.get("upsert", False)
+    if not isinstance(upsert, bool):
+        from pymongo.common import validate_boolean
+        validate_boolean("upsert", upsert)
+
+
+_WRITE_CHECKED = frozenset(("update_one", "update_many", "replace_one", "delete_one", "delete_many", "bulk_write"))
+
+
 # ---------------------------------------------------------------------------------------------- wrappers
 def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg: int | None = None):
     """An override of ``EmbeddedCollection.<name>`` that accepts ``session=`` (and ``collation=`` /
@@ -171,6 +219,8 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
 
     @functools.wraps(base)
     def method(self, *args, **kwargs):
+        if name in _WRITE_CHECKED:
+            _check_write_args(name, args, kwargs)
         session = kwargs.pop("session", None)
         coll_spec = kwargs.pop("collation", None) if collation else None
         norm = collate.normalize(coll_spec)
@@ -355,13 +405,16 @@ class LabCollection(EmbeddedCollection):
             return super()._find_and_modify(query, projection, update, upsert, sort, *args, **kwargs)
 
     def find_one_and_delete(self, filter, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         return self._fam("find_one_and_delete", filter, None, args, kwargs)
 
     def find_one_and_update(self, filter, update, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         _check_update_spec_depth(update)
         return self._fam("find_one_and_update", filter, update, args, kwargs)
 
     def find_one_and_replace(self, filter, replacement, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         _check_update_spec_depth(replacement)
         return self._fam("find_one_and_replace", filter, replacement, args, kwargs)
 
@@ -377,6 +430,8 @@ class LabCollection(EmbeddedCollection):
 
     # -- reads --------------------------------------------------------------------------------------
     def find(self, *args, **kwargs):
+        _check_index_spec(_arg(args, kwargs, 6, "sort"))
+        _check_index_spec(kwargs.get("hint"))
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
         sessions.check_session(session, self)
@@ -410,6 +465,9 @@ class LabCollection(EmbeddedCollection):
                 (m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key, norm)
 
     def aggregate(self, pipeline, session=None, **kwargs):
+        if "batchSize" in kwargs:
+            from pymongo.common import validate_non_negative_integer_or_none
+            validate_non_negative_integer_or_none("batchSize", kwargs["batchSize"])
         norm = collate.normalize(kwargs.pop("collation", None))
         flag = bool(kwargs.pop("bypassDocumentValidation", False) or kwargs.pop("bypass_document_validation", False))
         with sessions.bind(session, self), collate.using(norm), bypassing(flag):
@@ -420,6 +478,8 @@ class LabCollection(EmbeddedCollection):
 
     # -- indexes & DDL ------------------------------------------------------------------------------
     def create_index(self, keys, session=None, comment=None, **kwargs):
+        from pymongo.helpers_shared import _index_list
+        _index_list(keys)  # pymongo's TypeError / ValueError for a bad key specification
         with sessions.bind(session, self, ddl="createIndexes"):
             return super().create_index(keys, comment=comment, **kwargs)
 
@@ -462,8 +522,11 @@ class LabCollection(EmbeddedCollection):
                 raise OperationFailure("source namespace does not exist", 26,
                                        {"ok": 0.0, "errmsg": "source namespace does not exist", "code": 26,
                                         "codeName": "NamespaceNotFound"})
-            if new_name in dbs and dbs[new_name].is_created and not kwargs.get("dropTarget") \
-                    and new_name != self.name:
+            if new_name == self.name:
+                raise OperationFailure("Can't rename a collection to itself", 20,
+                                       {"ok": 0.0, "errmsg": "Can't rename a collection to itself", "code": 20,
+                                        "codeName": "IllegalOperation"})
+            if new_name in dbs and dbs[new_name].is_created and not kwargs.get("dropTarget"):
                 raise OperationFailure("target namespace exists", 48,
                                        {"ok": 0.0, "errmsg": "target namespace exists", "code": 48,
                                         "codeName": "NamespaceExists"})
