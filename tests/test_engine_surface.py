@@ -412,3 +412,26 @@ def test_server_side_type_errors(coll):
             call()
         assert _code(e) == code
     assert "d_1" not in coll.index_information()
+
+
+def test_read_preference_and_read_concern_on_one_member(coll):
+    # manual "Read Preference": secondary needs a secondary (none in a one-member set: pymongo's
+    # ServerSelectionTimeoutError); secondaryPreferred falls back to the primary; nearest with tag sets the
+    # primary lacks selects nothing. manual "Read Concern": local/majority/linearizable/available/snapshot.
+    from pymongo import ReadPreference
+    from pymongo.errors import ServerSelectionTimeoutError
+    from pymongo.read_concern import ReadConcern
+    from pymongo.read_preferences import Nearest, SecondaryPreferred
+    sec = coll.with_options(read_preference=ReadPreference.SECONDARY)
+    for call in (lambda: list(sec.find()), lambda: sec.count_documents({}), lambda: sec.distinct("a"),
+                 lambda: list(sec.aggregate([])),
+                 lambda: list(coll.with_options(read_preference=Nearest([{"dc": "x"}])).find())):
+        with pytest.raises(ServerSelectionTimeoutError):
+            call()
+    assert len(list(coll.with_options(read_preference=SecondaryPreferred([{"dc": "x"}])).find())) == 5
+    assert coll.with_options(read_preference=ReadPreference.NEAREST).count_documents({}) == 5
+    for level in ("local", "majority", "linearizable", "available", "snapshot"):
+        assert len(list(coll.with_options(read_concern=ReadConcern(level)).find())) == 5
+    with pytest.raises(OperationFailure) as e:
+        list(coll.with_options(read_concern=ReadConcern("bogus")).find())
+    assert _code(e) == 2

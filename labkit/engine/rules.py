@@ -208,6 +208,30 @@ def _check_fam_args(args: tuple, kwargs: dict, sort_pos: int) -> None:
         validate_boolean("upsert", upsert)
 
 
+_READ_CONCERN_LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
+
+
+def _check_read_settings(coll) -> None:
+    """Reads as on a one-member replica set: read preference ``secondary`` (or ``nearest`` with tag sets the
+    primary does not have) selects no member - pymongo's ServerSelectionTimeoutError, raised at once instead of
+    after serverSelectionTimeoutMS; an unknown read concern level is the server's BadValue (2).
+    Manual "Read Preference" (modes, tag sets), "Read Concern" (levels)."""
+    rp = coll._read_preference
+    mode = getattr(rp, "mode", 0)
+    if mode == 2 or (mode == 4 and any(t for t in (getattr(rp, "tag_sets", None) or []))):
+        from pymongo.errors import ServerSelectionTimeoutError
+        raise ServerSelectionTimeoutError("No replica set members match selector \"%r\" (the embedded engine is a "
+                                          "one-member replica set: its only member is the primary)" % (rp,))
+    rc = coll._read_concern
+    level = getattr(rc, "level", None)
+    if level is not None and level not in _READ_CONCERN_LEVELS:
+        msg = "Enumeration value '%s' for field 'readConcern.level' is not a valid value." % level
+        raise OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
+
+
+_READS = frozenset(("count_documents", "estimated_document_count"))
+
+
 _WRITE_CHECKED = frozenset(("update_one", "update_many", "replace_one", "delete_one", "delete_many", "bulk_write"))
 
 
@@ -221,6 +245,8 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
     def method(self, *args, **kwargs):
         if name in _WRITE_CHECKED:
             _check_write_args(name, args, kwargs)
+        elif name in _READS and (self._read_preference.mode or self._read_concern.level):
+            _check_read_settings(self)
         session = kwargs.pop("session", None)
         coll_spec = kwargs.pop("collation", None) if collation else None
         norm = collate.normalize(coll_spec)
@@ -430,6 +456,8 @@ class LabCollection(EmbeddedCollection):
 
     # -- reads --------------------------------------------------------------------------------------
     def find(self, *args, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
         _check_index_spec(_arg(args, kwargs, 6, "sort"))
         _check_index_spec(kwargs.get("hint"))
         session = kwargs.pop("session", None)
@@ -450,6 +478,8 @@ class LabCollection(EmbeddedCollection):
     estimated_document_count = _bound("estimated_document_count")
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
         norm = collate.normalize(kwargs.pop("collation", None))
         with sessions.bind(session, self), collate.using(norm):
             if norm is None:
@@ -465,6 +495,8 @@ class LabCollection(EmbeddedCollection):
                 (m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key, norm)
 
     def aggregate(self, pipeline, session=None, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
         if "batchSize" in kwargs:
             from pymongo.common import validate_non_negative_integer_or_none
             validate_non_negative_integer_or_none("batchSize", kwargs["batchSize"])
