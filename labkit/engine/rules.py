@@ -308,7 +308,7 @@ def _with_write_concern(name: str, method):
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
-        if not self._write_concern.document:  # the default write concern: nothing to do (kept cheap)
+        if self._write_concern.is_server_default:  # the default write concern: nothing to do (kept cheap)
             return method(self, *args, **kwargs)
         outcome = _write_concern_failure(self, kwargs.get("session"))
         if outcome is None:
