@@ -59,6 +59,20 @@ def check_database_name(name: str, existing: list[str], as_server: bool = False)
                                                 "codeName": "DatabaseDifferCase"})
 
 
+def _concerns(kwargs: dict) -> tuple:
+    """The write and read concern of ``MongoClient(w=..., wTimeoutMS=..., journal=..., readConcernLevel=...)``
+    (pymongo's URI options), removed from ``kwargs``; ``None`` where not given."""
+    from pymongo.read_concern import ReadConcern
+    from pymongo.write_concern import WriteConcern
+    wc = {}
+    for k, name in (("w", "w"), ("wTimeoutMS", "wtimeout"), ("wtimeoutms", "wtimeout"), ("journal", "j"),
+                    ("j", "j")):
+        if k in kwargs:
+            wc[name] = kwargs.pop(k)
+    level = kwargs.pop("readConcernLevel", kwargs.pop("readconcernlevel", None))
+    return (WriteConcern(**wc) if wc else None), (ReadConcern(level) if level is not None else None)
+
+
 @guard(CLIENT_OPERATIONS)
 class EmbeddedClient(mongomock.MongoClient):
     """A private, in-process MongoDB look-alike (one store per instance, unless ``_store`` shares one).
@@ -69,6 +83,7 @@ class EmbeddedClient(mongomock.MongoClient):
 
     def __init__(self, *args, event_listeners=None, appname=None, **kwargs) -> None:
         from .monitoring import init_client
+        self._lab_write_concern, self._lab_read_concern = _concerns(kwargs)
         kwargs.setdefault("_store", EngineServerStore())
         super().__init__(*args, **kwargs)
         self._server_version = "8.0.0"
@@ -87,7 +102,105 @@ class EmbeddedClient(mongomock.MongoClient):
                 self, name, read_preference=read_preference or self.read_preference,
                 codec_options=codec_options or self._codec_options, _store=self._store[name],
                 read_concern=read_concern)
+            db._lab_write_concern = write_concern or self._lab_write_concern
+            return db
+        if any(o is not None for o in (codec_options, read_preference, write_concern, read_concern)):
+            return db.with_options(codec_options, read_preference, write_concern, read_concern)
         return db
+
+    def watch(self, *args, **kwargs):
+        """Change streams are not modelled (the replica set labkit announces would support them)."""
+        from .planner import unsupported
+        raise unsupported("Change streams (MongoClient.watch)")
+
+    # -- the rest of pymongo's MongoClient surface, as for a one-member replica set ----------------------
+    @property
+    def write_concern(self):
+        """The client's write concern (``w=``, ``wTimeoutMS=``, ``journal=`` keyword arguments)."""
+        from pymongo.write_concern import WriteConcern
+        return self._lab_write_concern or WriteConcern()
+
+    @property
+    def read_concern(self):
+        """The client's read concern (``readConcernLevel=``)."""
+        from pymongo.read_concern import ReadConcern
+        return self._lab_read_concern or ReadConcern()
+
+    @property
+    def primary(self) -> tuple[str, int]:
+        """The primary's address: the one member of the set."""
+        return (self.host, self.port)
+
+    @property
+    def secondaries(self) -> set:
+        """A one-member replica set has no secondaries."""
+        return set()
+
+    @property
+    def arbiters(self) -> set:
+        """A one-member replica set has no arbiters."""
+        return set()
+
+    @property
+    def nodes(self) -> frozenset:
+        """The members' addresses."""
+        return frozenset({(self.host, self.port)})
+
+    @property
+    def options(self):
+        """pymongo's ClientOptions are not modelled (there is no connection to configure)."""
+        from .planner import unsupported
+        raise unsupported("MongoClient.options")
+
+    @property
+    def topology_description(self):
+        """pymongo's TopologyDescription is not modelled (there is no server monitoring)."""
+        from .planner import unsupported
+        raise unsupported("MongoClient.topology_description")
+
+    def eq_props(self):
+        """pymongo's equality properties: the seed addresses and the set's name."""
+        return (tuple(sorted(self.nodes)), None, None, None)
+
+    def append_metadata(self, driver_info) -> None:
+        """Driver metadata goes into the connection handshake; with no connection it is only kept."""
+        from pymongo.driver_info import DriverInfo
+        if not isinstance(driver_info, DriverInfo):
+            raise TypeError("driver_info must be an instance of DriverInfo, not %s" % type(driver_info))
+        self._lab_driver_info = driver_info
+
+    def list_databases(self, session=None, comment=None, **kwargs):
+        """pymongo's ``list_databases``: the ``listDatabases`` command's cursor (``filter``, ``nameOnly``)."""
+        from .collection import CommandCursor
+        from pymongo.errors import OperationFailure
+        from collections.abc import Mapping
+        from .match import fast_matcher
+        from .values import type_name as _bson_type
+        from . import stats
+        for k in kwargs:
+            if k not in ("filter", "nameOnly", "authorizedDatabases"):
+                raise OperationFailure("BSON field 'listDatabases.%s' is an unknown field." % k, 40415)
+        flt = kwargs.get("filter")
+        if flt is not None and not isinstance(flt, Mapping):
+            msg = "BSON field 'listDatabases.filter' is the wrong type '%s', expected type 'object'" % _bson_type(flt)
+            raise OperationFailure(msg, 14, {"ok": 0.0, "errmsg": msg, "code": 14, "codeName": "TypeMismatch"})
+        name_only = bool(kwargs.get("nameOnly"))
+        rows = []
+        for n in sorted(self.list_database_names()):
+            if name_only:
+                rows.append({"name": n})
+                continue
+            st = stats.db_stats(self.get_database(n))
+            rows.append({"name": n, "sizeOnDisk": int(st["totalSize"]), "empty": st["objects"] == 0})
+        if flt:
+            m = fast_matcher(dict(flt))
+            rows = [r for r in rows if m(r)]
+        return CommandCursor(rows)
+
+    def __next__(self):
+        raise TypeError("'MongoClient' object is not iterable")
+
+    next = __next__
 
     def drop_database(self, name_or_database, session=None, comment=None):
         """Drop a database; its incarnation changes, so marks tied to the old one (``fresh_db``) vanish."""
@@ -108,6 +221,11 @@ class EmbeddedClient(mongomock.MongoClient):
     def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
         """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
         from .sessions import start_session
+        if snapshot:  # pymongo's SessionOptions: snapshot sessions are not causally consistent
+            if causal_consistency:
+                from pymongo.errors import ConfigurationError
+                raise ConfigurationError("snapshot reads do not support causal_consistency=True")
+            causal_consistency = False
         return start_session(self, causal_consistency, default_transaction_options, snapshot)
 
     def __repr__(self) -> str:

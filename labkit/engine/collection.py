@@ -657,6 +657,14 @@ class EmbeddedCollection(mm_collection.Collection):
              **kwargs):
         if kwargs:
             raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError("batch_size must be an integer, not %s" % type(batch_size))
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        # pymongo sends these as the find command's maxScan / snapshot, fields MongoDB 4.2 / 4.0 removed
+        for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
+            if val:
+                raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
         for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
                           ("show_record_id", show_record_id), ("session", session),
                           ("cursor_type", cursor_type)):
@@ -735,8 +743,8 @@ class EmbeddedCollection(mm_collection.Collection):
                 ms = kwargs.pop(k)
                 if op is not None:
                     op.set_max_time(ms)
-        if kwargs:
-            raise TypeError("unexpected keyword argument '%s'" % next(iter(kwargs)))
+        if kwargs:  # pymongo sends extra keyword arguments as fields of the findAndModify command
+            raise OperationFailure("BSON field 'findAndModify.%s' is an unknown field." % next(iter(kwargs)), 40415)
         for name, val in (("session", session), ("collation", collation)):
             if val:
                 raise unsupported("find_one_and_*(%s=...)" % name)
@@ -847,6 +855,9 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("Sessions")
         if not isinstance(key, str):
             raise TypeError("key must be an instance of str")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise OperationFailure("BSON field 'distinct.query' is the wrong type '%s', expected type 'object'"
+                                   % _type_name(filter), 14)
         filter = client_value(filter or {})
         ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
         st = self._store
@@ -857,6 +868,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if session:
             raise unsupported("Sessions")
         kwargs.pop("cache_for", None)
+        _arm_max_time(kwargs.pop("maxTimeMS", None))  # pymongo sends it as the createIndexes command's option
         if isinstance(keys, Mapping):  # pymongo accepts {"a": 1, "b": -1} (ordered) as well as [("a", 1), ...]
             keys = list(keys.items())
         key = helpers.create_index_list(keys)
@@ -872,9 +884,22 @@ class EmbeddedCollection(mm_collection.Collection):
         partial = opts.pop("partialFilterExpression", None)
         hidden = opts.pop("hidden", False)
         expire = opts.pop("expireAfterSeconds", None)
+        if not isinstance(name, str):  # index_key_validate.cpp: the index spec's name must be a string
+            raise OperationFailure("The field 'name' must be a string, but got %s" % _type_name(name), 14)
+        if expire is not None:  # index_key_validate.cpp validateExpireAfterSeconds: CannotCreateIndex 67
+            if isinstance(expire, bool) or not isinstance(expire, (int, float)):
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must be numeric, but received a type "
+                                       "of '%s'" % _type_name(expire), 67)
+            if expire != expire:
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must not be NaN", 67)
         collation = opts.pop("collation", None)
-        opts.pop("background", None)
-        opts.pop("v", None)
+        opts.pop("background", None)  # accepted and ignored by the server since 4.2
+        version = opts.pop("v", 2)
+        if version != 2:
+            if version in (0, 1) and not isinstance(version, bool):
+                raise unsupported("Index version v: %s" % version)
+            raise OperationFailure("Invalid index specification %s; cannot create an index with v=%s"
+                                   % ({"key": dict(key), "name": name, "v": version}, version), 67)
         from .collate import index_keyfunc, normalize
         collation = normalize(collation)  # full server document, or None for simple (collate.py)
         extra = {}
@@ -936,6 +961,8 @@ class EmbeddedCollection(mm_collection.Collection):
         return name
 
     def create_indexes(self, indexes, session=None, comment=None, **kwargs):
+        _command_options("createIndexes", kwargs, ("maxTimeMS", "commitQuorum"))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         names = []
         for m in indexes:
             if not isinstance(m, IndexModel):
@@ -946,12 +973,16 @@ class EmbeddedCollection(mm_collection.Collection):
         return names
 
     def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         if isinstance(index_or_name, (list, tuple)):
             name = gen_index_name(helpers.create_index_list(index_or_name))
         elif isinstance(index_or_name, Mapping):
             name = gen_index_name(list(index_or_name.items()))
         else:
             name = index_or_name
+        if not isinstance(name, str):
+            raise TypeError("index_or_name must be an instance of str or list")
         if name == "*":
             return self.drop_indexes()
         st = self._store
@@ -964,6 +995,8 @@ class EmbeddedCollection(mm_collection.Collection):
         st.version += 1
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
         st = self._store
         for name in [n for n in st.ix if n != "_id_"]:
             del st.ix[name]
@@ -971,11 +1004,10 @@ class EmbeddedCollection(mm_collection.Collection):
         st.version += 1
 
     def list_indexes(self, session=None, comment=None):
-        from mongomock.command_cursor import CommandCursor
         st = self._store
         if not st.is_created:
-            return CommandCursor([])
-        return CommandCursor(_index_infos(st))
+            return CommandCursor([], session)
+        return CommandCursor(_index_infos(st), session)
 
     def index_information(self, session=None, comment=None):
         st = self._store
@@ -1022,8 +1054,10 @@ class EmbeddedCollection(mm_collection.Collection):
                 continue
             if k == "let":
                 continue
-            raise unsupported("aggregate(%s=...)" % k)
-        from mongomock.command_cursor import CommandCursor
+            if k in ("cursor", "pipeline", "explain", "bypassDocumentValidation", "readConcern", "writeConcern"):
+                raise unsupported("aggregate(%s=...)" % k)
+            # pymongo sends other keyword arguments as fields of the aggregate command
+            raise OperationFailure("BSON field 'aggregate.%s' is an unknown field." % k, 40415)
         allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
         docs = run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow,
                             let=kwargs.get("let"))
@@ -1031,7 +1065,7 @@ class EmbeddedCollection(mm_collection.Collection):
         if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
             from .monitoring import MonitoredCommandCursor
             return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0)
-        return CommandCursor(docs)
+        return CommandCursor(docs, session, kwargs.get("batchSize") or 0)
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
                    let=None, **kwargs):
@@ -1039,6 +1073,11 @@ class EmbeddedCollection(mm_collection.Collection):
         if session:
             raise unsupported("Sessions")
         return run_bulk(self, list(requests), ordered, let=let)
+
+    def __next__(self):
+        raise TypeError("'Collection' object is not iterable")
+
+    next = __next__
 
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from .explain_doc import explain_query
@@ -1052,6 +1091,20 @@ def _index_infos(st: Any) -> list[dict]:
         from .clustered import index_info
         infos[0] = index_info(st)
     return infos
+
+
+def _type_name(v: Any) -> str:
+    """The server's BSON type name of ``v`` (values.type_name)."""
+    from .values import type_name
+    return type_name(v)
+
+
+def _command_options(command: str, kwargs: dict, allowed: tuple) -> None:
+    """pymongo sends extra keyword arguments as fields of ``command``: one the command does not have fails as on
+    the server (IDL unknown field, 40415)."""
+    for k in kwargs:
+        if k not in allowed:
+            raise OperationFailure("BSON field '%s.%s' is an unknown field." % (command, k), 40415)
 
 
 def _arm_max_time(ms: Any) -> None:
@@ -1331,7 +1384,74 @@ class Cursor:
         return self
 
     def comment(self, comment) -> "Cursor":
+        self._check_okay_to_chain()
+        self._comment = comment
         return self
+
+    _query_flags = 0
+    _comment = None
+
+    def add_option(self, mask: int) -> "Cursor":
+        """pymongo's query flags: no-timeout (16), partial (128), oplog-replay (8) and secondary-ok (4) change
+        nothing on a one-member replica set; tailable (2), await-data (32) and exhaust (64) are not modelled."""
+        if not isinstance(mask, int):
+            raise TypeError("mask must be an int, not %s" % type(mask))
+        self._check_okay_to_chain()
+        if mask & (2 | 32 | 64):
+            raise unsupported("Tailable / await-data / exhaust cursors (Cursor.add_option(%d))" % mask)
+        self._query_flags |= mask
+        return self
+
+    def remove_option(self, mask: int) -> "Cursor":
+        """Unset query flags (see ``add_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError("mask must be an int, not %s" % type(mask))
+        self._check_okay_to_chain()
+        self._query_flags &= ~mask
+        return self
+
+    def max_scan(self, max_scan) -> "Cursor":
+        """pymongo sends it as the find command's ``maxScan``, which MongoDB 4.2 removed: the server refuses the
+        unknown field when the query runs (40415)."""
+        self._check_okay_to_chain()
+        raise OperationFailure("BSON field 'FindCommandRequest.maxScan' is an unknown field.", 40415)
+
+    def max_await_time_ms(self, ms) -> "Cursor":
+        """pymongo applies it to tailable-await cursors only and ignores it otherwise (as here: the engine has
+        no tailable cursors)."""
+        if not isinstance(ms, int) and ms is not None:
+            raise TypeError("max_await_time_ms must be an integer or None, not %s" % type(ms))
+        self._check_okay_to_chain()
+        return self
+
+    @property
+    def retrieved(self) -> int:
+        """Documents received in the batches so far: the first batch holds ``batch_size`` documents (101 by
+        default), each later one ``batch_size`` (all the rest by default), as the server sends them."""
+        if self._results is None:
+            return 0
+        total, i, bs = len(self._results), self._i, self._batch_size
+        first = min(total, bs or 101)
+        if i <= first or total == first:
+            return first
+        if not bs:
+            return total
+        return min(total, first + -(-(i - first) // bs) * bs)
+
+    @property
+    def cursor_id(self) -> int | None:
+        """None before the query ran; 0 once the server would have closed the cursor (every document sent
+        or the cursor closed); otherwise a cursor id."""
+        if self._results is None:
+            return None
+        if self._killed or self.retrieved >= len(self._results) or self._limit < 0:
+            return 0
+        return (id(self) & 0x7FFFFFFFFFFF) or 1
+
+    @property
+    def session(self):
+        """The explicit session the cursor runs in (``find(session=...)``), else None."""
+        return getattr(self, "_session", None)
 
     def collation(self, collation) -> "Cursor":
         if collation:
@@ -1392,6 +1512,83 @@ class Cursor:
     @property
     def address(self):
         return ("embedded", 0)
+
+
+class CommandCursor:
+    """pymongo's ``CommandCursor`` over a command's computed result (aggregate, listIndexes, listCollections,
+    listDatabases): the first batch holds ``batchSize`` documents (101 by default), the server cursor is
+    closed (``cursor_id`` 0, ``alive`` false) once every document was handed out."""
+
+    def __init__(self, docs: Iterable, session: Any = None, batch_size: int = 0) -> None:
+        self._docs = list(docs)
+        self._i = 0
+        self._killed = False
+        self._session = session
+        self._batch_size = batch_size
+
+    @property
+    def address(self):
+        return ("embedded", 0)
+
+    @property
+    def session(self):
+        """The explicit session the command ran in, else None."""
+        return self._session
+
+    @property
+    def alive(self) -> bool:
+        return not self._killed and self._i < len(self._docs)
+
+    @property
+    def cursor_id(self) -> int:
+        if self._killed or self._i >= len(self._docs) or len(self._docs) <= (self._batch_size or 101):
+            return 0
+        return (id(self) & 0x7FFFFFFFFFFF) or 1
+
+    def batch_size(self, batch_size: int) -> "CommandCursor":
+        """The size of later batches (pymongo's argument checks)."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError("batch_size must be an integer, not %s" % type(batch_size))
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._batch_size = batch_size
+        return self
+
+    def close(self) -> None:
+        self._killed = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Any:
+        if self._killed or self._i >= len(self._docs):
+            raise StopIteration
+        d = self._docs[self._i]
+        self._i += 1
+        return d
+
+    next = __next__
+
+    def try_next(self) -> Any:
+        """The next document, or None when there is none (the cursor is not tailable)."""
+        try:
+            return self.__next__()
+        except StopIteration:
+            return None
+
+    def to_list(self, length: int | None = None) -> list:
+        out = []
+        for d in self:
+            out.append(d)
+            if length is not None and len(out) >= length:
+                break
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 # transactions (sessions.py) and the profiler (profiler.py) write through the plain collection's storage

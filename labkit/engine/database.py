@@ -1,6 +1,7 @@
 """EmbeddedDatabase: collections of the embedded engine plus the commands a teaching lab needs."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import bson
@@ -10,7 +11,7 @@ from mongomock import read_preferences
 
 from .values import client_value as _client_value
 from .boundary import DATABASE_OPERATIONS, guard
-from .collection import EmbeddedCollection, _check_sort, _sort_list
+from .collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list
 from .rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from .planner import Query, unsupported
 from . import stats
@@ -29,6 +30,7 @@ def _as_view(db, name: str, coll):
 class EmbeddedDatabase(mm_database.Database):
     def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
                        read_concern=None):
+        write_concern = write_concern or self._lab_write_concern
         if read_preference is not None:
             read_preferences.ensure_read_preference_type("read_preference", read_preference)
         try:
@@ -46,6 +48,8 @@ class EmbeddedDatabase(mm_database.Database):
             return _as_view(self, name, coll)
 
     def create_collection(self, name, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError("name must be an instance of str")
         from .rules import create_collection  # validator options; clear errors for the rest
         return create_collection(self, name, kwargs)
 
@@ -54,6 +58,8 @@ class EmbeddedDatabase(mm_database.Database):
         return list_collections(self, filter, session, nameOnly, **kwargs)
 
     def drop_collection(self, name_or_collection, session=None, **kwargs):
+        if not isinstance(getattr(name_or_collection, "name", name_or_collection), str):
+            raise TypeError("name_or_collection must be an instance of str")
         from .sessions import bind
         with bind(session, self, ddl="drop"):
             from .timeseries import on_drop  # a time-series collection's buckets go with it
@@ -64,7 +70,6 @@ class EmbeddedDatabase(mm_database.Database):
 
     def aggregate(self, pipeline, session=None, **kwargs):
         """Database-level aggregation ({aggregate: 1}): ``$documents`` first (labkit/engine/db_aggregate.py)."""
-        from mongomock.command_cursor import CommandCursor
         from .db_aggregate import run_database_pipeline
         from .sessions import bind
         for k, v in kwargs.items():
@@ -80,11 +85,71 @@ class EmbeddedDatabase(mm_database.Database):
             return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
                                                        else pipeline, let=kwargs.get("let")))
 
+    _lab_write_concern = None  # pymongo's Database.write_concern (mongomock's Database has none)
+
+    @property
+    def write_concern(self):
+        """The write concern new collections of this database inherit (pymongo's ``Database.write_concern``)."""
+        from pymongo.write_concern import WriteConcern
+        return self._lab_write_concern or WriteConcern()
+
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
-        return EmbeddedDatabase(self._client, self.name, self._store,
-                                read_preference=read_preference or self._read_preference,
-                                codec_options=codec_options or self._codec_options,
-                                read_concern=read_concern or self._read_concern)
+        db = EmbeddedDatabase(self._client, self.name, self._store,
+                              read_preference=read_preference or self._read_preference,
+                              codec_options=codec_options or self._codec_options,
+                              read_concern=read_concern or self._read_concern)
+        db._lab_write_concern = write_concern or self._lab_write_concern
+        return db
+
+    def watch(self, *args, **kwargs):
+        """Change streams are not modelled (the replica set labkit announces would support them)."""
+        raise unsupported("Change streams (Database.watch)")
+
+    def list_collection_names(self, session=None, filter=None, comment=None, **kwargs) -> list:
+        """pymongo's ``list_collection_names`` (``listCollections`` with ``nameOnly``; extra keyword arguments
+        are command fields: unknown ones fail as on the server, 40415)."""
+        _check_list_collections_fields(kwargs)
+        if filter is None:
+            return super().list_collection_names(session=session)
+        from .rules import list_collections
+        return [d["name"] for d in list_collections(self, filter, session, nameOnly=True)]
+
+    def validate_collection(self, name_or_collection, scandata=False, full=False, session=None,
+                            background=None, comment=None) -> dict:
+        """pymongo's ``validate_collection``: the ``validate`` command (manual "validate")."""
+        name = getattr(name_or_collection, "name", name_or_collection)
+        if not isinstance(name, str):
+            raise TypeError("name_or_collection must be an instance of str or Collection")
+        cmd: dict = {"validate": name, "scandata": scandata, "full": full}
+        if background is not None:
+            cmd["background"] = background
+        result = _cmd_validate(self, cmd)
+        if not result.get("valid"):
+            from pymongo.errors import CollectionInvalid
+            raise CollectionInvalid("%s invalid: %r" % (name, result))
+        return result
+
+    def cursor_command(self, command, value=1, read_preference=None, codec_options=None, session=None,
+                       comment=None, max_await_time_ms=None, **kwargs):
+        """pymongo's ``cursor_command``: run a command that returns a cursor and iterate that cursor."""
+        reply = self.command(command, value, session=session, **kwargs)
+        cur = reply.get("cursor") if isinstance(reply, dict) else None
+        if not isinstance(cur, dict):
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("Command does not return a cursor.")
+        docs = list(cur.get("firstBatch", []))
+        if cur.get("id"):  # the rest of the batches (the command layer keeps an open cursor)
+            coll = str(cur.get("ns", "")).split(".", 1)[-1]
+            while cur.get("id"):
+                reply = self.command("getMore", cur["id"], collection=coll, session=session)
+                cur = reply["cursor"]
+                docs.extend(cur.get("nextBatch", []))
+        return CommandCursor(docs)
+
+    def __next__(self):
+        raise TypeError("'Database' object is not iterable")
+
+    next = __next__
 
     # ------------------------------------------------------------------------------ profiler
     def set_profiling_level(self, level: int, slow_ms: int | None = None, session=None, sample_rate=None,
@@ -114,6 +179,8 @@ class EmbeddedDatabase(mm_database.Database):
         if isinstance(command, str):
             cmd = {command: value}
             cmd.update(kwargs)
+        elif not isinstance(command, Mapping):  # pymongo cannot encode it (bson's TypeError)
+            raise TypeError("encoder expected a mapping type but got: %r" % type(command))
         else:
             cmd = dict(command)
             cmd.update(kwargs)
@@ -126,6 +193,47 @@ class EmbeddedDatabase(mm_database.Database):
             raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
                                    "server (set MONGODB_URI))" % name, 59)
         return handler(self, cmd)
+
+
+_LIST_COLLECTIONS_FIELDS = {"nameOnly", "authorizedCollections", "cursor", "maxTimeMS", "includePendingDrops"}
+
+
+def _check_list_collections_fields(kwargs: dict) -> None:
+    """Refuse a field the ``listCollections`` command does not have (IDL: 40415), as pymongo sends them."""
+    for k in kwargs:
+        if k not in _LIST_COLLECTIONS_FIELDS:
+            raise OperationFailure("BSON field 'listCollections.%s' is an unknown field." % k, 40415)
+
+
+def _cmd_validate(db, cmd):
+    """The ``validate`` command (manual "validate"): the engine's indexes are maintained with every write, so a
+    collection is valid; the reply reports records and index keys as the server's does."""
+    name = cmd.get("validate")
+    for k in cmd:
+        if k not in ("validate", "full", "scandata", "background", "repair", "metadata", "checkBSONConformance",
+                     "comment", "maxTimeMS", "$db", "lsid"):
+            raise OperationFailure("BSON field 'validate.%s' is an unknown field." % k, 40415)
+    if cmd.get("repair") or cmd.get("metadata"):
+        raise unsupported("validate with repair/metadata")
+    if not isinstance(name, str):
+        raise OperationFailure("collection name has invalid type %s" % type(name).__name__, 2)
+    ns = "%s.%s" % (db.name, name)
+    st = db._store._collections.get(name)
+    if st is None or not st.is_created:
+        raise OperationFailure("Collection '%s' does not exist to validate." % ns, 26,
+                               {"ok": 0.0, "errmsg": "Collection '%s' does not exist to validate." % ns,
+                                "code": 26, "codeName": "NamespaceNotFound"})
+    if st.options and "viewOn" in st.options:
+        raise OperationFailure("Cannot validate a view", 166, {"ok": 0.0, "errmsg": "Cannot validate a view",
+                                                                "code": 166, "codeName": "CommandNotSupportedOnView"})
+    coll = db.get_collection(name)
+    cst = coll._store
+    keys = {ix.spec.name: len(ix.entries) for ix in cst.ix.values()}
+    return {"ns": ns, "nInvalidDocuments": 0, "nNonCompliantDocuments": 0, "nrecords": len(cst.docs),
+            "nIndexes": len(keys), "keysPerIndex": keys,
+            "indexDetails": {n: {"valid": True} for n in keys}, "valid": True, "repaired": False,
+            "warnings": [], "errors": [], "extraIndexEntries": [], "missingIndexEntries": [],
+            "corruptRecords": [], "ok": 1.0}
 
 
 def _cmd_ping(db, cmd):
@@ -329,6 +437,7 @@ _COMMANDS = {
     "collMod": _cmd_collmod, "collmod": _cmd_collmod,
     "collStats": _cmd_collstats, "collstats": _cmd_collstats,
     "dbStats": _cmd_dbstats, "dbstats": _cmd_dbstats,
+    "validate": _cmd_validate,
     "listIndexes": _cmd_listindexes, "listindexes": _cmd_listindexes,
     "count": _cmd_count,
     "distinct": _cmd_distinct,

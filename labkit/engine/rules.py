@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongomock import OperationFailure, WriteError
-from mongomock.command_cursor import CommandCursor
 from mongomock.results import InsertOneResult
 
 from .values import client_value as _client_value
@@ -35,7 +34,7 @@ from . import limits, validation
 from . import aggregation as _aggregation  # noqa: F401  installs $bsonSize for $expr validators too
 from . import collate, extra_stages, sessions  # extra_stages: clear errors for unmodelled expressions
 from . import hooks  # the kinds built on collections (views.py, timeseries.py) register their DDL parts there
-from .collection import FLAT_TYPES, NOT_FLAT, Cursor, EmbeddedCollection, distinct_values
+from .collection import FLAT_TYPES, NOT_FLAT, CommandCursor, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 from .boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard
 
@@ -83,6 +82,9 @@ def collection_options(store) -> dict:
 def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCollections=None, comment=None,
                      **kwargs) -> CommandCursor:
     """``listCollections`` for the embedded engine (name, type, options, info, idIndex)."""
+    for k in kwargs:  # pymongo sends extra keyword arguments as command fields (IDL: unknown field 40415)
+        if k not in ("cursor", "maxTimeMS", "includePendingDrops"):
+            raise OperationFailure("BSON field 'listCollections.%s' is an unknown field." % k, 40415)
     from .match import fast_matcher
     list_entry = hooks.get("view_list_entry")  # views.py and timeseries.py register these (hooks.py)
     ts_list_entry = hooks.get("timeseries_list_entry")
@@ -162,6 +164,78 @@ def _check_update_spec_depth(update: Any) -> None:
                                                     "errmsg": msg})
 
 
+# ---------------------------------------------------------------------------------------------- pymongo's checks
+def _arg(args: tuple, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
+    """Argument ``name`` of a call (positional index ``pos`` after ``self``, or keyword)."""
+    return args[pos] if len(args) > pos else kwargs.get(name, default)
+
+
+def _check_index_spec(value: Any) -> None:
+    """pymongo turns ``hint`` / ``sort`` into an index document client-side (``helpers_shared._index_document``):
+    its TypeError / ValueError for anything else, as against a server."""
+    if value is not None and not isinstance(value, str):
+        from pymongo.helpers_shared import _index_document
+        _index_document(value)
+
+
+def _check_write_args(name: str, args: tuple, kwargs: dict) -> None:
+    """pymongo's client-side checks of a write method's arguments (pymongo/synchronous/collection.py):
+    ``upsert`` must be a bool, ``hint`` an index name or spec, ``bulk_write`` needs requests."""
+    if name == "bulk_write":
+        requests = _arg(args, kwargs, 0, "requests")
+        if isinstance(requests, list) and not requests:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("No operations to execute")
+        return
+    if name in ("update_one", "update_many", "replace_one"):
+        upsert = _arg(args, kwargs, 2, "upsert", False)
+        if not isinstance(upsert, bool):
+            from pymongo.common import validate_boolean
+            validate_boolean("upsert", upsert)
+    _check_index_spec(kwargs.get("hint"))
+
+
+def _check_fam_args(args: tuple, kwargs: dict, sort_pos: int) -> None:
+    """pymongo's checks in ``_find_and_modify``: ``return_document`` a bool, ``sort`` / ``hint`` index specs,
+    ``upsert`` a bool."""
+    rd = kwargs.get("return_document")
+    if rd is not None and not isinstance(rd, bool):
+        raise TypeError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER, not %s" % type(rd))
+    _check_index_spec(_arg(args, kwargs, sort_pos, "sort"))
+    _check_index_spec(kwargs.get("hint"))
+    upsert = kwargs.get("upsert", False)
+    if not isinstance(upsert, bool):
+        from pymongo.common import validate_boolean
+        validate_boolean("upsert", upsert)
+
+
+_READ_CONCERN_LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
+
+
+def _check_read_settings(coll) -> None:
+    """Reads as on a one-member replica set: read preference ``secondary`` (or ``nearest`` with tag sets the
+    primary does not have) selects no member - pymongo's ServerSelectionTimeoutError, raised at once instead of
+    after serverSelectionTimeoutMS; an unknown read concern level is the server's BadValue (2).
+    Manual "Read Preference" (modes, tag sets), "Read Concern" (levels)."""
+    rp = coll._read_preference
+    mode = getattr(rp, "mode", 0)
+    if mode == 2 or (mode == 4 and any(t for t in (getattr(rp, "tag_sets", None) or []))):
+        from pymongo.errors import ServerSelectionTimeoutError
+        raise ServerSelectionTimeoutError("No replica set members match selector \"%r\" (the embedded engine is a "
+                                          "one-member replica set: its only member is the primary)" % (rp,))
+    rc = coll._read_concern
+    level = getattr(rc, "level", None)
+    if level is not None and level not in _READ_CONCERN_LEVELS:
+        msg = "Enumeration value '%s' for field 'readConcern.level' is not a valid value." % level
+        raise OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
+
+
+_READS = frozenset(("count_documents", "estimated_document_count"))
+
+
+_WRITE_CHECKED = frozenset(("update_one", "update_many", "replace_one", "delete_one", "delete_many", "bulk_write"))
+
+
 # ---------------------------------------------------------------------------------------------- wrappers
 def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg: int | None = None):
     """An override of ``EmbeddedCollection.<name>`` that accepts ``session=`` (and ``collation=`` /
@@ -170,6 +244,10 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
 
     @functools.wraps(base)
     def method(self, *args, **kwargs):
+        if name in _WRITE_CHECKED:
+            _check_write_args(name, args, kwargs)
+        elif name in _READS and (self._read_preference.mode or self._read_concern.level):
+            _check_read_settings(self)
         session = kwargs.pop("session", None)
         coll_spec = kwargs.pop("collation", None) if collation else None
         norm = collate.normalize(coll_spec)
@@ -182,6 +260,90 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             return base(self, *args, **kwargs)
     return method
+
+
+def _write_concern_failure(coll, session) -> Any:
+    """What the collection's write concern means on the one-member replica set the engine models: ``None``
+    (acknowledged, nothing to add), ``0`` (unacknowledged: pymongo returns results with ``acknowledged`` false
+    and no error reaches the caller), or the server's ``writeConcernError`` document (the write is applied,
+    then reported: w greater than the set's one member is UnsatisfiableWriteConcern 100, an unknown tag is
+    UnknownReplWriteConcern 79). Manual: "Write Concern" (w: <number>, w: <custom write concern name>).
+    Inside a transaction pymongo uses the transaction's write concern, so the collection's does not apply."""
+    doc = coll._write_concern.document
+    if not doc or (session is not None and getattr(session, "in_transaction", False)):
+        return None
+    w = doc.get("w", 1)
+    if w == 0:
+        if session is not None:
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("Explicit sessions are incompatible with unacknowledged write concern")
+        return 0
+    if isinstance(w, int) and w > 1:
+        return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes",
+                "errInfo": {"writeConcern": dict(doc)}}
+    if isinstance(w, str) and w != "majority":
+        return {"code": 79, "codeName": "UnknownReplWriteConcern",
+                "errmsg": "No write concern mode named '%s' found in replica set configuration" % w,
+                "errInfo": {"writeConcern": dict(doc)}}
+    return None
+
+
+def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
+    """pymongo's result of an unacknowledged write ``name`` (ids are the client's; counts are not known)."""
+    from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, UpdateResult
+    if name == "insert_one":
+        doc = args[0] if args else kwargs.get("document")
+        return InsertOneResult(doc.get("_id") if isinstance(doc, Mapping) else None, acknowledged=False)
+    if name == "insert_many":
+        docs = args[0] if args else kwargs.get("documents")
+        return InsertManyResult([d.get("_id") for d in docs if isinstance(d, Mapping)], acknowledged=False)
+    if name in ("update_one", "update_many", "replace_one"):
+        return UpdateResult(None, acknowledged=False)
+    if name in ("delete_one", "delete_many"):
+        return DeleteResult(None, acknowledged=False)
+    return BulkWriteResult({}, acknowledged=False)
+
+
+def _with_write_concern(name: str, method):
+    """Wrap a public write method with the collection's write concern (``_write_concern_failure``)."""
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        if self._write_concern.is_server_default:  # the default write concern: nothing to do (kept cheap)
+            return method(self, *args, **kwargs)
+        outcome = _write_concern_failure(self, kwargs.get("session"))
+        if outcome is None:
+            return method(self, *args, **kwargs)
+        from pymongo.errors import BulkWriteError, PyMongoError, WriteConcernError
+        if outcome == 0:
+            if kwargs.get("bypass_document_validation"):
+                raise OperationFailure("Cannot set bypass_document_validation with unacknowledged write concern")
+            if name in ("insert_one", "insert_many"):  # pymongo gives the documents their _id before sending
+                from .docutil import new_object_id
+                docs = [args[0] if args else kwargs.get("document")] if name == "insert_one" else \
+                    list(args[0] if args else kwargs.get("documents", []))
+                for d in docs:
+                    if isinstance(d, dict) and "_id" not in d:
+                        d["_id"] = new_object_id()
+                if name == "insert_many":
+                    args = (docs,) + tuple(args[1:]) if args else args
+                    if not args:
+                        kwargs["documents"] = docs
+            try:
+                method(self, *args, **kwargs)
+            except PyMongoError:
+                pass  # the server does not report the outcome of an unacknowledged write
+            return _unacknowledged(name, args, kwargs)
+        result = method(self, *args, **kwargs)
+        if name in ("insert_many", "bulk_write"):
+            details = dict(getattr(result, "bulk_api_result", None) or {})
+            if name == "insert_many":
+                details = {"writeErrors": [], "nInserted": len(result.inserted_ids), "nUpserted": 0,
+                           "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []}
+            details["writeConcernErrors"] = [outcome]
+            raise BulkWriteError(details)
+        raise WriteConcernError(outcome["errmsg"], outcome["code"], outcome)
+    return wrapped
 
 
 @guard(COLLECTION_OPERATIONS)  # the operation boundary: lock, server errors, monitoring (boundary.py)
@@ -273,13 +435,16 @@ class LabCollection(EmbeddedCollection):
             return super()._find_and_modify(query, projection, update, upsert, sort, *args, **kwargs)
 
     def find_one_and_delete(self, filter, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         return self._fam("find_one_and_delete", filter, None, args, kwargs)
 
     def find_one_and_update(self, filter, update, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         _check_update_spec_depth(update)
         return self._fam("find_one_and_update", filter, update, args, kwargs)
 
     def find_one_and_replace(self, filter, replacement, *args, **kwargs):
+        _check_fam_args(args, kwargs, 1)
         _check_update_spec_depth(replacement)
         return self._fam("find_one_and_replace", filter, replacement, args, kwargs)
 
@@ -295,6 +460,10 @@ class LabCollection(EmbeddedCollection):
 
     # -- reads --------------------------------------------------------------------------------------
     def find(self, *args, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
+        _check_index_spec(_arg(args, kwargs, 6, "sort"))
+        _check_index_spec(kwargs.get("hint"))
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
         sessions.check_session(session, self)
@@ -317,6 +486,8 @@ class LabCollection(EmbeddedCollection):
     estimated_document_count = _bound("estimated_document_count")
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
         norm = collate.normalize(kwargs.pop("collation", None))
         with sessions.bind(session, self), collate.using(norm):
             if norm is None:
@@ -332,6 +503,11 @@ class LabCollection(EmbeddedCollection):
                 (m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key, norm)
 
     def aggregate(self, pipeline, session=None, **kwargs):
+        if self._read_preference.mode or self._read_concern.level:
+            _check_read_settings(self)
+        if "batchSize" in kwargs:
+            from pymongo.common import validate_non_negative_integer_or_none
+            validate_non_negative_integer_or_none("batchSize", kwargs["batchSize"])
         norm = collate.normalize(kwargs.pop("collation", None))
         flag = bool(kwargs.pop("bypassDocumentValidation", False) or kwargs.pop("bypass_document_validation", False))
         with sessions.bind(session, self), collate.using(norm), bypassing(flag):
@@ -342,6 +518,8 @@ class LabCollection(EmbeddedCollection):
 
     # -- indexes & DDL ------------------------------------------------------------------------------
     def create_index(self, keys, session=None, comment=None, **kwargs):
+        from pymongo.helpers_shared import _index_list
+        _index_list(keys)  # pymongo's TypeError / ValueError for a bad key specification
         with sessions.bind(session, self, ddl="createIndexes"):
             return super().create_index(keys, comment=comment, **kwargs)
 
@@ -369,10 +547,61 @@ class LabCollection(EmbeddedCollection):
         with sessions.bind(session, self, ddl="drop"):
             return super().drop(comment=comment, **kwargs)
 
+    # -- surface: the remaining pymongo Collection methods (refused clearly where not modelled) -----------
+    def rename(self, new_name, session=None, comment=None, **kwargs):
+        """pymongo's ``rename`` (``dropTarget=True`` replaces an existing target)."""
+        for k in kwargs:
+            if k != "dropTarget":
+                raise OperationFailure("BSON field 'renameCollection.%s' is an unknown field." % k, 40415)
+        if not isinstance(new_name, str):
+            raise TypeError("new_name must be an instance of str")
+        with sessions.bind(session, self, ddl="renameCollection"):
+            dbs = self.database._store
+            # manual "renameCollection" / rename_collection.cpp: NamespaceNotFound 26, NamespaceExists 48
+            if not dbs[self.name].is_created:
+                raise OperationFailure("source namespace does not exist", 26,
+                                       {"ok": 0.0, "errmsg": "source namespace does not exist", "code": 26,
+                                        "codeName": "NamespaceNotFound"})
+            if new_name == self.name:
+                raise OperationFailure("Can't rename a collection to itself", 20,
+                                       {"ok": 0.0, "errmsg": "Can't rename a collection to itself", "code": 20,
+                                        "codeName": "IllegalOperation"})
+            if new_name in dbs and dbs[new_name].is_created and not kwargs.get("dropTarget"):
+                raise OperationFailure("target namespace exists", 48,
+                                       {"ok": 0.0, "errmsg": "target namespace exists", "code": 48,
+                                        "codeName": "NamespaceExists"})
+            return super().rename(new_name, **kwargs)
+
+    def watch(self, *args, **kwargs):
+        """Change streams are not modelled (the server supports them on the replica set labkit announces)."""
+        raise unsupported("Change streams (watch)")
+
+    def find_raw_batches(self, *args, **kwargs):
+        """Raw BSON batches are not modelled."""
+        raise unsupported("find_raw_batches()")
+
+    def aggregate_raw_batches(self, *args, **kwargs):
+        """Raw BSON batches are not modelled."""
+        raise unsupported("aggregate_raw_batches()")
+
+    def _search_index(self, *args, **kwargs):
+        """Atlas Search indexes: a MongoDB 8.0 Community server without mongot refuses them (SearchNotEnabled)."""
+        msg = ("Using Atlas Search Database Commands and the '$listSearchIndexes' aggregation stage requires "
+               "additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable.")
+        raise OperationFailure(msg, 31082, {"ok": 0.0, "errmsg": msg, "code": 31082, "codeName": "SearchNotEnabled"})
+
+    list_search_indexes = create_search_index = create_search_indexes = _search_index
+    drop_search_index = update_search_index = _search_index
+
     def options(self, session=None, comment=None) -> dict:
         """The collection's options as ``listCollections`` shows them (``{}`` when none were set)."""
         with sessions.bind(session, self):
             return collection_options(self._store)
+
+
+for _name in ("insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
+              "delete_many", "bulk_write", "find_one_and_delete", "find_one_and_update", "find_one_and_replace"):
+    setattr(LabCollection, _name, _with_write_concern(_name, getattr(LabCollection, _name)))
 
 
 @guard(CURSOR_OPERATIONS)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import itertools
 import time
 import uuid
 from typing import Any, Callable
@@ -212,6 +213,9 @@ class SessionOptions:
         self.snapshot = snapshot
 
 
+_TICKS = itertools.count(1)  # the increment of the cluster times sessions see
+
+
 @guard(SESSION_OPERATIONS)
 class EmbeddedSession:
     """A pymongo ``ClientSession`` look-alike for the embedded engine."""
@@ -247,19 +251,49 @@ class EmbeddedSession:
     def in_transaction(self) -> bool:
         return self._state == "in_progress"
 
+    _cluster_time = None
+    _operation_time = None
+
     @property
     def cluster_time(self):
-        return None
+        """The latest ``$clusterTime`` seen (each operation in the session advances it, as a reply would)."""
+        return self._cluster_time
 
     @property
     def operation_time(self):
-        return None
+        """The ``operationTime`` of the last operation in the session (causal consistency)."""
+        return self._operation_time
 
     def advance_cluster_time(self, cluster_time) -> None:
-        pass
+        """pymongo's ``advance_cluster_time``: keep the later of the two cluster times."""
+        from collections.abc import Mapping
+        from bson import Timestamp
+        if not isinstance(cluster_time, Mapping):
+            raise TypeError("cluster_time must be a subclass of collections.Mapping")
+        if not isinstance(cluster_time.get("clusterTime"), Timestamp):
+            raise ValueError("Invalid cluster_time")
+        if self._cluster_time is None or cluster_time["clusterTime"] > self._cluster_time["clusterTime"]:
+            self._cluster_time = cluster_time
 
     def advance_operation_time(self, operation_time) -> None:
-        pass
+        """pymongo's ``advance_operation_time``: keep the later of the two operation times."""
+        from bson import Timestamp
+        if not isinstance(operation_time, Timestamp):
+            raise TypeError("operation_time must be an instance of bson.timestamp.Timestamp")
+        if self._operation_time is None or operation_time > self._operation_time:
+            self._operation_time = operation_time
+
+    def bind(self, end_session: bool = True):
+        """pymongo 4.17's implicit session binding is not modelled: pass ``session=`` to each call."""
+        from .errors import unsupported
+        raise unsupported("ClientSession.bind() (pass session=... to each call)")
+
+    def _lab_tick(self) -> None:
+        """An operation ran in the session: its reply's operationTime / $clusterTime (a fresh cluster time)."""
+        from bson import Int64, Timestamp
+        ts = Timestamp(int(time.time()), next(_TICKS))
+        self.advance_operation_time(ts)
+        self.advance_cluster_time({"clusterTime": ts, "signature": {"hash": Binary(b"\0" * 20), "keyId": Int64(0)}})
 
     def _check_ended(self) -> None:
         if self._ended:
@@ -418,6 +452,9 @@ def bind(session, obj, ddl: str | None = None):
         raise
     finally:
         _ACTIVE.reset(token)
+        tick = getattr(session, "_lab_tick", None)
+        if tick is not None:
+            tick()  # every reply carries operationTime / $clusterTime
 
 
 @contextlib.contextmanager
