@@ -185,16 +185,27 @@ def test_the_checker_sees_upward_and_lazy_imports(tmp_path):
     assert ("ttl", "__init__") in violations({"ttl": {"__init__"}})[0]
 
 
-def test_the_documented_table_is_this_table():
-    # docs/embedded-engine.md "Layers of the engine" shows the layers and which module sits where
-    doc = (ENGINE.parent.parent / "docs" / "embedded-engine.md").read_text(encoding="utf-8")
-    section = doc.split("## Layers of the engine", 1)[1].split("\n## ", 1)[0]
+def _table(section: str) -> dict[int, tuple[str, ...]]:
     table: dict[int, tuple[str, ...]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].isdigit():
             table[int(cells[0])] = tuple(m.strip().strip("`") for m in cells[1].split(","))
+    return table
+
+
+def test_the_documented_table_is_this_table():
+    # docs/embedded-engine.md "Layers of the engine" shows the layers and which module sits where
+    doc = (ENGINE.parent.parent / "docs" / "embedded-engine.md").read_text(encoding="utf-8")
+    assert _table(doc.split("## Layers of the engine", 1)[1].split("\n## ", 1)[0]) == LAYERS
+
+
+def test_the_engine_folder_shows_its_layers():
+    # labkit/engine/README.md: the same table, where the files are (every file of the folder in one row)
+    table = _table((ENGINE / "README.md").read_text(encoding="utf-8"))
     assert table == LAYERS
+    files = {p.stem for p in ENGINE.glob("*.py")}
+    assert files == {m for mods in table.values() for m in mods}
 
 
 def test_importing_the_engine_fills_its_registry():

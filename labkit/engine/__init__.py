@@ -1,12 +1,13 @@
 """The embedded in-process engine behind ``labkit.connect()``: a MongoDB 8.0 look-alike for teaching.
 
 The seam: ``EmbeddedClient`` is a pymongo-compatible client class. Notebooks never import it directly.
-Storage, update operators and matching semantics are mongomock's; indexes, the planner, explain,
-statistics and the aggregation fast paths are this package's (see docs/performance.md).
+The server's semantics are this package's own: matching, projection, sort keys, update operators, aggregation
+expressions and stages, indexes, the planner, explain, statistics and errors (docs/embedded-engine.md says where
+each rule comes from); mongomock provides only the client/database/collection shell it subclasses.
 
 The package's modules are layered, imports going one way from higher layers to lower ones: the table of which
-module sits in which layer is docs/embedded-engine.md, "Layers of the engine" (tests/test_engine_layers.py checks
-it). Higher modules plug into lower ones through the registry in ``hooks.py``; this module imports them all.
+module sits in which layer is this folder's README.md (and docs/embedded-engine.md, "Layers of the engine";
+tests/test_engine_layers.py checks both). Higher modules plug into lower ones through the registry in ``hooks.py``; this module imports them all.
 """
 from __future__ import annotations
 
