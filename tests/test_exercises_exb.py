@@ -590,3 +590,28 @@ def test_a_collection_where_a_function_belongs_gets_a_message(ex_id, n):
     r = labkit.exercises.get(ex_id).check(*args)
     assert r.outcome == "incorrect", r
     assert "checker gap" not in r.message
+
+
+# --- 34 · touch must record the `now` it is given ---------------------------------------------------------------
+
+def _setup34(db):
+    db.sessions.create_index("lastSeen", expireAfterSeconds=30 * 60)
+
+
+@pytest.mark.parametrize("touch", [
+    lambda coll, sid, now: coll.update_one({"_id": sid}, {"$set": {"lastSeen": __import__("datetime").datetime.now()}}),
+    lambda coll, sid, now: coll.update_one({"_id": sid}, {"$currentDate": {"lastSeen": True}}),
+    lambda coll, sid, now: coll.update_one({"_id": sid}, {"$set": {"lastSeen": now + __import__("datetime").timedelta(hours=1)}}),
+])
+def test_34_touch_that_ignores_its_now_argument_is_refused(touch):
+    # a touch on the machine's clock survives the pass only because the clock is later than the check's `now`
+    r = labkit.exercises.get("34-ttl-sessions").check(_setup34, touch)
+    assert not r.correct and "record the `now` it is given" in r.message, r.message
+
+
+def test_34_touch_with_an_aware_now_passes():
+    import datetime as dt
+
+    def touch(coll, sid, now):
+        coll.update_one({"_id": sid}, {"$set": {"lastSeen": now.replace(tzinfo=dt.timezone.utc)}})
+    assert labkit.exercises.get("34-ttl-sessions").check(_setup34, touch).correct

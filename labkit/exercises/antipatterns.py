@@ -1029,6 +1029,12 @@ def _check_ttl_sessions(args: Any) -> str:
     if not isinstance(s1.get("lastSeen"), dt.datetime):
         raise NotYet(f"touch stored lastSeen as {type(s1.get('lastSeen')).__name__}: the TTL monitor ignores "
                      "values that are not dates, so this session would never expire. Store the datetime.")
+    touched_at = (now - dt.timedelta(minutes=5)).replace(microsecond=0)
+    stored = s1["lastSeen"].replace(tzinfo=None, microsecond=0)
+    if stored != touched_at:
+        raise NotYet(f"touch(coll, \"s1\", now) was given now = {touched_at:%Y-%m-%d %H:%M} but stored lastSeen = "
+                     f"{stored:%Y-%m-%d %H:%M}: record the `now` it is given (the app's clock, which the check "
+                     "fixes), not datetime.now() or $currentDate.")
     ttl = {n: i for n, i in infos.items() if "expireAfterSeconds" in i}
     if not ttl:
         raise NotYet("no index has expireAfterSeconds: nothing ever expires. Create a TTL index in setup_sessions.")
