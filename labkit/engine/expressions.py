@@ -13,8 +13,7 @@ pages "$getField", "$setField", "$unsetField"):
 - ``$setField`` replaces the field in place or appends it; ``value: "$$REMOVE"`` (and ``$unsetField``) removes
   it; ``input`` null or missing gives null, any other non-object is refused (4161105).
 
-The engine's evaluator (``match_expr``) calls ``get_field`` / ``set_field`` with its own ``evaluate``;
-``install`` also teaches mongomock's parser the three operators, for the stages that still run through it.
+The engine's evaluator (``match_expr``) calls ``get_field`` / ``set_field`` with its own ``evaluate``.
 """
 from __future__ import annotations
 
@@ -30,20 +29,6 @@ _LITERAL_OPS = ("$literal", "$const")
 
 def _fail(msg: str, code: int) -> OperationFailure:
     return OperationFailure(msg, code)
-
-
-def _mongomock_evaluate(parser: Any) -> Callable[[Any], Any]:
-    """An ``evaluate`` over mongomock's parser; ``_MISSING`` for a missing value."""
-    def evaluate(expr: Any) -> Any:
-        if expr == "$$REMOVE":
-            return _MISSING
-        if expr in ("$$ROOT", "$$CURRENT"):
-            return parser._doc_dict
-        try:
-            return parser.parse(expr)
-        except KeyError:
-            return _MISSING
-    return evaluate
 
 
 def _field_name(op: str, spec: Any, codes: tuple[int, int, int]) -> str:
@@ -118,27 +103,3 @@ def set_field(evaluate: Callable[[Any], Any], arg: Any, unset: bool = False) -> 
     else:
         out[name] = value  # replaces in place, or appends a new field at the end
     return out
-
-
-def install() -> None:
-    """Teach mongomock's expression parser the three operators (idempotent)."""
-    from mongomock import aggregate as mm_aggregate
-    parser_cls = mm_aggregate._Parser
-    if getattr(parser_cls, "_labkit_field_exprs", False):
-        return
-    original = parser_cls.parse
-
-    def parse(self, expression):
-        if isinstance(expression, dict) and len(expression) == 1:
-            (op, arg), = expression.items()
-            if op == "$getField":
-                out = get_field(_mongomock_evaluate(self), self._doc_dict, arg)
-                if out is _MISSING:
-                    raise KeyError("$getField")  # mongomock's "missing"
-                return out
-            if op in ("$setField", "$unsetField"):
-                return set_field(_mongomock_evaluate(self), arg, unset=op == "$unsetField")
-        return original(self, expression)
-
-    parser_cls.parse = parse
-    parser_cls._labkit_field_exprs = True
