@@ -30,7 +30,7 @@ from .store import store_key
 from .capped import after_insert
 from .update_fast import FALLBACK, apply_scalar, scalar_plan
 # moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
-from .docutil import check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
+from .docutil import CursorProtocol, check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
 from .docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
 from . import hooks
 
@@ -1207,7 +1207,7 @@ def _run_express(st, ix, q: Query):
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
 
 
-class Cursor:
+class Cursor(CursorProtocol):
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
     def __init__(self, collection: EmbeddedCollection, filter_: dict, projection: Any, skip: int, limit: int,
@@ -1285,20 +1285,6 @@ class Cursor:
         return d
 
     next = __next__
-
-    def to_list(self, length: int | None = None) -> list:
-        out = []
-        for d in self:
-            out.append(d)
-            if length is not None and len(out) >= length:
-                break
-        return out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
@@ -1514,7 +1500,7 @@ class Cursor:
         return ("embedded", 0)
 
 
-class CommandCursor:
+class CommandCursor(CursorProtocol):
     """pymongo's ``CommandCursor`` over a command's computed result (aggregate, listIndexes, listCollections,
     listDatabases): the first batch holds ``batchSize`` documents (101 by default), the server cursor is
     closed (``cursor_id`` 0, ``alive`` false) once every document was handed out."""
@@ -1575,20 +1561,6 @@ class CommandCursor:
             return self.__next__()
         except StopIteration:
             return None
-
-    def to_list(self, length: int | None = None) -> list:
-        out = []
-        for d in self:
-            out.append(d)
-            if length is not None and len(out) >= length:
-                break
-        return out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # transactions (sessions.py) and the profiler (profiler.py) write through the plain collection's storage

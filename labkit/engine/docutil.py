@@ -118,3 +118,22 @@ def check_sort_path(f: Any) -> None:
         if part[0] == "$":
             raise OperationFailure("FieldPath field names may not start with '$'. Consider using $getField or "
                                    "$setField.", 16410)
+
+
+class CursorProtocol:
+    """``to_list`` and the context-manager protocol of pymongo's cursors, shared by the engine's cursor classes
+    (a subclass iterates its documents and defines ``close``)."""
+
+    def to_list(self, length: int | None = None) -> list:
+        out = []
+        for d in self:
+            out.append(d)
+            if length is not None and len(out) >= length:
+                break
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -25,6 +25,7 @@ from pymongo import monitoring as pm
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from . import boundary
+from .docutil import CursorProtocol
 
 ADDRESS = ("embedded", 27017)
 FIRST_BATCH = 101                 # the server's default first batch for find/aggregate
@@ -656,7 +657,7 @@ def kill_cursor(cur: Any) -> None:
         _publish(client, "ok", reply, "killCursors", op.db_name, rid, rid, op.t0)
 
 
-class MonitoredCommandCursor:
+class MonitoredCommandCursor(CursorProtocol):
     """An aggregate's result cursor that publishes ``getMore`` as the driver would (first batch 101)."""
 
     def __init__(self, docs: list, coll: Any, session: Any = None, batch_size: int = 0) -> None:
@@ -686,20 +687,6 @@ class MonitoredCommandCursor:
 
     def __iter__(self):
         return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def to_list(self, length: int | None = None) -> list:
-        out = []
-        for d in self:
-            out.append(d)
-            if length is not None and len(out) >= length:
-                break
-        return out
 
     def __next__(self) -> Any:
         if self._k + 1 < len(self._ends) and self._i == self._ends[self._k]:
@@ -735,7 +722,7 @@ class MonitoredCommandCursor:
 
 
 # the operation boundary (a lower layer) calls these through the engine's registry (hooks.py)
-from . import hooks  # noqa: E402
+from . import hooks
 
 hooks.register("monitor_begin", begin)
 hooks.register("monitor_succeed", succeed)
