@@ -211,6 +211,34 @@ class Ledger:
             raise ValueError("best(): no design has a cost measured for every operation yet")
         return str(totals.idxmin())
 
+    def _cost(self, metric: str, design: str, operation: str) -> int:
+        if metric not in METRICS:
+            raise ValueError(f"metric={metric!r}: choose one of {list(METRICS)}")
+        cost = self.costs.get((design, operation))
+        if cost is None:
+            raise ValueError(f"no cost measured for design {design!r}, operation {operation!r}; measured: "
+                             f"{sorted(self.costs)}")
+        return cost.as_row()[metric]
+
+    def difference(self, metric: str, operation: str, better: str, worse: str) -> int:
+        """Per run of ``operation``: ``worse``'s measured ``metric`` minus ``better``'s (positive when ``better``
+        saves on that operation, negative when it costs more)."""
+        return self._cost(metric, worse, operation) - self._cost(metric, better, operation)
+
+    def break_even(self, operation: str, better: str, worse: str, metric: str = "docs examined") -> float | None:
+        """The rate of ``operation`` (runs per second) at which ``better`` and ``worse`` have the same per-second
+        total of ``metric``, every other operation at the ledger's rate; None when the two never cross (they
+        cost the same per run of ``operation``)."""
+        if operation not in self.rates:
+            raise ValueError(f"break_even(operation={operation!r}): not in the workload; its operations are "
+                             f"{sorted(self.rates)}")
+        rest = {d: sum(rate * self._cost(metric, d, op) for op, rate in self.rates.items() if op != operation)
+                for d in (better, worse)}
+        slope = self._cost(metric, better, operation) - self._cost(metric, worse, operation)
+        if slope == 0:
+            return None
+        return (rest[worse] - rest[better]) / slope
+
     def widget(self, metric: str = "docs examined", max_rate: int | None = None,
                max_rates: Mapping[str, int] | None = None) -> Any:
         """An explorer with one slider per rate; the readout shows each design's per-second total of ``metric``

@@ -284,14 +284,12 @@ ledger_widget = ledger.widget("keys examined", max_rate=10_000)
 ledger_widget
 
 # %%
-cost = ledger.costs
-saved_per_view = (cost["count on read", "show X's follower count"].keys_examined
-                  - cost["maintained counter", "show X's follower count"].keys_examined)
-extra_per_follow = (cost["maintained counter", "follow / unfollow"].keys_examined
-                    - cost["count on read", "follow / unfollow"].keys_examined)
+views, designs = "show X's follower count", ("maintained counter", "count on read")
+saved_per_view = ledger.difference("keys examined", views, *designs)
+extra_per_follow = -ledger.difference("keys examined", "follow / unfollow", *designs)
 print(f"keys saved per profile view: {saved_per_view:,}; extra keys per follow: {extra_per_follow}")
 print(f"at {follow_rate} follows per second the counter wins on keys examined once profile views exceed "
-      f"{follow_rate * extra_per_follow / saved_per_view:.2f} per second")
+      f"{ledger.break_even(views, *designs, metric='keys examined'):.2f} per second")
 
 # %% [markdown]
 # ## Explore: a celebrity's followers

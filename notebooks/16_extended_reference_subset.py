@@ -293,11 +293,10 @@ ledger.totals()
 # design without copies wins:
 
 # %%
-cost = ledger.per_operation()["docs examined"]
-saved = sum(RATES[op] * (cost["B: $lookup", op] - cost["C: extended reference", op])
-            for op in ("order page", "packing list"))
-extra = cost["C: extended reference", "customer changes name"] - cost["B: $lookup", "customer changes name"]
-break_even = saved / extra
+designs = ("C: extended reference", "B: $lookup")
+saved = sum(RATES[op] * ledger.difference("docs examined", op, *designs) for op in ("order page", "packing list"))
+extra = -ledger.difference("docs examined", "customer changes name", *designs)
+break_even = ledger.break_even("customer changes name", *designs)
 print(f"design C saves {saved:,.0f} documents examined per second on reads and costs {extra:,.0f} more per name "
       f"change: it stays ahead below {break_even:,.0f} name changes per second")
 {f"{rate:,.0f} name changes/s": ledger.best("docs examined", {"customer changes name": rate})

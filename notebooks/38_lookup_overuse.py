@@ -308,11 +308,10 @@ ledger.totals()
 # (queue views per second) × (saved per view) / (extra per rename):
 
 # %%
-examined = {key: c.docs_examined for key, c in ledger.costs.items()}
-saved_per_view = examined[("$lookup on every read", "support queue")] - examined[("extended reference", "support queue")]
-extra_per_rename = (examined[("extended reference", "customer rename")]
-                    - examined[("$lookup on every read", "customer rename")])
-break_even = ledger.rates["support queue"] * saved_per_view / extra_per_rename
+designs = ("extended reference", "$lookup on every read")
+saved_per_view = ledger.difference("docs examined", "support queue", *designs)
+extra_per_rename = -ledger.difference("docs examined", "customer rename", *designs)
+break_even = ledger.break_even("customer rename", *designs)
 print(f"saved per queue view: {saved_per_view} documents examined; extra per rename: {extra_per_rename}; "
       f"break-even at {break_even:,.0f} renames per second (the workload's rate: {ledger.rates['customer rename']:.5f})")
 pd.DataFrame({f"{r:,.0f} renames/s": ledger.totals({"customer rename": r})["docs examined /s"]

@@ -78,3 +78,27 @@ def test_bad_arguments_say_what_to_do(shop):
         ledger.measure("x", "b", shop, _read_computed)
     with pytest.raises(ValueError, match="no design"):
         ledger.best()
+
+
+def test_difference_and_break_even_from_measured_costs():
+    # two designs, two operations: the crossing rate solves rest_worse + r * c_worse = rest_better + r * c_better
+    ledger = labkit.Ledger({"read": 100, "write": 2})
+    ledger.costs[("copy", "read")] = labkit.ledger.OpCost(1, 1, 1, 0, 0)
+    ledger.costs[("join", "read")] = labkit.ledger.OpCost(1, 5, 5, 0, 0)
+    ledger.costs[("copy", "write")] = labkit.ledger.OpCost(1, 40, 40, 0, 40)
+    ledger.costs[("join", "write")] = labkit.ledger.OpCost(1, 1, 1, 0, 1)
+    assert ledger.difference("docs examined", "read", "copy", "join") == 4
+    assert ledger.difference("docs examined", "write", "copy", "join") == -39
+    # writes: 100 reads x 4 saved = 400 per second, 39 extra per write -> 400 / 39 writes per second
+    assert ledger.break_even("write", "copy", "join") == pytest.approx(400 / 39)
+    # reads: 2 writes x 39 extra = 78 per second, 4 saved per read -> 19.5 reads per second
+    assert ledger.break_even("read", "copy", "join") == pytest.approx(19.5)
+    at = ledger.totals({"write": 400 / 39})["docs examined /s"]
+    assert at["copy"] == pytest.approx(at["join"])
+    assert ledger.break_even("read", "copy", "join", metric="round trips") is None  # equal per run: no crossing
+    with pytest.raises(ValueError, match="not in the workload"):
+        ledger.break_even("delete", "copy", "join")
+    with pytest.raises(ValueError, match="no cost measured"):
+        ledger.difference("docs examined", "read", "copy", "embed")
+    with pytest.raises(ValueError, match="choose one of"):
+        ledger.difference("ms", "read", "copy", "join")
