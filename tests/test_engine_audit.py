@@ -292,6 +292,8 @@ def test_features_valid_on_a_standalone_80():
     ({"skip": float("nan")}, 5107200), ({"skip": Decimal128("sNaN")}, 5107200), ({"skip": 2 ** 70}, 5107200),
     ({"limit": -1}, 5107201), ({"limit": True}, 5107201), ({"limit": 0}, 15958), ({"bogus": 1}, 40415),
     ({"maxTimeMS": -1}, 2),
+    # pymongo adds the stage whenever the keyword is given, so skip=None sends {$skip: null}
+    ({"skip": None}, 5107200), ({"limit": None}, 5107201),
 ])
 def test_count_documents_arguments_are_checked_as_the_server_checks_its_stages(kw, code):
     # pymongo's count_documents sends [{$match}, {$skip}, {$limit}, {$group}]; document_source_skip.cpp /
@@ -454,3 +456,14 @@ def test_projected_names_are_field_paths(proj):
     # '$'-prefixed component fails with 16410, and "a.$": 0 (no positional exclusion) as well
     c = coll([{"_id": 1, "a": [1, 2, 3], "e": 5}])
     assert code_of(lambda: list(c.find({"a": 3}, proj))) == 16410
+
+
+def test_count_documents_on_a_view_checks_skip_and_limit_like_a_collection():
+    # pymongo's count_documents sends {$skip: null} for skip=None, on a view too (document_source_skip.cpp)
+    db = EmbeddedClient().t
+    db.c.insert_many([{"_id": i} for i in range(5)])
+    db.create_collection("v", viewOn="c", pipeline=[])
+    assert db.v.count_documents({}, skip=1, limit=2) == 2
+    assert code_of(lambda: db.v.count_documents({}, skip=None)) == 5107200
+    assert code_of(lambda: db.v.count_documents({}, limit=None)) == 5107201
+    assert code_of(lambda: db.v.count_documents({}, limit=0)) == 15958

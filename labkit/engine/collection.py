@@ -115,6 +115,9 @@ def _natural(sort: list | None, hint: Any) -> tuple[list | None, Any]:
     return sort, hint
 
 
+_UNSET = object()  # count_documents: skip/limit not given (pymongo then sends no stage)
+
+
 class EmbeddedCollection(mm_collection.Collection):
     """A collection whose reads go through the planner and whose writes keep indexes consistent."""
 
@@ -812,7 +815,7 @@ class EmbeddedCollection(mm_collection.Collection):
     def _project(self, doc: dict, projection: Any, query: Any = None) -> dict:
         return self._projector(projection, query)(doc)
 
-    def count_documents(self, filter, session=None, collation=None, hint=None, skip=0, limit=None,
+    def count_documents(self, filter, session=None, collation=None, hint=None, skip=_UNSET, limit=_UNSET,
                         maxTimeMS=None, comment=None, **kwargs):
         if kwargs:  # pymongo copies unknown options into the aggregate command
             raise OperationFailure("BSON field 'aggregate.%s' is an unknown field." % next(iter(kwargs)), 40415)
@@ -822,8 +825,9 @@ class EmbeddedCollection(mm_collection.Collection):
             raise unsupported("count_documents(collation=...)")
         if not isinstance(filter, Mapping):  # pymongo sends {$match: filter}; the server wants an object
             raise OperationFailure("the match filter must be an expression in an object", 15959)
-        skip = _check_count_stage("$skip", skip, 5107200)  # pymongo sends {$skip: skip} and {$limit: limit}
-        limit = _check_count_stage("$limit", limit, 5107201)
+        # pymongo sends {$skip: skip} and {$limit: limit} when they are given, even as None
+        skip = None if skip is _UNSET else _check_count_stage("$skip", skip, 5107200)
+        limit = None if limit is _UNSET else _check_count_stage("$limit", limit, 5107201)
         if limit is not None:
             if limit == 0:
                 raise OperationFailure("the limit must be positive", 15958)
@@ -1117,11 +1121,11 @@ def _arm_max_time(ms: Any) -> None:
 
 def _check_count_stage(stage: str, v: Any, code: int) -> int | None:
     """``count_documents`` skip/limit as the server checks its ``$skip``/``$limit`` stages; the value as an int."""
-    if v is None:
-        return None
     n = v.to_decimal() if isinstance(v, bson.Decimal128) else v
     if isinstance(n, bool) or not isinstance(n, (int, float, decimal.Decimal)):
-        raise OperationFailure("invalid argument to %s stage: Expected a number in: %s: %r" % (stage, stage, v), code)
+        shown = "null" if v is None else '"%s"' % v if isinstance(v, str) else repr(v)
+        raise OperationFailure("invalid argument to %s stage: Expected a number in: %s: %s" % (stage, stage, shown),
+                               code)
     finite = n.is_finite() if isinstance(n, decimal.Decimal) else n == n and n not in (float("inf"), float("-inf"))
     if not finite or n != int(n) or not -2 ** 63 <= n < 2 ** 63:
         raise OperationFailure("invalid argument to %s stage: Cannot represent as a 64-bit integer: %s: %r"

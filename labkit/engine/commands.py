@@ -482,7 +482,9 @@ def _aggregate(c: _Call) -> dict:
             # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
             flt, skip, limit = counted
             ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
-            n = c.coll(target).count_documents(flt, skip=skip, limit=limit, **ckw) if limit != 0 else 0
+            if limit is not None:
+                ckw["limit"] = limit
+            n = c.coll(target).count_documents(flt, skip=skip, **ckw)
             docs = [{"_id": 1, "n": n}] if n else []
         else:
             docs = list(c.coll(target).aggregate(pipeline, **kw))

@@ -353,10 +353,16 @@ class ViewCollection(LabCollection):
         with bind(session, self):
             return CommandCursor(run_on_base(self, list(pipeline), collation, **kwargs))
 
-    def count_documents(self, filter, session=None, collation=None, hint=None, skip=0, limit=None, **kwargs):
+    def count_documents(self, filter, session=None, collation=None, hint=None, **kwargs):
         if _view_of(self) is None:
             return LabCollection.count_documents(self, filter, session=session, collation=collation, hint=hint,
-                                                 skip=skip, limit=limit, **kwargs)
+                                                 **kwargs)
+        from .collection import _check_count_stage
+        # as pymongo does, a given skip/limit (even None) becomes a $skip/$limit stage the server checks
+        skip = _check_count_stage("$skip", kwargs.pop("skip"), 5107200) if "skip" in kwargs else 0
+        limit = _check_count_stage("$limit", kwargs.pop("limit"), 5107201) if "limit" in kwargs else None
+        if limit == 0:
+            raise OperationFailure("the limit must be positive", 15958)
         if hint is not None:
             from .planner import unsupported
             raise unsupported("count_documents(hint=...) on a view")
