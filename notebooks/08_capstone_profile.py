@@ -214,14 +214,12 @@ ledger_widget = ledger.widget("keys examined", max_rate=6000)
 ledger_widget
 
 # %%
-cost = ledger.costs
-saved = (cost["count the edges", "show the follower count"].keys_examined
-         - cost["follower counter", "show the follower count"].keys_examined)
-extra = (cost["follower counter", "follow / unfollow"].keys_examined
-         - cost["count the edges", "follow / unfollow"].keys_examined)
+designs = ("follower counter", "count the edges")  # (better, worse) for the count
+saved = ledger.difference("keys examined", "show the follower count", *designs)
+extra = -ledger.difference("keys examined", "follow / unfollow", *designs)
 print(f"keys saved per count shown: {saved:,}; extra keys per follow: {extra}")
 print(f"at {rates['follow / unfollow']} follows per second the counter wins once the count is shown more than "
-      f"{rates['follow / unfollow'] * extra / saved:.2f} times per second")
+      f"{ledger.break_even('show the follower count', *designs, metric='keys examined'):.2f} times per second")
 
 # %% [markdown]
 # ## Explore: the busiest account's page

@@ -467,3 +467,19 @@ def test_count_documents_on_a_view_checks_skip_and_limit_like_a_collection():
     assert code_of(lambda: db.v.count_documents({}, skip=None)) == 5107200
     assert code_of(lambda: db.v.count_documents({}, limit=None)) == 5107201
     assert code_of(lambda: db.v.count_documents({}, limit=0)) == 15958
+
+
+@pytest.mark.parametrize("projection, code", [
+    ({"z": {"$x": 1}}, 31325),            # one $-field naming no expression: "Unknown expression $x"
+    ({"a": 0, "z": {"$x": 1}}, 31325),    # checked before the inclusion/exclusion kind
+    ({"z": {"$x": 1, "y": 1}}, 16410),    # two fields: a sub-projection, whose "$x" is no FieldPath
+    ({"z": {"y": 1, "$x": {"a": 1}}}, 16410),
+    ({"a": 0, "z": {"$add": [1, 2]}}, 31252),
+])
+def test_projection_unknown_expressions_and_dollar_fields(projection, code):
+    # src/mongo/db/query/projection_parser.cpp: parseSubObject (31325 when the name is no expression and no
+    # field path), parseElement/parseInclusion build a FieldPath for each field (16410)
+    c = coll([{"_id": 1, "a": 1}])
+    assert code_of(lambda: c.find({}, projection).to_list()) == code
+    assert code_of(lambda: c.aggregate([{"$project": projection}]).to_list()) == code
+    assert c.find({}, {"z": {"$add": [1, 2]}}).to_list() == [{"_id": 1, "z": 3}]

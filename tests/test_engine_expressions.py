@@ -346,7 +346,12 @@ def test_objects_variables_literal(coll):
     assert run(coll, {"$cond": [True, "$$REMOVE", 1]}) is MISSING
     assert run(coll, {"$literal": "$notAPath"}) == "$notAPath"
     assert code(coll, "$$nope") == 17276
-    assert code(coll, {"$noSuchOperator": 1}) == 168
+    # through $project the projection parser answers first: no such expression and no field path, 31325
+    # (get_field.js expected it for $getField before that operator existed); elsewhere the expression parser, 168
+    assert code(coll, {"$noSuchOperator": 1}) == 31325
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$addFields": {"r": {"$noSuchOperator": 1}}}]))
+    assert e.value.code == 168
     # JavaScript stays a clear refusal
     assert code(coll, {"$function": {"body": "function() {return 1}", "args": [], "lang": "js"}}) == 115
 

@@ -250,17 +250,18 @@ def _practice19(name):
     return db
 
 
-def _build_library(db, own_id=True, author_links=True, index=True, doc_type=True):
+def _build_library(db, own_id=True, author_links=True, index=True, doc_type=True, fields=True):
     linked = {}
     for b in db.books.find():
         for a in b["authorIds"]:
             linked.setdefault(a, []).append(b["_id"])
     db.library.insert_many(
         [{"_id": b["_id"], "docType": "book" if doc_type else None,
-          "relatedIds": ([b["_id"]] if own_id else []) + b["authorIds"]} for b in db.books.find()]
+          "relatedIds": ([b["_id"]] if own_id else []) + b["authorIds"]} | ({"title": b["title"]} if fields else {})
+         for b in db.books.find()]
         + [{"_id": a["_id"], "docType": "author" if doc_type else None,
             "relatedIds": ([a["_id"]] if own_id else []) + (linked.get(a["_id"], []) if author_links else [])}
-           for a in db.authors.find()])
+           | ({"name": a["name"]} if fields else {}) for a in db.authors.find()])
     if index:
         db.library.create_index("relatedIds")
     return db
@@ -276,6 +277,7 @@ def test_single_collection_accepts_the_solution():
     ({"author_links": False}, "authors list the ids of their books"),
     ({"index": False}, "no index starts with `relatedIds`"),
     ({"doc_type": False}, "docType"),
+    ({"fields": False}, "the book page shows the title"),  # only ids copied: no page can be shown
 ])
 def test_single_collection_rejects_typical_mistakes(options, expected):
     result = labkit.exercises.get("19-single-collection").check(_build_library(_practice19("t19b"), **options))

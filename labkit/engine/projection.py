@@ -21,6 +21,7 @@ from typing import Any, Callable
 from pymongo.errors import OperationFailure
 
 from .match import fast_matcher
+from .match_expr import NOT_MODELLED, OPERATORS
 from .update_ops import MISSING, fmt_elem, matched_index, type_name
 
 _INCL = True
@@ -238,6 +239,9 @@ class Projection:
             if first == "$meta":
                 from .errors import unsupported
                 raise unsupported("$meta projections (text and search scores)")
+            if first not in OPERATORS and first not in NOT_MODELLED:
+                # projection_parser.cpp: a {$name: ...} that names no expression and is no field path
+                raise OperationFailure("Unknown expression %s" % first, 31325)
             if self.kind is _EXCL:
                 raise OperationFailure("Cannot use expression other than $meta in exclusion projection", 31252)
             _add(self.tree, parts, self._expr(val))
@@ -250,6 +254,8 @@ class Projection:
         for k, v in val.items():
             sub = dict({k: v})
             key = ".".join(parts) + "." + k
+            if any(c[:1] == "$" and c != "$" for c in k.split(".")):
+                _check_field_path(k)  # a sub-projection's field is a FieldPath too ("$" alone is positional)
             if isinstance(v, dict):
                 self._sub(key.split("."), v)
             elif type(v) is bool or _num(v):

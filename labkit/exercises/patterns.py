@@ -826,6 +826,14 @@ def _check_single_collection(db: Any) -> str:
     if wrong_type:
         raise NotYet(f"{wrong_type[0]!r} has docType {library[wrong_type[0]].get('docType')!r}: books need "
                      "docType 'book' and authors docType 'author'.")
+    # the pages print a book's title and an author's name: the copies must keep them
+    for src, field, what in ((books, "title", "book"), (authors, "name", "author")):
+        for i in sorted(src):
+            if field in src[i] and library[i].get(field) != src[i][field]:
+                got = (f"{field} {library[i][field]!r}" if field in library[i] else f"no `{field}`")
+                raise NotYet(f"{i!r} in practice.library has {got} (practice has {src[i][field]!r}): the "
+                             f"{what} page shows the {field} from this document, so copy the {what}'s fields "
+                             f"(at least `{field}`) along with docType and relatedIds.")
     if any(not isinstance(d.get("relatedIds"), list) for d in library.values()):
         raise NotYet("every document needs a `relatedIds` array (its own id plus the ids it is related to).")
     keys = _index_keys(db.library)
