@@ -483,3 +483,22 @@ def test_projection_unknown_expressions_and_dollar_fields(projection, code):
     assert code_of(lambda: c.find({}, projection).to_list()) == code
     assert code_of(lambda: c.aggregate([{"$project": projection}]).to_list()) == code
     assert c.find({}, {"z": {"$add": [1, 2]}}).to_list() == [{"_id": 1, "z": 3}]
+
+
+def test_views_and_time_series_answer_with_pymongo_command_cursors():
+    # pymongo's CommandCursor API (alive, cursor_id, try_next, to_list, close, with) on every aggregate and
+    # listIndexes result, views and time-series collections included (mongomock's cursor has none of these)
+    import datetime
+    db = EmbeddedClient().t
+    db.c.insert_many([{"_id": i, "a": i} for i in range(5)])
+    db.create_collection("v", viewOn="c", pipeline=[{"$match": {"a": {"$gte": 2}}}])
+    with db.v.aggregate([{"$sort": {"_id": 1}}], batchSize=1) as cur:
+        assert cur.cursor_id != 0 and cur.alive
+        assert cur.try_next() == {"_id": 2, "a": 2}
+        assert cur.to_list() == [{"_id": 3, "a": 3}, {"_id": 4, "a": 4}]
+        assert not cur.alive and cur.cursor_id == 0
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1), "m": 1, "x": 1})
+    names = [ix["name"] for ix in db.ts.list_indexes().to_list()]
+    assert names == ["m_1_t_1"]
+    assert db.ts.aggregate([{"$project": {"_id": 0, "x": 1}}]).to_list() == [{"x": 1}]

@@ -951,8 +951,8 @@ def _define():
         def list_indexes(self, session=None, comment=None):
             if self._ts_state() is None:
                 return super().list_indexes(session, comment)
-            from mongomock.command_cursor import CommandCursor
-            return CommandCursor(list_indexes(self))
+            from .collection import CommandCursor
+            return CommandCursor(list_indexes(self), session)
 
         def index_information(self, session=None, comment=None):
             if self._ts_state() is None:

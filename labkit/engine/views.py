@@ -347,11 +347,12 @@ class ViewCollection(LabCollection):
     def aggregate(self, pipeline, session=None, **kwargs):
         if _view_of(self) is None:
             return LabCollection.aggregate(self, pipeline, session=session, **kwargs)
-        from mongomock.command_cursor import CommandCursor
+        from .collection import CommandCursor
         from .sessions import bind
         collation = kwargs.pop("collation", None)
+        batch = kwargs.get("batchSize") or 0
         with bind(session, self):
-            return CommandCursor(run_on_base(self, list(pipeline), collation, **kwargs))
+            return CommandCursor(run_on_base(self, list(pipeline), collation, **kwargs), session, batch)
 
     def count_documents(self, filter, session=None, collation=None, hint=None, **kwargs):
         if _view_of(self) is None:
