@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -62,6 +63,16 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _worker_args(rest: list[str]) -> list[str]:
+    """pytest-xdist's workers for ``dev.py test``: one per core (at most 4), whole files per worker (nbval needs
+    every cell of a notebook in one kernel, in order); none on one core or when ``rest`` chooses ``-n`` itself
+    (``-n 0`` runs in one process)."""
+    if any(a == "-n" or re.fullmatch(r"-n\d+|--numprocesses(=.*)?", a) for a in rest):
+        return []
+    n = min(4, os.cpu_count() or 1)
+    return ["-n", str(n), "--dist", "loadfile"] if n > 1 else []
+
+
 def _is_root() -> bool:
     """True when running as root (containers, cloud VMs, CI), where Jupyter refuses to start without a flag."""
     geteuid = getattr(os, "geteuid", None)
@@ -89,7 +100,7 @@ def main(argv: list[str]) -> int:
     if cmd == "lab":
         args = [str(PY), "-m", "jupyter", "lab", FIRST_NOTEBOOK, *_root_args("JupyterLab", rest), *rest]
     elif cmd == "test":
-        args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *rest]
+        args = [str(PY), "-m", "pytest", *PYTEST_ARGS, *_worker_args(rest), *rest]
         # Exercise checks in the notebooks record progress: keep the test run's record out of the home folder.
         os.environ.setdefault("LABKIT_PROGRESS_FILE", str(ROOT / "build" / "test-progress.json"))
     elif cmd == "demo":
