@@ -154,10 +154,12 @@ def test_head_from_equals_the_flat_list(items, x, n, load):
     import bisect
     from unittest import mock
     from labkit.engine import entrylist as E
-    flat = sorted(items)
+    pairs = [((bytes([v % 7]),), v) for v in items]  # index entries: (key tuple, record id)
+    flat = sorted(pairs)
     with mock.patch.object(E, "LOAD", load):
         se = E.SortedEntries(flat)
-        for v in items[:5]:  # some insertions and removals so blocks are uneven
+        for v in pairs[:5]:  # some insertions and removals so blocks are uneven
             se.add(v)
             flat.insert(bisect.bisect_right(flat, v), v)
-    assert se.head_from(x, n) == flat[bisect.bisect_left(flat, x):][:n]
+    for probe in (((bytes([x % 7]),),), ((bytes([x % 7]),), x)):
+        assert se.head_from(probe, n) == flat[bisect.bisect_left(flat, probe):][:n]
