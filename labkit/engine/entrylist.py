@@ -9,7 +9,9 @@ An entry is a pair ``(key tuple, record id)``. A block does not keep one 56-byte
 two parallel lists, the key tuples and the record ids (two pointers per entry; the key tuples are often shared
 between entries and the record id is the same int object as the record store's). The pair is built when an
 entry is read (positional access, iteration, slices); ``key_at`` / ``rid_at`` / ``rids_between`` read one
-column without building it. A search for ``x`` (a pair, or a 1-tuple ``(key,)`` which sorts before every pair
+column without building it. The entries of a one-field index (``one=True``) keep the key's only component in
+the key column instead of a 1-tuple per entry (48 bytes less per entry where key tuples are not shared, as in
+every ``_id`` index). A search for ``x`` (a pair, or a 1-tuple ``(key,)`` which sorts before every pair
 of that key) binary-searches the key column, then, among the entries with ``x``'s key, the record id column
 (record ids are sorted within one key, as the pairs' order has them).
 
@@ -47,35 +49,87 @@ def _right(kb: list, rb: list, x: tuple) -> int:
     return i
 
 
+# One-field indexes keep the key's only component in the key column (a bare bytes string), not a 1-tuple per
+# entry: ``(k,)`` compares with a probe ``p`` (a tuple) like ``k`` with ``p[0]`` when ``len(p) == 1``; a longer
+# probe (``(lo, HIGH)``) is above ``(k,)`` exactly when ``p[0] >= k``; the empty probe is below every key.
+
+def _left1(kb: list, rb: list, x: tuple, lo: int = 0) -> int:
+    """``_left`` for a column of bare one-field keys."""
+    p = x[0]
+    if len(p) != 1:
+        return _br(kb, p[0], lo) if p else lo
+    k = p[0]
+    i = _bl(kb, k, lo)
+    if len(x) > 1 and i < len(kb) and kb[i] == k:
+        i = _bl(rb, x[1], i, _br(kb, k, i))
+    return i
+
+
+def _right1(kb: list, rb: list, x: tuple) -> int:
+    """``_right`` for a column of bare one-field keys."""
+    p = x[0]
+    if len(p) != 1:
+        return _br(kb, p[0]) if p else 0
+    k = p[0]
+    i = _bl(kb, k)
+    if len(x) > 1 and i < len(kb) and kb[i] == k:
+        i = _br(rb, x[1], i, _br(kb, k, i))
+    return i
+
+
 class SortedEntries:
-    """Sorted ``(key tuple, record id)`` index entries in blocks of two parallel columns."""
+    """Sorted ``(key tuple, record id)`` index entries in blocks of two parallel columns.
 
-    __slots__ = ("_keys", "_rids", "_maxes", "_len", "_offsets", "_cs", "_ce", "_ckb", "_crb")
+    ``one=True`` (the entries of a one-field index: every key tuple has exactly one component): the key column
+    holds that component itself instead of a 1-tuple per entry; reads give the same pairs."""
 
-    def __init__(self, items: Iterable[tuple] = ()) -> None:
+    __slots__ = ("_keys", "_rids", "_maxes", "_len", "_offsets", "_cs", "_ce", "_ckb", "_crb", "_one",
+                 "_lf", "_rf")
+
+    def __init__(self, items: Iterable[tuple] = (), one: bool = False) -> None:
         """Build from pairs that are ALREADY SORTED (the caller sorted them; not checked)."""
         items = items if type(items) is list else list(items)
+        self._mode(one)
         self._keys: list[list] = []
         self._rids: list[list] = []
         self._maxes: list[tuple] = []
         for i in range(0, len(items), LOAD):
             chunk = items[i:i + LOAD]
-            self._keys.append([k for k, _ in chunk])
+            self._keys.append([k for (k,), _ in chunk] if one else [k for k, _ in chunk])
             self._rids.append([r for _, r in chunk])
             self._maxes.append(chunk[-1])
         self._len = len(items)
         self._dirty()
 
+    def _mode(self, one: bool) -> None:
+        self._one = one
+        self._lf = _left1 if one else _left
+        self._rf = _right1 if one else _right
+
     @classmethod
-    def from_columns(cls, keys: list, rids: list) -> "SortedEntries":
-        """Build from the key and record id columns of pairs ALREADY SORTED (no pair tuples built)."""
+    def from_columns(cls, keys: list, rids: list, one: bool = False) -> "SortedEntries":
+        """Build from the key tuples and record ids of pairs ALREADY SORTED (no pair tuples built)."""
         new = cls.__new__(cls)
-        new._keys = [keys[i:i + LOAD] for i in range(0, len(keys), LOAD)]
+        new._mode(one)
+        kcol = [k for (k,) in keys] if one else keys
+        new._keys = [kcol[i:i + LOAD] for i in range(0, len(kcol), LOAD)]
         new._rids = [rids[i:i + LOAD] for i in range(0, len(rids), LOAD)]
-        new._maxes = [(kb[-1], rb[-1]) for kb, rb in zip(new._keys, new._rids)]
+        new._maxes = [new._pair(kb[-1], rb[-1]) for kb, rb in zip(new._keys, new._rids)]
         new._len = len(keys)
         new._dirty()
         return new
+
+    @property
+    def one_field(self) -> bool:
+        """True when the key column holds bare one-field keys."""
+        return self._one
+
+    def _pair(self, k: Any, r: int) -> tuple:
+        return ((k,), r) if self._one else (k, r)
+
+    def _keycol(self, it: Iterable[Any]) -> Iterator[tuple]:
+        """Key tuples from key column values."""
+        return zip(it) if self._one else iter(it)
 
     # -- internal bookkeeping -------------------------------------------------------------------
     def _dirty(self) -> None:
@@ -100,8 +154,8 @@ class SortedEntries:
         del rb[LOAD:]
         self._keys.insert(b + 1, khalf)
         self._rids.insert(b + 1, rhalf)
-        self._maxes[b] = (kb[-1], rb[-1])
-        self._maxes.insert(b + 1, (khalf[-1], rhalf[-1]))
+        self._maxes[b] = self._pair(kb[-1], rb[-1])
+        self._maxes.insert(b + 1, self._pair(khalf[-1], rhalf[-1]))
 
     def _block(self, i: int) -> int:
         """Cache the block holding position ``i`` (0 <= i < len) for positional reads; return its start."""
@@ -129,10 +183,10 @@ class SortedEntries:
         return self._len > 0
 
     def __iter__(self) -> Iterator[tuple]:
-        return zip(chain.from_iterable(self._keys), chain.from_iterable(self._rids))
+        return zip(self._keycol(chain.from_iterable(self._keys)), chain.from_iterable(self._rids))
 
     def __reversed__(self) -> Iterator[tuple]:
-        return zip(chain.from_iterable(reversed(kb) for kb in reversed(self._keys)),
+        return zip(self._keycol(chain.from_iterable(reversed(kb) for kb in reversed(self._keys))),
                    chain.from_iterable(reversed(rb) for rb in reversed(self._rids)))
 
     def __getitem__(self, i: Any) -> Any:
@@ -140,6 +194,8 @@ class SortedEntries:
         try:
             if cs <= i < self._ce:
                 i -= cs
+                if self._one:
+                    return ((self._ckb[i],), self._crb[i])
                 return (self._ckb[i], self._crb[i])
         except TypeError:  # a slice
             pass
@@ -153,16 +209,16 @@ class SortedEntries:
             return self.items_between(start, stop)
         i = self._norm(i)
         i -= self._block(i)
-        return (self._ckb[i], self._crb[i])
+        return self._pair(self._ckb[i], self._crb[i])
 
     def key_at(self, i: int) -> tuple:
         """The key tuple of the entry at position ``i`` (``self[i][0]`` without building the pair)."""
         cs = self._cs
-        if cs <= i < self._ce:
-            return self._ckb[i - cs]
-        i = self._norm(i)
-        s = self._block(i)
-        return self._ckb[i - s]
+        if not cs <= i < self._ce:
+            i = self._norm(i)
+            cs = self._block(i)
+        k = self._ckb[i - cs]
+        return (k,) if self._one else k
 
     def rid_at(self, i: int) -> int:
         """The record id of the entry at position ``i`` (``self[i][1]`` without building the pair)."""
@@ -195,7 +251,8 @@ class SortedEntries:
         """The pairs at positions ``i`` .. ``j - 1`` (``flat[i:j]`` for 0 <= i, j <= len)."""
         if j <= i:
             return []
-        return list(zip(self._columns_between(self._keys, i, j), self._columns_between(self._rids, i, j)))
+        return list(zip(self._keycol(self._columns_between(self._keys, i, j)),
+                        self._columns_between(self._rids, i, j)))
 
     def rids_between(self, i: int, j: int) -> list:
         """The record ids of the entries at positions ``i`` .. ``j - 1`` (0 <= i, j <= len)."""
@@ -216,6 +273,7 @@ class SortedEntries:
     def copy(self) -> "SortedEntries":
         """An independent copy (the keys and record ids themselves are shared: they are immutable)."""
         new = SortedEntries.__new__(SortedEntries)
+        new._mode(self._one)
         new._keys = [list(kb) for kb in self._keys]
         new._rids = [list(rb) for rb in self._rids]
         new._maxes = list(self._maxes)
@@ -231,7 +289,7 @@ class SortedEntries:
         if b == len(maxes):
             pos = self._len
         else:
-            pos = self._offs()[b] + _left(self._keys[b], self._rids[b], x)
+            pos = self._offs()[b] + self._lf(self._keys[b], self._rids[b], x)
         return pos if pos >= lo else lo
 
     def head_from(self, x: tuple, n: int) -> list:
@@ -245,12 +303,13 @@ class SortedEntries:
         rids = self._rids
         kb = keys[b]
         rb = rids[b]
-        i = _left(kb, rb, x)
-        out = list(zip(kb[i:i + n], rb[i:i + n]))
+        i = self._lf(kb, rb, x)
+        kc = self._keycol
+        out = list(zip(kc(kb[i:i + n]), rb[i:i + n]))
         b += 1
         while len(out) < n and b < len(keys):
             m = n - len(out)
-            out.extend(zip(keys[b][:m], rids[b][:m]))
+            out.extend(zip(kc(keys[b][:m]), rids[b][:m]))
             b += 1
         return out
 
@@ -260,7 +319,7 @@ class SortedEntries:
         b = _br(maxes, x)
         if b == len(maxes):
             return self._len
-        return self._offs()[b] + _right(self._keys[b], self._rids[b], x)
+        return self._offs()[b] + self._rf(self._keys[b], self._rids[b], x)
 
     def last(self) -> tuple:
         """The greatest pair (IndexError when empty)."""
@@ -274,7 +333,7 @@ class SortedEntries:
         b = _bl(maxes, x)
         if b == len(maxes):
             return (b, 0)
-        return (b, _left(self._keys[b], self._rids[b], x))
+        return (b, self._lf(self._keys[b], self._rids[b], x))
 
     def end_loc(self) -> tuple[int, int]:
         """The location past the greatest pair (for ``insert_at`` of a pair greater than all)."""
@@ -287,7 +346,7 @@ class SortedEntries:
         if b < len(keys):
             kb = keys[b]
             if i < len(kb):
-                return (kb[i], self._rids[b][i])
+                return self._pair(kb[i], self._rids[b][i])
         return None
 
     def first_ge(self, x: tuple) -> Iterator[tuple]:
@@ -299,9 +358,9 @@ class SortedEntries:
         keys = self._keys
         rids = self._rids
         kb = keys[b]
-        i = _left(kb, rids[b], x)
+        i = self._lf(kb, rids[b], x)
         # lazy views (no copy of the block): a unique check usually reads one or two pairs
-        return zip(chain(islice(kb, i, None), chain.from_iterable(islice(keys, b + 1, None))),
+        return zip(self._keycol(chain(islice(kb, i, None), chain.from_iterable(islice(keys, b + 1, None)))),
                    chain(islice(rids[b], i, None), chain.from_iterable(islice(rids, b + 1, None))))
 
     # -- changes --------------------------------------------------------------------------------
@@ -310,6 +369,8 @@ class SortedEntries:
         keys = self._keys
         maxes = self._maxes
         k, r = x
+        if self._one:
+            (k,) = k
         if not keys:
             keys.append([k])
             self._rids.append([r])
@@ -325,7 +386,7 @@ class SortedEntries:
             else:
                 kb = keys[b]
                 rb = self._rids[b]
-                i = _right(kb, rb, x)
+                i = self._rf(kb, rb, x)
                 kb.insert(i, k)
                 rb.insert(i, r)
         if len(keys[b]) > 2 * LOAD:
@@ -339,6 +400,8 @@ class SortedEntries:
         b, i = loc
         keys = self._keys
         k, r = x
+        if self._one:
+            (k,) = k
         if b == len(keys):
             if not keys:
                 keys.append([k])
@@ -367,8 +430,8 @@ class SortedEntries:
             return False
         kb = self._keys[b]
         rb = self._rids[b]
-        i = _left(kb, rb, x)
-        if i >= len(kb) or kb[i] != x[0] or rb[i] != x[1]:
+        i = self._lf(kb, rb, x)
+        if i >= len(kb) or rb[i] != x[1] or ((kb[i],) if self._one else kb[i]) != x[0]:
             return False
         del kb[i]
         del rb[i]
@@ -378,7 +441,7 @@ class SortedEntries:
             del self._rids[b]
             del maxes[b]
         else:
-            maxes[b] = (kb[-1], rb[-1])
+            maxes[b] = self._pair(kb[-1], rb[-1])
             if len(kb) < LOAD // 4 and len(self._keys) > 1:
                 self._merge(b)
         self._dirty()
@@ -395,7 +458,7 @@ class SortedEntries:
         del keys[b + 1]
         del rids[b + 1]
         del self._maxes[b + 1]
-        self._maxes[b] = (keys[b][-1], rids[b][-1])
+        self._maxes[b] = self._pair(keys[b][-1], rids[b][-1])
         if len(keys[b]) > 2 * LOAD:
             self._split(b)
 
@@ -406,19 +469,20 @@ class SortedEntries:
             return
         n = self._len
         if not n or self._maxes[-1] < items[0]:
+            one = self._one
             keys = self._keys
             rids = self._rids
             start = 0
             if keys and len(keys[-1]) < LOAD:
                 room = LOAD - len(keys[-1])
                 head = items[:room]
-                keys[-1].extend([k for k, _ in head])
+                keys[-1].extend([k for (k,), _ in head] if one else [k for k, _ in head])
                 rids[-1].extend([r for _, r in head])
                 self._maxes[-1] = head[-1]
                 start = room
             for i in range(start, len(items), LOAD):
                 chunk = items[i:i + LOAD]
-                keys.append([k for k, _ in chunk])
+                keys.append([k for (k,), _ in chunk] if one else [k for k, _ in chunk])
                 rids.append([r for _, r in chunk])
                 self._maxes.append(chunk[-1])
             self._len += len(items)
@@ -431,7 +495,7 @@ class SortedEntries:
         merged = list(self)
         merged.extend(items)
         merged.sort()  # two sorted runs: timsort merges them in linear time
-        self.__init__(merged)
+        self.__init__(merged, self._one)
 
     def clear(self) -> None:
         self._keys = []
