@@ -333,7 +333,14 @@ class SortedEntries:
         b = _bl(maxes, x)
         if b == len(maxes):
             return (b, 0)
-        return (b, self._lf(self._keys[b], self._rids[b], x))
+        kb = self._keys[b]
+        if self._one:
+            return (b, _left1(kb, self._rids[b], x))
+        k = x[0]  # _left, inlined on the insert path
+        i = _bl(kb, k)
+        if len(x) > 1 and i < len(kb) and kb[i] == k:
+            i = _bl(self._rids[b], x[1], i, _br(kb, k, i))
+        return (b, i)
 
     def end_loc(self) -> tuple[int, int]:
         """The location past the greatest pair (for ``insert_at`` of a pair greater than all)."""
@@ -346,7 +353,7 @@ class SortedEntries:
         if b < len(keys):
             kb = keys[b]
             if i < len(kb):
-                return self._pair(kb[i], self._rids[b][i])
+                return ((kb[i],), self._rids[b][i]) if self._one else (kb[i], self._rids[b][i])
         return None
 
     def first_ge(self, x: tuple) -> Iterator[tuple]:
