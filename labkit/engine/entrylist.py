@@ -292,26 +292,27 @@ class SortedEntries:
             pos = self._offs()[b] + self._lf(self._keys[b], self._rids[b], x)
         return pos if pos >= lo else lo
 
-    def head_from(self, x: tuple, n: int) -> list:
+    def head_from(self, x: tuple, n: int) -> Iterator[tuple]:
         """The first ``n`` (or fewer, at the end) pairs not below ``x``: ``flat[bisect_left(x):][:n]``, without
-        computing positions (the EXPRESS lookup of one document)."""
+        computing positions (the EXPRESS lookup of one document). An iterator building each pair when it is
+        read (the lookup usually reads one); do not change the sequence while using it."""
         maxes = self._maxes
         b = _bl(maxes, x)
         if b == len(maxes):
-            return []
+            return iter(())
         keys = self._keys
         rids = self._rids
         kb = keys[b]
         rb = rids[b]
-        i = self._lf(kb, rb, x)
-        kc = self._keycol
-        out = list(zip(kc(kb[i:i + n]), rb[i:i + n]))
-        b += 1
-        while len(out) < n and b < len(keys):
-            m = n - len(out)
-            out.extend(zip(kc(keys[b][:m]), rids[b][:m]))
-            b += 1
-        return out
+        one = self._one
+        i = _left1(kb, rb, x) if one else _left(kb, rb, x)
+        ks: Any = kb[i:i + n]  # slices of at most n pointers; the pairs are built by zip as they are read
+        rs: Any = rb[i:i + n]
+        if len(ks) < n and b + 1 < len(keys):
+            m = n - len(ks)
+            ks = chain(ks, islice(chain.from_iterable(islice(keys, b + 1, None)), m))
+            rs = chain(rs, islice(chain.from_iterable(islice(rids, b + 1, None)), m))
+        return zip(zip(ks), rs) if one else zip(ks, rs)
 
     def bisect_right(self, x: tuple) -> int:
         """``bisect.bisect_right`` of ``x`` in the flat sorted sequence."""
