@@ -362,7 +362,8 @@ def _million(args) -> None:
     t = time.perf_counter() - t0
     gc.collect()
     rss1 = _rss_mib()
-    line = "1M small documents + 2 indexes: load %.1f s, RSS growth %.0f MiB" % (t, rss1 - rss0)
+    line = "1M small documents + 2 indexes: load %.1f s, RSS growth %.0f MiB (%.0f B/doc)" % (
+        t, rss1 - rss0, (rss1 - rss0) * 2 ** 20 / 1e6)
     if use_tm:
         cur, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()

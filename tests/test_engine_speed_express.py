@@ -147,17 +147,19 @@ def test_find_one_express_is_taken_without_plan_objects():
 
 @settings(max_examples=200, deadline=None)
 @given(items=st.lists(st.integers(0, 60), max_size=300), x=st.integers(-1, 61), n=st.integers(0, 12),
-       load=st.sampled_from([2, 4, 512]))
-def test_head_from_equals_the_flat_list(items, x, n, load):
+       load=st.sampled_from([2, 4, 512]), one=st.booleans())
+def test_head_from_equals_the_flat_list(items, x, n, load, one):
     """``SortedEntries.head_from(x, n)`` is ``flat[bisect_left(flat, x):][:n]`` (small blocks: the head spans
     several blocks)."""
     import bisect
     from unittest import mock
     from labkit.engine import entrylist as E
-    flat = sorted(items)
+    pairs = [((bytes([v % 7]),), v) for v in items]  # index entries: (key tuple, record id)
+    flat = sorted(pairs)
     with mock.patch.object(E, "LOAD", load):
-        se = E.SortedEntries(flat)
-        for v in items[:5]:  # some insertions and removals so blocks are uneven
+        se = E.SortedEntries(flat, one)  # both key column layouts (entrylist.py)
+        for v in pairs[:5]:  # some insertions and removals so blocks are uneven
             se.add(v)
             flat.insert(bisect.bisect_right(flat, v), v)
-    assert se.head_from(x, n) == flat[bisect.bisect_left(flat, x):][:n]
+    for probe in (((bytes([x % 7]),),), ((bytes([x % 7]),), x)):
+        assert list(se.head_from(probe, n)) == flat[bisect.bisect_left(flat, probe):][:n]

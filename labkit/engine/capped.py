@@ -137,7 +137,6 @@ def remove_record(st: Any, rid: int) -> None:
     doc = st.docs.pop(rid)
     sk = store_key(doc["_id"])
     st.rid_by_key.pop(sk, None)
-    st._documents.pop(sk, None)
     for ix in st.ix.values():
         keys, _ = ix.keys_for(doc)
         ix.remove(keys, rid)

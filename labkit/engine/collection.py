@@ -458,7 +458,6 @@ class EmbeddedCollection(mm_collection.Collection):
         lean = scalar is not None and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
         docs = st.docs
-        by_key = st._documents
         for rid in rids:
             old = docs.get(rid)
             if old is None:
@@ -471,7 +470,6 @@ class EmbeddedCollection(mm_collection.Collection):
                 if new is not FALLBACK:
                     if lean:
                         docs[rid] = new
-                        by_key[store_key(new["_id"])] = new
                         st.version += 1
                     else:
                         self._replace_doc(rid, old, new, touched, shallow)
@@ -581,7 +579,6 @@ class EmbeddedCollection(mm_collection.Collection):
                 note("keysInserted", len(added))
             ix.note_arrays(arrays)
         st.docs[rid] = new
-        st._documents[store_key(new["_id"])] = new
         st.version += 1
 
     def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
@@ -633,7 +630,6 @@ class EmbeddedCollection(mm_collection.Collection):
             return False
         sk = store_key(doc["_id"])
         st.rid_by_key.pop(sk, None)
-        st._documents.pop(sk, None)
         n = 0
         for ix in st.ix.values():
             keys, _ = ix.keys_for(doc)

@@ -129,7 +129,8 @@ class Index:
 
     def __init__(self, spec: IndexSpec, keyfunc: KeyFunc | None = None) -> None:
         self.spec = spec
-        self._entries = SortedEntries()
+        self._one = len(spec.fields) == 1  # one-field keys: the entries keep the bare component (entrylist.py)
+        self._entries = SortedEntries(one=self._one)
         self.keyfunc: KeyFunc = keyfunc or K.encode
         self.multikey = False
         self.multikey_paths: dict[str, set[str]] = {f: set() for f in spec.fields}
@@ -145,7 +146,7 @@ class Index:
     @entries.setter
     def entries(self, items: "SortedEntries | list[tuple[tuple, int]]") -> None:
         """Replace the entries: a ``SortedEntries`` is taken as it is, a list must already be sorted."""
-        self._entries = items if isinstance(items, SortedEntries) else SortedEntries(items)
+        self._entries = items if isinstance(items, SortedEntries) else SortedEntries(items, self._one)
 
     # -- key generation -------------------------------------------------------------------------
     def _fast_keys(self) -> Callable[[dict], list | None] | None:
@@ -358,7 +359,7 @@ class Index:
             e.remove((k, rid))
 
     def clear(self) -> None:
-        self._entries = SortedEntries()
+        self._entries = SortedEntries(one=self._one)
         self.multikey = False
         self.multikey_paths = {f: set() for f in self.spec.fields}
 

@@ -67,7 +67,7 @@ def resolve_store(db_store, name: str, live):
 # ---------------------------------------------------------------------------------------------- copies
 def copy_index(ix):
     new = copy.copy(ix)
-    new.entries = list(ix.entries)
+    new.entries = ix.entries.copy()
     new.multikey_paths = {f: set(s) for f, s in ix.multikey_paths.items()}
     return new
 
@@ -77,7 +77,6 @@ def copy_store(st):
     new = copy.copy(st)
     new.docs = dict(st.docs)
     new.rid_by_key = dict(st.rid_by_key)
-    new._documents = type(st._documents)(st._documents)
     new.ix = {n: copy_index(ix) for n, ix in st.ix.items()}
     new.indexes = dict(st.indexes)
     return new

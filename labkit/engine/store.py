@@ -1,7 +1,7 @@
 """Storage: mongomock's store classes extended with record ids, maintained indexes and a version counter."""
 from __future__ import annotations
 
-import collections
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from mongomock.store import CollectionStore, DatabaseStore, ServerStore
@@ -29,8 +29,82 @@ def store_key(_id: Any) -> Any:
     return _id
 
 
+class DocumentsById(Mapping):
+    """mongomock's ``_documents`` map (``_id`` store key -> document) as a view of the record store's two maps,
+    ``rid_by_key`` and ``docs``, instead of a third map holding a pointer per document again (issue 19's memory
+    per document). Iteration follows ``rid_by_key``: the order in which the documents were recorded, as
+    mongomock's ordered dict had it. Replacing the document of an existing key is allowed (it is
+    ``docs[rid] = doc``); a new key must be recorded with ``store.put`` (it needs a record id and index
+    entries); ``pop`` removes a key from both maps."""
+
+    __slots__ = ("_st",)
+
+    def __init__(self, st: "EngineCollectionStore") -> None:
+        self._st = st
+
+    def __getitem__(self, sk: Any) -> dict:
+        st = self._st
+        return st.docs[st.rid_by_key[sk]]
+
+    def get(self, sk: Any, default: Any = None) -> Any:
+        st = self._st
+        rid = st.rid_by_key.get(sk)
+        return default if rid is None else st.docs[rid]
+
+    def __contains__(self, sk: Any) -> bool:
+        return sk in self._st.rid_by_key
+
+    def __len__(self) -> int:
+        return len(self._st.rid_by_key)
+
+    def __bool__(self) -> bool:
+        return bool(self._st.rid_by_key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._st.rid_by_key)
+
+    def values(self) -> Iterator[dict]:  # type: ignore[override]
+        docs = self._st.docs
+        return (docs[rid] for rid in self._st.rid_by_key.values())
+
+    def items(self) -> Iterator[tuple[Any, dict]]:  # type: ignore[override]
+        docs = self._st.docs
+        return ((sk, docs[rid]) for sk, rid in self._st.rid_by_key.items())
+
+    def __setitem__(self, sk: Any, doc: dict) -> None:
+        st = self._st
+        rid = st.rid_by_key.get(sk)
+        if rid is None:
+            raise _internal("a new document must be recorded with its record id (store.put), not by _id alone")
+        st.docs[rid] = doc
+
+    def pop(self, sk: Any, *default: Any) -> Any:
+        """Forget the document of ``sk`` (both maps); its index entries are the caller's."""
+        st = self._st
+        rid = st.rid_by_key.pop(sk, None)
+        if rid is None:
+            if default:
+                return default[0]
+            raise KeyError(sk)
+        return st.docs.pop(rid, None)
+
+    def __delitem__(self, sk: Any) -> None:
+        self.pop(sk)
+
+    def __repr__(self) -> str:
+        return "DocumentsById(%d documents)" % len(self)
+
+
+def _internal(msg: str):
+    from pymongo.errors import OperationFailure
+    return OperationFailure("internal error in the embedded engine's record store: " + msg, 1)
+
+
 class EngineCollectionStore(CollectionStore):
-    """Documents by record id (insertion order = natural order) plus indexes kept in step."""
+    """Documents by record id (insertion order = natural order) plus indexes kept in step.
+
+    Two maps per collection: ``docs`` (record id -> document) and ``rid_by_key`` (``_id`` store key -> record
+    id); mongomock's ``_documents`` is a view of the two (``DocumentsById``)."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -57,14 +131,26 @@ class EngineCollectionStore(CollectionStore):
         return
 
     @property
+    def _documents(self) -> DocumentsById:
+        """``_id`` store key -> document (mongomock's map), a view of ``rid_by_key`` and ``docs``."""
+        return DocumentsById(self)
+
+    @_documents.setter
+    def _documents(self, value: Any) -> None:
+        # mongomock's __init__ and drop() assign an empty map: that empties the collection
+        if value:
+            raise _internal("documents are recorded with store.put, not by assigning _documents")
+        self.docs = {}
+        self.rid_by_key = {}
+
+    @property
     def is_created(self):
-        return bool(self._documents) or bool(self.indexes) or self._is_force_created or len(self.ix) > 1
+        return bool(self.docs) or bool(self.indexes) or self._is_force_created or len(self.ix) > 1
 
     def put(self, rid: int, sk: Any, doc: dict) -> None:
         """Record a new document under its record id and ``_id`` store key (the indexes are the caller's)."""
         self.docs[rid] = doc
         self.rid_by_key[sk] = rid
-        self._documents[sk] = doc
 
     def user_indexes(self) -> list[Index]:
         return [i for n, i in self.ix.items() if n != "_id_"]

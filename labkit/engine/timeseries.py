@@ -506,7 +506,6 @@ def sync_view(view_store, bucket_store, state: TsState) -> None:
     from .store import store_key
     docs: dict[int, dict] = {}
     by_key: dict[Any, int] = {}
-    documents: dict = {}
     ix = Index(IndexSpec("_id_", [("_id", 1)], unique=True))
     entries = []
     rid = 1
@@ -517,15 +516,12 @@ def sync_view(view_store, bucket_store, state: TsState) -> None:
             if sk in by_key:
                 sk = ("labkit-ts-duplicate-_id", rid)
             by_key[sk] = rid
-            documents[sk] = m
             ks, _ = ix.keys_for(m)
             entries.extend((k, rid) for k in ks)
             rid += 1
     ix.add_bulk(entries)
     view_store.docs = docs
     view_store.rid_by_key = by_key
-    view_store._documents.clear()
-    view_store._documents.update(documents)
     view_store.ix = {"_id_": ix}
     view_store.next_rid = rid
     view_store.version += 1
