@@ -490,13 +490,11 @@ class EmbeddedCollection(mm_collection.Collection):
                 if flat_uniq and name in flat_uniq:
                     lst.extend(flat_uniq[name])
                     continue
-                if ix.spec.partial is None:
-                    fast = ix._fast_fn()
-                    if fast is not _no_fast_keys:
-                        lst.extend([(k, rid) for doc, rid in flat for k in fast(doc)])
-                        continue
+                # the specialised key function answers None (hashed, dotted fields) or [] (sparse) where
+                # ``flat_keys`` decides; a partial index's keys depend on its filter
+                fast = ix._fast_fn() if ix.spec.partial is None else _no_fast_keys
                 fk = ix.flat_keys
-                lst.extend([(k, rid) for doc, rid in flat for k in fk(doc)])
+                lst.extend([(k, rid) for doc, rid in flat for k in (fast(doc) or fk(doc))])
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
@@ -1084,12 +1082,22 @@ class EmbeddedCollection(mm_collection.Collection):
         ix = new_index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
+        # the keys of a document without arrays on the indexed fields come from the index's specialised key
+        # function (what ``keys_for`` calls first); it answers None for the others, which take ``keys_for``
+        fast = ix._fast_fn() if spec.partial is None else _no_fast_keys
+        append = items.append
         for rid, doc in st.docs.items():
-            try:
-                keys, arrays = ix.keys_for(doc)
-            except K.ParallelArrays as e:
-                raise OperationFailure("Index build failed: %s" % e, 171) from None
-            ix.note_arrays(arrays)
+            keys = fast(doc)
+            if keys is None:
+                try:
+                    keys, arrays = ix.keys_for(doc)
+                except K.ParallelArrays as e:
+                    raise OperationFailure("Index build failed: %s" % e, 171) from None
+                ix.note_arrays(arrays)
+            if not spec.unique:
+                for k in keys:
+                    append((k, rid))
+                continue
             for k in keys:
                 if spec.unique:
                     o = seen.get(k)
