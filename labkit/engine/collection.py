@@ -21,7 +21,7 @@ from . import update_ops as U
 from .match import fast_matcher
 from .values import client_value
 from .projection import Projection
-from .indexes import Index, IndexSpec, gen_index_name
+from .indexes import Index, IndexSpec, _no_fast_keys, gen_index_name
 from .planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
                       express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
 from .collate import current as _collation
@@ -105,6 +105,80 @@ def internalize(v: Any) -> Any:
     if isinstance(v, tuple):
         return [internalize(x) for x in v]
     return v
+
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+_FIXED_FLAT = frozenset({float, bool, type(None), ObjectId})  # at most 12 bytes of BSON each, always encodable
+# A bound on one BSON element beyond its name and its string/binary payload: type byte, the name's NUL, and
+# the largest fixed part (a 12-byte ObjectId; a string's int32 length + NUL, a binary's length + subtype: 5).
+_ELEMENT_BOUND = 1 + 1 + 12 + 5
+_ID_BOUND = _ELEMENT_BOUND + 3  # a generated ``_id`` element
+
+
+def _name_bound(k: Any) -> int | None:
+    """``_ELEMENT_BOUND`` plus the UTF-8 length of the field name ``k``, or None when ``k`` is not a plain,
+    encodable, non-``$`` name without NUL bytes (such a document takes the general path, which refuses it or
+    stores it exactly)."""
+    if type(k) is not str or k[:1] == "$" or "\x00" in k:
+        return None
+    if k.isascii():
+        return len(k) + _ELEMENT_BOUND
+    try:
+        return len(k.encode("utf-8")) + _ELEMENT_BOUND
+    except UnicodeEncodeError:
+        return None
+
+
+def flat_insert_doc(data: dict, names: dict) -> dict | None:
+    """The document ``_prepare_insert`` would store for the plain dict ``data`` when every value is a str, an
+    int64-range int, a float, a bool, None, an ObjectId, bytes or a datetime: ``_id`` generated when absent
+    (set in ``data`` too, as the general path does) and first, datetimes naive UTC with millisecond precision,
+    a shallow copy (nothing inside to copy). No ``bson.encode``: a bound on the encoded size PROVES the
+    document is below 16 MiB. None (``data`` unchanged) when the document needs the general path: other value
+    types, unusual names, a non-encodable string, or a bound that does not prove the limit. ``names``: the
+    batch's memo of name -> bound."""
+    size = 5 if "_id" in data else 5 + _ID_BOUND
+    dates = False
+    for k, v in data.items():
+        nb = names.get(k)
+        if nb is None:
+            nb = _name_bound(k)
+            if nb is None:
+                return None
+            names[k] = nb
+        size += nb
+        t = type(v)
+        if t is str:
+            if v.isascii():
+                size += len(v)
+            else:
+                try:
+                    size += len(v.encode("utf-8"))
+                except UnicodeEncodeError:
+                    return None
+        elif t is int:
+            if v < _INT64_MIN or v > _INT64_MAX:
+                return None
+        elif t is _DT:
+            dates = True
+        elif t is bytes:
+            size += len(v)
+        elif t not in _FIXED_FLAT:
+            return None
+    if size > MAX_BSON:
+        return None  # not proven below the limit: the general path encodes it exactly
+    if "_id" in data:
+        doc = dict(data) if next(iter(data)) == "_id" else {"_id": data["_id"], **data}
+    else:
+        _id = data["_id"] = new_object_id()
+        doc = {"_id": _id, **data}
+    if dates:  # exactly what internalize stores (mongomock's patch: naive UTC, milliseconds)
+        for k, v in doc.items():
+            if type(v) is _DT and (v.microsecond % 1000 or v.tzinfo is not None):
+                doc[k] = helpers.patch_datetime_awareness_in_document(v)
+            # else: a naive datetime already at millisecond precision, which the patch returns unchanged
+    return doc
 
 
 def _natural(sort: list | None, hint: Any) -> tuple[list | None, Any]:
@@ -311,50 +385,119 @@ class EmbeddedCollection(mm_collection.Collection):
             return self._insert_many_docs_inner(docs, ordered)
 
     def _insert_many_docs_inner(self, docs: list, ordered: bool) -> list:
+        """Stage every document of the batch (checks in order; ``ordered`` stops at the first error), then
+        commit the staged ones in one step. A plain dict of scalar fields (``flat_insert_doc``) takes a
+        shorter route with the same checks and effects: no depth walk, deep copy or validation call (the
+        caller saw no validator), a size bound instead of ``bson.encode`` when the bound proves the limit is
+        not reached, unique keys checked per document and every other index's keys computed in one pass per
+        index after the loop (no error can come from them for such a document)."""
         st = self._store
+        opts = st.options
+        flat_ok = not (opts and (opts.get("validator") or opts.get("capped")))
         pending: dict = {}
-        staged: list[tuple[dict, int, dict]] = []
+        staged: list[tuple[dict, int, Any, dict | None]] = []
         ids: list = []
         errors: list[dict] = []
         seen_ids: set = set()
+        rid_by_key = st.rid_by_key
+        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.unique and name != "_id_"]
+        flat_staged: list[tuple[dict, int]] = []
+        flat_uniq: dict[str, list] = {name: [] for name, _ in uniq}
+        names: dict = {}
         for i, data in enumerate(docs):
+            doc = flat_insert_doc(data, names) if flat_ok and type(data) is dict else None
             try:
-                doc = U.fill_empty_timestamps(self._prepare_insert(data))
-                sk = store_key(doc["_id"])
-                if sk in st.rid_by_key or sk in seen_ids:
-                    raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
-                rid = st.next_rid
-                st.next_rid += 1
-                keys = self._compute_keys(doc, rid, pending, st)
+                if doc is None:
+                    doc = U.fill_empty_timestamps(self._prepare_insert(data))
+                    sk = store_key(doc["_id"])
+                    if sk in rid_by_key or sk in seen_ids:
+                        raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
+                    rid = st.next_rid
+                    st.next_rid += 1
+                    keys = self._compute_keys(doc, rid, pending, st)
+                    staged.append((doc, rid, sk, keys))
+                else:
+                    _id = doc["_id"]
+                    sk = _id if type(_id) is not bool else store_key(_id)  # no documents among flat values
+                    if sk in rid_by_key or sk in seen_ids:
+                        raise self._dup_error(st.ix["_id_"], doc, ((K.encode(_id),)))
+                    rid = st.next_rid
+                    st.next_rid += 1
+                    if uniq:
+                        self._check_unique_flat(uniq, doc, rid, pending, flat_uniq)
+                    staged.append((doc, rid, sk, None))
+                    flat_staged.append((doc, rid))
             except (WriteError, DuplicateKeyError) as e:
                 det = dict(e.details or {})
-                det.update({"index": i, "code": e.code, "errmsg": str(e), "op": data})
+                # the server's errmsg (pymongo's str(e) appends ", full error: {...}")
+                msg = det.get("errmsg") or str(e).split(", full error: ", 1)[0]
+                det.update({"index": i, "code": e.code, "errmsg": msg, "op": data})
                 errors.append(det)
                 if ordered:
                     break
                 continue
             seen_ids.add(sk)
-            staged.append((doc, rid, keys))
             ids.append(doc["_id"])
-        self._commit_bulk(staged)
+        self._commit_bulk(staged, flat_staged, flat_uniq)
         if errors:
             raise BulkWriteError({"writeErrors": errors, "writeConcernErrors": [], "nInserted": len(staged),
                                   "nUpserted": 0, "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []})
         return ids
 
-    def _commit_bulk(self, staged: list) -> None:
+    def _check_unique_flat(self, uniq: list, doc: dict, rid: int, pending: dict, out: dict) -> None:
+        """``_compute_keys``'s unique checks for a flat document, on the unique indexes ``uniq`` (not ``_id_``),
+        in index order: against the stored entries and the batch's ``pending`` keys; on success the keys are
+        recorded in ``pending`` and appended to ``out[name]`` as entries."""
+        found = []
+        for name, ix in uniq:
+            keys = ix.flat_keys(doc)
+            if keys:
+                p = pending.get(name)
+                for k in keys:
+                    if ix.place(k, rid)[1] is not None:
+                        raise self._dup_error(ix, doc, k)
+                    if p is not None:
+                        o = p.get(k)
+                        if o is not None and o != rid:
+                            raise self._dup_error(ix, doc, k)
+            found.append((name, keys))
+        for name, keys in found:
+            p = pending.setdefault(name, {})
+            lst = out[name]
+            for k in keys:
+                p[k] = rid
+                lst.append((k, rid))
+
+    def _commit_bulk(self, staged: list, flat: list | None = None, flat_uniq: dict | None = None) -> None:
+        """Record the staged documents ``(doc, rid, store key, keys)`` and their index entries: ``keys`` per index from
+        ``_compute_keys``, or None for a flat document (``flat``: its ``(doc, rid)``; its keys on the unique
+        indexes are in ``flat_uniq``, the other indexes' keys are computed here, one pass per index)."""
         if not staged:
             return
         st = self._store
         per_index: dict[str, list] = {n: [] for n in st.ix}
-        for doc, rid, keys in staged:
-            st.put(rid, store_key(doc["_id"]), doc)
+        put = st.put
+        for doc, rid, sk, keys in staged:
+            put(rid, sk, doc)
+            if keys is None:
+                continue
             for name, (ks, arrays) in keys.items():
                 if arrays:
                     st.ix[name].note_arrays(arrays)
                 lst = per_index[name]
                 for k in ks:
                     lst.append((k, rid))
+        if flat:
+            for name, ix in st.ix.items():
+                lst = per_index[name]
+                if flat_uniq and name in flat_uniq:
+                    lst.extend(flat_uniq[name])
+                    continue
+                # the specialised key function answers None (hashed, dotted fields) or [] (sparse) where
+                # ``flat_keys`` decides; a partial index's keys depend on its filter
+                fast = ix._fast_fn() if ix.spec.partial is None else _no_fast_keys
+                fk = ix.flat_keys
+                lst.extend([(k, rid) for doc, rid in flat for k in (fast(doc) or fk(doc))])
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
@@ -373,7 +516,8 @@ class EmbeddedCollection(mm_collection.Collection):
         if not documents:
             raise TypeError("documents must be a non-empty list")
         for d in documents:
-            mm_collection.validate_is_mutable_mapping("document", d)
+            if type(d) is not dict:  # a dict is a MutableMapping: only other types need the (slower) check
+                mm_collection.validate_is_mutable_mapping("document", d)
         return InsertManyResult(self._insert(documents, session, ordered=ordered), acknowledged=True)
 
     # ------------------------------------------------------------------------------ read helpers
@@ -938,12 +1082,22 @@ class EmbeddedCollection(mm_collection.Collection):
         ix = new_index(spec, keyfunc=index_keyfunc(collation))
         items = []
         seen: dict = {}
+        # the keys of a document without arrays on the indexed fields come from the index's specialised key
+        # function (what ``keys_for`` calls first); it answers None for the others, which take ``keys_for``
+        fast = ix._fast_fn() if spec.partial is None else _no_fast_keys
+        append = items.append
         for rid, doc in st.docs.items():
-            try:
-                keys, arrays = ix.keys_for(doc)
-            except K.ParallelArrays as e:
-                raise OperationFailure("Index build failed: %s" % e, 171) from None
-            ix.note_arrays(arrays)
+            keys = fast(doc)
+            if keys is None:
+                try:
+                    keys, arrays = ix.keys_for(doc)
+                except K.ParallelArrays as e:
+                    raise OperationFailure("Index build failed: %s" % e, 171) from None
+                ix.note_arrays(arrays)
+            if not spec.unique:
+                for k in keys:
+                    append((k, rid))
+                continue
             for k in keys:
                 if spec.unique:
                     o = seen.get(k)
