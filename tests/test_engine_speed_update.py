@@ -341,6 +341,9 @@ def test_run_lean_cases():
     assert (j, m, mod) == (1, 1, 0)  # matched, not modified
     j, m, mod = F.run_lean(plan({"$set": {"n": 0}, "$unset": {"x": ""}}), [5, 1], 0, docs, by_key, None)
     assert (j, m, mod) == (2, 2, 1) and docs[1]["n"] == 0
+    before = dict(by_key)
+    j, m, mod = F.run_lean(plan({"$inc": {"n": 1}}), [5, 1], 0, docs, None, None)  # _id map is a view: no write
+    assert (j, m, mod) == (2, 2, 2) and docs[5]["n"] == 1 and by_key == before
 
 
 nums = st.one_of(ints, floats, st.just(Int64(3)), st.just("s"), st.none(), st.booleans())

@@ -462,7 +462,9 @@ class EmbeddedCollection(mm_collection.Collection):
         i, nr = 0, len(rids)
         while i < nr:
             if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
-                j, m, mod = run_lean(scalar, rids, i, docs, by_key, store_key)
+                # (an _id map that is not a dict of its own is a view of docs: nothing to write there)
+                j, m, mod = run_lean(scalar, rids, i, docs, by_key if isinstance(by_key, dict) else None,
+                                     store_key)
                 n_matched += m
                 n_modified += mod
                 st.version += mod

@@ -884,11 +884,15 @@ def _fetch_forward(root: Stage, store, results: list) -> bool:
     if scan.direction > 0:
         if end < pos:
             return False
-        found = [e[1] for e in scan.index.entries.items_between(pos, end)]
+        lo, hi = pos, end
     else:
         if pos < end:
             return False
-        found = [e[1] for e in scan.index.entries.items_between(end + 1, pos + 1)]
+        lo, hi = end + 1, pos + 1
+    entries = scan.index.entries
+    between = getattr(entries, "rids_between", None)  # an entry structure with a record-id column
+    found = list(between(lo, hi)) if between is not None else [e[1] for e in entries.items_between(lo, hi)]
+    if scan.direction < 0:
         found.reverse()
     docs = store.docs
     for rid in found:

@@ -140,7 +140,7 @@ def apply_scalar(plan: list[tuple[str, int, Any]], old: dict) -> Any:
     return new
 
 
-def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, by_key: dict,
+def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, by_key: dict | None,
              key_of: Any) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
     the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
@@ -150,18 +150,18 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
     document that is not a plain dict) and returns ``(j, matched, modified)``: ``rids[j]`` is that document
     (``j == len(rids)`` when every document was done); ``matched``/``modified`` count ``rids[i:j]``. Record
     ids without a document are skipped (not matched), as the general loop does. ``docs`` (record id ->
-    document) and ``by_key`` (store key -> document) are the record store's maps; ``key_of`` its
-    ``store_key``. The caller bumps the store's version by ``modified``."""
+    document) and ``by_key`` (store key -> document) are the record store's maps (``by_key`` None: a store
+    whose ``_id`` map is a view of ``docs``, nothing to write there); ``key_of`` its ``store_key``. The caller
+    bumps the store's version by ``modified``."""
     n = len(rids)
     matched = modified = 0
     get = docs.get
     oid = _OBJECT_ID
-    j = i
     if len(plan) == 1 and plan[0][1] in (INC, MUL) and type(plan[0][2]) is int:
         f, code, a = plan[0]
         inc = code == INC
         missing = _MISSING
-        for j in range(i, n):
+        for j in range(i, n):  # (indexing, not a slice: a document handed back must not cost a copy)
             rid = rids[j]
             old = get(rid)
             if old is None:
@@ -172,9 +172,10 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
             tv = type(v)
             if tv is int:
                 r = v + a if inc else v * a
-                if -2147483648 <= v < 2147483648:  # int32 (_width 0) stays int32
-                    if not -2147483648 <= r < 2147483648:
-                        return j, matched, modified
+                if -2147483648 <= v < 2147483648 and -2147483648 <= r < 2147483648:
+                    pass  # int32 (_width 0) stays int32: the common case, two comparisons
+                elif -2147483648 <= v < 2147483648:
+                    return j, matched, modified  # int32 -> int64: the general path
                 elif -_I64 <= v < _I64:
                     if not -_I64 <= r < _I64 or -_I32 <= r < _I32:
                         return j, matched, modified
@@ -193,9 +194,10 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
             new = old.copy()
             new[f] = r
             docs[rid] = new
-            _id = old["_id"]
-            t = type(_id)
-            by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+            if by_key is not None:
+                _id = old["_id"]
+                t = type(_id)
+                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
             modified += 1
         return n, matched, modified
     for j in range(i, n):
@@ -212,8 +214,9 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
         if new is None:
             continue
         docs[rid] = new
-        _id = old["_id"]
-        t = type(_id)
-        by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+        if by_key is not None:
+            _id = old["_id"]
+            t = type(_id)
+            by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
         modified += 1
     return n, matched, modified
