@@ -11,9 +11,10 @@ n posts with an index on ``authorId`` and a unique index on a random ``rank`` (a
   (what the collector's passes over a bigger heap add);
 * ``index only``: the unique index's ``place`` + ``insert_at`` for the same keys, nothing else (the index
   structure's own growth);
-* ``plain``: plain Python doing the same bookkeeping: a dict by ``_id``, a dict by rank for the unique check
-  and ``bisect.insort`` into two sorted lists of ``(key, id)`` (its own growth: memory and cache effects, list
-  memmoves).
+* ``plain dicts``: plain Python's bookkeeping without an ordered index: a dict by ``_id`` and a dict by rank for
+  the unique check (CPython's own growth: a bigger heap, cache misses);
+* ``plain insort``: the same plus ``bisect.insort`` into two sorted lists of ``(key, id)`` (a flat sorted list:
+  every insertion moves the later pointers, O(n)).
 
 Prints microseconds per document and the ratio to the smallest size (1.0 = linear). Nothing is written.
 """
@@ -90,25 +91,29 @@ def measure(n: int, k: int, rounds: int) -> dict:
         return t / k
     out["index only"] = _best(index_only, rounds)
 
-    def plain(r: int) -> float:
-        docs = posts(n)
-        by_id = {d["_id"]: d for d in docs}
-        by_rank = {d["rank"]: d["_id"] for d in docs}
-        ix_rank = sorted((d["rank"], d["_id"]) for d in docs)
-        ix_author = sorted((d["authorId"], d["_id"]) for d in docs)
-        extra = _extra(n, k)
-        gc.collect()
-        t0 = time.process_time()
-        for d in extra:
-            if d["_id"] in by_id or d["rank"] in by_rank:
-                raise ValueError("duplicate")
-            d = dict(d)
-            by_id[d["_id"]] = d
-            by_rank[d["rank"]] = d["_id"]
-            bisect.insort(ix_rank, (d["rank"], d["_id"]))
-            bisect.insort(ix_author, (d["authorId"], d["_id"]))
-        return (time.process_time() - t0) / k
-    out["plain"] = _best(plain, rounds)
+    def plain(sorted_lists: bool):
+        def one(r: int) -> float:
+            docs = posts(n)
+            by_id = {d["_id"]: d for d in docs}
+            by_rank = {d["rank"]: d["_id"] for d in docs}
+            ix_rank = sorted((d["rank"], d["_id"]) for d in docs)
+            ix_author = sorted((d["authorId"], d["_id"]) for d in docs)
+            extra = _extra(n, k)
+            gc.collect()
+            t0 = time.process_time()
+            for d in extra:
+                if d["_id"] in by_id or d["rank"] in by_rank:
+                    raise ValueError("duplicate")
+                d = dict(d)
+                by_id[d["_id"]] = d
+                by_rank[d["rank"]] = d["_id"]
+                if sorted_lists:
+                    bisect.insort(ix_rank, (d["rank"], d["_id"]))
+                    bisect.insort(ix_author, (d["authorId"], d["_id"]))
+            return (time.process_time() - t0) / k
+        return one
+    out["plain dicts"] = _best(plain(False), rounds)
+    out["plain insort"] = _best(plain(True), rounds)
     return out
 
 

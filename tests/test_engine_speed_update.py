@@ -373,3 +373,24 @@ def test_batch_single_operation_equals_general_path(vals, op, arg, flt, index_k)
             out = ("error", type(e).__name__, getattr(e, "code", None), str(e))
         return out, _state(coll)
     assert repr(run()) == repr(_general(run))
+
+
+def test_batch_set_of_a_longer_string_near_the_size_limit():
+    """A $set that grows a string is handed to the general path, which checks the 16 MiB limit (17419,
+    jstests/core/write/update/update_document_too_large.js): the first document is 2 bytes below the limit,
+    so "abcdef" over "abc" (3 bytes more) fails there, after nothing else was changed."""
+    def run():
+        coll = EmbeddedClient().db.c
+        d = {"_id": 0, "b": "abc", "pad": ""}
+        d["pad"] = "x" * (16 * 1024 * 1024 - 2 - len(bson.encode(d)))
+        coll.insert_one(d)
+        coll.insert_one({"_id": 1, "b": "abc"})
+        try:
+            coll.update_many({}, {"$set": {"b": "abcdef"}})
+            out = None
+        except PyMongoError as e:
+            out = (type(e).__name__, e.code)
+        return out, [x["b"] for x in coll.find({}, {"b": 1})]
+    fast = run()
+    assert fast == (("WriteError", 17419), ["abc", "abc"])
+    assert fast == _general(run)

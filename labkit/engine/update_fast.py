@@ -200,6 +200,44 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
                 by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
             modified += 1
         return n, matched, modified
+    if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
+        # $set of one string or integer: the stored value must have the argument's type (and, for an
+        # integer, its BSON width); a string may not grow (ASCII: its length is its UTF-8 size). Anything
+        # else goes back to the caller, whose apply_scalar decides as before.
+        f, _, a = plan[0]
+        missing = _MISSING
+        ta = type(a)
+        short = ta is str and a.isascii()
+        la = len(a) if ta is str else 0
+        w32 = ta is int and -_I32 <= a < _I32
+        for j in range(i, n):
+            rid = rids[j]
+            old = get(rid)
+            if old is None:
+                continue
+            if type(old) is not dict:
+                return j, matched, modified
+            v = old.get(f, missing)
+            if type(v) is not ta:
+                return j, matched, modified
+            if v == a:
+                matched += 1
+                continue  # matched, not modified
+            if ta is str:
+                if not (short and la <= len(v) and v.isascii()):
+                    return j, matched, modified
+            elif not (w32 and -2147483648 <= v < 2147483648):
+                return j, matched, modified
+            matched += 1
+            new = old.copy()
+            new[f] = a
+            docs[rid] = new
+            if by_key is not None:
+                _id = old["_id"]
+                t = type(_id)
+                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+            modified += 1
+        return n, matched, modified
     for j in range(i, n):
         rid = rids[j]
         old = get(rid)
