@@ -8,7 +8,8 @@ n posts with an index on ``authorId`` and a unique index on a random ``rank`` (a
 ``k`` ``insert_one`` calls, timed with the process's CPU time, best of ``rounds``:
 
 * ``gc on``: as a learner runs it; ``gc off``: the same with the garbage collector disabled during the calls
-  (what the collector's passes over a bigger heap add);
+  (what the collector's passes over a bigger heap add); the ``k`` calls alternate between the two in chunks of
+  ``k / 10`` on one collection, so both see the same heap and the same load;
 * ``index only``: the unique index's ``place`` + ``insert_at`` for the same keys, nothing else (the index
   structure's own growth);
 * ``plain dicts``: plain Python's bookkeeping without an ordered index: a dict by ``_id`` and a dict by rank for
@@ -53,27 +54,33 @@ def measure(n: int, k: int, rounds: int) -> dict:
     from labkit.engine import EmbeddedClient
     out = {}
 
-    def engine(gc_off: bool):
-        def one(r: int) -> float:
-            coll = EmbeddedClient()["bench"]["posts%d" % r]
-            coll.create_index("authorId")
-            coll.create_index("rank", unique=True)
-            coll.insert_many(posts(n))
-            extra = _extra(n, k)
-            gc.collect()
-            if gc_off:
+    def engine(r: int) -> tuple[float, float]:
+        # one collection per round; its k insertions alternate in chunks between the collector on and off,
+        # so both modes see the same heap and the same machine load
+        coll = EmbeddedClient()["bench"]["posts%d" % r]
+        coll.create_index("authorId")
+        coll.create_index("rank", unique=True)
+        coll.insert_many(posts(n))
+        extra = _extra(n, k)
+        gc.collect()
+        times = [0.0, 0.0]
+        chunk = max(1, k // 10)
+        for c, s in enumerate(range(0, k, chunk)):
+            off = c % 2
+            if off:
                 gc.disable()
             t0 = time.process_time()
-            for d in extra:
+            for d in extra[s:s + chunk]:
                 coll.insert_one(d)
-            t = time.process_time() - t0
+            times[off] += time.process_time() - t0
             gc.enable()
-            coll.drop()
-            return t / k
-        return one
+        coll.drop()
+        half = k / 2
+        return times[0] / half, times[1] / half
 
-    out["gc on"] = _best(engine(False), rounds)
-    out["gc off"] = _best(engine(True), rounds)
+    runs = [engine(r) for r in range(rounds)]
+    out["gc on"] = min(t[0] for t in runs)
+    out["gc off"] = min(t[1] for t in runs)
 
     def index_only(r: int) -> float:
         coll = EmbeddedClient()["bench"]["ix%d" % r]
