@@ -3,9 +3,11 @@ DIR``) against the checkout, each workload in a fresh subprocess per side, sides
 
 Usage:  .venv/bin/python benchmarks/bench_speed_ab.py --before DIR [--n 100000] [--rounds 2]
 Workloads over n small posts (index on authorId, 100 posts per author; createdAt indexed for the counts):
-count (1,000 count_documents over ~1 % ranges), update ($inc over every document), lookup (1,000 users ->
-posts, sub-pipeline $sort + $limit 3), find_one (1,000 by authorId), explain (a COLLSCAN), load (insert_many
-with 2 indexes); memory (RSS growth per document of the load).
+count (1,000 count_documents over ~1 % ranges), update ($inc over every document), update_set ($set of a string
+over every document), update_ix ($inc over ~10 % of the documents through the createdAt index), insert_one
+(10,000 insert_one into a unique index), lookup (1,000 users -> posts, sub-pipeline $sort + $limit 3), find_one
+(1,000 by authorId), explain (a COLLSCAN), load (insert_many with 2 indexes); memory (RSS growth per document of
+the load).
 """
 from __future__ import annotations
 
@@ -47,8 +49,19 @@ t = time.perf_counter(); c.find({"body": "nope"}).explain(); out["explain"] = ti
 db.users.insert_many([{"_id": "user:%d" % i} for i in range(1000)])
 pipe = [{"$lookup": {"from": "posts", "let": {"uid": "$_id"}, "pipeline": [{"$match": {"$expr": {"$eq": ["$authorId", "$$uid"]}}}, {"$sort": {"createdAt": -1}}, {"$limit": 3}], "as": "r"}}]
 t = time.perf_counter(); lk = [[p["_id"] for p in d["r"]] for d in db.users.aggregate(pipe)]; out["lookup"] = time.perf_counter() - t
-t = time.perf_counter(); r = c.update_many({}, {"$inc": {"likes": 1}}); out["update"] = time.perf_counter() - t
-out["check"] = [sum(cnt), sum(f1), len(lk), lk[5], r.modified_count]
+gc.collect(); t = time.perf_counter(); r = c.update_many({}, {"$inc": {"likes": 1}}); out["update"] = time.perf_counter() - t
+gc.collect(); t = time.perf_counter(); r2 = c.update_many({}, {"$set": {"body": "edited"}}); out["update_set"] = time.perf_counter() - t
+a, b = rs[len(rs) // 2][0], BASE + datetime.timedelta(seconds=37 * (n // 2 + n // 10))
+gc.collect(); t = time.perf_counter(); r3 = c.update_many({"createdAt": {"$gte": a, "$lt": b}}, {"$inc": {"likes": 1}})
+out["update_ix"] = time.perf_counter() - t
+acc = db.accounts; acc.create_index("email", unique=True)
+rows = [{"email": "u%d@example.org" % i, "n": i} for i in range(10000)]
+gc.collect(); t = time.perf_counter()
+for d in rows:
+    acc.insert_one(dict(d))
+out["insert_one"] = time.perf_counter() - t
+out["check"] = [sum(cnt), sum(f1), len(lk), lk[5], r.modified_count, r2.modified_count, r3.modified_count,
+                acc.count_documents({})]
 print(json.dumps(out))
 '''
 

@@ -28,7 +28,7 @@ from .collate import current as _collation
 from .sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 from .capped import after_insert
-from .update_fast import FALLBACK, apply_scalar, scalar_plan
+from .update_fast import FALLBACK, apply_scalar, run_lean, scalar_plan
 # moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
 from .docutil import CursorProtocol, check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
 from .docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
@@ -525,7 +525,10 @@ class EmbeddedCollection(mm_collection.Collection):
         sort, hint = _natural(_check_sort(_sort_list(sort)) if sort else None, hint)
         q = Query(filter_, sort=sort, hint=hint,
                   limit=0 if multi else 1, let=let)
+        q.rids_only = True  # plan_and_run then collects record ids only (same counters)
         ex = self._run(q, stop_after=None if multi else 1)
+        if getattr(ex, "rids", False):
+            return ex.results
         return [m[0] for m in ex.results]
 
     def _run(self, q: Query, stop_after: int | None = None, explain: bool = False):
@@ -602,60 +605,75 @@ class EmbeddedCollection(mm_collection.Collection):
         lean = scalar is not None and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
         docs = st.docs
-        for rid in rids:
-            old = docs.get(rid)
-            if old is None:
-                continue
-            n_matched += 1
-            if scalar is not None and type(old) is dict:
-                new = apply_scalar(scalar, old)
-                if new is None:
-                    continue  # a no-op update is matched, not modified
-                if new is not FALLBACK:
-                    if lean:
-                        docs[rid] = new
-                        st.version += 1
-                    else:
-                        self._replace_doc(rid, old, new, touched, shallow)
-                    n_modified += 1
+        by_key = st._documents
+        i, nr = 0, len(rids)
+        while i < nr:
+            if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
+                # (an _id map that is not a dict of its own is a view of docs: nothing to write there)
+                j, m, mod = run_lean(scalar, rids, i, docs, by_key if isinstance(by_key, dict) else None,
+                                     store_key)
+                n_matched += m
+                n_modified += mod
+                st.version += mod
+                if j >= nr:
+                    break
+                todo, i = rids[j:j + 1], j + 1
+            else:
+                todo, i = rids, nr
+            for rid in todo:
+                old = docs.get(rid)
+                if old is None:
                     continue
-            if pipeline:
-                new = self._pipeline_result(old, document)
-            elif compiled is not None:
-                if touched is not None and type(old) is dict:
-                    # copy on write: only the top-level values the update can reach are copied; the rest
-                    # is shared with the old version, which is never changed in place
-                    new = dict(old)
-                    for f in touched:
-                        v = new.get(f)
-                        if type(v) is dict or type(v) is list:
-                            new[f] = fast_copy(v)
-                else:
-                    new = fast_copy(old)
-                compiled.apply(new, query)
-                U.check_id_unchanged(old, new, document)
-            else:
-                new = U.replace(old, document)
-            if touched is not None and len(new) == len(old):
-                # untouched values are the same objects: a change, if any, is in one of the touched fields
-                for f in touched:
-                    a = new.get(f, _MISSING)
-                    b = old.get(f, _MISSING)
-                    if a is not b and (a is _MISSING or b is _MISSING or not U.same(a, b)):
-                        break
-                else:
-                    if U.same(new, old):
+                n_matched += 1
+                if scalar is not None and type(old) is dict:
+                    new = apply_scalar(scalar, old)
+                    if new is None:
                         continue  # a no-op update is matched, not modified
-            elif U.same(new, old):
-                continue  # a no-op update is matched, not modified
-            size = len(bson.encode(new))
-            if size > MAX_BSON:
-                raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
-            if touched is None:
-                self._replace_doc(rid, old, new)
-            else:
-                self._replace_doc(rid, old, new, touched, shallow)
-            n_modified += 1
+                    if new is not FALLBACK:
+                        if lean:
+                            docs[rid] = new  # the _id map (st._documents) is a view of docs
+                            st.version += 1
+                        else:
+                            self._replace_doc(rid, old, new, touched, shallow)
+                        n_modified += 1
+                        continue
+                if pipeline:
+                    new = self._pipeline_result(old, document)
+                elif compiled is not None:
+                    if touched is not None and type(old) is dict:
+                        # copy on write: only the top-level values the update can reach are copied; the rest
+                        # is shared with the old version, which is never changed in place
+                        new = dict(old)
+                        for f in touched:
+                            v = new.get(f)
+                            if type(v) is dict or type(v) is list:
+                                new[f] = fast_copy(v)
+                    else:
+                        new = fast_copy(old)
+                    compiled.apply(new, query)
+                    U.check_id_unchanged(old, new, document)
+                else:
+                    new = U.replace(old, document)
+                if touched is not None and len(new) == len(old):
+                    # untouched values are the same objects: a change, if any, is in one of the touched fields
+                    for f in touched:
+                        a = new.get(f, _MISSING)
+                        b = old.get(f, _MISSING)
+                        if a is not b and (a is _MISSING or b is _MISSING or not U.same(a, b)):
+                            break
+                    else:
+                        if U.same(new, old):
+                            continue  # a no-op update is matched, not modified
+                elif U.same(new, old):
+                    continue  # a no-op update is matched, not modified
+                size = len(bson.encode(new))
+                if size > MAX_BSON:
+                    raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
+                if touched is None:
+                    self._replace_doc(rid, old, new)
+                else:
+                    self._replace_doc(rid, old, new, touched, shallow)
+                n_modified += 1
         if upsert and not n_matched:
             to_insert = U.upsert_document(spec, document, array_filters,
                                           pipeline=(lambda d: self._pipeline_result(d, document)) if pipeline

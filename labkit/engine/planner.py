@@ -73,6 +73,8 @@ class Query:
         self.allow_disk_use = allow_disk_use  # None: the server default (allowDiskUseByDefault true)
         self.origin = "find"  # or "aggregate": which command's error wording
 
+    rids_only = False  # set by writes (_matching_rids): plan_and_run's ``rids`` (only record ids needed)
+
 
 class Candidate:
     """One query solution: a recipe for a fresh stage tree plus what the ranker needs to know."""
@@ -756,15 +758,22 @@ class Execution:
         self.results = results
         self.millis = millis
 
+    rids = False  # results are record ids (plan_and_run's ``rids``), not (rid, doc, key) members
+
 
 def plan_and_run(store, query: Query, stop_after: int | None = None, explain_trial_snapshot: bool = False,
-                 planner: "Planner | None" = None, fast_paths: bool = True) -> Execution:
+                 planner: "Planner | None" = None, fast_paths: bool = True, rids: bool | None = None) -> Execution:
     """Plan ``query``, run the winner to completion (or ``stop_after`` results) and keep stats.
 
     ``planner`` replaces the default :class:`Planner` (collation queries pass theirs); ``fast_paths=False``
-    runs the winner one ``work()`` at a time without batching or the bulk full-scan shortcut.
+    runs the winner one ``work()`` at a time without batching or the bulk full-scan shortcut. ``rids``: the
+    caller (a multi-update) needs only the record ids, so ``results`` is a list of them, made without a
+    ``(rid, doc, key)`` tuple per document (``Execution.rids`` says so); the stage counters are the same
+    either way. None: ``query.rids_only``.
     """
     t0 = time.perf_counter()
+    if rids is None:
+        rids = query.rids_only
     if planner is None:
         planner = Planner(store, query)
     cands, notes = planner.candidates()
@@ -773,7 +782,7 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         winner, cands = run_trial(cands, len(store.docs))
         if explain_trial_snapshot:
             trial_docs = [_snapshot(c) for c in cands]
-        results = list(winner.results)
+        results = [m[0] for m in winner.results] if rids else list(winner.results)
     else:
         winner = cands[0]
         winner.root = winner.build()
@@ -784,10 +793,15 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
     done = False
     if fast_paths and isinstance(root, CollScan) and root.match is None and root._it is None and stop_after is None:
         # an unfiltered full scan: take every document at once, with the counters one-at-a-time gives
-        items = list(store.docs.items())
-        if root.direction < 0:
-            items.reverse()
-        results = [(rid, doc, None) for rid, doc in items]
+        if rids:
+            results = list(store.docs)  # record ids only: no tuple per document
+            if root.direction < 0:
+                results.reverse()
+        else:
+            items = list(store.docs.items())
+            if root.direction < 0:
+                items.reverse()
+            results = [(rid, doc, None) for rid, doc in items]
         n = len(results)
         root.docs_examined = n
         root.works = root.advanced = n
@@ -796,12 +810,14 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         done = True
     if not done and query.kind == "count" and stop_after is None:
         done = _count_forward(root, results)
+    if not done and rids and fast_paths and stop_after is None:
+        done = _fetch_forward(root, store, results)
     if not done and (stop_after is None or len(results) < stop_after):
         work = root.work
         while True:
             st = work()
             if st == ADVANCED:
-                results.append(root.out)
+                results.append(root.out[0] if rids else root.out)
                 if stop_after is not None and len(results) >= stop_after:
                     break
             elif st == IS_EOF:
@@ -814,7 +830,9 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
             if isinstance(s, IndexScan):
                 note_access(s.index)
                 break
-    return Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+    ex = Execution(winner, cands, notes, results, int((time.perf_counter() - t0) * 1000))
+    ex.rids = rids
+    return ex
 
 
 def _count_forward(root: Stage, results: list) -> bool:
@@ -843,6 +861,52 @@ def _count_forward(root: Stage, results: list) -> bool:
         st.eof = True
     root.docs_examined += rem
     results.extend([None] * rem)
+    return True
+
+
+def _fetch_forward(root: Stage, store, results: list) -> bool:
+    """The record ids of the rest of a FETCH (no filter) > IXSCAN over one interval of a non-multikey index
+    without a key filter (a multi-update's ``{field: value}`` or range), read from the index in one slice.
+    The stage counters end exactly as running ``work()`` to EOF would leave them (as ``_count_forward``);
+    False (nothing done) for any other plan, or when an entry's document is missing (the stepped FETCH then
+    counts that entry differently)."""
+    if type(root) is not Fetch or root.match is not None or root.eof:
+        return False
+    scan = root.children[0]
+    if type(scan) is not IndexScan or not scan.single or scan.key_filter is not None or scan.seen is not None \
+            or scan.eof:
+        return False
+    if scan.pos is None:
+        if any(not ivs for ivs in scan.sb):
+            return False
+        scan._start()
+    pos, end = scan.pos, scan.end
+    if scan.direction > 0:
+        if end < pos:
+            return False
+        lo, hi = pos, end
+    else:
+        if pos < end:
+            return False
+        lo, hi = end + 1, pos + 1
+    entries = scan.index.entries
+    between = getattr(entries, "rids_between", None)  # an entry structure with a record-id column
+    found = list(between(lo, hi)) if between is not None else [e[1] for e in entries.items_between(lo, hi)]
+    if scan.direction < 0:
+        found.reverse()
+    docs = store.docs
+    for rid in found:
+        if rid not in docs:
+            return False
+    rem = len(found)
+    scan.pos = end
+    scan.keys_examined += rem
+    for st in (scan, root):  # rem ADVANCED calls, then the IS_EOF one
+        st.works += rem + 1
+        st.advanced += rem
+        st.eof = True
+    root.docs_examined += rem
+    results.extend(found)
     return True
 
 

@@ -37,6 +37,7 @@ from . import hooks  # the kinds built on collections (views.py, timeseries.py) 
 from .collection import FLAT_TYPES, NOT_FLAT, CommandCursor, Cursor, EmbeddedCollection, distinct_values
 from .planner import express_eligible, unsupported
 from .boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard
+from . import boundary
 
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
 
@@ -602,6 +603,45 @@ class LabCollection(EmbeddedCollection):
 for _name in ("insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
               "delete_many", "bulk_write", "find_one_and_delete", "find_one_and_update", "find_one_and_replace"):
     setattr(LabCollection, _name, _with_write_concern(_name, getattr(LabCollection, _name)))
+
+
+def _insert_one_entry(full):
+    """``insert_one``'s outermost layer (issue 19: the per-call cost). When nothing could make the call
+    differ from ``_insert_flat`` under the store's lock (a plain dict, no session or transaction, the default
+    write concern, no command listener, no profiler, no operation already in progress, no validator, not
+    capped), it takes that lock and calls ``_insert_flat`` directly, translating errors as the boundary does;
+    anything else, or a document ``_insert_flat`` declines, goes through ``full`` (write concern > boundary >
+    ``LabCollection.insert_one``). tests/test_engine_insert_one_entry.py compares both."""
+    tls = boundary._TLS
+
+    @functools.wraps(full)
+    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+        if session is None and type(document) is dict and getattr(tls, "op", None) is None \
+                and self._write_concern.is_server_default:
+            cd = boundary.client_of(self).__dict__
+            store = cd["_store"]
+            sd = store.__dict__
+            if not cd.get("_lab_listeners") and not sd.get("_lab_profiling") and sessions.current() is None:
+                _id = NOT_FLAT
+                with sd.get("_lab_lock") or boundary.lock_for_store(store):
+                    st = self._db_store[self._name]  # under the lock: the first insert creates the store
+                    opts = st.options
+                    if not opts or not (opts.get("validator") or opts.get("capped")):
+                        try:
+                            _id = self._insert_flat(st, document)
+                        except BaseException as exc:
+                            err = boundary.translate(exc, "insert_one")
+                            if err is exc:
+                                raise
+                            raise err from exc
+                if _id is not NOT_FLAT:
+                    return InsertOneResult(_id, acknowledged=True)
+        return full(self, document, bypass_document_validation=bypass_document_validation, session=session,
+                    comment=comment)
+    return insert_one
+
+
+LabCollection.insert_one = _insert_one_entry(LabCollection.insert_one)
 
 
 @guard(CURSOR_OPERATIONS)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bson import ObjectId as _OBJECT_ID
+
 INC, MUL, SET, MIN, MAX, UNSET = range(6)
 _CODES = {"$inc": INC, "$mul": MUL, "$set": SET, "$min": MIN, "$max": MAX, "$unset": UNSET}
 _SET_TYPES = frozenset({str, int, float, bool, type(None)})
@@ -136,3 +138,123 @@ def apply_scalar(plan: list[tuple[str, int, Any]], old: dict) -> Any:
             new = dict(old)
         new[f] = r
     return new
+
+
+def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, by_key: dict | None,
+             key_of: Any) -> tuple[int, int, int]:
+    """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
+    the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
+    "lean" case), in one loop without a call per document for the common single-operation statements.
+
+    Stops at the first document that needs the general path (``apply_scalar``'s ``FALLBACK``, or a stored
+    document that is not a plain dict) and returns ``(j, matched, modified)``: ``rids[j]`` is that document
+    (``j == len(rids)`` when every document was done); ``matched``/``modified`` count ``rids[i:j]``. Record
+    ids without a document are skipped (not matched), as the general loop does. ``docs`` (record id ->
+    document) and ``by_key`` (store key -> document) are the record store's maps (``by_key`` None: a store
+    whose ``_id`` map is a view of ``docs``, nothing to write there); ``key_of`` its ``store_key``. The caller
+    bumps the store's version by ``modified``."""
+    n = len(rids)
+    matched = modified = 0
+    get = docs.get
+    oid = _OBJECT_ID
+    if len(plan) == 1 and plan[0][1] in (INC, MUL) and type(plan[0][2]) is int:
+        f, code, a = plan[0]
+        inc = code == INC
+        missing = _MISSING
+        for j in range(i, n):  # (indexing, not a slice: a document handed back must not cost a copy)
+            rid = rids[j]
+            old = get(rid)
+            if old is None:
+                continue
+            if type(old) is not dict:
+                return j, matched, modified
+            v = old.get(f, missing)
+            tv = type(v)
+            if tv is int:
+                r = v + a if inc else v * a
+                if -2147483648 <= v < 2147483648 and -2147483648 <= r < 2147483648:
+                    pass  # int32 (_width 0) stays int32: the common case, two comparisons
+                elif -2147483648 <= v < 2147483648:
+                    return j, matched, modified  # int32 -> int64: the general path
+                elif -_I64 <= v < _I64:
+                    if not -_I64 <= r < _I64 or -_I32 <= r < _I32:
+                        return j, matched, modified
+                else:
+                    return j, matched, modified
+                matched += 1
+                if r == v:
+                    continue
+            elif tv is float:
+                r = float(v + a if inc else v * a)
+                matched += 1
+                if r == v or (r != r and v != v):
+                    continue
+            else:
+                return j, matched, modified
+            new = old.copy()
+            new[f] = r
+            docs[rid] = new
+            if by_key is not None:
+                _id = old["_id"]
+                t = type(_id)
+                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+            modified += 1
+        return n, matched, modified
+    if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
+        # $set of one string or integer: the stored value must have the argument's type (and, for an
+        # integer, its BSON width); a string may not grow (ASCII: its length is its UTF-8 size). Anything
+        # else goes back to the caller, whose apply_scalar decides as before.
+        f, _, a = plan[0]
+        missing = _MISSING
+        ta = type(a)
+        short = ta is str and a.isascii()
+        la = len(a) if ta is str else 0
+        w32 = ta is int and -_I32 <= a < _I32
+        for j in range(i, n):
+            rid = rids[j]
+            old = get(rid)
+            if old is None:
+                continue
+            if type(old) is not dict:
+                return j, matched, modified
+            v = old.get(f, missing)
+            if type(v) is not ta:
+                return j, matched, modified
+            if v == a:
+                matched += 1
+                continue  # matched, not modified
+            if ta is str:
+                if not (short and la <= len(v) and v.isascii()):
+                    return j, matched, modified
+            elif not (w32 and -2147483648 <= v < 2147483648):
+                return j, matched, modified
+            matched += 1
+            new = old.copy()
+            new[f] = a
+            docs[rid] = new
+            if by_key is not None:
+                _id = old["_id"]
+                t = type(_id)
+                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+            modified += 1
+        return n, matched, modified
+    for j in range(i, n):
+        rid = rids[j]
+        old = get(rid)
+        if old is None:
+            continue
+        if type(old) is not dict:
+            return j, matched, modified
+        new = apply_scalar(plan, old)
+        if new is FALLBACK:
+            return j, matched, modified
+        matched += 1
+        if new is None:
+            continue
+        docs[rid] = new
+        if by_key is not None:
+            _id = old["_id"]
+            t = type(_id)
+            by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
+        modified += 1
+    return n, matched, modified
