@@ -502,3 +502,20 @@ def test_views_and_time_series_answer_with_pymongo_command_cursors():
     names = [ix["name"] for ix in db.ts.list_indexes().to_list()]
     assert names == ["m_1_t_1"]
     assert db.ts.aggregate([{"$project": {"_id": 0, "x": 1}}]).to_list() == [{"x": 1}]
+
+
+def test_write_errors_carry_the_servers_errmsg_in_every_write_path():
+    # batch_write_command_insert.js: writeErrors[].errmsg is the server's message; pymongo's str() of an error
+    # appends ", full error: {...}", which must not leak into the details (bulk_write, insert_many, time series)
+    import datetime
+    from pymongo.errors import BulkWriteError
+    db = EmbeddedClient().t
+    db.c.create_index("a", unique=True)
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    for call in (lambda: db.c.bulk_write([InsertOne({"a": 1}), InsertOne({"a": 1})]),
+                 lambda: db.c.insert_many([{"a": 2}, {"a": 2}]),
+                 lambda: db.ts.insert_many([{"t": datetime.datetime(2024, 1, 1)}, {"t": 1}])):
+        with pytest.raises(BulkWriteError) as e:
+            call()
+        msg = e.value.details["writeErrors"][0]["errmsg"]
+        assert "full error" not in msg and msg

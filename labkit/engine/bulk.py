@@ -7,6 +7,7 @@ from mongomock import BulkWriteError, DuplicateKeyError, WriteError
 from mongomock.results import BulkWriteResult
 from pymongo.operations import DeleteMany, DeleteOne, InsertOne, ReplaceOne, UpdateMany, UpdateOne
 
+from .errors import errmsg_of
 
 
 def run_bulk(coll, requests: list, ordered: bool, let: dict | None = None) -> BulkWriteResult:
@@ -41,7 +42,7 @@ def run_bulk(coll, requests: list, ordered: bool, let: dict | None = None) -> Bu
                 raise TypeError("%r is not a valid request" % (op,))
         except (WriteError, DuplicateKeyError) as e:
             det = dict(e.details or {})
-            det.update({"index": i, "code": e.code, "errmsg": str(e)})
+            det.update({"index": i, "code": e.code, "errmsg": errmsg_of(e)})
             det.setdefault("op", getattr(op, "_doc", None) or getattr(op, "_filter", None))
             res["writeErrors"].append(det)
             if ordered:

@@ -33,6 +33,7 @@ from .update_fast import FALLBACK, apply_scalar, run_lean, scalar_plan
 from .docutil import CursorProtocol, check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
 from .docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
 from . import hooks
+from .errors import errmsg_of
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -430,8 +431,7 @@ class EmbeddedCollection(mm_collection.Collection):
             except (WriteError, DuplicateKeyError) as e:
                 det = dict(e.details or {})
                 # the server's errmsg (pymongo's str(e) appends ", full error: {...}")
-                msg = det.get("errmsg") or str(e).split(", full error: ", 1)[0]
-                det.update({"index": i, "code": e.code, "errmsg": msg, "op": data})
+                det.update({"index": i, "code": e.code, "errmsg": errmsg_of(e), "op": data})
                 errors.append(det)
                 if ordered:
                     break

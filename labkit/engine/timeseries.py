@@ -32,6 +32,7 @@ from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult
 
 from . import values as V
 from . import keys as K
+from .errors import errmsg_of
 
 GRANULARITY = {"seconds": (3600, 60), "minutes": (86400, 3600), "hours": (2592000, 86400)}
 MAX_SPAN_LIMIT = 31536000  # timeseries.idl: bucketMaxSpanSeconds / bucketRoundingSeconds in [1, 31536000]
@@ -413,7 +414,7 @@ def insert_measurements(coll, docs: Iterable[Any], ordered: bool = True) -> list
         try:
             d = _check_measurement(raw, state)
         except WriteError as e:
-            errors.append({"index": i, "code": e.code, "errmsg": str(e), "op": raw})
+            errors.append({"index": i, "code": e.code, "errmsg": errmsg_of(e), "op": raw})
             if ordered:
                 break
             continue
