@@ -519,3 +519,14 @@ def test_write_errors_carry_the_servers_errmsg_in_every_write_path():
             call()
         msg = e.value.details["writeErrors"][0]["errmsg"]
         assert "full error" not in msg and msg
+
+
+@pytest.mark.parametrize("key", [[("$**", 1)], [("attrs.$**", 1)]])
+def test_wildcard_indexes_are_refused_rather_than_kept_unused(key):
+    # A server plans {a: 3} on a wildcard index (jstests/core/index/wildcard/); the embedded planner has no
+    # wildcard plans, so creating one would show COLLSCANs where the server shows IXSCANs: refused clearly.
+    c = coll([{"_id": 1, "a": 3}])
+    with pytest.raises(OperationFailure) as e:
+        c.create_index(key)
+    assert e.value.code == 67 and "wildcard" in str(e.value) and "MONGODB_URI" in str(e.value)
+    assert list(c.index_information()) == ["_id_"]

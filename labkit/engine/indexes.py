@@ -92,6 +92,9 @@ class IndexSpec:
             self.partial_match = fast_matcher(partial, collation)
         self.hashed = [f for f, d in self.key if d == "hashed"]  # hashed.py
         for f, d in self.key:
+            if f == "$**" or f.endswith(".$**"):  # a wildcard index: the planner would never use it
+                raise _op_failure("Index type 'wildcard' ({%s: %r}) is not supported on the embedded engine; "
+                                  "use a real server (set MONGODB_URI)" % (f, d), 67)
             if isinstance(d, str) and d != "hashed":
                 raise _op_failure("Index type '%s' is not supported on the embedded engine; "
                                   "use a real server (set MONGODB_URI)" % d, 67)
