@@ -435,3 +435,19 @@ def test_read_preference_and_read_concern_on_one_member(coll):
     with pytest.raises(OperationFailure) as e:
         list(coll.with_options(read_concern=ReadConcern("bogus")).find())
     assert _code(e) == 2
+
+
+def test_client_options_are_checked_as_pymongo_checks_them():
+    # pymongo.common.validate: unknown option names (ConfigurationError) and bad values (ValueError) fail at
+    # construction on a real MongoClient; document_class other than dict would be ignored, so it is refused
+    from bson.son import SON
+    from pymongo.errors import ConfigurationError
+    with pytest.raises(ConfigurationError, match="Unknown option"):
+        EmbeddedClient(bogusOption=1)
+    with pytest.raises(ValueError, match="maxPoolSize"):
+        EmbeddedClient(maxPoolSize=-1)
+    with pytest.raises(ConfigurationError, match="document_class=SON"):
+        EmbeddedClient(document_class=SON)
+    c = EmbeddedClient(tz_aware=True, serverSelectionTimeoutMS=5, appname="lab", w=1)
+    c.t.c.insert_one({"_id": 1})
+    assert c.t.c.find_one() == {"_id": 1}

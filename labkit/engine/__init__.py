@@ -75,6 +75,21 @@ def _concerns(kwargs: dict) -> tuple:
 
 
 @guard(CLIENT_OPERATIONS)
+def _check_client_options(kwargs: dict) -> None:
+    """MongoClient's keyword options as pymongo checks them (unknown names: ConfigurationError; bad values:
+    ValueError/TypeError, pymongo's own messages); ``document_class`` other than dict is refused, not ignored."""
+    from pymongo import common
+    from pymongo.errors import ConfigurationError
+    for k, v in kwargs.items():
+        if not k.startswith("_"):  # mongomock's own (_store)
+            common.validate(k, v)
+    dc = kwargs.get("document_class")
+    if dc is not None and dc is not dict:
+        raise ConfigurationError("MongoClient(document_class=%s) is not supported on the embedded engine "
+                                 "(documents come back as dict); use a real server (set MONGODB_URI)"
+                                 % getattr(dc, "__name__", dc))
+
+
 class EmbeddedClient(mongomock.MongoClient):
     """A private, in-process MongoDB look-alike (one store per instance, unless ``_store`` shares one).
 
@@ -84,6 +99,7 @@ class EmbeddedClient(mongomock.MongoClient):
 
     def __init__(self, *args, event_listeners=None, appname=None, **kwargs) -> None:
         from .monitoring import init_client
+        _check_client_options(kwargs)
         self._lab_write_concern, self._lab_read_concern = _concerns(kwargs)
         kwargs.setdefault("_store", EngineServerStore())
         super().__init__(*args, **kwargs)
