@@ -530,3 +530,16 @@ def test_wildcard_indexes_are_refused_rather_than_kept_unused(key):
         c.create_index(key)
     assert e.value.code == 67 and "wildcard" in str(e.value) and "MONGODB_URI" in str(e.value)
     assert list(c.index_information()) == ["_id_"]
+
+
+def test_an_int_beyond_64_bits_fails_as_pymongo_fails_before_sending():
+    # bson's encoder raises OverflowError("MongoDB can only handle up to 8-byte ints") in the driver, before any
+    # command is sent: nothing is written, whatever the profiler level (it used to become InternalError 1)
+    db = EmbeddedClient().t
+    for level in (0, 2):
+        db.command("profile", level)
+        with pytest.raises(OverflowError, match="8-byte ints"):
+            db.c.insert_one({"a": 2 ** 70})
+        with pytest.raises(OverflowError, match="8-byte ints"):
+            db.c.insert_many([{"a": 1}, {"a": 2 ** 70}])
+    assert db.c.count_documents({}) == 0

@@ -186,6 +186,8 @@ def is_client_side(exc: BaseException, name: str | None = None) -> bool:
             op = getattr(_TLS, "op", None)
             name = op.name if op is not None else ""
         return name in ("insert_one", "insert_many", "bulk_write", "") or "cannot encode object" in str(exc)
+    if type(exc) is OverflowError and "can only handle up to 8-byte ints" in str(exc):
+        return True  # bson's encoder: pymongo raises it for an int beyond 64 bits before sending anything
     if type(exc) in _CLIENT_SIDE or isinstance(exc, StopIteration):
         return isinstance(exc, StopIteration) or _explicit_raise(exc)
     from pymongo.errors import ConfigurationError, InvalidOperation, DocumentTooLarge, InvalidName
