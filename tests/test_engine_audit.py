@@ -543,3 +543,21 @@ def test_an_int_beyond_64_bits_fails_as_pymongo_fails_before_sending():
         with pytest.raises(OverflowError, match="8-byte ints"):
             db.c.insert_many([{"a": 1}, {"a": 2 ** 70}])
     assert db.c.count_documents({}) == 0
+
+
+def test_aggregate_hint_plans_the_leading_cursor_stage_with_that_index():
+    # aggregate's hint goes to the planner of the pipeline's $cursor query (manual: db.collection.aggregate()
+    # "hint" option; jstests/core/query/agg_hint.js asserts the hinted index in explain)
+    c = coll([{"_id": i, "a": i % 10, "b": i} for i in range(100)])
+    c.create_index("a")
+    c.create_index("b")
+    p = [{"$match": {"a": 3, "b": {"$gte": 50}}}, {"$group": {"_id": None, "n": {"$sum": 1}}}]
+    assert c.aggregate(p, hint="b_1").to_list() == c.aggregate(p).to_list() == [{"_id": None, "n": 5}]
+    for hint, keys in (("b_1", 50), ([("a", 1)], 10)):
+        cmd = {"aggregate": "c", "pipeline": p, "cursor": {}, "hint": hint if isinstance(hint, str) else dict(hint)}
+        ex = c.database.command("explain", cmd, verbosity="executionStats")
+        assert ex["executionStats"]["totalKeysExamined"] == keys
+    assert code_of(lambda: c.aggregate(p, hint="nope").to_list()) == 2
+    # no $match: the hinted index is scanned whole, so documents come in its order
+    assert [d["_id"] for d in c.aggregate([{"$limit": 3}], hint="a_1")] == [0, 10, 20]
+    assert code_of(lambda: c.aggregate([], hint=[("b", -1)]).to_list()) == 2  # no such index

@@ -51,6 +51,7 @@ class Ctx:
         self.stage_info: list[dict] = []  # per $group / $lookup: documents in and out (sbe_explain.py)
         self.allow_disk_use: bool | None = None  # aggregate(allowDiskUse=...): $sort memory rule
         self.documents_ok = False  # a leading $documents is allowed ($unionWith / $lookup sub-pipelines)
+        self.hint: Any = None  # aggregate(hint=...): the index the leading $cursor stage's query must use
 
 
 def _get_path(doc: Any, path: str) -> Any:
@@ -603,8 +604,8 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             i = 1
         else:
             filt, sort, skip, limit, i = _split_prefix(pipeline)
-            if filt is not None or sort is not None:
-                q = Query(_client_value(filt or {}), sort, None, skip, limit,
+            if filt is not None or sort is not None or ctx.hint is not None:
+                q = Query(_client_value(filt or {}), sort, None, skip, limit, hint=ctx.hint,
                           allow_disk_use=ctx.allow_disk_use)
                 q.origin = "aggregate"
                 ex = coll._run(q)
@@ -772,12 +773,11 @@ class _FullScan:
 def run_pipeline(coll, pipeline: list, hint=None, allow_disk_use: bool | None = None, let: Any = None) -> list:
     """Run an aggregate; ``let``: the command's variables (``$$name``, undefined ones fail with 17276); its
     result documents are checked against the 16 MB BSON limit."""
-    if hint is not None:
-        raise unsupported("aggregate(hint=...)")
     from .docutil import no_gc
     pipeline = bind_pipeline(pipeline, let_variables(let))
     ctx = Ctx()
     ctx.allow_disk_use = allow_disk_use
+    ctx.hint = hint  # the $cursor stage's query takes it, as the server's aggregate passes it to the planner
     with no_gc():
         docs = run_stages(coll, pipeline, ctx)
         check_output_sizes(pipeline, docs)
@@ -796,6 +796,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
                                                            else None))
     t0 = time.perf_counter()
     ctx = Ctx()
+    ctx.hint = command.get("hint") if isinstance(command, dict) else None
     filt, sort, skip, limit, n_pushed = _split_prefix(pipeline) if pipeline and not any(
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
     n_sbe = pushdown_split(pipeline, n_pushed) if pipeline and n_pushed < len(pipeline) and not any(
