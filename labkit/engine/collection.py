@@ -605,13 +605,10 @@ class EmbeddedCollection(mm_collection.Collection):
         lean = scalar is not None and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
         docs = st.docs
-        by_key = st._documents
         i, nr = 0, len(rids)
         while i < nr:
             if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
-                # (an _id map that is not a dict of its own is a view of docs: nothing to write there)
-                j, m, mod = run_lean(scalar, rids, i, docs, by_key if isinstance(by_key, dict) else None,
-                                     store_key)
+                j, m, mod = run_lean(scalar, rids, i, docs)
                 n_matched += m
                 n_modified += mod
                 st.version += mod

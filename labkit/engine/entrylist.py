@@ -33,19 +33,20 @@ LOAD = 512  # target block size; a block splits beyond 2 * LOAD items and merges
 
 def _left(kb: list, rb: list, x: tuple, lo: int = 0) -> int:
     """``bisect_left`` of ``x`` among the pairs ``zip(kb, rb)`` of one block (from ``lo``)."""
-    k = x[0]
-    i = _bl(kb, k, lo)
-    if len(x) > 1 and i < len(kb) and kb[i] == k:
-        i = _bl(rb, x[1], i, _br(kb, k, i))
-    return i
+    return _tie(kb, rb, x, x[0], lo, _bl)
 
 
 def _right(kb: list, rb: list, x: tuple) -> int:
     """``bisect_right`` of ``x`` among the pairs ``zip(kb, rb)`` of one block."""
-    k = x[0]
-    i = _bl(kb, k)
+    return _tie(kb, rb, x, x[0], 0, _br)
+
+
+def _tie(kb: list, rb: list, x: tuple, k: Any, lo: int, search: Any) -> int:
+    """The first position of key ``k`` (from ``lo``), moved by ``search`` (``_bl``/``_br``) among the record
+    ids of that key's entries when the probe ``x`` has one (``x[1]``)."""
+    i = _bl(kb, k, lo)
     if len(x) > 1 and i < len(kb) and kb[i] == k:
-        i = _br(rb, x[1], i, _br(kb, k, i))
+        i = search(rb, x[1], i, _br(kb, k, i))
     return i
 
 
@@ -58,11 +59,7 @@ def _left1(kb: list, rb: list, x: tuple, lo: int = 0) -> int:
     p = x[0]
     if len(p) != 1:
         return _br(kb, p[0], lo) if p else lo
-    k = p[0]
-    i = _bl(kb, k, lo)
-    if len(x) > 1 and i < len(kb) and kb[i] == k:
-        i = _bl(rb, x[1], i, _br(kb, k, i))
-    return i
+    return _tie(kb, rb, x, p[0], lo, _bl)
 
 
 def _right1(kb: list, rb: list, x: tuple) -> int:
@@ -70,11 +67,7 @@ def _right1(kb: list, rb: list, x: tuple) -> int:
     p = x[0]
     if len(p) != 1:
         return _br(kb, p[0]) if p else 0
-    k = p[0]
-    i = _bl(kb, k)
-    if len(x) > 1 and i < len(kb) and kb[i] == k:
-        i = _br(rb, x[1], i, _br(kb, k, i))
-    return i
+    return _tie(kb, rb, x, p[0], 0, _br)
 
 
 class SortedEntries:

@@ -835,31 +835,47 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
     return ex
 
 
+def _forward_scan(root: Stage) -> "IndexScan | None":
+    """The started IXSCAN under ``root`` when ``root`` is a FETCH (no filter) > IXSCAN over one interval of a
+    non-multikey index without a key filter, neither at EOF: a scan whose rest can be read by positions (the
+    shortcuts below). None for any other plan."""
+    if type(root) is not Fetch or root.match is not None or root.eof:
+        return None
+    scan = root.children[0]
+    if type(scan) is not IndexScan or not scan.single or scan.key_filter is not None or scan.seen is not None \
+            or scan.eof:
+        return None
+    if scan.pos is None:
+        if any(not ivs for ivs in scan.sb):
+            return None  # an empty interval list: the ordinary loop reaches EOF at once
+        scan._start()
+    return scan
+
+
+def _credit_forward(root: Stage, scan: "IndexScan", rem: int) -> None:
+    """The counters of ``rem`` more keys and documents, then EOF: exactly what running ``work()`` on
+    ``root`` to its end would leave (rem ADVANCED calls of each stage, then the IS_EOF one)."""
+    scan.pos = scan.end
+    scan.keys_examined += rem
+    for st in (scan, root):
+        st.works += rem + 1
+        st.advanced += rem
+        st.eof = True
+    root.docs_examined += rem
+
+
 def _count_forward(root: Stage, results: list) -> bool:
     """A count whose plan is FETCH (no filter) > IXSCAN over one interval of a non-multikey index: the rest of
     the scan is the distance between two binary-searched positions (the server's COUNT_SCAN reads no document
     either). The stage counters end exactly as running ``work()`` to EOF would leave them, and ``results``
     gets one placeholder per counted key. False (nothing done) for any other plan."""
-    if type(root) is not Fetch or root.match is not None or root.eof:
+    scan = _forward_scan(root)
+    if scan is None:
         return False
-    scan = root.children[0]
-    if type(scan) is not IndexScan or not scan.single or scan.key_filter is not None or scan.seen is not None \
-            or scan.eof:
-        return False
-    if scan.pos is None:
-        if any(not ivs for ivs in scan.sb):
-            return False  # an empty interval list: the ordinary loop reaches EOF at once
-        scan._start()
     rem = (scan.end - scan.pos) * scan.direction
     if rem < 0:
         return False
-    scan.pos = scan.end
-    scan.keys_examined += rem
-    for st in (scan, root):  # rem ADVANCED calls, then the IS_EOF one
-        st.works += rem + 1
-        st.advanced += rem
-        st.eof = True
-    root.docs_examined += rem
+    _credit_forward(root, scan, rem)
     results.extend([None] * rem)
     return True
 
@@ -870,16 +886,9 @@ def _fetch_forward(root: Stage, store, results: list) -> bool:
     The stage counters end exactly as running ``work()`` to EOF would leave them (as ``_count_forward``);
     False (nothing done) for any other plan, or when an entry's document is missing (the stepped FETCH then
     counts that entry differently)."""
-    if type(root) is not Fetch or root.match is not None or root.eof:
+    scan = _forward_scan(root)
+    if scan is None:
         return False
-    scan = root.children[0]
-    if type(scan) is not IndexScan or not scan.single or scan.key_filter is not None or scan.seen is not None \
-            or scan.eof:
-        return False
-    if scan.pos is None:
-        if any(not ivs for ivs in scan.sb):
-            return False
-        scan._start()
     pos, end = scan.pos, scan.end
     if scan.direction > 0:
         if end < pos:
@@ -889,23 +898,14 @@ def _fetch_forward(root: Stage, store, results: list) -> bool:
         if pos < end:
             return False
         lo, hi = end + 1, pos + 1
-    entries = scan.index.entries
-    between = getattr(entries, "rids_between", None)  # an entry structure with a record-id column
-    found = list(between(lo, hi)) if between is not None else [e[1] for e in entries.items_between(lo, hi)]
+    found = list(scan.index.entries.rids_between(lo, hi))
     if scan.direction < 0:
         found.reverse()
     docs = store.docs
     for rid in found:
         if rid not in docs:
             return False
-    rem = len(found)
-    scan.pos = end
-    scan.keys_examined += rem
-    for st in (scan, root):  # rem ADVANCED calls, then the IS_EOF one
-        st.works += rem + 1
-        st.advanced += rem
-        st.eof = True
-    root.docs_examined += rem
+    _credit_forward(root, scan, len(found))
     results.extend(found)
     return True
 

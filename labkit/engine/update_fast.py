@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson import ObjectId as _OBJECT_ID
 
 INC, MUL, SET, MIN, MAX, UNSET = range(6)
 _CODES = {"$inc": INC, "$mul": MUL, "$set": SET, "$min": MIN, "$max": MAX, "$unset": UNSET}
@@ -140,8 +139,7 @@ def apply_scalar(plan: list[tuple[str, int, Any]], old: dict) -> Any:
     return new
 
 
-def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, by_key: dict | None,
-             key_of: Any) -> tuple[int, int, int]:
+def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
     the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
     "lean" case), in one loop without a call per document for the common single-operation statements.
@@ -150,13 +148,11 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
     document that is not a plain dict) and returns ``(j, matched, modified)``: ``rids[j]`` is that document
     (``j == len(rids)`` when every document was done); ``matched``/``modified`` count ``rids[i:j]``. Record
     ids without a document are skipped (not matched), as the general loop does. ``docs`` (record id ->
-    document) and ``by_key`` (store key -> document) are the record store's maps (``by_key`` None: a store
-    whose ``_id`` map is a view of ``docs``, nothing to write there); ``key_of`` its ``store_key``. The caller
+    document) is the record store's map (its ``_id`` map is a view of it: nothing else to write). The caller
     bumps the store's version by ``modified``."""
     n = len(rids)
     matched = modified = 0
     get = docs.get
-    oid = _OBJECT_ID
     if len(plan) == 1 and plan[0][1] in (INC, MUL) and type(plan[0][2]) is int:
         f, code, a = plan[0]
         inc = code == INC
@@ -194,10 +190,6 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
             new = old.copy()
             new[f] = r
             docs[rid] = new
-            if by_key is not None:
-                _id = old["_id"]
-                t = type(_id)
-                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
             modified += 1
         return n, matched, modified
     if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
@@ -232,10 +224,6 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
             new = old.copy()
             new[f] = a
             docs[rid] = new
-            if by_key is not None:
-                _id = old["_id"]
-                t = type(_id)
-                by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
             modified += 1
         return n, matched, modified
     for j in range(i, n):
@@ -252,9 +240,5 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict, b
         if new is None:
             continue
         docs[rid] = new
-        if by_key is not None:
-            _id = old["_id"]
-            t = type(_id)
-            by_key[_id if t is str or t is int or t is oid else key_of(_id)] = new
         modified += 1
     return n, matched, modified
