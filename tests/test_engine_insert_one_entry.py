@@ -19,29 +19,18 @@ import pytest
 from bson import SON
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pymongo import monitoring
 from pymongo.errors import PyMongoError
 from pymongo.write_concern import WriteConcern
 
 from labkit.engine import EmbeddedClient
 from labkit.engine import collection as C
 from labkit.engine import rules as R
+from recording import EventRecorder
 
 FULL = R.LabCollection.insert_one.__wrapped__  # the chain the entry falls back to
 
 
-class _Rec(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def started(self, e) -> None:
-        self.events.append(("started", e.command_name, {k: v for k, v in e.command.items() if k != "lsid"}))
-
-    def succeeded(self, e) -> None:
-        self.events.append(("succeeded", e.command_name, e.reply))
-
-    def failed(self, e) -> None:
-        self.events.append(("failed", e.command_name, e.failure))
+_Rec = EventRecorder  # tests/recording.py
 
 
 values = st.one_of(st.integers(-3, 3), st.just(2 ** 70), st.sampled_from(["x", "", "\ud800"]), st.none(),

@@ -59,16 +59,21 @@ def _state(coll):
     return docs, by_key, ents
 
 
+def _collection(client, index, unique, validator):
+    """``client.db.c``, with a validator on ``b``'s type and an index on ``index`` when asked."""
+    if validator:
+        client.db.create_collection("c", validator={"$jsonSchema": {"properties": {"b": {
+            "bsonType": ["int", "long", "double"]}}}}, validationAction="error")
+    coll = client.db.c
+    if index:
+        coll.create_index(index, unique=unique)
+    return coll
+
+
 def _run(docs, upd, flt, many, index, validator, big):
     client = EmbeddedClient()
     db = client.db
-    if validator:
-        db.create_collection("c", validator={"$jsonSchema": {"properties": {"b": {"bsonType": ["int", "long",
-                                                                                             "double"]}}}},
-                             validationAction="error")
-    coll = db.c
-    if index:
-        coll.create_index(index)
+    coll = _collection(client, index, False, validator)
     for i, d in enumerate(docs):
         d = dict(d, _id=i)
         if big and i == 0:
@@ -154,24 +159,13 @@ def test_scalar_update_is_taken():
 # jstests/core/write/update/update_arrayFilters.js (arrayFilters with $[<id>]),
 # jstests/core/write/update/update_currentdate_examples.js ($currentDate), jstests/core/index/index_stats.js.
 
-from pymongo import monitoring as _mon  # noqa: E402
 from pymongo.write_concern import WriteConcern  # noqa: E402
 
 from labkit.engine import planner as P  # noqa: E402
+from recording import EventRecorder  # noqa: E402
 
 
-class _Rec(_mon.CommandListener):
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def started(self, e) -> None:
-        self.events.append(("started", e.command_name, {k: v for k, v in e.command.items() if k != "lsid"}))
-
-    def succeeded(self, e) -> None:
-        self.events.append(("succeeded", e.command_name, e.reply))
-
-    def failed(self, e) -> None:
-        self.events.append(("failed", e.command_name, e.failure))
+_Rec = EventRecorder  # tests/recording.py
 
 
 BATCH_FILTERS = [{}, {"k": 1}, {"k": {"$gte": 0}}, {"k": {"$lt": 1}}, {"k": {"$in": [0, 1, "a"]}},
@@ -188,13 +182,7 @@ def _run_batch_inner(docs, upd, flt, index, unique, validator, wc, txn, upsert, 
     rec = _Rec()
     client = EmbeddedClient(event_listeners=[rec])
     db = client.db
-    if validator:
-        db.create_collection("c", validator={"$jsonSchema": {"properties": {"b": {"bsonType": ["int", "long",
-                                                                                             "double"]}}}},
-                             validationAction="error")
-    coll = db.c
-    if index:
-        coll.create_index(index, unique=unique)
+    coll = _collection(client, index, unique, validator)
     rows = [dict(d, _id=i) for i, d in enumerate(docs * n_copies)]
     for d in rows:
         try:

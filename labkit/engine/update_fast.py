@@ -21,7 +21,7 @@ order, counts, index entries, errors) over random documents and updates.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 
 INC, MUL, SET, MIN, MAX, UNSET = range(6)
@@ -139,6 +139,16 @@ def apply_scalar(plan: list[tuple[str, int, Any]], old: dict) -> Any:
     return new
 
 
+def _stored(rids: list, i: int, get: Any) -> Iterator[tuple[int, Any, Any]]:
+    """``(j, rid, document)`` for ``rids[i:]`` that still have a document (``get``: the store's ``docs.get``);
+    by index, not a slice: a loop handing a document back at ``j`` must not have copied the rest."""
+    for j in range(i, len(rids)):
+        rid = rids[j]
+        old = get(rid)
+        if old is not None:
+            yield j, rid, old
+
+
 def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
     the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
@@ -157,11 +167,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
         f, code, a = plan[0]
         inc = code == INC
         missing = _MISSING
-        for j in range(i, n):  # (indexing, not a slice: a document handed back must not cost a copy)
-            rid = rids[j]
-            old = get(rid)
-            if old is None:
-                continue
+        for j, rid, old in _stored(rids, i, get):
             if type(old) is not dict:
                 return j, matched, modified
             v = old.get(f, missing)
@@ -202,11 +208,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
         short = ta is str and a.isascii()
         la = len(a) if ta is str else 0
         w32 = ta is int and -_I32 <= a < _I32
-        for j in range(i, n):
-            rid = rids[j]
-            old = get(rid)
-            if old is None:
-                continue
+        for j, rid, old in _stored(rids, i, get):
             if type(old) is not dict:
                 return j, matched, modified
             v = old.get(f, missing)
@@ -226,11 +228,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
             docs[rid] = new
             modified += 1
         return n, matched, modified
-    for j in range(i, n):
-        rid = rids[j]
-        old = get(rid)
-        if old is None:
-            continue
+    for j, rid, old in _stored(rids, i, get):
         if type(old) is not dict:
             return j, matched, modified
         new = apply_scalar(plan, old)
