@@ -327,7 +327,7 @@ def main() -> None:
         strategy = out[0]["queryPlanner"]["winningPlan"]["queryPlan"]["strategy"]
         print("%-58s %10.3f  (%s)" % (label, t, strategy))
     # a time-series query: 10 sensors x 1,440 readings, one sensor's day through the buckets
-    # ($_internalUnpackBucket over system.buckets.<name>, labkit/engine/timeseries.py)
+    # ($_internalUnpackBucket over system.buckets.<name>, labkit/engine/catalog/timeseries.py)
     import datetime as _dt
     tsdb = EmbeddedClient().bench
     tsc = tsdb.create_collection("readings", timeseries={"timeField": "ts", "metaField": "sensorId",

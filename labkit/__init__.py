@@ -27,7 +27,7 @@ _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets"
                "decision", "tracking", "ledger", "shared", "workshop"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
-         "shared_mode": "shared", "ttl_pass": "engine.ttl"}
+         "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",

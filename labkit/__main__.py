@@ -218,7 +218,7 @@ def _review_report(args: argparse.Namespace, client: Any) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from labkit.engine.wire import serve
+    from labkit.engine.transport.wire import serve
     return serve(args.host, args.port, allow_remote=args.allow_remote,
                  argv=["python -m labkit serve", "--host", args.host, "--port", str(args.port)])
 

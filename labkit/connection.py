@@ -251,7 +251,7 @@ def describe(client: Any) -> str:
     except PyMongoError:
         info = {}
     version = info.get("version", "?")
-    served = info.get("labkit")  # `python -m labkit serve` (labkit.engine.wire.is_served_engine's test)
+    served = info.get("labkit")  # `python -m labkit serve` (labkit.engine.transport.wire.is_served_engine's test)
     if isinstance(served, dict) and served.get("engine") == "embedded-served":
         return f"labkit's embedded engine served over the wire (models MongoDB {version}) at {nodes}"
     return f"MongoDB server {version} at {nodes}"

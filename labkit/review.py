@@ -28,7 +28,7 @@ from bson.objectid import ObjectId
 from bson.regex import Regex
 from pymongo.errors import PyMongoError
 
-from labkit.engine.limits import nesting_depth
+from labkit.engine.bson.limits import nesting_depth
 
 KINDS: dict[str, str] = {
     "unbounded-array": "32_unbounded_arrays",

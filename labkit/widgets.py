@@ -37,7 +37,7 @@ def data_version(source: Any) -> tuple | None:
     """A value that changes whenever the data of ``source`` change (a database or collection on the embedded
     engine): every collection's identity, drop count, write counter and size. ``None`` when it cannot be told
     (a real server, or anything else), and then nothing computed from it is cached."""
-    from labkit.engine.store import EngineCollectionStore, EngineDatabaseStore
+    from labkit.engine.catalog.store import EngineCollectionStore, EngineDatabaseStore
 
     store = getattr(source, "_store", None)
     if isinstance(store, EngineCollectionStore):

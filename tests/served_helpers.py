@@ -1,7 +1,7 @@
 """The served engine for tests: labkit's embedded engine behind MongoDB's wire protocol on loopback.
 
 Used by tests/test_server_path.py, tests/test_notebooks_served.py and tests/test_mongosh.py, which drive
-labkit's real-server path (pymongo over TCP, mongosh) through ``labkit.engine.wire.serve_in_thread``.
+labkit's real-server path (pymongo over TCP, mongosh) through ``labkit.engine.transport.wire.serve_in_thread``.
 """
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ def unavailable(message: str) -> None:
 
 
 def serve_in_thread():
-    """``labkit.engine.wire.serve_in_thread`` on 127.0.0.1 and a free port (a context manager)."""
+    """``labkit.engine.transport.wire.serve_in_thread`` on 127.0.0.1 and a free port (a context manager)."""
     try:
-        from labkit.engine.wire import serve_in_thread as serve
+        from labkit.engine.transport.wire import serve_in_thread as serve
     except ModuleNotFoundError as exc:
-        if exc.name != "labkit.engine.wire":
+        if exc.name != "labkit.engine.transport.wire":
             raise
-        unavailable("the served engine (labkit.engine.wire, `python -m labkit serve`) is not in this checkout")
+        unavailable("the served engine (labkit.engine.transport.wire, `python -m labkit serve`) is not in this checkout")
     return serve(host="127.0.0.1", port=0)
 
 

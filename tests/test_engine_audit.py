@@ -15,8 +15,8 @@ from pymongo import InsertOne
 from pymongo.errors import OperationFailure, PyMongoError, WriteError
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import keys as K
-from labkit.engine import values as V
+from labkit.engine.bson import keys as K
+from labkit.engine.bson import values as V
 
 
 def coll(docs=(), name: str = "c"):

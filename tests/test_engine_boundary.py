@@ -1,4 +1,4 @@
-"""Rules enforced at the engine's operation boundary (labkit/engine/boundary.py).
+"""Rules enforced at the engine's operation boundary (labkit/engine/service/boundary.py).
 
 Each test names its source: MongoDB's manual, the server source or jstests, or pymongo's own argument checks.
 """
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure, WriteError
 
-from labkit.engine import EmbeddedClient, boundary
+from labkit.engine import EmbeddedClient
+from labkit.engine.service import boundary
 
 
 @pytest.fixture
@@ -184,7 +185,7 @@ def test_client_side_error_does_not_abort_transaction(client, coll):
     assert coll.find_one({"_id": "t3"}) == {"_id": "t3"}
 
 
-# labkit/engine/sessions.py's model and the server: a transaction whose collection was dropped (or dropped and
+# labkit/engine/session/sessions.py's model and the server: a transaction whose collection was dropped (or dropped and
 # re-created) after its snapshot cannot commit its writes: WriteConflict (112), TransientTransactionError.
 @pytest.mark.parametrize("recreate", [False, True])
 @pytest.mark.parametrize("also_update", [False, True])

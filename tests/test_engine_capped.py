@@ -1,4 +1,4 @@
-"""Capped collections on the embedded engine (labkit/engine/capped.py), checked against MongoDB 8.0's rules.
+"""Capped collections on the embedded engine (labkit/engine/catalog/capped.py), checked against MongoDB 8.0's rules.
 
 Sources are named per test: the manual's "Capped Collections" and ``create`` pages, the server's
 src/mongo/db/commands/create.cpp and src/mongo/db/catalog/collection_options.cpp, and jstests/core/capped/.

@@ -1,4 +1,4 @@
-"""Clustered collections on the embedded engine (labkit/engine/clustered.py), checked against MongoDB 8.0.
+"""Clustered collections on the embedded engine (labkit/engine/catalog/clustered.py), checked against MongoDB 8.0.
 
 Sources are named per test: the manual's "Clustered Collections" page, the server's
 src/mongo/db/catalog/create_collection.cpp and clustered_collection_util.cpp, and jstests/core/clustered/ with
@@ -12,7 +12,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import clustered
+from labkit.engine.catalog import clustered
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Collation on the embedded engine (labkit/engine/collate.py over labkit.collation): queries, sorts,
+"""Collation on the embedded engine (labkit/engine/query/collate.py over labkit.collation): queries, sorts,
 counts, distinct, updates, deletes, find-and-modify, aggregate, and collation indexes chosen by the planner
 only for queries that name the same collation."""
 from __future__ import annotations

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import keys as K
+from labkit.engine.bson import keys as K
 
 scalar = st.one_of(st.integers(-3, 3), st.sampled_from([1.5, -0.5, 2.0]), st.sampled_from(["x", "y", "z", ""]),
                    st.none())

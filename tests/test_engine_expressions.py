@@ -16,8 +16,8 @@ from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine.match_expr import OPERATORS, evaluate
-from labkit.engine.values import MISSING
+from labkit.engine.pipeline.expression.match_expr import OPERATORS, evaluate
+from labkit.engine.bson.values import MISSING
 
 D = datetime.datetime
 

@@ -157,7 +157,7 @@ def test_subset_rules_of_expression_algo():
     {x: 4} ⊆ {x: {$lte: 5}}, {x: {$gte: 6}} ⊄ {x: 7}; comparisons need the same canonical type; $exists:
     true is implied by non-null comparisons, $type, $ne: null, but not by {x: null}; array equality does not
     imply an element equality."""
-    from labkit.engine.subset import implies
+    from labkit.engine.matcher.subset import implies
     assert implies({"x": 4}, {"x": {"$lte": 5}})
     assert not implies({"x": {"$gte": 6}}, {"x": 7})
     assert implies({"x": {"$gt": 5, "$lt": 7}}, {"x": {"$gte": 5}})
@@ -281,7 +281,7 @@ def test_fast_encodings_equal_the_reference_encoding():
     flip for doubles, integer tie-break suffix beyond 2**53, milliseconds since the epoch for dates)."""
     import datetime
     import random
-    from labkit.engine import keys as K
+    from labkit.engine.bson import keys as K
     rnd = random.Random(5)
     for _ in range(3000):
         f = rnd.uniform(-1e300, 1e300) * rnd.choice([1, 1e-300, 1e-9])
@@ -304,7 +304,7 @@ def test_index_fast_keys_and_bulk_merge_match_the_general_path():
     batched inserts (sorted merge) leave every index equal to a sorted rebuild."""
     import random
     from labkit.engine import EmbeddedClient as _C
-    from labkit.engine.indexes import Index, IndexSpec
+    from labkit.engine.index.indexes import Index, IndexSpec
     rnd = random.Random(11)
 
     def value():
@@ -452,7 +452,7 @@ def test_long_in_lists_scan_in_n_log_k_with_the_same_counters(monkeypatch):
     for ascending/descending fields, forward/backward scans, ranges and points), results equal a $natural
     scan (rules file §4 counting rules unchanged)."""
     import random
-    from labkit.engine import stages as S
+    from labkit.engine.exec import stages as S
     rnd = random.Random(3)
     db = EmbeddedClient().inlist
     c = db.c

@@ -1,4 +1,4 @@
-"""Differential tests of the index entry structure (labkit.engine.entrylist.SortedEntries) against a plain
+"""Differential tests of the index entry structure (labkit.engine.index.entrylist.SortedEntries) against a plain
 sorted Python list: random inserts, deletes and bulk updates must leave the same order, the same length, the
 same positional items and the same ``bisect`` answers (the index scans and every plan figure rely on them).
 
@@ -12,8 +12,8 @@ import bisect
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from labkit.engine import entrylist
-from labkit.engine.entrylist import SortedEntries
+from labkit.engine.index import entrylist
+from labkit.engine.index.entrylist import SortedEntries
 
 keys = st.tuples(st.tuples(st.binary(max_size=3)), st.integers(0, 60))
 ops = st.lists(st.one_of(
@@ -152,7 +152,7 @@ def test_bulk_merge_and_many_blocks(load, one):
 
 def test_index_keeps_entries_structure():
     # Index.entries accepts a sorted list (as index builds and transaction copies assign) and wraps it
-    from labkit.engine.indexes import Index, IndexSpec
+    from labkit.engine.index.indexes import Index, IndexSpec
     ix = Index(IndexSpec("a_1", [("a", 1)]))
     ix.entries = [((b"a",), 1), ((b"b",), 2)]
     assert isinstance(ix.entries, SortedEntries)
@@ -163,7 +163,7 @@ def test_index_keeps_entries_structure():
 
 
 def test_unique_place_finds_other_record():
-    from labkit.engine.indexes import Index, IndexSpec
+    from labkit.engine.index.indexes import Index, IndexSpec
     ix = Index(IndexSpec("a_1", [("a", 1)], unique=True))
     for i, k in enumerate([b"a", b"c", b"e"]):
         loc, other = ix.place((k,), i + 1)

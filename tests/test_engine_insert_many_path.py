@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pymongo import monitoring
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import collection as coll_mod
+from labkit.engine.catalog import collection as coll_mod
 
 MAX_BSON = 16 * 1024 * 1024
 UTC1 = datetime.timezone(datetime.timedelta(hours=1))

@@ -23,8 +23,8 @@ from pymongo.errors import PyMongoError
 from pymongo.write_concern import WriteConcern
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import collection as C
-from labkit.engine import rules as R
+from labkit.engine.catalog import collection as C
+from labkit.engine.catalog import rules as R
 from recording import EventRecorder
 
 FULL = R.LabCollection.insert_one.__wrapped__  # the chain the entry falls back to
@@ -44,7 +44,7 @@ docs = st.lists(st.dictionaries(names, values, max_size=3), min_size=1, max_size
 def _run(rows, setup, use_entry):
     ids = iter(range(1, 10 ** 6))
     oid = lambda: bson.ObjectId(b"%012d" % next(ids))  # noqa: E731 - the same generated _ids on both paths
-    from labkit.engine import docutil
+    from labkit.engine.base import docutil
     with mock.patch.object(C, "new_object_id", oid), mock.patch.object(docutil, "new_object_id", oid):
         return _run_inner(rows, setup, use_entry)
 

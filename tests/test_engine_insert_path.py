@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, WriteError
 
 from labkit.engine import EmbeddedClient
-from labkit.engine.collection import new_object_id
+from labkit.engine.catalog.collection import new_object_id
 
 scalar = st.one_of(st.integers(-3, 3), st.sampled_from([1.0, 2.5, -0.5]), st.sampled_from(["x", "y", "Y", ""]),
                    st.none(), st.booleans(), st.just(ObjectId("5f0000000000000000000001")), st.just(b"\x00\x01"),

@@ -16,8 +16,8 @@ from bson.min_key import MinKey
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import values as V
-from labkit.engine.match import check_query_depth, fast_matcher, first_matching_index
+from labkit.engine.bson import values as V
+from labkit.engine.matcher.match import check_query_depth, fast_matcher, first_matching_index
 
 
 def ids(filter_: dict, docs: list[dict], **kw) -> list:

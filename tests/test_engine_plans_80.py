@@ -275,7 +275,7 @@ def test_hash64_matches_server_unit_test():
     # src/mongo/db/hasher_test.cpp expected values (BSONElementHasher::hash64, seed 0)
     import datetime
     from bson import Int64, ObjectId
-    from labkit.engine.hashed import hash64
+    from labkit.engine.index.hashed import hash64
     assert hash64(1) == hash64(1.987) == hash64(Int64(1)) == 5902408780260971510
     assert hash64(0) == hash64(float("nan")) == 4854801880128277513
     assert hash64(-1) == 1140205862565771219
@@ -352,7 +352,7 @@ def test_compound_hashed(db):
     e = _explain(db, {"find": "chashed", "filter": {"b": {"$gte": 90}, "a": 3}})
     ix = find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
     assert ix["indexBounds"]["b"] == ["[90, inf.0]"]
-    from labkit.engine.hashed import hash64
+    from labkit.engine.index.hashed import hash64
     h = int(hash64(3))
     assert ix["indexBounds"]["a"] == ["[%d, %d]" % (h, h)]
     assert e["executionStats"]["nReturned"] == 1

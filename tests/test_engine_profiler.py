@@ -16,7 +16,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import profiler
+from labkit.engine.stats import profiler
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""find() and aggregation projections as a MongoDB 8.0 server applies them (labkit/engine/projection.py).
+"""find() and aggregation projections as a MongoDB 8.0 server applies them (labkit/engine/query/projection.py).
 Each test names its source: the manual ("Project Fields to Return from Query", the ``$``, ``$elemMatch`` and
 ``$slice`` projection operator pages) or the server's tests (``jstests/core/projection_semantics.js``) and
 parser (``src/mongo/db/query/projection_parser.cpp`` for the error codes). Facts and results carry over; the

@@ -1,4 +1,4 @@
-"""Sessions and multi-document transactions on the embedded engine (labkit/engine/sessions.py).
+"""Sessions and multi-document transactions on the embedded engine (labkit/engine/session/sessions.py).
 
 The examples follow pymongo's documentation (*Transactions*, ``ClientSession.with_transaction``) and the
 MongoDB manual (*Transactions*, *Drivers API*). Rolled-back writes must leave documents AND indexes as they

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from pymongo.errors import PyMongoError
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import collection as C
-from labkit.engine import planner as P
-from labkit.engine.planner import Query
+from labkit.engine.catalog import collection as C
+from labkit.engine.query import planner as P
+from labkit.engine.query.planner import Query
 
 # ------------------------------------------------------------------------------------------ counts
 
@@ -185,7 +185,7 @@ def test_copy_on_write_update_equals_general_path(docs, upd, k, many):
     flt = {} if k is None else {"k": k}
     # both runs read one fixed clock for $currentDate: with the real clock, two dates written in one run may
     # fall in one millisecond and collide in the unique index on "b" while the other run's do not
-    from labkit.engine import update_ops
+    from labkit.engine.update import update_ops
     with mock.patch.object(update_ops, "_now", lambda: datetime.datetime(2026, 11, 20, 12, 0)):
         fast = _apply(docs, upd, flt, many)
         with mock.patch.object(C, "_update_reach", lambda compiled: (None, False)):
@@ -194,8 +194,8 @@ def test_copy_on_write_update_equals_general_path(docs, upd, k, many):
 
 
 def test_update_reach():
-    from labkit.engine import update_ops as U
-    from labkit.engine.match import fast_matcher
+    from labkit.engine.update import update_ops as U
+    from labkit.engine.matcher.match import fast_matcher
 
     def reach(u):
         return C._update_reach(U.Update(u, None, fast_matcher))
@@ -237,7 +237,7 @@ expr_values = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled
 def test_expr_field_eq_shortcut_equals_the_evaluator(x, const, literal, swap):
     """``$expr: {$eq: ["$f", c]}`` answers as the general evaluator for every stored value type (manual
     "$eq (aggregation)": BSON comparison order, numbers compared by value, arrays not traversed)."""
-    from labkit.engine import match_expr as ME
+    from labkit.engine.pipeline.expression import match_expr as ME
     b = {"$literal": const} if literal else const
     expr = {"$eq": [b, "$f"] if swap else ["$f", b]}
     doc = {} if x == "missing" else {"f": x}

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import planner as P
-from labkit.engine.match import fast_matcher
-from labkit.engine.planner import Query
+from labkit.engine.query import planner as P
+from labkit.engine.matcher.match import fast_matcher
+from labkit.engine.query.planner import Query
 
 values = st.one_of(st.integers(-3, 3), st.sampled_from([1.0, 2.5, True, False, None, "a", "b", "", "A"]),
                    st.lists(st.integers(0, 2), max_size=2), st.just({"x": 1}),
@@ -124,7 +124,7 @@ def test_express_first_equals_express_stage(keys, value, desc, chunked):
 
 
 def _same_key(a, b) -> bool:
-    from labkit.engine import keys as K
+    from labkit.engine.bson import keys as K
     return K.encode(a) == K.encode(b)
 
 
@@ -153,7 +153,7 @@ def test_head_from_equals_the_flat_list(items, x, n, load, one):
     several blocks)."""
     import bisect
     from unittest import mock
-    from labkit.engine import entrylist as E
+    from labkit.engine.index import entrylist as E
     pairs = [((bytes([v % 7]),), v) for v in items]  # index entries: (key tuple, record id)
     flat = sorted(pairs)
     with mock.patch.object(E, "LOAD", load):

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from pymongo.errors import PyMongoError
 
 from labkit.engine import EmbeddedClient
-from labkit.engine import collection as C
-from labkit.engine import update_fast as F
+from labkit.engine.catalog import collection as C
+from labkit.engine.update import update_fast as F
 
 I32, I64 = 2 ** 31, 2 ** 63
 ints = st.sampled_from([0, 1, -1, 7, I32 - 1, I32 - 2, -I32, I32, I64 - 1, -I64, 2 ** 40])
@@ -118,7 +118,7 @@ def test_scalar_update_near_the_size_limit_equals_general_path(upd):
 
 def test_apply_scalar_cases():
     """The shortcut's own answers: made directly, a no-op, or handed back (FALLBACK)."""
-    from labkit.engine import update_ops as U
+    from labkit.engine.update import update_ops as U
 
     def plan(u):
         return F.scalar_plan(U.Update(u, None, None))
@@ -161,7 +161,7 @@ def test_scalar_update_is_taken():
 
 from pymongo.write_concern import WriteConcern  # noqa: E402
 
-from labkit.engine import planner as P  # noqa: E402
+from labkit.engine.query import planner as P  # noqa: E402
 from recording import EventRecorder  # noqa: E402
 
 
@@ -317,7 +317,7 @@ def test_batch_loop_is_taken_and_counters_match_the_stepped_scan():
 def test_run_lean_cases():
     """run_lean's own answers: where it stops and what it counts."""
     def plan(u):
-        from labkit.engine import update_ops as U
+        from labkit.engine.update import update_ops as U
         return F.scalar_plan(U.Update(u, None, None))
     docs = {1: {"_id": "a", "n": 1}, 2: {"_id": "b", "n": I32 - 1}, 3: {"_id": True, "n": 5}, 5: {"_id": 9, "n": 0}}
     j, m, mod = F.run_lean(plan({"$inc": {"n": 1}}), [1, 4, 2, 3], 0, docs)

@@ -527,7 +527,7 @@ def test_documents_in_sub_pipelines_and_collection_pipelines(db):
 def test_every_server_stage_name_runs_or_is_refused_by_name(db):
     # manual "Aggregation Stages" (8.0): no valid stage name is reported as unknown (40324); the ones a
     # standalone embedded server does not have are refused with 115 naming the stage
-    from labkit.engine.stage_names import STAGE_NAMES
+    from labkit.engine.pipeline.stage_names import STAGE_NAMES
     db.c.insert_one({"_id": 1})
     for name in sorted(STAGE_NAMES):
         try:

@@ -101,7 +101,7 @@ def test_ttl_pass_command_and_served_engine():
     # served engine reports metrics.ttl
     import pymongo
 
-    from labkit.engine.wire import serve_in_thread
+    from labkit.engine.transport.wire import serve_in_thread
     c = EmbeddedClient()
     c.d.c.insert_one({"at": NOW - dt.timedelta(days=2)})
     c.d.c.create_index("at", expireAfterSeconds=60)

@@ -3,7 +3,7 @@
 The model below is written from the manual's operator pages and the rules tested in
 tests/test_engine_update_rules.py (BSON comparison order for $min/$max, numeric type promotion for
 $inc/$mul, new fields appended in path order, PathNotViable 28 through scalars, conflicting paths 40, the error
-codes of each operator), for one- and two-component paths. It shares no code with labkit/engine/update_ops.py.
+codes of each operator), for one- and two-component paths. It shares no code with labkit/engine/update/update_ops.py.
 Random documents and random update documents go through ``update_one``; the stored document (field order and
 BSON types included), ``modified_count`` and the error code must be the model's, and every index must stay
 consistent with the documents.

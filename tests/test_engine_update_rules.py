@@ -1,5 +1,5 @@
 """Update operators, positional operators, arrayFilters, upserts and ``_id`` rules as a MongoDB 8.0 server
-applies them (labkit/engine/update_ops.py). Each test names where the rule comes from: a page of the manual
+applies them (labkit/engine/update/update_ops.py). Each test names where the rule comes from: a page of the manual
 ("Update Operators" and its per-operator pages, "Upsert behavior", "Updates with Aggregation Pipeline") or a
 test file of the server under ``jstests/core/write/update/``. Facts and expected results come from there; the
 code is this project's own."""

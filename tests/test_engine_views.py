@@ -1,4 +1,4 @@
-"""Read-only views on the embedded engine (labkit/engine/views.py), checked against MongoDB 8.0's rules.
+"""Read-only views on the embedded engine (labkit/engine/catalog/views.py), checked against MongoDB 8.0's rules.
 
 Sources are named per test: the manual's "Views" pages (create, supported operations, collation, drop, modify),
 ``create``/``collMod``/``listCollections``, the server's src/mongo/db/views/ and catalog_raii.cpp, and
@@ -172,7 +172,7 @@ def test_views_capped_clustered_over_the_wire():
     # the same rules through pymongo over the wire protocol (labkit serve): create with viewOn, find/count on a
     # view, 166 on insert, listCollections type "view"; a capped and a clustered collection's listIndexes
     from pymongo import MongoClient
-    from labkit.engine.wire import serve_in_thread
+    from labkit.engine.transport.wire import serve_in_thread
     with serve_in_thread() as srv:
         c = MongoClient(srv.uri, serverSelectionTimeoutMS=5000)
         try:

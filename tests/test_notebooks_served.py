@@ -1,7 +1,7 @@
 """Every notebook runs top to bottom with MONGODB_URI pointing at the served engine (issue 17, item 3).
 
 This is labkit's real-server path end to end: each notebook runs in its own kernel, talks to
-``labkit.engine.wire.serve_in_thread`` over TCP with pymongo, gets ``_labkit`` marker collections and the
+``labkit.engine.transport.wire.serve_in_thread`` over TCP with pymongo, gets ``_labkit`` marker collections and the
 learner prefix ``sl_served_``. Outputs are not compared (nbval does that on the embedded engine); any cell
 error fails the test, naming the notebook and the cell. Same runner as ``python tools/run_notebooks_served.py``.
 """

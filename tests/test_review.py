@@ -256,8 +256,8 @@ def _state(db):
 
 def test_read_only_state_identical(shop, monkeypatch):
     before = _state(shop)
-    from labkit.engine import collection as engine_collection
-    from labkit.engine import database as engine_database
+    from labkit.engine.catalog import collection as engine_collection
+    from labkit.engine.commands import database as engine_database
 
     def refuse(*a, **k):
         raise AssertionError("the review wrote")
@@ -522,7 +522,7 @@ def test_same_findings_on_a_server_through_the_wire(monkeypatch):
     """Issue 16: the review works on a real server; here pymongo talks to the served engine over TCP, so every
     read the review makes ($sample, $collStats, $indexStats, listCollections, the profiler) goes through the
     wire protocol. The findings are the embedded ones, exactly."""
-    from labkit.engine.wire import serve_in_thread
+    from labkit.engine.transport.wire import serve_in_thread
 
     with serve_in_thread() as server:
         monkeypatch.setenv("MONGODB_URI", server.uri)

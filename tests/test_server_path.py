@@ -1,6 +1,6 @@
 """labkit's real-server path, driven with real pymongo over TCP against the served engine (issue 17, item 2).
 
-``labkit.engine.wire.serve_in_thread`` serves an embedded engine on loopback; labkit gets a
+``labkit.engine.transport.wire.serve_in_thread`` serves an embedded engine on loopback; labkit gets a
 ``mongodb://127.0.0.1:PORT`` URI and treats it as any MongoDB server: ``connect`` pings it, ``fresh_db``
 writes ``_labkit`` marker collections under the learner prefix, the CLI seeds and prepares workshops in
 another process and the data stay on the server. What the README ("Using a real MongoDB server", "Databases

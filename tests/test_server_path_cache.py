@@ -5,7 +5,7 @@ pymongo refuses a session from another client ("Can only use session with the Mo
 from __future__ import annotations
 
 import labkit
-from labkit.engine.wire import serve_in_thread
+from labkit.engine.transport.wire import serve_in_thread
 
 
 def test_same_uri_same_client_and_sessions_span_databases(monkeypatch):

@@ -17,7 +17,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
-from labkit.engine.wire import is_served_engine, serve_in_thread
+from labkit.engine.transport.wire import is_served_engine, serve_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -409,7 +409,7 @@ def test_create_drop_rename_list(client, db):
     with pytest.raises(OperationFailure) as info:
         db.command("create", "a")
     assert info.value.code == 48
-    # capped collections over the wire (manual "Capped Collections"; labkit/engine/capped.py)
+    # capped collections over the wire (manual "Capped Collections"; labkit/engine/catalog/capped.py)
     db.create_collection("cap", capped=True, size=1000, max=2)
     db.cap.insert_many([{"_id": i} for i in range(3)])
     assert [d["_id"] for d in db.cap.find()] == [1, 2] and db.cap.options()["capped"] is True
@@ -586,7 +586,7 @@ def test_hints_over_the_wire(db):
 def test_write_conflict_at_commit_is_transient(client, db):
     # manual "Transactions" / "Drivers API" (retry): a document the transaction changed and another client
     # changed since its snapshot makes the commit fail with WriteConflict (112), labelled
-    # TransientTransactionError so that with_transaction retries (see labkit/engine/sessions.py)
+    # TransientTransactionError so that with_transaction retries (see labkit/engine/session/sessions.py)
     db.w.insert_one({"_id": 1, "n": 0})
     with client.start_session() as s:
         s.start_transaction()
@@ -626,7 +626,7 @@ def test_handshakes_are_answered_while_a_long_command_runs():
 
     import pymongo
 
-    from labkit.engine.wire import serve_in_thread
+    from labkit.engine.transport.wire import serve_in_thread
 
     with serve_in_thread() as server:
         held, release = threading.Event(), threading.Event()

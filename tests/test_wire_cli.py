@@ -74,7 +74,7 @@ def test_serve_warns_when_not_on_loopback(monkeypatch):
     import io
     import threading
 
-    from labkit.engine import wire
+    from labkit.engine.transport import wire
 
     monkeypatch.setattr(wire, "is_loopback", lambda host: False)
     started: list = []

@@ -1,4 +1,4 @@
-"""The command layer (labkit/engine/commands.py) called in-process: EmbeddedDatabase.command falls back to it for
+"""The command layer (labkit/engine/commands/dispatch.py) called in-process: EmbeddedDatabase.command falls back to it for
 the commands a driver sends (find, getMore, insert ...), with the server's reply shapes and error codes.
 
 Facts from the MongoDB manual command pages "find", "getMore", "insert", "update", "delete", "findAndModify" and
@@ -10,7 +10,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine.commands import ServerContext, code_name, run_command
+from labkit.engine.commands.dispatch import ServerContext, code_name, run_command
 
 
 @pytest.fixture()

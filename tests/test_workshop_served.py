@@ -1,4 +1,4 @@
-"""A workshop end to end against the served engine (`python -m labkit serve`, labkit.engine.wire), several
+"""A workshop end to end against the served engine (`python -m labkit serve`, labkit.engine.transport.wire), several
 learners in parallel: prepare, check, learners working and checking exercises, progress, cleanup.
 
 Skipped until the wire-protocol server (branch `wire`) is merged. Each learner is its own process with its own
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-wire = pytest.importorskip("labkit.engine.wire")
+wire = pytest.importorskip("labkit.engine.transport.wire")
 
 from pymongo import MongoClient  # noqa: E402
 

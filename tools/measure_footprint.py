@@ -31,7 +31,7 @@ sys.path.insert(0, str(_HERE))
 _HOOK = r'''
 import json as _fp_json
 from labkit.connection import embedded_client as _fp_client
-from labkit.engine import collection as _fp_coll_mod
+from labkit.engine.catalog import collection as _fp_coll_mod
 from labkit import shared as _fp_shared
 
 _fp = {"builds": 0, "cell_builds": 0, "max_builds_in_cell": 0, "peak": {}, "final": {}}

@@ -5,7 +5,7 @@
     python tools/run_notebooks_served.py 07_validation    # just one (a name or a prefix of one)
     python tools/run_notebooks_served.py --uri mongodb://host:27017   # against a server you started
 
-Starts ``labkit.engine.wire.serve_in_thread`` on loopback (unless ``--uri`` is given), then executes each
+Starts ``labkit.engine.transport.wire.serve_in_thread`` on loopback (unless ``--uri`` is given), then executes each
 notebook in its own kernel (nbclient) with ``MONGODB_URI`` pointing at it and a learner prefix
 (``LABKIT_DB_PREFIX``), so labkit takes its real-server path: pymongo over TCP, ``_labkit`` marker collections,
 prefixed database names. Stored outputs are neither compared nor written (nbval does that on the embedded
@@ -124,7 +124,7 @@ def served(uri: str | None = None) -> Iterator[str]:
     if uri:
         yield uri
         return
-    from labkit.engine.wire import serve_in_thread
+    from labkit.engine.transport.wire import serve_in_thread
 
     with serve_in_thread(host="127.0.0.1", port=0) as server:
         yield server.uri

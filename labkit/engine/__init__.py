@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import mongomock
 
-from .boundary import CLIENT_OPERATIONS, guard, lock_for_store
-from .store import EngineServerStore
-from .database import EmbeddedDatabase
-from .collection import EmbeddedCollection, Cursor
+from .service.boundary import CLIENT_OPERATIONS, guard, lock_for_store
+from .catalog.store import EngineServerStore
+from .commands.database import EmbeddedDatabase
+from .catalog.collection import EmbeddedCollection, Cursor
 # modules that plug into lower layers through the engine's registry (hooks.py): importing the engine registers them
-from . import monitoring, extra_stages, views, timeseries  # noqa: F401,E402
+from .stats import monitoring  # noqa: F401,E402
+from .pipeline import extra_stages
+from .catalog import views, timeseries
 
 MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
@@ -93,12 +95,12 @@ def _check_client_options(kwargs: dict) -> None:
 class EmbeddedClient(mongomock.MongoClient):
     """A private, in-process MongoDB look-alike (one store per instance, unless ``_store`` shares one).
 
-    Thread safe: every operation holds the store's re-entrant lock (labkit/engine/boundary.py).
+    Thread safe: every operation holds the store's re-entrant lock (labkit/engine/service/boundary.py).
     ``event_listeners=[...]`` (pymongo ``CommandListener`` objects) receive the command events a driver
-    would publish (labkit/engine/monitoring.py); ``appname`` is shown in profiler entries."""
+    would publish (labkit/engine/stats/monitoring.py); ``appname`` is shown in profiler entries."""
 
     def __init__(self, *args, event_listeners=None, appname=None, **kwargs) -> None:
-        from .monitoring import init_client
+        from .stats.monitoring import init_client
         _check_client_options(kwargs)
         self._lab_write_concern, self._lab_read_concern = _concerns(kwargs)
         kwargs.setdefault("_store", EngineServerStore())
@@ -127,7 +129,7 @@ class EmbeddedClient(mongomock.MongoClient):
 
     def watch(self, *args, **kwargs):
         """Change streams are not modelled (the replica set labkit announces would support them)."""
-        from .planner import unsupported
+        from .query.planner import unsupported
         raise unsupported("Change streams (MongoClient.watch)")
 
     # -- the rest of pymongo's MongoClient surface, as for a one-member replica set ----------------------
@@ -166,13 +168,13 @@ class EmbeddedClient(mongomock.MongoClient):
     @property
     def options(self):
         """pymongo's ClientOptions are not modelled (there is no connection to configure)."""
-        from .planner import unsupported
+        from .query.planner import unsupported
         raise unsupported("MongoClient.options")
 
     @property
     def topology_description(self):
         """pymongo's TopologyDescription is not modelled (there is no server monitoring)."""
-        from .planner import unsupported
+        from .query.planner import unsupported
         raise unsupported("MongoClient.topology_description")
 
     def eq_props(self):
@@ -188,12 +190,12 @@ class EmbeddedClient(mongomock.MongoClient):
 
     def list_databases(self, session=None, comment=None, **kwargs):
         """pymongo's ``list_databases``: the ``listDatabases`` command's cursor (``filter``, ``nameOnly``)."""
-        from .collection import CommandCursor
+        from .catalog.collection import CommandCursor
         from pymongo.errors import OperationFailure
         from collections.abc import Mapping
-        from .match import fast_matcher
-        from .values import type_name as _bson_type
-        from . import stats
+        from .matcher.match import fast_matcher
+        from .bson.values import type_name as _bson_type
+        from .stats import storage_stats as stats
         for k in kwargs:
             if k not in ("filter", "nameOnly", "authorizedDatabases"):
                 raise OperationFailure("BSON field 'listDatabases.%s' is an unknown field." % k, 40415)
@@ -229,15 +231,15 @@ class EmbeddedClient(mongomock.MongoClient):
 
     def bulk_write(self, models, session=None, ordered=True, verbose_results=False,
                    bypass_document_validation=None, comment=None, let=None, write_concern=None):
-        """MongoDB 8.0's client-level bulkWrite (pymongo >= 4.9), see labkit/engine/client_bulk.py."""
-        from .client_bulk import client_bulk_write
+        """MongoDB 8.0's client-level bulkWrite (pymongo >= 4.9), see labkit/engine/commands/client_bulk.py."""
+        from .commands.client_bulk import client_bulk_write
         return client_bulk_write(self, models, session=session, ordered=ordered, verbose_results=verbose_results,
                                  bypass_document_validation=bypass_document_validation, comment=comment, let=let,
                                  write_concern=write_concern)
 
     def start_session(self, causal_consistency=None, default_transaction_options=None, snapshot=False):
-        """A session with transactions (see labkit/engine/sessions.py and docs/embedded-engine.md)."""
-        from .sessions import start_session
+        """A session with transactions (see labkit/engine/session/sessions.py and docs/embedded-engine.md)."""
+        from .session.sessions import start_session
         if snapshot:  # pymongo's SessionOptions: snapshot sessions are not causally consistent
             if causal_consistency:
                 from pymongo.errors import ConfigurationError
@@ -250,7 +252,7 @@ class EmbeddedClient(mongomock.MongoClient):
 
 
 # ttl.ttl_pass (a lower layer) tells an embedded client apart through the engine's registry (hooks.py)
-from . import hooks  # noqa: E402
+from .base import hooks  # noqa: E402
 
 hooks.register("client_class", EmbeddedClient)
 

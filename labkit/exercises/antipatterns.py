@@ -989,7 +989,7 @@ def _sessions_34(now: Any) -> list[dict]:
 def _check_ttl_sessions(args: Any) -> str:
     import datetime as dt
 
-    from labkit.engine.ttl import ttl_pass
+    from labkit.engine.catalog.ttl import ttl_pass
     from labkit.exercises import observe
 
     if not (isinstance(args, tuple) and len(args) == 2 and _is_function(args[0]) and _is_function(args[1])):

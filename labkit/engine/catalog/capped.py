@@ -1,0 +1,214 @@
+"""Capped collections on the embedded engine (MongoDB 8.0 rules).
+
+Sources: manual "Capped Collections" and ``create``; server ``src/mongo/db/commands/create.cpp`` (the size/capped
+checks), ``src/mongo/db/catalog/collection_options.cpp`` (``checkAndAdjustCappedSize`` /
+``checkAndAdjustCappedMaxDocs``), the WiredTiger record store ("object to insert exceeds cappedMaxSize");
+jstests/core/capped/ (capped_max1.js, capped_large_docs.js, capped_update.js, capped_resize.js).
+
+* ``create_collection(name, capped=True, size=N[, max=M])``: ``size`` is required (InvalidOptions 72), ``size``/``max``
+  need ``capped`` (72), ``size`` must be >= 1 and at most 1 PB (51024); since 6.2 the size is no longer rounded up to
+  a multiple of 256 (featureFlagCappedCollectionsRelaxedSize, SERVER-67246); ``max`` <= 0 means "no document limit"
+  (stored as 2^31-1), ``max`` >= 2^31 is BadValue.
+* After every insert the oldest documents (natural order = insertion order) are removed until the collection's
+  BSON data size is at most ``size`` and its count at most ``max``; one document larger than ``size`` is refused
+  (BadValue 2, "object to insert exceeds cappedMaxSize").
+* Updates may change a document's size (SERVER-58865, 5.0+) and deletes are allowed (SERVER-63201, 5.0.7+); the
+  next insert trims the collection again, as on the server.
+* ``collStats``: ``capped: true``, ``max``, ``maxSize``; ``options()``/``listCollections``: ``capped``, ``size``,
+  ``max``; ``collMod`` ``cappedSize``/``cappedMax`` (6.0+); ``convertToCapped`` and ``cloneCollectionAsCapped``.
+* Tailable cursors are not modelled (refused with 115), nor capped writes in transactions.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import bson
+from mongomock import OperationFailure, WriteError
+
+KB = 1024
+PB = KB ** 5
+MAX_DOCS_UNLIMITED = 0x7FFFFFFF
+CAPPED_KEYS = ("capped", "size", "max")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, bson.Int64, bson.Decimal128)) and not isinstance(v, bool)
+
+
+def _num(v: Any) -> int:
+    return int(v.to_decimal()) if isinstance(v, bson.Decimal128) else int(v)
+
+
+def _type_check(field: str, v: Any) -> None:
+    if v is not None and not _is_number(v):
+        from ..update.update_ops import type_name
+        raise OperationFailure("BSON field 'create.%s' is the wrong type '%s', expected types '[long, int, decimal, "
+                               "double]'" % (field, type_name(v)), 14)
+
+
+def parse_create(opts: dict) -> dict | None:
+    """Pop ``capped``/``size``/``max`` from ``create`` options and return the stored options (None when the
+    collection is not capped). Raises the server's errors (create.cpp, collection_options.cpp)."""
+    capped = opts.pop("capped", None)
+    size = opts.pop("size", None)
+    mx = opts.pop("max", None)
+    if capped is not None and not isinstance(capped, bool) and not _is_number(capped):
+        from ..update.update_ops import type_name
+        raise OperationFailure("BSON field 'create.capped' is the wrong type '%s', expected types '[bool, long, int, "
+                               "decimal, double]'" % type_name(capped), 14)
+    _type_check("size", size)
+    _type_check("max", mx)
+    is_capped = bool(capped)
+    clustered = "clusteredIndex" in opts
+    if not clustered:
+        if is_capped and not size:
+            raise OperationFailure("the 'size' field is required when 'capped' is true", 72)
+        if (size or mx) and not is_capped:
+            raise OperationFailure("the 'capped' field needs to be true when either the 'size' or 'max' fields are "
+                                   "present", 72)
+    if not is_capped:
+        return None
+    if clustered:
+        raise OperationFailure("Clustered capped collections are not supported on the embedded engine; use a real "
+                               "server (set MONGODB_URI)", 115)
+    n = _num(size)
+    if n < 1:
+        raise OperationFailure("BSON field 'size' value must be >= 1, actual value '%d'" % n, 51024)
+    if n > PB:
+        raise OperationFailure("BSON field 'size' value must be <= %d, actual value '%d'" % (PB, n), 51024)
+    out: dict[str, Any] = {"capped": True, "size": n}
+    if mx is not None and mx != 0:
+        out["max"] = check_max(_num(mx))
+    return out
+
+
+def check_max(m: int) -> int:
+    """``checkAndAdjustCappedMaxDocs``: >= 2^31 is BadValue; <= 0 means no document limit (2^31-1)."""
+    if m >= 1 << 31:
+        raise OperationFailure("max in a capped collection has to be < 2^31 or not set", 2)
+    return MAX_DOCS_UNLIMITED if m <= 0 else m
+
+
+def is_capped(st: Any) -> bool:
+    return bool(st.options.get("capped"))
+
+
+def check_insert(st: Any, doc: dict) -> None:
+    """Refuse a document larger than the collection's ``size`` (WiredTiger: BadValue)."""
+    if len(bson.encode(doc)) > st.options["size"]:
+        msg = "object to insert exceeds cappedMaxSize"
+        raise WriteError(msg, 2, {"index": 0, "code": 2, "codeName": "BadValue", "errmsg": msg})
+
+
+def _doc_size(st: Any, rid: int, doc: dict) -> int:
+    cache = st.__dict__.setdefault("_capped_sizes", {})
+    hit = cache.get(rid)
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    n = len(bson.encode(doc))
+    cache[rid] = (doc, n)
+    return n
+
+
+def trim(st: Any) -> int:
+    """Remove the oldest documents until the data size is <= ``size`` and the count <= ``max`` (the server's
+    ``cappedDeleteUntilBelowConfiguredMaximum``); returns how many were removed."""
+    opts = st.options
+    limit = opts["size"]
+    max_docs = opts.get("max", MAX_DOCS_UNLIMITED)
+    docs = st.docs
+    total = sum(_doc_size(st, rid, d) for rid, d in docs.items())
+    cache = st.__dict__.get("_capped_sizes", {})
+    for key in [k for k in cache if k not in docs]:
+        del cache[key]
+    removed = 0
+    while docs and (total > limit or len(docs) > max_docs):
+        rid = next(iter(docs))
+        total -= _doc_size(st, rid, docs[rid])
+        remove_record(st, rid)
+        cache.pop(rid, None)
+        removed += 1
+    return removed
+
+
+def remove_record(st: Any, rid: int) -> None:
+    """Remove one record and its index entries from the store (capped deletes, TTL-style passes)."""
+    from .store import store_key
+    doc = st.docs.pop(rid)
+    sk = store_key(doc["_id"])
+    st.rid_by_key.pop(sk, None)
+    for ix in st.ix.values():
+        keys, _ = ix.keys_for(doc)
+        ix.remove(keys, rid)
+    st.version += 1
+
+
+def after_insert(st: Any) -> None:
+    """Hook for the engine's insert paths: trim a capped collection; keep a clustered one in ``_id`` order."""
+    opts = st.options
+    if opts.get("capped"):
+        trim(st)
+    elif "clusteredIndex" in opts:
+        from .clustered import after_insert as keep_order
+        keep_order(st)
+
+
+def stats_fields(st: Any, scale: int = 1) -> dict:
+    """collStats fields of a capped collection (jstests/core/capped/capped_max1.js: ``max``, ``maxSize``
+    scaled)."""
+    opts = st.options
+    if not opts.get("capped"):
+        return {"capped": False}
+    out: dict[str, Any] = {"capped": True, "max": opts.get("max", 0), "maxSize": opts["size"] // scale}
+    return out
+
+
+def collmod(coll: Any, cmd: dict) -> dict:
+    """``collMod`` ``cappedSize`` / ``cappedMax`` (manual "Change the Size of a Capped Collection", 6.0+):
+    a smaller limit removes the excess on the next insert."""
+    st = coll._store
+    if not is_capped(st):
+        raise OperationFailure("Collection '%s' must be capped." % coll._ns(), 72)
+    if "cappedSize" in cmd:
+        n = cmd["cappedSize"]
+        if not _is_number(n) or _num(n) <= 0 or _num(n) > PB:
+            raise OperationFailure("BSON field 'cappedSize' value must be > 0 and <= 1 PB", 51024)
+        st.options["size"] = _num(n)
+    if "cappedMax" in cmd:
+        m = cmd["cappedMax"]
+        if not _is_number(m):
+            raise OperationFailure("BSON field 'collMod.cappedMax' is the wrong type", 14)
+        m = check_max(_num(m))
+        st.options["max"] = m
+    return {}
+
+
+def convert_to_capped(db: Any, name: str, size: Any, target: str | None = None) -> None:
+    """``convertToCapped`` (target None: the collection itself) / ``cloneCollectionAsCapped`` (into ``target``):
+    the documents in natural order are copied into a capped collection of ``size`` bytes, oldest trimmed."""
+    src = db.get_collection(name)
+    if not src._store.is_created:
+        raise OperationFailure("source collection %s.%s does not exist" % (db.name, name), 26)
+    if src._store.options.get("viewOn"):
+        raise OperationFailure("Namespace %s.%s is a view, not a collection" % (db.name, name), 166)
+    if not _is_number(size):
+        raise OperationFailure("BSON field 'size' is missing or not a number", 14)
+    opts = parse_create({"capped": True, "size": size})
+    docs = [dict(d) for d in src._store.docs.values()]
+    if target is None:
+        src.drop()
+        dst = db.create_collection(name, **opts)
+    else:
+        if db.get_collection(target)._store.is_created:
+            raise OperationFailure("Collection %s.%s already exists." % (db.name, target), 48)
+        dst = db.create_collection(target, **opts)
+    # convertToCapped keeps only the _id index (manual "convertToCapped"); documents larger than the cap are
+    # left out, the rest trimmed oldest-first as they arrive
+    for d in docs:
+        if len(bson.encode(d)) <= opts["size"]:
+            dst._insert_one_doc(d)
+
+
+from ..base import hooks  # noqa: E402
+
+hooks.register("capped_stats_fields", stats_fields)  # collStats (stats.py, a lower layer) asks through hooks.py

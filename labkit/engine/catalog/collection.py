@@ -1,0 +1,1737 @@
+"""EmbeddedCollection: mongomock's Collection with maintained indexes, atomic writes and a planner-driven Cursor."""
+from __future__ import annotations
+
+import copy
+import decimal
+import time
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
+
+import bson
+from bson import ObjectId, SON
+from mongomock import (BulkWriteError, DuplicateKeyError, OperationFailure, WriteError, helpers)
+from mongomock import collection as mm_collection
+from mongomock.results import (BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult)
+from pymongo import ReturnDocument
+from pymongo.operations import IndexModel
+
+from ..bson import keys as K
+from ..service.boundary import check_deadline, current_op, note, note_execution
+from ..update import update_ops as U
+from ..matcher.match import fast_matcher
+from ..bson.values import client_value
+from ..query.projection import Projection
+from ..index.indexes import Index, IndexSpec, _no_fast_keys, gen_index_name
+from ..query.planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
+                             express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
+from ..query.collate import current as _collation
+from ..session.sessions import current as _active_txn, resolve_store as _txn_store
+from .store import store_key
+from .capped import after_insert
+from ..update.update_fast import FALLBACK, apply_scalar, run_lean, scalar_plan
+# moved to docutil.py (lowest layer) so aggregation, collate and extra_stages need not import this module
+from ..base.docutil import CursorProtocol, check_sort as _check_sort, fast_copy, no_gc, sort_list as _sort_list  # noqa: F401
+from ..base.docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
+from ..base import hooks
+from ..base.errors import errmsg_of
+
+MAX_BSON = 16 * 1024 * 1024
+MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
+MAX_COMPOUND_FIELDS = 32  # manual "Limits": a compound index has at most 32 fields
+_ASC_DESC = (1, -1)
+
+
+def _key_pattern_str(key: list) -> str:
+    """A key pattern as the server prints a BSONObj in messages: ``{ a: 1, b: -1 }``."""
+    return "{ %s }" % ", ".join("%s: %s" % (f, d) for f, d in key)
+
+
+def _write_error(message: str, code: int) -> WriteError:
+    """A WriteError carrying the server's write-error document, as pymongo raises it."""
+    return WriteError(message, code, {"index": 0, "code": code, "errmsg": message})
+
+
+# Value types with nothing inside them and nothing for ``internalize`` to convert: a document holding only
+# these (and datetimes) takes the flat insert path; rules.py's depth check skips them.
+FLAT_TYPES = frozenset({str, int, float, bool, type(None), ObjectId, bytes})
+NOT_FLAT = object()  # ``_insert_flat``'s answer when a document needs the general path
+
+
+_MISSING = object()
+_FLAT_ARG_OPS = frozenset({"$inc", "$mul", "$min", "$max", "$set", "$unset", "$currentDate"})
+
+
+def _update_reach(compiled: Any) -> tuple[frozenset | None, bool]:
+    """For a parsed operator update without positional paths: the top-level fields it can change, and
+    whether it only writes scalars at shallow paths (so the result cannot nest deeper than the document it
+    updates, which already passed the depth check). ``(None, False)`` for any other update."""
+    plain = getattr(compiled, "_plain", None)
+    if plain is None:
+        return None, False
+    tops = set()
+    shallow = True
+    for parts, o, to_parts in plain:
+        tops.add(parts[0])
+        if to_parts:
+            tops.add(to_parts[0])
+        if o.op not in _FLAT_ARG_OPS or len(parts) > 20 or (
+                o.op not in ("$unset", "$currentDate") and type(o.arg) not in FLAT_TYPES and type(o.arg) is not _DT):
+            shallow = False
+    return frozenset(tops), shallow
+
+
+_DT = __import__("datetime").datetime
+_RE_TYPE = type(__import__("re").compile(""))
+
+
+def internalize(v: Any) -> Any:
+    """Deep copy for storage; datetimes become naive UTC with millisecond precision (like the server)."""
+    t = type(v)
+    if t is dict:
+        out = {}
+        for k, x in v.items():
+            tx = type(x)
+            if tx is dict or tx is list or tx is _DT:
+                x = internalize(x)
+            elif tx is not str and tx is not int and tx is not float and tx is not bool and x is not None:
+                x = internalize(x)
+            out[k] = x
+        return out
+    if t is list:
+        return [internalize(x) for x in v]
+    if isinstance(v, _DT):
+        return helpers.patch_datetime_awareness_in_document(v)
+    if isinstance(v, dict):
+        return {k: internalize(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return [internalize(x) for x in v]
+    return v
+
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+_FIXED_FLAT = frozenset({float, bool, type(None), ObjectId})  # at most 12 bytes of BSON each, always encodable
+# A bound on one BSON element beyond its name and its string/binary payload: type byte, the name's NUL, and
+# the largest fixed part (a 12-byte ObjectId; a string's int32 length + NUL, a binary's length + subtype: 5).
+_ELEMENT_BOUND = 1 + 1 + 12 + 5
+_ID_BOUND = _ELEMENT_BOUND + 3  # a generated ``_id`` element
+
+
+def _name_bound(k: Any) -> int | None:
+    """``_ELEMENT_BOUND`` plus the UTF-8 length of the field name ``k``, or None when ``k`` is not a plain,
+    encodable, non-``$`` name without NUL bytes (such a document takes the general path, which refuses it or
+    stores it exactly)."""
+    if type(k) is not str or k[:1] == "$" or "\x00" in k:
+        return None
+    if k.isascii():
+        return len(k) + _ELEMENT_BOUND
+    try:
+        return len(k.encode("utf-8")) + _ELEMENT_BOUND
+    except UnicodeEncodeError:
+        return None
+
+
+def flat_insert_doc(data: dict, names: dict) -> dict | None:
+    """The document ``_prepare_insert`` would store for the plain dict ``data`` when every value is a str, an
+    int64-range int, a float, a bool, None, an ObjectId, bytes or a datetime: ``_id`` generated when absent
+    (set in ``data`` too, as the general path does) and first, datetimes naive UTC with millisecond precision,
+    a shallow copy (nothing inside to copy). No ``bson.encode``: a bound on the encoded size PROVES the
+    document is below 16 MiB. None (``data`` unchanged) when the document needs the general path: other value
+    types, unusual names, a non-encodable string, or a bound that does not prove the limit. ``names``: the
+    batch's memo of name -> bound."""
+    size = 5 if "_id" in data else 5 + _ID_BOUND
+    dates = False
+    for k, v in data.items():
+        nb = names.get(k)
+        if nb is None:
+            nb = _name_bound(k)
+            if nb is None:
+                return None
+            names[k] = nb
+        size += nb
+        t = type(v)
+        if t is str:
+            if v.isascii():
+                size += len(v)
+            else:
+                try:
+                    size += len(v.encode("utf-8"))
+                except UnicodeEncodeError:
+                    return None
+        elif t is int:
+            if v < _INT64_MIN or v > _INT64_MAX:
+                return None
+        elif t is _DT:
+            dates = True
+        elif t is bytes:
+            size += len(v)
+        elif t not in _FIXED_FLAT:
+            return None
+    if size > MAX_BSON:
+        return None  # not proven below the limit: the general path encodes it exactly
+    if "_id" in data:
+        doc = dict(data) if next(iter(data)) == "_id" else {"_id": data["_id"], **data}
+    else:
+        _id = data["_id"] = new_object_id()
+        doc = {"_id": _id, **data}
+    if dates:  # exactly what internalize stores (mongomock's patch: naive UTC, milliseconds)
+        for k, v in doc.items():
+            if type(v) is _DT and (v.microsecond % 1000 or v.tzinfo is not None):
+                doc[k] = helpers.patch_datetime_awareness_in_document(v)
+            # else: a naive datetime already at millisecond precision, which the patch returns unchanged
+    return doc
+
+
+def _natural(sort: list | None, hint: Any) -> tuple[list | None, Any]:
+    """A ``{$natural: 1|-1}`` sort is a collection scan in that direction (manual "Capped Collections": natural
+    order; cursor.sort()): the planner gets it as a ``$natural`` hint."""
+    if sort and sort[0][0] == "$natural":
+        return None, {"$natural": sort[0][1]} if hint is None else hint
+    return sort, hint
+
+
+_UNSET = object()  # count_documents: skip/limit not given (pymongo then sends no stage)
+
+
+class EmbeddedCollection(mm_collection.Collection):
+    """A collection whose reads go through the planner and whose writes keep indexes consistent."""
+
+    # ------------------------------------------------------------------------------ store helpers
+    @property
+    def _store(self):
+        st = self._db_store[self._name]
+        if _active_txn() is None:
+            return st
+        return _txn_store(self._db_store, self._name, st)  # a transaction's snapshot (sessions.py)
+
+    def _ns(self) -> str:
+        return "%s.%s" % (self.database.name, self._name)
+
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        c = super().with_options(codec_options, read_preference, write_concern, read_concern)
+        if type(c) is mm_collection.Collection:
+            return type(self)(self.database, self.name, write_concern=c.write_concern,
+                                      read_concern=c.read_concern, read_preference=c.read_preference,
+                                      codec_options=c.codec_options, _db_store=self._db_store)
+        return c
+
+    # ------------------------------------------------------------------------------ key checks
+    def _dup_error(self, ix: Index, doc: dict, key: tuple, bulk: bool = False) -> DuplicateKeyError:
+        kv = self._key_value(ix, doc, key)
+        shown = ", ".join("%s: %s" % (f, K.fmt_value(v)) for f, v in kv.items())
+        msg = "E11000 duplicate key error collection: %s index: %s dup key: { %s }" % (self._ns(), ix.spec.name, shown)
+        details = {"index": 0, "code": 11000, "errmsg": msg, "keyPattern": dict(ix.spec.key), "keyValue": kv}
+        err = DuplicateKeyError(msg, 11000, details)
+        return err
+
+    def _key_value(self, ix: Index, doc: dict, key: tuple) -> dict:
+        out = {}
+        for f, parts, desc, kb in zip(ix.spec.fields, ix.spec.parts, ix.spec.desc, key):
+            val: Any = None
+            for v in K.path_values(doc, parts) or [None]:
+                e = ix.keyfunc(v)
+                if (K.invert(e) if desc else e) == kb:
+                    val = v
+                    break
+            out[f] = val
+        return out
+
+    def _compute_keys(self, doc: dict, rid: int, pending: dict | None = None,
+                      st: Any = None) -> dict[str, tuple[list, dict]]:
+        """Index keys for ``doc`` on every index; raises on parallel arrays or unique conflicts.
+        ``st``: the store, when the caller (a batch) already has it."""
+        if st is None:
+            st = self._store
+        out = {}
+        uniq = None
+        for name, ix in st.ix.items():
+            try:
+                keys, arrays = ix.keys_for(doc)
+            except K.ParallelArrays as e:
+                raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
+            if ix.spec.unique:
+                if keys and name != "_id_":
+                    for k in keys:
+                        other = ix.place(k, rid)[1]
+                        if other is not None:
+                            raise self._dup_error(ix, doc, k)
+                        if pending is not None:
+                            p = pending.setdefault(name, {})
+                            o = p.get(k)
+                            if o is not None and o != rid:
+                                raise self._dup_error(ix, doc, k)
+                if pending is not None:
+                    if uniq is None:
+                        uniq = []
+                    uniq.append((name, keys))
+            out[name] = (keys, arrays)
+        if uniq is not None:
+            for name, keys in uniq:
+                p = pending.setdefault(name, {})
+                for k in keys:
+                    p[k] = rid
+        return out
+
+    def _prepare_insert(self, data: Any) -> dict:
+        if type(data) is not dict and not isinstance(data, Mapping):
+            raise TypeError("document must be an instance of dict, bson.son.SON, or any other type that "
+                            "inherits from collections.MutableMapping")
+        for k in data:
+            if type(k) is not str:
+                raise ValueError("Document keys must be strings")
+        # Since 5.0 "$"-prefixed and dotted field names are stored as they are, at any level; only an _id
+        # object may not hold "$"-prefixed names (jstests/core/field_name_validation.js; manual "Field Names").
+        _id = data.get("_id")
+        if isinstance(_id, Mapping):
+            for k in _id:
+                if isinstance(k, str) and k[:1] == "$":
+                    raise _write_error("_id fields may not contain '$'-prefixed fields: %s is not valid for "
+                                       "storage." % k, 52)
+        # NUL bytes in field names are rejected by bson.encode below (InvalidDocument)
+        if "_id" not in data:
+            data["_id"] = new_object_id()
+        _id = data["_id"]
+        # ops/insert.cpp fixDocumentForInsert (BadValue; 5.0+ wording, as mongosh shows it)
+        if isinstance(_id, (list, tuple)):
+            raise _write_error("The '_id' value cannot be of type array", 2)
+        if isinstance(_id, (bson.Regex, _RE_TYPE)):
+            raise _write_error("The '_id' value cannot be of type regex", 2)
+        size = len(bson.encode(data))
+        if size > MAX_BSON:
+            raise _write_error("object to insert too large. size in bytes: %d, max size: %d" % (size, MAX_BSON), 10334)
+        doc = internalize(data)
+        if next(iter(doc)) != "_id":  # the server stores _id as the first field
+            doc = U.id_first(doc)
+        return doc
+
+    def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
+        st = self._store
+        st.put(rid, store_key(doc["_id"]), doc)
+        for name, (ks, arrays) in keys.items():
+            ix = st.ix[name]
+            ix.note_arrays(arrays)
+            ix.add(ks, rid)
+        st.version += 1
+        if st.options:
+            after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
+
+    def _insert_one_doc(self, data: Any, fill_timestamps: bool = True) -> Any:
+        doc = self._prepare_insert(data)
+        if fill_timestamps:  # top-level Timestamp(0, 0) (ops/insert.cpp); not for operator/pipeline upserts
+            U.fill_empty_timestamps(doc)
+        st = self._store
+        if store_key(doc["_id"]) in st.rid_by_key:
+            raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
+        rid = st.next_rid
+        keys = self._compute_keys(doc, rid)
+        st.next_rid += 1
+        self._commit_insert(doc, rid, keys)
+        return doc["_id"]
+
+    def _insert_flat(self, st: Any, data: dict) -> Any:
+        """``insert_one`` of a plain dict whose values are all ``FLAT_TYPES`` or datetimes into the live store ``st``, with the same checks and effects as the general path (``$``-prefixed
+        names, ``_id``, BSON encoding and size, duplicate ``_id``, every index's keys, unique indexes) in fewer
+        steps: no depth walk or deep copy is needed for such a document, and no collection can have parallel
+        arrays from it. Returns the ``_id``, or ``NOT_FLAT`` (having changed nothing but a generated ``_id``)
+        when the document needs the general path."""
+        dates = False
+        for k, v in data.items():
+            if type(k) is not str or k[:1] == "$":
+                return NOT_FLAT
+            if type(v) not in FLAT_TYPES:
+                if type(v) is not _DT:
+                    return NOT_FLAT
+                dates = True
+        if "_id" in data:
+            _id = data["_id"]
+        else:
+            _id = data["_id"] = new_object_id()
+        if len(bson.encode(data)) > MAX_BSON:  # also refuses NUL bytes in names (InvalidDocument)
+            return NOT_FLAT  # the general path raises the server's error
+        doc = dict(data) if next(iter(data)) == "_id" else {"_id": _id, **data}  # _id first, as stored
+        if dates:  # stored as the server does: naive UTC, millisecond precision
+            for k, v in data.items():
+                if type(v) is _DT:
+                    doc[k] = helpers.patch_datetime_awareness_in_document(v)
+            _id = doc["_id"]
+        sk = store_key(_id)
+        if sk in st.rid_by_key:
+            raise self._dup_error(st.ix["_id_"], doc, ((K.encode(_id),)))
+        rid = st.next_rid
+        staged = []
+        for ix in st.ix.values():
+            for k in ix.flat_keys(doc):  # no arrays: at most one key per index
+                pos, other = ix.place(k, rid)
+                if other is not None:
+                    raise self._dup_error(ix, doc, k)
+                staged.append((ix, pos, k))
+        st.next_rid = rid + 1
+        st.put(rid, sk, doc)
+        for ix, pos, k in staged:
+            ix.insert_at(pos, k, rid)
+        st.version += 1
+        if st.options:
+            after_insert(st)
+        return _id
+
+    def _insert(self, data, session=None, ordered=True):
+        if session:
+            raise unsupported("Sessions")
+        if isinstance(data, Mapping):
+            return self._insert_one_doc(data)
+        return self._insert_many_docs(list(data), ordered)
+
+    def _insert_many_docs(self, docs: list, ordered: bool) -> list:
+        with no_gc():
+            return self._insert_many_docs_inner(docs, ordered)
+
+    def _insert_many_docs_inner(self, docs: list, ordered: bool) -> list:
+        """Stage every document of the batch (checks in order; ``ordered`` stops at the first error), then
+        commit the staged ones in one step. A plain dict of scalar fields (``flat_insert_doc``) takes a
+        shorter route with the same checks and effects: no depth walk, deep copy or validation call (the
+        caller saw no validator), a size bound instead of ``bson.encode`` when the bound proves the limit is
+        not reached, unique keys checked per document and every other index's keys computed in one pass per
+        index after the loop (no error can come from them for such a document)."""
+        st = self._store
+        opts = st.options
+        flat_ok = not (opts and (opts.get("validator") or opts.get("capped")))
+        pending: dict = {}
+        staged: list[tuple[dict, int, Any, dict | None]] = []
+        ids: list = []
+        errors: list[dict] = []
+        seen_ids: set = set()
+        rid_by_key = st.rid_by_key
+        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.unique and name != "_id_"]
+        flat_staged: list[tuple[dict, int]] = []
+        flat_uniq: dict[str, list] = {name: [] for name, _ in uniq}
+        names: dict = {}
+        for i, data in enumerate(docs):
+            doc = flat_insert_doc(data, names) if flat_ok and type(data) is dict else None
+            try:
+                if doc is None:
+                    doc = U.fill_empty_timestamps(self._prepare_insert(data))
+                    sk = store_key(doc["_id"])
+                    if sk in rid_by_key or sk in seen_ids:
+                        raise self._dup_error(st.ix["_id_"], doc, ((K.encode(doc["_id"]),)))
+                    rid = st.next_rid
+                    st.next_rid += 1
+                    keys = self._compute_keys(doc, rid, pending, st)
+                    staged.append((doc, rid, sk, keys))
+                else:
+                    _id = doc["_id"]
+                    sk = _id if type(_id) is not bool else store_key(_id)  # no documents among flat values
+                    if sk in rid_by_key or sk in seen_ids:
+                        raise self._dup_error(st.ix["_id_"], doc, ((K.encode(_id),)))
+                    rid = st.next_rid
+                    st.next_rid += 1
+                    if uniq:
+                        self._check_unique_flat(uniq, doc, rid, pending, flat_uniq)
+                    staged.append((doc, rid, sk, None))
+                    flat_staged.append((doc, rid))
+            except (WriteError, DuplicateKeyError) as e:
+                det = dict(e.details or {})
+                # the server's errmsg (pymongo's str(e) appends ", full error: {...}")
+                det.update({"index": i, "code": e.code, "errmsg": errmsg_of(e), "op": data})
+                errors.append(det)
+                if ordered:
+                    break
+                continue
+            seen_ids.add(sk)
+            ids.append(doc["_id"])
+        self._commit_bulk(staged, flat_staged, flat_uniq)
+        if errors:
+            raise BulkWriteError({"writeErrors": errors, "writeConcernErrors": [], "nInserted": len(staged),
+                                  "nUpserted": 0, "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []})
+        return ids
+
+    def _check_unique_flat(self, uniq: list, doc: dict, rid: int, pending: dict, out: dict) -> None:
+        """``_compute_keys``'s unique checks for a flat document, on the unique indexes ``uniq`` (not ``_id_``),
+        in index order: against the stored entries and the batch's ``pending`` keys; on success the keys are
+        recorded in ``pending`` and appended to ``out[name]`` as entries."""
+        found = []
+        for name, ix in uniq:
+            keys = ix.flat_keys(doc)
+            if keys:
+                p = pending.get(name)
+                for k in keys:
+                    if ix.place(k, rid)[1] is not None:
+                        raise self._dup_error(ix, doc, k)
+                    if p is not None:
+                        o = p.get(k)
+                        if o is not None and o != rid:
+                            raise self._dup_error(ix, doc, k)
+            found.append((name, keys))
+        for name, keys in found:
+            p = pending.setdefault(name, {})
+            lst = out[name]
+            for k in keys:
+                p[k] = rid
+                lst.append((k, rid))
+
+    def _commit_bulk(self, staged: list, flat: list | None = None, flat_uniq: dict | None = None) -> None:
+        """Record the staged documents ``(doc, rid, store key, keys)`` and their index entries: ``keys`` per index from
+        ``_compute_keys``, or None for a flat document (``flat``: its ``(doc, rid)``; its keys on the unique
+        indexes are in ``flat_uniq``, the other indexes' keys are computed here, one pass per index)."""
+        if not staged:
+            return
+        st = self._store
+        per_index: dict[str, list] = {n: [] for n in st.ix}
+        put = st.put
+        for doc, rid, sk, keys in staged:
+            put(rid, sk, doc)
+            if keys is None:
+                continue
+            for name, (ks, arrays) in keys.items():
+                if arrays:
+                    st.ix[name].note_arrays(arrays)
+                lst = per_index[name]
+                for k in ks:
+                    lst.append((k, rid))
+        if flat:
+            for name, ix in st.ix.items():
+                lst = per_index[name]
+                if flat_uniq and name in flat_uniq:
+                    lst.extend(flat_uniq[name])
+                    continue
+                # the specialised key function answers None (hashed, dotted fields) or [] (sparse) where
+                # ``flat_keys`` decides; a partial index's keys depend on its filter
+                fast = ix._fast_fn() if ix.spec.partial is None else _no_fast_keys
+                fk = ix.flat_keys
+                lst.extend([(k, rid) for doc, rid in flat for k in (fast(doc) or fk(doc))])
+        for name, items in per_index.items():
+            st.ix[name].add_bulk(items)
+        st.version += 1
+        if st.options:
+            after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
+
+    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_is_mutable_mapping("document", document)
+        return InsertOneResult(self._insert(document, session), acknowledged=True)
+
+    def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, comment=None):
+        if not isinstance(documents, Iterable) or isinstance(documents, Mapping):
+            raise TypeError("documents must be a non-empty list")
+        documents = list(documents)
+        if not documents:
+            raise TypeError("documents must be a non-empty list")
+        for d in documents:
+            if type(d) is not dict:  # a dict is a MutableMapping: only other types need the (slower) check
+                mm_collection.validate_is_mutable_mapping("document", d)
+        return InsertManyResult(self._insert(documents, session, ordered=ordered), acknowledged=True)
+
+    # ------------------------------------------------------------------------------ read helpers
+    def _matching_rids(self, filter_: dict, multi: bool, sort=None, hint=None, let: dict | None = None) -> list[int]:
+        sort, hint = _natural(_check_sort(_sort_list(sort)) if sort else None, hint)
+        q = Query(filter_, sort=sort, hint=hint,
+                  limit=0 if multi else 1, let=let)
+        q.rids_only = True  # plan_and_run then collects record ids only (same counters)
+        ex = self._run(q, stop_after=None if multi else 1)
+        if getattr(ex, "rids", False):
+            return ex.results
+        return [m[0] for m in ex.results]
+
+    def _run(self, q: Query, stop_after: int | None = None, explain: bool = False):
+        st = self._store
+        if st.options and "clusteredIndex" in st.options:
+            from .clustered import run as run_clustered  # CLUSTERED_IXSCAN plans (clustered.py)
+            ex = run_clustered(st, q, stop_after, explain)
+            if not explain:
+                note_execution(ex)
+            check_deadline()
+            return ex
+        ix = express_eligible(st, q)
+        if ix is not None:
+            ex = _run_express(st, ix, q)
+        else:
+            if q.limit:
+                n = q.limit
+                stop_after = n if stop_after is None else min(stop_after, n)
+            ex = plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain)
+        if not explain:
+            note_execution(ex)  # the profiler's keysExamined/docsExamined come from this run (boundary.py)
+        check_deadline()
+        return ex
+
+    # ------------------------------------------------------------------------------ updates
+    def _update(self, spec, document, upsert=False, manipulate=False, multi=False, check_keys=False,
+                hint=None, session=None, collation=None, let=None, array_filters=None, sort=None,
+                positional_query=None, **kwargs):
+        """One update/replace statement with the server's rules (update_ops.py): operator updates, replacement
+        documents and update pipelines; ``positional_query``: the filter whose matched array element the
+        positional ``$`` uses (find_one_and_update re-targets the document by ``_id``)."""
+        if session:
+            raise unsupported("Sessions")
+        if collation:
+            raise unsupported("collation on updates")
+        if kwargs:
+            raise OperationFailure("BSON field 'update.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        from ..pipeline.expression.match_expr import let_variables
+        variables = let_variables(let)  # $$name for $expr in the filter and array filters, and in pipelines
+        spec = client_value(spec)
+        document = client_value(document)
+        mm_collection.validate_is_mapping("spec", spec)
+        mm_collection.validate_list_or_mapping("document", document)
+        pipeline = isinstance(document, list)
+        compiled = None
+        if pipeline:
+            _check_update_pipeline(document)
+            from ..pipeline.expression.variables import bind_pipeline
+            document = bind_pipeline(document, variables)  # let values in; undefined $$names fail (17276)
+            if array_filters is not None:
+                raise _write_error("arrayFilters may not be specified for pipeline-style updates", 72)
+        elif U.is_operator_update(document):
+            norm = _collation()
+            mk = fast_matcher if norm is None and not variables else (lambda f: fast_matcher(f, norm, variables))
+            compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
+        else:
+            U.check_replacement(document)
+            document = U.fill_empty_timestamps(dict(document))  # top-level Timestamp(0, 0), as the server
+            if array_filters:
+                U.parse_array_filters(array_filters)
+                ident = next(iter(U.parse_array_filters(array_filters)))
+                raise _write_error("The array filter for identifier '%s' was not used in the update %s"
+                                   % (ident, U.fmt(document)), 9)
+        query = spec if positional_query is None else positional_query
+        st = self._store
+        rids = self._matching_rids(spec, multi, sort=sort, hint=hint, let=variables)
+        n_matched = n_modified = 0
+        upserted_id = None
+        touched, shallow = _update_reach(compiled)
+        # top-level scalar updates that cannot grow a document: made directly (update_fast.py)
+        scalar = scalar_plan(compiled, array_filters) if shallow and touched is not None else None
+        # ... and when no index reads those fields and no validator checks the result, replacing a document
+        # is only storing it (what _replace_doc does then, without its per-index loop)
+        lean = scalar is not None and not self._validates_updates(st) and all(
+            ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
+        docs = st.docs
+        i, nr = 0, len(rids)
+        while i < nr:
+            if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
+                j, m, mod = run_lean(scalar, rids, i, docs)
+                n_matched += m
+                n_modified += mod
+                st.version += mod
+                if j >= nr:
+                    break
+                todo, i = rids[j:j + 1], j + 1
+            else:
+                todo, i = rids, nr
+            for rid in todo:
+                old = docs.get(rid)
+                if old is None:
+                    continue
+                n_matched += 1
+                if scalar is not None and type(old) is dict:
+                    new = apply_scalar(scalar, old)
+                    if new is None:
+                        continue  # a no-op update is matched, not modified
+                    if new is not FALLBACK:
+                        if lean:
+                            docs[rid] = new  # the _id map (st._documents) is a view of docs
+                            st.version += 1
+                        else:
+                            self._replace_doc(rid, old, new, touched, shallow)
+                        n_modified += 1
+                        continue
+                if pipeline:
+                    new = self._pipeline_result(old, document)
+                elif compiled is not None:
+                    if touched is not None and type(old) is dict:
+                        # copy on write: only the top-level values the update can reach are copied; the rest
+                        # is shared with the old version, which is never changed in place
+                        new = dict(old)
+                        for f in touched:
+                            v = new.get(f)
+                            if type(v) is dict or type(v) is list:
+                                new[f] = fast_copy(v)
+                    else:
+                        new = fast_copy(old)
+                    compiled.apply(new, query)
+                    U.check_id_unchanged(old, new, document)
+                else:
+                    new = U.replace(old, document)
+                if touched is not None and len(new) == len(old):
+                    # untouched values are the same objects: a change, if any, is in one of the touched fields
+                    for f in touched:
+                        a = new.get(f, _MISSING)
+                        b = old.get(f, _MISSING)
+                        if a is not b and (a is _MISSING or b is _MISSING or not U.same(a, b)):
+                            break
+                    else:
+                        if U.same(new, old):
+                            continue  # a no-op update is matched, not modified
+                elif U.same(new, old):
+                    continue  # a no-op update is matched, not modified
+                size = len(bson.encode(new))
+                if size > MAX_BSON:
+                    raise _write_error("Resulting document after update is larger than %d" % MAX_BSON, 17419)
+                if touched is None:
+                    self._replace_doc(rid, old, new)
+                else:
+                    self._replace_doc(rid, old, new, touched, shallow)
+                n_modified += 1
+        if upsert and not n_matched:
+            to_insert = U.upsert_document(spec, document, array_filters,
+                                          pipeline=(lambda d: self._pipeline_result(d, document)) if pipeline
+                                          else None, compiled=compiled)
+            upserted_id = self._insert_one_doc(to_insert, fill_timestamps=False)  # a replacement is filled above
+        return {"connectionId": self.database.client._id, "err": None, "n": n_matched or (1 if upsert and not n_matched else 0),
+                "nModified": n_modified, "ok": 1, "upserted": upserted_id if upsert and not n_matched else None,
+                "updatedExisting": bool(n_matched)}
+
+    def _pipeline_result(self, old: dict, pipeline: list) -> dict:
+        """The document an update pipeline makes of ``old`` (manual "Updates with Aggregation Pipeline"): the
+        stages run through the engine's aggregation; the ``_id`` is kept when the output drops it and may not
+        change (66); ``_id`` stays the first field."""
+        from ..pipeline.aggregation import Ctx, run_stages
+        out = run_stages(self, list(pipeline), Ctx(), input_docs=[fast_copy(old)])
+        if len(out) != 1 or not isinstance(out[0], dict):  # pragma: no cover - the stages are 1:1
+            raise unsupported("Update pipeline %s" % (pipeline,))
+        new = dict(out[0])
+        if "_id" in old:
+            if "_id" not in new:
+                new = {"_id": old["_id"], **new}
+            elif not U.same(old["_id"], new["_id"]):
+                raise _write_error("After applying the update, the (immutable) field '_id' was found to have "
+                                   "been altered to %s" % U.fmt_elem("_id", new["_id"]), 66)
+        for k in new:
+            if isinstance(k, str) and k.startswith("$"):
+                raise _write_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
+                                   % (k, k), 52)
+        return U.id_first(new)
+
+    def _validates_updates(self, st) -> bool:
+        """Whether ``_replace_doc`` checks more than the indexes (rules.py: a collection validator)."""
+        return False
+
+    def _replace_doc(self, rid: int, old: dict, new: dict, touched: frozenset | None = None,
+                     shallow: bool = False) -> None:
+        """Validate every index for ``new`` first; then swap document and index entries together.
+
+        ``touched``: the top-level fields the update could change (None: any); an index on none of them
+        (and without a partial filter) keeps its keys, so they are not recomputed. ``shallow`` (for
+        rules.py): the update cannot nest the document deeper and its size was already checked."""
+        st = self._store
+        plans = []
+        for name, ix in st.ix.items():
+            if touched is not None and ix.spec.partial is None and touched.isdisjoint(ix.spec.tops):
+                continue  # same keys before and after: nothing to check or move
+            try:
+                new_keys, arrays = ix.keys_for(new)
+            except K.ParallelArrays as e:
+                raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
+            old_keys, _ = ix.keys_for(old)
+            if ix.spec.unique:
+                for k in new_keys:
+                    if ix.place(k, rid)[1] is not None:
+                        raise self._dup_error(ix, new, k)
+            plans.append((ix, old_keys, new_keys, arrays))
+        for ix, old_keys, new_keys, arrays in plans:
+            if old_keys != new_keys:
+                os_, ns_ = set(old_keys), set(new_keys)
+                gone = [k for k in old_keys if k not in ns_]
+                added = [k for k in new_keys if k not in os_]
+                ix.remove(gone, rid)
+                ix.add(added, rid)
+                note("keysDeleted", len(gone))
+                note("keysInserted", len(added))
+            ix.note_arrays(arrays)
+        st.docs[rid] = new
+        st.version += 1
+
+    def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
+                   array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_update(update)
+        return UpdateResult(self._update(filter, update, upsert=upsert, hint=hint, session=session,
+                                         collation=collation, array_filters=array_filters, let=let, sort=sort),
+                            acknowledged=True)
+
+    def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
+                    collation=None, hint=None, session=None, let=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_update(update)
+        return UpdateResult(self._update(filter, update, upsert=upsert, multi=True, hint=hint, session=session,
+                                         collation=collation, array_filters=array_filters, let=let),
+                            acknowledged=True)
+
+    def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
+                    hint=None, session=None, let=None, sort=None, comment=None):
+        if not bypass_document_validation:
+            mm_collection.validate_ok_for_replace(replacement)
+        return UpdateResult(self._update(filter, replacement, upsert=upsert, hint=hint, session=session,
+                                         collation=collation, let=let, sort=sort), acknowledged=True)
+
+    # ------------------------------------------------------------------------------ deletes
+    def _delete(self, filter, collation=None, hint=None, multi=False, session=None, let=None):
+        if collation:
+            raise unsupported("collation on deletes")
+        if session:
+            raise unsupported("Sessions")
+        filter = client_value(filter)
+        if filter is None:
+            filter = {}
+        if not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        from ..pipeline.expression.match_expr import let_variables
+        rids = self._matching_rids(filter, multi, hint=hint, let=let_variables(let))
+        n = 0
+        for rid in rids:
+            if self._remove_rid(rid):
+                n += 1
+        return {"connectionId": self.database.client._id, "n": n, "ok": 1.0, "err": None}
+
+    def _remove_rid(self, rid: int) -> bool:
+        st = self._store
+        doc = st.docs.pop(rid, None)
+        if doc is None:
+            return False
+        sk = store_key(doc["_id"])
+        st.rid_by_key.pop(sk, None)
+        n = 0
+        for ix in st.ix.values():
+            keys, _ = ix.keys_for(doc)
+            ix.remove(keys, rid)
+            n += len(keys)
+        note("keysDeleted", n)
+        st.version += 1
+        return True
+
+    def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        mm_collection.validate_is_mapping("filter", filter)
+        return DeleteResult(self._delete(filter, collation=collation, hint=hint, session=session, let=let), True)
+
+    def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        mm_collection.validate_is_mapping("filter", filter)
+        return DeleteResult(self._delete(filter, collation=collation, hint=hint, multi=True, session=session,
+                                         let=let), True)
+
+    # ------------------------------------------------------------------------------ find & friends
+    def find(self, filter=None, projection=None, skip=0, limit=0, no_cursor_timeout=False, cursor_type=None,
+             sort=None, allow_partial_results=False, oplog_replay=False, batch_size=0, collation=None,
+             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=False,
+             show_record_id=False, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
+             **kwargs):
+        if kwargs:
+            raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError("batch_size must be an integer, not %s" % type(batch_size))
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        # pymongo sends these as the find command's maxScan / snapshot, fields MongoDB 4.2 / 4.0 removed
+        for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
+            if val:
+                raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
+        for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
+                          ("show_record_id", show_record_id), ("session", session),
+                          ("cursor_type", cursor_type)):
+            if val:
+                raise unsupported("find(%s=...)" % name)
+        if filter is None:
+            filter = {}
+        mm_collection.validate_is_mapping("filter", filter)
+        if isinstance(projection, (list, tuple)):
+            projection = {f: 1 for f in projection}
+        c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
+                   batch_size=batch_size, hint=hint, let=let)
+        if allow_disk_use is not None:
+            c.allow_disk_use(allow_disk_use)
+        if max_time_ms is not None:
+            c.max_time_ms(max_time_ms)
+        return c
+
+    def find_one(self, filter=None, *args, **kwargs):
+        if filter is None:
+            filter = {}
+        if not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        if not args and not kwargs and type(filter) is dict and len(filter) == 1 \
+                and "_lab_express_find_one" in type(self).__dict__:
+            found = self._find_one_express(filter)
+            if found is not _NOT_EXPRESS:
+                return found
+        kwargs["limit"] = -1
+        for doc in self.find(filter, *args, **kwargs):
+            return doc
+        return None
+
+    _lab_express_find_one = True  # this class's find is the plain one (views and time series are not)
+
+    def _find_one_express(self, filter_: dict) -> Any:
+        """``find_one(filter)`` answered by an EXPRESS plan without a cursor: what ``find(filter, limit=-1)``
+        would do for an express-eligible query (same plan, counters, index accesses, profiler run, deadline
+        check and result copy). ``_NOT_EXPRESS`` when the query is not eligible (the caller takes the cursor)."""
+        if _collation() is not None:
+            return _NOT_EXPRESS
+        st = self._store
+        if st.options and "clusteredIndex" in st.options:
+            return _NOT_EXPRESS
+        for v in filter_.values():
+            if type(v) not in _PLAIN_VALUES:  # a datetime (to millisecond precision, UTC) or a nested value
+                filter_ = client_value(filter_)
+                break
+        ix = express_index(st, filter_, 1)
+        if ix is None:
+            return _NOT_EXPRESS
+        op = current_op()
+        if op is not None and op.recording:  # the profiler reads this run's stages and counters
+            ex = _run_express(st, ix, Query(filter_, limit=1))
+            note_execution(ex)
+            hit = ex.results[0][:2] if ex.results else None
+        else:  # no one reads the stage counters: the same lookup without the plan objects
+            (cond,) = filter_.values()
+            hit = express_first(st, ix, express_value(cond))
+            note_access(ix)
+        check_deadline()
+        if hit is None:
+            return None
+        if self.codec_options.tz_aware:
+            return helpers.make_datetime_timezone_aware_in_document(fast_copy(hit[1]))
+        return fast_copy(hit[1])
+
+    def _find_and_modify(self, query, projection=None, update=None, upsert=False, sort=None,
+                         return_document=ReturnDocument.BEFORE, session=None, hint=None, let=None,
+                         array_filters=None, collation=None, **kwargs):
+        remove = kwargs.pop("remove", False)
+        kwargs.pop("comment", None)
+        for k in ("maxTimeMS", "max_time_ms"):
+            if k in kwargs:
+                op = current_op()
+                ms = kwargs.pop(k)
+                if op is not None:
+                    op.set_max_time(ms)
+        if kwargs:  # pymongo sends extra keyword arguments as fields of the findAndModify command
+            raise OperationFailure("BSON field 'findAndModify.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        for name, val in (("session", session), ("collation", collation)):
+            if val:
+                raise unsupported("find_one_and_*(%s=...)" % name)
+        from ..pipeline.expression.match_expr import let_variables
+        st = self._store
+        rids = self._matching_rids(query, False, sort=sort, hint=hint, let=let_variables(let))
+        if not rids:
+            if remove or not upsert:
+                return None
+            res = self._update(query, update, upsert=True, array_filters=array_filters, let=let)
+            if return_document is ReturnDocument.AFTER:
+                return self.find_one({"_id": res["upserted"]}, projection)
+            return None
+        rid = rids[0]
+        old = st.docs[rid]
+        before = self._project(old, projection, query)
+        if remove:
+            self._remove_rid(rid)
+            return before
+        self._update({"_id": old["_id"]}, update, array_filters=array_filters, positional_query=query, let=let)
+        if return_document is ReturnDocument.AFTER:
+            return self._project(st.docs[rid], projection, query)
+        return before
+
+    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, let=None,
+                            comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        return self._find_and_modify(filter, projection, sort=sort, remove=True, hint=hint, session=session,
+                                     let=let, **kwargs)
+
+    def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
+                             return_document=ReturnDocument.BEFORE, hint=None, session=None, let=None,
+                             comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        mm_collection.validate_ok_for_replace(replacement)
+        return self._find_and_modify(filter, projection, replacement, upsert, sort, return_document, hint=hint,
+                                     session=session, let=let, **kwargs)
+
+    def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
+                            return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
+                            let=None, comment=None, **kwargs):
+        mm_collection.validate_is_mapping("filter", filter)
+        mm_collection.validate_ok_for_update(update)
+        return self._find_and_modify(filter, projection, update, upsert, sort, return_document, hint=hint,
+                                     session=session, let=let, array_filters=array_filters, **kwargs)
+
+    def _projector(self, projection: Any, query: Any = None) -> Callable[[dict], dict]:
+        """A function projecting stored documents with the server's find rules (projection.py), parsed once
+        (so projection errors come before any document is read); ``query``: for the positional ``$``."""
+        tz = self.codec_options.tz_aware
+        if projection is None:
+            if not tz:
+                return fast_copy
+            return lambda doc: helpers.make_datetime_timezone_aware_in_document(fast_copy(doc))
+        if isinstance(projection, (list, tuple)):
+            projection = {f: 1 for f in projection}
+        if not isinstance(projection, Mapping):
+            raise TypeError("projection must be an instance of dict, list or tuple")
+        from ..pipeline.aggregation import _compile_expr
+        p = Projection(dict(projection), query, _compile_expr)
+        if not tz:
+            return p.apply
+        return lambda doc: helpers.make_datetime_timezone_aware_in_document(p.apply(doc))
+
+    def _project(self, doc: dict, projection: Any, query: Any = None) -> dict:
+        return self._projector(projection, query)(doc)
+
+    def count_documents(self, filter, session=None, collation=None, hint=None, skip=_UNSET, limit=_UNSET,
+                        maxTimeMS=None, comment=None, **kwargs):
+        if kwargs:  # pymongo copies unknown options into the aggregate command
+            raise OperationFailure("BSON field 'aggregate.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        if session:
+            raise unsupported("Sessions")
+        if collation:
+            raise unsupported("count_documents(collation=...)")
+        if not isinstance(filter, Mapping):  # pymongo sends {$match: filter}; the server wants an object
+            raise OperationFailure("the match filter must be an expression in an object", 15959)
+        # pymongo sends {$skip: skip} and {$limit: limit} when they are given, even as None
+        skip = None if skip is _UNSET else _check_count_stage("$skip", skip, 5107200)
+        limit = None if limit is _UNSET else _check_count_stage("$limit", limit, 5107201)
+        if limit is not None:
+            if limit == 0:
+                raise OperationFailure("the limit must be positive", 15958)
+        _arm_max_time(maxTimeMS)
+        filter = client_value(filter)
+        q = Query(filter, hint=hint, kind="count")
+        if not filter and hint is None:
+            n = len(self._store.docs)
+        else:
+            n = len(self._run(q).results)
+        n = max(n - (skip or 0), 0)
+        return n if limit is None else min(n, limit)
+
+    def estimated_document_count(self, **kwargs):
+        for k in kwargs:
+            if k not in ("maxTimeMS", "comment"):
+                raise OperationFailure("BSON field 'count.%s' is an unknown field." % k, 40415)
+        _arm_max_time(kwargs.get("maxTimeMS"))
+        return len(self._store.docs)
+
+    def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
+        if kwargs.get("collation"):
+            raise unsupported("distinct(collation=...)")
+        _arm_max_time(kwargs.pop("maxTimeMS", None))
+        kwargs.pop("collation", None)
+        if kwargs:
+            raise OperationFailure("BSON field 'distinct.%s' is an unknown field." % next(iter(kwargs)), 40415)
+        if session:
+            raise unsupported("Sessions")
+        if not isinstance(key, str):
+            raise TypeError("key must be an instance of str")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise OperationFailure("BSON field 'distinct.query' is the wrong type '%s', expected type 'object'"
+                                   % _type_name(filter), 14)
+        filter = client_value(filter or {})
+        ex = self._run(Query(filter, hint=hint, kind="distinct", distinct_key=key))
+        st = self._store
+        return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
+
+    # ------------------------------------------------------------------------------ indexes
+    def create_index(self, keys, session=None, comment=None, **kwargs):
+        if session:
+            raise unsupported("Sessions")
+        kwargs.pop("cache_for", None)
+        _arm_max_time(kwargs.pop("maxTimeMS", None))  # pymongo sends it as the createIndexes command's option
+        if isinstance(keys, Mapping):  # pymongo accepts {"a": 1, "b": -1} (ordered) as well as [("a", 1), ...]
+            keys = list(keys.items())
+        key = helpers.create_index_list(keys)
+        if not key:
+            raise ValueError("key_or_list must not be empty")
+        return self._create_index(key, kwargs)
+
+    def _create_index(self, key: list, opts: dict) -> str:
+        opts = dict(opts)
+        name = opts.pop("name", None) or gen_index_name(key)
+        unique = opts.pop("unique", False)
+        sparse = opts.pop("sparse", False)
+        partial = opts.pop("partialFilterExpression", None)
+        hidden = opts.pop("hidden", False)
+        expire = opts.pop("expireAfterSeconds", None)
+        if not isinstance(name, str):  # index_key_validate.cpp: the index spec's name must be a string
+            raise OperationFailure("The field 'name' must be a string, but got %s" % _type_name(name), 14)
+        if expire is not None:  # index_key_validate.cpp validateExpireAfterSeconds: CannotCreateIndex 67
+            if isinstance(expire, bool) or not isinstance(expire, (int, float)):
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must be numeric, but received a type "
+                                       "of '%s'" % _type_name(expire), 67)
+            if expire != expire:
+                raise OperationFailure("TTL index 'expireAfterSeconds' option must not be NaN", 67)
+        collation = opts.pop("collation", None)
+        opts.pop("background", None)  # accepted and ignored by the server since 4.2
+        version = opts.pop("v", 2)
+        if version != 2:
+            if version in (0, 1) and not isinstance(version, bool):
+                raise unsupported("Index version v: %s" % version)
+            raise OperationFailure("Invalid index specification %s; cannot create an index with v=%s"
+                                   % ({"key": dict(key), "name": name, "v": version}, version), 67)
+        from ..query.collate import index_keyfunc, normalize
+        collation = normalize(collation)  # full server document, or None for simple (collate.py)
+        extra = {}
+        for k in list(opts):
+            if k in ("weights", "default_language", "language_override", "textIndexVersion", "2dsphereIndexVersion",
+                     "bits", "min", "max", "wildcardProjection", "storageEngine", "clustered"):
+                raise unsupported("Index option '%s'" % k)
+            raise OperationFailure("The field '%s' is not valid for an index specification." % k, 197)
+        for f, d in key:
+            if not (isinstance(d, (int, float)) and not isinstance(d, bool) and d != 0) and d not in ("hashed", "text", "2d", "2dsphere"):
+                raise OperationFailure("Values in the index key pattern can only be numbers or strings", 67)
+        spec = IndexSpec(name, key, unique=unique, sparse=sparse, partial=partial, hidden=hidden, expire=expire,
+                         collation=collation)
+        st = self._store
+        for existing in st.ix.values():
+            if existing.spec.name == name:
+                if existing.spec.same_options(spec) and existing.spec.hidden == spec.hidden:
+                    return name
+                raise OperationFailure("An existing index has the same name as the requested index. "
+                                       "When index names are not specified, they are auto generated and can "
+                                       "cause conflicts. Please refer to our documentation. Requested index: %s, "
+                                       "existing index: %s" % (spec.info(), existing.spec.info()), 86)
+            if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
+                    existing.spec.collation == spec.collation:
+                raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        if len(st.ix) >= MAX_INDEXES:
+            # index_catalog_impl.cpp: numIndexesTotal (the _id index included) >= 64 -> CannotCreateIndex
+            raise OperationFailure("add index fails, too many indexes for %s key:%s"
+                                   % (self._ns(), _key_pattern_str(key)), 67)
+        if len(key) > MAX_COMPOUND_FIELDS:
+            # jstests/core/index/compound_index_max_fields.js: 32 fields build, 33 fail with 13103
+            raise OperationFailure("Index build failed: Collection %s :: caused by :: too many compound keys"
+                                   % self._ns(), 13103)
+        from ..index.hashed import check_hashed_spec, new_index
+        check_hashed_spec(spec)
+        ix = new_index(spec, keyfunc=index_keyfunc(collation))
+        items = []
+        seen: dict = {}
+        # the keys of a document without arrays on the indexed fields come from the index's specialised key
+        # function (what ``keys_for`` calls first); it answers None for the others, which take ``keys_for``
+        fast = ix._fast_fn() if spec.partial is None else _no_fast_keys
+        append = items.append
+        for rid, doc in st.docs.items():
+            keys = fast(doc)
+            if keys is None:
+                try:
+                    keys, arrays = ix.keys_for(doc)
+                except K.ParallelArrays as e:
+                    raise OperationFailure("Index build failed: %s" % e, 171) from None
+                ix.note_arrays(arrays)
+            if not spec.unique:
+                for k in keys:
+                    append((k, rid))
+                continue
+            for k in keys:
+                if spec.unique:
+                    o = seen.get(k)
+                    if o is not None and o != rid:
+                        err = self._dup_error(ix, doc, k)
+                        raise DuplicateKeyError("Index build failed: " + str(err), 11000, err.details)
+                    seen[k] = rid
+                items.append((k, rid))
+        ix.sort_entries(items)
+        ix.entries = items
+        st.ix[name] = ix
+        st.indexes[name] = {"key": key}
+        st._is_force_created = True
+        st.version += 1
+        return name
+
+    def create_indexes(self, indexes, session=None, comment=None, **kwargs):
+        _command_options("createIndexes", kwargs, ("maxTimeMS", "commitQuorum"))
+        _arm_max_time(kwargs.get("maxTimeMS"))
+        names = []
+        for m in indexes:
+            if not isinstance(m, IndexModel):
+                raise TypeError("%s is not an instance of pymongo.operations.IndexModel" % (m,))
+            doc = dict(m.document)
+            key = list(doc.pop("key").items())
+            names.append(self._create_index(key, doc))
+        return names
+
+    def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
+        if isinstance(index_or_name, (list, tuple)):
+            name = gen_index_name(helpers.create_index_list(index_or_name))
+        elif isinstance(index_or_name, Mapping):
+            name = gen_index_name(list(index_or_name.items()))
+        else:
+            name = index_or_name
+        if not isinstance(name, str):
+            raise TypeError("index_or_name must be an instance of str or list")
+        if name == "*":
+            return self.drop_indexes()
+        st = self._store
+        if name == "_id_":
+            raise OperationFailure("cannot drop _id index", 72)
+        if name not in st.ix:
+            raise OperationFailure("index not found with name [%s]" % name, 27)
+        del st.ix[name]
+        st.indexes.pop(name, None)
+        st.version += 1
+
+    def drop_indexes(self, session=None, comment=None, **kwargs):
+        _command_options("dropIndexes", kwargs, ("maxTimeMS",))
+        _arm_max_time(kwargs.get("maxTimeMS"))
+        st = self._store
+        for name in [n for n in st.ix if n != "_id_"]:
+            del st.ix[name]
+            st.indexes.pop(name, None)
+        st.version += 1
+
+    def list_indexes(self, session=None, comment=None):
+        st = self._store
+        if not st.is_created:
+            return CommandCursor([], session)
+        return CommandCursor(_index_infos(st), session)
+
+    def index_information(self, session=None, comment=None):
+        st = self._store
+        if not st.is_created:
+            return {}
+        out = {}
+        for info in _index_infos(st):
+            name = info.pop("name")
+            info["key"] = list(info["key"].items())
+            out[name] = info
+        return out
+
+    def _set_hidden(self, name: str, hidden: bool) -> bool:
+        st = self._store
+        if name not in st.ix:
+            raise OperationFailure("cannot find index %s for ns %s" % (name, self._ns()), 27)
+        if name == "_id_":
+            raise OperationFailure("can't hide _id index", 72)
+        old = st.ix[name].spec.hidden
+        st.ix[name].spec.hidden = bool(hidden)
+        if old != bool(hidden):  # manual hideIndex/unhideIndex: "Index Modifications Reset Statistics"
+            import datetime
+            st.ix[name].accesses = 0
+            st.ix[name].since = datetime.datetime.utcnow()
+        st.version += 1
+        return old
+
+    # ------------------------------------------------------------------------------ misc
+    def drop(self, session=None, comment=None, **kwargs):
+        self.database.drop_collection(self.name)
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        from ..pipeline.aggregation import run_pipeline
+        if session:
+            raise unsupported("Sessions")
+        if kwargs.get("explain"):
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
+        _arm_max_time(kwargs.get("maxTimeMS", kwargs.get("max_time_ms")))
+        for k, v in kwargs.items():
+            if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "batchSize", "comment", "max_time_ms", "hint"):
+                continue
+            if k == "collation" and v is None:
+                continue
+            if k == "let":
+                continue
+            if k in ("cursor", "pipeline", "explain", "bypassDocumentValidation", "readConcern", "writeConcern"):
+                raise unsupported("aggregate(%s=...)" % k)
+            # pymongo sends other keyword arguments as fields of the aggregate command
+            raise OperationFailure("BSON field 'aggregate.%s' is an unknown field." % k, 40415)
+        allow = kwargs.get("allowDiskUse", kwargs.get("allow_disk_use"))
+        docs = run_pipeline(self, list(pipeline), hint=kwargs.get("hint"), allow_disk_use=allow,
+                            let=kwargs.get("let"))
+        op = current_op()
+        if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
+            from ..stats.monitoring import MonitoredCommandCursor
+            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0)
+        return CommandCursor(docs, session, kwargs.get("batchSize") or 0)
+
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
+                   let=None, **kwargs):
+        from .bulk import run_bulk
+        if session:
+            raise unsupported("Sessions")
+        return run_bulk(self, list(requests), ordered, let=let)
+
+    def __next__(self):
+        raise TypeError("'Collection' object is not iterable")
+
+    next = __next__
+
+    def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
+        from ..query.explain_doc import explain_query
+        return explain_query(self, q, verbosity, command)
+
+
+def _index_infos(st: Any) -> list[dict]:
+    """listIndexes documents; a clustered collection shows its cluster key instead of an ``_id`` index."""
+    infos = [ix.spec.info() for ix in st.ix.values()]
+    if st.options and "clusteredIndex" in st.options:
+        from .clustered import index_info
+        infos[0] = index_info(st)
+    return infos
+
+
+def _type_name(v: Any) -> str:
+    """The server's BSON type name of ``v`` (values.type_name)."""
+    from ..bson.values import type_name
+    return type_name(v)
+
+
+def _command_options(command: str, kwargs: dict, allowed: tuple) -> None:
+    """pymongo sends extra keyword arguments as fields of ``command``: one the command does not have fails as on
+    the server (IDL unknown field, 40415)."""
+    for k in kwargs:
+        if k not in allowed:
+            raise OperationFailure("BSON field '%s.%s' is an unknown field." % (command, k), 40415)
+
+
+def _arm_max_time(ms: Any) -> None:
+    """Give the current operation its maxTimeMS (validated; MaxTimeMSExpired 50 once passed)."""
+    if ms is not None:
+        op = current_op()
+        if op is not None:
+            op.set_max_time(ms)
+
+
+def _check_count_stage(stage: str, v: Any, code: int) -> int | None:
+    """``count_documents`` skip/limit as the server checks its ``$skip``/``$limit`` stages; the value as an int."""
+    n = v.to_decimal() if isinstance(v, bson.Decimal128) else v
+    if isinstance(n, bool) or not isinstance(n, (int, float, decimal.Decimal)):
+        shown = "null" if v is None else '"%s"' % v if isinstance(v, str) else repr(v)
+        raise OperationFailure("invalid argument to %s stage: Expected a number in: %s: %s" % (stage, stage, shown),
+                               code)
+    finite = n.is_finite() if isinstance(n, decimal.Decimal) else n == n and n not in (float("inf"), float("-inf"))
+    if not finite or n != int(n) or not -2 ** 63 <= n < 2 ** 63:
+        raise OperationFailure("invalid argument to %s stage: Cannot represent as a 64-bit integer: %s: %r"
+                               % (stage, stage, v), code)
+    if n < 0:
+        raise OperationFailure("invalid argument to %s stage: Expected a non-negative number in: %s: %d"
+                               % (stage, stage, n), code)
+    return int(n)
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a.keys()) == list(b.keys()) and all(_same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
+    return True
+
+
+_UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
+
+
+def _check_update_pipeline(pipeline: list) -> None:
+    """The stages an update pipeline may hold (manual "Updates with Aggregation Pipeline"): others fail with
+    InvalidOptions (72), unknown names with 40324, malformed stages with 40323."""
+    from ..pipeline.stage_names import STAGE_NAMES
+    for stage in pipeline:
+        if not isinstance(stage, dict) or len(stage) != 1:
+            raise _write_error("A pipeline stage specification object must contain exactly one field.", 40323)
+        name = next(iter(stage))
+        if name in _UPDATE_STAGES:
+            continue
+        if name not in STAGE_NAMES:
+            raise _write_error("Unrecognized pipeline stage name: '%s'" % name, 40324)
+        raise _write_error("%s is not allowed to be used within an update" % name, 72)
+
+
+def distinct_values(docs: Iterable[dict], key: str) -> list:
+    seen: dict[bytes, Any] = {}
+    parts = key.split(".")
+    for doc in docs:
+        vals = K.path_values(doc, parts)
+        for v in vals:
+            if isinstance(v, K.Undefined):
+                continue
+            e = K.encode(v)
+            if e not in seen:
+                seen[e] = v
+    return [fast_copy(seen[e]) for e in sorted(seen)]
+
+
+_NOT_EXPRESS = object()  # _find_one_express: the query needs the general path
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), ObjectId})  # unchanged by the datetime patch
+
+
+class _ExpressExec:
+    def __init__(self, winner, results, millis):
+        self.winner = winner
+        self.cands = [winner]
+        self.notes = {"express": True, "trial": []}
+        self.results = results
+        self.millis = millis
+
+
+def _run_express(st, ix, q: Query):
+    t0 = time.perf_counter()
+    (cond,) = q.filter.values()
+    stage = Express(ix, st, express_value(cond))
+    results = []
+    lim = q.limit or None
+    while True:
+        s = stage.work()
+        if s == 0:
+            results.append(stage.out)
+            if lim and len(results) >= lim:
+                break
+        elif s == 2:
+            break
+    note_access(ix)
+    cand = Candidate(lambda: stage, ix, True, False, desc="EXPRESS")
+    cand.root = stage
+    return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
+
+
+class Cursor(CursorProtocol):
+    """A pymongo-like cursor; the query runs through the planner on first iteration."""
+
+    def __init__(self, collection: EmbeddedCollection, filter_: dict, projection: Any, skip: int, limit: int,
+                 sort: list | None, batch_size: int = 0, hint: Any = None, let: dict | None = None) -> None:
+        self.collection = self._collection = collection
+        from ..pipeline.expression.match_expr import let_variables
+        self._let = let_variables(let)  # $$name variables for $expr in the filter (match.py)
+        self._filter = client_value(filter_)
+        self._projection = projection
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an instance of int")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an instance of int")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._skip = skip
+        self._limit = limit
+        self._sort = _check_sort(sort) if sort else None
+        self._hint = hint
+        self._batch_size = batch_size
+        self._results: list | None = None
+        self._i = 0
+        self._killed = False
+        self._max_time_ms = None
+
+    def _check_okay_to_chain(self) -> None:
+        if self._results is not None:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("cannot set options after executing query")
+
+    def _query(self) -> Query:
+        lim = self._limit
+        sort, hint = _natural(self._sort, self._hint)
+        return Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
+                     self._batch_size, let=self._let,
+                     allow_disk_use=getattr(self, "_allow_disk_use", None))
+
+    def _execute(self) -> None:
+        coll = self.collection
+        op = current_op()
+        if op is not None and self._max_time_ms:
+            op.set_max_time(self._max_time_ms)
+        with no_gc():
+            project = coll._projector(self._projection, self._filter)
+            ex = coll._run(self._query())
+            docs = []
+            st = coll._store
+            for rid, doc, key in ex.results:
+                if doc is None:
+                    doc = st.docs.get(rid)
+                    if doc is None:
+                        continue
+                docs.append(project(doc))
+                if not len(docs) & 1023:
+                    check_deadline()
+        self._results = docs
+        self._i = 0
+
+    # iteration ----------------------------------------------------------------------------------
+    def __iter__(self):
+        return self
+
+    _lab_more = -1  # where the next getMore batch starts (monitoring.py sets it when someone listens)
+
+    def __next__(self) -> dict:
+        if self._results is None:
+            self._execute()
+        if self._killed or self._i >= len(self._results):
+            raise StopIteration
+        if self._i == self._lab_more:
+            from ..stats.monitoring import get_more
+            get_more(self)
+        d = self._results[self._i]
+        self._i += 1
+        return d
+
+    next = __next__
+
+    def close(self) -> None:
+        if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
+            from ..stats.monitoring import kill_cursor
+            kill_cursor(self)
+        self._killed = True
+
+    @property
+    def alive(self) -> bool:
+        if self._killed:
+            return False
+        return self._results is None or self._i < len(self._results)
+
+    def rewind(self) -> "Cursor":
+        self._lab_more = -1
+        self._results = None
+        self._i = 0
+        self._killed = False
+        return self
+
+    def clone(self) -> "Cursor":
+        c = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
+                   self._batch_size, self._hint)
+        c._let = self._let
+        c._max_time_ms = self._max_time_ms
+        return c
+
+    __copy__ = clone
+
+    # modifiers ----------------------------------------------------------------------------------
+    def sort(self, key_or_list, direction=None) -> "Cursor":
+        self._check_okay_to_chain()
+        s = _sort_list(key_or_list, direction)
+        if not s:
+            raise ValueError("key_or_list must not be the empty list")
+        self._sort = _check_sort(s)
+        return self
+
+    def skip(self, skip: int) -> "Cursor":
+        self._check_okay_to_chain()
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an instance of int")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._skip = skip
+        return self
+
+    def limit(self, limit: int) -> "Cursor":
+        self._check_okay_to_chain()
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an instance of int")
+        self._limit = limit
+        return self
+
+    def hint(self, index) -> "Cursor":
+        self._check_okay_to_chain()
+        if isinstance(index, (list, tuple)):
+            index = _sort_list(index)
+        self._hint = index
+        return self
+
+    def batch_size(self, n: int) -> "Cursor":
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError("batch_size must be an integer")
+        if n < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._check_okay_to_chain()
+        self._batch_size = n
+        return self
+
+    def max_time_ms(self, ms) -> "Cursor":
+        """maxTimeMS for this query: MaxTimeMSExpired (50) when the run takes longer (boundary.py)."""
+        if ms is not None and (not isinstance(ms, int) or isinstance(ms, bool)):
+            raise TypeError("max_time_ms must be an integer or None")
+        self._check_okay_to_chain()
+        self._max_time_ms = ms
+        return self
+
+    def allow_disk_use(self, allow: bool) -> "Cursor":
+        if not isinstance(allow, bool):
+            raise TypeError("allow_disk_use must be a bool")
+        self._allow_disk_use = allow  # blocking SORT memory rule (stages.SortMemory)
+        return self
+
+    def comment(self, comment) -> "Cursor":
+        self._check_okay_to_chain()
+        self._comment = comment
+        return self
+
+    _query_flags = 0
+    _comment = None
+
+    def add_option(self, mask: int) -> "Cursor":
+        """pymongo's query flags: no-timeout (16), partial (128), oplog-replay (8) and secondary-ok (4) change
+        nothing on a one-member replica set; tailable (2), await-data (32) and exhaust (64) are not modelled."""
+        if not isinstance(mask, int):
+            raise TypeError("mask must be an int, not %s" % type(mask))
+        self._check_okay_to_chain()
+        if mask & (2 | 32 | 64):
+            raise unsupported("Tailable / await-data / exhaust cursors (Cursor.add_option(%d))" % mask)
+        self._query_flags |= mask
+        return self
+
+    def remove_option(self, mask: int) -> "Cursor":
+        """Unset query flags (see ``add_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError("mask must be an int, not %s" % type(mask))
+        self._check_okay_to_chain()
+        self._query_flags &= ~mask
+        return self
+
+    def max_scan(self, max_scan) -> "Cursor":
+        """pymongo sends it as the find command's ``maxScan``, which MongoDB 4.2 removed: the server refuses the
+        unknown field when the query runs (40415)."""
+        self._check_okay_to_chain()
+        raise OperationFailure("BSON field 'FindCommandRequest.maxScan' is an unknown field.", 40415)
+
+    def max_await_time_ms(self, ms) -> "Cursor":
+        """pymongo applies it to tailable-await cursors only and ignores it otherwise (as here: the engine has
+        no tailable cursors)."""
+        if not isinstance(ms, int) and ms is not None:
+            raise TypeError("max_await_time_ms must be an integer or None, not %s" % type(ms))
+        self._check_okay_to_chain()
+        return self
+
+    @property
+    def retrieved(self) -> int:
+        """Documents received in the batches so far: the first batch holds ``batch_size`` documents (101 by
+        default), each later one ``batch_size`` (all the rest by default), as the server sends them."""
+        if self._results is None:
+            return 0
+        total, i, bs = len(self._results), self._i, self._batch_size
+        first = min(total, bs or 101)
+        if i <= first or total == first:
+            return first
+        if not bs:
+            return total
+        return min(total, first + -(-(i - first) // bs) * bs)
+
+    @property
+    def cursor_id(self) -> int | None:
+        """None before the query ran; 0 once the server would have closed the cursor (every document sent
+        or the cursor closed); otherwise a cursor id."""
+        if self._results is None:
+            return None
+        if self._killed or self.retrieved >= len(self._results) or self._limit < 0:
+            return 0
+        return (id(self) & 0x7FFFFFFFFFFF) or 1
+
+    @property
+    def session(self):
+        """The explicit session the cursor runs in (``find(session=...)``), else None."""
+        return getattr(self, "_session", None)
+
+    def collation(self, collation) -> "Cursor":
+        if collation:
+            raise unsupported("Cursor.collation()")
+        return self
+
+    def where(self, code) -> "Cursor":
+        raise unsupported("$where / Cursor.where()")
+
+    def max(self, spec) -> "Cursor":
+        raise unsupported("Cursor.max()")
+
+    def min(self, spec) -> "Cursor":
+        raise unsupported("Cursor.min()")
+
+    def distinct(self, key: str) -> list:
+        q = self._query()
+        ex = self.collection._run(q)
+        st = self.collection._store
+        return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
+
+    def explain(self, verbosity: str = "allPlansExecution") -> dict:
+        cmd: dict[str, Any] = {"find": self.collection.name, "filter": self._filter}
+        if self._sort:
+            cmd["sort"] = dict(self._sort)
+        if self._projection:
+            cmd["projection"] = self._projection
+        if self._skip:
+            cmd["skip"] = self._skip
+        if self._limit:
+            cmd["limit"] = abs(self._limit)
+            if self._limit < 0:
+                cmd["singleBatch"] = True
+        if self._hint is not None:
+            cmd["hint"] = dict(self._hint) if isinstance(self._hint, list) else self._hint
+        return self.collection.explain_find(self._query(), verbosity, cmd)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            if index.step is not None:
+                raise IndexError("Cursor instances do not support slice steps")
+            start = index.start or 0
+            c = self.clone()
+            c._skip = self._skip + start
+            if index.stop is not None:
+                if index.stop - start <= 0:
+                    c._results = []  # an empty slice: nothing to run
+                    return c
+                c._limit = index.stop - start
+            return c
+        c = self.clone()
+        c._skip = self._skip + index
+        c._limit = -1
+        for d in c:
+            return d
+        raise IndexError("no such item for Cursor instance")
+
+    @property
+    def address(self):
+        return ("embedded", 0)
+
+
+class CommandCursor(CursorProtocol):
+    """pymongo's ``CommandCursor`` over a command's computed result (aggregate, listIndexes, listCollections,
+    listDatabases): the first batch holds ``batchSize`` documents (101 by default), the server cursor is
+    closed (``cursor_id`` 0, ``alive`` false) once every document was handed out."""
+
+    def __init__(self, docs: Iterable, session: Any = None, batch_size: int = 0) -> None:
+        self._docs = list(docs)
+        self._i = 0
+        self._killed = False
+        self._session = session
+        self._batch_size = batch_size
+
+    @property
+    def address(self):
+        return ("embedded", 0)
+
+    @property
+    def session(self):
+        """The explicit session the command ran in, else None."""
+        return self._session
+
+    @property
+    def alive(self) -> bool:
+        return not self._killed and self._i < len(self._docs)
+
+    @property
+    def cursor_id(self) -> int:
+        if self._killed or self._i >= len(self._docs) or len(self._docs) <= (self._batch_size or 101):
+            return 0
+        return (id(self) & 0x7FFFFFFFFFFF) or 1
+
+    def batch_size(self, batch_size: int) -> "CommandCursor":
+        """The size of later batches (pymongo's argument checks)."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError("batch_size must be an integer, not %s" % type(batch_size))
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._batch_size = batch_size
+        return self
+
+    def close(self) -> None:
+        self._killed = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Any:
+        if self._killed or self._i >= len(self._docs):
+            raise StopIteration
+        d = self._docs[self._i]
+        self._i += 1
+        return d
+
+    next = __next__
+
+    def try_next(self) -> Any:
+        """The next document, or None when there is none (the cursor is not tailable)."""
+        try:
+            return self.__next__()
+        except StopIteration:
+            return None
+
+
+# transactions (sessions.py) and the profiler (profiler.py) write through the plain collection's storage
+# primitives; they sit below this module and find the class in the engine's registry (hooks.py)
+hooks.register("collection_class", EmbeddedCollection)

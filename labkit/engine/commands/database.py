@@ -1,0 +1,448 @@
+"""EmbeddedDatabase: collections of the embedded engine plus the commands a teaching lab needs."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import bson
+from mongomock import OperationFailure, helpers
+from mongomock import database as mm_database
+from mongomock import read_preferences
+
+from ..bson.values import client_value as _client_value
+from ..service.boundary import DATABASE_OPERATIONS, guard
+from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list
+from ..catalog.rules import COMMANDS as _RULES_COMMANDS, LabCollection
+from ..query.planner import Query, unsupported
+from ..stats import storage_stats as stats
+
+
+def _as_view(db, name: str, coll):
+    """A handle on a view is a ``ViewCollection`` (labkit/engine/catalog/views.py)."""
+    st = db._store._collections.get(name)
+    if st is not None and st.options and "viewOn" in st.options:
+        from ..catalog.views import ViewCollection
+        coll.__class__ = ViewCollection
+    return coll
+
+
+@guard(DATABASE_OPERATIONS)
+class EmbeddedDatabase(mm_database.Database):
+    def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
+                       read_concern=None):
+        write_concern = write_concern or self._lab_write_concern
+        if read_preference is not None:
+            read_preferences.ensure_read_preference_type("read_preference", read_preference)
+        try:
+            return _as_view(self, name, self._collection_accesses[name].with_options(
+                codec_options=codec_options or self._codec_options,
+                read_preference=read_preference or self.read_preference,
+                read_concern=read_concern, write_concern=write_concern))
+        except KeyError:
+            self._ensure_valid_collection_name(name)
+            from ..catalog.timeseries import collection_class  # TimeseriesCollection for a time-series namespace
+            coll = self._collection_accesses[name] = collection_class(self._store, name)(
+                self, name=name, read_concern=read_concern, write_concern=write_concern,
+                read_preference=read_preference or self.read_preference,
+                codec_options=codec_options or self._codec_options, _db_store=self._store)
+            return _as_view(self, name, coll)
+
+    def create_collection(self, name, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError("name must be an instance of str")
+        from ..catalog.rules import create_collection  # validator options; clear errors for the rest
+        return create_collection(self, name, kwargs)
+
+    def list_collections(self, filter=None, session=None, nameOnly=False, **kwargs):
+        from ..catalog.rules import list_collections
+        return list_collections(self, filter, session, nameOnly, **kwargs)
+
+    def drop_collection(self, name_or_collection, session=None, **kwargs):
+        if not isinstance(getattr(name_or_collection, "name", name_or_collection), str):
+            raise TypeError("name_or_collection must be an instance of str")
+        from ..session.sessions import bind
+        with bind(session, self, ddl="drop"):
+            from ..catalog.timeseries import on_drop  # a time-series collection's buckets go with it
+            from ..catalog.views import on_drop as on_drop_view
+            on_drop_view(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
+            on_drop(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
+            return super().drop_collection(name_or_collection)
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        """Database-level aggregation ({aggregate: 1}): ``$documents`` first (labkit/engine/commands/db_aggregate.py)."""
+        from .db_aggregate import run_database_pipeline
+        from ..session.sessions import bind
+        for k, v in kwargs.items():
+            if k in ("allowDiskUse", "allow_disk_use", "maxTimeMS", "max_time_ms", "batchSize", "comment"):
+                continue
+            if k == "let" or (k == "collation" and not v):
+                continue
+            if k == "explain" and v:
+                from pymongo.errors import ConfigurationError
+                raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
+            raise unsupported("Database.aggregate(%s=...)" % k)
+        with bind(session, self):
+            return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
+                                                       else pipeline, let=kwargs.get("let")))
+
+    _lab_write_concern = None  # pymongo's Database.write_concern (mongomock's Database has none)
+
+    @property
+    def write_concern(self):
+        """The write concern new collections of this database inherit (pymongo's ``Database.write_concern``)."""
+        from pymongo.write_concern import WriteConcern
+        return self._lab_write_concern or WriteConcern()
+
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        db = EmbeddedDatabase(self._client, self.name, self._store,
+                              read_preference=read_preference or self._read_preference,
+                              codec_options=codec_options or self._codec_options,
+                              read_concern=read_concern or self._read_concern)
+        db._lab_write_concern = write_concern or self._lab_write_concern
+        return db
+
+    def watch(self, *args, **kwargs):
+        """Change streams are not modelled (the replica set labkit announces would support them)."""
+        raise unsupported("Change streams (Database.watch)")
+
+    def list_collection_names(self, session=None, filter=None, comment=None, **kwargs) -> list:
+        """pymongo's ``list_collection_names`` (``listCollections`` with ``nameOnly``; extra keyword arguments
+        are command fields: unknown ones fail as on the server, 40415)."""
+        _check_list_collections_fields(kwargs)
+        if filter is None:
+            return super().list_collection_names(session=session)
+        from ..catalog.rules import list_collections
+        return [d["name"] for d in list_collections(self, filter, session, nameOnly=True)]
+
+    def validate_collection(self, name_or_collection, scandata=False, full=False, session=None,
+                            background=None, comment=None) -> dict:
+        """pymongo's ``validate_collection``: the ``validate`` command (manual "validate")."""
+        name = getattr(name_or_collection, "name", name_or_collection)
+        if not isinstance(name, str):
+            raise TypeError("name_or_collection must be an instance of str or Collection")
+        cmd: dict = {"validate": name, "scandata": scandata, "full": full}
+        if background is not None:
+            cmd["background"] = background
+        result = _cmd_validate(self, cmd)
+        if not result.get("valid"):
+            from pymongo.errors import CollectionInvalid
+            raise CollectionInvalid("%s invalid: %r" % (name, result))
+        return result
+
+    def cursor_command(self, command, value=1, read_preference=None, codec_options=None, session=None,
+                       comment=None, max_await_time_ms=None, **kwargs):
+        """pymongo's ``cursor_command``: run a command that returns a cursor and iterate that cursor."""
+        reply = self.command(command, value, session=session, **kwargs)
+        cur = reply.get("cursor") if isinstance(reply, dict) else None
+        if not isinstance(cur, dict):
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("Command does not return a cursor.")
+        docs = list(cur.get("firstBatch", []))
+        if cur.get("id"):  # the rest of the batches (the command layer keeps an open cursor)
+            coll = str(cur.get("ns", "")).split(".", 1)[-1]
+            while cur.get("id"):
+                reply = self.command("getMore", cur["id"], collection=coll, session=session)
+                cur = reply["cursor"]
+                docs.extend(cur.get("nextBatch", []))
+        return CommandCursor(docs)
+
+    def __next__(self):
+        raise TypeError("'Database' object is not iterable")
+
+    next = __next__
+
+    # ------------------------------------------------------------------------------ profiler
+    def set_profiling_level(self, level: int, slow_ms: int | None = None, session=None, sample_rate=None,
+                            filter=None) -> None:
+        """pymongo 3's ``set_profiling_level`` (removed in pymongo 4; portable code runs the ``profile``
+        command): level 0/1/2, ``slow_ms``, ``sample_rate``, ``filter``."""
+        cmd: dict[str, Any] = {"profile": level}
+        if slow_ms is not None:
+            cmd["slowms"] = slow_ms
+        if sample_rate is not None:
+            cmd["sampleRate"] = sample_rate
+        if filter is not None:
+            cmd["filter"] = filter
+        self.command(cmd)
+
+    def profiling_level(self, session=None) -> int:
+        """pymongo 3's ``profiling_level`` (the ``profile: -1`` command's ``was``)."""
+        return int(self.command({"profile": -1})["was"])
+
+    def profiling_info(self, session=None) -> list:
+        """pymongo 3's ``profiling_info``: the ``system.profile`` entries."""
+        return list(self["system.profile"].find())
+
+    # ------------------------------------------------------------------------------ commands
+    def command(self, command, value=1, check=True, allowable_errors=None, read_preference=None,
+                codec_options=None, session=None, comment=None, **kwargs):
+        if isinstance(command, str):
+            cmd = {command: value}
+            cmd.update(kwargs)
+        elif not isinstance(command, Mapping):  # pymongo cannot encode it (bson's TypeError)
+            raise TypeError("encoder expected a mapping type but got: %r" % type(command))
+        else:
+            cmd = dict(command)
+            cmd.update(kwargs)
+        name = next(iter(cmd))
+        handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        if handler is None:
+            from .dispatch import HANDLERS, run_in_process  # find, insert, getMore ... (the command layer)
+            if name in HANDLERS:
+                return run_in_process(self, cmd, session)
+            raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
+                                   "server (set MONGODB_URI))" % name, 59)
+        return handler(self, cmd)
+
+
+_LIST_COLLECTIONS_FIELDS = {"nameOnly", "authorizedCollections", "cursor", "maxTimeMS", "includePendingDrops"}
+
+
+def _check_list_collections_fields(kwargs: dict) -> None:
+    """Refuse a field the ``listCollections`` command does not have (IDL: 40415), as pymongo sends them."""
+    for k in kwargs:
+        if k not in _LIST_COLLECTIONS_FIELDS:
+            raise OperationFailure("BSON field 'listCollections.%s' is an unknown field." % k, 40415)
+
+
+def _cmd_validate(db, cmd):
+    """The ``validate`` command (manual "validate"): the engine's indexes are maintained with every write, so a
+    collection is valid; the reply reports records and index keys as the server's does."""
+    name = cmd.get("validate")
+    for k in cmd:
+        if k not in ("validate", "full", "scandata", "background", "repair", "metadata", "checkBSONConformance",
+                     "comment", "maxTimeMS", "$db", "lsid"):
+            raise OperationFailure("BSON field 'validate.%s' is an unknown field." % k, 40415)
+    if cmd.get("repair") or cmd.get("metadata"):
+        raise unsupported("validate with repair/metadata")
+    if not isinstance(name, str):
+        raise OperationFailure("collection name has invalid type %s" % type(name).__name__, 2)
+    ns = "%s.%s" % (db.name, name)
+    st = db._store._collections.get(name)
+    if st is None or not st.is_created:
+        raise OperationFailure("Collection '%s' does not exist to validate." % ns, 26,
+                               {"ok": 0.0, "errmsg": "Collection '%s' does not exist to validate." % ns,
+                                "code": 26, "codeName": "NamespaceNotFound"})
+    if st.options and "viewOn" in st.options:
+        raise OperationFailure("Cannot validate a view", 166, {"ok": 0.0, "errmsg": "Cannot validate a view",
+                                                                "code": 166, "codeName": "CommandNotSupportedOnView"})
+    coll = db.get_collection(name)
+    cst = coll._store
+    keys = {ix.spec.name: len(ix.entries) for ix in cst.ix.values()}
+    return {"ns": ns, "nInvalidDocuments": 0, "nNonCompliantDocuments": 0, "nrecords": len(cst.docs),
+            "nIndexes": len(keys), "keysPerIndex": keys,
+            "indexDetails": {n: {"valid": True} for n in keys}, "valid": True, "repaired": False,
+            "warnings": [], "errors": [], "extraIndexEntries": [], "missingIndexEntries": [],
+            "corruptRecords": [], "ok": 1.0}
+
+
+def _cmd_ping(db, cmd):
+    return {"ok": 1.0}
+
+
+def _cmd_buildinfo(db, cmd):
+    return {"version": "8.0.0", "versionArray": [8, 0, 0, 0], "gitVersion": "labkit-embedded",
+            "labkit": {"engine": "embedded", "models": "MongoDB 8.0 classic engine"}, "ok": 1.0}
+
+
+def _cmd_explain(db, cmd):
+    inner = cmd["explain"]
+    verbosity = cmd.get("verbosity", "allPlansExecution")
+    if not isinstance(inner, dict) or not inner:
+        raise OperationFailure("explain command requires a nested object", 2)
+    op = next(iter(inner))
+    coll = db.get_collection(inner[op]) if isinstance(inner[op], str) else None
+    if coll is None:
+        raise OperationFailure("collection name has invalid type", 73)
+    if op == "find":
+        allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
+                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse"}
+        extra = set(inner) - allowed
+        if extra:
+            raise unsupported("explain find option '%s'" % sorted(extra)[0])
+        sort = _check_sort(_sort_list(inner.get("sort"))) if inner.get("sort") else None
+        q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
+                  inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
+                  allow_disk_use=inner.get("allowDiskUse"))
+        from ..query.collate import normalize, using
+        with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
+            return coll.explain_find(q, verbosity, inner)
+    if op == "count":
+        extra = set(inner) - {"count", "query", "limit", "skip", "hint", "maxTimeMS", "comment", "$db"}
+        if extra:
+            raise unsupported("explain count option '%s'" % sorted(extra)[0])
+        q = Query(_client_value(inner.get("query") or {}), hint=inner.get("hint"),
+                  kind="count", skip=inner.get("skip", 0), limit=inner.get("limit", 0))
+        return coll.explain_find(q, verbosity, inner)
+    if op == "distinct":
+        extra = set(inner) - {"distinct", "key", "query", "hint", "maxTimeMS", "comment", "$db"}
+        if extra:
+            raise unsupported("explain distinct option '%s'" % sorted(extra)[0])
+        q = Query(_client_value(inner.get("query") or {}), hint=inner.get("hint"),
+                  kind="distinct", distinct_key=inner["key"])
+        return coll.explain_find(q, verbosity, inner)
+    if op == "aggregate":
+        if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
+            from ..catalog.timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
+            return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
+        from ..pipeline.aggregation import explain_pipeline
+        from ..catalog.views import explain_on_base, view_def
+        if view_def(coll._store):  # the resolved aggregation on the backing collection (views.py)
+            return explain_on_base(coll, inner.get("pipeline", []), verbosity, inner, inner.get("collation"))
+        return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
+    raise unsupported("explain of '%s'" % op)
+
+
+def _cmd_collmod(db, cmd):
+    name = cmd["collMod"]
+    coll = db.get_collection(name)
+    if not coll._store.is_created:
+        raise OperationFailure("ns does not exist", 26)
+    out: dict[str, Any] = {"ok": 1.0}
+    from ..catalog.views import collmod as view_collmod, view_def
+    if view_def(coll._store) or "viewOn" in cmd or "pipeline" in cmd:
+        out.update(view_collmod(db, name, cmd))  # views.py
+        return out
+    from ..catalog.rules import VALIDATION_KEYS, collmod_validation
+    out.update(collmod_validation(coll, cmd))  # validator/validationLevel/validationAction (rules.py)
+    if "cappedSize" in cmd or "cappedMax" in cmd:
+        from ..catalog.capped import collmod as capped_collmod
+        out.update(capped_collmod(coll, cmd))
+    for k, v in cmd.items():
+        if k in ("collMod", "cappedSize", "cappedMax") or k in VALIDATION_KEYS:
+            continue
+        if k == "index":
+            iname = v.get("name")
+            if iname is None and "keyPattern" in v:
+                for ix in coll._store.ix.values():
+                    if dict(ix.spec.key) == dict(v["keyPattern"]):
+                        iname = ix.spec.name
+            if iname is None:
+                raise OperationFailure("no index specified", 2)
+            if "hidden" in v:
+                old = coll._set_hidden(iname, v["hidden"])
+                out["hidden_old"] = old
+                out["hidden_new"] = bool(v["hidden"])
+            if "expireAfterSeconds" in v:
+                ix = coll._store.ix[iname]
+                out["expireAfterSeconds_old"] = ix.spec.expire
+                ix.spec.expire = v["expireAfterSeconds"]
+                out["expireAfterSeconds_new"] = v["expireAfterSeconds"]
+            for opt in set(v) - {"name", "keyPattern", "hidden", "expireAfterSeconds"}:
+                raise unsupported("collMod index option '%s'" % opt)
+        elif k == "expireAfterSeconds":
+            from ..catalog.timeseries import collmod_expire  # time-series collections (timeseries.py)
+            out.update(collmod_expire(coll, v))
+        else:
+            raise unsupported("collMod option '%s'" % k)
+    return out
+
+
+def _cmd_collstats(db, cmd):
+    coll = db.get_collection(cmd[next(iter(cmd))])
+    if "viewOn" in coll._store.options:
+        from ..catalog.views import not_on_view
+        raise not_on_view(coll._ns())
+    return stats.coll_stats(coll, scale=cmd.get("scale", 1))
+
+
+def _cmd_dbstats(db, cmd):
+    return stats.db_stats(db, scale=cmd.get("scale", 1))
+
+
+def _cmd_listindexes(db, cmd):
+    coll = db.get_collection(cmd["listIndexes"])
+    if not coll._store.is_created:
+        raise OperationFailure("ns does not exist: %s.%s" % (db.name, coll.name), 26)
+    return {"cursor": {"id": 0, "ns": "%s.%s" % (db.name, coll.name),
+                       "firstBatch": list(coll.list_indexes())}, "ok": 1.0}
+
+
+def _cmd_count(db, cmd):
+    coll = db.get_collection(cmd["count"])
+    q = cmd.get("query") or {}
+    kw = {}
+    if cmd.get("limit"):
+        kw["limit"] = cmd["limit"]
+    if cmd.get("skip"):
+        kw["skip"] = cmd["skip"]
+    if cmd.get("hint") is not None:
+        kw["hint"] = cmd["hint"]
+    return {"n": coll.count_documents(q, collation=cmd.get("collation"), **kw), "ok": 1.0}
+
+
+def _cmd_distinct(db, cmd):
+    coll = db.get_collection(cmd["distinct"])
+    return {"values": coll.distinct(cmd["key"], cmd.get("query") or {}, collation=cmd.get("collation")), "ok": 1.0}
+
+
+def _cmd_create_indexes(db, cmd):
+    coll = db.get_collection(cmd["createIndexes"])
+    if "viewOn" in coll._store.options:
+        from ..catalog.views import not_on_view
+        raise not_on_view(coll._ns())
+    before = len(coll._store.ix)
+    for spec in cmd["indexes"]:
+        spec = dict(spec)
+        key = list(spec.pop("key").items())
+        coll._create_index(key, spec)
+    return {"numIndexesBefore": before, "numIndexesAfter": len(coll._store.ix), "ok": 1.0}
+
+
+def _cmd_drop_indexes(db, cmd):
+    coll = db.get_collection(cmd["dropIndexes"])
+    idx = cmd.get("index", "*")
+    if idx == "*":
+        coll.drop_indexes()
+    else:
+        coll.drop_index(idx)
+    return {"ok": 1.0}
+
+
+def _cmd_hello(db, cmd):
+    return {"isWritablePrimary": True, "ismaster": True, "maxBsonObjectSize": 16 * 1024 * 1024,
+            "maxWireVersion": 25, "minWireVersion": 0, "ok": 1.0}
+
+
+def _cmd_server_status(db, cmd):
+    from ..catalog.ttl import metrics as ttl_metrics  # metrics.ttl: passes, deletedDocuments (ttl.py)
+    return {"host": "labkit-embedded", "version": "8.0.0", "process": "labkit",
+            "metrics": {"ttl": ttl_metrics(db)}, "ok": 1.0}
+
+
+def _cmd_convert_to_capped(db, cmd):
+    from ..catalog.capped import convert_to_capped
+    convert_to_capped(db, cmd["convertToCapped"], cmd.get("size"))
+    return {"ok": 1.0}
+
+
+def _cmd_clone_as_capped(db, cmd):
+    from ..catalog.capped import convert_to_capped
+    convert_to_capped(db, cmd["cloneCollectionAsCapped"], cmd.get("size"), cmd.get("toCollection"))
+    return {"ok": 1.0}
+
+
+def _cmd_profile(db, cmd):
+    from ..stats.profiler import cmd_profile
+    return cmd_profile(db, cmd)
+
+
+_COMMANDS = {
+    "ping": _cmd_ping,
+    "convertToCapped": _cmd_convert_to_capped, "cloneCollectionAsCapped": _cmd_clone_as_capped,
+    "profile": _cmd_profile,
+    **_RULES_COMMANDS,  # listCollections, create (rules.py)
+    "buildinfo": _cmd_buildinfo, "buildInfo": _cmd_buildinfo,
+    "explain": _cmd_explain,
+    "collMod": _cmd_collmod, "collmod": _cmd_collmod,
+    "collStats": _cmd_collstats, "collstats": _cmd_collstats,
+    "dbStats": _cmd_dbstats, "dbstats": _cmd_dbstats,
+    "validate": _cmd_validate,
+    "listIndexes": _cmd_listindexes, "listindexes": _cmd_listindexes,
+    "count": _cmd_count,
+    "distinct": _cmd_distinct,
+    "createIndexes": _cmd_create_indexes, "createindexes": _cmd_create_indexes,
+    "dropIndexes": _cmd_drop_indexes, "dropindexes": _cmd_drop_indexes,
+    "hello": _cmd_hello, "isMaster": _cmd_hello, "ismaster": _cmd_hello,
+    "serverStatus": _cmd_server_status, "serverstatus": _cmd_server_status,
+}
