@@ -206,10 +206,10 @@ class Recommendation:
 # --- lesson links ------------------------------------------------------------------------------------------
 
 def lesson_for(keyword: str, notebooks: Path = NOTEBOOKS) -> str:
-    """The notebook name teaching ``keyword`` (e.g. "subset"): the existing ``NN_*.py`` with the planned number,
+    """The notebook name teaching ``keyword`` (e.g. "subset"): the existing ``NN_*.ipynb`` with the planned number,
     else the planned name (so links work before the lesson is written)."""
     planned = PLANNED_LESSONS[keyword]
-    existing = sorted(Path(notebooks).glob(planned[:3] + "*.py")) if Path(notebooks).is_dir() else []
+    existing = sorted(Path(notebooks).glob(planned[:3] + "*.ipynb")) if Path(notebooks).is_dir() else []
     return existing[0].stem if existing else planned
 
 

@@ -161,7 +161,7 @@ def load_footprint(path: Path | None = None) -> dict:
 def lesson_database_names(notebooks: Path | None = None) -> list[str]:
     """The database names the lessons pass to ``fresh_db`` (read from the lesson sources, when present)."""
     import re
-    folder = notebooks or FOOTPRINT_FILE.parents[1] / "notebooks"
+    folder = notebooks or FOOTPRINT_FILE.parents[1] / "notebooks" / "src"
     names: set[str] = set()
     for src in sorted(folder.glob("*.py")) if folder.is_dir() else []:
         names |= set(re.findall(r"""fresh_db\(\s*(?:f?)["']([^"'{}]+)["']""", src.read_text(encoding="utf-8")))

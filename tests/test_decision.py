@@ -140,7 +140,7 @@ def test_html_table_has_reasons_and_lesson_links():
 
 
 def test_lessons_link_to_existing_notebooks_or_planned_names(tmp_path):
-    (tmp_path / "16_subset_and_friends.py").write_text("")
+    (tmp_path / "16_subset_and_friends.ipynb").write_text("")
     assert decision.lesson_for("subset", tmp_path) == "16_subset_and_friends"
     assert decision.lesson_for("bucket", tmp_path) == "10_bucket"
 

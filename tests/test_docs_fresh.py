@@ -48,7 +48,7 @@ def test_contents_is_fresh(expected):
 
 
 def test_navigation_cells_are_fresh(expected):
-    paths = [p for p in expected if p.parent == ROOT / "notebooks"]
+    paths = [p for p in expected if ROOT / "notebooks" in p.parents]
     stale = _stale(expected, paths)
     assert not stale, f"the navigation cell of {', '.join(stale)} is missing or stale: {FIX}"
 
@@ -69,7 +69,7 @@ def test_instructor_guide_is_fresh(expected):
 HEADER = """# ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -94,8 +94,8 @@ answer
 
 def make_lesson(notebooks: Path, name: str, meta: str, title: str = "T", built: bool = True) -> Path:
     """A small lesson source (and, when ``built``, an .ipynb with fake outputs) under ``notebooks``."""
-    notebooks.mkdir(parents=True, exist_ok=True)
-    src = notebooks / f"{name}.py"
+    (notebooks / "src").mkdir(parents=True, exist_ok=True)
+    src = notebooks / "src" / f"{name}.py"
     src.write_text(HEADER.format(meta="\n".join(f"#     {ln}" for ln in meta.splitlines())) + BODY.format(title=title))
     if built:
         nb = jupytext.read(src)
@@ -103,7 +103,7 @@ def make_lesson(notebooks: Path, name: str, meta: str, title: str = "T", built: 
             if cell.cell_type == "code":
                 cell.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
                 cell.execution_count = 1
-        nbformat.write(nb, src.with_suffix(".ipynb"))
+        nbformat.write(nb, notebooks / f"{name}.ipynb")
     return src
 
 
@@ -147,7 +147,7 @@ def test_generate_then_fresh_then_stale_again(course):
     assert "| **Total** | **3** | **55** |" in contents
     make_lesson(course / "notebooks", "02_more", "minutes: 5\ntitle: More\nsection: Relationships", built=False)
     stale = gen_docs.stale_files(course)
-    assert course / "CONTENTS.md" in stale and course / "notebooks" / "01_embed.py" in stale
+    assert course / "CONTENTS.md" in stale and course / "notebooks" / "src" / "01_embed.py" in stale
     assert course / "notebooks" / "01_embed.ipynb" in stale and course / "INSTRUCTOR.md" in stale
 
 
@@ -158,9 +158,9 @@ def test_navigation_cell_is_last_and_carried_into_the_notebook(course):
         ("01_embed", "[← 00 · Intro](00_intro.ipynb) · [Contents](../CONTENTS.md) · [10 · Bucket →](10_bucket.ipynb)"),
     ]:
         for ext in (".py", ".ipynb"):
-            last = jupytext.read(course / "notebooks" / f"{name}{ext}").cells[-1]
+            last = jupytext.read(course / "notebooks" / ("src/" if ext == ".py" else "") / f"{name}{ext}").cells[-1]
             assert (last.cell_type, last.source, last.metadata["tags"]) == ("markdown", nav, ["navigation"])
-    last = jupytext.read(course / "notebooks" / "10_bucket.py").cells[-1]
+    last = jupytext.read(course / "notebooks" / "src" / "10_bucket.py").cells[-1]
     assert last.source == "[← 01 · Embed | few](01_embed.ipynb) · [Contents](../CONTENTS.md)"
 
 
@@ -200,7 +200,7 @@ def test_instructor_guide_copes_with_missing_keys(course):
     gen_docs.write_all(course)
     text = (course / "INSTRUCTOR.md").read_text()
     assert "**Demo live:** Show the roles array." in text and "- Using the average as the bound." in text
-    assert "add `labkit.demo` to the YAML header of `notebooks/00_intro.py`" in text
+    assert "add `labkit.demo` to the YAML header of `notebooks/src/00_intro.py`" in text
     for fact in ("LABKIT_DB_PREFIX", "python -m labkit workshop prepare --learners 30",
                  "python -m labkit workshop check --learners 30", "python -m labkit workshop cleanup",
                  "python -m labkit reset", "MONGODB_URI", "sl_<OS user name>_"):
@@ -242,6 +242,6 @@ def test_dollar_signs_never_pair_up_into_math(tmp_path):
     make_lesson(tmp_path / "notebooks", "03_lookup", "minutes: 5\ntitle: $lookup or `$graphLookup`?\nsection: R")
     make_lesson(tmp_path / "notebooks", "04_more", "minutes: 5\ntitle: More $match\nsection: R")
     files = gen_docs.expected_files(tmp_path)
-    assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "04_more.py"]
+    assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "src" / "04_more.py"]
     assert "| 03 | [\\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
     assert "[03 · \\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]

@@ -76,7 +76,7 @@ def runs(request) -> dict:
 
 def test_every_notebook_is_listed():
     names = {p.stem for p in NOTEBOOKS}
-    sources = {p.stem for p in (ROOT / "notebooks").glob("*.py")}
+    sources = {p.stem for p in (ROOT / "notebooks" / "src").glob("*.py")}
     assert names == sources, "each py:percent source has a notebook that this test runs"
     assert set(KNOWN_LESSON_BUGS) <= names
 

@@ -1,4 +1,4 @@
-"""Every lesson source notebooks/NN_*.py has its built .ipynb and vice versa, with identical cells.
+"""Every lesson source notebooks/src/NN_*.py has its built notebooks/NN_*.ipynb and vice versa, with identical cells.
 
 Compares cell types, sources and tags as jupytext reads them (outputs and execution counts are ignored).
 A mismatch means the .ipynb was not rebuilt after the source changed: `python3 dev.py build-notebooks NAME`.
@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-STEMS = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py")} | {p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")})
+SOURCES = NOTEBOOKS / "src"  # jupytext pairs notebooks/NN.ipynb with notebooks/src/NN.py
+STEMS = sorted({p.stem for p in SOURCES.glob("[0-9][0-9]_*.py")} | {p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")})
 
 
 def cells(path: Path) -> list[tuple[str, str, list[str]]]:
@@ -31,19 +32,19 @@ def first_difference(a: list, b: list) -> str:
 
 
 def test_there_are_lessons():
-    assert STEMS, f"no notebooks/NN_*.py found in {NOTEBOOKS}"
+    assert STEMS, f"no notebooks/src/NN_*.py found in {SOURCES}"
 
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_source_and_notebook_are_paired(stem: str):
-    src, nb = NOTEBOOKS / f"{stem}.py", NOTEBOOKS / f"{stem}.ipynb"
+    src, nb = SOURCES / f"{stem}.py", NOTEBOOKS / f"{stem}.ipynb"
     if not src.exists():
-        pytest.fail(f"notebooks/{stem}.ipynb has no source notebooks/{stem}.py: the .py is what is edited; "
-                    f"restore it (`jupytext --to py:percent notebooks/{stem}.ipynb`) or delete the notebook")
+        pytest.fail(f"notebooks/{stem}.ipynb has no source notebooks/src/{stem}.py: the .py is what is edited; "
+                    f"restore it (`jupytext --to src//py:percent notebooks/{stem}.ipynb`) or delete the notebook")
     if not nb.exists():
-        pytest.fail(f"notebooks/{stem}.py has not been built: run `python3 dev.py build-notebooks {stem}`")
+        pytest.fail(f"notebooks/src/{stem}.py has not been built: run `python3 dev.py build-notebooks {stem}`")
     a, b = cells(src), cells(nb)
-    assert a == b, (f"notebooks/{stem}.ipynb is out of date with notebooks/{stem}.py ({first_difference(a, b)}); "
+    assert a == b, (f"notebooks/{stem}.ipynb is out of date with notebooks/src/{stem}.py ({first_difference(a, b)}); "
                     f"run `python3 dev.py build-notebooks {stem}`")
 
 

@@ -268,7 +268,7 @@ def test_lesson_34_in_shared_mode_scales_down_and_says_so(monkeypatch):
 
     monkeypatch.setenv(shared.ENV_SHARED, "1")
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    nb = jupytext.read(ROOT / "notebooks" / "34_massive_collections.py")
+    nb = jupytext.read(ROOT / "notebooks" / "src" / "34_massive_collections.py")
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     text = "\n".join(o.get("text", "") or str(o.get("data", {}).get("text/plain", ""))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate every notebook (or the named ones) from its py:percent source, with outputs.
 
-    python3 dev.py build-notebooks                 # all of notebooks/*.py
+    python3 dev.py build-notebooks                 # all of notebooks/src/*.py
     python3 dev.py build-notebooks 00_start_here   # just one
 
 One executor only (nbclient), on the embedded engine, so stored outputs are what nbval compares.
@@ -20,12 +20,13 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+SOURCES = NOTEBOOKS / "src"  # the py:percent sources (jupytext formats "ipynb,src//py:percent")
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def sources(names: list[str]) -> list[Path]:
     """The py:percent sources to build, in lesson order."""
-    all_src = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")) + sorted(NOTEBOOKS.glob("demo_*.py"))
+    all_src = sorted(SOURCES.glob("[0-9][0-9]_*.py")) + sorted(SOURCES.glob("demo_*.py"))
     if not names:
         return all_src
     chosen = []
@@ -33,16 +34,16 @@ def sources(names: list[str]) -> list[Path]:
         stem = Path(name).stem
         match = [p for p in all_src if p.stem == stem or p.stem.startswith(stem)]
         if not match:
-            sys.exit(f"no notebook source matches {name!r} in {NOTEBOOKS}")
+            sys.exit(f"no notebook source matches {name!r} in {SOURCES}")
         chosen += match
     return chosen
 
 
 def build(src: Path) -> Path:
-    """Execute ``src`` and write the paired ``.ipynb`` next to it."""
+    """Execute ``src`` and write the paired ``.ipynb`` in ``notebooks/`` (one folder up from the source)."""
     nb = jupytext.read(src)
     nb.metadata["kernelspec"] = KERNEL
-    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,src//py:percent"
     nb.metadata["jupytext"].pop("text_representation", None)
     nb.metadata["language_info"] = {"name": "python"}
     client = NotebookClient(
@@ -51,7 +52,7 @@ def build(src: Path) -> Path:
     )
     client.execute()
     nb.metadata["language_info"] = {"name": "python"}
-    out = src.with_suffix(".ipynb")
+    out = NOTEBOOKS / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     return out
 

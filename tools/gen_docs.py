@@ -8,7 +8,7 @@ What it writes (all derived; never edit by hand):
 
 - ``CONTENTS.md``: lessons per section with number, title, minutes, link, and minutes per section;
 - a final markdown cell tagged ``navigation`` ("← previous · contents · next →") in every
-  ``notebooks/NN_*.py``, and the same cell in the paired ``.ipynb`` when it exists (a markdown cell has no
+  ``notebooks/src/NN_*.py``, and the same cell in the paired ``.ipynb`` when it exists (a markdown cell has no
   outputs, so no re-execution is needed; ``python3 dev.py build-notebooks`` carries it over as well);
 - ``students/NN_name.ipynb``: each built notebook with every cell tagged ``solution`` replaced by an empty
   code cell ``# Your answer here`` (tags kept, outputs of those cells dropped), plus ``students/README.md``;
@@ -384,7 +384,7 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
     """The instructor guide (agendas, demos, common mistakes, shared-cluster setup)."""
     out = [
         "# Schema Lab: instructor guide", "", GENERATED_NOTE, "",
-        "Everything here comes from each notebook's `labkit` metadata (YAML header of `notebooks/NN_name.py`):",
+        "Everything here comes from each notebook's `labkit` metadata (YAML header of `notebooks/src/NN_name.py`):",
         "`minutes` (teaching time, also shown to self-paced learners in [CONTENTS.md](CONTENTS.md)),",
         "`exercise_minutes` (extra room time for the exercise; default 5 when the lesson has a cell tagged",
         f"`{SOLUTION_TAG}`, else 0), `demo` (what to show live) and `mistakes` (what learners commonly get wrong).",
@@ -448,7 +448,7 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
             out.append(f"Exercises as homework: {_numbers(homework)}.")
     out += ["", "## Per lesson: demo live, common mistakes"]
     for x in all_lessons:
-        src = f"notebooks/{x.name}.py"
+        src = f"notebooks/src/{x.name}.py"
         out += ["", f"### {_label(x)}", "",
                 f"{fmt_minutes(x.minutes)} teaching + {fmt_minutes(x.exercise_minutes)} exercise · "
                 f"[notebook](notebooks/{x.name}.ipynb) · [student copy](students/{x.name}.ipynb)", ""]
@@ -470,7 +470,7 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
 def _footprint_file(all_lessons: list[Lesson]) -> Path | None:
     if not all_lessons:
         return None
-    path = all_lessons[0].source.parent.parent / "data" / "workshop_footprint.json"
+    path = all_lessons[0].ipynb.parent.parent / "data" / "workshop_footprint.json"
     return path if path.exists() else None
 
 

@@ -6,7 +6,7 @@
     python3 tools/measure_footprint.py --shared 31 34   # the same with LABKIT_SHARED=1 -> "shared_lessons"
     python3 tools/measure_footprint.py --check      # exit 1 when a lesson source changed since measuring
 
-Each lesson's source (``notebooks/NN_name.py``) is executed with nbclient in its own kernel on the embedded
+Each lesson's source (``notebooks/src/NN_name.py``) is executed with nbclient in its own kernel on the embedded
 engine. A hook registered in the kernel runs after every cell and reads ``dbStats`` and ``listIndexes`` of every
 database the lesson created; it keeps the peak (largest value after any cell) and the final state, and counts
 ``create_index``/``create_indexes`` calls (index builds), the largest number of them issued by one cell.
@@ -85,7 +85,7 @@ def measure(src: Path) -> dict:
     nb.cells.insert(0, nbformat.v4.new_code_cell(_HOOK))
     nb.cells.append(nbformat.v4.new_code_cell(_REPORT))
     client = NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(src.parent)}}, record_timing=False)
+                            resources={"metadata": {"path": str(src.parent.parent)}}, record_timing=False)
     client.execute()
     for out in nb.cells[-1].get("outputs", []):
         for line in out.get("text", "").splitlines():

@@ -1,6 +1,7 @@
 """Read Schema Lab's lesson metadata from the notebook sources (the one reader every generator shares).
 
-Each lesson is a jupytext py:percent source ``notebooks/NN_name.py`` whose YAML header holds::
+Each lesson is a jupytext py:percent source ``notebooks/src/NN_name.py`` (paired with ``notebooks/NN_name.ipynb``)
+whose YAML header holds::
 
     labkit:
       minutes: 15              # required: self-paced time shown to learners
@@ -27,6 +28,7 @@ import jupytext
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+SOURCE_DIR = "src"  # jupytext pairs notebooks/NN.ipynb with notebooks/src/NN.py ("ipynb,src//py:percent")
 SOURCE_GLOB = "[0-9][0-9]_*.py"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 DEFAULT_EXERCISE_MINUTES = 5
@@ -43,7 +45,7 @@ class MetadataError(ValueError):
 
 @dataclass(frozen=True)
 class Lesson:
-    """One lesson's metadata, read from ``notebooks/NN_name.py``."""
+    """One lesson's metadata, read from ``notebooks/src/NN_name.py``."""
 
     name: str                 # file stem, e.g. "00_start_here"
     number: str               # "00"
@@ -59,7 +61,7 @@ class Lesson:
     @property
     def ipynb(self) -> Path:
         """The paired notebook (may not exist yet)."""
-        return self.source.with_suffix(".ipynb")
+        return self.source.parent.parent / (self.source.stem + ".ipynb")
 
     @property
     def slot_minutes(self) -> int:
@@ -113,8 +115,8 @@ def read_lesson(source: Path) -> Lesson:
 
 
 def sources(notebooks: Path = NOTEBOOKS) -> list[Path]:
-    """All lesson sources ``NN_*.py`` in lesson order."""
-    return sorted(Path(notebooks).glob(SOURCE_GLOB))
+    """All lesson sources ``src/NN_*.py`` of ``notebooks`` in lesson order."""
+    return sorted((Path(notebooks) / SOURCE_DIR).glob(SOURCE_GLOB))
 
 
 def lessons(notebooks: Path = NOTEBOOKS) -> list[Lesson]:

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
