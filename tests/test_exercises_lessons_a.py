@@ -12,7 +12,7 @@ import labkit
 from exercise_helpers import assert_prediction_round_trip
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
-from labkit.exercises.relationships import PRODUCTS_SCHEMA
+from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
 
 
 @pytest.fixture

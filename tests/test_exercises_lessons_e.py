@@ -14,7 +14,7 @@ from pymongo.errors import DuplicateKeyError
 
 import labkit
 from exercise_helpers import assert_prediction_round_trip
-from labkit.exercises import antipatterns as ap
+from labkit.exercises.lessons import l31_hard_limits
 
 
 def _msg(ex_id, *args):
@@ -108,7 +108,7 @@ def test_flatten_thread_solution_and_nonsense():
 def test_flatten_thread_gets_a_thread_deeper_than_the_limit():
     # nesting depth limit 100 (manual, "Nested Depth for BSON Documents"): the chain is far deeper as one document
     from labkit.limits import nesting_depth
-    assert nesting_depth(ap._thread_31("chain", [1] * 80)) > 100
+    assert nesting_depth(l31_hard_limits._thread_31("chain", [1] * 80)) > 100
 
 
 # --- 35: prune the support desk's indexes ----------------------------------------------------------------

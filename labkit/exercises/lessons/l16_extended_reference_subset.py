@@ -1,0 +1,224 @@
+"""Lesson 16 (Extended reference and subset: copy only what the hot read needs): its exercises and their checkers.
+
+Notebook: ``notebooks/16_extended_reference_subset.ipynb``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from labkit.exercises import observe
+from labkit.exercises import steps
+from labkit.exercises.kinds import Prediction
+from labkit.exercises.outcomes import NotYet
+from labkit.exercises.problem import Exercise
+from labkit.exercises.registry import register
+
+
+def _check_subset(args: Any) -> str:
+    import datetime as dt
+
+    db, add_review = steps.db_and_function(args, "add_review", "practice")
+    pid = "prod:subset-check"
+    order = [3, 7, 1, 6, 2, 8]  # arrival order; createdAt grows with n
+
+    def review(n: int) -> dict:
+        return {"_id": f"rev:check:{n}", "productId": pid, "userId": f"user:{n}", "rating": 1 + n % 5,
+                "text": f"review {n}", "createdAt": dt.datetime(2026, 3, n, 12, 0)}
+
+    with observe.sandbox("16-subset", db) as sandbox:
+        box = sandbox.db
+        box.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
+        box.products.insert_one({"_id": "prod:other", "name": "Another product", "recentReviews": []})
+        sandbox.recorder.clear()
+        for n in order:
+            add_review(box, review(n))
+        # two reviews arrive at the same moment: the second runs right after the first one's first read
+        observe.interleaved(lambda: add_review(box, review(5)), lambda: add_review(box, review(4)),
+                            sandbox.recorder)
+        order += [5, 4]
+        reads = [n for n in sandbox.recorder.names() if n in ("find", "aggregate")]
+        sorts = [m.get("$sort") for spec in sandbox.recorder.update_specs()
+                 for m in (((spec.get("u") or {}).get("$push") or {}).get("recentReviews"),)
+                 if isinstance(m, dict) and "$sort" in m]
+        product = box.products.find_one({"_id": pid})
+        other = box.products.find_one({"_id": "prod:other"}) or {}
+        stored = box.reviews.count_documents({"productId": pid})
+    if other.get("recentReviews"):
+        raise NotYet("another product's recentReviews changed too: filter the product update on "
+                     "`review[\"productId\"]`.")
+    if sorts and all(isinstance(x, dict) and list(x) == ["_id"] for x in sorts):
+        raise NotYet("your `$push` sorts the reviews by `_id`: ids say nothing about when a review was written (an "
+                     "imported or delayed review carries an older date). Sort by `createdAt: -1`.")
+    got_ids = [r.get("_id") for r in (product or {}).get("recentReviews") or [] if isinstance(r, dict)]
+    if reads and ("rev:check:5" not in got_ids or "rev:check:4" not in got_ids):
+        lost = "rev:check:5" if "rev:check:5" not in got_ids else "rev:check:4"
+        raise NotYet(f"when two reviews arrived together, {lost} never reached recentReviews: your function reads "
+                     "the product, builds the new list in Python and writes it back, so the later write overwrites "
+                     "the earlier one (a lost update). Let the server do it: `$push` with `$each`, `$sort` and "
+                     "`$slice` in one update.")
+    if stored != len(order):
+        raise NotYet(f"db.reviews holds {stored} of the {len(order)} reviews: every review goes into the reviews "
+                     "collection too (it is the full history).")
+    recent = product.get("recentReviews")
+    if not isinstance(recent, list):
+        raise NotYet("the product has no `recentReviews` array after the calls; push into that field.")
+    if len(recent) > 5:
+        raise NotYet(f"recentReviews holds {len(recent)} reviews after {len(order)} calls: add `$slice: 5` so it "
+                     "stays bounded.")
+    if len(recent) < 5:
+        raise NotYet(f"recentReviews holds only {len(recent)} reviews; it should keep five.")
+    got = [r.get("_id") for r in recent]
+    want = [f"rev:check:{n}" for n in (8, 7, 6, 5, 4)]
+    if got == list(reversed(want)):
+        raise NotYet("the five newest, but oldest first: sort with `{\"createdAt\": -1}` so the newest comes first.")
+    if got != want and sorts and sorts[0] != {"createdAt": -1}:
+        raise NotYet(f"expected the five newest by createdAt, newest first ({want}), got {got}: your `$push` sorts by "
+                     f"{sorts[0]}; the newest five are the first five of `$sort: {{\"createdAt\": -1}}`.")
+    if got != want:
+        raise NotYet(f"expected the five newest by createdAt, newest first ({want}), got {got}: reviews arrive out of "
+                     "order, so `$position: 0` alone is not enough; use `$sort: {\"createdAt\": -1}` with `$slice: 5`.")
+    return "the product keeps exactly the five newest reviews, newest first, and every review is in db.reviews."
+
+
+@register
+def _ex16() -> Exercise:
+    return Exercise(
+        id="16-subset",
+        lesson="16_extended_reference_subset",
+        task="Write add_review(db, review): store it in reviews and keep the product's recentReviews to the 5 newest "
+             "by createdAt, newest first, even when reviews arrive out of order.",
+        checker=_check_subset,
+        hints=["Two writes: `insert_one` into db.reviews, then one `update_one` on the product with `$push`.",
+               "`{\"$push\": {\"recentReviews\": {\"$each\": [r], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}}`"],
+        solution_text=(
+            "def add_review(db, review):\n"
+            "    db.reviews.insert_one(review)\n"
+            "    db.products.update_one({\"_id\": review[\"productId\"]}, {\"$push\": {\"recentReviews\": {\n"
+            "        \"$each\": [review], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}})\n\n"
+            "ex.check(practice, add_review)"
+        ),
+    )
+
+
+@register
+def _ex16_predict() -> Exercise:
+    return Prediction(
+        id="16-predict-lookup-docs",
+        lesson="16_extended_reference_subset",
+        task="Design B ($lookup): how many documents does the server examine to build one day's packing list?",
+        checker=None,
+        tolerance=0.05,
+        explain=lambda n: (f"Measured: {n}. The day's orders are read once each through the createdAt index, and "
+                           "the join then fetches one customer per order through the customers' _id index (an "
+                           "IndexedLoopJoin probes once per order): a customer with two orders that day is read "
+                           "twice, and each customer read is the whole profile. The extended reference reads the "
+                           "orders only."),
+        hints=["Count the orders of the day (printed above), then ask how many customer documents the join fetches "
+               "for them."],
+        solution_text="predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer",
+    )
+
+
+_AGENT_PROFILE = {"bio": "Support engineer since 2018; speaks three languages. " * 8,
+                  "skills": ["billing", "shipping", "returns", "accounts"], "shifts": ["mon", "tue", "wed"]}
+
+
+def _agents_16() -> list[dict]:
+    teams = ["billing", "shipping", "billing", "returns", "shipping"]
+    return [{"_id": f"agent:{i}", "name": f"Agent {i}", "team": teams[i - 1], "email": f"agent{i}@example.com",
+             **_AGENT_PROFILE} for i in range(1, 6)]
+
+
+def _check_ticket_reference(args: Any) -> str:
+    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
+        raise NotYet("call it with the practice database and your two functions: "
+                     "`ex_tickets.check(practice, open_ticket, rename_agent)`.")
+    db, open_ticket, rename_agent = args
+    with observe.sandbox("16-extended-reference-tickets", db) as box:
+        sdb, rec = box.db, box.recorder
+        if hasattr(db, "list_collection_names"):
+            observe.copy_indexes(db["tickets"], sdb["tickets"])  # the learner's index definitions, not data
+        sdb.agents.insert_many(_agents_16())
+        # 1. open 40 tickets: agent 3 gets 12 of them, the others 7 each
+        plan = [3] * 12 + [1, 2, 4, 5] * 7
+        rec.clear()
+        for n, agent in enumerate(plan):
+            observe.call_learner(open_ticket, sdb, {"_id": f"ticket:{n:03d}", "subject": f"Question {n}",
+                                                    "agentId": f"agent:{agent}"})
+        inserts = [c for c in rec.writes() if "insert" in c]
+        tickets = list(sdb.tickets.find())
+        if len(tickets) != len(plan):
+            raise NotYet(f"after {len(plan)} calls of open_ticket, tickets holds {len(tickets)} documents: insert "
+                         "each ticket once into db.tickets.")
+        if len(rec.writes()) > len(plan) or len(inserts) < len(plan):
+            raise NotYet(f"open_ticket sent {len(rec.writes())} writes for {len(plan)} tickets: one insert per "
+                         "ticket, with the agent's fields already in it (no second update).")
+        sample = next((t for t in tickets if t.get("_id") == "ticket:000"), tickets[0])
+        agent = sample.get("agent")
+        if not isinstance(agent, dict):
+            raise NotYet(f"ticket:000 has no `agent` subdocument (its fields: {sorted(sample)}): copy "
+                         "`{_id, name, team}` of the agent into `agent`.")
+        extra = sorted(set(agent) - {"_id", "name", "team"})
+        if extra:
+            raise NotYet(f"the ticket's `agent` copy carries {extra} as well: copy only the fields the ticket list "
+                         "shows (`_id`, `name`, `team`), not the whole agent profile; every copy is read with "
+                         "every ticket and rewritten on every change.")
+        missing = sorted({"_id", "name", "team"} - set(agent))
+        if missing:
+            raise NotYet(f"the ticket's `agent` copy lacks {missing}: the list shows the agent's name and team, and "
+                         "the copy keeps the agent's `_id` as its reference.")
+        if agent != {"_id": "agent:3", "name": "Agent 3", "team": _agents_16()[2]["team"]}:
+            raise NotYet(f"ticket:000 (agent:3) carries agent={agent}; expected agent:3's own _id, name and team.")
+        # 2. agent 3 changes name
+        rec.clear()
+        observe.call_learner(rename_agent, sdb, "agent:3", "Dana Okafor")
+        statements = rec.write_statements()
+        renamed = sdb.tickets.count_documents({"agent._id": "agent:3", "agent.name": "Dana Okafor"})
+        others = sdb.tickets.count_documents({"agent._id": {"$ne": "agent:3"}, "agent.name": "Dana Okafor"})
+        profile = sdb.agents.find_one({"_id": "agent:3"}) or {}
+        if profile.get("name") != "Dana Okafor":
+            raise NotYet("rename_agent left the agent's own document with the old name: update db.agents too.")
+        if others:
+            raise NotYet(f"{others} tickets of other agents now show 'Dana Okafor': filter the tickets on the copied "
+                         "reference, `{\"agent._id\": agent_id}`.")
+        if renamed != 12:
+            raise NotYet(f"{renamed} of agent:3's 12 tickets show the new name: update every copy, "
+                         "`update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})`.")
+        if statements > 2:
+            raise NotYet(f"the rename sent {statements} write statements (one per ticket?): two are enough, one "
+                         "`update_one` on the agent and one `update_many` on its tickets; the server finds them "
+                         "through the index on the copied id.")
+        fig = observe.plan_figures(sdb.tickets.find({"agent._id": "agent:3"}).explain())
+        if fig.collscan or fig.keys_examined > fig.returned:
+            raise NotYet(f"the rename's filter {{'agent._id': 'agent:3'}} examines {fig.docs_examined} tickets "
+                         f"({'a collection scan' if fig.collscan else 'an index that does not start with agent._id'})"
+                         f" to change {fig.returned}: create the index on the copied reference, "
+                         "`practice.tickets.create_index(\"agent._id\")`, before checking.")
+    return ("each ticket carries only {_id, name, team} of its agent; a rename is two writes, and the index on "
+            f"agent._id finds the 12 copies with {fig.keys_examined} keys examined.")
+
+
+@register
+def _ex16_tickets() -> Exercise:
+    return Exercise(
+        id="16-extended-reference-tickets",
+        lesson="16_extended_reference_subset",
+        task="Support tickets show their agent's name and team: write open_ticket(db, ticket) (an extended reference "
+             "agent: {_id, name, team}) and rename_agent(db, agent_id, new_name) (two writes), and index what the "
+             "rename needs.",
+        checker=_check_ticket_reference,
+        hints=["open_ticket: `a = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})`, "
+               "then insert the ticket with `agent=a`.",
+               "rename_agent: `update_one` on db.agents, then `update_many({\"agent._id\": agent_id}, "
+               "{\"$set\": {\"agent.name\": new_name}})`; `practice.tickets.create_index(\"agent._id\")`."],
+        solution_text=(
+            "def open_ticket(db, ticket):\n"
+            "    agent = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})\n"
+            "    db.tickets.insert_one(ticket | {\"agent\": agent})\n\n\n"
+            "def rename_agent(db, agent_id, new_name):\n"
+            "    db.agents.update_one({\"_id\": agent_id}, {\"$set\": {\"name\": new_name}})\n"
+            "    db.tickets.update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})\n\n\n"
+            "practice.tickets.create_index(\"agent._id\")\n"
+            "ex_tickets.check(practice, open_ticket, rename_agent)"
+        ),
+    )
