@@ -1,14 +1,30 @@
 """The kinds of exercise (learntools' problem kinds), each a subclass of :class:`Exercise`.
 
-- :class:`Prediction`: a guess recorded before a cell runs, compared with the measured value afterwards.
+Every kind inherits the outcomes (``labkit.exercises.outcomes``: not attempted, not yet with the checker's
+message, the learner's own exception named, correct) and the call's shape (``takes``); a kind decides what
+its checker is given:
+
+- :class:`Prediction`: a guess recorded before a cell runs (``ex.predict``), compared with the measured value
+  afterwards (``ex.check(measured)``) and explained; no checker of its own.
+- :class:`BehaviourCheck`: the learner's function(s), run on fresh data of the checker's own while their
+  commands are watched. ``checker(lab, *parts)``: ``lab.sandbox()`` is a private database named after the
+  exercise, on the learner's kind of engine, seeded by ``fresh``, with a command recorder.
+- :class:`StateCheck`: the database or collection as the learner left it, compared with the setup copy the
+  notebook kept (``ex.remember(practice, ...)``, ``lab.setup(name)``) or, for indexes, tried on pristine data
+  in a sandbox. ``checker(lab, *parts)``.
+- :class:`DesignQuestion`: an answer that is a design decision (a ranking, a pipeline, a validator, a dict of
+  choices, the decision helper's inputs), judged against what the checker computes. ``checker(*parts)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
+from labkit.exercises import observe
 from labkit.exercises.outcomes import CheckResult, NotYet
-from labkit.exercises.problem import Exercise, record
+from labkit.exercises.problem import Exercise, record, remembered_names
+from labkit.exercises.steps import setup_of
 
 _NOTHING = object()
 
@@ -36,11 +52,7 @@ class Prediction(Exercise):
     explain: Callable[[Any], str] | None = None
     choices: tuple = ()
     tolerance: float = 0.0
-    _predicted: Any = _NOTHING
-
-    def __post_init__(self) -> None:
-        if self.checker is None:
-            self.checker = self._check_against
+    _predicted: Any = field(default=_NOTHING, init=False)
 
     def __repr__(self) -> str:
         return f"Prediction {self.id} ({self.lesson}): {self.task}"
@@ -52,7 +64,8 @@ class Prediction(Exercise):
         self._predicted = value
         return f"Prediction recorded: {value!r}. Now run the cell that measures it, then `ex.check(...)` its result."
 
-    def _check_against(self, measured: Any) -> str:
+    def run(self, measured: Any) -> str:
+        """Compare the recorded prediction with the measured value (the checker of every prediction)."""
         if self._predicted is _NOTHING:
             raise NotYet("make your prediction first with `ex.predict(...)`, before the measuring cell runs.")
         if (isinstance(self._predicted, (int, float)) and not isinstance(self._predicted, bool)
@@ -71,3 +84,102 @@ class Prediction(Exercise):
                                                    "measuring cell runs; then check the measured value.",
                                             "not-attempted"))
         return super().check(answer, *more)
+
+
+class Lab:
+    """What a behaviour or state checker works with: sandboxes of its own, the learner's calls, the setup copy.
+
+    ``name`` names the sandboxes (the exercise's id), ``like`` is the learner's database or collection (the
+    sandbox is on the same kind of engine: embedded, or a fresh labkit database on the learner's server) and
+    ``fresh`` seeds every sandbox with the checker's own data."""
+
+    def __init__(self, name: str, like: Any = None, fresh: Callable[[Any], Any] | None = None) -> None:
+        self.name, self.like, self.fresh = name, like, fresh
+
+    def sandbox(self, like: Any = _NOTHING, *, fresh: Callable[[Any], Any] | None | object = _NOTHING,
+                indexes: dict[str, Any] | None = None, name: str | None = None) -> observe.Sandbox:
+        """A pristine database for one step of the check (a context manager), seeded by ``fresh`` (the
+        exercise's, unless given here), then given the learner's indexes: ``indexes`` maps a sandbox collection
+        to the learner's collection whose index definitions (keys and options) it copies. The recorder is
+        cleared after seeding, so it holds only what the learner's code sends."""
+        box = observe.sandbox(name or self.name, self.like if like is _NOTHING else like)
+        seed = self.fresh if fresh is _NOTHING else fresh
+        try:
+            if seed is not None:
+                seed(box.db)
+            for target, learners in (indexes or {}).items():
+                observe.copy_indexes(learners, box.db[target])
+        except BaseException:
+            box.close()
+            raise
+        if seed is not None:
+            box.recorder.clear()
+        return box
+
+    @staticmethod
+    def call(fn: Callable, *args: Any, raises: dict[type, str | Callable[[Any], str]] | None = None) -> Any:
+        """Run the learner's function. An exception listed in ``raises`` becomes NotYet with its message (a str,
+        or a function of the exception): the learner's own exception named, with what to do about it. Any
+        other exception propagates (the outcome "error" names it)."""
+        try:
+            return fn(*args)
+        except tuple(raises or ()) as exc:
+            why = next(v for k, v in raises.items() if isinstance(exc, k))
+            raise NotYet(why(exc) if callable(why) else why) from None
+
+    interleaved = staticmethod(observe.interleaved)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def until_crash() -> Iterator[None]:
+        """Run a learner's function that was given a crashing database (``steps.CrashingDb``): the simulated
+        crash ends the block quietly, like a process that died."""
+        from labkit.exercises.steps import SimulatedCrash
+        with contextlib.suppress(SimulatedCrash):
+            yield
+
+    @staticmethod
+    def setup(name: str) -> dict:
+        """The setup copy of collection ``name`` kept by ``ex.remember`` ({_id: document}); {} without one."""
+        return setup_of(name)
+
+    @staticmethod
+    def setup_names() -> list[str]:
+        """The collections the learner's notebook remembered for this check."""
+        return remembered_names()
+
+
+def _learner_db(parts: tuple) -> Any:
+    """The first part that is a database, collection or client (the learner's engine), or None."""
+    return next((p for p in parts if observe.client_of(p) is not None), None)
+
+
+@dataclass(repr=False)
+class BehaviourCheck(Exercise):
+    """The learner's function(s) run on fresh data of the checker's own while their commands are watched.
+
+    ``checker(lab, *parts)``; ``fresh`` seeds each ``lab.sandbox()``; ``sandbox_name`` names the sandboxes
+    (the exercise's id by default)."""
+
+    fresh: Callable[[Any], Any] | None = None
+    sandbox_name: str = ""
+
+    def run(self, args: Any) -> str:
+        parts = self.parts(args)
+        return self.checker(Lab(self.sandbox_name or self.id, _learner_db(parts), self.fresh), *parts)
+
+
+@dataclass(repr=False)
+class StateCheck(Exercise):
+    """The database or collection as the learner left it, compared with the remembered setup
+    (``lab.setup(name)``) or, for indexes, tried on pristine data (``lab.sandbox()``). ``checker(lab, *parts)``."""
+
+    def run(self, args: Any) -> str:
+        parts = self.parts(args)
+        return self.checker(Lab(self.id, _learner_db(parts)), *parts)
+
+
+@dataclass(repr=False)
+class DesignQuestion(Exercise):
+    """An answer that is a design decision (a ranking, a pipeline, a validator, a dict of choices, the decision
+    helper's inputs), judged against what the checker computes from the task. ``checker(*parts)``."""

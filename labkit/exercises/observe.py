@@ -168,7 +168,7 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
     from labkit.connection import is_embedded
 
     rec = new_recorder()
-    client = _client_of(like)
+    client = client_of(like)
     if client is None or is_embedded(client):
         from labkit.engine import EmbeddedClient
         c = EmbeddedClient(event_listeners=[rec])
@@ -194,7 +194,7 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
 
 
-def _client_of(obj: Any) -> Any:
+def client_of(obj: Any) -> Any:
     """The client behind a database, a collection or a client; None for anything else.
 
     Type checks, not ``hasattr``: a collection answers every attribute with a sub-collection."""
@@ -257,6 +257,12 @@ class PlanFigures:
     @property
     def collscan(self) -> bool:
         return "COLLSCAN" in self.stages
+
+    @property
+    def exact(self) -> bool:
+        """The index matches the query exactly: at most one key past what is returned, no document fetched only
+        to be thrown away."""
+        return self.keys_examined <= self.returned + 1 and self.docs_examined <= self.returned
 
 
 def plan_stages(plan: dict) -> list[dict]:

@@ -1,9 +1,10 @@
 """The base of every exercise (learntools' ``Problem``): a task, hints, a solution and ``check``.
 
-``Exercise.check`` unpacks nothing and judges nothing itself: it runs the exercise's checker through
-:func:`labkit.exercises.outcomes.judge` (the four outcomes are decided there, for every kind), with the setup
-copy kept by :meth:`Exercise.remember` visible to the checker as :func:`remembered`, then records the outcome for
-``labkit.progress()``. The kinds of exercise (``labkit.exercises.kinds``) are subclasses.
+``Exercise.check`` decides no outcome itself: it runs :meth:`Exercise.run` (the call's shape, ``takes``, then
+the checker) through :func:`labkit.exercises.outcomes.judge`, where the four outcomes are decided for every
+kind, with the setup copy kept by :meth:`Exercise.remember` visible to the checker as :func:`remembered`, then
+records the outcome for ``labkit.progress()``. The kinds of exercise (``labkit.exercises.kinds``) are
+subclasses that change what :meth:`Exercise.run` gives the checker.
 """
 from __future__ import annotations
 
@@ -34,18 +35,35 @@ def record(exercise: "Exercise", result: CheckResult) -> CheckResult:
     return result
 
 
+#: the shape of a call: unpacks the arguments of ``ex.check(...)`` into the checker's parts, or raises NotYet
+#: saying how to call it (the factories are in ``labkit.exercises.steps``)
+Takes = Callable[[Any], tuple]
+
+
 @dataclass
 class Exercise:
-    """One exercise: a checker plus a hint and a solution (shown only when asked for)."""
+    """One exercise: a checker plus a hint and a solution (shown only when asked for).
+
+    ``checker(*parts)`` returns its praise or raises :class:`NotYet`; ``takes`` unpacks ``ex.check(...)``'s
+    arguments into those parts (without it the checker gets the arguments as given: one value, or a tuple)."""
 
     id: str
     lesson: str
     task: str
-    checker: Callable[[Any], str]
+    checker: Callable[..., str] | None = None
     hints: list[str] = field(default_factory=list)
     solution_text: str = ""
-    _hints_shown: int = 0
-    _pristine: dict = field(default_factory=dict, repr=False)
+    takes: Takes | None = None
+    _hints_shown: int = field(default=0, init=False)
+    _pristine: dict = field(default_factory=dict, repr=False, init=False)
+
+    def parts(self, args: Any) -> tuple:
+        """The checker's parts of ``ex.check(...)``'s arguments (``takes``)."""
+        return self.takes(args) if self.takes is not None else (args,)
+
+    def run(self, args: Any) -> str:
+        """Check ``args``: the praise, or NotYet (an exception of the learner's code propagates)."""
+        return self.checker(*self.parts(args))
 
     def remember(self, db: Any, *names: str) -> "Exercise":
         """Keep a copy of the setup data (collections ``names`` of ``db``) before the learner changes it, so the
@@ -64,7 +82,7 @@ class Exercise:
         args = (answer, *more) if more else answer
         token = _REMEMBERED.set(self._pristine)
         try:
-            result = judge(self.checker, args)
+            result = judge(self.run, args)
         finally:
             _REMEMBERED.reset(token)
         return record(self, result)

@@ -4,15 +4,17 @@ Notebook: ``notebooks/00_start_here.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import steps
+from labkit.exercises.kinds import BehaviourCheck, DesignQuestion, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
+@LESSON.exercise(DesignQuestion, "00-rank-workload")
 def _check_rank_workload(answer: Any) -> str:
     import pandas as pd
 
@@ -32,19 +34,6 @@ def _check_rank_workload(answer: Any) -> str:
         raise NotYet("the rows are not ordered by `per_second`; sort by that column, most frequent first.")
     top = answer.iloc[0]["operation"]
     return f"'{top}' runs most often, so the product document is shaped around it."
-
-
-@register
-def _ex00() -> Exercise:
-    return Exercise(
-        id="00-rank-workload",
-        lesson="00_start_here",
-        task="Rank the online store's operations by how often they run, most frequent first.",
-        checker=_check_rank_workload,
-        hints=["DataFrames have a `sort_values` method.",
-               "`workload.sort_values(\"per_second\", ascending=False)`"],
-        solution_text='ranked = workload.sort_values("per_second", ascending=False)\nex.check(ranked)',
-    )
 
 
 # A message board's workloads, built by the checker itself (the learner's table is never used).
@@ -73,15 +62,15 @@ def _top_share_expected(rows: list[tuple], share: float = 0.8) -> list[str]:
     return out
 
 
-def _check_top_operations(fn: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "00-top-operations",
+                takes=steps.call("pass your function itself: `ex.check(top_operations)`.", callable))
+def _check_top_operations(lab: Lab, fn: Callable) -> str:
     import pandas as pd
 
-    if not callable(fn):
-        raise NotYet("pass your function itself: `ex.check(top_operations)`.")
     for rows in _BOARD_WORKLOADS:
         table = pd.DataFrame(rows[::-1], columns=["operation", "type", "per_second"])
         expected = _top_share_expected(rows)
-        got = observe.call_learner(fn, table.copy())
+        got = lab.call(fn, table.copy())
         if isinstance(got, (pd.Series, pd.Index)):
             got = list(got)
         if isinstance(got, pd.DataFrame):
@@ -115,40 +104,4 @@ def _check_top_operations(fn: Any) -> str:
             "those are the rows a schema is designed for.")
 
 
-@register
-def _ex00b() -> Exercise:
-    return Exercise(
-        id="00-top-operations",
-        lesson="00_start_here",
-        task="Write top_operations(workload): the operation names that together make up at least 80% of the "
-             "operations per second, most frequent first (checked on other workloads than the store's).",
-        checker=_check_top_operations,
-        hints=["Sort by `per_second` (most frequent first), then take a running total with `cumsum()`.",
-               "Keep rows while the running total *before* the row is still under 80% of the total."],
-        solution_text=('def top_operations(workload):\n'
-                       '    ranked = workload.sort_values("per_second", ascending=False)\n'
-                       '    before = ranked["per_second"].cumsum() - ranked["per_second"]\n'
-                       '    return list(ranked[before < 0.8 * ranked["per_second"].sum()]["operation"])\n\n'
-                       'ex2.check(top_operations)'),
-    )
-
-
-def _explain_page_docs(measured: Any) -> str:
-    return (f"The referenced page reads the product (1 document), the 5 newest reviews through an index (5), and "
-            f"every review of the product again to average their ratings: {measured} documents in all, and that "
-            "last part grows with each review. The embedded page reads 1 document.")
-
-
-@register
-def _ex00_predict() -> Exercise:
-    return Prediction(
-        id="00-predict-page-docs",
-        lesson="00_start_here",
-        task="Predict: with reviews in their own collection, how many documents does one product page examine "
-             "for a product with 200 reviews (product, 5 newest reviews, rating average)?",
-        checker=None,
-        hints=["Count each read: the product, the 5 newest reviews, and what the rating average has to read."],
-        solution_text="ex_page.predict(206)",
-        explain=_explain_page_docs,
-        tolerance=0.05,
-    )
+LESSON.add(Prediction, "00-predict-page-docs", tolerance=0.05)

@@ -4,14 +4,14 @@ Notebook: ``notebooks/01_embed_one_to_few.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _check_fred_document(db: Any) -> None:
@@ -44,13 +44,10 @@ _USERS_01 = [
 ]
 
 
-def _users_sandbox(name: str, like: Any) -> Any:
+def _fresh_users(db: Any) -> None:
     import copy
 
-    box = observe.sandbox(name, like)
-    box.db.users.insert_many(copy.deepcopy(_USERS_01))
-    box.recorder.clear()
-    return box
+    db.users.insert_many(copy.deepcopy(_USERS_01))
 
 
 def _write_shape_mistakes(rec: Any, before: dict, after: dict | None, field: str = "roles") -> None:
@@ -65,7 +62,7 @@ def _write_shape_mistakes(rec: Any, before: dict, after: dict | None, field: str
                      "ONE update: `{\"$push\": {...}, \"$set\": {...}}`.")
     spec = (rec.update_specs() or [{}])[0]
     u = spec.get("u")
-    if isinstance(u, dict) and u and not any(str(k).startswith("$") for k in u):
+    if steps.replacement(u):
         lost = sorted(set(before) - set(after or {}) - {"_id"})
         raise NotYet("that was a replacement (`replace_one` or an update without operators): the whole user "
                      f"document was rewritten{' and ' + ', '.join(lost) + ' lost' if lost else ''}. Use update "
@@ -76,9 +73,9 @@ def _write_shape_mistakes(rec: Any, before: dict, after: dict | None, field: str
                      "(`$push`, or `roles.$` with a filter on `roles.title`).")
 
 
-def _check_embed_atomic(args: Any) -> str:
-    import datetime as dt
-
+def _give_role_call(args: Any) -> tuple:
+    """``ex.check(db, give_role)``; the lesson's database alone (``ex.check(db)``) has Fred's document checked,
+    then asks for the function."""
     if not isinstance(args, tuple):
         if not hasattr(args, "list_collection_names"):
             raise NotYet(f"pass the lesson's database and your function: `ex.check(db, give_role)`, not "
@@ -87,9 +84,15 @@ def _check_embed_atomic(args: Any) -> str:
         raise NotYet("Fred's document looks right, but a document alone cannot show that it was ONE write. Wrap "
                      "your update in `def give_role(db, user_id, title, can_edit, when): ...` and call "
                      "`ex.check(db, give_role)`: the check runs it on its own users and watches the commands.")
-    db, give_role = steps.db_and_function(args, "give_role")
+    return steps.db_and_function("give_role")(args)
+
+
+@LESSON.exercise(BehaviourCheck, "01-embed-atomic", takes=_give_role_call, fresh=_fresh_users)
+def _check_embed_atomic(lab: Lab, db: Any, give_role: Callable) -> str:
+    import datetime as dt
+
     when = dt.datetime(2026, 11, 3, 9, 30)
-    with _users_sandbox("01-embed-atomic", db) as box:
+    with lab.sandbox() as box:
         before = box.db.users.find_one({"_id": "user:345"})
         give_role(box.db, "user:345", "moderator", True, when)
         after = box.db.users.find_one({"_id": "user:345"})
@@ -124,9 +127,10 @@ def _check_embed_atomic(args: Any) -> str:
     return "one update carried both the new role and the timestamp: readers never see one without the other."
 
 
-def _check_positional_role(args: Any) -> str:
-    db, set_can_edit = steps.db_and_function(args, "set_can_edit")
-    with _users_sandbox("01-positional-role", db) as box:
+@LESSON.exercise(BehaviourCheck, "01-positional-role",
+                takes=steps.db_and_function("set_can_edit"), fresh=_fresh_users)
+def _check_positional_role(lab: Lab, db: Any, set_can_edit: Callable) -> str:
+    with lab.sandbox() as box:
         before = {u["_id"]: u for u in box.db.users.find()}
         set_can_edit(box.db, "user:345", "editor", True)
         after = {u["_id"]: u for u in box.db.users.find()}
@@ -142,8 +146,7 @@ def _check_positional_role(args: Any) -> str:
                      "do not add or remove one.")
     changed = [i for i, (a, b) in enumerate(zip(roles0, roles)) if a != b]
     u = (specs or [{}])[0].get("u") or {}
-    fixed = sorted(k for op in u.values() if isinstance(op, dict) for k in op
-                   if any(part.isdigit() for part in str(k).split(".")))
+    fixed = steps.fixed_positions((specs or [{}])[:1])
     if fixed and not changed == [2]:
         raise NotYet(f"the update names a fixed position ({', '.join(fixed)}), but 'editor' sits at position 2 for "
                      "this user and elsewhere for others: filter on `roles.title` and set `roles.$.canEdit`, so "
@@ -163,59 +166,7 @@ def _check_positional_role(args: Any) -> str:
     return "the server found 'editor' wherever it sat in Ada's array and changed that one field, in one update."
 
 
-@register
-def _ex01() -> Exercise:
-    return Exercise(
-        id="01-embed-atomic",
-        lesson="01_embed_one_to_few",
-        task="Write give_role(db, user_id, title, can_edit, when): add an embedded role and set updatedAt in ONE write.",
-        checker=_check_embed_atomic,
-        hints=["One `update_one` can carry several operators: `$push` for the array, `$set` for the timestamp.",
-               "`db.users.update_one({\"_id\": user_id}, {\"$push\": {\"roles\": {...}}, \"$set\": {\"updatedAt\": when}})`"],
-        solution_text=(
-            "def give_role(db, user_id, title, can_edit, when):\n"
-            "    db.users.update_one({\"_id\": user_id},\n"
-            "                        {\"$push\": {\"roles\": {\"title\": title, \"canEdit\": can_edit}},\n"
-            "                         \"$set\": {\"updatedAt\": when}})\n\nex.check(db, give_role)"
-        ),
-    )
-
-
-@register
-def _ex01b() -> Exercise:
-    return Exercise(
-        id="01-positional-role",
-        lesson="01_embed_one_to_few",
-        task="Write set_can_edit(db, user_id, title, can_edit): change canEdit of the role with that title, wherever it is.",
-        checker=_check_positional_role,
-        hints=["You do not know the role's position: let the query find it (`\"roles.title\": title`).",
-               "`update_one({\"_id\": user_id, \"roles.title\": title}, {\"$set\": {\"roles.$.canEdit\": can_edit}})`"],
-        solution_text=(
-            "def set_can_edit(db, user_id, title, can_edit):\n"
-            "    db.users.update_one({\"_id\": user_id, \"roles.title\": title},\n"
-            "                        {\"$set\": {\"roles.$.canEdit\": can_edit}})\n\nex.check(db, set_can_edit)"
-        ),
-    )
-
-
-def _explain_policy_rewrites(measured: Any) -> str:
-    return (f"Every user holding 'admin' carries a copy of the permission, so the policy change rewrites {measured} "
-            "user documents (one per copy, each a write with its index updates). Referenced, the definition is one "
-            "document: one write, whoever holds the role.")
-
-
-@register
-def _ex01_predict() -> Exercise:
-    return Prediction(
-        id="01-predict-policy-rewrites",
-        lesson="01_embed_one_to_few",
-        task="Predict: with roles embedded, how many user documents does 'admins may no longer edit' rewrite among "
-             "the 3,000 generated users? (The indexed plan above shows how many users hold 'admin'.)",
-        checker=None,
-        hints=["Each user holding 'admin' has its own copy of the permission."],
-        solution_text="ex_policy.predict(663)",
-        explain=_explain_policy_rewrites,
-    )
+LESSON.add(Prediction, "01-predict-policy-rewrites")
 
 
 _ORDERS_01 = [
@@ -226,20 +177,18 @@ _ORDERS_01 = [
 ]
 
 
-def _orders_sandbox(like: Any) -> Any:
+def _fresh_orders(db: Any) -> None:
     import copy
 
-    box = observe.sandbox("01-order-lines", like)
-    box.db.orders.insert_many(copy.deepcopy(_ORDERS_01))
-    box.recorder.clear()
-    return box
+    db.orders.insert_many(copy.deepcopy(_ORDERS_01))
 
 
-def _check_order_lines(args: Any) -> str:
-    db, add_line = steps.db_and_function(args, "add_line")
-    with _orders_sandbox(db) as box:
+@LESSON.exercise(BehaviourCheck, "01-order-lines", takes=steps.db_and_function("add_line"),
+                fresh=_fresh_orders)
+def _check_order_lines(lab: Lab, db: Any, add_line: Callable) -> str:
+    with lab.sandbox() as box:
         before = box.db.orders.find_one({"_id": "order:1"})
-        observe.call_learner(add_line, box.db, "order:1", "tea", 3, 4.0)
+        lab.call(add_line, box.db, "order:1", "tea", 3, 4.0)
         after = box.db.orders.find_one({"_id": "order:1"})
         other = box.db.orders.find_one({"_id": "order:2"})
         rec = box.recorder
@@ -250,8 +199,7 @@ def _check_order_lines(args: Any) -> str:
         raise NotYet(f"your function sent {writes} writes ({', '.join(names)}): between them a reader sees the new "
                      "line but the old total, and a failure halfway leaves the order so. One `update_one` can carry "
                      "`$push` and `$inc` together.")
-    u = (specs or [{}])[0].get("u")
-    if isinstance(u, dict) and u and not any(str(k).startswith("$") for k in u):
+    if steps.replacement((specs or [{}])[0].get("u")):
         raise NotYet("that was a replacement of the whole order (read in Python, changed, written back): an order "
                      "line added by someone else in between is lost. Use update operators (`$push`, `$inc`).")
     if after is None:
@@ -269,9 +217,9 @@ def _check_order_lines(args: Any) -> str:
     if after.get("total") != 29.0:
         raise NotYet(f"total is {after.get('total')!r}; 17.0 plus 3 x 4.0 makes 29.0: `$inc` it by `qty * price`.")
     # two calls at once: the second runs right after the first one's first read
-    with _orders_sandbox(db) as box:
-        observe.interleaved(lambda: add_line(box.db, "order:1", "tea", 3, 4.0),
-                            lambda: add_line(box.db, "order:1", "jam", 1, 6.0), box.recorder)
+    with lab.sandbox() as box:
+        lab.interleaved(lambda: add_line(box.db, "order:1", "tea", 3, 4.0),
+                        lambda: add_line(box.db, "order:1", "jam", 1, 6.0), box.recorder)
         raced = box.db.orders.find_one({"_id": "order:1"}) or {}
     skus = sorted(line.get("sku") for line in raced.get("lines") or [] if isinstance(line, dict))
     if skus != ["jam", "mug", "tea"] or raced.get("total") != 35.0 or raced.get("itemCount") != 6:
@@ -281,10 +229,10 @@ def _check_order_lines(args: Any) -> str:
                      "in Python from an earlier read overwrote the other call's change (a lost update). Let the "
                      "server do the arithmetic with `$inc`.")
     # the same line again (order:2 already holds 1 x tea at 4.0), and an order that does not exist
-    with _orders_sandbox(db) as box:
-        observe.call_learner(add_line, box.db, "order:2", "tea", 1, 4.0)
+    with lab.sandbox() as box:
+        lab.call(add_line, box.db, "order:2", "tea", 1, 4.0)
         again = box.db.orders.find_one({"_id": "order:2"}) or {}
-        observe.call_learner(add_line, box.db, "order:404", "tea", 1, 4.0)
+        lab.call(add_line, box.db, "order:404", "tea", 1, 4.0)
         ghost = box.db.orders.find_one({"_id": "order:404"})
     if len(again.get("lines") or []) != 2 or again.get("itemCount") != 2:
         raise NotYet(f"adding a second 1 x 'tea' at 4.0 to order:2 (which already has that line) leaves "
@@ -298,22 +246,3 @@ def _check_order_lines(args: Any) -> str:
             "counted, because the server did the arithmetic.")
 
 
-@register
-def _ex01c() -> Exercise:
-    return Exercise(
-        id="01-order-lines",
-        lesson="01_embed_one_to_few",
-        task="Write add_line(db, order_id, sku, qty, price): append an embedded order line and raise the order's "
-             "itemCount and total, in ONE write that stays right when two calls run at once.",
-        checker=_check_order_lines,
-        hints=["An order's lines are bounded and read with the order: embed them, like a user's roles.",
-               "`update_one({\"_id\": order_id}, {\"$push\": {\"lines\": {...}}, \"$inc\": {\"itemCount\": qty, "
-               "\"total\": qty * price}})`"],
-        solution_text=(
-            "def add_line(db, order_id, sku, qty, price):\n"
-            "    db.orders.update_one({\"_id\": order_id},\n"
-            "                         {\"$push\": {\"lines\": {\"sku\": sku, \"qty\": qty, \"price\": price}},\n"
-            "                          \"$inc\": {\"itemCount\": qty, \"total\": qty * price}})\n\n"
-            "ex3.check(db, add_line)"
-        ),
-    )

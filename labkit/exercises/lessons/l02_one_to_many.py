@@ -6,21 +6,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises import observe
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_feed_index(posts: Any) -> str:
-    if not _is_collection(posts):
-        raise NotYet(f"pass the collection (`posts`), not {type(posts).__name__}.")
-    # The learner's indexes, judged on pristine posts (Sam has 300, inserted out of order), never on the
-    # learner's own data, which an earlier cell may have changed.
-    with observe.sandbox("02-feed-index", posts) as box:
-        observe.seed_posts(box.db, {"user:112": 300, "user:234": 120, "user:345": 40})
-        observe.copy_indexes(posts, box.db.posts)
+def _nothing_hidden_or_redundant(returned: int, redundant: list, *, hidden: str, prefix: str) -> None:
+    """The last mistakes of both index exercises: a partial or sparse index that hides some of the 20 results
+    (``hidden``), and an index that the compound one makes redundant (``prefix``, with ``{short}`` and
+    ``{long}``, the two index names)."""
+    if returned != 20:
+        raise NotYet(hidden)
+    for short, long_ in redundant:
+        raise NotYet(prefix.format(short=short, long=long_))
+
+
+def _fresh_posts(db: Any) -> None:
+    """Sam (user:112) has 300 posts, inserted out of order."""
+    observe.seed_posts(db, {"user:112": 300, "user:234": 120, "user:345": 40})
+
+
+@LESSON.exercise(StateCheck, "02-feed-index", takes=steps.collection("posts"))
+def _check_feed_index(lab: Lab, posts: Any) -> str:
+    # The learner's indexes, judged on pristine posts, never on the learner's own data, which an earlier cell
+    # may have changed.
+    with lab.sandbox(fresh=_fresh_posts, indexes={"posts": posts}) as box:
         cursor = box.db.posts.find({"authorId": "user:112"}, {"title": 1, "location": 1, "createdAt": 1})
         figures = observe.plan_figures(cursor.sort([("createdAt", -1), ("_id", -1)]).limit(20).explain())
         redundant = observe.redundant_prefixes(box.db.posts)
@@ -38,67 +51,31 @@ def _check_feed_index(posts: Any) -> str:
     if figures.keys_examined > 20:
         raise NotYet(f"no blocking sort, but {figures.keys_examined} keys examined for 20 posts with {ix}: "
                      "put the equality field `authorId` first so the scan starts at Sam's newest post.")
-    if figures.returned != 20:
-        raise NotYet(f"the feed returned {figures.returned} posts on a collection where Sam has 300; "
-                     "a partial or sparse index must not hide posts from the feed.")
-    for short, long_ in redundant:
-        raise NotYet(f"the feed is served, but `{short}` is a prefix of `{long_}`: the compound index already "
-                         f"answers queries on `authorId` alone, so the extra index only slows every write. "
-                         f"Drop it: `posts.drop_index(\"{short}\")`.")
+    _nothing_hidden_or_redundant(
+        figures.returned, redundant,
+        hidden=f"the feed returned {figures.returned} posts on a collection where Sam has 300; a partial or sparse "
+               "index must not hide posts from the feed.",
+        prefix="the feed is served, but `{short}` is a prefix of `{long}`: the compound index already answers "
+               "queries on `authorId` alone, so the extra index only slows every write. Drop it: "
+               '`posts.drop_index("{short}")`.')
     return (f"IXSCAN with {figures.keys_examined} keys and {figures.docs_examined} documents for "
             f"{figures.returned} posts, no blocking SORT, and no index that another one makes redundant.")
 
 
-@register
-def _ex02() -> Exercise:
-    return Exercise(
-        id="02-feed-index",
-        lesson="02_one_to_many",
-        task="Create the index that serves Sam's newest-20 feed without a blocking SORT, reading at most 20 keys.",
-        checker=_check_feed_index,
-        hints=["Equality field first, then the sort fields in the same order and directions as the sort.",
-               "The sort is `createdAt: -1, _id: -1` and the filter is on `authorId`."],
-        solution_text='posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})\nex.check(posts)',
-    )
-
-
-def _is_collection(obj: Any) -> bool:
-    """A pymongo (or embedded) collection; a database answers every attribute with a sub-collection."""
-    import mongomock
-    import pymongo.collection
-
-    return isinstance(obj, (pymongo.collection.Collection, mongomock.Collection))
-
-
-def _explain_feed_keys(measured: Any) -> str:
-    return (f"The index hands Sam's posts back already newest first, so the scan stops at the limit: {measured} "
-            "keys for 20 posts, however long his history is. Without the index the server reads every post and "
-            "sorts Sam's in memory.")
-
-
-@register
-def _ex02_predict() -> Exercise:
-    return Prediction(
-        id="02-predict-feed-keys",
-        lesson="02_one_to_many",
-        task="Predict: with {authorId: 1, createdAt: -1, _id: -1}, how many index keys does Sam's newest-20 feed "
-             "examine? (Sam has thousands of posts.)",
-        checker=None,
-        hints=["An index that matches the filter and the sort returns documents in order; the limit stops it."],
-        solution_text="ex_keys.predict(20)",
-        explain=_explain_feed_keys,
-    )
+LESSON.add(Prediction, "02-predict-feed-keys")
 
 
 COMMENT_QUERY = {"postId": "post:9", "likes": {"$gte": 10}}
 
 
-def _check_comment_index(comments: Any) -> str:
-    if not _is_collection(comments):
-        raise NotYet(f"pass the collection (`practice.comments`), not {type(comments).__name__}.")
-    with observe.sandbox("02-comment-index", comments) as box:
-        observe.seed_comments(box.db, {"post:9": 1500, "post:10": 600, "post:11": 300})
-        observe.copy_indexes(comments, box.db.comments)
+def _fresh_comments(db: Any) -> None:
+    observe.seed_comments(db, {"post:9": 1500, "post:10": 600, "post:11": 300})
+
+
+@LESSON.exercise(StateCheck, "02-comment-index",
+                takes=steps.collection("practice.comments"))
+def _check_comment_index(lab: Lab, comments: Any) -> str:
+    with lab.sandbox(fresh=_fresh_comments, indexes={"comments": comments}) as box:
         cursor = box.db.comments.find(COMMENT_QUERY, {"text": 1, "likes": 1, "createdAt": 1})
         fig = observe.plan_figures(cursor.sort("createdAt", 1).limit(20).explain())
         redundant = observe.redundant_prefixes(box.db.comments)
@@ -119,27 +96,14 @@ def _check_comment_index(comments: Any) -> str:
         raise NotYet(f"{fig.docs_examined} comments fetched for {fig.returned} returned: {ix} cannot check "
                      "`likes >= 10` on its keys, so every comment below 10 likes is fetched and thrown away. Add "
                      "`likes` after the sort field: {postId: 1, createdAt: 1, likes: 1}.")
-    if fig.returned != 20:
-        raise NotYet(f"the query returned {fig.returned} comments instead of 20; a partial or sparse index must not "
-                     "hide comments.")
-    for short, long_ in redundant:
-        raise NotYet(f"the query is served, but `{short}` is a prefix of `{long_}`: the compound index already "
-                     f"serves queries on its first fields, and the extra one slows every new comment. Drop it: "
-                     f"`practice.comments.drop_index(\"{short}\")`.")
+    _nothing_hidden_or_redundant(
+        fig.returned, redundant,
+        hidden=f"the query returned {fig.returned} comments instead of 20; a partial or sparse index must not hide "
+               "comments.",
+        prefix="the query is served, but `{short}` is a prefix of `{long}`: the compound index already serves "
+               "queries on its first fields, and the extra one slows every new comment. Drop it: "
+               '`practice.comments.drop_index("{short}")`.')
     return (f"{ix}: no blocking SORT, {fig.keys_examined} keys and {fig.docs_examined} comments examined for "
             f"{fig.returned} returned; the likes range is checked on the index keys (Equality, Sort, Range).")
 
 
-@register
-def _ex02b() -> Exercise:
-    return Exercise(
-        id="02-comment-index",
-        lesson="02_one_to_many",
-        task="Comments reference their post (`postId`). Index them for 'the first 20 comments of a post with at "
-             "least 10 likes, oldest first': no blocking SORT and no comment fetched only to be thrown away.",
-        checker=_check_comment_index,
-        hints=["`postId` is the equality, `createdAt` the sort, `likes >= 10` the range.",
-               "Equality, Sort, Range: {postId: 1, createdAt: 1, likes: 1}."],
-        solution_text='practice.comments.create_index({"postId": 1, "createdAt": 1, "likes": 1})\n'
-                      'ex2.check(practice.comments)',
-    )

@@ -4,13 +4,14 @@ Notebook: ``notebooks/03_lookup.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _trims_after_lookup(pipeline: list, field: str) -> str | None:
@@ -44,11 +45,16 @@ def _lookup_order_mistake(sub: list) -> str | None:
     return None
 
 
-def _check_bounded_lookup(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2):
-        raise NotYet("call it with the database and your pipeline: `ex.check(db, pipeline)`.")
-    db, pipeline = args
-    if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
+def _fresh_posts(db: Any) -> None:
+    """Sam has 60 posts inserted out of order, with ties on createdAt."""
+    observe.seed_posts(db, {"user:112": 60, "user:234": 25})
+    db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+
+
+@LESSON.exercise(BehaviourCheck, "03-bounded-lookup", fresh=_fresh_posts,
+                takes=steps.call("call it with the database and your pipeline: `ex.check(db, pipeline)`.", None, None))
+def _check_bounded_lookup(lab: Lab, db: Any, pipeline: Any) -> str:
+    if not steps.is_pipeline(pipeline):
         raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
     lookups = [s["$lookup"] for s in pipeline if "$lookup" in s]
     if not lookups or not isinstance(lookups[0], dict):
@@ -64,14 +70,8 @@ def _check_bounded_lookup(args: Any) -> str:
         order = _lookup_order_mistake(sub)
         if order:
             raise NotYet(order)
-    # Run it on pristine data: Sam has 60 posts inserted out of order, with ties on createdAt.
-    with observe.sandbox("03-bounded-lookup", db) as box:
-        observe.seed_posts(box.db, {"user:112": 60, "user:234": 25})
-        box.db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
-        try:
-            docs = list(box.db.users.aggregate(pipeline))
-        except Exception as exc:  # noqa: BLE001 - the server's error, explained
-            raise NotYet(f"the pipeline fails on the server: {exc}") from None
+    with lab.sandbox() as box:  # pristine data
+        docs = steps.aggregate(box.db.users, pipeline)
         expected = [d["_id"] for d in box.db.posts.find({"authorId": "user:112"}, {"_id": 1})
                     .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
     if len(docs) > 1 and all(isinstance(d, dict) and d.get("_id") == "user:112" for d in docs):
@@ -100,61 +100,25 @@ def _check_bounded_lookup(args: Any) -> str:
     return "10 posts, newest first, three fields each, sorted, limited and projected inside the join."
 
 
-@register
-def _ex03() -> Exercise:
-    return Exercise(
-        id="03-bounded-lookup",
-        lesson="03_lookup",
-        task="Join Sam's 10 newest posts (only _id, title, createdAt) into his document with a bounded $lookup.",
-        checker=_check_bounded_lookup,
-        hints=["$lookup accepts localField/foreignField *and* a `pipeline` of stages applied to the matches.",
-               "Inside the $lookup pipeline: $sort {createdAt: -1, _id: -1}, $limit 10, $project {title: 1, createdAt: 1}."],
-        solution_text=(
-            'pipeline = [\n    {"$match": {"_id": "user:112"}},\n'
-            '    {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",\n'
-            '                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},\n'
-            '                              {"$project": {"title": 1, "createdAt": 1}}]}},\n]\nex.check(db, pipeline)'
-        ),
-    )
+LESSON.add(Prediction, "03-predict-bounded-docs", tolerance=0.05)
 
 
-def _explain_bounded_docs(measured: Any) -> str:
-    return (f"The bounded join examined {measured} documents: Sam's user document, then 20 posts read in order "
-            "from the {authorId, createdAt, _id} index and stopped by the $limit inside the join. His other posts "
-            "are never read, however many he has.")
-
-
-@register
-def _ex03_predict() -> Exercise:
-    return Prediction(
-        id="03-predict-bounded-docs",
-        lesson="03_lookup",
-        task="Predict: Sam has thousands of posts. How many documents does the bounded $lookup (sort, limit 20, "
-             "project inside the join) examine in all, his user document included?",
-        checker=None,
-        hints=["The join's $sort matches the index on the posts side, so the $limit stops the index scan."],
-        solution_text="ex_docs.predict(21)",
-        explain=_explain_bounded_docs,
-        tolerance=0.05,
-    )
-
-
-def _seed_commenters(db: Any) -> None:
+def _fresh_comments(db: Any) -> None:
+    observe.seed_comments(db, {"post:9": 1500, "post:10": 300})
     db.users.insert_many([{"_id": f"user:{i}", "name": f"Commenter {i}", "bio": "b" * 200} for i in range(1, 500)])
+    db.comments.create_index({"postId": 1, "likes": -1, "_id": 1})
 
 
-def _check_top_comments(fn: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "03-top-comments", fresh=_fresh_comments,
+                takes=steps.call("pass your function itself: `ex2.check(top_comments)` (it takes a post id and returns "
+                                 "a pipeline).", callable))
+def _check_top_comments(lab: Lab, fn: Callable) -> str:
     from labkit import ledger
-    if not callable(fn):
-        raise NotYet("pass your function itself: `ex2.check(top_comments)` (it takes a post id and returns a "
-                     "pipeline).")
-    with observe.sandbox("03-top-comments") as box:
-        observe.seed_comments(box.db, {"post:9": 1500, "post:10": 300})
-        _seed_commenters(box.db)
-        box.db.comments.create_index({"postId": 1, "likes": -1, "_id": 1})
+
+    with lab.sandbox() as box:
         for post_id in ("post:9", "post:10"):
-            pipeline = observe.call_learner(fn, post_id)
-            if not isinstance(pipeline, list) or not all(isinstance(s, dict) for s in pipeline):
+            pipeline = lab.call(fn, post_id)
+            if not steps.is_pipeline(pipeline):
                 raise NotYet("`top_comments(post_id)` must return a pipeline: a list of stage documents.")
             if not any("$lookup" in s for s in pipeline):
                 raise NotYet("the pipeline has no `$lookup`: join each comment's commenter from `users` on the "
@@ -171,10 +135,7 @@ def _check_top_comments(fn: Any) -> str:
                              "server returns an order it does not promise (it can change with the plan), so the "
                              "page can show different comments from one run to the next. Add `_id: 1` after "
                              "`likes: -1`.")
-            try:
-                docs = list(box.db.comments.aggregate(pipeline))
-            except Exception as exc:  # noqa: BLE001 - the server's error, explained
-                raise NotYet(f"the pipeline fails on the server: {exc}") from None
+            docs = steps.aggregate(box.db.comments, pipeline)
             expected = list(box.db.comments.find({"postId": post_id}).sort([("likes", -1), ("_id", 1)]).limit(5))
             names = {u["_id"]: u["name"] for u in box.db.users.find({}, {"name": 1})}
             got = [d.get("_id") for d in docs]
@@ -213,28 +174,3 @@ def _check_top_comments(fn: Any) -> str:
             "examined: the join ran only for the comments on the page.")
 
 
-@register
-def _ex03b() -> Exercise:
-    return Exercise(
-        id="03-top-comments",
-        lesson="03_lookup",
-        task="Write top_comments(post_id): a pipeline on `comments` giving the post's 5 most-liked comments, each "
-             "with only text, likes and the commenter's name as `author`, joining `users` only for those 5.",
-        checker=_check_top_comments,
-        hints=["This join goes the other way: many comments to one user each. Decide which comments first, then "
-               "join: `$match`, `$sort`, `$limit`, then `$lookup`.",
-               "`{\"$lookup\": {\"from\": \"users\", \"localField\": \"userId\", \"foreignField\": \"_id\", "
-               "\"as\": \"author\"}}`, then `{\"$set\": {\"author\": {\"$first\": \"$author.name\"}}}` and a "
-               "`$project`."],
-        solution_text=(
-            "def top_comments(post_id):\n"
-            "    return [\n"
-            "        {\"$match\": {\"postId\": post_id}},\n"
-            "        {\"$sort\": {\"likes\": -1, \"_id\": 1}},\n"
-            "        {\"$limit\": 5},\n"
-            "        {\"$lookup\": {\"from\": \"users\", \"localField\": \"userId\", \"foreignField\": \"_id\",\n"
-            "                     \"pipeline\": [{\"$project\": {\"name\": 1}}], \"as\": \"author\"}},\n"
-            "        {\"$project\": {\"text\": 1, \"likes\": 1, \"author\": {\"$first\": \"$author.name\"}}},\n"
-            "    ]\n\nex2.check(top_comments)"
-        ),
-    )

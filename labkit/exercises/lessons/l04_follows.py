@@ -4,13 +4,14 @@ Notebook: ``notebooks/04_follows.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _pristine_follows(db: Any) -> None:
@@ -23,28 +24,24 @@ def _pristine_follows(db: Any) -> None:
     db.follows.insert_many(edges)
 
 
-def _check_follow_indexes(follows: Any) -> str:
+@LESSON.exercise(StateCheck, "04-follow-indexes",
+                takes=steps.collection("practice.follows"))
+def _check_follow_indexes(lab: Lab, follows: Any) -> str:
     from pymongo.errors import DuplicateKeyError, OperationFailure
 
-    import mongomock
-    import pymongo.collection
-
-    if not isinstance(follows, (pymongo.collection.Collection, mongomock.Collection)):
-        raise NotYet(f"pass the collection (`practice.follows`), not {type(follows).__name__}.")
     learner_indexes = [spec for spec in follows.list_indexes() if spec["name"] != "_id_"]
     if not learner_indexes:
         raise NotYet("practice.follows has no index but `_id` yet: create one index per direction.")
-    with observe.sandbox("04-follow-indexes", follows) as box:
+    try:
+        box = lab.sandbox(fresh=_pristine_follows, indexes={"follows": follows})
+    except (DuplicateKeyError, OperationFailure) as exc:
+        if getattr(exc, "code", None) == 11000:
+            raise NotYet("one of your unique indexes refuses ordinary follows (built on follows where one "
+                         "user follows several others, it fails with E11000): only the PAIR "
+                         "{followerId, followingId} is unique, not either field alone.") from None
+        raise
+    with box:
         sandbox_follows = box.db.follows
-        _pristine_follows(box.db)
-        try:
-            observe.copy_indexes(follows, sandbox_follows)
-        except (DuplicateKeyError, OperationFailure) as exc:
-            if getattr(exc, "code", None) == 11000:
-                raise NotYet("one of your unique indexes refuses ordinary follows (built on follows where one "
-                             "user follows several others, it fails with E11000): only the PAIR "
-                             "{followerId, followingId} is unique, not either field alone.") from None
-            raise
         for label, field, other, value in (("who follows", "followingId", "followerId", "user:000"),
                                            ("whom ... follows", "followerId", "followingId", "user:007")):
             plan = sandbox_follows.find({field: value}).sort(other, 1).limit(20).explain()
@@ -74,40 +71,7 @@ def _check_follow_indexes(follows: Any) -> str:
                  "of the indexes, your data is untouched): make the {followerId, followingId} index unique.")
 
 
-@register
-def _ex04() -> Exercise:
-    return Exercise(
-        id="04-follow-indexes",
-        lesson="04_follows",
-        task="Index follows so both directions run from an index without a blocking SORT, and duplicates fail.",
-        checker=_check_follow_indexes,
-        hints=["One index per direction: equality field first, then the field the page is sorted by.",
-               "`create_index({...}, unique=True)` on {followerId: 1, followingId: 1}; mirror it for the other side."],
-        solution_text=(
-            'practice.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)\n'
-            'practice.follows.create_index({"followingId": 1, "followerId": 1})\nex.check(practice.follows)'
-        ),
-    )
-
-
-def _explain_count_keys(measured: Any) -> str:
-    return (f"Counting walks one index key per matching edge: {measured} keys for {measured} followers. The "
-            "index makes each match cheap, not the count constant; a maintained counter reads one document.")
-
-
-@register
-def _ex04_predict() -> Exercise:
-    return Prediction(
-        id="04-predict-count-keys",
-        lesson="04_follows",
-        task="Predict: with the {followingId: 1, followerId: 1} index, how many index keys does counting Sam's "
-             "followers examine?",
-        checker=None,
-        hints=["Look at how many followers the seed gave Sam (the summary above). What must a count visit?"],
-        solution_text="ex_count.predict(4000)",
-        explain=_explain_count_keys,
-        tolerance=0.05,
-    )
+LESSON.add(Prediction, "04-predict-count-keys", tolerance=0.05)
 
 
 def _membership_state(db: Any, group_id: str) -> tuple[int, Any]:
@@ -125,8 +89,7 @@ def _member_counter_method(rec: Any, what: str) -> None:
                      "member on every join and leave, which is what the counter is there to avoid. Move the "
                      "counter by one with `$inc`.")
     for spec in rec.update_specs():
-        u = spec.get("u")
-        if isinstance(u, list) or (isinstance(u, dict) and "memberCount" in (u.get("$set") or {})):
+        if steps.computed_in_python(spec, "memberCount"):
             raise NotYet(f"{what} writes memberCount with a value computed in Python from a read of the group "
                          "(read-modify-write): two joins at once both read 4 and both write 5, one is lost. Let "
                          "the server add: `$inc: {memberCount: 1}` (or -1).")
@@ -140,48 +103,49 @@ def _member_counter_method(rec: Any, what: str) -> None:
                          "(catch DuplicateKeyError).")
 
 
-def _check_member_counter(args: Any) -> str:
+def _fresh_groups(db: Any) -> None:
+    db.memberships.create_index({"groupId": 1, "userId": 1}, unique=True)
+    db.groups.insert_many([{"_id": "group:chess", "name": "Chess", "memberCount": 3},
+                           {"_id": "group:go", "name": "Go"}])
+    db.memberships.insert_many([{"groupId": "group:chess", "userId": f"user:{i}"} for i in (1, 2, 3)])
+
+
+@LESSON.exercise(BehaviourCheck, "04-member-counter", fresh=_fresh_groups,
+                takes=steps.call("call it with the database and your two functions: `ex.check(practice, join, leave)`.",
+                                 None, callable, callable))
+def _check_member_counter(lab: Lab, like: Any, join: Callable, leave: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 
-    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
-        raise NotYet("call it with the database and your two functions: `ex.check(practice, join, leave)`.")
-    like, join, leave = args
-    with observe.sandbox("04-member-counter", like) as box:
+    with lab.sandbox() as box:
         db = box.db
-        db.memberships.create_index({"groupId": 1, "userId": 1}, unique=True)
-        db.groups.insert_many([{"_id": "group:chess", "name": "Chess", "memberCount": 3},
-                               {"_id": "group:go", "name": "Go"}])
-        db.memberships.insert_many([{"groupId": "group:chess", "userId": f"user:{i}"} for i in (1, 2, 3)])
 
         def step(fn: Any, what: str, group: str, user: str) -> None:
-            try:
-                observe.call_learner(fn, db, group, user)
-            except DuplicateKeyError:
-                raise NotYet(f"{what} let DuplicateKeyError escape: a repeated join (a double click, a retry) is "
-                             "normal traffic. Catch it and leave the counter alone; the unique index already "
-                             "refused the second membership.") from None
+            lab.call(fn, db, group, user, raises={DuplicateKeyError: (
+                f"{what} let DuplicateKeyError escape: a repeated join (a double click, a retry) is normal traffic. "
+                "Catch it and leave the counter alone; the unique index already refused the second membership.")})
 
-        box.recorder.clear()
+        def four_members(wrong_members: str, wrong_count: str) -> None:
+            """group:chess has 4 memberships and memberCount 4; the messages are formatted with the ``members``
+            and the ``count`` found, and ``repeated``, the memberships beyond the three of the setup."""
+            members, count = _membership_state(db, "group:chess")
+            for wrong, say in ((members != 4, wrong_members), (count != 4, wrong_count)):
+                if wrong:
+                    raise NotYet(say.format(members=members, count=count, repeated=members - 3))
+
         step(join, "join", "group:chess", "user:10")
         _member_counter_method(box.recorder, "join")
-        members, count = _membership_state(db, "group:chess")
-        if members != 4:
-            raise NotYet(f"after one join the group has {members} memberships instead of 4: insert one membership "
-                         "document {groupId, userId} per join.")
-        if count != 4:
-            raise NotYet(f"after one join memberCount is {count!r} instead of 4: increment it with "
-                         "`$inc: {memberCount: 1}` on the group, in the same function.")
+        four_members("after one join the group has {members} memberships instead of 4: insert one membership "
+                     "document {{groupId, userId}} per join.",
+                     "after one join memberCount is {count!r} instead of 4: increment it with "
+                     "`$inc: {{memberCount: 1}}` on the group, in the same function.")
         if (db.groups.find_one({"_id": "group:go"}) or {}).get("memberCount") is not None:
             raise NotYet("a join to group:chess changed group:go's memberCount too: filter the counter update on "
                          "the group's `_id`.")
         step(join, "the second, repeated join", "group:chess", "user:10")
-        members, count = _membership_state(db, "group:chess")
-        if members != 4:
-            raise NotYet(f"joining twice stored {members - 3} memberships for the same user: keep the unique index "
-                         "on {groupId, userId} and let it refuse the duplicate.")
-        if count != 4:
-            raise NotYet(f"joining twice counted twice (memberCount {count!r} for 4 members): increment only after "
-                         "the membership insert succeeded; the unique index, not a read before it, decides.")
+        four_members("joining twice stored {repeated} memberships for the same user: keep the unique index "
+                     "on {{groupId, userId}} and let it refuse the duplicate.",
+                     "joining twice counted twice (memberCount {count!r} for 4 members): increment only after "
+                     "the membership insert succeeded; the unique index, not a read before it, decides.")
         box.recorder.clear()
         step(leave, "leave", "group:chess", "user:10")
         _member_counter_method(box.recorder, "leave")
@@ -207,27 +171,3 @@ def _check_member_counter(args: Any) -> str:
             "per real join or leave: a count read is one document, whatever the group's size.")
 
 
-@register
-def _ex04b() -> Exercise:
-    return Exercise(
-        id="04-member-counter",
-        lesson="04_follows",
-        task="Users join groups: one `memberships` document {groupId, userId} per membership (a unique index on "
-             "the pair exists) and `groups.memberCount` maintained on each join and leave. Write "
-             "`join(db, group_id, user_id)` and `leave(db, group_id, user_id)`; a repeated join or a leave of a "
-             "non-member must not move the counter.",
-        checker=_check_member_counter,
-        hints=["Insert the membership first; if it raises DuplicateKeyError, stop there.",
-               "`leave`: `if db.memberships.delete_one({...}).deleted_count: db.groups.update_one(..., "
-               "{\"$inc\": {\"memberCount\": -1}})`."],
-        solution_text=(
-            "from pymongo.errors import DuplicateKeyError\n\n\ndef join(db, group_id, user_id):\n    try:\n"
-            "        db.memberships.insert_one({\"groupId\": group_id, \"userId\": user_id})\n"
-            "    except DuplicateKeyError:\n        return\n"
-            "    db.groups.update_one({\"_id\": group_id}, {\"$inc\": {\"memberCount\": 1}})\n\n\n"
-            "def leave(db, group_id, user_id):\n"
-            "    if db.memberships.delete_one({\"groupId\": group_id, \"userId\": user_id}).deleted_count:\n"
-            "        db.groups.update_one({\"_id\": group_id}, {\"$inc\": {\"memberCount\": -1}})\n\n\n"
-            "ex2.check(practice, join, leave)"
-        ),
-    )

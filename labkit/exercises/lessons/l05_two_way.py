@@ -4,14 +4,14 @@ Notebook: ``notebooks/05_two_way.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _edges_and_copies(db: Any) -> tuple[set, set, set]:
@@ -38,10 +38,10 @@ def _seed_follow_graph(db: Any, users: int = 40, seed: int = 5) -> None:
     db.users.insert_many(list(docs.values()))
 
 
-def _check_reconcile(args: Any) -> str:
-    db, reconcile = steps.db_and_function(args, "reconcile")
-    with observe.sandbox("05-reconcile", db) as box:
-        _seed_follow_graph(box.db)
+@LESSON.exercise(BehaviourCheck, "05-reconcile", takes=steps.db_and_function("reconcile"),
+                fresh=_seed_follow_graph)
+def _check_reconcile(lab: Lab, db: Any, reconcile: Callable) -> str:
+    with lab.sandbox() as box:
         edges_before = list(box.db.follows.find().sort("_id", 1))
         # Break the copies on purpose: drop one side of two edges, add a bogus id, remove one array entirely.
         users = [u["_id"] for u in box.db.users.find({}, {"_id": 1}).sort("_id", 1).limit(6)]
@@ -85,58 +85,10 @@ def _check_reconcile(args: Any) -> str:
             f"{statements} user write(s) were sent to repair {broken} broken users.")
 
 
-@register
-def _ex05() -> Exercise:
-    return Exercise(
-        id="05-reconcile",
-        lesson="05_two_way",
-        task="Write reconcile(db): repair followerIds/followingIds from the follows edges, rewriting only the users "
-             "whose copies are wrong.",
-        checker=_check_reconcile,
-        hints=["Group the edges by follower (for followingIds) and by followed user (for followerIds), then "
-               "compare each user's arrays with those groups as sets.",
-               "A user with no edges at all should end up with empty arrays; write a user only when a set differs."],
-        solution_text=(
-            "def reconcile(db):\n"
-            "    following, followers = {}, {}\n"
-            "    for e in db.follows.find({}, {\"followerId\": 1, \"followingId\": 1}):\n"
-            "        following.setdefault(e[\"followerId\"], set()).add(e[\"followingId\"])\n"
-            "        followers.setdefault(e[\"followingId\"], set()).add(e[\"followerId\"])\n"
-            "    for u in db.users.find({}, {\"followingIds\": 1, \"followerIds\": 1}):\n"
-            "        want = {\"followingIds\": sorted(following.get(u[\"_id\"], ())),\n"
-            "                \"followerIds\": sorted(followers.get(u[\"_id\"], ()))}\n"
-            "        fix = {f: ids for f, ids in want.items() if set(u.get(f) or []) != set(ids) or f not in u}\n"
-            "        if fix:\n"
-            "            db.users.update_one({\"_id\": u[\"_id\"]}, {\"$set\": fix})\n"
-            "\nex.check(db, reconcile)"
-        ),
-    )
-
-
-def _explain_txn_edge(measured: Any) -> str:
-    return (f"{measured} edge(s) for that pair: the crash came after two of the three writes, inside "
-            "`with_transaction`, so the callback raised, the transaction aborted and its writes (the edge and the "
-            "follower's array) were discarded together. Nothing is half-done.")
-
-
-@register
-def _ex05_predict() -> Exercise:
-    return Prediction(
-        id="05-predict-transaction-crash",
-        lesson="05_two_way",
-        task="Predict: inside with_transaction, the follow crashes after the edge and the follower's array were "
-             "written. How many follow edges for that pair are there afterwards?",
-        checker=None,
-        choices=(0, 1),
-        hints=["A transaction commits all its writes or none; did this one commit?"],
-        solution_text="ex_txn.predict(0)",
-        explain=_explain_txn_edge,
-    )
+LESSON.add(Prediction, "05-predict-transaction-crash", choices=(0, 1))
 
 
 _ENROLL_STUDENTS = ("student:ana", "student:ben", "student:cho")
-
-
 _ENROLL_COURSES = ("course:db101", "course:ml200")
 
 
@@ -147,37 +99,32 @@ def _enroll_state(db: Any) -> dict:
     return {"students": students, "courses": courses, "edges": edges}
 
 
-def _enroll_sandbox(like: Any) -> Any:
-    box = observe.sandbox("05-idempotent-enroll", like)
-    box.db.students.insert_many([{"_id": s, "name": s.split(":")[1].title(), "courseIds": []}
-                                 for s in _ENROLL_STUDENTS])
-    box.db.courses.insert_many([{"_id": c, "title": c.split(":")[1], "studentIds": []} for c in _ENROLL_COURSES])
-    box.db.enrollments.create_index({"studentId": 1, "courseId": 1}, unique=True)
-    box.recorder.clear()
-    return box
+def _fresh_enrollments(db: Any) -> None:
+    db.students.insert_many([{"_id": s, "name": s.split(":")[1].title(), "courseIds": []} for s in _ENROLL_STUDENTS])
+    db.courses.insert_many([{"_id": c, "title": c.split(":")[1], "studentIds": []} for c in _ENROLL_COURSES])
+    db.enrollments.create_index({"studentId": 1, "courseId": 1}, unique=True)
 
 
 def _call_enroll(enroll: Any, db: Any, student: str, course: str, when: Any, what: str) -> None:
     import pymongo.errors
 
-    try:
-        enroll(db, student, course, when)
-    except pymongo.errors.DuplicateKeyError:
-        raise NotYet(f"{what}, your function raised DuplicateKeyError: the enrollment already exists, so a retry "
-                     "stops at the first write and never repairs the copies. Make the edge write idempotent (an "
-                     "upsert on the pair, or catch the duplicate and carry on) and the copies `$addToSet`.") from None
+    Lab.call(enroll, db, student, course, when, raises={pymongo.errors.DuplicateKeyError: (
+        f"{what}, your function raised DuplicateKeyError: the enrollment already exists, so a retry stops at the "
+        "first write and never repairs the copies. Make the edge write idempotent (an upsert on the pair, or catch "
+        "the duplicate and carry on) and the copies `$addToSet`.")})
 
 
-def _check_idempotent_enroll(args: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "05-idempotent-enroll",
+                takes=steps.db_and_function("enroll"), fresh=_fresh_enrollments)
+def _check_idempotent_enroll(lab: Lab, db: Any, enroll: Callable) -> str:
     import datetime as dt
 
-    db, enroll = steps.db_and_function(args, "enroll")
     when = dt.datetime(2026, 9, 1, 8, 0)
     want = {"students": {"student:ana": ["course:db101"], "student:ben": [], "student:cho": []},
             "courses": {"course:db101": ["student:ana"], "course:ml200": []},
             "edges": [("student:ana", "course:db101")]}
     # 1. one call: the edge and both copies
-    with _enroll_sandbox(db) as box:
+    with lab.sandbox() as box:
         _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "on a first call")
         first = box.recorder.writes()
         first_specs = box.recorder.update_specs()
@@ -191,9 +138,7 @@ def _check_idempotent_enroll(args: Any) -> str:
         raise NotYet(f"after one call the copies are students {once['students']} and courses {once['courses']}: "
                      "add the course to the student's `courseIds` and the student to the course's `studentIds`.")
     for spec in first_specs:
-        u = spec.get("u")
-        sets = (u.get("$set") or {}) if isinstance(u, dict) else {}
-        if isinstance(u, list) or any(f in sets for f in ("courseIds", "studentIds")):
+        if steps.computed_in_python(spec, "courseIds", "studentIds"):
             raise NotYet("your function writes a whole copy array with a value computed in Python (read, add, "
                          "`$set` back): two students enrolling in one course at once both read the old list and "
                          "the later write drops the other student. `$addToSet` lets the server add each id.")
@@ -212,7 +157,7 @@ def _check_idempotent_enroll(args: Any) -> str:
             d.students.update_one({"_id": "student:ana"}, {"$set": {"courseIds": ["course:db101"]}})),
     }
     for what, crash in crashes.items():
-        with _enroll_sandbox(db) as box:
+        with lab.sandbox() as box:
             _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "on a first call")
             crash(box.db)
             _call_enroll(enroll, box.db, "student:ana", "course:db101", when, f"{what}")
@@ -231,19 +176,19 @@ def _check_idempotent_enroll(args: Any) -> str:
     # 3. calls at once: a retry fired while the first call still runs, and two students joining one course
     at_once = ("when a retry runs while the first call is still going (right after its first read; a find "
                "before the insert sees nothing in both calls, so both insert)")
-    with _enroll_sandbox(db) as box:
-        observe.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
-                            lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
-                            box.recorder)
+    with lab.sandbox() as box:
+        lab.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
+                        lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, at_once),
+                        box.recorder)
         twice = _enroll_state(box.db)
     if len(twice["edges"]) > 1:
         raise NotYet(f"a retry that runs while the first call is still going (right after its first read) leaves "
                      f"{len(twice['edges'])} enrollment documents: a find before the insert sees nothing in both "
                      "calls. Let one write decide: an upsert on {studentId, courseId}.")
-    with _enroll_sandbox(db) as box:
-        observe.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "at once"),
-                            lambda: _call_enroll(enroll, box.db, "student:ben", "course:db101", when, "at once"),
-                            box.recorder)
+    with lab.sandbox() as box:
+        lab.interleaved(lambda: _call_enroll(enroll, box.db, "student:ana", "course:db101", when, "at once"),
+                        lambda: _call_enroll(enroll, box.db, "student:ben", "course:db101", when, "at once"),
+                        box.recorder)
         both = _enroll_state(box.db)
     if sorted(both["courses"].get("course:db101") or []) != ["student:ana", "student:ben"]:
         raise NotYet(f"ana and ben enrolling in course:db101 at once leave its studentIds "
@@ -253,24 +198,3 @@ def _check_idempotent_enroll(args: Any) -> str:
             "at either point leaves exactly one enrollment and both copies right, so retries can be automatic.")
 
 
-@register
-def _ex05b() -> Exercise:
-    return Exercise(
-        id="05-idempotent-enroll",
-        lesson="05_two_way",
-        task="Write enroll(db, student_id, course_id, when): record the enrollment, then the copies on the student "
-             "and the course, so that retrying the call after a crash at any point (or after a success) leaves "
-             "one enrollment and both copies right.",
-        checker=_check_idempotent_enroll,
-        hints=["A retry runs the whole function again: every write must be safe to repeat.",
-               "Edge: `update_one({studentId, courseId}, {\"$setOnInsert\": {...}}, upsert=True)`; copies: "
-               "`$addToSet`."],
-        solution_text=(
-            "def enroll(db, student_id, course_id, when):\n"
-            "    db.enrollments.update_one({\"studentId\": student_id, \"courseId\": course_id},\n"
-            "                              {\"$setOnInsert\": {\"enrolledAt\": when}}, upsert=True)\n"
-            "    db.students.update_one({\"_id\": student_id}, {\"$addToSet\": {\"courseIds\": course_id}})\n"
-            "    db.courses.update_one({\"_id\": course_id}, {\"$addToSet\": {\"studentIds\": student_id}})\n"
-            "\nex2.check(db, enroll)"
-        ),
-    )

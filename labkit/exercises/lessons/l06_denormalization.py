@@ -4,29 +4,32 @@ Notebook: ``notebooks/06_denormalization.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_bounded_preview(args: Any) -> str:
-    db, add_follower = steps.db_and_function(args, "add_follower")
+def _fresh_user(db: Any) -> None:
+    db.users.insert_one({"_id": "user:preview-check", "name": "Preview Check", "roles": []})
+
+
+@LESSON.exercise(BehaviourCheck, "06-bounded-preview",
+                takes=steps.db_and_function("add_follower"), fresh=_fresh_user)
+def _check_bounded_preview(lab: Lab, db: Any, add_follower: Callable) -> str:
     test_id = "user:preview-check"
     names = ["Ann", "Bo", "Cy", "Di", "Ed"]
-    with observe.sandbox("06-bounded-preview", db) as box:
-        box.db.users.insert_one({"_id": test_id, "name": "Preview Check", "roles": []})
-        box.recorder.clear()
+    with lab.sandbox() as box:
         for i, name in enumerate(names[:3]):
             add_follower(box.db, test_id, f"user:p{i}", name)
         per_call = box.recorder.write_statements() / 3
         # Two followers arrive at once: the second call runs to completion right after the first one's read.
-        observe.interleaved(lambda: add_follower(box.db, test_id, "user:p3", "Di"),
-                            lambda: add_follower(box.db, test_id, "user:p4", "Ed"), box.recorder)
+        lab.interleaved(lambda: add_follower(box.db, test_id, "user:p3", "Di"),
+                        lambda: add_follower(box.db, test_id, "user:p4", "Ed"), box.recorder)
         reads = [n for n in box.recorder.names() if n in ("find", "aggregate")]
         doc = box.db.users.find_one({"_id": test_id})
     preview = (doc or {}).get("followerPreview")
@@ -61,41 +64,7 @@ def _check_bounded_preview(args: Any) -> str:
             "arriving together both show up.")
 
 
-@register
-def _ex06() -> Exercise:
-    return Exercise(
-        id="06-bounded-preview",
-        lesson="06_denormalization",
-        task="Write add_follower(db, user_id, follower_id, name) keeping followerPreview to the 3 newest, newest first.",
-        checker=_check_bounded_preview,
-        hints=["`$push` takes modifiers: `{\"$each\": [entry], \"$position\": 0, \"$slice\": 3}`."],
-        solution_text=(
-            "def add_follower(db, user_id, follower_id, name):\n"
-            "    db.users.update_one({\"_id\": user_id}, {\"$push\": {\"followerPreview\": {\n"
-            "        \"$each\": [{\"userId\": follower_id, \"name\": name}], \"$position\": 0, \"$slice\": 3}}})\n"
-            "\nex.check(db, add_follower)"
-        ),
-    )
-
-
-def _explain_oldest_preview(measured: Any) -> str:
-    return (f"The oldest preview reached {measured:g} hours: the job runs every 6 hours and rebuilds every preview "
-            "at least 24 - 6 = 18 hours old, so a preview is rebuilt at the first run after it turns 18 hours, "
-            "and never gets older than that before a run. The one-day policy holds with a 6-hour margin.")
-
-
-@register
-def _ex06_predict() -> Exercise:
-    return Prediction(
-        id="06-predict-oldest-preview",
-        lesson="06_denormalization",
-        task="Predict: the rebuild job runs every 6 hours and rebuilds previews at least 18 hours old. Over the "
-             "day after a full rebuild, how old (in hours) does the oldest preview get before a run?",
-        checker=None,
-        hints=["Walk the runs at 6, 12, 18 and 24 hours: at which one is a preview first at least 18 hours old?"],
-        solution_text="ex_age.predict(18)",
-        explain=_explain_oldest_preview,
-    )
+LESSON.add(Prediction, "06-predict-oldest-preview")
 
 
 def _seed_teams(db: Any) -> None:
@@ -126,15 +95,15 @@ def _mentions(query: Any, prefix: str) -> bool:
     return False
 
 
-def _check_rename_member(args: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "06-rename-member",
+                takes=steps.db_and_function("rename_member"), fresh=_seed_teams)
+def _check_rename_member(lab: Lab, db: Any, rename_member: Callable) -> str:
     import copy
 
-    db, rename_member = steps.db_and_function(args, "rename_member")
-    with observe.sandbox("06-rename-member", db) as box:
-        _seed_teams(box.db)
+    with lab.sandbox() as box:
         before = {c: {d["_id"]: d for d in box.db[c].find()} for c in ("users", "teams", "messages")}
         box.recorder.clear()
-        observe.call_learner(rename_member, box.db, "user:7", "Sevi")
+        lab.call(rename_member, box.db, "user:7", "Sevi")
         after = {c: {d["_id"]: d for d in box.db[c].find()} for c in ("users", "teams", "messages")}
         writes, specs = box.recorder.write_statements(), box.recorder.update_specs()
     if writes == 0:
@@ -157,8 +126,7 @@ def _check_rename_member(args: Any) -> str:
                 entry["name"] = "Sevi"
     stale = sorted(t for t, team in after["teams"].items()
                    if any(e.get("userId") == "user:7" and e.get("name") != "Sevi" for e in team.get("members", [])))
-    fixed = sorted(k for s in specs for op in (s.get("u") or {}).values() if isinstance(op, dict) for k in op
-                   if any(part.isdigit() for part in str(k).split(".")))
+    fixed = steps.fixed_positions(specs)
     if stale and fixed:
         raise NotYet(f"{len(stale)} team previews still show the old name: the update names a fixed position "
                      f"({', '.join(fixed)}), but user:7 sits at a different position in each team. Filter on "
@@ -172,8 +140,7 @@ def _check_rename_member(args: Any) -> str:
         wrong = sorted(t for t in expected if after["teams"].get(t) != expected[t])
         raise NotYet(f"team previews changed beyond user:7's name ({wrong[:3]}): change only the matching entry's "
                      "`name` (`members.$.name`, or `members.$[m].name` with an array filter).")
-    whole = any(isinstance((s.get("u") or {}).get("$set"), dict) and "members" in s["u"]["$set"] for s in specs)
-    if whole:
+    if any(steps.computed_in_python(s, "members") for s in specs):
         raise NotYet("your updates rewrite whole `members` arrays read earlier in Python: a member who joins a team "
                      "in between is lost. Set the one entry's name in place (`members.$.name`).")
     team_specs = [c for c in box.recorder.writes() if c.get("update") == "teams"]
@@ -189,20 +156,3 @@ def _check_rename_member(args: Any) -> str:
             "the messages' snapshots as history.")
 
 
-@register
-def _ex06b() -> Exercise:
-    return Exercise(
-        id="06-rename-member",
-        lesson="06_denormalization",
-        task="Write rename_member(db, user_id, new_name): rename the user and every team's `members` preview entry "
-             "for them, in two writes however many teams, leaving the messages' author snapshots alone.",
-        checker=_check_rename_member,
-        hints=["A preview entry is a display copy that follows the canonical name; a message's snapshot is history.",
-               "`db.teams.update_many({\"members.userId\": user_id}, {\"$set\": {\"members.$.name\": new_name}})`"],
-        solution_text=(
-            "def rename_member(db, user_id, new_name):\n"
-            "    db.users.update_one({\"_id\": user_id}, {\"$set\": {\"name\": new_name}})\n"
-            "    db.teams.update_many({\"members.userId\": user_id}, {\"$set\": {\"members.$.name\": new_name}})\n"
-            "\nex2.check(db, rename_member)"
-        ),
-    )

@@ -4,25 +4,22 @@ Notebook: ``notebooks/07_validation.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, DesignQuestion, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
+@LESSON.exercise(DesignQuestion, "07-post-validator", takes=steps.VALIDATOR)
 def _check_post_validator(validator: Any) -> str:
     import datetime as dt
 
     from pymongo.errors import OperationFailure
 
-    from labkit.engine import EmbeddedClient
-
-    if not isinstance(validator, dict) or not validator:
-        raise NotYet("`validator` must be a dict such as {\"$jsonSchema\": {...}}.")
     schema = validator.get("$jsonSchema")
     used = _schema_keywords(schema) if isinstance(schema, dict) else set()
     if "type" in used and "bsonType" not in used:
@@ -32,11 +29,7 @@ def _check_post_validator(validator: Any) -> str:
     if "format" in used:
         raise NotYet("MongoDB's `$jsonSchema` does not support the `format` keyword (the server refuses it); use "
                      "`bsonType: \"date\"` for dates and `pattern` for string shapes.")
-    scratch = EmbeddedClient()["exercise_07"]
-    try:
-        coll = scratch.create_collection("posts", validator=validator)
-    except OperationFailure as exc:
-        raise NotYet(f"the server refuses these rules: {exc}") from None
+    coll = steps.validated_collection(validator, "exercise_07", "posts")
     when = dt.datetime(2026, 10, 2, 12)
     good = [{"_id": "p1", "authorId": "user:112", "title": "favorite pizza", "createdAt": when},
             {"_id": "p2", "authorId": "user:234", "title": "x" * 200, "createdAt": when, "location": "Sacramento"}]
@@ -93,54 +86,11 @@ def _try_post_validator(coll: Any, good: list, bad: list) -> str:
             why = f" The server's errInfo names {', '.join(rules)}." if rules else ""
             raise NotYet(f"a valid post was rejected: {doc['_id']} ({doc}) with title of {len(doc['title'])} "
                          f"characters (extra fields such as `location` must stay allowed).{why}") from None
-    for doc, what in bad:
-        try:
-            coll.insert_one(doc)
-        except WriteError as exc:
-            if exc.code != 121:
-                raise NotYet(f"{what} failed with code {exc.code}, not validation (121).") from None
-            continue
-        raise NotYet(f"{what} was accepted; tighten the rules.")
+    steps.refuses_each(coll, bad, "tighten the rules.")
     return f"valid posts pass and each of the {len(bad)} bad ones is rejected with code 121."
 
 
-@register
-def _ex07() -> Exercise:
-    return Exercise(
-        id="07-post-validator",
-        lesson="07_validation",
-        task="Write a validator for posts: authorId 'user:...' string, title 1-200 chars, createdAt a date.",
-        checker=_check_post_validator,
-        hints=["`required` lists the three fields; `properties` gives each a `bsonType`.",
-               "`pattern: \"^user:\"`, `minLength: 1`, `maxLength: 200`, `bsonType: \"date\"`."],
-        solution_text=(
-            'validator = {"$jsonSchema": {\n    "bsonType": "object",\n'
-            '    "required": ["authorId", "title", "createdAt"],\n    "properties": {\n'
-            '        "authorId": {"bsonType": "string", "pattern": "^user:"},\n'
-            '        "title": {"bsonType": "string", "minLength": 1, "maxLength": 200},\n'
-            '        "createdAt": {"bsonType": "date"},\n    },\n}}\nex.check(validator)'
-        ),
-    )
-
-
-def _explain_strict_repair(measured: Any) -> str:
-    return ("`strict` validates the document an update *produces*, not the one it starts from: a repair whose "
-            "result is valid is accepted, and one that leaves the document invalid is refused (which is what a "
-            "migration wants to hear). `bypass_document_validation` is not needed for it.")
-
-
-@register
-def _ex07_predict() -> Exercise:
-    return Prediction(
-        id="07-predict-strict-repair",
-        lesson="07_validation",
-        task="Predict (True/False): under validationLevel 'strict', is an update that turns an invalid legacy "
-             "document into a valid one accepted without bypass_document_validation?",
-        checker=None,
-        hints=["Which document does the server validate on an update: the old one or the result?"],
-        solution_text="ex_strict.predict(True)",
-        explain=_explain_strict_repair,
-    )
+LESSON.add(Prediction, "07-predict-strict-repair")
 
 
 PRODUCTS_SCHEMA = {
@@ -175,22 +125,21 @@ def _tag_list(doc: dict) -> list:
     return list(tags or [])
 
 
-def _check_migrate_products(args: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "07-migrate-products",
+                takes=steps.db_and_function("migrate", db="practice"))
+def _check_migrate_products(lab: Lab, like: Any, migrate: Callable) -> str:
     from pymongo.errors import WriteError
 
-    like, migrate = steps.db_and_function(args, "migrate", db="practice")
-    with observe.sandbox("07-migrate-products", like) as box:
+    with lab.sandbox() as box:
         db = box.db
         before = legacy_products()
         db.products.insert_many([dict(d) for d in before])
         db.command("collMod", "products", validator={"$jsonSchema": PRODUCTS_SCHEMA},
                    validationLevel="strict", validationAction="error")
         box.recorder.clear()
-        try:
-            observe.call_learner(migrate, db)
-        except WriteError as exc:
-            raise NotYet(f"the server refused one of your updates (code {exc.code}): under `strict` the document "
-                         "an update produces must be valid; fix the whole document in one update.") from None
+        lab.call(migrate, db, raises={WriteError: lambda exc: (
+            f"the server refused one of your updates (code {exc.code}): under `strict` the document an update "
+            "produces must be valid; fix the whole document in one update.")})
         commands = box.recorder.commands
         statements = box.recorder.write_statements()
         after = {d["_id"]: d for d in db.products.find()}
@@ -238,32 +187,6 @@ def _check_migrate_products(args: Any) -> str:
                      "the valid ones too. Audit first (`$nor: [{$jsonSchema: ...}]`) and repair only what it finds.")
     return ("every product passes the strict rules, no tag was lost (the overflow sits in `moreTags`), and the "
             "valid product was left alone: no bypass needed.")
-
-
-@register
-def _ex07b() -> Exercise:
-    return Exercise(
-        id="07-migrate-products",
-        lesson="07_validation",
-        task="`products` has strict rules (sku 'SKU-...', a non-empty name, at most 5 string tags) and legacy "
-             "documents that break them. Write `migrate(db)`: repair each invalid product without bypassing "
-             "validation and without losing a tag (a comma string becomes a list, tags beyond the fifth move to "
-             "`moreTags`, a missing tag list becomes [], an empty name becomes the sku).",
-        checker=_check_migrate_products,
-        hints=["Audit first: `db.products.find({\"$nor\": [{\"$jsonSchema\": schema}]})`.",
-               "Build the whole repaired shape in Python and `$set` it in one update per product: the result is "
-               "valid, so `strict` accepts it."],
-        solution_text=(
-            "def migrate(db):\n    schema = db.products.options()[\"validator\"][\"$jsonSchema\"]\n"
-            "    for doc in db.products.find({\"$nor\": [{\"$jsonSchema\": schema}]}):\n"
-            "        tags = doc.get(\"tags\") or []\n        if isinstance(tags, str):\n"
-            "            tags = [t.strip() for t in tags.split(\",\") if t.strip()]\n"
-            "        fix = {\"tags\": tags[:5], \"name\": doc.get(\"name\") or doc[\"sku\"]}\n"
-            "        if tags[5:]:\n            fix[\"moreTags\"] = tags[5:]\n"
-            "        db.products.update_one({\"_id\": doc[\"_id\"]}, {\"$set\": fix})\n\n\n"
-            "ex2.check(practice, migrate)"
-        ),
-    )
 
 
 def _schema_keywords(schema: Any) -> set:

@@ -4,20 +4,19 @@ Notebook: ``notebooks/08_capstone_profile.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_orphans(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2):
-        raise NotYet("call it with the database and your list: `ex.check(db, orphans)`.")
-    db, orphans = args
+@LESSON.exercise(StateCheck, "08-orphans",
+                takes=steps.call("call it with the database and your list: `ex.check(db, orphans)`.", None, None))
+def _check_orphans(lab: Lab, db: Any, orphans: Any) -> str:
     if not isinstance(orphans, list):
         raise NotYet(f"`orphans` should be a list of post ids, got {type(orphans).__name__}.")
     users = {u["_id"] for u in db.users.find({}, {"_id": 1})}
@@ -43,44 +42,12 @@ def _check_orphans(args: Any) -> str:
     return f"all {len(truth)} orphaned posts found; a repair job would now delete or reassign them."
 
 
-@register
-def _ex08() -> Exercise:
-    return Exercise(
-        id="08-orphans",
-        lesson="08_capstone_profile",
-        task="List (sorted) the ids of posts whose author no longer exists.",
-        checker=_check_orphans,
-        hints=["`$lookup` from users on authorId; an orphan's joined array is empty (`$size: 0`)."],
-        solution_text=(
-            'orphans = sorted(d["_id"] for d in db.posts.aggregate([\n'
-            '    {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}},\n'
-            '    {"$match": {"author": {"$size": 0}}},\n    {"$project": {"_id": 1}},\n]))\nex.check(db, orphans)'
-        ),
-    )
-
-
 PROFILE_OPERATIONS = ("account + roles", "newest 20 posts", "followers page", "following page", "follower count")
 
 
-def _explain_growing_operation(measured: Any) -> str:
-    return (f"'{measured}' is the read whose cost grows with the account: a count visits one index key per "
-            "follower, while every page stops after 20 keys and the account read is one key. It is the candidate "
-            "for a maintained counter (lesson 04), measured before it is built.")
-
-
-@register
-def _ex08_predict() -> Exercise:
-    return Prediction(
-        id="08-predict-growing-read",
-        lesson="08_capstone_profile",
-        task="Predict: which of the profile page's reads examines the most index keys for the busiest account? "
-             f"One of {list(PROFILE_OPERATIONS)}.",
-        checker=None,
-        hints=["Each page has a limit of 20. Which read has no limit?"],
-        solution_text='ex_grow.predict("follower count")',
-        explain=_explain_growing_operation,
-        choices=PROFILE_OPERATIONS,
-    )
+LESSON.add(Prediction, "08-predict-growing-read", choices=PROFILE_OPERATIONS,
+           task="Predict: which of the profile page's reads examines the most index keys for the busiest account? "
+                f"One of {list(PROFILE_OPERATIONS)}.")
 
 
 def _seed_account_graph(db: Any) -> None:
@@ -112,14 +79,14 @@ def _dangling(db: Any, gone: str) -> dict[str, int]:
     }
 
 
-def _check_delete_account(args: Any) -> str:
-    like, delete_account = steps.db_and_function(args, "delete_account")
-    with observe.sandbox("08-delete-account", like) as box:
+@LESSON.exercise(BehaviourCheck, "08-delete-account",
+                takes=steps.db_and_function("delete_account"), fresh=_seed_account_graph)
+def _check_delete_account(lab: Lab, like: Any, delete_account: Callable) -> str:
+    with lab.sandbox() as box:
         db = box.db
-        _seed_account_graph(db)
         totals = {c: db[c].count_documents({}) for c in ("users", "posts", "comments", "follows")}
         expected_gone = _dangling(db, "user:2")
-        observe.call_learner(delete_account, db, "user:2")
+        lab.call(delete_account, db, "user:2")
         left = _dangling(db, "user:2")
         after = {c: db[c].count_documents({}) for c in ("users", "posts", "comments", "follows")}
     leftovers = {k: v for k, v in left.items() if v}
@@ -146,25 +113,3 @@ def _check_delete_account(args: Any) -> str:
             f"comments, {removed['follows']} follows), and nobody else lost anything.")
 
 
-@register
-def _ex08b() -> Exercise:
-    return Exercise(
-        id="08-delete-account",
-        lesson="08_capstone_profile",
-        task="Write `delete_account(db, user_id)` for a schema with users, posts (authorId), comments (postId, "
-             "authorId) and follows (followerId, followingId): it deletes the user and everything that would point "
-             "at nobody afterwards, and nothing else.",
-        checker=_check_delete_account,
-        hints=["List every reference to a user and to the user's posts: posts.authorId, comments.authorId, "
-               "comments.postId (of their posts), follows.followerId, follows.followingId.",
-               "Collect the user's post ids first; delete comments on them, then the posts, the user's comments, "
-               "both directions of follows, and the user."],
-        solution_text=(
-            "def delete_account(db, user_id):\n"
-            "    post_ids = [p[\"_id\"] for p in db.posts.find({\"authorId\": user_id}, {\"_id\": 1})]\n"
-            "    db.comments.delete_many({\"$or\": [{\"postId\": {\"$in\": post_ids}}, {\"authorId\": user_id}]})\n"
-            "    db.posts.delete_many({\"authorId\": user_id})\n"
-            "    db.follows.delete_many({\"$or\": [{\"followerId\": user_id}, {\"followingId\": user_id}]})\n"
-            "    db.users.delete_one({\"_id\": user_id})\n\n\nex2.check(db, delete_account)"
-        ),
-    )

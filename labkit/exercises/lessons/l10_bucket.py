@@ -4,14 +4,14 @@ Notebook: ``notebooks/10_bucket.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _reading_value(reading: dict) -> Any:
@@ -23,14 +23,17 @@ def _reading_value(reading: dict) -> Any:
                  and not isinstance(v, bool)), None)
 
 
-def _check_bucket_upsert(args: Any) -> str:
+def _fresh_buckets(db: Any) -> None:
+    db["buckets"].create_index([("sensorId", 1), ("start", 1)])
+
+
+@LESSON.exercise(BehaviourCheck, "10-bucket-upsert",
+                takes=steps.db_and_function("add_reading"), fresh=_fresh_buckets)
+def _check_bucket_upsert(lab: Lab, db: Any, add_reading: Callable) -> str:
     import datetime as dt
 
-    db, add_reading = steps.db_and_function(args, "add_reading")
-    box = observe.sandbox("10-bucket-upsert", db)
+    box = lab.sandbox()
     coll = box.db["buckets"]
-    coll.create_index([("sensorId", 1), ("start", 1)])
-    box.recorder.clear()
     start = dt.datetime(2026, 10, 2, 10, 0)
     fed: dict[str, list[tuple[dt.datetime, float]]] = {"sensor:a": [], "sensor:b": []}
     try:
@@ -93,50 +96,7 @@ def _check_bucket_upsert(args: Any) -> str:
     return "6 buckets for 300 readings, each within one hour, at most 60 readings, with a correct summary."
 
 
-@register
-def _ex10() -> Exercise:
-    return Exercise(
-        id="10-bucket-upsert",
-        lesson="10_bucket",
-        task="Write add_reading(coll, sensor_id, ts, value): one upsert into hourly buckets of at most 60 readings "
-             "with count/min/max.",
-        checker=_check_bucket_upsert,
-        hints=["Filter: `{sensorId, start: <ts truncated to the hour>, count: {$lt: 60}}`, and `upsert=True`.",
-               "Update: `$push` the reading, `$inc` count, `$min`/`$max` the value, `$setOnInsert` the _id."],
-        solution_text=(
-            "def add_reading(coll, sensor_id, ts, value):\n"
-            "    start = ts.replace(minute=0, second=0, microsecond=0)\n"
-            "    coll.update_one(\n"
-            "        {\"sensorId\": sensor_id, \"start\": start, \"count\": {\"$lt\": 60}},\n"
-            "        {\"$push\": {\"readings\": {\"ts\": ts, \"temperature\": value}}, \"$inc\": {\"count\": 1},\n"
-            "         \"$min\": {\"min\": value}, \"$max\": {\"max\": value},\n"
-            "         \"$setOnInsert\": {\"_id\": f\"{sensor_id}:{ts.isoformat()}Z\"}},\n"
-            "        upsert=True)\n\nex.check(db, add_reading)"
-        ),
-    )
-
-
-def _explain_ts_buckets(measured: Any) -> str:
-    return (f"{measured} buckets. With granularity 'minutes' a bucket may span 24 hours (bucketMaxSpanSeconds "
-            "86,400), so one sensor's day fits one bucket's time span, but a bucket holds at most 1,000 "
-            "measurements: 1,440 readings need two buckets per sensor (1,000 + 440). Buckets never mix meta values, "
-            "so 10 sensors make 10 x 2 = 20. (avgNumMeasurementsPerCommit is a different figure: measurements "
-            "per write to a bucket, which depends on how you batch inserts, not on bucket size.)")
-
-
-@register
-def _ex10_predict() -> Exercise:
-    return Prediction(
-        id="10-predict-ts-buckets",
-        lesson="10_bucket",
-        task="Predict: 10 sensors x 1,440 one-minute readings (one day) go into a time-series collection with "
-             "metaField sensorId and granularity 'minutes'. How many buckets does the server make?",
-        checker=None,
-        hints=["Two limits apply: the time span of a bucket (granularity 'minutes': 24 hours) and at most 1,000 "
-               "measurements per bucket. Buckets are per meta value."],
-        solution_text="ex_ts.predict(20)",
-        explain=_explain_ts_buckets,
-    )
+LESSON.add(Prediction, "10-predict-ts-buckets")
 
 
 METERS_10 = ["meter:%02d" % i for i in range(4)]
@@ -161,11 +121,11 @@ def _meta_holds_meter(meta: Any, meter: str) -> bool:
     return isinstance(meta, dict) and meta.get("meterId") == meter
 
 
-def _check_meter_ts(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
-        raise NotYet("call it with the database and your two functions: `ex.check(db, setup_meters, store_batch)`.")
-    db, setup_meters, store_batch = args
-    box = observe.sandbox("10-ts-meters", db)
+@LESSON.exercise(BehaviourCheck, "10-ts-meters",
+                takes=steps.call("call it with the database and your two functions: "
+                                 "`ex.check(db, setup_meters, store_batch)`.", None, callable, callable))
+def _check_meter_ts(lab: Lab, db: Any, setup_meters: Callable, store_batch: Callable) -> str:
+    box = lab.sandbox()
     try:
         setup_meters(box.db)
         entry = next((e for e in box.db.list_collections() if e["name"] == "meter_readings"), None)
@@ -237,23 +197,3 @@ def _check_meter_ts(args: Any) -> str:
             f"became {len(buckets)} buckets, {per_bucket:.0f} readings per bucket (counted from the buckets).")
 
 
-@register
-def _ex10_meters() -> Exercise:
-    return Exercise(
-        id="10-ts-meters",
-        lesson="10_bucket",
-        task="Electricity meters report every 15 s ({meterId, building, ts, kwh}). Write setup_meters(db) that creates "
-             "the time-series collection `meter_readings`, and store_batch(coll, batch) that stores a batch of "
-             "readings as they arrive.",
-        checker=_check_meter_ts,
-        hints=["timeField is the reading's time, metaField what identifies one series (a meter), granularity the "
-               "closest match to 15 s.",
-               "`create_collection(\"meter_readings\", timeseries={\"timeField\": \"ts\", \"metaField\": \"meterId\", "
-               "\"granularity\": \"seconds\"})`; store with one `insert_many(batch)`."],
-        solution_text=(
-            "def setup_meters(db):\n"
-            "    db.create_collection(\"meter_readings\", timeseries={\"timeField\": \"ts\", \"metaField\": \"meterId\",\n"
-            "                                                       \"granularity\": \"seconds\"})\n\n\n"
-            "def store_batch(coll, batch):\n"
-            "    coll.insert_many(batch)\n\n\nex_meters.check(db, setup_meters, store_batch)"),
-    )

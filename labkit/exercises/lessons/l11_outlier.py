@@ -4,28 +4,33 @@ Notebook: ``notebooks/11_outlier.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_outlier_write(args: Any) -> str:
+def _fresh_posts(db: Any) -> None:
+    db["posts"].insert_many([{"_id": "post:busy", "title": "Busy", "commentCount": 0, "comments": [],
+                              "hasOverflow": False},
+                             {"_id": "post:quiet", "title": "Quiet", "commentCount": 0, "comments": [],
+                              "hasOverflow": False}])
+
+
+@LESSON.exercise(BehaviourCheck, "11-outlier-write",
+                takes=steps.db_and_function("add_comment"), fresh=_fresh_posts)
+def _check_outlier_write(lab: Lab, db: Any, add_comment: Callable) -> str:
     import datetime as dt
 
-    db, add_comment = steps.db_and_function(args, "add_comment")
     if not hasattr(db, "list_collection_names"):
         raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
-    box = observe.sandbox("11-outlier-write", db)  # pristine posts of the checker's own, never the learner's
+    box = lab.sandbox()  # pristine posts of the checker's own, never the learner's
     posts, comments = box.db["posts"], box.db["comments"]
     base = dt.datetime(2026, 10, 3, 9, 0)
-    posts.insert_many([{"_id": "post:busy", "title": "Busy", "commentCount": 0, "comments": [], "hasOverflow": False},
-                       {"_id": "post:quiet", "title": "Quiet", "commentCount": 0, "comments": [],
-                        "hasOverflow": False}])
     made = {"post:busy": 25, "post:quiet": 3}
     try:
         for post_id, n in made.items():
@@ -39,7 +44,7 @@ def _check_outlier_write(args: Any) -> str:
                           "comments": [{"userId": f"user:{i}", "text": f"old {i}",
                                         "createdAt": base + dt.timedelta(minutes=i)} for i in reversed(range(20))]})
         late = base + dt.timedelta(hours=1)
-        observe.interleaved(
+        lab.interleaved(
             lambda: add_comment(posts, comments, "post:race", {"userId": "user:a", "text": "race a",
                                                                "createdAt": late}),
             lambda: add_comment(posts, comments, "post:race", {"userId": "user:b", "text": "race b",
@@ -92,47 +97,4 @@ def _check_outlier_write(args: Any) -> str:
             "comments at once on a full post both kept.")
 
 
-@register
-def _ex11_predict() -> Exercise:
-    return Prediction(
-        id="11-predict-deep-page-keys",
-        lesson="11_outlier",
-        task="Page 50 of the viral post's comments (20 per page, page 1 embedded): how many index keys does its "
-             "query examine?",
-        checker=None,
-        tolerance=0.02,
-        explain=lambda n: (f"Measured: {n}. Page 50 is the 49th page of the overflow collection: `skip(48 * 20)` "
-                           "walks the {postId, createdAt} index past the 960 keys of pages 2-49, then reads the 20 "
-                           "it returns. The documents fetched stay 20 (SKIP sits below FETCH), but the keys grow "
-                           "with the page number; a range on createdAt from the last comment shown avoids that."),
-        hints=["Which keys does `skip((page - 2) * 20).limit(20)` have to pass before it returns anything?"],
-        solution_text="predict_deep.predict(48 * 20 + 20)",
-    )
-
-
-@register
-def _ex11() -> Exercise:
-    return Exercise(
-        id="11-outlier-write",
-        lesson="11_outlier",
-        task="Write add_comment(posts, comments, post_id, comment): keep the 20 newest embedded, move the rest to "
-             "`comments`, maintain commentCount and hasOverflow.",
-        checker=_check_outlier_write,
-        hints=["`find_one_and_update` with `$push: {comments: {$each: [c], $position: 0, $slice: 20}}` and "
-               "`return_document=ReturnDocument.BEFORE` shows the array before the push.",
-               "If that array already had 20 comments, its last one fell off: insert it with `postId` and set "
-               "`hasOverflow: True`."],
-        solution_text=(
-            "from pymongo import ReturnDocument\n\n"
-            "def add_comment(posts, comments, post_id, comment):\n"
-            "    before = posts.find_one_and_update(\n"
-            "        {\"_id\": post_id},\n"
-            "        {\"$push\": {\"comments\": {\"$each\": [comment], \"$position\": 0, \"$slice\": 20}},\n"
-            "         \"$inc\": {\"commentCount\": 1}},\n"
-            "        return_document=ReturnDocument.BEFORE)\n"
-            "    if len(before.get(\"comments\", [])) == 20:\n"
-            "        comments.insert_one(dict(before[\"comments\"][-1], postId=post_id))\n"
-            "        posts.update_one({\"_id\": post_id}, {\"$set\": {\"hasOverflow\": True}})\n"
-            "\nex.check(db, add_comment)"
-        ),
-    )
+LESSON.add(Prediction, "11-predict-deep-page-keys", tolerance=0.02)

@@ -4,33 +4,34 @@ Notebook: ``notebooks/12_computed.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_computed_stats(add_review: Any) -> str:
-    import datetime as dt
-
-    from labkit.engine import EmbeddedClient
-
-    if isinstance(add_review, tuple):
-        raise NotYet("call it with your function only: `ex.check(add_review)`.")
-    if not callable(add_review):
-        raise NotYet(f"pass your function `add_review` itself, not {type(add_review).__name__}.")
-    rec = observe.new_recorder()
-    db = EmbeddedClient(event_listeners=[rec])["exercise_12"]
+def _fresh_products(db: Any) -> None:
     db.products.insert_many([{"_id": "prod:a", "name": "A"}, {"_id": "prod:b", "name": "B"},
                              {"_id": "prod:c", "name": "C"}])
+
+
+@LESSON.exercise(BehaviourCheck, "12-computed-stats", takes=steps.only_function("add_review"),
+                fresh=_fresh_products)
+def _check_computed_stats(lab: Lab, add_review: Callable) -> str:
+    with lab.sandbox() as box:
+        return _judge_stats(box.db, box.recorder, add_review)
+
+
+def _judge_stats(db: Any, rec: Any, add_review: Callable) -> str:
+    import datetime as dt
+
     ratings = [("prod:a", 5), ("prod:b", 3), ("prod:a", 4), ("prod:a", 5), ("prod:b", 1), ("prod:a", 2),
                ("prod:b", 5), ("prod:a", 5), ("prod:a", 3), ("prod:b", 3), ("prod:a", 4), ("prod:a", 1)]
     for i, (pid, r) in enumerate(ratings):
-        if i == 0:
-            rec.clear()
         add_review(db, {"_id": f"review:{i}", "productId": pid, "userId": f"user:{i}", "rating": r,
                         "createdAt": dt.datetime(2026, 10, 4, 12, i)})
     names = rec.names()
@@ -73,68 +74,27 @@ def _check_computed_stats(add_review: Any) -> str:
     return "count, sum, min, max and the distribution match an aggregation over the reviews."
 
 
-@register
-def _ex12() -> Exercise:
-    return Exercise(
-        id="12-computed-stats",
-        lesson="12_computed",
-        task="Write add_review(db, review): store the review and maintain ratingStats count, sum, distribution, "
-             "min and max on its product.",
-        checker=_check_computed_stats,
-        hints=["One `update_one` can combine `$inc`, `$min` and `$max` on different fields.",
-               "`{\"$inc\": {\"ratingStats.count\": 1, \"ratingStats.sum\": r, f\"ratingStats.distribution.{r}\": 1}, "
-               "\"$min\": {\"ratingStats.min\": r}, \"$max\": {\"ratingStats.max\": r}}`"],
-        solution_text=(
-            "def add_review(db, review):\n"
-            "    r = review[\"rating\"]\n"
-            "    db.reviews.insert_one(review)\n"
-            "    db.products.update_one({\"_id\": review[\"productId\"]},\n"
-            "        {\"$inc\": {\"ratingStats.count\": 1, \"ratingStats.sum\": r, f\"ratingStats.distribution.{r}\": 1},\n"
-            "         \"$min\": {\"ratingStats.min\": r}, \"$max\": {\"ratingStats.max\": r}})\n"
-            "\nex.check(add_review)"
-        ),
-    )
+LESSON.add(Prediction, "12-predict-aggregate-keys", tolerance=0.02)
 
 
-def _explain_aggregate_keys(measured: Any) -> str:
-    return (f"One page view examined {measured:,} index keys: the `$match` walks the {{productId, rating}} index "
-            "over every review of the headphones, because `$group` needs all of them to produce an average and a "
-            "count. The work grows with each review and is repeated on every view.")
+def _fresh_threads(db: Any) -> None:
+    db.threads.insert_many([{"_id": t, "title": t.split(":")[1], "replyCount": 0}
+                            for t in ("thread:a", "thread:b", "thread:c")])
 
 
-@register
-def _ex12_predict() -> Exercise:
-    return Prediction(
-        id="12-predict-aggregate-keys",
-        lesson="12_computed",
-        task="Predict: how many index keys does ONE page view of the headphones (prod:1) examine when the "
-             "average and count are aggregated from the reviews on every read?",
-        checker=None,
-        hints=["The setup cell printed how many reviews prod:1 has; which of them can $group skip?"],
-        solution_text="ex_keys.predict(10_842)",
-        explain=_explain_aggregate_keys,
-        tolerance=0.02,
-    )
-
-
-def _check_thread_stats(add_reply: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "12-thread-stats",
+                takes=steps.only_function("add_reply", ex="ex2"))
+def _check_thread_stats(lab: Lab, add_reply: Callable) -> str:
     import datetime as dt
 
-    if isinstance(add_reply, tuple):
-        raise NotYet("call it with your function only: `ex2.check(add_reply)`.")
-    if not callable(add_reply):
-        raise NotYet(f"pass your function `add_reply` itself, not {type(add_reply).__name__}.")
     t0 = dt.datetime(2026, 11, 2, 9, 0)
     # minutes after t0; reply 4 arrives late (written at minute 1, delivered after minute 30)
     arrivals = [("thread:a", 0), ("thread:b", 5), ("thread:a", 12), ("thread:a", 30), ("thread:a", 1),
                 ("thread:b", 7), ("thread:a", 31), ("thread:b", 2)]
-    with observe.sandbox("12-thread-stats") as box:
-        box.db.threads.insert_many([{"_id": t, "title": t.split(":")[1], "replyCount": 0}
-                                    for t in ("thread:a", "thread:b", "thread:c")])
-        box.recorder.clear()
+    with lab.sandbox(fresh=_fresh_threads) as box:
         for i, (tid, minute) in enumerate(arrivals):
-            observe.call_learner(add_reply, box.db, {"_id": f"reply:{i}", "threadId": tid, "userId": f"user:{i}",
-                                                     "text": "agreed", "at": t0 + dt.timedelta(minutes=minute)})
+            lab.call(add_reply, box.db, {"_id": f"reply:{i}", "threadId": tid, "userId": f"user:{i}",
+                                         "text": "agreed", "at": t0 + dt.timedelta(minutes=minute)})
         reads = [e for e in box.recorder.commands if next(iter(e), "") in ("aggregate", "count", "find", "distinct")
                  and e.get(next(iter(e))) == "replies"]
         writes = box.recorder.write_statements()
@@ -171,9 +131,9 @@ def _check_thread_stats(add_reply: Any) -> str:
     if set(untouched) - {"_id", "title", "replyCount"} or untouched.get("replyCount") != 0:
         raise NotYet("thread:c changed without any reply: update only the reply's thread.")
     # two replies at once: the second runs right after the first one's first read
-    with observe.sandbox("12-thread-stats") as box:
+    with lab.sandbox() as box:
         box.db.threads.insert_one({"_id": "thread:a", "title": "a", "replyCount": 0})
-        observe.interleaved(
+        lab.interleaved(
             lambda: add_reply(box.db, {"_id": "reply:x", "threadId": "thread:a", "userId": "u1", "text": "x", "at": t0}),
             lambda: add_reply(box.db, {"_id": "reply:y", "threadId": "thread:a", "userId": "u2", "text": "y",
                                        "at": t0 + dt.timedelta(minutes=1)}), box.recorder)
@@ -186,21 +146,3 @@ def _check_thread_stats(add_reply: Any) -> str:
             "lastReplyAt back, and two replies at once both count.")
 
 
-@register
-def _ex12b() -> Exercise:
-    return Exercise(
-        id="12-thread-stats",
-        lesson="12_computed",
-        task="Write add_reply(db, reply): store the reply and keep its thread's replyCount and lastReplyAt (the "
-             "newest reply's time, even when replies arrive late) without reading the replies back.",
-        checker=_check_thread_stats,
-        hints=["The same idea as the rating statistics: each write already carries what the stored values need.",
-               "`{\"$inc\": {\"replyCount\": 1}, \"$max\": {\"lastReplyAt\": reply[\"at\"]}}` on the reply's thread."],
-        solution_text=(
-            "def add_reply(db, reply):\n"
-            "    db.replies.insert_one(reply)\n"
-            "    db.threads.update_one({\"_id\": reply[\"threadId\"]},\n"
-            "                          {\"$inc\": {\"replyCount\": 1}, \"$max\": {\"lastReplyAt\": reply[\"at\"]}})\n"
-            "\nex2.check(add_reply)"
-        ),
-    )

@@ -1,17 +1,18 @@
-"""Lesson 13 (Schema versioning: v1 `name`, v2 `firstName`/`lastName`, no downtime): its exercises and their checkers.
+"""Lesson 13, Schema versioning: v1 `name`, v2 `firstName`/`lastName`, no downtime:
+its exercises and their checkers.
 
 Notebook: ``notebooks/13_schema_versioning.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 _MIGRATE_NAMES = ["Alice Smith", "Mary Ann Lee", "Omar van Dijk", "Ben Lee", "Hana Okafor"]
@@ -35,11 +36,12 @@ def _half_migrated(docs: Any) -> str | None:
     return None
 
 
-def _check_migrate_batches(args: Any) -> str:
-    db, migrate_batch = steps.db_and_function(args, "migrate_batch")
+@LESSON.exercise(BehaviourCheck, "13-migrate-batches",
+                takes=steps.db_and_function("migrate_batch"))
+def _check_migrate_batches(lab: Lab, db: Any, migrate_batch: Callable) -> str:
     v1, v2 = _migration_users()
     batch_size, calls, sizes = 50, 0, []
-    with observe.sandbox("13-migrate-batches", db) as box:
+    with lab.sandbox() as box:
         coll = box.db["users"]
         coll.insert_many([dict(d) for d in v1 + v2])
         coll.create_index([("schemaVersion", 1), ("_id", 1)])
@@ -48,8 +50,8 @@ def _check_migrate_batches(args: Any) -> str:
         while calls < 20:
             left = coll.count_documents({"schemaVersion": 1})
             rec.clear()
-            returned = observe.call_learner(migrate_batch, coll, batch_size)
-            statements, writes = rec.write_statements(), len(rec.writes())
+            returned = lab.call(migrate_batch, coll, batch_size)
+            statements = rec.write_statements()
             calls += 1
             moved = left - coll.count_documents({"schemaVersion": 1})
             sizes.append(moved)
@@ -95,17 +97,15 @@ def _check_migrate_batches(args: Any) -> str:
         # 2. resumability: the process dies in the middle of a batch, then the migration is started again
         coll.delete_many({})
         coll.insert_many([dict(d) for d in v1 + v2])
-        try:
+        with lab.until_crash():
             migrate_batch(steps.CrashingDb(box.db, 7)["users"], batch_size)
-        except steps.SimulatedCrash:
-            pass
         stuck = _half_migrated(coll.find())
         if stuck:
             raise NotYet(f"the process stopped in the middle of a batch and left {stuck} half-migrated (neither "
                          "the v1 nor the v2 shape): one update per user must make the whole change.")
         resumed = 0
         for _ in range(20):
-            n = observe.call_learner(migrate_batch, coll, batch_size)
+            n = lab.call(migrate_batch, coll, batch_size)
             resumed += 1
             if not n:
                 break
@@ -122,44 +122,7 @@ def _check_migrate_batches(args: Any) -> str:
             "names split right; after a crash in the middle of a batch the next runs finished the job.")
 
 
-@register
-def _ex13() -> Exercise:
-    return Exercise(
-        id="13-migrate-batches",
-        lesson="13_schema_versioning",
-        task="Write migrate_batch(coll, batch_size): upgrade at most batch_size v1 users to v2 and return how many.",
-        checker=_check_migrate_batches,
-        hints=["`coll.find({\"schemaVersion\": 1}).sort(\"_id\", 1).limit(batch_size)` finds one batch.",
-               "`first, _, last = name.partition(\" \")`; `$set` firstName, lastName, schemaVersion 2 and `$unset` name."],
-        solution_text=(
-            "def migrate_batch(coll, batch_size):\n"
-            "    todo = list(coll.find({\"schemaVersion\": 1}).sort(\"_id\", 1).limit(batch_size))\n"
-            "    for d in todo:\n"
-            "        first, _, last = d[\"name\"].partition(\" \")\n"
-            "        coll.update_one({\"_id\": d[\"_id\"], \"schemaVersion\": 1},\n"
-            "                        {\"$set\": {\"firstName\": first, \"lastName\": last, \"schemaVersion\": 2},\n"
-            "                         \"$unset\": {\"name\": \"\"}})\n"
-            "    return len(todo)\n\nex.check(db, migrate_batch)"
-        ),
-    )
-
-
-@register
-def _ex13_predict() -> Exercise:
-    return Prediction(
-        id="13-predict-dual-query-after-migration",
-        lesson="13_schema_versioning",
-        task="Once the migration has finished, how many index keys does the dual query for 'Smith' examine?",
-        checker=None,
-        tolerance=0.05,
-        explain=lambda n: (f"Measured: {n} keys. The v1 branch is pinned to schemaVersion: 1, so once no v1 document "
-                           "is left its range of {schemaVersion: 1, name: 1} is empty (the scan stops at the first "
-                           "key, which is already out of range) and the v2 branch examines one key of {lastName: 1} "
-                           "per Smith: about one key per match, like the v2-only query. The dual query is free to "
-                           "keep until the v1 code is removed."),
-        hints=["Which index entries does the v1 branch's range cover when no document has schemaVersion 1?"],
-        solution_text="predict_dual.predict(truth)  # about one key per Smith",
-    )
+LESSON.add(Prediction, "13-predict-dual-query-after-migration", tolerance=0.05)
 
 
 # Customers of the changed scenario: v1 keeps the address as one string (city after the last ", "), v2 as a
@@ -189,16 +152,22 @@ def _city_of(doc: dict) -> str:
     return a["city"] if isinstance(a, dict) else a.rsplit(", ", 1)[-1]
 
 
-def _check_city_filter(args: Any) -> str:
-    from pymongo.errors import OperationFailure
-
+def _city_filter_call(args: Any) -> tuple:
+    """``ex.check(city_filter)`` (the first function, when several things were passed)."""
     city_filter = args[0] if isinstance(args, tuple) and len(args) == 1 else args
     if isinstance(args, tuple) and len(args) > 1:
         city_filter = next((a for a in args if callable(a)), None)
     if not callable(city_filter):
         raise NotYet("pass your function: `ex.check(city_filter)` (it takes a city and returns one filter dict).")
+    return (city_filter,)
+
+
+@LESSON.exercise(BehaviourCheck, "13-dual-query-city", takes=_city_filter_call)
+def _check_city_filter(lab: Lab, city_filter: Callable) -> str:
+    from pymongo.errors import OperationFailure
+
     docs = _city_docs()
-    with observe.sandbox("13-dual-query-city") as box:
+    with lab.sandbox() as box:
         coll = box.db["customers"]
         coll.insert_many(docs)
         for city in ("York", "New York", "St. Albans", "Leeds", "Hull"):
@@ -244,21 +213,3 @@ def _check_city_filter(args: Any) -> str:
             "merely ends the same way.")
 
 
-@register
-def _ex13_city() -> Exercise:
-    return Exercise(
-        id="13-dual-query-city",
-        lesson="13_schema_versioning",
-        task="Write city_filter(city): one filter that finds the customers of a city in v1 (address string) and "
-             "v2 (address.city) documents.",
-        checker=_check_city_filter,
-        hints=["An `$or` with one branch per schemaVersion, as `by_last_name` above.",
-               "The v1 branch is a regular expression on `address` that ends the string: ', ' + the escaped city "
-               "+ '$'."],
-        solution_text=(
-            "def city_filter(city):\n"
-            "    return {\"$or\": [{\"schemaVersion\": 2, \"address.city\": city},\n"
-            "                    {\"schemaVersion\": 1, \"address\": {\"$regex\": f\", {re.escape(city)}$\"}}]}\n\n"
-            "ex_city.check(city_filter)"
-        ),
-    )

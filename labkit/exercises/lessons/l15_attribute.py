@@ -4,32 +4,27 @@ Notebook: ``notebooks/15_attribute.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _attribute_against_setup(docs: list[dict]) -> None:
+def _attribute_against_setup(setup: dict, docs: list[dict]) -> None:
     """Compare the rewritten products with the setup copy kept by ``Exercise.remember`` (when there is one):
     nothing deleted or added, the other fields unchanged, every spec_* value now one {k, v} pair."""
-    from labkit.exercises.problem import remembered
-
-    setup = remembered("products")
     if not setup:
         return
     now = {d["_id"]: d for d in docs}
-    gone = sorted(set(setup) - set(now), key=str)
-    if gone:
-        raise NotYet(f"{len(gone)} of the {len(setup)} products of the setup are gone (e.g. {gone[0]!r}): the "
-                     "rewrite replaces each document, it must not lose any. Re-run the setup cell and rewrite again.")
-    extra = sorted(set(now) - set(setup), key=str)
-    if extra:
-        raise NotYet(f"{len(extra)} product(s) are not in the setup (e.g. {extra[0]!r}): replace each document in "
-                     "place (`replace_one({'_id': ...})`), do not insert copies.")
+    steps.same_ids(setup, now,
+                   gone="{n} of the {total} products of the setup are gone (e.g. {first!r}): the rewrite replaces "
+                        "each document, it must not lose any. Re-run the setup cell and rewrite again.",
+                   extra="{n} product(s) are not in the setup (e.g. {first!r}): replace each document in place "
+                         "(`replace_one({{'_id': ...}})`), do not insert copies.")
     for pid in sorted(setup, key=str):
         old, new = setup[pid], now[pid]
         want = sorted((k[len("spec_"):], v) for k, v in old.items() if k.startswith("spec_"))
@@ -43,10 +38,10 @@ def _attribute_against_setup(docs: list[dict]) -> None:
                              "rewrite keeps every other field as it was.")
 
 
-def _check_attribute(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and callable(args[1])):
-        raise NotYet("call it with the collection and your function: `ex.check(practice.products, to_attributes)`.")
-    coll, to_attributes = args
+@LESSON.exercise(StateCheck, "15-attribute",
+                takes=steps.call("call it with the collection and your function: "
+                                 "`ex.check(practice.products, to_attributes)`.", None, callable))
+def _check_attribute(lab: Lab, coll: Any, to_attributes: Callable) -> str:
     sample = {"_id": "prod:check", "name": "Check", "price": 7, "spec_weight_g": 120, "spec_power_w": 5}
     out = to_attributes(dict(sample))
     if not isinstance(out, dict):
@@ -82,7 +77,7 @@ def _check_attribute(args: Any) -> str:
                      "with `replace_one({'_id': ...}, to_attributes(doc))`.")
     if any(not isinstance(d.get("specs"), list) or not d["specs"] for d in docs):
         raise NotYet("some documents have no `specs` array; run the rewrite on every document.")
-    _attribute_against_setup(docs)
+    _attribute_against_setup(lab.setup("products"), docs)
     keys = steps.index_keys(coll)
     on_specs = [k for k in keys if any(f.startswith("specs.") for f, _ in k)]
     wanted = [("specs.k", 1), ("specs.v", 1)]
@@ -106,43 +101,4 @@ def _check_attribute(args: Any) -> str:
             f"({got} products with {some['k']} in {lo}..{hi}).")
 
 
-@register
-def _ex15() -> Exercise:
-    return Exercise(
-        id="15-attribute",
-        lesson="15_attribute",
-        task="Move every spec_* field into specs: [{k, v}], rewrite the collection, and create the one index it needs.",
-        checker=_check_attribute,
-        hints=["Build the new document from the fields that do not start with `spec_`, then add the `specs` list.",
-               "`k[len(\"spec_\"):]` drops the prefix; the index is `[(\"specs.k\", 1), (\"specs.v\", 1)]`."],
-        solution_text=(
-            "def to_attributes(doc):\n"
-            "    out = {k: v for k, v in doc.items() if not k.startswith(\"spec_\")}\n"
-            "    out[\"specs\"] = [{\"k\": k[len(\"spec_\"):], \"v\": v} for k, v in doc.items() if k.startswith(\"spec_\")]\n"
-            "    return out\n\n"
-            "for product in list(practice.products.find()):\n"
-            "    practice.products.replace_one({\"_id\": product[\"_id\"]}, to_attributes(product))\n"
-            "practice.products.create_index([(\"specs.k\", 1), (\"specs.v\", 1)])\n"
-            "ex.check(practice.products, to_attributes)"
-        ),
-    )
-
-
-@register
-def _ex15_predict() -> Exercise:
-    return Prediction(
-        id="15-predict-entries-vs-sparse",
-        lesson="15_attribute",
-        task="Will the attribute pattern's one index hold fewer entries than the 40 sparse country indexes "
-             "together, the same number, or more?",
-        checker=None,
-        choices=("fewer", "the same", "more"),
-        explain=lambda verdict: (f"Measured: {verdict}. A sparse index on releaseFR holds one entry per movie "
-                                 "released in France; the 40 together hold one per release. The attribute index "
-                                 "holds one entry per element of `releases`, which is also one per release. What "
-                                 "the attribute pattern saves over sparse indexes is the number of indexes (and "
-                                 "the 64-per-collection limit), not entries."),
-        hints=["Count the entries of a sparse index on releaseFR, then of all 40; then the elements of all the "
-               "`releases` arrays."],
-        solution_text='predict_entries.predict("the same")',
-    )
+LESSON.add(Prediction, "15-predict-entries-vs-sparse", choices=("fewer", "the same", "more"))

@@ -4,20 +4,26 @@ Notebook: ``notebooks/16_extended_reference_subset.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_subset(args: Any) -> str:
+def _fresh_products(db: Any) -> None:
+    db.products.insert_one({"_id": "prod:subset-check", "name": "Subset check", "recentReviews": []})
+    db.products.insert_one({"_id": "prod:other", "name": "Another product", "recentReviews": []})
+
+
+@LESSON.exercise(BehaviourCheck, "16-subset", takes=steps.db_and_function("add_review", "practice"),
+                fresh=_fresh_products)
+def _check_subset(lab: Lab, db: Any, add_review: Callable) -> str:
     import datetime as dt
 
-    db, add_review = steps.db_and_function(args, "add_review", "practice")
     pid = "prod:subset-check"
     order = [3, 7, 1, 6, 2, 8]  # arrival order; createdAt grows with n
 
@@ -25,16 +31,12 @@ def _check_subset(args: Any) -> str:
         return {"_id": f"rev:check:{n}", "productId": pid, "userId": f"user:{n}", "rating": 1 + n % 5,
                 "text": f"review {n}", "createdAt": dt.datetime(2026, 3, n, 12, 0)}
 
-    with observe.sandbox("16-subset", db) as sandbox:
+    with lab.sandbox() as sandbox:
         box = sandbox.db
-        box.products.insert_one({"_id": pid, "name": "Subset check", "recentReviews": []})
-        box.products.insert_one({"_id": "prod:other", "name": "Another product", "recentReviews": []})
-        sandbox.recorder.clear()
         for n in order:
             add_review(box, review(n))
         # two reviews arrive at the same moment: the second runs right after the first one's first read
-        observe.interleaved(lambda: add_review(box, review(5)), lambda: add_review(box, review(4)),
-                            sandbox.recorder)
+        lab.interleaved(lambda: add_review(box, review(5)), lambda: add_review(box, review(4)), sandbox.recorder)
         order += [5, 4]
         reads = [n for n in sandbox.recorder.names() if n in ("find", "aggregate")]
         sorts = [m.get("$sort") for spec in sandbox.recorder.update_specs()
@@ -59,12 +61,11 @@ def _check_subset(args: Any) -> str:
     if stored != len(order):
         raise NotYet(f"db.reviews holds {stored} of the {len(order)} reviews: every review goes into the reviews "
                      "collection too (it is the full history).")
-    recent = product.get("recentReviews")
-    if not isinstance(recent, list):
-        raise NotYet("the product has no `recentReviews` array after the calls; push into that field.")
-    if len(recent) > 5:
-        raise NotYet(f"recentReviews holds {len(recent)} reviews after {len(order)} calls: add `$slice: 5` so it "
-                     "stays bounded.")
+    recent = steps.capped_array(product, "recentReviews", 5,
+                                missing="the product has no `recentReviews` array after the calls; push into that "
+                                        "field.",
+                                too_long=f"recentReviews holds {{n}} reviews after {len(order)} calls: add `$slice: 5` "
+                                         "so it stays bounded.")
     if len(recent) < 5:
         raise NotYet(f"recentReviews holds only {len(recent)} reviews; it should keep five.")
     got = [r.get("_id") for r in recent]
@@ -80,43 +81,7 @@ def _check_subset(args: Any) -> str:
     return "the product keeps exactly the five newest reviews, newest first, and every review is in db.reviews."
 
 
-@register
-def _ex16() -> Exercise:
-    return Exercise(
-        id="16-subset",
-        lesson="16_extended_reference_subset",
-        task="Write add_review(db, review): store it in reviews and keep the product's recentReviews to the 5 newest "
-             "by createdAt, newest first, even when reviews arrive out of order.",
-        checker=_check_subset,
-        hints=["Two writes: `insert_one` into db.reviews, then one `update_one` on the product with `$push`.",
-               "`{\"$push\": {\"recentReviews\": {\"$each\": [r], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}}`"],
-        solution_text=(
-            "def add_review(db, review):\n"
-            "    db.reviews.insert_one(review)\n"
-            "    db.products.update_one({\"_id\": review[\"productId\"]}, {\"$push\": {\"recentReviews\": {\n"
-            "        \"$each\": [review], \"$sort\": {\"createdAt\": -1}, \"$slice\": 5}}})\n\n"
-            "ex.check(practice, add_review)"
-        ),
-    )
-
-
-@register
-def _ex16_predict() -> Exercise:
-    return Prediction(
-        id="16-predict-lookup-docs",
-        lesson="16_extended_reference_subset",
-        task="Design B ($lookup): how many documents does the server examine to build one day's packing list?",
-        checker=None,
-        tolerance=0.05,
-        explain=lambda n: (f"Measured: {n}. The day's orders are read once each through the createdAt index, and "
-                           "the join then fetches one customer per order through the customers' _id index (an "
-                           "IndexedLoopJoin probes once per order): a customer with two orders that day is read "
-                           "twice, and each customer read is the whole profile. The extended reference reads the "
-                           "orders only."),
-        hints=["Count the orders of the day (printed above), then ask how many customer documents the join fetches "
-               "for them."],
-        solution_text="predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer",
-    )
+LESSON.add(Prediction, "16-predict-lookup-docs", tolerance=0.05)
 
 
 _AGENT_PROFILE = {"bio": "Support engineer since 2018; speaks three languages. " * 8,
@@ -129,22 +94,24 @@ def _agents_16() -> list[dict]:
              **_AGENT_PROFILE} for i in range(1, 6)]
 
 
-def _check_ticket_reference(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 3 and callable(args[1]) and callable(args[2])):
-        raise NotYet("call it with the practice database and your two functions: "
-                     "`ex_tickets.check(practice, open_ticket, rename_agent)`.")
-    db, open_ticket, rename_agent = args
-    with observe.sandbox("16-extended-reference-tickets", db) as box:
+def _fresh_agents(db: Any) -> None:
+    db.agents.insert_many(_agents_16())
+
+
+@LESSON.exercise(BehaviourCheck, "16-extended-reference-tickets", fresh=_fresh_agents,
+                takes=steps.call("call it with the practice database and your two functions: "
+                                 "`ex_tickets.check(practice, open_ticket, rename_agent)`.", None, callable, callable))
+def _check_ticket_reference(lab: Lab, db: Any, open_ticket: Callable, rename_agent: Callable) -> str:
+    # the learner's index definitions on tickets, not their data
+    learners = {"tickets": db["tickets"]} if hasattr(db, "list_collection_names") else None
+    with lab.sandbox(indexes=learners) as box:
         sdb, rec = box.db, box.recorder
-        if hasattr(db, "list_collection_names"):
-            observe.copy_indexes(db["tickets"], sdb["tickets"])  # the learner's index definitions, not data
-        sdb.agents.insert_many(_agents_16())
         # 1. open 40 tickets: agent 3 gets 12 of them, the others 7 each
         plan = [3] * 12 + [1, 2, 4, 5] * 7
         rec.clear()
         for n, agent in enumerate(plan):
-            observe.call_learner(open_ticket, sdb, {"_id": f"ticket:{n:03d}", "subject": f"Question {n}",
-                                                    "agentId": f"agent:{agent}"})
+            lab.call(open_ticket, sdb, {"_id": f"ticket:{n:03d}", "subject": f"Question {n}",
+                                        "agentId": f"agent:{agent}"})
         inserts = [c for c in rec.writes() if "insert" in c]
         tickets = list(sdb.tickets.find())
         if len(tickets) != len(plan):
@@ -171,7 +138,7 @@ def _check_ticket_reference(args: Any) -> str:
             raise NotYet(f"ticket:000 (agent:3) carries agent={agent}; expected agent:3's own _id, name and team.")
         # 2. agent 3 changes name
         rec.clear()
-        observe.call_learner(rename_agent, sdb, "agent:3", "Dana Okafor")
+        lab.call(rename_agent, sdb, "agent:3", "Dana Okafor")
         statements = rec.write_statements()
         renamed = sdb.tickets.count_documents({"agent._id": "agent:3", "agent.name": "Dana Okafor"})
         others = sdb.tickets.count_documents({"agent._id": {"$ne": "agent:3"}, "agent.name": "Dana Okafor"})
@@ -198,27 +165,3 @@ def _check_ticket_reference(args: Any) -> str:
             f"agent._id finds the 12 copies with {fig.keys_examined} keys examined.")
 
 
-@register
-def _ex16_tickets() -> Exercise:
-    return Exercise(
-        id="16-extended-reference-tickets",
-        lesson="16_extended_reference_subset",
-        task="Support tickets show their agent's name and team: write open_ticket(db, ticket) (an extended reference "
-             "agent: {_id, name, team}) and rename_agent(db, agent_id, new_name) (two writes), and index what the "
-             "rename needs.",
-        checker=_check_ticket_reference,
-        hints=["open_ticket: `a = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})`, "
-               "then insert the ticket with `agent=a`.",
-               "rename_agent: `update_one` on db.agents, then `update_many({\"agent._id\": agent_id}, "
-               "{\"$set\": {\"agent.name\": new_name}})`; `practice.tickets.create_index(\"agent._id\")`."],
-        solution_text=(
-            "def open_ticket(db, ticket):\n"
-            "    agent = db.agents.find_one({\"_id\": ticket[\"agentId\"]}, {\"name\": 1, \"team\": 1})\n"
-            "    db.tickets.insert_one(ticket | {\"agent\": agent})\n\n\n"
-            "def rename_agent(db, agent_id, new_name):\n"
-            "    db.agents.update_one({\"_id\": agent_id}, {\"$set\": {\"name\": new_name}})\n"
-            "    db.tickets.update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})\n\n\n"
-            "practice.tickets.create_index(\"agent._id\")\n"
-            "ex_tickets.check(practice, open_ticket, rename_agent)"
-        ),
-    )

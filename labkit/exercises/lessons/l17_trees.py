@@ -1,39 +1,41 @@
-"""Lesson 17 (Trees: parent and child references, ancestors, materialized paths, `$graphLookup`): its exercises and their checkers.
+"""Lesson 17, Trees: parent and child references, ancestors, materialized paths, `$graphLookup`:
+its exercises and their checkers.
 
 Notebook: ``notebooks/17_trees.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_materialized_path(coll: Any) -> str:
+def _finds(coll: Any) -> bool:
+    """Has find and index_information (a database too: it answers every attribute with a collection, and the
+    outcome "error" explains a database passed for a collection)."""
+    return hasattr(coll, "find") and hasattr(coll, "index_information")
+
+
+@LESSON.exercise(StateCheck, "17-materialized-path",
+                takes=steps.collection("practice.categories", _finds))
+def _check_materialized_path(lab: Lab, coll: Any) -> str:
     import re
-
-    if not hasattr(coll, "find") or not hasattr(coll, "index_information"):
-        raise NotYet(f"pass the collection (`practice.categories`), not {type(coll).__name__}.")
-    from labkit.exercises.problem import remembered
 
     docs = {d["_id"]: d for d in coll.find()}
     if not docs:
         raise NotYet("the collection is empty; re-run the setup cell above the exercise.")
-    setup = remembered("categories")
+    setup = lab.setup("categories")
     if setup:
-        gone = sorted(set(setup) - set(docs), key=str)
-        if gone:
-            raise NotYet(f"{len(gone)} of the {len(setup)} categories of the setup are gone (e.g. {gone[0]!r}); "
-                         "adding a path must not delete nodes. Re-run the setup cell, then add the paths again.")
-        extra = sorted(set(docs) - set(setup), key=str)
-        if extra:
-            raise NotYet(f"{len(extra)} categor(ies) are not in the setup (e.g. {extra[0]!r}); re-run the setup "
-                         "cell and only add `path` fields.")
+        steps.same_ids(setup, docs,
+                       gone="{n} of the {total} categories of the setup are gone (e.g. {first!r}); adding a path "
+                            "must not delete nodes. Re-run the setup cell, then add the paths again.",
+                       extra="{n} categor(ies) are not in the setup (e.g. {first!r}); re-run the setup cell and only "
+                             "add `path` fields.")
         changed = sorted((n for n in setup if docs[n].get("parent") != setup[n].get("parent")), key=str)
         if changed:
             raise NotYet(f"category {changed[0]!r}: `parent` is not the value the setup had "
@@ -84,44 +86,7 @@ def _check_materialized_path(coll: Any) -> str:
             f"from an index range ({stats['totalKeysExamined']} keys).")
 
 
-@register
-def _ex17() -> Exercise:
-    return Exercise(
-        id="17-materialized-path",
-        lesson="17_trees",
-        task="Give every category a materialized path (',A,B,' of its ancestors, null for the root) and index it so "
-             "the anchored-regex descendants query is an index range.",
-        checker=_check_materialized_path,
-        hints=["Load {_id: parent} into a dict, then walk up from each node to the root, collecting ancestors.",
-               "`\",\" + \",\".join(chain) + \",\"` (or None when the chain is empty), then `create_index(\"path\")`."],
-        solution_text=(
-            "parent_of = {d[\"_id\"]: d[\"parent\"] for d in practice.categories.find({}, {\"parent\": 1})}\n"
-            "for node in sorted(parent_of):\n"
-            "    chain, up = [], parent_of[node]\n"
-            "    while up is not None:\n"
-            "        chain.insert(0, up)\n"
-            "        up = parent_of[up]\n"
-            "    practice.categories.update_one({\"_id\": node}, {\"$set\": {\"path\": \",\" + \",\".join(chain) + \",\" if chain else None}})\n"
-            "practice.categories.create_index(\"path\")\nex.check(practice.categories)"
-        ),
-    )
-
-
-@register
-def _ex17_predict() -> Exercise:
-    return Prediction(
-        id="17-predict-unanchored-keys",
-        lesson="17_trees",
-        task="How many index keys does the unanchored regex {path: {$regex: ',Programming,'}} examine?",
-        checker=None,
-        tolerance=0.02,
-        explain=lambda n: (f"Measured: {n}. Without a leading '^' the match may start anywhere in the string, so no "
-                           "prefix bounds the scan: the server tests the regex against every string key of the path "
-                           "index (bounds [\"\", {})), one per node of the tree except the root, whose null path "
-                           "lies outside the string range, to return a few dozen."),
-        hints=["Which keys of the index could hold ',Programming,' somewhere in the middle?"],
-        solution_text="predict_keys.predict(len(nodes))  # every key of the index",
-    )
+LESSON.add(Prediction, "17-predict-unanchored-keys", tolerance=0.02)
 
 
 # The org chart of the changed scenario: 1 CEO, 4 VPs, 3 directors each, 4 managers each, 5 staff each.
@@ -159,10 +124,10 @@ class _CountingCollection:
         return self._coll[name]
 
 
-def _check_all_reports(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and all(callable(a) for a in args)):
-        raise NotYet("call it with your two functions: `ex_org.check(prepare, all_reports)`.")
-    prepare, all_reports = args
+@LESSON.exercise(BehaviourCheck, "17-org-chart-reports", sandbox_name="17-org-chart",
+                takes=steps.call("call it with your two functions: `ex_org.check(prepare, all_reports)`.",
+                                 callable, callable))
+def _check_all_reports(lab: Lab, prepare: Callable, all_reports: Callable) -> str:
     docs = _org_chart()
     below: dict[str, list[str]] = {}
     for d in docs:
@@ -179,7 +144,7 @@ def _check_all_reports(args: Any) -> str:
         return sorted(out)
 
     levels_below = {"ceo": 4, "dir11": 2, "mgr232": 1, "staff3241": 0}
-    with observe.sandbox("17-org-chart") as box:
+    with lab.sandbox() as box:
         coll = box.db["employees"]
         coll.insert_many(docs)
         prepare(coll)
@@ -223,26 +188,3 @@ def _check_all_reports(args: Any) -> str:
             "managerId indexed for the lookups.")
 
 
-@register
-def _ex17_org() -> Exercise:
-    return Exercise(
-        id="17-org-chart-reports",
-        lesson="17_trees",
-        task="Org chart with parent references {_id, managerId}: write prepare(coll) (its index) and "
-             "all_reports(coll, manager_id) returning everybody below, one query per level or one $graphLookup.",
-        checker=_check_all_reports,
-        hints=["The lookups match `managerId`: index it in `prepare`.",
-               "Either loop `level = ids of coll.find({\"managerId\": {\"$in\": level}})` until empty, or one "
-               "aggregate with `$graphLookup` (startWith \"$_id\", connectFromField \"_id\", connectToField "
-               "\"managerId\")."],
-        solution_text=(
-            "def prepare(coll):\n"
-            "    coll.create_index(\"managerId\")\n\n\n"
-            "def all_reports(coll, manager_id):\n"
-            "    found, level = [], [manager_id]\n"
-            "    while level:\n"
-            "        level = [d[\"_id\"] for d in coll.find({\"managerId\": {\"$in\": level}}, {\"_id\": 1})]\n"
-            "        found += level\n"
-            "    return found\n\n\nex_org.check(prepare, all_reports)"
-        ),
-    )

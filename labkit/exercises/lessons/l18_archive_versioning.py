@@ -4,26 +4,34 @@ Notebook: ``notebooks/18_archive_versioning.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_versioning(args: Any) -> str:
+def _locked(rev: int, what: str, it: str, where: str) -> str:
+    """The message for a retry refused with a duplicate key after a crash between the two writes."""
+    return (f"after a crash between the two writes, the retry fails with a duplicate key: the copy of revision {rev} "
+            f"is already filed, so every later save of {what} fails the same way and {it} is locked for ever. File "
+            f"the copy with an upsert that only inserts (`update_one({where}, {{\"$setOnInsert\": copy}}, "
+            "upsert=True)`).")
+
+
+@LESSON.exercise(BehaviourCheck, "18-versioning",
+                takes=steps.db_and_function("save_revision", "practice"))
+def _check_versioning(lab: Lab, db: Any, save_revision: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 
-    db, save_revision = steps.db_and_function(args, "save_revision", "practice")
-    learner_history = db["documents_history"] if hasattr(db, "list_collection_names") else None
     doc_id = "doc:versioning-check"
-    with observe.sandbox("18-versioning", db) as box:
+    # the learner's index definitions on documents_history, not their data
+    learners = {"documents_history": db["documents_history"]} if hasattr(db, "list_collection_names") else None
+    with lab.sandbox(indexes=learners) as box:
         sdb, rec = box.db, box.recorder
-        if learner_history is not None:
-            observe.copy_indexes(learner_history, sdb["documents_history"])  # the learner's index definitions
         unique = [spec for name, spec in sdb.documents_history.index_information().items()
                   if name != "_id_" and spec.get("unique")]
         if not any([f for f, _ in spec["key"]] == ["docId", "rev"] for spec in unique):
@@ -34,16 +42,16 @@ def _check_versioning(args: Any) -> str:
         sdb.documents.insert_one({"_id": doc_id, "rev": 1, "title": "Check", "body": "v1"})
         rec.clear()
 
+        def twice(exc: Any) -> str:
+            key = (exc.details or {}).get("keyValue") or {}
+            if "rev" in key:
+                return (f"revision {key['rev']} was filed in the history twice: the current document's rev must "
+                        "grow with every save (`$inc` rev by one).")
+            return (f"saving a revision failed with a duplicate key ({key}): give each history copy an _id of its "
+                    "own (not the current document's _id).")
+
         def save(target: Any, body: str) -> None:
-            try:
-                observe.call_learner(save_revision, target, doc_id, {"body": body})
-            except DuplicateKeyError as exc:
-                key = (exc.details or {}).get("keyValue") or {}
-                if "rev" in key:
-                    raise NotYet(f"revision {key['rev']} was filed in the history twice: the current document's "
-                                 "rev must grow with every save (`$inc` rev by one).") from None
-                raise NotYet(f"saving a revision failed with a duplicate key ({key}): give each history copy an "
-                             "_id of its own (not the current document's _id).") from None
+            lab.call(save_revision, target, doc_id, {"body": body}, raises={DuplicateKeyError: twice})
 
         # 1. three saves, one at a time; each must be two writes, the history copy first
         document_first = False
@@ -79,17 +87,10 @@ def _check_versioning(args: Any) -> str:
                          "two writes loses the old revision for ever. File the copy first.")
 
         # 2. the process dies between the two writes; the same save is retried
-        try:
+        with lab.until_crash():
             save_revision(steps.CrashingDb(sdb, 1), doc_id, {"body": "v5"})
-        except steps.SimulatedCrash:
-            pass
-        try:
-            observe.call_learner(save_revision, sdb, doc_id, {"body": "v5"})
-        except DuplicateKeyError:
-            raise NotYet("after a crash between the two writes, the retry fails with a duplicate key: the copy of "
-                         "revision 4 is already filed, so every later save of this document fails the same way "
-                         "and it is locked for ever. File the copy with an upsert that only inserts "
-                         "(`update_one({\"_id\": ...}, {\"$setOnInsert\": copy}, upsert=True)`).") from None
+        lab.call(save_revision, sdb, doc_id, {"body": "v5"},
+                 raises={DuplicateKeyError: _locked(4, "this document", "it", '{"_id": ...}')})
         current = sdb.documents.find_one({"_id": doc_id}) or {}
         got = [(h.get("rev"), h.get("body")) for h in sdb.documents_history.find({"docId": doc_id}).sort("rev", 1)]
         if (current.get("rev"), current.get("body")) != (5, "v5") or got != [(1, "v1"), (2, "v2"), (3, "v3"),
@@ -99,8 +100,8 @@ def _check_versioning(args: Any) -> str:
                          "rev 5 and revisions 1-4, each once.")
 
         # 3. two editors save at the same moment: the second runs right after the first one's read
-        observe.interleaved(lambda: save_revision(sdb, doc_id, {"body": "v6"}),
-                            lambda: save_revision(sdb, doc_id, {"body": "v7"}), rec)
+        lab.interleaved(lambda: save_revision(sdb, doc_id, {"body": "v6"}),
+                        lambda: save_revision(sdb, doc_id, {"body": "v7"}), rec)
         current = sdb.documents.find_one({"_id": doc_id}) or {}
         revs = [h.get("rev") for h in sdb.documents_history.find({"docId": doc_id}).sort("rev", 1)]
         if revs != list(range(1, int(current.get("rev") or 1))):
@@ -112,57 +113,30 @@ def _check_versioning(args: Any) -> str:
             "the writes and its retry, and two editors at once, lose no revision.")
 
 
-@register
-def _ex18() -> Exercise:
-    return Exercise(
-        id="18-versioning",
-        lesson="18_archive_versioning",
-        task="Write save_revision(db, doc_id, changes): copy the current revision into documents_history, then apply "
-             "the changes and increase rev; index {docId, rev} uniquely.",
-        checker=_check_versioning,
-        hints=["Read the current document first; the history copy is that document with a new _id plus `docId`.",
-               "Then `update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})`."],
-        solution_text=(
-            "def save_revision(db, doc_id, changes):\n"
-            "    current = db.documents.find_one({\"_id\": doc_id})\n"
-            "    copy = {k: v for k, v in current.items() if k != \"_id\"} | {\"docId\": doc_id}\n"
-            "    db.documents_history.update_one({\"_id\": f\"{doc_id}@rev{current['rev']}\"}, {\"$setOnInsert\": copy},\n"
-            "                                    upsert=True)\n"
-            "    db.documents.update_one({\"_id\": doc_id, \"rev\": current[\"rev\"]}, {\"$set\": changes, \"$inc\": {\"rev\": 1}})\n\n"
-            "practice.documents_history.create_index([(\"docId\", 1), (\"rev\", 1)], unique=True)\n"
-            "ex.check(practice, save_revision)"
-        ),
-    )
+LESSON.add(Prediction, "18-predict-crash-retry")
 
 
-@register
-def _ex18_predict() -> Exercise:
-    return Prediction(
-        id="18-predict-crash-retry",
-        lesson="18_archive_versioning",
-        task="After a crash between the two writes, a retry and two more edits in one minute: how many copies of "
-             "revision 1 does the history hold?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n}. The copy's _id is (document, revision), and it is filed with an "
-                           "insert-only upsert: the retry finds revision 1 already filed and changes nothing, so "
-                           "there is one copy per revision whatever crashed; the edit time is in no key, so edits "
-                           "within one minute do not collide."),
-        hints=["What does an upsert with only $setOnInsert do when its filter already matches a document?"],
-        solution_text="predict_crash.predict(1)",
-    )
-
-
-def _check_price_history(args: Any) -> str:
-    from pymongo.errors import DuplicateKeyError
-
+def _save_price_call(args: Any) -> tuple:
+    """``ex_price.check(save_price)``."""
     save_price = args[0] if isinstance(args, tuple) and len(args) == 1 else args
     if not callable(save_price):
         raise NotYet("pass your function: `ex_price.check(save_price)`.")
-    with observe.sandbox("18-price-history") as box:
+    return (save_price,)
+
+
+def _fresh_products(db: Any) -> None:
+    db["products"].insert_many([{"_id": "sku:1", "rev": 1, "price": 10.0}, {"_id": "sku:2", "rev": 1, "price": 5.0},
+                                {"_id": "sku:3", "rev": 1, "price": 7.0}])
+
+
+@LESSON.exercise(BehaviourCheck, "18-price-history-crash-safe", takes=_save_price_call,
+                fresh=_fresh_products, sandbox_name="18-price-history")
+def _check_price_history(lab: Lab, save_price: Callable) -> str:
+    from pymongo.errors import DuplicateKeyError
+
+    with lab.sandbox() as box:
         db = box.db
         products, history = db["products"], db["price_history"]
-        products.insert_many([{"_id": "sku:1", "rev": 1, "price": 10.0}, {"_id": "sku:2", "rev": 1, "price": 5.0},
-                              {"_id": "sku:3", "rev": 1, "price": 7.0}])
 
         def copies(pid: str) -> list[tuple[Any, Any]]:
             return sorted((h.get("rev"), h.get("price")) for h in history.find({"productId": pid}))
@@ -194,21 +168,14 @@ def _check_price_history(args: Any) -> str:
 
         # 2. a crash after the first write, then the retry with the same `seen`
         seen = products.find_one({"_id": "sku:2"})
-        try:
+        with lab.until_crash():
             save_price(steps.CrashingDb(db, 1), seen, 6.0)
-        except steps.SimulatedCrash:
-            pass
         after_crash = products.find_one({"_id": "sku:2"})
         if after_crash.get("rev") != 1 and not copies("sku:2"):
             raise NotYet("a crash after your first write left sku:2 changed with revision 1 nowhere in the "
                          "history: write the history copy first, then change the product.")
-        try:
-            retried = save_price(db, seen, 6.0)
-        except DuplicateKeyError:
-            raise NotYet("after a crash between the two writes, the retry fails with a duplicate key: the copy of "
-                         "revision 1 is already filed, so every later save of sku:2 fails the same way and the "
-                         "product is locked for ever. File the copy with an upsert that only inserts "
-                         "(`update_one(..., {\"$setOnInsert\": copy}, upsert=True)`).") from None
+        retried = lab.call(save_price, db, seen, 6.0,
+                           raises={DuplicateKeyError: _locked(1, "sku:2", "the product", "...")})
         got = copies("sku:2")
         if len(got) > 1 and len({r for r, _ in got}) < len(got):
             raise NotYet(f"after a crash and a retry the history of sku:2 holds {got}: revision 1 twice. Give the "
@@ -238,25 +205,3 @@ def _check_price_history(args: Any) -> str:
             "with one history copy per revision and no lost update.")
 
 
-@register
-def _ex18_price() -> Exercise:
-    return Exercise(
-        id="18-price-history-crash-safe",
-        lesson="18_archive_versioning",
-        task="Write save_price(db, seen, new_price): file the replaced revision in price_history, then update the "
-             "product conditionally; crash-safe, no time-based keys; True if saved, False on a conflict.",
-        checker=_check_price_history,
-        hints=["Key the history copy by product and revision, e.g. `_id: f\"{seen['_id']}@rev{seen['rev']}\"`, "
-               "and file it with `update_one({\"_id\": ...}, {\"$setOnInsert\": copy}, upsert=True)`.",
-               "Then `update_one({\"_id\": seen[\"_id\"], \"rev\": seen[\"rev\"]}, ...)` and return "
-               "`result.matched_count == 1`."],
-        solution_text=(
-            "def save_price(db, seen, new_price):\n"
-            "    copy = {k: v for k, v in seen.items() if k != \"_id\"} | {\"productId\": seen[\"_id\"]}\n"
-            "    db.price_history.update_one({\"_id\": f\"{seen['_id']}@rev{seen['rev']}\"}, {\"$setOnInsert\": copy},\n"
-            "                                upsert=True)\n"
-            "    result = db.products.update_one({\"_id\": seen[\"_id\"], \"rev\": seen[\"rev\"]},\n"
-            "                                    {\"$set\": {\"price\": new_price}, \"$inc\": {\"rev\": 1}})\n"
-            "    return result.matched_count == 1\n\nex_price.check(save_price)"
-        ),
-    )

@@ -4,24 +4,23 @@ Notebook: ``notebooks/19_single_collection.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_single_collection(db: Any) -> str:
-    if not hasattr(db, "list_collection_names"):
-        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
-    from labkit.exercises.problem import remembered
-
+@LESSON.exercise(StateCheck, "19-single-collection",
+                # a collection passes this test (it answers every attribute with a collection); calling one is explained
+                takes=steps.database(lambda db: hasattr(db, "list_collection_names")))
+def _check_single_collection(lab: Lab, db: Any) -> str:
     # the setup copy kept by ex.remember(practice, "books", "authors"), else what practice holds now
-    books = remembered("books") or {b["_id"]: b for b in db.books.find()}
-    authors = remembered("authors") or {a["_id"]: a for a in db.authors.find()}
+    books = lab.setup("books") or {b["_id"]: b for b in db.books.find()}
+    authors = lab.setup("authors") or {a["_id"]: a for a in db.authors.find()}
     if not books or not authors:
         raise NotYet("practice.books or practice.authors is empty; re-run the setup cell above the exercise.")
     library = {d["_id"]: d for d in db.library.find()}
@@ -78,53 +77,16 @@ def _check_single_collection(db: Any) -> str:
             "that returns exactly the document and its related documents.")
 
 
-@register
-def _ex19_predict() -> Exercise:
-    return Prediction(
-        id="19-predict-author-page-docs",
-        lesson="19_single_collection",
-        task="Single collection: how many documents does find({'relatedIds': 'author:3'}) examine?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n}. One index key per document that lists author:3 in relatedIds: the "
-                           "author itself (its own id is in its list) and each of its books, and one fetch per key. "
-                           "The index on the multikey relatedIds answers the page exactly: documents examined equal "
-                           "documents returned, with no join stage."),
-        hints=["Which documents hold 'author:3' in their relatedIds array?"],
-        solution_text="predict_author.predict(1 + db.books.count_documents({\"authorIds\": \"author:3\"}))",
-    )
+LESSON.add(Prediction, "19-predict-author-page-docs")
 
 
-@register
-def _ex19() -> Exercise:
-    return Exercise(
-        id="19-single-collection",
-        lesson="19_single_collection",
-        task="Build practice.library: books and authors with docType and relatedIds (own id + related ids), indexed "
-             "so find({'relatedIds': id}) returns a document and everything related to it.",
-        checker=_check_single_collection,
-        hints=["First build {authorId: [bookIds]} from practice.books, so each author can list their books.",
-               "A book: `relatedIds = [book_id] + authorIds`; an author: `[author_id] + their book ids`; then "
-               "`create_index(\"relatedIds\")`."],
-        solution_text=(
-            "linked = {}\nfor b in practice.books.find():\n    for a in b[\"authorIds\"]:\n"
-            "        linked.setdefault(a, []).append(b[\"_id\"])\n"
-            "practice.library.insert_many(\n"
-            "    [{\"_id\": b[\"_id\"], \"docType\": \"book\", \"title\": b[\"title\"], \"relatedIds\": [b[\"_id\"]] + b[\"authorIds\"]}\n"
-            "     for b in practice.books.find()]\n"
-            "    + [{\"_id\": a[\"_id\"], \"docType\": \"author\", \"name\": a[\"name\"], \"relatedIds\": [a[\"_id\"]] + linked.get(a[\"_id\"], [])}\n"
-            "       for a in practice.authors.find()])\n"
-            "practice.library.create_index(\"relatedIds\")\nex.check(practice)"
-        ),
-    )
-
-
-def _check_enrol(args: Any) -> str:
-    db, enrol = steps.db_and_function(args, "enrol", "practice")
+@LESSON.exercise(BehaviourCheck, "19-enrol", takes=steps.db_and_function("enrol", "practice"))
+def _check_enrol(lab: Lab, db: Any, enrol: Callable) -> str:
     courses = [f"course:{c}" for c in ("db", "ml", "ux", "go")]
     students = [f"student:{i:02d}" for i in range(1, 13)]
     pairs = [(courses[i % 4], s) for i, s in enumerate(students)] + [(courses[0], s) for s in students[:6]]
     pairs.append(pairs[0])  # the same enrolment twice: a retry
-    with observe.sandbox("19-enrol", db) as box:
+    with lab.sandbox() as box:
         catalog = box.db["catalog"]
         catalog.insert_many([{"_id": c, "docType": "course", "title": c[7:].upper(), "relatedIds": [c]}
                              for c in courses]
@@ -134,11 +96,10 @@ def _check_enrol(args: Any) -> str:
         worst, rewrites = 0, False
         for course, student in pairs:
             box.recorder.clear()
-            observe.call_learner(enrol, catalog, course, student)
+            lab.call(enrol, catalog, course, student)
             worst = max(worst, box.recorder.write_statements())
-            rewrites = rewrites or any(
-                isinstance(spec.get("u"), list) or "relatedIds" in (((spec.get("u") or {}).get("$set")) or {})
-                for spec in box.recorder.update_specs())
+            rewrites = rewrites or any(steps.computed_in_python(spec, "relatedIds")
+                                       for spec in box.recorder.update_specs())
         docs = {d["_id"]: d for d in catalog.find()}
         pages = {x: {d["_id"] for d in catalog.find({"relatedIds": x}, {"_id": 1})} for x in courses + students}
     want: dict = {x: {x} for x in courses + students}
@@ -180,21 +141,3 @@ def _check_enrol(args: Any) -> str:
             "student page is one indexed find returning it and everything linked to it.")
 
 
-@register
-def _ex19_enrol() -> Exercise:
-    return Exercise(
-        id="19-enrol",
-        lesson="19_single_collection",
-        task="Courses and students in one collection (docType, relatedIds): write enrol(catalog, course_id, "
-             "student_id) that links them both ways, idempotently, in at most two write statements.",
-        checker=_check_enrol,
-        hints=["Both documents already list their own id in relatedIds; the link adds the other's id.",
-               "`catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}}, "
-               "{\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})`"],
-        solution_text=(
-            "def enrol(catalog, course_id, student_id):\n"
-            "    catalog.update_many({\"_id\": {\"$in\": [course_id, student_id]}},\n"
-            "                        {\"$addToSet\": {\"relatedIds\": {\"$each\": [course_id, student_id]}}})\n\n\n"
-            "ex_enrol.check(practice, enrol)"
-        ),
-    )

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import steps
+from labkit.exercises.kinds import DesignQuestion, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 #: The quiz of notebook 20: scenario id -> what happens in the application.
@@ -120,11 +122,13 @@ def _normalise(answer: Any) -> str | None:
     return _SYNONYMS.get(text, text)
 
 
-def _check_which_pattern(answers: Any) -> str:
-    if isinstance(answers, tuple):
-        raise NotYet("call it with one dict: `ex.check(answers)`.")
-    if not isinstance(answers, dict):
-        raise NotYet(f"`answers` should be a dict {{scenario id: pattern name}}, got {type(answers).__name__}.")
+@LESSON.exercise(DesignQuestion, "20-which-pattern",
+                takes=steps.one("call it with one dict: `ex.check(answers)`.",
+                                steps.call("`answers` should be a dict {scenario id: pattern name}, got {type}.",
+                                           lambda a: isinstance(a, dict))),
+                solution_text=("answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items())
+                               + "}\nex.check(answers)"))
+def _check_which_pattern(answers: dict) -> str:
     unknown = sorted(set(answers) - set(WHICH_PATTERN_SCENARIOS))
     if unknown:
         raise NotYet(f"unknown scenario id(s) {unknown}; use the ids of the quiz table: "
@@ -149,50 +153,15 @@ def _check_which_pattern(answers: Any) -> str:
             + "\n".join(f"- {k}: {v} ({_WHY[k]})" for k, v in _EXPECTED.items()))
 
 
-@register
-def _ex20() -> Exercise:
-    return Exercise(
-        id="20-which-pattern",
-        lesson="20_which_pattern",
-        task="Name the pattern for each scenario of the quiz: answers = {scenario id: pattern name}.",
-        checker=_check_which_pattern,
-        hints=["Ask what grows without bound or what is recomputed too often in each scenario.",
-               "No pattern is used twice. The candidates are the patterns of lessons 10-19; the summary table of "
-               "each lesson names the problem it removes."],
-        solution_text=(
-            "answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items()) + "}\nex.check(answers)"
-        ),
-    )
+LESSON.add(Prediction, "20-predict-helper-model",
+           choices=("embed", "array of references", "child reference", "relationship collection"))
 
 
-def _explain_helper_model(measured: Any) -> str:
-    return (f"The helper chose {measured!r}: nothing bounds a channel's messages (the max is open), so neither an "
-            "embedded array nor an array of references on the channel stays bounded; each message keeps its "
-            "channel's _id instead, with an index on it for the channel page (lesson 02).")
-
-
-@register
-def _ex20_predict() -> Exercise:
-    return Prediction(
-        id="20-predict-helper-model",
-        lesson="20_which_pattern",
-        task="Predict: a chat channel's messages: none at first, about 2,000 typically, no upper bound; shown 50 at "
-             "a time and searched on their own. Which model does the decision helper recommend for channels -> "
-             "messages?",
-        checker=None,
-        choices=("embed", "array of references", "child reference", "relationship collection"),
-        hints=["What does an unbounded 'many' do to any array kept on the parent?"],
-        solution_text='ex_model.predict("child reference")',
-        explain=_explain_helper_model,
-    )
-
-
-def _check_chat_workload(args: Any) -> str:
+@LESSON.exercise(DesignQuestion, "20-chat-workload",
+                takes=steps.call("call it with both lists: `ex2.check(access_patterns, relationships)`.", None, None))
+def _check_chat_workload(access_patterns: Any, relationships: Any) -> str:
     from labkit.decision import recommend
 
-    if not (isinstance(args, tuple) and len(args) == 2):
-        raise NotYet("call it with both lists: `ex2.check(access_patterns, relationships)`.")
-    access_patterns, relationships = args
     if not isinstance(access_patterns, list) or not isinstance(relationships, list):
         raise NotYet("both arguments are lists of dicts: access patterns first, relationships second.")
     try:
@@ -243,29 +212,3 @@ def _check_chat_workload(args: Any) -> str:
             "bound, searched alone): the numbers you gave decided it, not the entity names.")
 
 
-@register
-def _ex20b() -> Exercise:
-    return Exercise(
-        id="20-chat-workload",
-        lesson="20_which_pattern",
-        task="Describe the chat app to the decision helper: access_patterns (with rates) and relationships (with "
-             "[min, likely, max] cardinalities), so that it recommends from the app's numbers.",
-        checker=_check_chat_workload,
-        hints=["Two access patterns (open a channel: read, 2,000/s; post a message: write, 200/s) and two "
-               "relationships (channels -> members, channels -> messages).",
-               "An unbounded max is `None`: `\"cardinality\": [0, 2000, None]`."],
-        solution_text=(
-            "access_patterns = [\n"
-            "    {\"operation\": \"Open a channel\", \"type\": \"read\", \"per_second\": 2000,\n"
-            "     \"entities\": [\"channels\", \"members\", \"messages\"], \"fields\": [\"name\", \"members.userId\", "
-            "\"messages.text\"]},\n"
-            "    {\"operation\": \"Post a message\", \"type\": \"write\", \"per_second\": 200, \"entities\": "
-            "[\"messages\"], \"fields\": []},\n]\n"
-            "relationships = [\n"
-            "    {\"parent\": \"channels\", \"child\": \"members\", \"cardinality\": [2, 8, 50],\n"
-            "     \"child_queried_alone\": False, \"changes_with_parent\": True, \"child_doc_bytes\": 60},\n"
-            "    {\"parent\": \"channels\", \"child\": \"messages\", \"cardinality\": [0, 2000, None],\n"
-            "     \"child_queried_alone\": True, \"changes_with_parent\": False, \"child_doc_bytes\": 300},\n]\n"
-            "ex2.check(access_patterns, relationships)"
-        ),
-    )

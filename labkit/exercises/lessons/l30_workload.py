@@ -4,19 +4,21 @@ Notebook: ``notebooks/30_workload.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, DesignQuestion, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_pick_operations(args: Any) -> str:
+@LESSON.exercise(DesignQuestion, "30-pick-operations",
+                takes=steps.call("call it with two arguments: `ex.check(workload, chosen)`.", None, None))
+def _check_pick_operations(workload: Any, chosen: Any) -> str:
     import pandas as pd
 
-    workload, chosen = steps.pair(args, "`ex.check(workload, chosen)`")
     if not isinstance(workload, pd.DataFrame) or "per_second" not in getattr(workload, "columns", []):
         raise NotYet("the first argument should be the lesson's `workload` DataFrame (with `per_second`).")
     if not isinstance(chosen, pd.DataFrame):
@@ -51,38 +53,7 @@ def _check_pick_operations(args: Any) -> str:
             "call without anyone noticing.")
 
 
-@register
-def _ex30() -> Exercise:
-    return Exercise(
-        id="30-pick-operations",
-        lesson="30_workload",
-        task="Choose the operations (rows of `workload`) that the schema should be shaped around.",
-        checker=_check_pick_operations,
-        hints=["Rank by `per_second`, most frequent first, and keep the top rows.",
-               "Read the cumulative share column of `ranked`: take rows from the top until it passes 99%, then "
-               "stop; what is left may be slow."],
-        solution_text=('chosen = workload.sort_values("per_second", ascending=False).head(4)\n'
-                       'ex.check(workload, chosen)'),
-    )
-
-
-@register
-def _ex30_predict() -> Exercise:
-    return Prediction(
-        id="30-predict-naive-page-docs",
-        lesson="30_workload",
-        task="The naive product page of product:007 (400 reviews): how many documents do its three queries examine "
-             "in total?",
-        checker=None,
-        tolerance=0.02,
-        explain=lambda n: (f"Measured: {n}. The product is one document and the 5 newest reviews are 5 more (the "
-                           "{productId, createdAt} index gives them in order), but the rating average reads every "
-                           "review of the product: the page's cost grows with the product's popularity, 2,000 times "
-                           "a second."),
-        hints=["Count each of the three steps separately: the product, the five newest reviews, and what the "
-               "average has to read."],
-        solution_text="predict_page.predict(1 + 5 + 400)",
-    )
+LESSON.add(Prediction, "30-predict-naive-page-docs", tolerance=0.02)
 
 
 # A changed scenario for the per-piece ratio: a news site (other operations, other pieces of data, other rates).
@@ -116,21 +87,19 @@ def _ratios(workload: list, touches: dict, *, kind_of: str = "touch", weighted: 
     return {p: (reads[p] / writes[p] if writes[p] else float("inf")) for p in reads}
 
 
-def _check_reads_per_write(fn: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "30-reads-per-write",
+                takes=steps.call("pass your function: `ex_ratio.check(reads_per_write)`.", steps.is_function))
+def _check_reads_per_write(lab: Lab, fn: Callable) -> str:
     import math
 
     import pandas as pd
 
-    if not steps.is_function(fn):
-        raise NotYet("pass your function: `ex_ratio.check(reads_per_write)`.")
     scenarios = [_NEWS_WORKLOAD, [(op, t, f * (3.0 if t == "write" else 0.5)) for op, t, f in _NEWS_WORKLOAD]]
     for workload in scenarios:
         frame = pd.DataFrame(workload, columns=["operation", "type", "per_second"])
-        try:
-            got = fn(frame.copy(), {k: dict(v) for k, v in _NEWS_TOUCHES.items()})
-        except ZeroDivisionError:
-            raise NotYet("your function divided by zero: 'sections' is read by the front page and never written, "
-                         "so its reads per write is `float(\"inf\")`; test for zero writes before dividing.") from None
+        got = lab.call(fn, frame.copy(), {k: dict(v) for k, v in _NEWS_TOUCHES.items()}, raises={ZeroDivisionError: (
+            "your function divided by zero: 'sections' is read by the front page and never written, so its reads "
+            "per write is `float(\"inf\")`; test for zero writes before dividing.")})
         if isinstance(got, pd.Series):
             got = got.to_dict()
         if not isinstance(got, dict):
@@ -183,27 +152,3 @@ def _check_reads_per_write(fn: Any) -> str:
             f"{first[best]:,.0f} times per write, the piece most worth shaping around its reads.")
 
 
-@register
-def _ex30_ratio() -> Exercise:
-    return Exercise(
-        id="30-reads-per-write",
-        lesson="30_workload",
-        task="A news site: write reads_per_write(workload, touches) returning {piece of data: reads per write}, "
-             "weighting each touch by its operation's rate (float('inf') when a piece is never written).",
-        checker=_check_reads_per_write,
-        hints=["For each row of `workload`, look up `touches[operation]`: each piece there is read or written at "
-               "that row's per_second.",
-               "Keep two dicts, reads and writes per piece; the ratio is reads / writes, or `float(\"inf\")` when "
-               "writes is 0."],
-        solution_text=(
-            "def reads_per_write(workload, touches):\n"
-            "    reads, writes = {}, {}\n"
-            "    for op, rate in zip(workload[\"operation\"], workload[\"per_second\"]):\n"
-            "        for piece, kind in touches[op].items():\n"
-            "            reads.setdefault(piece, 0.0)\n"
-            "            writes.setdefault(piece, 0.0)\n"
-            "            (reads if kind == \"read\" else writes)[piece] += rate\n"
-            "    return {p: reads[p] / writes[p] if writes[p] else float(\"inf\") for p in reads}\n\n\n"
-            "ex_ratio.check(reads_per_write)"
-        ),
-    )

@@ -4,19 +4,19 @@ Notebook: ``notebooks/31_hard_limits.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_no_parallel_arrays(products: Any) -> str:
-    if not steps.is_collection(products):
-        raise NotYet(f"pass the collection (`practice.products`), not {type(products).__name__}.")
+@LESSON.exercise(StateCheck, "31-no-parallel-arrays",
+                takes=steps.collection("practice.products"))
+def _check_no_parallel_arrays(lab: Lab, products: Any) -> str:
     docs = list(products.find())
     if not docs:
         raise NotYet("the collection is empty; re-run the cell that creates `practice.products`.")
@@ -28,7 +28,7 @@ def _check_no_parallel_arrays(products: Any) -> str:
         isinstance(v, dict) and "color" in v and "size" in v for v in d["variants"]))]
     if bad:
         raise NotYet(f"{len(bad)} product(s), e.g. {bad[0]!r}, have no `variants` array of {{color, size}} objects.")
-    setup = steps.setup_of("products")
+    setup = lab.setup("products")
     if setup:
         now = {d["_id"]: d for d in docs}
         problem = (steps.gone_or_added(setup, now, "products", "practice.products",
@@ -78,6 +78,21 @@ def _combos(variants: Any) -> set:
     return {(steps.hashable(v.get("color")), steps.hashable(v.get("size"))) for v in variants or [] if isinstance(v, dict)}
 
 
+def _variants_wrong(pid: Any, want: set, variants: Any) -> str | None:
+    """A message when ``variants`` do not hold exactly the color x size combinations ``want``, each once."""
+    got = _combos(variants)
+    if got != want:
+        missing, extra = sorted(want - got, key=repr), sorted(got - want, key=repr)
+        detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
+                  f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
+        return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
+                f"({detail}): build one variant per color and size of the old arrays, so the index answers "
+                "the same questions the arrays did.")
+    if len(variants) != len(got):
+        return f"{pid} lists a variant twice; one {{color, size}} per combination."
+    return None
+
+
 def _variants_vs_setup(setup: dict, now: dict) -> str | None:
     """Against the setup copy: each product's variants are exactly the color x size combinations its arrays held
     (or the variants it already had, when the copy was kept after reshaping)."""
@@ -88,16 +103,9 @@ def _variants_vs_setup(setup: dict, now: dict) -> str | None:
             want = _combos(orig["variants"])
         else:
             continue
-        got = _combos(now[pid].get("variants"))
-        if got != want:
-            missing, extra = sorted(want - got, key=repr), sorted(got - want, key=repr)
-            detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
-                      f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
-            return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
-                    f"({detail}): build one variant per color and size of the old arrays, so the index answers "
-                    "the same questions the arrays did.")
-        if len(now[pid]["variants"]) != len(got):
-            return f"{pid} lists a variant twice; one {{color, size}} per combination."
+        wrong = _variants_wrong(pid, want, now[pid].get("variants"))
+        if wrong:
+            return wrong
     return None
 
 
@@ -112,53 +120,13 @@ def _variants_lost(docs: list) -> str | None:
             continue
         i = int(pid[6:])
         want = {(c, z) for c in _COLORS_31[: 1 + i % 4] for z in _SIZES_31[: 1 + (i // 4) % 4]}
-        got = _combos(d["variants"])
-        if got != want:
-            missing, extra = sorted(want - got, key=repr), sorted(got - want, key=repr)
-            detail = (f"{len(missing)} combination(s) missing, e.g. {missing[0]}" if missing else
-                      f"{len(extra)} combination(s) it never came in, e.g. {extra[0]}")
-            return (f"{pid} came in {len(want)} color x size combinations but its variants hold {len(got)} "
-                    f"({detail}): build one variant per color and size of the old arrays, so the index answers "
-                    "the same questions the arrays did.")
-        if len(d["variants"]) != len(got):
-            return f"{pid} lists a variant twice; one {{color, size}} per combination."
+        wrong = _variants_wrong(pid, want, d["variants"])
+        if wrong:
+            return wrong
     return None
 
 
-@register
-def _ex31() -> Exercise:
-    return Exercise(
-        id="31-no-parallel-arrays",
-        lesson="31_hard_limits",
-        task="Replace the parallel `colors`/`sizes` arrays with `variants: [{color, size}]` and index both fields.",
-        checker=_check_no_parallel_arrays,
-        hints=["Build the variants in Python for each product: one {color, size} per combination.",
-               "One update per product: `$set` the variants and `$unset` colors and sizes; then "
-               "`create_index([(\"variants.color\", 1), (\"variants.size\", 1)])`."],
-        solution_text=(
-            'for p in practice.products.find():\n'
-            '    variants = [{"color": c, "size": s} for c in p["colors"] for s in p["sizes"]]\n'
-            '    practice.products.update_one({"_id": p["_id"]}, {"$set": {"variants": variants},\n'
-            '                                                       "$unset": {"colors": "", "sizes": ""}})\n'
-            'practice.products.create_index([("variants.color", 1), ("variants.size", 1)])\n'
-            'ex.check(practice.products)'),
-    )
-
-
-@register
-def _ex31_predict() -> Exercise:
-    return Prediction(
-        id="31-predict-pushes",
-        lesson="31_hard_limits",
-        task="How many 512 KiB `$push` writes does the account document accept before the server refuses one?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n} pushes accepted. 16 MiB is 32 x 512 KiB, but each array element also "
-                           "carries its own BSON overhead (type byte, index key, string length) and the document "
-                           "has its other fields, so the 32nd payload no longer fits: the push that would cross "
-                           "16,777,216 bytes fails, and so does every later one."),
-        hints=["16 MiB / 512 KiB = 32. Does the document hold anything besides the payloads?"],
-        solution_text="predict_pushes.predict(31)",
-    )
+LESSON.add(Prediction, "31-predict-pushes")
 
 
 def _thread_31(name: str, shape: list[int]) -> dict:
@@ -189,17 +157,16 @@ def _tree_31(thread: dict) -> dict[str, Any]:
     return out
 
 
-def _check_flatten_thread(flatten: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "31-flatten-thread", takes=steps.function("flatten"))
+def _check_flatten_thread(lab: Lab, flatten: Callable) -> str:
     import copy
 
     from labkit.limits import nesting_depth
 
-    if not steps.is_function(flatten):
-        raise NotYet(f"pass your function `flatten` itself (no parentheses), not {type(flatten).__name__}.")
     # a long chain (deeper than the 100-level limit as nested documents) and a bushy thread
     threads = [_thread_31("chain", [1] * 80), _thread_31("bushy", [3, 3, 2, 2])]
     total = 0
-    with observe.sandbox("31-flatten-thread") as box:
+    with lab.sandbox() as box:
         for thread in threads:
             want = _tree_31(thread)
             docs = flatten(copy.deepcopy(thread))
@@ -246,26 +213,3 @@ def _check_flatten_thread(flatten: Any) -> str:
             "depth limit, and one indexed query reads a whole thread.")
 
 
-@register
-def _ex31_flatten() -> Exercise:
-    return Exercise(
-        id="31-flatten-thread",
-        lesson="31_hard_limits",
-        task="Write flatten(thread): one document per message (the first one and every reply), with `threadId` "
-             "and `parentId`, no nesting.",
-        checker=_check_flatten_thread,
-        hints=["Walk the tree with a list of (node, parent _id) pairs still to visit; give each node a new `_id`.",
-               "Each output document: `{_id, threadId: thread['_id'], parentId, text, by}`; the first message's "
-               "parentId is None; never copy `replies`."],
-        solution_text=(
-            'def flatten(thread):\n'
-            '    out, todo = [], [(thread, None)]\n'
-            '    while todo:\n'
-            '        node, parent = todo.pop()\n'
-            '        my_id = f"{thread[\'_id\']}:{len(out)}"\n'
-            '        out.append({"_id": my_id, "threadId": thread["_id"], "parentId": parent,\n'
-            '                    "text": node["text"], "by": node.get("by")})\n'
-            '        todo += [(reply, my_id) for reply in node.get("replies", [])]\n'
-            '    return out\n\n'
-            'ex_flat.check(flatten)'),
-    )

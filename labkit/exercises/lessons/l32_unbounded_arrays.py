@@ -4,39 +4,37 @@ Notebook: ``notebooks/32_unbounded_arrays.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_capped_subset(record_event: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "32-capped-subset", takes=steps.function("record_event"))
+def _check_capped_subset(lab: Lab, record_event: Callable) -> str:
     import datetime as dt
 
     from labkit.connection import connect
-    if not steps.is_function(record_event):
-        raise NotYet(f"pass your function `record_event` itself (no parentheses), not {type(record_event).__name__}.")
+
     events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
                "value": i} for i in range(25)]
-    with observe.sandbox("32-capped-subset", connect()) as box:  # the learner's kind of engine, pristine data
+    with lab.sandbox(connect()) as box:  # the learner's kind of engine, pristine data
         db = box.db
         db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
-        try:
-            for ev in events:
-                record_event(db, "device:900", dict(ev))
-        except TypeError as exc:
-            raise NotYet(f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.") from None
+        for ev in events:
+            lab.call(record_event, db, "device:900", dict(ev), raises={TypeError: lambda exc: (
+                f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.")})
         device_writes = _device_write_statements(box.recorder)
         stored = list(db.events.find({"deviceId": "device:900"}))
         parent = db.devices.find_one({"_id": "device:900"}) or {}
         # two events at once: the second runs right after the first one's first read
         db.devices.insert_one({"_id": "device:901", "site": "site:01", "recentEvents": []})
         late = dt.datetime(2026, 7, 2)
-        observe.interleaved(
+        lab.interleaved(
             lambda: record_event(db, "device:901", {"_id": "evt:race:a", "at": late, "type": "alarm", "value": 1}),
             lambda: record_event(db, "device:901", {"_id": "evt:race:b", "at": late + dt.timedelta(seconds=1),
                                                     "type": "alarm", "value": 2}), box.recorder)
@@ -45,12 +43,10 @@ def _check_capped_subset(record_event: Any) -> str:
     if len(stored) != 25:
         raise NotYet(f"db.events holds {len(stored)} events for the device after 25 calls; insert each event, with "
                      "its `deviceId`, into the child collection.")
-    recent = parent.get("recentEvents")
-    if not isinstance(recent, list):
-        raise NotYet("the device has no `recentEvents` array; `$push` each event into it.")
-    if len(recent) > 10:
-        raise NotYet(f"`recentEvents` holds {len(recent)} events: the push is not capped. Add `$each` and "
-                     "`$slice` to the `$push`.")
+    recent = steps.capped_array(parent, "recentEvents", 10,
+                                missing="the device has no `recentEvents` array; `$push` each event into it.",
+                                too_long="`recentEvents` holds {n} events: the push is not capped. Add `$each` and "
+                                         "`$slice` to the `$push`.")
     values = [e.get("value") for e in recent if isinstance(e, dict)]
     if values == list(range(9, -1, -1)):
         raise NotYet("`recentEvents` kept the 10 *oldest* events: with `$sort: {at: -1}` the newest come first, so "
@@ -91,35 +87,4 @@ def _device_write_statements(recorder: Any) -> int:
     return n
 
 
-@register
-def _ex32_predict() -> Exercise:
-    return Prediction(
-        id="32-predict-history-docs",
-        lesson="32_unbounded_arrays",
-        task="After the fix: how many event documents does the 10-newest query on the events collection examine "
-             "for device:007?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n}. The index {{deviceId: 1, at: -1}} holds device:007's events in "
-                           "newest-first order, so the scan stops after the 10 keys it needs and fetches exactly "
-                           "those 10: the cost no longer depends on how many events the device has recorded."),
-        hints=["The events collection has an index on {deviceId: 1, at: -1}: where does the scan stop?"],
-        solution_text="predict_history.predict(10)",
-    )
-
-
-@register
-def _ex32() -> Exercise:
-    return Exercise(
-        id="32-capped-subset",
-        lesson="32_unbounded_arrays",
-        task="Write record_event(db, device_id, event): full history in db.events, 10 newest in recentEvents.",
-        checker=_check_capped_subset,
-        hints=["Two writes: `insert_one` into `db.events` (add `deviceId`), then `update_one` on the device.",
-               "`{\"$push\": {\"recentEvents\": {\"$each\": [event], \"$slice\": -10}}}` keeps the last 10."],
-        solution_text=(
-            'def record_event(db, device_id, event):\n'
-            '    db.events.insert_one({"deviceId": device_id, **event})\n'
-            '    db.devices.update_one({"_id": device_id},\n'
-            '                          {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})\n\n'
-            'ex.check(record_event)'),
-    )
+LESSON.add(Prediction, "32-predict-history-docs")

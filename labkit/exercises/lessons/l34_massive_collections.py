@@ -4,19 +4,18 @@ Notebook: ``notebooks/34_massive_collections.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise, remembered_names
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_merge_collections(db: Any) -> str:
-    if not steps.is_database(db):
-        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+@LESSON.exercise(StateCheck, "34-merge-collections", takes=steps.database())
+def _check_merge_collections(lab: Lab, db: Any) -> str:
     names = sorted(db.list_collection_names())
     leftovers = [n for n in names if n.startswith("events_")]
     docs = list(db.events.find()) if "events" in names else []
@@ -34,7 +33,7 @@ def _check_merge_collections(db: Any) -> str:
     if wrong:
         raise NotYet(f"{len(wrong)} document(s), e.g. {wrong[0]!r}, have no or a wrong `tenantId`: it is the tenant "
                      "part of the old collection name (events_t3 -> 't3').")
-    setups = {n.removeprefix("events_"): steps.setup_of(n) for n in remembered_names() if n.startswith("events_")}
+    setups = {n.removeprefix("events_"): lab.setup(n) for n in lab.setup_names() if n.startswith("events_")}
     if setups:
         extra = sorted({str(d.get("tenantId")) for d in docs} - set(setups))
         if extra:
@@ -42,8 +41,9 @@ def _check_merge_collections(db: Any) -> str:
                          "the setup; re-run the practice setup cell and merge again.")
         for tenant, setup in sorted(setups.items()):
             mine = {d["_id"]: d for d in docs if d.get("tenantId") == tenant}
-            problem = (steps.gone_or_added(setup, mine, "documents", f"events for tenant {tenant!r} (from events_{tenant})",
-                                      "a merge copies every document of every tenant.")
+            problem = (steps.gone_or_added(setup, mine, "documents",
+                                           f"events for tenant {tenant!r} (from events_{tenant})",
+                                           "a merge copies every document of every tenant.")
                        or steps.changed_field(setup, mine, "events document", skip=("tenantId",)))
             if problem:
                 raise NotYet(problem)
@@ -76,47 +76,7 @@ def _check_merge_collections(db: Any) -> str:
             "and a 30-day TTL index.")
 
 
-@register
-def _ex34() -> Exercise:
-    return Exercise(
-        id="34-merge-collections",
-        lesson="34_massive_collections",
-        task="Merge the events_<tenant> collections into one `events` collection with tenantId, indexes and a TTL.",
-        checker=_check_merge_collections,
-        hints=["Loop over `practice.list_collection_names()`; for each events_<tenant>, insert its documents with "
-               "`tenantId` added, then drop it.",
-               "Indexes: `[(\"tenantId\", 1), (\"at\", -1)]`, and `[(\"at\", 1)]` with `expireAfterSeconds=30 * 86_400`."],
-        solution_text=(
-            'for name in sorted(practice.list_collection_names()):\n'
-            '    if name.startswith("events_"):\n'
-            '        tenant = name.removeprefix("events_")\n'
-            '        practice.events.insert_many([d | {"tenantId": tenant} for d in practice[name].find()])\n'
-            '        practice.drop_collection(name)\n'
-            'practice.events.create_index([("tenantId", 1), ("at", -1)])\n'
-            'practice.events.create_index([("at", 1)], expireAfterSeconds=30 * 86_400)\nex.check(practice)'),
-    )
-
-
-def _explain_ttl_deleted(measured: Any) -> str:
-    return (f"{measured} orders. A TTL index deletes a document once its date is older than now - "
-            "expireAfterSeconds: at 2026-11-20 08:00 with 15 days that is 2026-11-05 08:00, so the days 1-4 "
-            "November go (12 orders per tenant and day) and 5 November's first order, at exactly 08:00, stays "
-            "(the date must be strictly older). Whole days go at once with no collection dropped.")
-
-
-@register
-def _ex34_predict() -> Exercise:
-    return Prediction(
-        id="34-predict-ttl",
-        lesson="34_massive_collections",
-        task="Predict: one TTL pass at 2026-11-20 08:00 over `orders` (TTL index on createdAt, 15 days; 12 orders "
-             "per tenant per day from 1 to 15 November, the first of each day at 08:00). How many orders does "
-             "it delete?",
-        checker=None,
-        hints=["The cut-off is now - expireAfterSeconds; count the whole days before it, per tenant."],
-        solution_text="ex_ttl.predict(4 * len(TENANTS) * 12)",
-        explain=_explain_ttl_deleted,
-    )
+LESSON.add(Prediction, "34-predict-ttl")
 
 
 def _sessions_34(now: Any) -> list[dict]:
@@ -126,15 +86,16 @@ def _sessions_34(now: Any) -> list[dict]:
              "lastSeen": now - dt.timedelta(minutes=m)} for i, m in enumerate(ago)]
 
 
-def _check_ttl_sessions(args: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "34-ttl-sessions",
+                takes=steps.call("call it with your two functions: `ex.check(setup_sessions, touch)`.",
+                                 steps.is_function, steps.is_function))
+def _check_ttl_sessions(lab: Lab, setup_sessions: Callable, touch: Callable) -> str:
     import datetime as dt
 
     from labkit.engine.catalog.ttl import ttl_pass
-    if not (isinstance(args, tuple) and len(args) == 2 and steps.is_function(args[0]) and steps.is_function(args[1])):
-        raise NotYet("call it with your two functions: `ex.check(setup_sessions, touch)`.")
-    setup_sessions, touch = args
+
     # Always a private embedded engine: a server's TTL monitor cannot be run at a chosen time.
-    box = observe.sandbox("34-ttl-sessions", None)
+    box = lab.sandbox(None)
     now = dt.datetime(2026, 11, 20, 12, 0)
     try:
         coll = box.db["sessions"]
@@ -194,22 +155,3 @@ def _check_ttl_sessions(args: Any) -> str:
             "an active one survives, an unknown id is not resurrected.")
 
 
-@register
-def _ex34_sessions() -> Exercise:
-    return Exercise(
-        id="34-ttl-sessions",
-        lesson="34_massive_collections",
-        task="An app keeps login sessions in one collection per day and drops old days. Instead, write "
-             "setup_sessions(db) so that a session in `sessions` ({_id, userId, createdAt, lastSeen}) expires 30 "
-             "minutes after its last activity, and touch(coll, session_id, now) that records activity.",
-        checker=_check_ttl_sessions,
-        hints=["Expiry counts from the field the TTL index is on: which date says 'last activity'?",
-               "`db.sessions.create_index(\"lastSeen\", expireAfterSeconds=30 * 60)`; touch is one "
-               "`update_one({\"_id\": session_id}, {\"$set\": {\"lastSeen\": now}})`."],
-        solution_text=(
-            "def setup_sessions(db):\n"
-            "    db.sessions.create_index(\"lastSeen\", expireAfterSeconds=30 * 60)\n\n\n"
-            "def touch(coll, session_id, now):\n"
-            "    coll.update_one({\"_id\": session_id}, {\"$set\": {\"lastSeen\": now}})\n\n\n"
-            "ex_sessions.check(setup_sessions, touch)"),
-    )

@@ -4,14 +4,14 @@ Notebook: ``notebooks/35_unnecessary_indexes.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 _STATUSES_35 = ["new", "paid", "shipped", "delivered"]
@@ -26,13 +26,25 @@ def _order_35(i: int) -> dict:
             "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=53 * i)}
 
 
-def _check_drop_unneeded(orders: Any) -> str:
-    if not steps.is_collection(orders):
-        raise NotYet(f"pass the collection (`practice.orders`), not {type(orders).__name__}.")
+def _served_exactly(fig: Any, index_gone: bool, *, gone: str, sort: str, inexact: str) -> None:
+    """A workload query after the learner's drops: its index gone (``gone``), a blocking sort (``sort``), or an
+    index that reads more than the query returns (``inexact``)."""
+    if index_gone:
+        raise NotYet(gone)
+    if fig.blocking_sort:
+        raise NotYet(sort)
+    if not fig.exact:
+        raise NotYet(inexact)
+
+
+def _fresh_orders(db: Any) -> None:
+    db.orders.insert_many([_order_35(i) for i in range(1500)])
+
+
+@LESSON.exercise(StateCheck, "35-drop-unneeded", takes=steps.collection("practice.orders"))
+def _check_drop_unneeded(lab: Lab, orders: Any) -> str:
     # The learner's indexes on pristine orders (the lesson's 1,500), so deleting orders cannot hide a cost.
-    with observe.sandbox("35-drop-unneeded", orders) as box:
-        box.db.orders.insert_many([_order_35(i) for i in range(1500)])
-        observe.copy_indexes(orders, box.db.orders)
+    with lab.sandbox(fresh=_fresh_orders, indexes={"orders": orders}) as box:
         coll = box.db.orders
         queries = {
             "customer orders": coll.find({"customerId": "cust:017"}).sort("createdAt", -1).limit(20),
@@ -43,16 +55,14 @@ def _check_drop_unneeded(orders: Any) -> str:
         for label, cursor in queries.items():
             explain = cursor.explain()
             fig = observe.plan_figures(explain)
-            if not any("IXSCAN" in n for n in fig.stages):
-                raise NotYet(f"the {label} query now runs {fig.stages[-1] if fig.stages else '?'}: you dropped the "
-                             "index it needs.")
-            if fig.blocking_sort:
-                raise NotYet(f"the {label} query has a blocking SORT: keep the compound index that also gives the "
-                             "order.")
-            if fig.keys_examined > fig.returned + 1 or fig.docs_examined > fig.returned:
-                raise NotYet(f"the {label} query still uses an index, but it reads {fig.keys_examined} keys and "
-                             f"{fig.docs_examined} documents for {fig.returned} results ({fig.index}): you dropped "
-                             "the index that matches it exactly. No COLLSCAN is not the same as cheap.")
+            _served_exactly(
+                fig, not any("IXSCAN" in n for n in fig.stages),
+                gone=f"the {label} query now runs {fig.stages[-1] if fig.stages else '?'}: you dropped the index it "
+                     "needs.",
+                sort=f"the {label} query has a blocking SORT: keep the compound index that also gives the order.",
+                inexact=f"the {label} query still uses an index, but it reads {fig.keys_examined} keys and "
+                        f"{fig.docs_examined} documents for {fig.returned} results ({fig.index}): you dropped the "
+                        "index that matches it exactly. No COLLSCAN is not the same as cheap.")
             used |= {st.get("indexName") for st in observe.plan_stages(explain["queryPlanner"]["winningPlan"])
                      if "IXSCAN" in str(st.get("stage"))}
         redundant = observe.redundant_prefixes(coll)
@@ -74,36 +84,15 @@ def _check_drop_unneeded(orders: Any) -> str:
     return f"{len(infos)} indexes left ({', '.join(sorted(infos))}), each serving the workload at its exact cost."
 
 
-@register
-def _ex35() -> Exercise:
-    return Exercise(
-        id="35-drop-unneeded",
-        lesson="35_unnecessary_indexes",
-        task="Drop every index of practice.orders that the three workload queries do not need.",
-        checker=_check_drop_unneeded,
-        hints=["Look at the lesson's index report: which indexes served no query, and which is a prefix of another?",
-               "Three queries, so at most three indexes besides `_id_`: for each query, the one whose keys are its "
-               "equality fields, then its sort. Prefixes of those and indexes no query uses go."],
-        solution_text=('for name in ["customerId_1", "status_1", "total_1", "createdAt_1"]:\n'
-                       '    practice.orders.drop_index(name)\nex.check(practice.orders)'),
-    )
+def _explain_hidden(n: Any) -> str:
+    if n == 0:
+        return (f"Measured: {n}. Every drop candidate is either unused by the workload or a prefix of an index that "
+                "is kept, so each query shape still finds the index it used before: hiding them changes no plan, "
+                "which is what makes them safe to drop.")
+    return f"Measured: {n} shape(s) lost their index: un-hide before dropping."
 
 
-@register
-def _ex35_predict() -> Exercise:
-    return Prediction(
-        id="35-predict-hidden-collscans",
-        lesson="35_unnecessary_indexes",
-        task="With every drop candidate hidden, how many of the three query shapes fall back to a COLLSCAN?",
-        checker=None,
-        choices=(0, 1, 2, 3),
-        explain=lambda n: (f"Measured: {n}. Every drop candidate is either unused by the workload or a prefix of an "
-                           "index that is kept, so each query shape still finds the index it used before: hiding "
-                           "them changes no plan, which is what makes them safe to drop."
-                           if n == 0 else f"Measured: {n} shape(s) lost their index: un-hide before dropping."),
-        hints=["Which index did each query shape use before (the `plans_by_shape()` table)? Is any of them hidden?"],
-        solution_text="predict_hidden.predict(0)",
-    )
+LESSON.add(Prediction, "35-predict-hidden-collscans", choices=(0, 1, 2, 3), explain=_explain_hidden)
 
 
 _TICKET_STATUS_35 = ("open", "pending", "solved")
@@ -133,12 +122,10 @@ def _ticket_queries_35(coll: Any) -> dict[str, Any]:
             "a customer's tickets": coll.find({"customerId": "cust:042"})}
 
 
-def _check_prune_tickets(prune: Any) -> str:
-    if not steps.is_function(prune):
-        raise NotYet(f"pass your function `prune` itself (no parentheses), not {type(prune).__name__}.")
-    with observe.sandbox("35-prune-tickets") as box:
+@LESSON.exercise(BehaviourCheck, "35-prune-tickets", takes=steps.function("prune"))
+def _check_prune_tickets(lab: Lab, prune: Callable) -> str:
+    with lab.sandbox(fresh=lambda db: _tickets_35(db.tickets)) as box:
         coll = box.db.tickets
-        _tickets_35(coll)
         for cursor in _ticket_queries_35(coll).values():  # the workload has run: $indexStats has counts
             list(cursor)
         before = coll.index_information()
@@ -155,15 +142,13 @@ def _check_prune_tickets(prune: Any) -> str:
                              "use only; a unique or TTL index works on every write. Keep it.")
         for label, cursor in _ticket_queries_35(coll).items():
             fig = observe.plan_figures(cursor.explain())
-            if fig.collscan:
-                raise NotYet(f"the {label} query now runs a COLLSCAN: you dropped the index it needs.")
-            if fig.blocking_sort:
-                raise NotYet(f"the {label} query now has a blocking SORT ({fig.index}): keep the compound index "
-                             "that also gives the priority order.")
-            if fig.keys_examined > fig.returned + 1 or fig.docs_examined > fig.returned:
-                raise NotYet(f"the {label} query reads {fig.keys_examined} keys and {fig.docs_examined} documents "
-                             f"for {fig.returned} results through {fig.index}: keep the index that matches it "
-                             "exactly.")
+            _served_exactly(
+                fig, fig.collscan,
+                gone=f"the {label} query now runs a COLLSCAN: you dropped the index it needs.",
+                sort=f"the {label} query now has a blocking SORT ({fig.index}): keep the compound index that also "
+                     "gives the priority order.",
+                inexact=f"the {label} query reads {fig.keys_examined} keys and {fig.docs_examined} documents for "
+                        f"{fig.returned} results through {fig.index}: keep the index that matches it exactly.")
         for short, long_ in observe.redundant_prefixes(coll):
             raise NotYet(f"{short} is still there, and it is a prefix of {long_}: the longer index serves every "
                          "query the shorter one could. Drop it.")
@@ -175,29 +160,3 @@ def _check_prune_tickets(prune: Any) -> str:
             "unique reference and the TTL expiry kept, the prefix and the unused indexes gone.")
 
 
-@register
-def _ex35_prune() -> Exercise:
-    return Exercise(
-        id="35-prune-tickets",
-        lesson="35_unnecessary_indexes",
-        task="Write prune(tickets): drop the indexes a support desk's two queries do not need, without losing "
-             "what an index enforces.",
-        checker=_check_prune_tickets,
-        hints=["Read `$indexStats` after the workload ran (ops 0 = unused) and compare key patterns for prefixes; "
-               "then look at each index's options before dropping it.",
-               "A unique index and a TTL index do work that no query counter shows: keep them whatever "
-               "`$indexStats` says. The rest: a prefix of a kept compound index, or 0 ops, goes."],
-        solution_text=(
-            'def prune(tickets):\n'
-            '    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}\n'
-            '    infos = tickets.index_information()\n'
-            '    for name, info in infos.items():\n'
-            '        if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:\n'
-            '            continue  # constraints work on writes; no query counter shows it\n'
-            '        keys = list(info["key"])\n'
-            '        prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys\n'
-            '                     for other, o in infos.items() if other != name)\n'
-            '        if prefix or name not in used:\n'
-            '            tickets.drop_index(name)\n\n'
-            'ex_prune.check(prune)'),
-    )

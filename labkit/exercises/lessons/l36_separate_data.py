@@ -4,19 +4,18 @@ Notebook: ``notebooks/36_separate_data.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_embed_context(db: Any) -> str:
-    if not steps.is_database(db):
-        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+@LESSON.exercise(StateCheck, "36-embed-context", takes=steps.database())
+def _check_embed_context(lab: Lab, db: Any) -> str:
     users = list(db.users.find().sort("_id", 1))
     if not users:
         raise NotYet("practice.users is empty; re-run the practice setup cell.")
@@ -87,36 +86,7 @@ def _context_vs_setup(now: dict) -> str | None:
     return None
 
 
-@register
-def _ex36() -> Exercise:
-    return Exercise(
-        id="36-embed-context",
-        lesson="36_separate_data",
-        task="Embed profile, settings and addresses into practice.users and drop the three side collections.",
-        checker=_check_embed_context,
-        hints=["Reuse the lesson's `embed_stages`: three $lookup stages, a $project with $first and $map, "
-               "and $merge back into users.",
-               "`practice.users.aggregate(embed_stages)`, then drop the three side collections."],
-        solution_text=(
-            'practice.users.aggregate(embed_stages)\n'
-            'for name in ("user_profiles", "user_addresses", "user_settings"):\n'
-            '    practice.drop_collection(name)\nex.check(practice)'),
-    )
-
-
-@register
-def _ex36_predict() -> Exercise:
-    return Prediction(
-        id="36-predict-round-trips",
-        lesson="36_separate_data",
-        task="How many round trips does one call of `load_context_split` send to the server?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n} round trips, one command per collection: users, user_profiles, "
-                           "user_addresses, user_settings. Each waits for the one before, so a page pays the "
-                           "network latency that many times; embedded, it is one."),
-        hints=["Count the find / find_one calls in the function: each is one command."],
-        solution_text="predict_trips.predict(4)",
-    )
+LESSON.add(Prediction, "36-predict-round-trips")
 
 
 _GENRES_36 = ("poetry", "travel", "history", "cooking")
@@ -141,11 +111,11 @@ def _books_36(db: Any) -> dict[str, dict]:
     return want
 
 
-def _check_embed_books(args: Any) -> str:
-    if not (isinstance(args, tuple) and len(args) == 2 and steps.is_function(args[0]) and steps.is_function(args[1])):
-        raise NotYet("call it with your two functions: `ex.check(migrate, load_book)`.")
-    migrate, load_book = args
-    with observe.sandbox("36-embed-books") as box:
+@LESSON.exercise(BehaviourCheck, "36-embed-books",
+                takes=steps.call("call it with your two functions: `ex.check(migrate, load_book)`.",
+                                 steps.is_function, steps.is_function))
+def _check_embed_books(lab: Lab, migrate: Callable, load_book: Callable) -> str:
+    with lab.sandbox() as box:
         db = box.db
         want = _books_36(db)
         migrate(db)
@@ -192,30 +162,3 @@ def _check_embed_books(args: Any) -> str:
             "is 1 round trip.")
 
 
-@register
-def _ex36_books() -> Exercise:
-    return Exercise(
-        id="36-embed-books",
-        lesson="36_separate_data",
-        task="Write migrate(db) embedding book_stock (one-to-one) and book_authors (one-to-few) into books, and "
-             "load_book(db, book_id) reading a book in one round trip.",
-        checker=_check_embed_books,
-        hints=["The lesson's `embed_stages`, re-aimed: two `$lookup` stages on `bookId`, a `$project` with `$first` "
-               "for stock and `$map` for authors, `$merge` back into books.",
-               "`whenMatched: \"merge\"` keeps title and genre; drop `book_stock` and `book_authors` after the "
-               "`$merge`; `load_book` is one `find_one`."],
-        solution_text=(
-            'def migrate(db):\n'
-            '    db.books.aggregate([\n'
-            '        {"$lookup": {"from": "book_stock", "localField": "_id", "foreignField": "bookId", "as": "s"}},\n'
-            '        {"$lookup": {"from": "book_authors", "localField": "_id", "foreignField": "bookId", "as": "a"}},\n'
-            '        {"$project": {"stock": {"inStock": {"$first": "$s.inStock"}, "warehouse": {"$first": "$s.warehouse"}},\n'
-            '                      "authors": {"$map": {"input": "$a", "as": "x",\n'
-            '                                           "in": {"name": "$$x.name", "role": "$$x.role"}}}}},\n'
-            '        {"$merge": {"into": "books", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])\n'
-            '    db.drop_collection("book_stock")\n'
-            '    db.drop_collection("book_authors")\n\n\n'
-            'def load_book(db, book_id):\n'
-            '    return db.books.find_one({"_id": book_id})\n\n\n'
-            'ex_books.check(migrate, load_book)'),
-    )

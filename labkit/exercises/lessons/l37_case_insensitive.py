@@ -4,14 +4,14 @@ Notebook: ``notebooks/37_case_insensitive.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
-from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises import observe, steps
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _has_regex(value: Any) -> bool:
@@ -26,8 +26,9 @@ def _has_regex(value: Any) -> bool:
     return False
 
 
-def _check_login_filter(args: Any) -> str:
-    members, login_filter = steps.pair(args, "`ex.check(practice.members, login_filter)`")
+@LESSON.exercise(StateCheck, "37-login-filter",
+                takes=steps.call("call it with two arguments: `ex.check(practice.members, login_filter)`.", None, None))
+def _check_login_filter(lab: Lab, members: Any, login_filter: Any) -> str:
     if not steps.is_collection(members):
         raise NotYet(f"the first argument should be the collection `practice.members`, not {type(members).__name__}.")
     if not steps.is_function(login_filter):
@@ -67,37 +68,7 @@ def _check_login_filter(args: Any) -> str:
     return "every spelling finds exactly one member through one index key."
 
 
-@register
-def _ex37() -> Exercise:
-    return Exercise(
-        id="37-login-filter",
-        lesson="37_case_insensitive",
-        task="Make the case-insensitive login use an index: a normalized field, its index, and login_filter(email).",
-        checker=_check_login_filter,
-        hints=["`update_many({}, [{\"$set\": {\"emailLower\": {\"$toLower\": \"$email\"}}}])` adds the field.",
-               "Index `emailLower`, and have login_filter return `{\"emailLower\": email.lower()}`."],
-        solution_text=(
-            'practice.members.update_many({}, [{"$set": {"emailLower": {"$toLower": "$email"}}}])\n'
-            'practice.members.create_index([("emailLower", 1)], unique=True)\n\n'
-            'def login_filter(email):\n    return {"emailLower": email.lower()}\n\n'
-            'ex.check(practice.members, login_filter)'),
-    )
-
-
-@register
-def _ex37_predict() -> Exercise:
-    return Prediction(
-        id="37-predict-regex-keys",
-        lesson="37_case_insensitive",
-        task="How many index keys does `/^sam$/i` examine on the `username` index of the 5,000 accounts?",
-        checker=None,
-        tolerance=0.05,
-        explain=lambda n: (f"Measured: {n} keys examined for 3 accounts returned. With the `i` option the server "
-                           "cannot turn the pattern into a range of the index (\"sam\", \"Sam\" and \"SAM\" are far "
-                           "apart in binary order), so it reads every key and tests the pattern on each."),
-        hints=["Can a case-insensitive pattern become one range of a binary-ordered index?"],
-        solution_text="predict_keys.predict(5000)",
-    )
+LESSON.add(Prediction, "37-predict-regex-keys", tolerance=0.05)
 
 
 _TEAMS_37 = ("Night Owls", "Red Rockets", "Blue Herons", "Quiet Foxes", "Iron Bees", "Sea Lions")
@@ -108,13 +79,13 @@ def _team_name_37(i: int) -> str:
     return f"{[base, base.upper(), base.lower()][i % 3]} {i}"
 
 
-def _check_team_names(args: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "37-team-names",
+                takes=steps.call("call it with your three functions: `ex.check(prepare, add_team, find_team)`.",
+                                 steps.is_function, steps.is_function, steps.is_function))
+def _check_team_names(lab: Lab, prepare: Callable, add_team: Callable, find_team: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 
-    if not (isinstance(args, tuple) and len(args) == 3 and all(steps.is_function(a) for a in args)):
-        raise NotYet("call it with your three functions: `ex.check(prepare, add_team, find_team)`.")
-    prepare, add_team, find_team = args
-    with observe.sandbox("37-team-names") as box:
+    with lab.sandbox() as box:
         teams = box.db.teams
         teams.insert_many([{"_id": f"team:{i:04d}", "name": _team_name_37(i)} for i in range(1200)])
         prepare(teams)
@@ -164,24 +135,3 @@ def _check_team_names(args: Any) -> str:
             "finds its team through one index key.")
 
 
-@register
-def _ex37_teams() -> Exercise:
-    return Exercise(
-        id="37-team-names",
-        lesson="37_case_insensitive",
-        task="Team names are unique regardless of case: write prepare(teams), add_team(teams, name) and "
-             "find_team(teams, name) (a cursor), each lookup one index key.",
-        checker=_check_team_names,
-        hints=["One unique index that ignores case does both jobs: it refuses \"PAPER planes\" and serves the lookup.",
-               "`teams.create_index(\"name\", unique=True, collation={\"locale\": \"en\", \"strength\": 2})`; "
-               "find_team must pass the same collation to `find`."],
-        solution_text=(
-            'CI = {"locale": "en", "strength": 2}\n\n\n'
-            'def prepare(teams):\n'
-            '    teams.create_index("name", unique=True, collation=CI)\n\n\n'
-            'def add_team(teams, name):\n'
-            '    teams.insert_one({"name": name})\n\n\n'
-            'def find_team(teams, name):\n'
-            '    return teams.find({"name": name}, collation=CI)\n\n\n'
-            'ex_teams.check(prepare, add_team, find_team)'),
-    )

@@ -4,36 +4,36 @@ Notebook: ``notebooks/38_lookup_overuse.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
-def _check_extended_reference(db: Any) -> str:
-    if not steps.is_database(db):
-        raise NotYet(f"pass the practice database (`practice`), not {type(db).__name__}.")
+@LESSON.exercise(StateCheck, "38-extended-reference", takes=steps.database())
+def _check_extended_reference(lab: Lab, db: Any) -> str:
     customers = {c["_id"]: c for c in db.customers.find()}
     if not customers:
         raise NotYet("practice.customers is empty: keep the customers collection, the reference points to it.")
     orders = list(db.orders.find())
     if not orders:
         raise NotYet("practice.orders is empty; re-run the practice setup cell.")
-    setup_customers, setup_orders = steps.setup_of("customers"), steps.setup_of("orders")
+    setup_customers, setup_orders = lab.setup("customers"), lab.setup("orders")
+    by_id = {o["_id"]: o for o in orders}
     problem = None
     if setup_customers:
         problem = (steps.gone_or_added(setup_customers, customers, "customers", "practice.customers",
-                                  "an extended reference copies two fields, the customers stay the source.")
+                                       "an extended reference copies two fields, the customers stay the source.")
                    or steps.changed_field(setup_customers, customers, "customer"))
     if setup_orders and not problem:
-        problem = (steps.gone_or_added(setup_orders, {o["_id"]: o for o in orders}, "orders", "practice.orders",
-                                  "the copy is added to each order, no order is removed.")
-                   or steps.changed_field(setup_orders, {o["_id"]: o for o in orders}, "order", skip=("customer",)))
-        added = None if problem else steps.added_fields(setup_orders, {o["_id"]: o for o in orders}, ("customer",))
+        problem = (steps.gone_or_added(setup_orders, by_id, "orders", "practice.orders",
+                                       "the copy is added to each order, no order is removed.")
+                   or steps.changed_field(setup_orders, by_id, "order", skip=("customer",)))
+        added = None if problem else steps.added_fields(setup_orders, by_id, ("customer",))
         if added:
             problem = (f"order {added[0]!r} also got {added[1]}: add only the `customer` subdocument (a `$lookup` "
                        "array merged into the order copies the whole customer). `$project` it away before `$merge`.")
@@ -61,37 +61,10 @@ def _check_extended_reference(db: Any) -> str:
     return f"{len(orders)} orders carry their customer's name and tier next to `customerId`; the queue needs no join."
 
 
-@register
-def _ex38() -> Exercise:
-    return Exercise(
-        id="38-extended-reference",
-        lesson="38_lookup_overuse",
-        task="Copy each customer's name and tier into practice.orders as `customer`, keeping `customerId`.",
-        checker=_check_extended_reference,
-        hints=["The lesson's `copy_stages` do the copy: $lookup the customer, $project the two fields, $merge back.",
-               "`practice.orders.aggregate(copy_stages)`, then `ex.check(practice)`."],
-        solution_text='practice.orders.aggregate(copy_stages)\nex.check(practice)',
-    )
-
-
 _OPS_38 = ("support queue", "nightly tier report", "customer detail")
 
 
-@register
-def _ex38_predict() -> Exercise:
-    return Prediction(
-        id="38-predict-top-daily",
-        lesson="38_lookup_overuse",
-        task="Which operation examines the most keys and documents per day: the support queue, the nightly "
-             "tier report or the customer detail?",
-        checker=None,
-        choices=_OPS_38,
-        explain=lambda op: (f"Measured: {op}. The nightly report examines the most per run, but it runs once a "
-                            "day; the queue's small join runs 500 times a second, 43,200,000 times a day, so "
-                            "frequency x cost puts the hot join first: that is the one to fix."),
-        hints=["Multiply each operation's cost per run by its runs per day before comparing."],
-        solution_text='predict_top.predict("support queue")',
-    )
+LESSON.add(Prediction, "38-predict-top-daily", choices=_OPS_38)
 
 
 def _agents_38(db: Any) -> None:
@@ -111,12 +84,11 @@ def _agents_38(db: Any) -> None:
     db.tickets.create_index([("agentId", 1)])
 
 
-def _check_rename_agent(rename_agent: Any) -> str:
-    if not steps.is_function(rename_agent):
-        raise NotYet(f"pass your function `rename_agent` itself (no parentheses), not {type(rename_agent).__name__}.")
-    with observe.sandbox("38-rename-agent") as box:
+@LESSON.exercise(BehaviourCheck, "38-rename-agent", takes=steps.function("rename_agent"),
+                fresh=_agents_38)
+def _check_rename_agent(lab: Lab, rename_agent: Callable) -> str:
+    with lab.sandbox() as box:
         db = box.db
-        _agents_38(db)
         before = {t["_id"]: t for t in db.tickets.find()}
         box.recorder.clear()
         rename_agent(db, "agent:03", "Samantha Lee")
@@ -160,20 +132,3 @@ def _check_rename_agent(rename_agent: Any) -> str:
             "Sam Lee's tickets untouched.")
 
 
-@register
-def _ex38_rename() -> Exercise:
-    return Exercise(
-        id="38-rename-agent",
-        lesson="38_lookup_overuse",
-        task="Tickets copy their agent's name and team: write rename_agent(db, agent_id, new_name) keeping every "
-             "copy right in two writes.",
-        checker=_check_rename_agent,
-        hints=["The agent's own document first, then the copies: which field tells you whose copy a ticket holds?",
-               "`update_one({\"_id\": agent_id}, {\"$set\": {\"name\": ...}})`, then `update_many({\"agentId\": "
-               "agent_id}, {\"$set\": {\"agent.name\": ...}})`."],
-        solution_text=(
-            'def rename_agent(db, agent_id, new_name):\n'
-            '    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})\n'
-            '    db.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})\n\n\n'
-            'ex_rename.check(rename_agent)'),
-    )

@@ -4,14 +4,14 @@ Notebook: ``notebooks/39_schema_review.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from labkit.exercises import observe
 from labkit.exercises import steps
-from labkit.exercises.kinds import Prediction
+from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction, StateCheck
 from labkit.exercises.outcomes import NotYet
-from labkit.exercises.problem import Exercise
-from labkit.exercises.registry import register
+from labkit.exercises.registry import Lesson
+
+LESSON = Lesson(__file__)
 
 
 def _review_kinds() -> tuple[str, ...]:
@@ -29,12 +29,11 @@ def _has_ci_index(db: Any) -> bool:
     return False
 
 
-def _check_schema_review(args: Any) -> str:
+@LESSON.exercise(StateCheck, "39-schema-review",
+                takes=steps.call("call it with three arguments: `ex.check(db, log_after, findings)`.", None, None, None))
+def _check_schema_review(lab: Lab, db: Any, log: Any, findings: Any) -> str:
     from labkit.review import ReviewInputError, review
 
-    if not (isinstance(args, tuple) and len(args) == 3):
-        raise NotYet("call it with three arguments: `ex.check(db, log_after, findings)`.")
-    db, log, findings = args
     if not steps.is_database(db):
         raise NotYet(f"the first argument should be the lesson's database `db`, not {type(db).__name__}.")
     if not isinstance(log, list) or not all(isinstance(q, dict) for q in log):
@@ -88,55 +87,7 @@ def _check_schema_review(args: Any) -> str:
             f"({', '.join(keeps)}), the login uses a case-insensitive index, and every event is kept.")
 
 
-@register
-def _ex39() -> Exercise:
-    return Exercise(
-        id="39-schema-review",
-        lesson="39_schema_review",
-        task="Fix the four findings left on customers, rebuild the log, re-run the review and submit what it "
-             "still reports: ex.check(db, log_after, findings).",
-        checker=_check_schema_review,
-        hints=["Activity: insert one document per event into db.customer_activity (with customerId), then "
-               "$unset the array. Login: create_index('email', collation={'locale': 'en', 'strength': 2}) and "
-               "an equality filter with that collation in workload_after[0].",
-               "After the fixes: `log_after = profile_log(db, workload_after)`, `final = labkit.review(db, "
-               "query_log=log_after)`, then `ex.check(db, log_after, final.kinds())`."],
-        solution_text=(
-            'CI = {"locale": "en", "strength": 2}\n'
-            'db.customer_activity.insert_many([{"customerId": c["_id"], **event}\n'
-            '                                  for c in db.customers.find({}, {"activity": 1}).sort("_id", 1)\n'
-            '                                  for event in c["activity"]])\n'
-            'db.customer_activity.create_index([("customerId", 1), ("at", -1)])\n'
-            'db.customers.update_many({}, {"$unset": {"activity": ""}})\n'
-            'db.customers.drop_index("email_1")\n'
-            'db.customers.create_index("email", name="email_ci", collation=CI)\n'
-            'db.command("collMod", "customers", validator={"$jsonSchema": {"bsonType": "object", '
-            '"required": ["email", "name"]}})\n'
-            'db.command("collMod", "customer_activity", validator={"$jsonSchema": {"bsonType": "object", '
-            '"required": ["customerId", "at"]}})\n'
-            'workload_after[0] = {"collection": "customers", "op": "find", "perSecond": 120,\n'
-            '                     "filter": {"email": "ana.0@example.com"}, "collation": CI, "projection": None}\n'
-            'log_after = profile_log(db, workload_after)\n'
-            'final = labkit.review(db, query_log=log_after)\n'
-            'ex.check(db, log_after, final.kinds())'),
-    )
-
-
-@register
-def _ex39_predict() -> Exercise:
-    return Prediction(
-        id="39-predict-findings-gone",
-        lesson="39_schema_review",
-        task="After the products and orders fixes, how many findings will the re-run review no longer report?",
-        checker=None,
-        explain=lambda n: (f"Measured: {n} findings gone. Each fix removes the findings of the places it changed: "
-                           "on products (the bloated document, the unbounded revisions, the redundant index, the "
-                           "missing validator) and on every orders_* collection (the family of same-shaped "
-                           "collections, the hot join, their missing validators); the new collections come with "
-                           "validators, so they raise none of their own. Only the customers findings are left."),
-        hints=["Count the findings on products and on the orders_* collections in the first review."],
-        solution_text="predict_gone.predict(len([f for f in before.findings if not f.where.startswith('customers')]))",
-    )
+LESSON.add(Prediction, "39-predict-findings-gone")
 
 
 def blog_store(db: Any) -> int:
@@ -157,12 +108,11 @@ def blog_store(db: Any) -> int:
     return total
 
 
-def _check_fix_blog(fix: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "39-fix-blog", takes=steps.function("fix"))
+def _check_fix_blog(lab: Lab, fix: Callable) -> str:
     from labkit.review import review
 
-    if not steps.is_function(fix):
-        raise NotYet(f"pass your function `fix` itself (no parentheses), not {type(fix).__name__}.")
-    with observe.sandbox("39-fix-blog") as box:
+    with lab.sandbox() as box:
         db = box.db
         total = blog_store(db)
         orig = {p["slug"]: (a["_id"], p.get("title"), p.get("at")) for a in db.authors.find() for p in a["posts"]}
@@ -203,28 +153,3 @@ def _check_fix_blog(fix: Any) -> str:
             "review of the blog store reports nothing.")
 
 
-@register
-def _ex39_blog() -> Exercise:
-    return Exercise(
-        id="39-fix-blog",
-        lesson="39_schema_review",
-        task="Another legacy store (a blog): write fix(db) so that `labkit.review(db)` reports nothing, keeping "
-             "every post.",
-        checker=_check_fix_blog,
-        hints=["Review it first: `labkit.review(blog).kinds()` lists an unbounded array, a redundant index and a "
-               "missing validator, all on authors.",
-               "Posts to `db.posts` (one per post, with `authorId`, indexed), `$unset` the array, drop `handle_1`, "
-               "and `collMod` a `$jsonSchema` validator onto authors and posts."],
-        solution_text=(
-            'def fix(db):\n'
-            '    db.posts.insert_many([{"authorId": a["_id"], **p}\n'
-            '                          for a in db.authors.find({}, {"posts": 1}) for p in a["posts"]])\n'
-            '    db.posts.create_index([("authorId", 1), ("at", -1)])\n'
-            '    db.authors.update_many({}, {"$unset": {"posts": ""}})\n'
-            '    db.authors.drop_index("handle_1")\n'
-            '    db.command("collMod", "authors", validator={"$jsonSchema": {"bsonType": "object",\n'
-            '                                                                "required": ["handle"]}})\n'
-            '    db.command("collMod", "posts", validator={"$jsonSchema": {"bsonType": "object",\n'
-            '                                                              "required": ["authorId", "slug"]}})\n\n\n'
-            'ex_blog.check(fix)'),
-    )
