@@ -53,7 +53,8 @@ def only_function(name: str, ex: str = "ex") -> Takes:
 
 
 #: ``ex.check(validator)``: a non-empty dict
-VALIDATOR = call('`validator` must be a dict such as {"$jsonSchema": {...}}.', lambda v: isinstance(v, dict) and bool(v))
+VALIDATOR = call('`validator` must be a dict such as {"$jsonSchema": {...}}.',
+                 lambda v: isinstance(v, dict) and bool(v))
 
 
 def collection(name: str, test: Callable[[Any], bool] | None = None) -> Takes:
