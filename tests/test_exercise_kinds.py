@@ -311,3 +311,16 @@ def test_lesson_texts_and_declarations(tmp_path, monkeypatch):
     assert guess.explain(12000) == "12,000 keys, from {a: 1}." and guess.solution() == ""
     with pytest.raises(KeyError):
         lesson.add(Prediction, "99-missing")
+
+
+def test_the_packages_map_lists_every_lesson_module_with_its_exercises_and_kinds():
+    import re
+
+    letter = {"BehaviourCheck": "B", "StateCheck": "S", "DesignQuestion": "D", "Prediction": "P"}
+    doc = " ".join(exercises.__doc__.split())
+    for module in sorted(p.stem for p in LESSONS.glob("l*.py")):
+        listed = re.search(rf"- ``{module}``: (.*?)(?= - ``|$)", doc)
+        assert listed, module
+        want = [f"{i} ({letter[type(exercises.get(i)).__name__]})" for i in exercises.ids()
+                if exercises.get(i).lesson == module[1:]]
+        assert listed.group(1).split(", ") == want, module
