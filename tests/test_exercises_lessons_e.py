@@ -13,7 +13,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip
+from exercise_helpers import assert_prediction_round_trip, solved
 from labkit.exercises.lessons import l31_hard_limits
 
 
@@ -212,16 +212,7 @@ def test_embed_books_solution_and_nonsense():
 CI = {"locale": "en", "strength": 2}
 
 
-def prepare(teams):
-    teams.create_index("name", unique=True, collation=CI)
-
-
-def add_team(teams, name):
-    teams.insert_one({"name": name})
-
-
-def find_team(teams, name):
-    return teams.find({"name": name}, collation=CI)
+prepare, add_team, find_team = (solved("37-team-names")[f] for f in ("prepare", "add_team", "find_team"))
 
 
 def prepare_lower(teams):
