@@ -101,7 +101,7 @@ class Lab:
         """A pristine database for one step of the check (a context manager), seeded by ``fresh`` (the
         exercise's, unless given here), then given the learner's indexes: ``indexes`` maps a sandbox collection
         to the learner's collection whose index definitions (keys and options) it copies. The recorder is
-        cleared after seeding, so it holds only what the learner's code sends."""
+        cleared after that set-up, so it holds only what the learner's code sends."""
         box = observe.sandbox(name or self.name, self.like if like is _NOTHING else like)
         seed = self.fresh if fresh is _NOTHING else fresh
         try:
@@ -112,7 +112,7 @@ class Lab:
         except BaseException:
             box.close()
             raise
-        if seed is not None:
+        if seed is not None or indexes:
             box.recorder.clear()
         return box
 

@@ -1,7 +1,17 @@
-"""Shared steps of the checkers: the shape of a call, the learner's data against the remembered setup,
-stand-ins that stop or count what the learner's code does.
+"""The steps checkers share, so that a lesson's checker holds only its own logic and messages:
 
-Every helper here either returns what it found or raises :class:`NotYet` with the learner-facing message.
+- the shape of a call (``Exercise.takes``): ``call``, ``db_and_function``, ``function``, ``only_function``,
+  ``one``, ``collection``, ``database``, ``VALIDATOR``; and what an argument is (``is_collection``...);
+- what the learner's writes said (``CommandRecorder.update_specs()``): a ``replacement``, ``fixed_positions``,
+  a value ``computed_in_python``; a pipeline run on the checker's data (``aggregate``);
+- a capped array (``capped_array``), a validator tried on documents (``validated_collection``,
+  ``refuses_each``), index key patterns (``index_keys``);
+- the learner's data against the setup copy ``ex.remember`` kept (``setup_of``, ``same_ids``, ``gone_or_added``,
+  ``changed_field``, ``added_fields``);
+- a database that crashes between two writes (``CrashingDb``, ``SimulatedCrash``).
+
+A step that judges raises :class:`NotYet` with the learner-facing message it is given (or its own, for a call's
+shape); the others return what they found.
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def _top_share_expected(rows: list[tuple], share: float = 0.8) -> list[str]:
 
 
 @LESSON.exercise(BehaviourCheck, "00-top-operations",
-                takes=steps.call("pass your function itself: `ex.check(top_operations)`.", callable))
+                 takes=steps.call("pass your function itself: `ex.check(top_operations)`.", callable))
 def _check_top_operations(lab: Lab, fn: Callable) -> str:
     import pandas as pd
 

@@ -128,7 +128,7 @@ def _check_embed_atomic(lab: Lab, db: Any, give_role: Callable) -> str:
 
 
 @LESSON.exercise(BehaviourCheck, "01-positional-role",
-                takes=steps.db_and_function("set_can_edit"), fresh=_fresh_users)
+                 takes=steps.db_and_function("set_can_edit"), fresh=_fresh_users)
 def _check_positional_role(lab: Lab, db: Any, set_can_edit: Callable) -> str:
     with lab.sandbox() as box:
         before = {u["_id"]: u for u in box.db.users.find()}
@@ -184,7 +184,7 @@ def _fresh_orders(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "01-order-lines", takes=steps.db_and_function("add_line"),
-                fresh=_fresh_orders)
+                 fresh=_fresh_orders)
 def _check_order_lines(lab: Lab, db: Any, add_line: Callable) -> str:
     with lab.sandbox() as box:
         before = box.db.orders.find_one({"_id": "order:1"})

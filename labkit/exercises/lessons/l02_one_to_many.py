@@ -73,7 +73,7 @@ def _fresh_comments(db: Any) -> None:
 
 
 @LESSON.exercise(StateCheck, "02-comment-index",
-                takes=steps.collection("practice.comments"))
+                 takes=steps.collection("practice.comments"))
 def _check_comment_index(lab: Lab, comments: Any) -> str:
     with lab.sandbox(fresh=_fresh_comments, indexes={"comments": comments}) as box:
         cursor = box.db.comments.find(COMMENT_QUERY, {"text": 1, "likes": 1, "createdAt": 1})

@@ -52,7 +52,7 @@ def _fresh_posts(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "03-bounded-lookup", fresh=_fresh_posts,
-                takes=steps.call("call it with the database and your pipeline: `ex.check(db, pipeline)`.", None, None))
+                 takes=steps.call("call it with the database and your pipeline: `ex.check(db, pipeline)`.", None, None))
 def _check_bounded_lookup(lab: Lab, db: Any, pipeline: Any) -> str:
     if not steps.is_pipeline(pipeline):
         raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
@@ -110,8 +110,8 @@ def _fresh_comments(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "03-top-comments", fresh=_fresh_comments,
-                takes=steps.call("pass your function itself: `ex2.check(top_comments)` (it takes a post id and returns "
-                                 "a pipeline).", callable))
+                 takes=steps.call("pass your function itself: `ex2.check(top_comments)` (it takes a post id and "
+                                  "returns a pipeline).", callable))
 def _check_top_comments(lab: Lab, fn: Callable) -> str:
     from labkit import ledger
 

@@ -25,7 +25,7 @@ def _pristine_follows(db: Any) -> None:
 
 
 @LESSON.exercise(StateCheck, "04-follow-indexes",
-                takes=steps.collection("practice.follows"))
+                 takes=steps.collection("practice.follows"))
 def _check_follow_indexes(lab: Lab, follows: Any) -> str:
     from pymongo.errors import DuplicateKeyError, OperationFailure
 
@@ -111,8 +111,9 @@ def _fresh_groups(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "04-member-counter", fresh=_fresh_groups,
-                takes=steps.call("call it with the database and your two functions: `ex.check(practice, join, leave)`.",
-                                 None, callable, callable))
+                 takes=steps.call("call it with the database and your two functions: "
+                                  "`ex.check(practice, join, leave)`.",
+                                  None, callable, callable))
 def _check_member_counter(lab: Lab, like: Any, join: Callable, leave: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 

@@ -39,7 +39,7 @@ def _seed_follow_graph(db: Any, users: int = 40, seed: int = 5) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "05-reconcile", takes=steps.db_and_function("reconcile"),
-                fresh=_seed_follow_graph)
+                 fresh=_seed_follow_graph)
 def _check_reconcile(lab: Lab, db: Any, reconcile: Callable) -> str:
     with lab.sandbox() as box:
         edges_before = list(box.db.follows.find().sort("_id", 1))
@@ -115,7 +115,7 @@ def _call_enroll(enroll: Any, db: Any, student: str, course: str, when: Any, wha
 
 
 @LESSON.exercise(BehaviourCheck, "05-idempotent-enroll",
-                takes=steps.db_and_function("enroll"), fresh=_fresh_enrollments)
+                 takes=steps.db_and_function("enroll"), fresh=_fresh_enrollments)
 def _check_idempotent_enroll(lab: Lab, db: Any, enroll: Callable) -> str:
     import datetime as dt
 

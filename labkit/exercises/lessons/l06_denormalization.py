@@ -19,7 +19,7 @@ def _fresh_user(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "06-bounded-preview",
-                takes=steps.db_and_function("add_follower"), fresh=_fresh_user)
+                 takes=steps.db_and_function("add_follower"), fresh=_fresh_user)
 def _check_bounded_preview(lab: Lab, db: Any, add_follower: Callable) -> str:
     test_id = "user:preview-check"
     names = ["Ann", "Bo", "Cy", "Di", "Ed"]
@@ -96,7 +96,7 @@ def _mentions(query: Any, prefix: str) -> bool:
 
 
 @LESSON.exercise(BehaviourCheck, "06-rename-member",
-                takes=steps.db_and_function("rename_member"), fresh=_seed_teams)
+                 takes=steps.db_and_function("rename_member"), fresh=_seed_teams)
 def _check_rename_member(lab: Lab, db: Any, rename_member: Callable) -> str:
     import copy
 

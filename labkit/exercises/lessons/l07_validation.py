@@ -126,7 +126,7 @@ def _tag_list(doc: dict) -> list:
 
 
 @LESSON.exercise(BehaviourCheck, "07-migrate-products",
-                takes=steps.db_and_function("migrate", db="practice"))
+                 takes=steps.db_and_function("migrate", db="practice"))
 def _check_migrate_products(lab: Lab, like: Any, migrate: Callable) -> str:
     from pymongo.errors import WriteError
 

@@ -15,7 +15,7 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(StateCheck, "08-orphans",
-                takes=steps.call("call it with the database and your list: `ex.check(db, orphans)`.", None, None))
+                 takes=steps.call("call it with the database and your list: `ex.check(db, orphans)`.", None, None))
 def _check_orphans(lab: Lab, db: Any, orphans: Any) -> str:
     if not isinstance(orphans, list):
         raise NotYet(f"`orphans` should be a list of post ids, got {type(orphans).__name__}.")
@@ -80,7 +80,7 @@ def _dangling(db: Any, gone: str) -> dict[str, int]:
 
 
 @LESSON.exercise(BehaviourCheck, "08-delete-account",
-                takes=steps.db_and_function("delete_account"), fresh=_seed_account_graph)
+                 takes=steps.db_and_function("delete_account"), fresh=_seed_account_graph)
 def _check_delete_account(lab: Lab, like: Any, delete_account: Callable) -> str:
     with lab.sandbox() as box:
         db = box.db

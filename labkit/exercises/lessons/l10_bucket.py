@@ -28,7 +28,7 @@ def _fresh_buckets(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "10-bucket-upsert",
-                takes=steps.db_and_function("add_reading"), fresh=_fresh_buckets)
+                 takes=steps.db_and_function("add_reading"), fresh=_fresh_buckets)
 def _check_bucket_upsert(lab: Lab, db: Any, add_reading: Callable) -> str:
     import datetime as dt
 
@@ -122,8 +122,8 @@ def _meta_holds_meter(meta: Any, meter: str) -> bool:
 
 
 @LESSON.exercise(BehaviourCheck, "10-ts-meters",
-                takes=steps.call("call it with the database and your two functions: "
-                                 "`ex.check(db, setup_meters, store_batch)`.", None, callable, callable))
+                 takes=steps.call("call it with the database and your two functions: "
+                                  "`ex.check(db, setup_meters, store_batch)`.", None, callable, callable))
 def _check_meter_ts(lab: Lab, db: Any, setup_meters: Callable, store_batch: Callable) -> str:
     box = lab.sandbox()
     try:

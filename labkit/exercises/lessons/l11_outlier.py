@@ -22,7 +22,7 @@ def _fresh_posts(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "11-outlier-write",
-                takes=steps.db_and_function("add_comment"), fresh=_fresh_posts)
+                 takes=steps.db_and_function("add_comment"), fresh=_fresh_posts)
 def _check_outlier_write(lab: Lab, db: Any, add_comment: Callable) -> str:
     import datetime as dt
 

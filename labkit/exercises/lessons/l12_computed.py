@@ -20,7 +20,7 @@ def _fresh_products(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "12-computed-stats", takes=steps.only_function("add_review"),
-                fresh=_fresh_products)
+                 fresh=_fresh_products)
 def _check_computed_stats(lab: Lab, add_review: Callable) -> str:
     with lab.sandbox() as box:
         return _judge_stats(box.db, box.recorder, add_review)
@@ -83,7 +83,7 @@ def _fresh_threads(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "12-thread-stats",
-                takes=steps.only_function("add_reply", ex="ex2"))
+                 takes=steps.only_function("add_reply", ex="ex2"))
 def _check_thread_stats(lab: Lab, add_reply: Callable) -> str:
     import datetime as dt
 

@@ -37,7 +37,7 @@ def _half_migrated(docs: Any) -> str | None:
 
 
 @LESSON.exercise(BehaviourCheck, "13-migrate-batches",
-                takes=steps.db_and_function("migrate_batch"))
+                 takes=steps.db_and_function("migrate_batch"))
 def _check_migrate_batches(lab: Lab, db: Any, migrate_batch: Callable) -> str:
     v1, v2 = _migration_users()
     batch_size, calls, sizes = 50, 0, []

@@ -15,7 +15,7 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(DesignQuestion, "14-polymorphic-validator",
-                takes=steps.one("call it with your validator only: `ex.check(validator)`.", steps.VALIDATOR))
+                 takes=steps.one("call it with your validator only: `ex.check(validator)`.", steps.VALIDATOR))
 def _check_polymorphic_validator(validator: Any) -> str:
     import datetime as dt
 

@@ -39,8 +39,8 @@ def _attribute_against_setup(setup: dict, docs: list[dict]) -> None:
 
 
 @LESSON.exercise(StateCheck, "15-attribute",
-                takes=steps.call("call it with the collection and your function: "
-                                 "`ex.check(practice.products, to_attributes)`.", None, callable))
+                 takes=steps.call("call it with the collection and your function: "
+                                  "`ex.check(practice.products, to_attributes)`.", None, callable))
 def _check_attribute(lab: Lab, coll: Any, to_attributes: Callable) -> str:
     sample = {"_id": "prod:check", "name": "Check", "price": 7, "spec_weight_g": 120, "spec_power_w": 5}
     out = to_attributes(dict(sample))

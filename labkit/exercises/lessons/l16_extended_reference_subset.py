@@ -20,7 +20,7 @@ def _fresh_products(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "16-subset", takes=steps.db_and_function("add_review", "practice"),
-                fresh=_fresh_products)
+                 fresh=_fresh_products)
 def _check_subset(lab: Lab, db: Any, add_review: Callable) -> str:
     import datetime as dt
 
@@ -99,8 +99,8 @@ def _fresh_agents(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "16-extended-reference-tickets", fresh=_fresh_agents,
-                takes=steps.call("call it with the practice database and your two functions: "
-                                 "`ex_tickets.check(practice, open_ticket, rename_agent)`.", None, callable, callable))
+                 takes=steps.call("call it with the practice database and your two functions: "
+                                  "`ex_tickets.check(practice, open_ticket, rename_agent)`.", None, callable, callable))
 def _check_ticket_reference(lab: Lab, db: Any, open_ticket: Callable, rename_agent: Callable) -> str:
     # the learner's index definitions on tickets, not their data
     learners = {"tickets": db["tickets"]} if hasattr(db, "list_collection_names") else None

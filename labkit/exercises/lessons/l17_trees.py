@@ -22,7 +22,7 @@ def _finds(coll: Any) -> bool:
 
 
 @LESSON.exercise(StateCheck, "17-materialized-path",
-                takes=steps.collection("practice.categories", _finds))
+                 takes=steps.collection("practice.categories", _finds))
 def _check_materialized_path(lab: Lab, coll: Any) -> str:
     import re
 
@@ -125,8 +125,8 @@ class _CountingCollection:
 
 
 @LESSON.exercise(BehaviourCheck, "17-org-chart-reports", sandbox_name="17-org-chart",
-                takes=steps.call("call it with your two functions: `ex_org.check(prepare, all_reports)`.",
-                                 callable, callable))
+                 takes=steps.call("call it with your two functions: `ex_org.check(prepare, all_reports)`.",
+                                  callable, callable))
 def _check_all_reports(lab: Lab, prepare: Callable, all_reports: Callable) -> str:
     docs = _org_chart()
     below: dict[str, list[str]] = {}

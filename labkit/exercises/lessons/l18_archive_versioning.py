@@ -23,7 +23,7 @@ def _locked(rev: int, what: str, it: str, where: str) -> str:
 
 
 @LESSON.exercise(BehaviourCheck, "18-versioning",
-                takes=steps.db_and_function("save_revision", "practice"))
+                 takes=steps.db_and_function("save_revision", "practice"))
 def _check_versioning(lab: Lab, db: Any, save_revision: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 
@@ -130,7 +130,7 @@ def _fresh_products(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "18-price-history-crash-safe", takes=_save_price_call,
-                fresh=_fresh_products, sandbox_name="18-price-history")
+                 fresh=_fresh_products, sandbox_name="18-price-history")
 def _check_price_history(lab: Lab, save_price: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 

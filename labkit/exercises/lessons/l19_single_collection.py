@@ -15,8 +15,9 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(StateCheck, "19-single-collection",
-                # a collection passes this test (it answers every attribute with a collection); calling one is explained
-                takes=steps.database(lambda db: hasattr(db, "list_collection_names")))
+                 # a collection passes this test (it answers every attribute with a collection); the outcome
+                 # "error" explains a collection passed for the database
+                 takes=steps.database(lambda db: hasattr(db, "list_collection_names")))
 def _check_single_collection(lab: Lab, db: Any) -> str:
     # the setup copy kept by ex.remember(practice, "books", "authors"), else what practice holds now
     books = lab.setup("books") or {b["_id"]: b for b in db.books.find()}

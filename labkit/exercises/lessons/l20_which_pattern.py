@@ -123,11 +123,11 @@ def _normalise(answer: Any) -> str | None:
 
 
 @LESSON.exercise(DesignQuestion, "20-which-pattern",
-                takes=steps.one("call it with one dict: `ex.check(answers)`.",
-                                steps.call("`answers` should be a dict {scenario id: pattern name}, got {type}.",
-                                           lambda a: isinstance(a, dict))),
-                solution_text=("answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items())
-                               + "}\nex.check(answers)"))
+                 takes=steps.one("call it with one dict: `ex.check(answers)`.",
+                                 steps.call("`answers` should be a dict {scenario id: pattern name}, got {type}.",
+                                            lambda a: isinstance(a, dict))),
+                 solution_text=("answers = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in _EXPECTED.items())
+                                + "}\nex.check(answers)"))
 def _check_which_pattern(answers: dict) -> str:
     unknown = sorted(set(answers) - set(WHICH_PATTERN_SCENARIOS))
     if unknown:
@@ -158,7 +158,7 @@ LESSON.add(Prediction, "20-predict-helper-model",
 
 
 @LESSON.exercise(DesignQuestion, "20-chat-workload",
-                takes=steps.call("call it with both lists: `ex2.check(access_patterns, relationships)`.", None, None))
+                 takes=steps.call("call it with both lists: `ex2.check(access_patterns, relationships)`.", None, None))
 def _check_chat_workload(access_patterns: Any, relationships: Any) -> str:
     from labkit.decision import recommend
 

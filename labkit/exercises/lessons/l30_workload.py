@@ -15,7 +15,7 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(DesignQuestion, "30-pick-operations",
-                takes=steps.call("call it with two arguments: `ex.check(workload, chosen)`.", None, None))
+                 takes=steps.call("call it with two arguments: `ex.check(workload, chosen)`.", None, None))
 def _check_pick_operations(workload: Any, chosen: Any) -> str:
     import pandas as pd
 
@@ -88,7 +88,7 @@ def _ratios(workload: list, touches: dict, *, kind_of: str = "touch", weighted: 
 
 
 @LESSON.exercise(BehaviourCheck, "30-reads-per-write",
-                takes=steps.call("pass your function: `ex_ratio.check(reads_per_write)`.", steps.is_function))
+                 takes=steps.call("pass your function: `ex_ratio.check(reads_per_write)`.", steps.is_function))
 def _check_reads_per_write(lab: Lab, fn: Callable) -> str:
     import math
 

@@ -15,7 +15,7 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(StateCheck, "31-no-parallel-arrays",
-                takes=steps.collection("practice.products"))
+                 takes=steps.collection("practice.products"))
 def _check_no_parallel_arrays(lab: Lab, products: Any) -> str:
     docs = list(products.find())
     if not docs:
@@ -75,7 +75,8 @@ _SIZES_31 = ["S", "M", "L", "XL"]
 
 
 def _combos(variants: Any) -> set:
-    return {(steps.hashable(v.get("color")), steps.hashable(v.get("size"))) for v in variants or [] if isinstance(v, dict)}
+    return {(steps.hashable(v.get("color")), steps.hashable(v.get("size")))
+            for v in variants or [] if isinstance(v, dict)}
 
 
 def _variants_wrong(pid: Any, want: set, variants: Any) -> str | None:

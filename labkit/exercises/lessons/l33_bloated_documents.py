@@ -114,8 +114,8 @@ def _profiles_33() -> list[dict]:
 
 
 @LESSON.exercise(BehaviourCheck, "33-save-profile-split", sandbox_name="33-save-profile",
-                takes=steps.call("call it with the practice database and your function: "
-                                 "`ex_profile.check(practice, save_user)`.", None, steps.is_function))
+                 takes=steps.call("call it with the practice database and your function: "
+                                  "`ex_profile.check(practice, save_user)`.", None, steps.is_function))
 def _check_save_profile(lab: Lab, db: Any, save_user: Callable) -> str:
     import bson
 

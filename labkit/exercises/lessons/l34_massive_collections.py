@@ -87,8 +87,8 @@ def _sessions_34(now: Any) -> list[dict]:
 
 
 @LESSON.exercise(BehaviourCheck, "34-ttl-sessions",
-                takes=steps.call("call it with your two functions: `ex.check(setup_sessions, touch)`.",
-                                 steps.is_function, steps.is_function))
+                 takes=steps.call("call it with your two functions: `ex.check(setup_sessions, touch)`.",
+                                  steps.is_function, steps.is_function))
 def _check_ttl_sessions(lab: Lab, setup_sessions: Callable, touch: Callable) -> str:
     import datetime as dt
 

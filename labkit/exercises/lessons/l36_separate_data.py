@@ -75,7 +75,8 @@ def _context_vs_setup(now: dict) -> str | None:
                             f"{v!r}; copy each value as it is.")
     addresses: dict = {}
     for a in steps.setup_of("user_addresses").values():
-        addresses.setdefault(a.get("userId"), []).append((steps.hashable(a.get("label")), steps.hashable(a.get("city"))))
+        addresses.setdefault(a.get("userId"), []).append((steps.hashable(a.get("label")),
+                                                          steps.hashable(a.get("city"))))
     for uid, want in sorted(addresses.items(), key=lambda kv: str(kv[0])):
         if uid not in now:
             continue
@@ -112,8 +113,8 @@ def _books_36(db: Any) -> dict[str, dict]:
 
 
 @LESSON.exercise(BehaviourCheck, "36-embed-books",
-                takes=steps.call("call it with your two functions: `ex.check(migrate, load_book)`.",
-                                 steps.is_function, steps.is_function))
+                 takes=steps.call("call it with your two functions: `ex.check(migrate, load_book)`.",
+                                  steps.is_function, steps.is_function))
 def _check_embed_books(lab: Lab, migrate: Callable, load_book: Callable) -> str:
     with lab.sandbox() as box:
         db = box.db

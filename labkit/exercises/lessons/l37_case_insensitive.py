@@ -27,7 +27,8 @@ def _has_regex(value: Any) -> bool:
 
 
 @LESSON.exercise(StateCheck, "37-login-filter",
-                takes=steps.call("call it with two arguments: `ex.check(practice.members, login_filter)`.", None, None))
+                 takes=steps.call("call it with two arguments: `ex.check(practice.members, login_filter)`.",
+                                  None, None))
 def _check_login_filter(lab: Lab, members: Any, login_filter: Any) -> str:
     if not steps.is_collection(members):
         raise NotYet(f"the first argument should be the collection `practice.members`, not {type(members).__name__}.")
@@ -80,8 +81,8 @@ def _team_name_37(i: int) -> str:
 
 
 @LESSON.exercise(BehaviourCheck, "37-team-names",
-                takes=steps.call("call it with your three functions: `ex.check(prepare, add_team, find_team)`.",
-                                 steps.is_function, steps.is_function, steps.is_function))
+                 takes=steps.call("call it with your three functions: `ex.check(prepare, add_team, find_team)`.",
+                                  steps.is_function, steps.is_function, steps.is_function))
 def _check_team_names(lab: Lab, prepare: Callable, add_team: Callable, find_team: Callable) -> str:
     from pymongo.errors import DuplicateKeyError
 

@@ -85,7 +85,7 @@ def _agents_38(db: Any) -> None:
 
 
 @LESSON.exercise(BehaviourCheck, "38-rename-agent", takes=steps.function("rename_agent"),
-                fresh=_agents_38)
+                 fresh=_agents_38)
 def _check_rename_agent(lab: Lab, rename_agent: Callable) -> str:
     with lab.sandbox() as box:
         db = box.db

@@ -30,7 +30,8 @@ def _has_ci_index(db: Any) -> bool:
 
 
 @LESSON.exercise(StateCheck, "39-schema-review",
-                takes=steps.call("call it with three arguments: `ex.check(db, log_after, findings)`.", None, None, None))
+                 takes=steps.call("call it with three arguments: `ex.check(db, log_after, findings)`.",
+                                  None, None, None))
 def _check_schema_review(lab: Lab, db: Any, log: Any, findings: Any) -> str:
     from labkit.review import ReviewInputError, review
 
