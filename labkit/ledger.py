@@ -103,23 +103,9 @@ def _as_queries(command: dict) -> list[dict]:
 
 def _sum_examined(plan: Any) -> tuple[int, int]:
     """Totals over every executionStats in an explain (aggregate explains carry one per stage)."""
-    keys = docs = 0
-    todo = [plan]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            stats = node.get("executionStats")
-            if isinstance(stats, dict) and "totalKeysExamined" in stats:
-                keys += int(stats.get("totalKeysExamined", 0))
-                docs += int(stats.get("totalDocsExamined", 0))
-                continue
-            if "totalDocsExamined" in node and "$lookup" in node:  # classic $lookup stage statistics
-                docs += int(node.get("totalDocsExamined", 0))
-                keys += int(node.get("totalKeysExamined", 0))
-            todo.extend(node.values())
-        elif isinstance(node, list):
-            todo.extend(node)
-    return keys, docs
+    from labkit.engine.query.explain_doc import explain_totals
+
+    return explain_totals(plan)
 
 
 def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
