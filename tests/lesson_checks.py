@@ -26,6 +26,11 @@ LESSON_NAMES = [x.name for x in LESSONS]
 GENERATED_TAGS = (notebook_meta.SOURCES_TAG, notebook_meta.NAVIGATION_TAG)
 
 
+def lesson_source(name: str) -> Path:
+    """The py:percent source of lesson ``name``."""
+    return next(x.source for x in LESSONS if x.name == name)
+
+
 def text(value: object) -> str:
     """A notebook field (a string or a list of lines) as one string."""
     return "".join(value) if isinstance(value, list) else (value or "")  # type: ignore[arg-type]

@@ -23,8 +23,8 @@ import jupytext
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import (LESSON_NAMES, LESSONS, assert_known, assert_known_names, authored_markdown,  # noqa: E402
-                           main, notebook_meta)
+from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, authored_markdown,  # noqa: E402
+                           lesson_source, main, notebook_meta)
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {name: "no sources: list yet (issue 25)" for name in LESSON_NAMES}
@@ -75,7 +75,7 @@ def problems_of(path: Path) -> list[str]:
 
 
 def problems(name: str) -> list[str]:
-    return problems_of(next(x.source for x in LESSONS if x.name == name))
+    return problems_of(lesson_source(name))
 
 
 def test_known_lists_only_lessons():

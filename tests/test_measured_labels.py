@@ -30,7 +30,7 @@ import jupytext
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import LESSON_NAMES, LESSONS, assert_known, assert_known_names, main  # noqa: E402
+from lesson_checks import LESSON_NAMES, assert_known, assert_known_names, lesson_source, main  # noqa: E402
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {
@@ -81,7 +81,7 @@ def problems_of(path: Path) -> list[str]:
 
 
 def problems(name: str) -> list[str]:
-    return problems_of(next(x.source for x in LESSONS if x.name == name))
+    return problems_of(lesson_source(name))
 
 
 def test_known_lists_only_lessons():
