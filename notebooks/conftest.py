@@ -44,9 +44,6 @@ class OneCost(pytest.Item):
             return str(excinfo.value).split("\nassert ")[0]
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):  # noqa: ANN201 - pytest's signature
-        return self.path, None, f"{self.path.name}::{ITEM_NAME}"
-
 
 def _is_cell(item: pytest.Item) -> bool:
     return type(item).__name__ == "IPyNbCell"
@@ -72,11 +69,15 @@ def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201 - a hook wrapper
             os.environ[RECORD_ENV] = before
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: only notebooks whose every cell runs
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """After each notebook's last cell, its one-cost item (same parent: same worker, kernel still running)."""
     last: dict = {}
+    count: dict = {}
     for i, item in enumerate(items):
         if _is_cell(item):
             last[item.parent] = i
+            count[item.parent] = count.get(item.parent, 0) + 1
     for parent, i in sorted(last.items(), key=lambda x: -x[1]):
-        items.insert(i + 1, OneCost.from_parent(parent, name=ITEM_NAME))
+        if count[parent] == sum(c.cell_type == "code" for c in parent.nb.cells):
+            items.insert(i + 1, OneCost.from_parent(parent, name=ITEM_NAME))
