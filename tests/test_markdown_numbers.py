@@ -67,7 +67,7 @@ KNOWN: dict[str, str] = {
     "35_unnecessary_indexes": "5 figure(s) not shown by an output (issue 25)",
     "36_separate_data": "2 figure(s) not shown by an output (issue 25)",
     "37_case_insensitive": "2 figure(s) not shown by an output (issue 25)",
-    "38_lookup_overuse": "3 figure(s) not shown by an output (issue 25)",
+    "38_lookup_overuse": "2 figure(s) not shown by an output (issue 25)",
     "39_schema_review": "1 figure(s) not shown by an output (issue 25)",
     "demo_dashboard": "3 figure(s) not shown by an output (issue 25)",
 }
