@@ -54,7 +54,8 @@ CODE_NAMES = {
     61: "ShardKeyNotFound", 66: "ImmutableField", 67: "CannotCreateIndex", 68: "IndexAlreadyExists",
     72: "InvalidOptions", 73: "InvalidNamespace", 85: "IndexOptionsConflict", 86: "IndexKeySpecsConflict",
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
-    166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 197: "InvalidIndexSpecificationOption",
+    166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 181: "AmbiguousIndexKeyPattern",
+    197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
     257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction",
     292: "QueryExceededMemoryLimitNoDiskUseAllowed",
@@ -847,10 +848,7 @@ def _drop_indexes(c: _Call) -> dict:
         for n in idx:
             coll.drop_index(n, **c.kw())
     elif isinstance(idx, Mapping):
-        match = [ix.spec.name for ix in coll._store.ix.values() if dict(ix.spec.key) == dict(idx)]
-        if not match:
-            raise CommandError("can't find index with key: %s" % (dict(idx),), 27)
-        coll.drop_index(match[0], **c.kw())
+        coll._drop_index_by_key(idx)
     else:
         coll.drop_index(idx, **c.kw())
     return {"nIndexesWas": was, "ok": 1.0}

@@ -157,11 +157,13 @@ class Planner:
             pattern = list(h.items()) if isinstance(h, dict) else [tuple(x) for x in h]
             if pattern and pattern[0][0] == "$natural":
                 return "$natural"
-            ix = None
-            for cand in self.store.ix.values():
-                if cand.spec.key == pattern or [(f, d) for f, d in cand.spec.key] == pattern:
-                    ix = cand
-                    break
+            found = [cand for cand in self.store.ix.values()
+                     if cand.spec.key == pattern or [(f, d) for f, d in cand.spec.key] == pattern]
+            if len(found) > 1:  # since 5.0 indexes may share a key pattern (query_planner.cpp)
+                raise OperationFailure("error processing query: planner returned error :: caused by :: Hint "
+                                       "matched multiple indexes, must hint by index name. Matched: %s and %s"
+                                       % (_entry_str(found[0]), _entry_str(found[1])), 27)
+            ix = found[0] if found else None
         if ix is None or ix.spec.hidden:
             raise OperationFailure("error processing query: planner returned error :: caused by :: "
                                    "hint provided does not correspond to an existing index", 2)
@@ -535,6 +537,22 @@ class Planner:
 
 
 _NO_ID = object()
+
+
+def _entry_str(ix) -> str:
+    """``IndexEntry::toString`` (src/mongo/db/query/index_entry.cpp), as planner errors print an index."""
+    spec = ix.spec
+    out = "kp: " + K.fmt_value(dict(spec.key))
+    if ix.multikey:
+        out += " multikey"
+    if spec.sparse:
+        out += " sparse"
+    if spec.unique:
+        out += " unique"
+    out += " name: '%s'" % spec.name
+    if spec.partial is not None:
+        out += " filterExpr: " + K.fmt_value(spec.partial)
+    return out + " io: " + K.fmt_value(spec.info())
 
 
 def _has_string(v: Any) -> bool:
