@@ -22,8 +22,9 @@ from ..matcher.match import fast_matcher
 from ..bson.values import client_value
 from ..query.projection import Projection
 from ..index.indexes import Index, IndexSpec, _no_fast_keys, gen_index_name
-from ..query.planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
-                             express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
+from ..query.planner import (Candidate, Execution, Express, Planner, Query, express_eligible, express_first,
+                             express_index, express_value, note_access, plan_and_run, projection_kind, totals,
+                             unsupported)
 from ..query.collate import current as _collation
 from ..session.sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
@@ -992,21 +993,40 @@ class EmbeddedCollection(mm_collection.Collection):
             if limit == 0:
                 raise OperationFailure("the limit must be positive", 15958)
         _arm_max_time(maxTimeMS)
-        filter = client_value(filter)
-        q = Query(filter, hint=hint, kind="count")
+        from ..pipeline.aggregation import count_documents
+        return count_documents(self, client_value(filter), skip, limit, hint)
+
+    def _count_command(self, filter: Mapping, skip: int = 0, limit: int = 0, hint: Any = None) -> int:
+        """The ``count`` command (count.cpp, get_executor.cpp ``getExecutorCount``): an empty filter without a
+        hint is the record store's count; otherwise a COUNT stage over the plan of the filter (a COUNT_SCAN
+        when the planner can make one), applying ``skip`` and stopping at ``limit`` itself."""
+        if "viewOn" in (self._store.options or {}):  # a view's count is an aggregation over its pipeline
+            kw = dict({"skip": skip} if skip else {}, **({"limit": limit} if limit else {}))
+            return self.count_documents(filter or {}, hint=hint, **kw)
+        filter = client_value(filter or {})
         if not filter and hint is None:
-            n = len(self._store.docs)
-        else:
-            n = len(self._run(q).results)
-        n = max(n - (skip or 0), 0)
-        return n if limit is None else min(n, limit)
+            return self._fast_count(skip, limit)
+        ex = self._run(Query(filter, hint=hint, kind="count"), stop_after=(skip + limit) if limit else None)
+        n = max(len(ex.results) - skip, 0)
+        return min(n, limit) if limit else n
 
     def estimated_document_count(self, **kwargs):
         for k in kwargs:
             if k not in ("maxTimeMS", "comment"):
                 raise OperationFailure("BSON field 'count.%s' is an unknown field." % k, 40415)
         _arm_max_time(kwargs.get("maxTimeMS"))
-        return len(self._store.docs)
+        return self._fast_count()  # pymongo sends {count: <collection>}: the record store's count
+
+    def _fast_count(self, skip: int = 0, limit: int = 0) -> int:
+        """A ``count`` without filter or hint: RECORD_STORE_FAST_COUNT, which the profiler reports as the plan."""
+        from ..exec.stages import RecordStoreFastCount
+        stage = RecordStoreFastCount()
+        stage.work()
+        cand = Candidate(lambda: stage, None, False, desc=stage.name)
+        cand.root = stage
+        note_execution(Execution(cand, [cand], {}, [], 0))
+        n = max(len(self._store.docs) - skip, 0)
+        return min(n, limit) if limit else n
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
         if kwargs.get("collation"):

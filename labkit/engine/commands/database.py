@@ -372,15 +372,9 @@ def _cmd_listindexes(db, cmd):
 
 def _cmd_count(db, cmd):
     coll = db.get_collection(cmd["count"])
-    q = cmd.get("query") or {}
-    kw = {}
-    if cmd.get("limit"):
-        kw["limit"] = cmd["limit"]
-    if cmd.get("skip"):
-        kw["skip"] = cmd["skip"]
-    if cmd.get("hint") is not None:
-        kw["hint"] = cmd["hint"]
-    return {"n": coll.count_documents(q, collation=cmd.get("collation"), **kw), "ok": 1.0}
+    n = coll._count_command(cmd.get("query") or {}, int(cmd.get("skip") or 0), abs(int(cmd.get("limit") or 0)),
+                            cmd.get("hint"), collation=cmd.get("collation"))
+    return {"n": n, "ok": 1.0}
 
 
 def _cmd_distinct(db, cmd):

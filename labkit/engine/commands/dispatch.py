@@ -519,23 +519,12 @@ def _count(c: _Call) -> dict:
     cmd = c.cmd
     name = _coll_name(cmd, "count")
     _check_fields(cmd, "count", {"query", "limit", "skip", "hint", "collation", "fields"})
-    kw: dict[str, Any] = dict(c.kw())
-    for key, arg in (("hint", "hint"), ("collation", "collation")):
-        if cmd.get(key) is not None:
-            kw[arg] = cmd[key]
-    skip = int(cmd.get("skip") or 0)
-    limit = int(cmd.get("limit") or 0)
-    if skip < 0:
+    if int(cmd.get("skip") or 0) < 0:
         raise CommandError("skip value is negative in count query", 51024)
-    coll = c.coll(name)
-    q = cmd.get("query") or {}
-    if not q and not kw.get("hint") and not kw.get("session"):
-        n = max(coll.estimated_document_count() - skip, 0)
-    else:
-        n = coll.count_documents(q, skip=skip, **kw)
-    if limit:
-        n = min(n, abs(limit))
-    return {"n": n, "ok": 1.0}
+    c.coll(name)  # the collection's existence as the other handlers check it
+    # the database's count command (database.py), as the operation a profiler and command listeners see
+    out = c.db.command(_strip(cmd), **c.kw())
+    return {"n": out["n"], "ok": 1.0}
 
 
 def _distinct(c: _Call) -> dict:

@@ -21,8 +21,8 @@ from ..bson import keys as K
 from ..matcher.match import fast_matcher  # the engine's matcher (match.py)
 from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from ..exec.stages import IndexScan as _IndexScan
-from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IdHack, IndexScan, Limit, Or,
-                           Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
+from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, CountScan, EOFStage, Fetch, IdHack, IndexScan,
+                           Limit, Or, Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
@@ -72,6 +72,7 @@ class Query:
         self.distinct_key = distinct_key
         self.allow_disk_use = allow_disk_use  # None: the server default (allowDiskUseByDefault true)
         self.origin = "find"  # or "aggregate": which command's error wording
+        self.count_like = False  # a pipeline whose later stages need no document field (pipeline_d.cpp IS_COUNT)
 
     rids_only = False  # set by writes (_matching_rids): plan_and_run's ``rids`` (only record ids needed)
 
@@ -263,7 +264,23 @@ class Planner:
 
     # -- candidate generation ---------------------------------------------------------------------
     def candidates(self) -> tuple[list[Candidate], dict]:
-        """Candidate plans and notes (e.g. {"subplan": True})."""
+        """Candidate plans and notes (e.g. {"subplan": True}). A count (the count command, or a pipeline whose
+        later stages need no document field: ``Query.count_like``) takes the first candidate that can become a
+        COUNT_SCAN, alone, without a trial (get_executor.cpp: "See if one of our solutions is a fast count
+        hack in disguise", ``turnIxscanIntoCount``)."""
+        cands, notes = self._candidates()
+        if self.q.kind == "count" or self.q.count_like:
+            for c in cands:
+                scan = _count_scan_source(c.build())
+                if scan is not None:
+                    ix, bounds = scan.index, scan.vbounds
+
+                    def build_count() -> Stage:
+                        return CountScan(ix, bounds)
+                    return [Candidate(build_count, ix, False, False, desc="COUNT_SCAN")], notes
+        return cands, notes
+
+    def _candidates(self) -> tuple[list[Candidate], dict]:
         q = self.q
         parsed = self.parsed
         notes: dict[str, Any] = {}
@@ -537,6 +554,18 @@ class Planner:
 
 
 _NO_ID = object()
+
+
+def _count_scan_source(root: Stage) -> "IndexScan | None":
+    """The IXSCAN a count can read instead of ``root`` (``turnIxscanIntoCount``, query_planner / get_executor):
+    ``root`` is a FETCH without a filter over an IXSCAN without a filter whose bounds are one interval
+    (``IndexBoundsBuilder::isSingleInterval``: equalities, then at most one range, then whole fields)."""
+    if type(root) is not Fetch or root.match is not None:
+        return None
+    scan = root.children[0]
+    if type(scan) is not _IndexScan or scan.key_filter is not None or not scan.single:
+        return None
+    return scan
 
 
 def _entry_str(ix) -> str:
@@ -826,7 +855,7 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         root._it = iter(())
         root.work()  # the final IS_EOF call
         done = True
-    if not done and query.kind == "count" and stop_after is None:
+    if not done and stop_after is None:
         done = _count_forward(root, results)
     if not done and rids and fast_paths and stop_after is None:
         done = _fetch_forward(root, store, results)
@@ -883,25 +912,20 @@ def _credit_forward(root: Stage, scan: "IndexScan", rem: int) -> None:
 
 
 def _count_forward(root: Stage, results: list) -> bool:
-    """A count whose plan is FETCH (no filter) > IXSCAN over one interval of a non-multikey index: the rest of
-    the scan is the distance between two binary-searched positions (the server's COUNT_SCAN reads no document
-    either). The stage counters end exactly as running ``work()`` to EOF would leave them, and ``results``
-    gets one placeholder per counted key. False (nothing done) for any other plan."""
-    scan = _forward_scan(root)
-    if scan is None:
+    """A COUNT_SCAN plan run to its end at once: the rest of the range is the distance between two binary-searched
+    positions (distinct record ids on a multikey index); the stage counters end exactly as running ``work()``
+    to EOF would leave them, and ``results`` gets one placeholder per counted record. False (nothing done)
+    for any other plan."""
+    if type(root) is not CountScan:
         return False
-    rem = (scan.end - scan.pos) * scan.direction
-    if rem < 0:
-        return False
-    _credit_forward(root, scan, rem)
-    results.extend([None] * rem)
+    results.extend([None] * root.count_rest())
     return True
 
 
 def _fetch_forward(root: Stage, store, results: list) -> bool:
     """The record ids of the rest of a FETCH (no filter) > IXSCAN over one interval of a non-multikey index
     without a key filter (a multi-update's ``{field: value}`` or range), read from the index in one slice.
-    The stage counters end exactly as running ``work()`` to EOF would leave them (as ``_count_forward``);
+    The stage counters end exactly as running ``work()`` to EOF would leave them;
     False (nothing done) for any other plan, or when an entry's document is missing (the stepped FETCH then
     counts that entry differently)."""
     scan = _forward_scan(root)
