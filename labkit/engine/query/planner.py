@@ -421,16 +421,13 @@ class Planner:
         q = self.q
         store = self.store
         parsed = self.parsed
-        keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
-        on_key = [p for _, p in keyf]
+        key_filter, key_shown, on_key = self._key_check(ix, bounds)
         residual_frags = [p.frag for p in parsed.preds if p not in exact and p not in on_key
                           and p.elem_group is None]  # derived bounds: their $elemMatch is the filter
         residual_frags += parsed.others + [{"$or": o} for o in parsed.ors]
         exact_all = not residual_frags
         shown = and_filter(_dedupe(residual_frags)) or None
         match = None if exact_all else self.match_all
-        key_filter = _key_filter(ix, keyf) if keyf else None
-        key_shown = and_filter(_dedupe([p.frag for p in on_key])) or None
         direction = self._sort_dir(ix, bounds)
         covered = self._covered(ix, exact_all)
         empty = any(len(b) == 0 for b in bounds)
@@ -469,6 +466,18 @@ class Planner:
             root = scan if covered else Fetch(scan, store, match, shown)
             return self._finish(root, blocking_sort=True, covered=covered)
         return [Candidate(build_s, ix, not covered, bool(q.sort), desc=ix.spec.name)]
+
+    def _key_check(self, ix, bounds: list[list[Interval]]) -> tuple[Callable[[tuple], bool] | None, dict | None,
+                                                                      list[Pred]]:
+        """The IXSCAN's own filter for ``ix`` (after ``assign``): the predicates whose bounds are inexact but that
+        the index keys can decide (INEXACT_COVERED, e.g. a regex without a plain prefix), as a key test, the
+        filter explain shows on the IXSCAN, and those predicates (no document is fetched for a key failing
+        them)."""
+        keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
+        if not keyf:
+            return None, None, []
+        on_key = [p for _, p in keyf]
+        return _key_filter(ix, keyf), and_filter(_dedupe([p.frag for p in on_key])) or None, on_key
 
     def _index_sort_key(self, ix) -> Callable[[tuple], tuple]:
         return self.sort_key
@@ -540,12 +549,15 @@ class Planner:
         plans = []
         for sub, w in subs:
             bounds, exact, lead = sub.assign(w.index, sub.parsed.by_path())
-            plans.append((w.index, bounds))
-        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b in plans]
+            # a branch's inexact-but-covered predicates (a regex) are checked on its keys (get_executor's
+            # subplanner plans each branch alone: the branch IXSCAN carries its filter)
+            key_filter, key_shown, _ = sub._key_check(w.index, bounds)
+            plans.append((w.index, bounds, key_filter, key_shown))
+        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b, _, _ in plans]
         merge = bool(q.sort) and all(dirs)
 
         def build() -> Stage:
-            scans = [IndexScan(ix, b, d if merge else 1) for (ix, b), d in zip(plans, dirs)]
+            scans = [IndexScan(ix, b, d if merge else 1, kf, ks) for (ix, b, kf, ks), d in zip(plans, dirs)]
             child: Stage = SortMerge(scans, q.sort, self.sort_key) if merge else Or(scans)
             root: Stage = Fetch(child, store, match, None)
             root = self._finish(root, blocking_sort=bool(q.sort) and not merge, covered=False)
