@@ -1684,13 +1684,13 @@ class Cursor(CursorProtocol):
         return self
 
     def where(self, code) -> "Cursor":
-        raise unsupported("$where / Cursor.where()")
+        raise unsupported("$where / Cursor.where()", "$expr with aggregation expressions")
 
     def max(self, spec) -> "Cursor":
-        raise unsupported("Cursor.max()")
+        raise unsupported("Cursor.max()", "a range filter on the indexed fields, with hint()")
 
     def min(self, spec) -> "Cursor":
-        raise unsupported("Cursor.min()")
+        raise unsupported("Cursor.min()", "a range filter on the indexed fields, with hint()")
 
     def distinct(self, key: str) -> list:
         q = self._query()

@@ -815,8 +815,8 @@ def list_entry(db, name: str, st, name_only: bool) -> list[dict] | None:
 
 def _unsupported_write(what: str) -> OperationFailure:
     from ..query.planner import unsupported
-    return unsupported("%s on a time-series collection (the embedded engine models inserts and deletes; "
-                       "use a real server for time-series updates)" % what)
+    return unsupported("%s on a time-series collection" % what,
+                       "insert and delete measurements (the engine models those on time-series collections)")
 
 
 def _define():

@@ -187,11 +187,11 @@ class EmbeddedDatabase(mm_database.Database):
         name = next(iter(cmd))
         handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
         if handler is None:
-            from .dispatch import HANDLERS, run_in_process  # find, insert, getMore ... (the command layer)
+            from .dispatch import HANDLERS, not_found, run_in_process  # find, insert, getMore ... (the command layer)
             if name in HANDLERS:
                 return run_in_process(self, cmd, session)
-            raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
-                                   "server (set MONGODB_URI))" % name, 59)
+            err = not_found(name)  # a MongoDB 8.0 command: 115 "not modelled"; an unknown name: 59
+            raise OperationFailure(str(err), err.code, err.reply())
         return handler(self, cmd)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterable
 
+from ..base.errors import unsupported
 from ..bson import keys as K
 from .entrylist import SortedEntries
 
@@ -93,11 +94,11 @@ class IndexSpec:
         self.hashed = [f for f, d in self.key if d == "hashed"]  # hashed.py
         for f, d in self.key:
             if f == "$**" or f.endswith(".$**"):  # a wildcard index: the planner would never use it
-                raise _op_failure("Index type 'wildcard' ({%s: %r}) is not supported on the embedded engine; "
-                                  "use a real server (set MONGODB_URI)" % (f, d), 67)
+                raise unsupported("Index type 'wildcard' ({%s: %r})" % (f, d),
+                                  "index the fields your queries name (a compound index, or the attribute pattern's "
+                                  "{k: 1, v: 1})")
             if isinstance(d, str) and d != "hashed":
-                raise _op_failure("Index type '%s' is not supported on the embedded engine; "
-                                  "use a real server (set MONGODB_URI)" % d, 67)
+                raise unsupported("Index type '%s'" % d, "$regex on a normal index for text" if d == "text" else None)
 
     def info(self) -> dict:
         d: dict[str, Any] = {"v": 2, "key": dict(self.key), "name": self.name}
@@ -147,11 +148,6 @@ class IndexSpec:
 def _num(d: Any) -> Any:
     """A key pattern direction as BSON compares it (1 and 1.0 are one value)."""
     return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else d
-
-
-def _op_failure(msg: str, code: int, details: dict | None = None):
-    from mongomock import OperationFailure
-    return OperationFailure(msg, code, details)
 
 
 class Index:
