@@ -142,8 +142,10 @@ def test_generate_then_fresh_then_stale_again(course):
     assert gen_docs.write_all(course) == []          # idempotent
     contents = (course / "CONTENTS.md").read_text()
     # lesson minutes, exercise minutes, their sum (issue 18: the total includes the exercises)
-    assert "| 01 | [Embed \\| few](notebooks/01_embed.ipynb) | 20 | 10 | 30 |" in contents
-    assert "| | **Relationships total** | **20** | **10** | **30** |" in contents
+    # learners follow the lesson link (the student copy); instructors the last column (the complete lesson)
+    assert ("| 01 | [Embed \\| few](students/01_embed.ipynb) | 20 | 10 | 30 | [01 with answers](notebooks/01_embed.ipynb) |"
+            in contents)
+    assert "| | **Relationships total** | **20** | **10** | **30** | |" in contents
     assert "| **Total** | **3** | **55** |" in contents
     make_lesson(course / "notebooks", "02_more", "minutes: 5\ntitle: More\nsection: Relationships", built=False)
     stale = gen_docs.stale_files(course)
@@ -243,5 +245,38 @@ def test_dollar_signs_never_pair_up_into_math(tmp_path):
     make_lesson(tmp_path / "notebooks", "04_more", "minutes: 5\ntitle: More $match\nsection: R")
     files = gen_docs.expected_files(tmp_path)
     assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "src" / "04_more.py"]
-    assert "| 03 | [\\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
+    assert "| 03 | [\\$lookup or `$graphLookup`?](students/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
     assert "[03 · \\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]
+
+
+def test_student_copy_hides_every_later_output_that_shows_a_predictions_answer():
+    """The check's output says what was measured (5000); later outputs showing it (in any number format) lose
+    their output in the student copy and are tagged nbval-ignore-output; context before the question, the
+    exercise's own statement and unrelated numbers (15000) keep theirs."""
+    def code(source, text, tags=()):
+        cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+        return cell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        code("print(users)", "5000 users\n"),                                                  # 0: context
+        code('pk = labkit.exercises.get("37-predict-regex-keys")\npk', "Prediction 37-...: keys?"),
+        code("pk.predict(4)", "Prediction recorded: 4.", ["solution"]),                         # 2: the question
+        code("keys = measure()\nkeys", "5000", ["reveal"]),                                      # 3
+        code("pk.check(keys)", "Not yet: you predicted 4, the measurement says 5000. Why ..."),  # 4
+        code("print(table)", "keys examined: 5,000 | docs: 3\n"),                                 # 5: shows it
+        code("print(other)", "keys examined: 15000\n"),                                           # 6: another number
+        code('ex = labkit.exercises.get("37-login-filter")\nex', "Exercise ...: at most 5000 keys"),  # 7: a task
+    ]
+    text, blanked = gen_docs.student_notebook(nbformat.writes(nb), {"37-predict-regex-keys"})
+    student = nbformat.reads(text, as_version=4)
+    kept = [bool(c.outputs) for c in student.cells]
+    assert kept == [True, True, False, False, False, False, True, True] and blanked == 1  # 4: the check says it
+    for i in (3, 5):
+        assert "nbval-ignore-output" in student.cells[i].metadata["tags"]
+    assert "nbval-ignore-output" not in student.cells[6].metadata.get("tags", [])
+    assert gen_docs.measured_pattern("Correct! you predicted 'a' and it is 'support queue'. ...").search(
+        "the SUPPORT QUEUE view")
+    assert gen_docs.measured_pattern("Correct! you predicted 4 and it is np.int64(4). Measured").pattern
+    assert gen_docs.measured_pattern("Exercise 31-x") is None

@@ -89,8 +89,13 @@ def render_contents(all_lessons: list[Lesson]) -> str:
         "# Schema Lab: contents", "", GENERATED_NOTE, "",
         f"{len(all_lessons)} lesson{'s' if len(all_lessons) != 1 else ''}, about {fmt_minutes(total)} in total "
         f"when worked through alone ({fmt_minutes(teach)} of lessons and {fmt_minutes(total - teach)} of "
-        "exercises). Open them with `python3 dev.py lab`. Copies without the exercise answers are "
-        "in [students/](students/README.md); workshop agendas are in [INSTRUCTOR.md](INSTRUCTOR.md).", "",
+        "exercises). Open them with `python3 dev.py lab`.", "",
+        "**Learners:** follow the lesson links. They open the copies in [students/](students/README.md), where "
+        "every exercise is waiting for your answer (`ex.hint()` gives a hint, `ex.solution()` shows a worked "
+        "answer when you want to peek). Each lesson ends with links to the previous lesson, these contents and "
+        "the next lesson.", "",
+        "**Instructors:** the last column links the complete copies in [notebooks/](notebooks/README.md), with "
+        "every answer typed in and run; workshop agendas are in [INSTRUCTOR.md](INSTRUCTOR.md).", "",
         "| Section | Lessons | Lesson min | Exercise min | Total min |", "|---|---:|---:|---:|---:|",
     ]
     for section, items in groups:
@@ -101,12 +106,13 @@ def render_contents(all_lessons: list[Lesson]) -> str:
     for section, items in groups:
         minutes = sum(x.slot_minutes for x in items)
         out += ["", f"## {_md(section)}", "", f"{len(items)} lesson{'s' if len(items) != 1 else ''}, {fmt_minutes(minutes)}.",
-                "", "| # | Lesson | Lesson min | Exercise min | Total min |", "|---|---|---:|---:|---:|"]
+                "", "| # | Lesson | Lesson min | Exercise min | Total min | With answers (instructors) |",
+                "|---|---|---:|---:|---:|---|"]
         for x in items:
-            out.append(f"| {x.number} | [{_cell(x.title)}](notebooks/{x.name}.ipynb) | {x.minutes} | "
-                       f"{x.exercise_minutes} | {x.slot_minutes} |")
+            out.append(f"| {x.number} | [{_cell(x.title)}](students/{x.name}.ipynb) | {x.minutes} | "
+                       f"{x.exercise_minutes} | {x.slot_minutes} | [{x.number} with answers](notebooks/{x.name}.ipynb) |")
         out.append(f"| | **{_cell(section)} total** | **{sum(x.minutes for x in items)}** | "
-                   f"**{sum(x.exercise_minutes for x in items)}** | **{minutes}** |")
+                   f"**{sum(x.exercise_minutes for x in items)}** | **{minutes}** | |")
     return "\n".join(out) + "\n"
 
 
@@ -162,20 +168,105 @@ def ipynb_with_navigation(text: str, nav: str) -> str:
 
 # --- student copies ----------------------------------------------------------------------------------------
 
-def student_notebook(text: str) -> tuple[str, int]:
+NBVAL_IGNORE_TAG = "nbval-ignore-output"  # nbval runs the student copies: these cells' outputs are not stored
+EXERCISE_GET = re.compile(r"(\w+)\s*=\s*labkit\.exercises\.get\(\s*[\"']([^\"']+)[\"']")
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell.source) if isinstance(cell.source, list) else cell.source
+
+
+def _shown_text(cell: dict) -> str:
+    """Every text an output of ``cell`` shows (streams, plain text, HTML, Markdown)."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"] if isinstance(out["text"], str) else "".join(out["text"]))
+        for mime in ("text/plain", "text/html", "text/markdown"):
+            value = out.get("data", {}).get(mime)
+            if value:
+                parts.append(value if isinstance(value, str) else "".join(value))
+    return "\n".join(parts)
+
+
+def _prediction_ids() -> set[str]:
+    """The ids of labkit's exercises that are predictions (a value guessed before a cell measures it)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from labkit import exercises
+
+    return {i for i in exercises.ids() if isinstance(exercises.get(i), exercises.Prediction)}
+
+
+def measured_pattern(check_output: str) -> re.Pattern | None:
+    """How an output may show the value a prediction's check measured, from that check's output ("you
+    predicted P and it is M. ..." or "..., the measurement says M. ..."; M a repr): a number in any of the
+    forms 5000, 5,000 and 5000.0, or the string itself, case-insensitive. None when the output says neither."""
+    m = re.search(r"(?:and it is|the measurement says) (.+)", check_output)
+    if not m:
+        return None
+    said = m.group(1)
+    if said[:1] in "'\"":
+        end = said.find(said[0], 1)
+        return re.compile(re.escape(said[1:end]), re.IGNORECASE) if end > 1 else None
+    number = re.match(r"(?:np\.\w+\()?(-?\d[\d,]*(?:\.\d+)?)", said)
+    if not number:
+        return None
+    value = float(number.group(1).replace(",", ""))
+    forms = {number.group(1)}
+    if value.is_integer():
+        forms |= {f"{int(value)}", f"{int(value):,}", f"{int(value)}.0"}
+    else:
+        forms |= {f"{value}", f"{value:,}"}
+    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.,])(?:{alternatives})(?![\w]|[.,]\d)")
+
+
+def answer_revealing_cells(nb: dict, predictions: set[str]) -> set[int]:
+    """Cells whose stored output shows a prediction's measured value after the learner is asked to predict it.
+
+    For each ``var = labkit.exercises.get("<a prediction>")``: its predict cell is the first cell from there
+    calling ``var.predict(``, its check the first one after that calling ``var.check(``, and the check's output
+    says what was measured. Every later code cell (to the end: a learner can scroll past the question) whose
+    output shows that value is returned, except cells that show an exercise (their output is a task statement)
+    and answers (blanked anyway).
+    Cells before the question are context, read before predicting."""
+    cells = nb.cells
+    found: set[int] = set()
+    for i, cell in enumerate(cells):
+        for var, ex_id in EXERCISE_GET.findall(_source(cell)) if cell.cell_type == "code" else ():
+            if ex_id not in predictions:
+                continue
+            asked = next((j for j in range(i, len(cells)) if f"{var}.predict(" in _source(cells[j])), None)
+            check = next((j for j in range(asked or i, len(cells)) if f"{var}.check(" in _source(cells[j])), None)
+            pattern = measured_pattern(_shown_text(cells[check])) if asked is not None and check is not None else None
+            if pattern is None:
+                continue
+            found |= {j for j in range(asked + 1, len(cells)) if cells[j].cell_type == "code"
+                      and SOLUTION_TAG not in cells[j].metadata.get("tags", [])
+                      and "labkit.exercises.get(" not in _source(cells[j]) and pattern.search(_shown_text(cells[j]))}
+    return found
+
+
+def student_notebook(text: str, predictions: set[str] | None = None) -> tuple[str, int]:
     """A student copy of notebook JSON ``text`` and how many ``solution`` cells it blanked.
 
     Each cell tagged ``solution`` becomes a code cell ``# Your answer here`` with the same tags and no outputs;
-    a cell tagged ``reveal`` (the check of a prediction) keeps its code but loses its output; every other cell
-    keeps its outputs. The jupytext pairing is removed so that opening the copy does not create
-    a ``.py`` next to it."""
+    a cell tagged ``reveal`` (the check of a prediction, or a cell that shows what it measured) keeps its code
+    but loses its output, and so does every later cell whose output shows a prediction's measured value
+    (:func:`answer_revealing_cells`; ``predictions``: the ids of prediction exercises, default labkit's). Those
+    cells are tagged ``nbval-ignore-output``: the student copies run under nbval like the lessons, and their
+    outputs appear only when the learner runs them. Every other cell keeps its outputs. The jupytext pairing is
+    removed so that opening the copy does not create a ``.py`` next to it."""
     nb = nbformat.reads(text, as_version=4)
+    hidden = answer_revealing_cells(nb, _prediction_ids() if predictions is None else predictions)
     blanked = 0
     for i, cell in enumerate(nb.cells):
         tags = cell.get("metadata", {}).get("tags", [])
-        if REVEAL_TAG in tags and cell.cell_type == "code":
-            cell.outputs = []  # a prediction's reveal: the learner runs it after predicting
+        if cell.cell_type == "code" and (REVEAL_TAG in tags or i in hidden):
+            cell.outputs = []  # the learner runs it after predicting
             cell.execution_count = None
+            cell.metadata["tags"] = [*tags, NBVAL_IGNORE_TAG]
         if SOLUTION_TAG not in tags:
             continue
         new = nbformat.v4.new_code_cell(STUDENT_PLACEHOLDER, metadata=dict(cell.metadata))
@@ -193,11 +284,14 @@ def render_students_readme(rows: list[tuple[Lesson, int]]) -> str:
     """``students/README.md`` for the student copies ``rows`` (lesson, number of answers removed)."""
     out = [
         "# Student copies", "", GENERATED_NOTE, "",
-        "These are the Schema Lab lessons with the exercise answers taken out. Every cell that holds a worked",
-        f"answer (tagged `{SOLUTION_TAG}`) is replaced by an empty code cell `{STUDENT_PLACEHOLDER}`: write your",
-        "answer there and run `ex.check(...)` on it. `ex.hint()` gives a hint and `ex.solution()` still shows a",
-        "worked answer when you want it. Everything else, including the stored outputs, is as in",
-        "[notebooks/](../notebooks), which is where the complete lessons live.", "",
+        "These are the Schema Lab lessons for learners: every exercise is waiting for your answer. Every cell",
+        f"that holds a worked answer in the complete lesson (tagged `{SOLUTION_TAG}`) is an empty code cell",
+        f"`{STUDENT_PLACEHOLDER}` here: write your answer there and run `ex.check(...)` on it. `ex.hint()` gives a",
+        "hint and `ex.solution()` shows a worked answer when you want to peek. Cells that measure what a",
+        "prediction asks about (and later cells that show that figure) have no stored output: it appears when you",
+        "run them, after you have predicted. Everything else, including the stored outputs, is as in",
+        "[notebooks/](../notebooks/README.md), where the complete lessons (with the answers) live for instructors.",
+        "Start at [00](00_start_here.ipynb), or pick a lesson in [CONTENTS.md](../CONTENTS.md).", "",
         "Cells after an exercise may use the variable the answer defines; run your answer first.", "",
         "| # | Lesson | Minutes | Answers removed |", "|---|---|---:|---:|",
     ]
@@ -205,6 +299,23 @@ def render_students_readme(rows: list[tuple[Lesson, int]]) -> str:
         out.append(f"| {lesson.number} | [{_cell(lesson.title)}]({lesson.name}.ipynb) | {lesson.minutes} | {blanked} |")
     if not rows:
         out.append("| | (no built notebooks yet: run `python3 dev.py build-notebooks`) | | |")
+    return "\n".join(out) + "\n"
+
+
+def render_notebooks_readme(all_lessons: list[Lesson]) -> str:
+    """``notebooks/README.md``: what this folder is, for whoever opens it in JupyterLab's file browser."""
+    out = [
+        "# Complete lessons, with the answers (for instructors)", "", GENERATED_NOTE, "",
+        "Every lesson here has its exercises answered and run, predictions included: this is the instructor's "
+        "copy, and what the tests check. **Learners:** work in [students/](../students/README.md) instead (the same "
+        "lessons with the answers left for you), starting from [CONTENTS.md](../CONTENTS.md).", "",
+        "Contributors: each notebook is generated from its py:percent source in `src/` "
+        "(`python3 dev.py build-notebooks NAME`); edit the source, not the notebook.", "",
+        "| # | Lesson (with answers) | Student copy |", "|---|---|---|",
+    ]
+    for x in all_lessons:
+        out.append(f"| {x.number} | [{_cell(x.title)}]({x.name}.ipynb) | [students/{x.name}.ipynb]"
+                   f"(../students/{x.name}.ipynb) |")
     return "\n".join(out) + "\n"
 
 
@@ -617,15 +728,17 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
     files: dict[Path, str] = {
         root / "CONTENTS.md": render_contents(all_lessons),
         root / "INSTRUCTOR.md": render_instructor(all_lessons),
+        root / "notebooks" / "README.md": render_notebooks_readme(all_lessons),
     }
     student_rows: list[tuple[Lesson, int]] = []
+    predictions = _prediction_ids() if any(x.ipynb.exists() for x in all_lessons) else set()
     for i, lesson in enumerate(all_lessons):
         nav = navigation_markdown(all_lessons, i)
         files[lesson.source] = py_with_navigation(lesson.source.read_text(encoding="utf-8"), nav)
         if lesson.ipynb.exists():
             nb_text = ipynb_with_navigation(lesson.ipynb.read_text(encoding="utf-8"), nav)
             files[lesson.ipynb] = nb_text
-            student_text, blanked = student_notebook(nb_text)
+            student_text, blanked = student_notebook(nb_text, predictions)
             files[root / "students" / f"{lesson.name}.ipynb"] = student_text
             student_rows.append((lesson, blanked))
     files[root / "students" / "README.md"] = render_students_readme(student_rows)
