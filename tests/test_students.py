@@ -214,6 +214,20 @@ def test_known_reveals_are_gone_from_the_student_copy(lesson, var, shown):
                 and "labkit.exercises.get(" not in _source(c)]
 
 
+def test_the_suite_runs_the_student_copies():
+    """Every student copy runs top to bottom from students/ under nbval (tests/sanitize.cfg), so a copy that
+    fails from its own folder, or whose stored output differs from what it shows without the answers, fails:
+    `python3 dev.py test` and a bare `pytest --nbval` both collect students/."""
+    import importlib.util
+    import tomllib
+
+    spec = importlib.util.spec_from_file_location("schema_lab_dev", ROOT / "dev.py")
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    assert "students" in dev.PYTEST_ARGS
+    assert "students" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
+
+
 def test_cells_without_stored_output_are_not_compared_by_nbval():
     """A cell whose output the copy leaves out is tagged nbval-ignore-output (nbval would otherwise fail on the
     output the run produces); every other code cell keeps its outputs, so nbval compares them."""
