@@ -19,7 +19,7 @@ from labkit.seed import MAX_USERS
 from labkit.workshop import TIERS
 
 _VERSIONS = ["labkit", "pymongo", "mongomock", "jsonschema", "pandas", "ipywidgets", "matplotlib", "tqdm",
-             "jupyterlab", "nbval"]
+             "jupyterlab", "voila"]
 
 
 def _version(module: str) -> str:
@@ -117,7 +117,18 @@ def cmd_workshop(args: argparse.Namespace) -> int:
     if args.action == "plan":  # measured numbers from data/workshop_footprint.json: no server needed
         result = workshop.plan(args.learners, args.tier, lessons=args.lessons, shared=args.shared)
         print(workshop.format_plan(result))
+        best = workshop.recommend_tier(args.learners, lessons=args.lessons, shared=args.shared)
+        most = None if result["fits"] else workshop.max_learners(args.tier, lessons=args.lessons, shared=args.shared)
+        print(workshop.format_recommendation(result, best, most))
         return 0 if result["fits"] else 3
+    if args.action == "links":  # no server needed
+        if not args.repo:
+            print(f"{_prog()} workshop: error: argument --repo: required by links; allowed: the repository's https "
+                  "URL, e.g. https://github.com/OWNER/REPO", file=sys.stderr)
+            return 2
+        for name, url in workshop.links(args.repo, branch=args.branch, hub=args.hub or "").items():
+            print(f"{name:<12} {url}")
+        return 0
     client = _client(args)
     print(f"Workshop on {describe(client)}")
     if args.action == "prepare":
@@ -130,7 +141,7 @@ def cmd_workshop(args: argparse.Namespace) -> int:
               "lessons 31 and 34 scale their heaviest demonstrations down) before starting Jupyter, e.g.")
         if rows:
             print(f"  MONGODB_URI=... LABKIT_DB_PREFIX={rows[0]['LABKIT_DB_PREFIX']} LABKIT_SHARED=1 python3 dev.py lab")
-        print(f"Size the room first: python -m labkit workshop plan --learners {args.learners} --tier free --shared")
+        print(f"Size the room first: python -m labkit workshop plan --learners {args.learners} --shared (it names a tier)")
         _warn_if_embedded(client, "prepared")
         return 0
     if args.action == "check":
@@ -281,6 +292,25 @@ def _uri(text: str) -> str:
     return text
 
 
+def _https_url(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: an http(s) URL, e.g. https://github.com/OWNER/REPO")
+    return text
+
+
+def _branch(text: str) -> str:
+    if not re.fullmatch(r"[\w./-]+", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a branch name (letters, digits, '.', '_', '-', '/')")
+    return text
+
+
+def _prog() -> str:
+    return os.environ.get("LABKIT_PROG", "python -m labkit")
+
+
 def _lessons(text: str) -> list[str]:
     """``workshop plan --lessons``: comma-separated lesson numbers (or names) that have a measured footprint."""
     from labkit.workshop import load_footprint
@@ -321,7 +351,7 @@ def _output_file(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     # LABKIT_PROG: how the user typed the command (`python3 dev.py` sets it), so errors and --help say the same
-    p = _Parser(prog=os.environ.get("LABKIT_PROG", "python -m labkit"), description="Schema Lab's helper commands.")
+    p = _Parser(prog=_prog(), description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
 
     common = _Parser(add_help=False)
@@ -349,14 +379,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser(
         "workshop", parents=[common],
-        help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup",
+        help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup, links",
         description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . plan sizes the room against a cluster tier from "
                     "measured lesson footprints (no server needed; exit 3 when it does not fit); prepare creates "
                     "and seeds one marked database per learner; check reports readiness; progress shows the "
                     "room's exercises learner by learner; cleanup drops only labkit-marked databases of the "
-                    "workshop.",
+                    "workshop; links prints the Binder and nbgitpuller links that open lesson 00's student copy.",
     )
-    w.add_argument("action", choices=["plan", "prepare", "check", "progress", "cleanup"])
+    w.add_argument("action", choices=["plan", "prepare", "check", "progress", "cleanup", "links"])
     w.add_argument("--learners", type=_int_in(1, 500), default=30, help="number of learners (default 30)")
     w.add_argument("--base", type=_base, default="sl_learner", help="prefix base (default sl_learner -> sl_learner07_)")
     w.add_argument("--users", type=_users_or_none, default=200,
@@ -366,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan: the cluster tier whose limits apply (default free)")
     w.add_argument("--lessons", type=_lessons, default=[], help="plan: only these lessons, e.g. 30,31,32,35,37,38,39")
     w.add_argument("--shared", action="store_true", help="plan: with LABKIT_SHARED=1 (lessons scaled down)")
+    w.add_argument("--repo", type=_https_url, help="links: the repository learners get, e.g. https://github.com/OWNER/REPO")
+    w.add_argument("--branch", default="main", type=_branch, help="links: its branch (default main)")
+    w.add_argument("--hub", type=_https_url, default=None, help="links: your JupyterHub's URL (adds an nbgitpuller link)")
     w.set_defaults(func=cmd_workshop)
 
     g = sub.add_parser(
