@@ -9,6 +9,11 @@
     python3 dev.py mongosh [ARGS]   mongosh (installed into .tools/ with npm on first use), telemetry off
     python3 dev.py test [PYTEST ARGS]   set up the test tools too and run the whole test suite
 
+Binder and JupyterHub images (built from environment.yml; see INSTRUCTOR.md) run, from postBuild:
+
+    python3 dev.py lab-setup    make that environment's JupyterLab show what `dev.py lab` shows (the developer
+                                tree hidden, Markdown as pages); writes its settings into the environment
+
 Contributors also have:
 
     python3 dev.py build-notebooks [NAME ...]   regenerate notebooks from their .py sources, with outputs
@@ -45,7 +50,7 @@ PYTEST_ARGS = [
 ]
 LABKIT_COMMANDS = ("doctor", "seed", "reset", "workshop", "progress", "review", "serve")
 NEEDS_TEST_EXTRA = ("test", "build-notebooks", "docs")
-COMMANDS = ("lab", "demo", *LABKIT_COMMANDS, "mongosh", "test", "build-notebooks", "docs")
+COMMANDS = ("lab", "demo", *LABKIT_COMMANDS, "mongosh", "test", "build-notebooks", "docs", "lab-setup")
 # What a learner sees in JupyterLab's file browser: these entries of the checkout; everything else of the
 # developer tree (labkit/, tests/, tools/, dev.py, ..., and the lessons' .py sources in notebooks/src/) is hidden
 # from the listing with jupyter_server's ContentsManager.hide_globs (names, matched at every level).
@@ -218,10 +223,32 @@ def _check_names(names: list[str]) -> None:
 
 def _check_args(cmd: str, rest: list[str]) -> None:
     """dev.py's own arguments, checked before anything is installed or written."""
+    if cmd == "lab-setup" and rest:
+        raise UsageError(f"lab-setup: unexpected argument {' '.join(rest)!r}; it takes none")
     if cmd == "docs" and rest not in ([], ["--check"]):
         raise UsageError(f"docs: unexpected argument {' '.join(rest)!r}; allowed: --check (or nothing)")
     if cmd == "build-notebooks":
         _check_names(rest)
+
+
+def lab_setup() -> int:
+    """Configure the environment of :func:`python` like ``dev.py lab`` configures JupyterLab on the command line:
+    ``<prefix>/etc/jupyter/jupyter_server_config.json`` (the hidden names, merged into what is there) and the
+    JupyterLab settings overrides in ``<prefix>/share/jupyter/lab/settings/overrides.json`` (merged too)."""
+    prefix = Path(subprocess.run([str(python()), "-c", "import sys; print(sys.prefix)"], capture_output=True,
+                                 text=True, check=True).stdout.strip())
+    config = prefix / "etc" / "jupyter" / "jupyter_server_config.json"  # read by every jupyter server there
+    config.parent.mkdir(parents=True, exist_ok=True)
+    server = json.loads(config.read_text()) if config.exists() else {}
+    server.setdefault("ContentsManager", {})["hide_globs"] = lab_hidden()
+    config.write_text(json.dumps(server, indent=1) + "\n")
+    overrides = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True, exist_ok=True)
+    merged = json.loads(overrides.read_text()) if overrides.exists() else {}
+    merged.update(json.loads((LAB_SETTINGS / "overrides.json").read_text()))
+    overrides.write_text(json.dumps(merged, indent=2) + "\n")
+    _say(f"wrote {config} and {overrides}")
+    return 0
 
 
 def find_mongosh() -> str | None:
@@ -289,6 +316,8 @@ def main(argv: list[str]) -> int:
         if cmd == "mongosh":
             return mongosh(rest)
         setup("test" if cmd in NEEDS_TEST_EXTRA else "")
+        if cmd == "lab-setup":
+            return lab_setup()
     except UsageError as exc:
         print(f"dev.py: error: {exc}", file=sys.stderr)
         return 2

@@ -203,9 +203,9 @@ def test_instructor_guide_copes_with_missing_keys(course):
     text = (course / "INSTRUCTOR.md").read_text()
     assert "**Demo live:** Show the roles array." in text and "- Using the average as the bound." in text
     assert "add `labkit.demo` to the YAML header of `notebooks/src/00_intro.py`" in text
-    for fact in ("LABKIT_DB_PREFIX", "python -m labkit workshop prepare --learners 30",
-                 "python -m labkit workshop check --learners 30", "python -m labkit workshop cleanup",
-                 "python -m labkit reset", "MONGODB_URI", "sl_<OS user name>_"):
+    for fact in ("LABKIT_DB_PREFIX", "python3 dev.py workshop prepare --learners 30",
+                 "python3 dev.py workshop check --learners 30", "python3 dev.py workshop cleanup",
+                 "python3 dev.py reset", "MONGODB_URI", "sl_<OS user name>_", "python3 dev.py workshop links"):
         assert fact in text
 
 
@@ -223,7 +223,9 @@ def test_agendas_fit_keep_order_and_spread_breaks(fmt):
     assert agenda.end <= fmt.total
     assert list(agenda.covered) == course[:len(agenda.covered)]           # a prefix, in order
     assert list(agenda.covered) + list(agenda.left_out) == course
-    budget = fmt.total - gen_docs.OPENING[1] - gen_docs.CLOSING[1] - sum(m for _, m in fmt.breaks)
+    budget = gen_docs._day_budget(fmt, 0)
+    assert budget == fmt.total - gen_docs.OPENING[1] - gen_docs.CLOSING[1] - sum(m for _, m in fmt.breaks) - \
+        -(-fmt.total // 10)                                                # a tenth of the day kept spare
     used = sum(x.slot_minutes for x in agenda.covered)
     assert used <= budget < used + agenda.left_out[0].slot_minutes        # the next lesson did not fit
     items = [item for _, _, item in agenda.rows]
@@ -246,7 +248,7 @@ def test_dollar_signs_never_pair_up_into_math(tmp_path):
     files = gen_docs.expected_files(tmp_path)
     assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "src" / "04_more.py"]
     assert "| 03 | [\\$lookup or `$graphLookup`?](students/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
-    assert "[03 · \\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]
+    assert "[03 · \\$lookup or `$graphLookup`?](students/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]
 
 
 def test_student_copy_hides_every_later_output_that_shows_a_predictions_answer():
@@ -280,3 +282,16 @@ def test_student_copy_hides_every_later_output_that_shows_a_predictions_answer()
         "the SUPPORT QUEUE view")
     assert gen_docs.measured_pattern("Correct! you predicted 4 and it is np.int64(4). Measured").pattern
     assert gen_docs.measured_pattern("Exercise 31-x") is None
+
+
+def test_readme_and_instructor_name_the_same_shared_mode_lessons():
+    """The lessons that scale down with LABKIT_SHARED=1 are read from the sources (their code uses
+    labkit.shared); README.md says which, and INSTRUCTOR.md is generated from the same list."""
+    import re
+
+    numbers = gen_docs.shared_mode_lessons(notebook_meta.lessons())
+    assert {"31", "34"} <= set(numbers)
+    said = re.search(r"shared-cluster mode, `labkit\.shared_mode\(\)`:\s+lessons ([\d, and]+) scale",
+                     (ROOT / "README.md").read_text())
+    assert said and re.findall(r"\d\d", said.group(1)) == numbers
+    assert f"lessons {gen_docs._and(numbers)} scale their heaviest" in (ROOT / "INSTRUCTOR.md").read_text()
