@@ -628,7 +628,7 @@ def render_instructor(all_lessons: list[Lesson]) -> str:
             out.append(f"**Common mistakes:** _not written yet (add a `labkit.mistakes` list to `{src}`)._")
     out += ["", render_shared_cluster(all_lessons)]
     out += render_sizing(all_lessons)
-    out += ["", render_walkthrough(all_lessons), "", render_delivery(), "", PRESENTER_SCRIPT]
+    out += ["", render_walkthrough(all_lessons), "", render_delivery(), "", render_presenter_script()]
     return "\n".join(out) + "\n"
 
 
@@ -785,21 +785,43 @@ def _instructor_commands() -> str:
     return "`python3 dev.py` (or, in an activated environment, `python -m labkit`)"
 
 
-PRESENTER_SCRIPT = """## Live demo: presenter script
+def render_presenter_script() -> str:
+    """"Live demo: presenter script", with the figures the dashboard computes (labkit.demo)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from labkit import demo
 
-`notebooks/demo_dashboard.ipynb` has two panels. Each shows numbers and, under them, a **takeaway** line computed
-from those numbers: read it out, then point at the number it names.
+    f = demo.presenter_figures()
+    return f"""## Live demo: presenter script
 
-1. **Posts by the busiest author** (slider: posts by one author). Start at 20,000: embedded posts are already
-   about an eighth of 16 MiB, `postIds` a fraction of that, child references 187 bytes. Drag to 165,000 and
-   then 200,000: the takeaway turns to "past the 16 MiB limit ... every write to this user fails". The point:
-   the parent-side array is bounded by the busiest author, not the average one; the child reference does not
-   grow at all (lessons 02, 11, 32).
+`python3 dev.py demo` opens `notebooks/demo_dashboard.ipynb` in Voila. It has four panels. Each shows numbers and,
+under them, a **takeaway** line computed from those numbers: read it out, then point at the number it names.
+Panels 2 and 3 also draw the plan the engine chose, as a tree of stages (a blocking sort red, a collection scan
+orange, the index used green). The figures below are computed by the same code as the dashboard
+(`labkit/demo.py`).
+
+1. **Posts by the busiest author** (slider: posts by one author). Start at {f['start']:,}: embedded posts are
+   already {f['embedded_share']:.1%} of 16 MiB, `postIds` {f['ids_share']:.1%}, child references
+   {f['child_bytes']:,} bytes. Drag past {f['wall_embedded']:,} (the first slider stop beyond it is
+   {f['past_wall']:,}) and on to {f['slider_max']:,}: the takeaway turns to "past the 16 MiB limit ... every write
+   to this user fails". Ids alone would cross 16 MiB at {f['wall_ids']:,} posts. The point: the parent-side array
+   is bounded by the busiest author, not the average one; the child reference does not grow at all (lessons 02,
+   11, 32).
 2. **Feed query plan** (rank of the author, index). With *no index*, every post of the collection is read and
-   sorted in memory, whoever the author. With `{authorId: 1}`, rank 1 (5,000 posts) fetches and sorts all of
-   them to return 20, rank 150 only a handful: the cost grows with the author. With
-   `{authorId: 1, createdAt: -1, _id: -1}` the takeaway reads "20 keys and 20 documents examined, whether the
-   author has 5,000 posts or a million": equality, then sort, and the limit stops the scan (lessons 02, 03, 35)."""
+   sorted in memory, whoever the author: the drawing shows a red SORT over an orange COLLSCAN. With
+   `{{authorId: 1}}`, rank 1 ({f['celebrity_posts']:,} posts) fetches and sorts all of them to return
+   {f['feed_limit']}, rank 150 only a handful: the cost grows with the author. With
+   `{{authorId: 1, createdAt: -1, _id: -1}}` the drawing loses its SORT and the takeaway reads "{f['feed_limit']}
+   keys and {f['feed_limit']} documents examined, whether the author has {f['celebrity_posts']:,} posts or a
+   million": equality, then sort, and the limit stops the scan (lessons 02, 03, 35).
+3. **Case-insensitive login** (query form, what was typed). The regex `/^sam$/i` on a plain index examines every
+   key to find one user (the drawing shows the IXSCAN's keys examined against its one result); the index with a
+   strength-2 collation, queried with the same collation, and the lower-case copy seek straight to the name, for
+   `sam`, `SAM` or `Sam` alike (lesson 37).
+4. **Schema review of the legacy store** (a finding). Pick findings one by one: each has a severity, where it
+   is, the measured evidence, the fix and the lesson that teaches it; together they are lesson 39's checklist
+   (lessons 32-38 for each kind)."""
+
 
 def render_walkthrough(all_lessons: list[Lesson]) -> str:
     """"A workshop end to end", for the anti-pattern half day, with the tier the planner names for it."""
