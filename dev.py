@@ -208,8 +208,11 @@ def lab_hidden() -> list[str]:
 def lab_args(rest: list[str]) -> list[str]:
     """``jupyter lab`` serving the checkout, opened at the first student copy, developer tree hidden."""
     hide = [f"--ContentsManager.hide_globs={g}" for g in lab_hidden()]
-    return ["-m", "jupyter", "lab", FIRST_NOTEBOOK, f"--ServerApp.root_dir={ROOT}", *hide,
-            f"--LabApp.app_settings_dir={LAB_SETTINGS}", *_root_args("JupyterLab", rest), *rest]
+    # JupyterLab refuses app_settings_dir given twice: yours (in rest) replaces ours
+    settings = [] if any(a.startswith("--LabApp.app_settings_dir") for a in rest) else \
+        [f"--LabApp.app_settings_dir={LAB_SETTINGS}"]
+    return ["-m", "jupyter", "lab", FIRST_NOTEBOOK, f"--ServerApp.root_dir={ROOT}", *hide, *settings,
+            *_root_args("JupyterLab", rest), *rest]
 
 
 def _check_names(names: list[str]) -> None:

@@ -72,6 +72,14 @@ def test_lab_serves_the_checkout_opens_the_first_student_copy_and_hides_the_deve
     assert dev.installs == [""], "the lab installs what the lessons need, not the test tools"
 
 
+def test_lab_settings_are_dev_pys_unless_you_give_yours(dev):
+    """JupyterLab refuses --LabApp.app_settings_dir given twice (its extension then fails to load)."""
+    dev.main(["lab"])
+    assert sum(a.startswith("--LabApp.app_settings_dir=") for a in dev.calls[-1]) == 1
+    dev.main(["lab", "--LabApp.app_settings_dir=/elsewhere"])
+    assert [a for a in dev.calls[-1] if a.startswith("--LabApp.app_settings_dir")] == ["--LabApp.app_settings_dir=/elsewhere"]
+
+
 @pytest.mark.parametrize("cmd", ["doctor", "seed", "reset", "workshop", "progress", "review", "serve"])
 def test_labkit_commands_run_in_the_environment(dev, cmd):
     assert dev.main([cmd, "--help"]) == 0
