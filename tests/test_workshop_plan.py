@@ -387,3 +387,22 @@ def test_cli_plan_names_the_tier_and_how_many_fit(capsys):
     assert main(["workshop", "plan", "--learners", "30", "--tier", "flex", "--shared", "--lessons", "30,31"]) == 3
     out = capsys.readouterr().out
     assert "Recommended for 30 learner(s)" in out and "Atlas Flex fits at most" in out
+
+
+def test_instructor_guide_names_for_each_agenda_a_tier_the_planner_says_fits():
+    """INSTRUCTOR.md's "Which tier for which agenda" rows, read back: the named tier fits the room of 30 in shared
+    mode, and how many learners Free and Flex take is what max_learners says."""
+    import re
+
+    text = (ROOT / "INSTRUCTOR.md").read_text()
+    section = text[text.index("### Which tier for which agenda"):text.index("**The operation rate limit.**")]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and not r.startswith(("| Agenda", "|---"))]
+    assert len(rows) == 1 + len(gen_docs.FORMATS)
+    titles = {t.title: name for name, t in workshop.TIERS.items()}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        numbers = [n.strip() for n in cells[1].split(",")]
+        tier = titles[re.sub(r" \(over the recommended.*", "", cells[2])]
+        assert workshop.plan(30, tier, lessons=numbers, shared=True)["fits"], row
+        assert cells[6] == f"{workshop.max_learners('free', lessons=numbers, shared=True)} learner" + (
+            "" if cells[6].startswith("1 ") else "s")
