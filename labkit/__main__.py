@@ -138,10 +138,11 @@ def cmd_workshop(args: argparse.Namespace) -> int:
             print(f"  learner {r['learner']:>3}: LABKIT_DB_PREFIX={r['LABKIT_DB_PREFIX']:<16} "
                   f"{r['database']} ({r['documents']} documents)")
         print("Each learner sets MONGODB_URI, their LABKIT_DB_PREFIX and LABKIT_SHARED=1 (shared-cluster mode: "
-              "lessons 31 and 34 scale their heaviest demonstrations down) before starting Jupyter, e.g.")
+              "the lessons that would load a shared cluster most scale their demonstrations down and say so) "
+              "before starting Jupyter, e.g.")
         if rows:
             print(f"  MONGODB_URI=... LABKIT_DB_PREFIX={rows[0]['LABKIT_DB_PREFIX']} LABKIT_SHARED=1 python3 dev.py lab")
-        print(f"Size the room first: python -m labkit workshop plan --learners {args.learners} --shared (it names a tier)")
+        print(f"Size the room first: {_prog()} workshop plan --learners {args.learners} --shared (it names a tier)")
         _warn_if_embedded(client, "prepared")
         return 0
     if args.action == "check":
