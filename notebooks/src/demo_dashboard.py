@@ -40,6 +40,7 @@ sam = db.users.find_one({"_id": "user:112"})
 
 # %%
 WALL = demo.walls(sam)  # the first post counts past 16 MiB: embedded posts, then ids
+print(f"the user document passes 16 MiB at {WALL['embedded']:,} embedded posts, or at {WALL['ids']:,} post ids")
 
 
 def parent_growth(posts):
@@ -97,8 +98,8 @@ explorer(feed_plan, sliders={"rank": (1, 200, 1), "index": list(copies)}, title=
 # ## 3 · Case-insensitive lookups: a regex, or an index with a collation
 #
 # Find the user `sam` whatever the case, among 5,000 users. The same login, three ways: a case-insensitive regex
-# on a plain index, an index with a case-insensitive collation (strength 2) queried with the same collation, and a
-# lower-case copy of the name with its own index (lesson 37).
+# on a plain index, an index with a case-insensitive collation (secondary strength) queried with the same
+# collation, and a lower-case copy of the name with its own index (lesson 37).
 
 # %%
 names = [f"user{i:04d}" for i in range(4997)] + ["Sam", "sam.b", "Samuel"]
@@ -111,7 +112,7 @@ db.logins_lower.create_index("usernameLower")
 LOGIN_QUERIES = {
     "regex /^sam$/i, index {username: 1}": lambda typed: db.logins_regex.find({"username": {"$regex": f"^{typed}$",
                                                                                             "$options": "i"}}),
-    "collation strength 2, same collation as the index": lambda typed: db.logins_collation.find(
+    "case-insensitive collation, same as the index's": lambda typed: db.logins_collation.find(
         {"username": typed}).collation({"locale": "en", "strength": 2}),
     "lower-case copy, index {usernameLower: 1}": lambda typed: db.logins_lower.find({"usernameLower": typed.lower()}),
 }
