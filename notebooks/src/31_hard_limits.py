@@ -195,8 +195,8 @@ depths
 # accepts stored documents up to 180 levels (its `maxBSONDepth` of 200 minus 20 levels kept for the server's own
 # wrapping, [bson_depth.h](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/bson/bson_depth.h)) and refuses
 # deeper ones with code 15 (Overflow). We try one thread just over the documented 100 (depth 101) and one past
-# 180 (depth 301). A MongoDB 8.0 server accepts the first and refuses the second; this lab's embedded engine
-# refuses both, because it applies the documented 100. Design for the manual's figure either way.
+# 180 (depth 301). A MongoDB 8.0 server accepts the first and refuses the second. Design for the manual's
+# figure all the same.
 
 # %%
 def try_insert(collection, doc):
