@@ -144,7 +144,7 @@ pd.Series({tier: f"{combined:,} of {limit:,} ({combined / limit:.0%})" for tier,
           name="collections + indexes")
 
 # %% [markdown]
-# 20 tenants and 15 days already use a large share of an M10's budget, and the count grows with tenants × days.
+# 20 tenants and 15 days already use 18% of an M10's recommended total, and the count grows with tenants × days.
 #
 # The read in the workload, a customer's orders for the last 15 days, means one query per daily collection:
 # 15 round trips, each through its own small index.

@@ -166,7 +166,8 @@ with_collation
 plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collation={"locale": "en", "strength": 2}))
 
 # %% [markdown]
-# `$regex` is not collation-aware, so it cannot use a case-insensitive index (the `$regex` page says so). The
+# `$regex` is not collation-aware, so it cannot use a case-insensitive index
+# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). The
 # plain index on `username` has no collation, so it is still eligible, whatever the query's collation: the
 # plan is an IXSCAN of that index that reads every key to test the pattern and fetches only the matches, the
 # same signature as `/^sam$/i` without a collation. Which index it scanned:

@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 25
+#     minutes: 30
 #     exercise_minutes: 10
 #     title: "Anti-pattern: overuse of $lookup"
 #     section: Anti-patterns
@@ -46,7 +46,7 @@
 # - what a join costs per input document, and why an unindexed `foreignField` is the worst case;
 # - the extended reference: copy the few fields the hot read needs, and keep the reference for the rest.
 #
-# **Time:** about 25 minutes.
+# **Time:** about 30 minutes.
 
 # %%
 import datetime as dt
