@@ -264,15 +264,15 @@ FORMATS = (
     Format("full-day", "Full day (6.5 h)", 390, _DAY_BREAKS),
     Format("anti-patterns-half-day", "Anti-patterns half day (4 h)", 240, (("Break", 15),),
            lessons=("30", "31", "32", "35", "37", "38", "39"), shortened=(("39", 20),), room_exercises=(
-               "31", "32", "35"),
+               "31", "35"),
            about="The anti-patterns that cost most in production, then a short schema review (39 shortened to "
-                 "its demonstration). The exercises of 31, 32 and 35 are done in the room; the others are "
+                 "its demonstration). The exercises of 31 and 35 are done in the room; the others are "
                  "homework."),
     Format("anti-patterns-full-day", "Anti-patterns full day (7 h)", 420, _DAY_BREAKS, lessons=ANTI_PATTERN_TRACK,
-           room_exercises=("31", "32", "34", "35", "36"),
+           room_exercises=("31", "32", "35"),
            about="Every anti-pattern lesson, 30 to 39. With a prediction and a build task each, lessons and "
-                 "exercises take about 6.5 h before breaks, more than the day holds; the exercises of 31, 32, 34, "
-                 "35 and 36 are done in the room, the others are homework."),
+                 "exercises take about 7 h before breaks, more than the day holds; the exercises of 31, 32 and "
+                 "35 are done in the room, the others are homework."),
     Format("two-day", "Two-day course (2 × 7.5 h)", 450, (("Break", 15), ("Lunch", 60), ("Break", 15)), cap=20,
            shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2,
            about="Every lesson, in number order. All of them with all exercises take "
