@@ -26,6 +26,8 @@
 #       url: https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/
 #     - title: "MongoDB manual: Explain Results"
 #       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: cursor.sort() (sort and index use, blocking sort memory)"
+#       url: https://www.mongodb.com/docs/manual/reference/method/cursor.sort/
 # ---
 
 # %% [markdown]
@@ -198,9 +200,13 @@ predict_page.check(int(naive["docs examined"].sum()))
 # %% [markdown]
 # ### The second row: the category listing
 #
-# The listing shows 20 products of a category by price, each with its rating average. It needs no review text
-# at all, but in this design the average lives in `reviews`: after the page of 20 products comes one query for
-# all their reviews. Measured on every category (12 of them):
+# The listing shows 20 products of a category by price, each with its rating average. The index
+# `{category: 1, price: 1}` returns a category's products already in price order (equality field first, then the
+# sort field), so no blocking sort is needed: a sort no index provides is done in memory, up to 100 MB before it
+# spills to disk, or fails where disk use is not allowed
+# ([manual: `sort()`](https://www.mongodb.com/docs/manual/reference/method/cursor.sort/)).
+# The listing needs no review text at all, but in this design the average lives in `reviews`: after the page of
+# 20 products comes one query for all their reviews. Measured on every category (12 of them):
 
 # %%
 def naive_listing(category):
@@ -228,7 +234,9 @@ naive_listing(typical_category)
 # %% [markdown]
 # ## The workload-driven design
 #
-# Both hot reads need the rating average; the page also needs five reviews, not all of them. So the product
+# The source material's rule: data that is accessed together is stored together. A document is the unit the
+# server reads, caches and writes atomically, so what the hot reads need together belongs in the document they
+# fetch. Both hot reads need the rating average; the page also needs five reviews, not all of them. So the product
 # document keeps a rating summary (count and total, from which the average follows: the computed pattern,
 # [manual: computed values](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/handle-computed-values/))
 # and the five newest reviews; the reviews collection keeps all of them for the rare "all reviews" page. One

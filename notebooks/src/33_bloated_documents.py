@@ -156,7 +156,7 @@ predict_projection.check(projected["docs examined"])
 
 # %% [markdown]
 # A query is **covered** when the index holds every field the filter, sort and projection touch, and `_id` is
-# excluded. Then the server answers from the index alone: a PROJECTION_COVERED stage and no documents
+# excluded (or in the index). Then the server answers from the index alone: a PROJECTION_COVERED stage and no documents
 # examined ([manual: covered queries](https://www.mongodb.com/docs/manual/core/query-optimization/)). Covering
 # the whole listing would need an index holding every listed field:
 
@@ -330,7 +330,7 @@ ex.check(practice)
 #
 # - Detect: `avgObjSize` (from `$collStats`) far above the bytes the hot query returns.
 # - Projection only trims the network; unless the query is covered (PROJECTION_COVERED, no documents
-#   examined), the server loads every whole document into the cache.
+#   examined), the server loads each document it examines whole.
 # - Fix: split by access pattern into two collections sharing `_id`; binaries go to object storage or GridFS.
 #
 # **Next:** 34 · a massive number of collections.
