@@ -79,8 +79,8 @@ print(f"{db.products.count_documents({}):,} products, {db.reviews.count_document
 #
 # Before any document is drawn, list what the application does
 # ([manual: identify the workload](https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/)).
-# The frequencies are the store's peak figures; "a few per hour" is counted as 3 per hour and "once a day" as one
-# per 86,400 seconds.
+# The frequencies are the store's peak figures; "a few per hour" is counted as three an hour and "once a day"
+# as once in the day's seconds (both printed below).
 
 # %%
 workload = pd.DataFrame(
@@ -95,6 +95,7 @@ workload = pd.DataFrame(
     ],
     columns=["operation", "type", "per_second", "needs"],
 )
+print(f"a few per hour: 3 / 3,600 s = {3 / 3600:.6f}/s; once a day: 1 / 86,400 s = {1 / 86400:.6f}/s")
 workload
 
 # %% [markdown]
@@ -206,7 +207,7 @@ predict_page.check(int(naive["docs examined"].sum()))
 # spills to disk, or fails where disk use is not allowed
 # ([manual: `sort()`](https://www.mongodb.com/docs/manual/reference/method/cursor.sort/)).
 # The listing needs no review text at all, but in this design the average lives in `reviews`: after the page of
-# 20 products comes one query for all their reviews. Measured on every category (12 of them):
+# 20 products comes one query for all their reviews. Measured on every category:
 
 # %%
 def naive_listing(category):
@@ -220,15 +221,16 @@ def naive_listing(category):
 CATEGORIES = sorted(db.products.distinct("category"))
 listing_docs = pd.Series({c: int(naive_listing(c)["docs examined"].sum()) for c in CATEGORIES},
                          name="docs examined per listing page").sort_values(kind="stable")
+print(len(CATEGORIES), "categories")
 listing_docs.to_frame().T
 
 # %% [markdown]
 # Every listing page reads hundreds of reviews to show 20 averages. The ledger below measures the listing on
-# the category in the middle of that ranking (the 7th of 12); here are its two queries:
+# the category in the middle of that ranking; here are its two queries:
 
 # %%
 typical_category = listing_docs.index[len(listing_docs) // 2]
-print("typical category:", typical_category)
+print(f"typical category: {typical_category}, number {len(listing_docs) // 2 + 1} of {len(listing_docs)} by cost")
 naive_listing(typical_category)
 
 # %% [markdown]

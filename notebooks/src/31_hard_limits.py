@@ -218,7 +218,7 @@ deep
 # %% [markdown]
 # ## 64 indexes per collection
 #
-# The `_id` index counts. Create 63 more, then a 65th:
+# The `_id` index counts. Create one per attribute until there are 64, then try one more:
 
 # %%
 for i in range(63):

@@ -87,12 +87,15 @@ print(f"{db.devices.count_documents({})} devices")
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | record an event | write | 50/s | append one event to the device |
-# | show device page | read | 200/s | device fields and its 10 newest events |
-# | event history of a device for a period | read | a few per hour | events in a time range |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('record an event', 'write', '50/s', 'append one event to the device'),
+    ('show device page', 'read', '200/s', 'device fields and its 10 newest events'),
+    ('event history of a device for a period', 'read', 'a few per hour', 'events in a time range'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: maximum vs average
 #
@@ -320,7 +323,7 @@ walls = explorer(wall, sliders={"events_per_day": (100, 50_000, 2_880, 20)}, tit
 walls
 
 # %% [markdown]
-# The slider starts at a heartbeat every 30 seconds (2,880 events a day): the document fills in about 101 days.
+# The slider starts at a heartbeat twice a minute (2,880 events a day): the document fills in about 101 days.
 #
 # ## Exercise
 #

@@ -83,12 +83,15 @@ print(f"{db.products.count_documents({})} products")
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | list products in a category, by price | read | 600/s | name, price, rating, thumbnail URL (20 per page) |
-# | show the full product sheet | read | 20/s | everything |
-# | edit the description or specs | write | a few per day | cold fields |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('list products in a category, by price', 'read', '600/s', 'name, price, rating, thumbnail URL (20 per page)'),
+    ('show the full product sheet', 'read', '20/s', 'everything'),
+    ('edit the description or specs', 'write', 'a few per day', 'cold fields'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: `avgObjSize` vs what the hot query returns
 #

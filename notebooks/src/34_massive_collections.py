@@ -98,12 +98,15 @@ print("collections created:", len(db.list_collection_names()))
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | record an order | write | 30/s | one tenant, today |
-# | a customer's orders, last 15 days | read | 50/s | one tenant, one customer, newest first |
-# | delete data older than 15 days | write | once a day | whole days |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('record an order', 'write', '30/s', 'one tenant, today'),
+    ("a customer's orders, last 15 days", 'read', '50/s', 'one tenant, one customer, newest first'),
+    ('delete data older than 15 days', 'write', 'once a day', 'whole days'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: `dbStats` and the names
 #
@@ -186,8 +189,9 @@ print("orders:", db.orders.count_documents({}))
 # %% [markdown]
 # Expiry: instead of dropping yesterday's collections, a TTL index deletes documents whose `createdAt` is older
 # than the retention period ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). 15 days
-# is 1,296,000 seconds. The server's TTL monitor makes one pass about every 60 seconds. The oldest order is just
-# over 14 days old, so nothing has expired yet.
+# is 1,296,000 seconds. The server's TTL monitor makes one pass about every 60 seconds
+# ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). The oldest order is just over 14
+# days old, so nothing has expired yet.
 
 # %%
 db.orders.create_index([("createdAt", 1)], expireAfterSeconds=15 * 86_400)
@@ -242,7 +246,8 @@ plt.show()
 # Time-partitioned data often fits a **time-series collection** too: the tenant as `metaField`, `createdAt` as
 # `timeField`, and `expireAfterSeconds` on the collection itself. A copy of the orders goes into one, with the
 # same 15 days. With `granularity: "minutes"` a bucket spans at most 24 hours, so each tenant's day is one
-# bucket (its orders lie within three hours):
+# bucket (its orders lie within three hours); `$collStats` counts the buckets
+# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)):
 
 # %%
 orders_ts = db.create_collection("orders_ts", timeseries={"timeField": "createdAt", "metaField": "tenantId",
@@ -260,9 +265,19 @@ print(f"orders_ts: {orders_ts.count_documents({})} orders in {bucket_count()} bu
 # Now the business shortens the retention to 10 days. With collections per day that means dropping five days
 # of collections by hand; here it is one `collMod` per collection
 # ([manual: `collMod`](https://www.mongodb.com/docs/manual/reference/command/collMod/)), and the TTL monitor's
-# next pass deletes what is past the new limit. `labkit.ttl_pass(db)` waits for that pass: on the embedded
-# engine it runs one at once, on a server it waits for the server's own pass (within about a minute) and reports
-# what the server counted.
+# next pass deletes what is past the new limit:
+
+# %%
+orders_kept_before = db.orders.count_documents({})
+ts_orders_before, ts_buckets_before = orders_ts.count_documents({}), bucket_count()
+TEN_DAYS = 10 * 86_400
+db.command("collMod", "orders", index={"keyPattern": {"createdAt": 1}, "expireAfterSeconds": TEN_DAYS})
+db.command("collMod", "orders_ts", expireAfterSeconds=TEN_DAYS)
+print(f"retention now {TEN_DAYS:,} s ({TEN_DAYS // 86_400} days) on orders and orders_ts")
+
+# %% [markdown]
+# `labkit.ttl_pass(db)` waits for that pass: on the embedded engine it runs one at once, on a server it waits for
+# the server's own pass (within about a minute) and reports what the server counted.
 #
 # **Predict first.** Each tenant has 12 orders a day; the orders of the day 10 days ago are all a little more
 # than 10 days old, those of the day 9 days ago a little more than 9. How many orders does the next pass delete
@@ -276,10 +291,6 @@ ex_ttl
 ex_ttl.predict(5 * len(TENANTS) * 12)
 
 # %% tags=["reveal"]
-orders_kept_before = db.orders.count_documents({})
-ts_orders_before, ts_buckets_before = orders_ts.count_documents({}), bucket_count()
-db.command("collMod", "orders", index={"keyPattern": {"createdAt": 1}, "expireAfterSeconds": 10 * 86_400})
-db.command("collMod", "orders_ts", expireAfterSeconds=10 * 86_400)
 ttl = labkit.ttl_pass(db)
 deleted_orders = orders_kept_before - db.orders.count_documents({})
 pd.Series({"orders before": orders_kept_before, "orders deleted": deleted_orders,

@@ -60,8 +60,8 @@ db = labkit.fresh_db("35_unnecessary_indexes")
 print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
-# 6,000 orders generated deterministically, and the indexes a few years of "this query is slow, add an index"
-# left behind.
+# Orders generated deterministically, and the indexes a few years of "this query is slow, add an index" left
+# behind.
 
 # %%
 STATUSES = ["new", "paid", "shipped", "delivered"]
@@ -86,19 +86,25 @@ legacy_indexes = [
 for keys in legacy_indexes:
     labkit.shared.create_index(db.orders, keys)  # on a shared cluster: builds staggered (LABKIT_SHARED=1)
 _ = labkit.shared.note(f"{len(legacy_indexes)} index builds staggered, one at a time")
+print(f"{db.orders.count_documents({}):,} orders")
 sorted(db.orders.index_information())
 
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | a customer's orders, newest first | read | 120/s | `customerId` equality, sort `createdAt` desc, 20 |
-# | dashboard: orders of a region in a status | read | 50/s | `region` and `status` equality |
-# | orders containing a SKU | read | 30/s | `sku` equality |
-# | place order | write | 30/s | one insert |
-#
-# Below is a deterministic mix of 200 queries in those proportions, run against the collection the way the
+# What the application does, how often, and what each operation needs:
+
+# %%
+workload_table = pd.DataFrame([
+    ("a customer's orders, newest first", 'read', '120/s', 'customerId equality, sort createdAt desc, 20'),
+    ('dashboard: orders of a region in a status', 'read', '50/s', 'region and status equality'),
+    ('orders containing a SKU', 'read', '30/s', 'sku equality'),
+    ('place order', 'write', '30/s', 'one insert'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
+
+# %% [markdown]
+# Below is a deterministic mix of queries in those proportions, run against the collection the way the
 # application would run them.
 
 # %%
@@ -344,13 +350,14 @@ compare
 # %%
 fig, ax = plt.subplots(figsize=(6, 2.2))
 ax.barh(compare.columns, compare.loc["index keys per insert"], color=["#d62728", "#1f77b4"])
-ax.set_xlabel("index keys written per insert (measured)")
+ax.set_xlabel("index keys written per insert")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
 # Every query is served exactly as before, and each insert writes fewer index keys. The `totalIndexSize`
-# figures come from `$collStats`: on the embedded engine they are its model of index bytes (key bytes plus a
+# figures come from `$collStats`
+# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)): on the embedded engine they are its model of index bytes (key bytes plus a
 # fixed overhead per key); a real server reports the storage engine's allocated pages, so its absolute numbers
 # differ but the direction does not.
 
@@ -367,15 +374,17 @@ from labkit.widgets import explorer
 def write_load(inserts_per_second, secondary_indexes, tags_per_order):
     per_insert = 1 + secondary_indexes
     multikey = per_insert + max(tags_per_order, 1)  # an empty array still gets one key
-    return {"estimated keys per insert": per_insert, "estimated keys per second": per_insert * inserts_per_second,
-            "with a multikey index on tags: keys per insert": multikey,
-            "with a multikey index on tags: keys per second": multikey * inserts_per_second}
+    return {"keys per insert (estimated: 1 + indexes)": per_insert,
+            "keys per second (estimated: keys per insert x rate)": per_insert * inserts_per_second,
+            "with a multikey index on tags: keys per insert (estimated: + one per tag)": multikey,
+            "with a multikey index on tags: keys per second (estimated: keys per insert x rate)": multikey * inserts_per_second}
 
 
 def draw_load(ax, values, r):
-    ax.bar(["plain", "+ tags index"], [r["estimated keys per second"], r["with a multikey index on tags: keys per second"]],
+    ax.bar(["plain", "+ tags index"], [r["keys per second (estimated: keys per insert x rate)"],
+                                       r["with a multikey index on tags: keys per second (estimated: keys per insert x rate)"]],
            color=["#1f77b4", "#ff7f0e"])
-    ax.set_ylabel("index keys / s (estimated)")
+    ax.set_ylabel("index keys / s (estimated: keys per insert x rate)")
 
 
 load = explorer(write_load, sliders={"inserts_per_second": (1, 2000, 30, 1), "secondary_indexes": (0, 63, 7, 1),
@@ -387,10 +396,10 @@ load
 #
 # A support desk's `tickets` collection has seven indexes (`ref_1` unique, `closedAt_1` a TTL index,
 # `assignee_1`, `assignee_1_status_1_priority_-1`, `customerId_1`, `status_1`, `priority_1`) and two queries:
-# an agent's open tickets by priority (`{assignee, status: "open"}`, sort `priority: -1`, limit 10) and a
+# an agent's open tickets by priority (`{assignee, status: "open"}`, sort `priority: -1`, `limit(10)`) and a
 # customer's tickets (`{customerId}`). Write `prune(tickets)` that drops every index these queries do not need,
-# without losing anything an index enforces. `ex_prune.check(prune)` builds the collection on its own (3,000
-# tickets), runs the two queries, calls `prune`, then reads the plans and the indexes that are left.
+# without losing anything an index enforces. `ex_prune.check(prune)` builds the collection on its own (a few
+# thousand tickets), runs the two queries, calls `prune`, then reads the plans and the indexes that are left.
 
 # %%
 ex_prune = labkit.exercises.get("35-prune-tickets")

@@ -76,12 +76,17 @@ for name in ("user_profiles", "user_addresses", "user_settings"):
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | load the request context (every page) | read | 1,500/s | user, profile, addresses, settings |
-# | change display name and theme together | write | 3/s | profile and settings, atomically |
-# | add an address | write | rare | at most three per user |
-#
+# What the application does, how often, and what each operation needs:
+
+# %%
+workload_table = pd.DataFrame([
+    ('load the request context (every page)', 'read', '1,500/s', 'user, profile, addresses, settings'),
+    ('change display name and theme together', 'write', '3/s', 'profile and settings, atomically'),
+    ('add an address', 'write', 'rare', 'at most three per user'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
+
+# %% [markdown]
 # ## Detect: the same key, four collections, every time
 #
 # The application's request handler looks like this. `labkit.ledger.measure` runs it once and counts the
@@ -315,8 +320,8 @@ wait
 # `warehouse`) and `book_authors` (one to three per book: `bookId`, `name`, `role`), and every book page loads
 # all three. Write `migrate(db)` that embeds them (`stock: {inStock, warehouse}`, `authors: [{name, role}]`)
 # and drops the two side collections, and `load_book(db, book_id)` that loads a book page.
-# `ex_books.check(migrate, load_book)` runs both on its own bookshop (240 books) and counts the round trips of
-# one page.
+# `ex_books.check(migrate, load_book)` runs both on its own bookshop and counts the round trips of one
+# page.
 
 # %%
 ex_books = labkit.exercises.get("36-embed-books")
@@ -345,7 +350,7 @@ ex_books.check(migrate, load_book)
 # %% [markdown]
 # ## Exercise 2 · Migrate the practice copy
 #
-# `practice` holds the same four collections for 300 users. Embed them into `practice.users` (`profile` and
+# `practice` holds the same four collections for a few hundred users (counted below). Embed them into `practice.users` (`profile` and
 # `settings` subdocuments, an `addresses` array of `{label, city}`), then drop the three side collections.
 # `ex.check(practice)` loads a request context and counts what it takes.
 
@@ -361,6 +366,7 @@ practice.user_settings.insert_many([{"_id": f"settings:{u:04d}", "userId": f"use
                                      "newsletter": False} for u in range(300)])
 ex = labkit.exercises.get("36-embed-context").remember(practice, "users", "user_profiles", "user_addresses",
                                                      "user_settings")  # the setup, as it is now
+print(practice.users.count_documents({}), "users")
 ex
 
 # %% tags=["solution"]

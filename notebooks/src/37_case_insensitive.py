@@ -71,11 +71,14 @@ print(db.accounts.count_documents({}), "accounts")
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | log in / look up by user name, ignoring case | read | 300/s | one account |
-# | sign up | write | 1/s | user name unique regardless of case |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('log in / look up by user name, ignoring case', 'read', '300/s', 'one account'),
+    ('sign up', 'write', '1/s', 'user name unique regardless of case'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: keys examined vs returned
 

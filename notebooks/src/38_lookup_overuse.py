@@ -77,13 +77,18 @@ print(db.customers.count_documents({}), "customers,", db.orders.count_documents(
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | support queue: 20 newest open orders with customer name and tier | read | 500/s | order fields, customer name and tier |
-# | customer detail page | read | 20/s | one customer by `_id` |
-# | nightly revenue report by tier | read | 1/day | may take seconds |
-# | customer renames themselves | write | 5/day (0.00006/s) | name must eventually show everywhere |
-#
+# What the application does, how often, and what each operation needs:
+
+# %%
+workload_table = pd.DataFrame([
+    ('support queue: 20 newest open orders with customer name and tier', 'read', '500/s', 'order fields, customer name and tier'),
+    ('customer detail page', 'read', '20/s', 'one customer by _id'),
+    ('nightly revenue report by tier', 'read', '1/day', 'may take seconds'),
+    ('customer renames themselves', 'write', '5/day (0.00006/s)', 'name must eventually show everywhere'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
+
+# %% [markdown]
 # ## Detect: a query log, sorted by frequency
 #
 # The table above is what the team believes. The database can tell what actually runs: the **database
@@ -127,7 +132,8 @@ def traffic(d):
 
 
 log = labkit.querylog.capture(db, traffic)
-print(f"{len(log)} operations recorded, from the {log.source}")
+print(f"{len(log)} operations recorded in a window of {WINDOW_SECONDS} s, from the {log.source}")
+print(f"windows in a day: {86_400 / WINDOW_SECONDS:,.0f}")
 
 # %% [markdown]
 # The log per query shape, the most frequent first (names added for reading; the log itself knows only shapes):
@@ -166,7 +172,7 @@ for _, r in shapes.sort_values("ms per run", ascending=False).iterrows():
 
 # %% [markdown]
 # Frequency is what the log adds. The queue and the customer page run all day at the window's rate (one window
-# is 0.2 seconds, so a day holds 432,000 of them); the report runs once a night. Per day, each operation's runs
+# is 0.2 seconds, so a day holds 432,000 of them, as printed above); the report runs once a night. Per day, each operation's runs
 # times its cost per run:
 
 # %%
@@ -448,8 +454,8 @@ freq
 #
 # A help desk copies each agent's `name` and `team` into their tickets (`agent: {name, team}`, next to the
 # reference `agentId`, which is indexed). Agents rename themselves. Write `rename_agent(db, agent_id, new_name)`
-# that keeps the agent and every copy right. `ex_rename.check(rename_agent)` runs it on its own help desk (40
-# agents, two of them with the same name, 1,200 tickets) and watches the commands it sends.
+# that keeps the agent and every copy right. `ex_rename.check(rename_agent)` runs it on its own help desk (two of
+# its agents share a name) and watches the commands it sends.
 
 # %%
 ex_rename = labkit.exercises.get("38-rename-agent")

@@ -44,6 +44,10 @@
 # - the source material's review checklist, item by item, and which finding answers each;
 # - to fix findings in order of the traffic they touch, and re-run the review to see them go.
 #
+# The review looks for the manual's schema design anti-patterns
+# ([manual: anti-patterns](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)) and the two
+# the source material adds (data accessed together but stored apart, case-insensitive regular expressions).
+#
 # **Time:** about 40 minutes.
 
 # %%
@@ -271,12 +275,12 @@ sorted(before.kinds() - blind.kinds())
 # | checklist item | how the review (or the lesson) answers it |
 # |---|---|
 # | list every operation with its type, frequency and fields; rank by frequency | the query log, ranked by runs (lesson 30 builds the table) |
-# | make each top operation read one document through one index | `separate-data`, `lookup-overuse` (36, 38) |
+# | make each top operation read one document through one index | `separate-data`, `lookup-overuse` (lessons 36, 38) |
 # | name what bounds every array; move unbounded ones out, keep a capped subset | `unbounded-array` (32) |
 # | compare `avgObjSize` with what the hot queries return; split cold fields | `bloated-document` (33) |
 # | count collections; look for names holding ids or dates | `many-collections` (34) |
 # | `$indexStats` on every member; hide unused and prefix-redundant indexes, then drop | `unused-index`, `redundant-index` (35); the review reads the member it is connected to |
-# | replace `$lookup` and repeated same-key reads on hot paths with embedded or copied fields | `lookup-overuse`, `separate-data` (36, 38) |
+# | replace `$lookup` and repeated same-key reads on hot paths with embedded or copied fields | `lookup-overuse`, `separate-data` (lessons 36, 38) |
 # | replace case-insensitive regular expressions with a collation index or a normalized field | `case-insensitive-regex` (37) |
 # | add `$jsonSchema` validation once the shape is settled | `no-validation` (07) |
 #
