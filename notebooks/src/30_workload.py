@@ -455,5 +455,16 @@ ex_ratio.check(reads_per_write)
 #
 # **Next:** 31 · the hard limits the server enforces.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Identify Application Workload](https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/)
+# 2. [MongoDB manual: Handle Computed Values](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/handle-computed-values/)
+# 3. [MongoDB manual: \$slice (update modifier)](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)
+# 4. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+# 5. [MongoDB manual: Use Indexes to Sort Query Results](https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/)
+# 6. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 7. [MongoDB manual: cursor.sort() (sort and index use, blocking sort memory)](https://www.mongodb.com/docs/manual/reference/method/cursor.sort/)
+
 # %% [markdown] tags=["navigation"]
 # [← 20 · Which pattern when: use cases, patterns and a quiz](20_which_pattern.ipynb) · [Contents](../CONTENTS.md) · [31 · The hard limits, live →](31_hard_limits.ipynb)

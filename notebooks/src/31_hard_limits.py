@@ -428,5 +428,18 @@ ex_flat.check(flatten)
 #
 # **Next:** 32 · unbounded arrays, detected and fixed.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 2. [MongoDB manual: MongoDB Server Parameters](https://www.mongodb.com/docs/manual/reference/parameters/)
+# 3. [MongoDB manual: Time Series Collection Limitations](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/)
+# 4. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 5. [MongoDB manual: collStats (command, deprecated since 6.2)](https://www.mongodb.com/docs/manual/reference/command/collStats/)
+# 6. [MongoDB manual: \$bsonSize (aggregation)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 7. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 8. [mongodb/mongo src/mongo/bson/bson_depth.h (maxBSONDepth, storage depth)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/bson/bson_depth.h)
+# 9. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
+
 # %% [markdown] tags=["navigation"]
 # [← 30 · Start from the workload](30_workload.ipynb) · [Contents](../CONTENTS.md) · [32 · Anti-pattern: unbounded arrays →](32_unbounded_arrays.ipynb)

@@ -329,7 +329,7 @@ walls
 #
 # Write `record_event(db, device_id, event)` for the fixed design: the event goes into `db.events` with its
 # `deviceId`, and the device's `recentEvents` keeps only the 10 newest (newest last). `ex.check(record_event)`
-# calls your function 25 times on a scratch database (each event it passes carries its own `_id`) and
+# calls your function for a stream of events on a scratch database (each event carries its own `_id`) and
 # inspects both collections.
 
 # %%
@@ -357,6 +357,20 @@ ex.check(record_event)
 #   compute the subset, remove the array.
 #
 # **Next:** 33 · bloated documents.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Avoid Unbounded Arrays](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unbounded-arrays/)
+# 2. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 3. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 4. [MongoDB manual: \$bsonSize (aggregation)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 5. [MongoDB manual: \$out (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/)
+# 6. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 7. [MongoDB manual: Updates with Aggregation Pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)
+# 8. [MongoDB manual: \$slice (update modifier)](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)
+# 9. [MongoDB manual: Replica Set Oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)
+# 10. [mongodb/mongo jstests/replsets/v2_delta_oplog_entries.js (\$v: 2 delta update entries)](https://github.com/mongodb/mongo/blob/v8.0/jstests/replsets/v2_delta_oplog_entries.js)
 
 # %% [markdown] tags=["navigation"]
 # [← 31 · The hard limits, live](31_hard_limits.ipynb) · [Contents](../CONTENTS.md) · [33 · Anti-pattern: bloated documents →](33_bloated_documents.ipynb)

@@ -338,5 +338,16 @@ ex.check(practice)
 #
 # **Next:** 34 · a massive number of collections.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Reduce Bloated Documents](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/bloated-documents/)
+# 2. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 3. [MongoDB manual: \$bsonSize (aggregation)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 4. [MongoDB manual: Query Optimization (covered queries)](https://www.mongodb.com/docs/manual/core/query-optimization/)
+# 5. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 6. [MongoDB manual: GridFS](https://www.mongodb.com/docs/manual/core/gridfs/)
+# 7. [MongoDB manual: \$out (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/)
+
 # %% [markdown] tags=["navigation"]
 # [← 32 · Anti-pattern: unbounded arrays](32_unbounded_arrays.ipynb) · [Contents](../CONTENTS.md) · [34 · Anti-pattern: a massive number of collections →](34_massive_collections.ipynb)

@@ -415,5 +415,18 @@ ex_sessions.check(setup_sessions, touch)
 #
 # **Next:** 35 · unnecessary indexes.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Reduce the Number of Collections](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-collections/)
+# 2. [MongoDB Atlas FAQ: How many collections can a single Atlas cluster have?](https://www.mongodb.com/docs/atlas/reference/faq/database/)
+# 3. [MongoDB manual: dbStats](https://www.mongodb.com/docs/manual/reference/command/dbStats/)
+# 4. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 5. [MongoDB manual: TTL Indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)
+# 6. [MongoDB manual: collMod](https://www.mongodb.com/docs/manual/reference/command/collMod/)
+# 7. [MongoDB manual: Set up Automatic Removal for Time Series Collections (TTL)](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-automatic-removal/)
+# 8. [mongodb/mongo jstests/noPassthrough/timeseries/timeseries_ttl.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/timeseries/timeseries_ttl.js)
+# 9. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+
 # %% [markdown] tags=["navigation"]
 # [← 33 · Anti-pattern: bloated documents](33_bloated_documents.ipynb) · [Contents](../CONTENTS.md) · [35 · Anti-pattern: unnecessary indexes →](35_unnecessary_indexes.ipynb)

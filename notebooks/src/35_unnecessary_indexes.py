@@ -456,5 +456,19 @@ ex.check(practice.orders)
 #
 # **Next:** 36 · separating data that is accessed together.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Remove Unnecessary Indexes](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unnecessary-indexes/)
+# 2. [MongoDB manual: \$indexStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/)
+# 3. [mongodb/mongo jstests/core/index/index_stats.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_stats.js)
+# 4. [MongoDB manual: Hidden Indexes](https://www.mongodb.com/docs/manual/core/index-hidden/)
+# 5. [MongoDB manual: db.collection.hideIndex()](https://www.mongodb.com/docs/manual/reference/method/db.collection.hideIndex/)
+# 6. [MongoDB manual: Case-Insensitive Indexes (collation must match)](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)
+# 7. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 8. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 9. [MongoDB Atlas: Review Drop Index Recommendations (Performance Advisor)](https://www.mongodb.com/docs/atlas/performance-advisor/drop-indexes/)
+# 10. [MongoDB Atlas: Query Shape Insights](https://www.mongodb.com/docs/atlas/query-shape-insights/)
+
 # %% [markdown] tags=["navigation"]
 # [← 34 · Anti-pattern: a massive number of collections](34_massive_collections.ipynb) · [Contents](../CONTENTS.md) · [36 · Anti-pattern: separating data that is accessed together →](36_separate_data.ipynb)

@@ -387,5 +387,15 @@ ex.check(practice)
 #
 # **Next:** 37 · case-insensitive queries.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model One-to-One Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-one-relationships-between-documents/)
+# 2. [MongoDB manual: Model One-to-Many Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-many-relationships-between-documents/)
+# 3. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 4. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 5. [MongoDB manual: Transactions](https://www.mongodb.com/docs/manual/core/transactions/)
+# 6. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+
 # %% [markdown] tags=["navigation"]
 # [← 35 · Anti-pattern: unnecessary indexes](35_unnecessary_indexes.ipynb) · [Contents](../CONTENTS.md) · [37 · Anti-pattern: case-insensitive queries without a matching index →](37_case_insensitive.ipynb)

@@ -313,5 +313,15 @@ ex_teams.check(prepare, add_team, find_team)
 #
 # **Next:** 38 · overuse of `$lookup`.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: \$regex (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 2. [MongoDB manual: Case-Insensitive Indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)
+# 3. [MongoDB manual: Collation](https://www.mongodb.com/docs/manual/reference/collation/)
+# 4. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 5. [MongoDB manual: Updates with Aggregation Pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)
+# 6. [MongoDB Atlas Search: Process Data with Analyzers](https://www.mongodb.com/docs/atlas/atlas-search/analyzers/)
+
 # %% [markdown] tags=["navigation"]
 # [← 36 · Anti-pattern: separating data that is accessed together](36_separate_data.ipynb) · [Contents](../CONTENTS.md) · [38 · Anti-pattern: overuse of \$lookup →](38_lookup_overuse.ipynb)

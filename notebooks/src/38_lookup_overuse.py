@@ -504,5 +504,19 @@ ex.check(practice)
 #
 # **Next:** 39 · a schema review of a legacy dataset.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Reduce \$lookup Operations](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-lookup-operations/)
+# 2. [MongoDB manual: Schema Design Anti-Patterns (Performance Advisor)](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)
+# 3. [MongoDB manual: Database Profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/)
+# 4. [MongoDB manual: Database Profiler Output](https://www.mongodb.com/docs/manual/reference/database-profiler/)
+# 5. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
+# 6. [MongoDB Atlas: Query Shape Insights](https://www.mongodb.com/docs/atlas/query-shape-insights/)
+# 7. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 8. [mongodb/mongo jstests/noPassthrough/lookup_pushdown.js (join strategies)](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/lookup_pushdown.js)
+# 9. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 10. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+
 # %% [markdown] tags=["navigation"]
 # [← 37 · Anti-pattern: case-insensitive queries without a matching index](37_case_insensitive.ipynb) · [Contents](../CONTENTS.md) · [39 · Schema review: run the checklist on a legacy store →](39_schema_review.ipynb)

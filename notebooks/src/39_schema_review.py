@@ -513,5 +513,18 @@ ex_blog.check(fix)
 #
 # **Next:** back to the workload table (30): the review is only as good as the workload it was given.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Design Anti-Patterns](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)
+# 2. [MongoDB manual: Database Profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/)
+# 3. [MongoDB manual: Database Profiler Output](https://www.mongodb.com/docs/manual/reference/database-profiler/)
+# 4. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
+# 5. [MongoDB manual: \$sample (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/sample/)
+# 6. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 7. [MongoDB manual: \$indexStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/)
+# 8. [MongoDB manual: Schema Validation](https://www.mongodb.com/docs/manual/core/schema-validation/)
+# 9. [MongoDB manual: MongoDB Extended JSON (v2)](https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/)
+
 # %% [markdown] tags=["navigation"]
 # [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)
