@@ -12,7 +12,7 @@
 #     title: "Anti-pattern: unbounded arrays"
 #     section: Anti-patterns
 #     demo: "Compare the max and average array size, then migrate the events to a child collection and show the device page cost drop."
-#     mistakes: ["Judging array growth from the average instead of the maximum", "Using $slice: 10 (keeps the oldest) instead of $slice: -10", "Keeping the capped subset but forgetting to write the full history to the child collection", "Migrating with $out into a collection that already receives new writes"]
+#     mistakes: ["Judging array growth from the average instead of the maximum", "Keeping the oldest elements: a $slice whose sign does not match where the new element goes", "Keeping the capped subset but forgetting to write the full history to the child collection", "Trimming in a second write, or rebuilding the array in the application (a concurrent write is lost)", "Migrating with $out into a collection that already receives new writes"]
 #     sources:
 #     - title: "MongoDB manual: Avoid Unbounded Arrays"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unbounded-arrays/
@@ -324,25 +324,29 @@ walls
 
 # %% [markdown]
 # The slider starts at a heartbeat twice a minute (2,880 events a day): the document fills in about 101 days.
+
+# %% [markdown]
+# ## Exercise · The same idea in a chat app
 #
-# ## Exercise
-#
-# Write `record_event(db, device_id, event)` for the fixed design: the event goes into `db.events` with its
-# `deviceId`, and the device's `recentEvents` keeps only the 10 newest (newest last). `ex.check(record_event)`
-# calls your function for a stream of events on a scratch database (each event carries its own `_id`) and
-# inspects both collections.
+# A chat app shows, for each room, its 5 newest messages, **newest first**, and keeps every message for the
+# history page. Write `post_message(db, room_id, message)`: the message goes into `db.messages` with its
+# `roomId`, and the room's `latest` array keeps only the 5 newest, newest first. (`$position: 0` in a `$push`
+# puts the new element at the front of the array; think about what `$slice` must keep then.)
+# `ex.check(post_message)` calls your function for a stream of messages on a scratch database (each message
+# carries its own `_id`), then twice at once on another room, and inspects both collections.
 
 # %%
 ex = labkit.exercises.get("32-capped-subset")
 ex
 
+
 # %% tags=["solution"]
-def record_event(db, device_id, event):
-    db.events.insert_one({"deviceId": device_id, **event})
-    db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
+def post_message(db, room_id, message):
+    db.messages.insert_one({"roomId": room_id, **message})
+    db.rooms.update_one({"_id": room_id}, {"$push": {"latest": {"$each": [message], "$position": 0, "$slice": 5}}})
 
 
-ex.check(record_event)
+ex.check(post_message)
 
 # %% [markdown]
 # ## Summary

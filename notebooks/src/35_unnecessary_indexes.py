@@ -394,12 +394,14 @@ load
 # %% [markdown]
 # ## Exercise 1 · A support desk, the same idea on other data
 #
-# A support desk's `tickets` collection has seven indexes (`ref_1` unique, `closedAt_1` a TTL index,
-# `assignee_1`, `assignee_1_status_1_priority_-1`, `customerId_1`, `status_1`, `priority_1`) and two queries:
-# an agent's open tickets by priority (`{assignee, status: "open"}`, sort `priority: -1`, `limit(10)`) and a
-# customer's tickets (`{customerId}`). Write `prune(tickets)` that drops every index these queries do not need,
-# without losing anything an index enforces. `ex_prune.check(prune)` builds the collection on its own (a few
-# thousand tickets), runs the two queries, calls `prune`, then reads the plans and the indexes that are left.
+# A support desk's `tickets` collection has eight indexes (`ref_1` unique, `closedAt_1` a TTL index,
+# `assignee_1`, `assignee_ci` on `assignee` with a case-insensitive collation, `assignee_1_status_1_priority_-1`,
+# `customerId_1`, `status_1`, `priority_1`) and three queries: an agent's open tickets by priority
+# (`{assignee, status: "open"}`, sort `priority: -1`, `limit(10)`), a customer's tickets (`{customerId}`), and an
+# agent's tickets however the name is typed (`{assignee}` with the collation `{locale: "en", strength: 2}`).
+# Write `prune(tickets)` that drops every index these queries do not need, without losing anything an index
+# enforces. `ex_prune.check(prune)` builds the collection on its own (a few thousand tickets), runs the three
+# queries, calls `prune`, then reads the plans and the indexes that are left.
 
 # %%
 ex_prune = labkit.exercises.get("35-prune-tickets")
