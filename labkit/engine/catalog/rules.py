@@ -305,6 +305,8 @@ def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
         return UpdateResult(None, acknowledged=False)
     if name in ("delete_one", "delete_many"):
         return DeleteResult(None, acknowledged=False)
+    if name.startswith("find_one_and_"):  # pymongo gets no reply (moreToCome), so no document
+        return None
     return BulkWriteResult({}, acknowledged=False)
 
 
@@ -455,7 +457,9 @@ class LabCollection(EmbeddedCollection):
     def _fam(self, name, filter, doc, args, kwargs):
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
-        flag = kwargs.pop("bypass_document_validation", False) or _BYPASS.get()
+        # pymongo has no bypass_document_validation argument here: extra keyword arguments are fields of the
+        # findAndModify command, so the flag is ``bypassDocumentValidation=True`` (any other name is 40415)
+        flag = bool(kwargs.pop("bypassDocumentValidation", False)) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             if doc is None:

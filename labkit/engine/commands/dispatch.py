@@ -528,9 +528,10 @@ def _aggregate(c: _Call) -> dict:
     else:
         if not isinstance(target, str):
             raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
-        counted = _count_pipeline(pipeline) if "hint" in kw else None
+        counted = _count_pipeline(pipeline) if ("hint" in kw or "collation" in kw) else None
         if counted is not None:
-            # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
+            # pymongo's count_documents(hint=... / collation=...) pipeline: answered by the engine's count (which
+            # takes hints and collations)
             flt, skip, limit = counted
             ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
             if limit is not None:
@@ -800,8 +801,8 @@ def _find_and_modify(c: _Call) -> dict:
         value = coll.find_one_and_delete(query, projection=fields, **kw)
         return {"lastErrorObject": {"n": 1 if value is not None else 0}, "value": value, "ok": 1.0}
     if cmd.get("bypassDocumentValidation"):
-        kw["bypass_document_validation"] = True
-    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint")}
+        kw["bypassDocumentValidation"] = True  # as pymongo passes the command field (find_one_and_update(**kw))
+    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint", "let")}
     if "sort" in kw:
         find_kw["sort"] = list(kw["sort"].items()) if isinstance(kw["sort"], Mapping) else kw["sort"]
     existed = coll.find_one(query, projection={"_id": 1}, **find_kw) is not None
@@ -821,6 +822,26 @@ def _find_and_modify(c: _Call) -> dict:
     value = method(query, update, projection=fields, upsert=upsert,
                    return_document=ReturnDocument.AFTER if want_new else ReturnDocument.BEFORE, **kw)
     return {"lastErrorObject": {"n": 1 if existed else 0, "updatedExisting": existed}, "value": value, "ok": 1.0}
+
+
+def _bulk_write(c: _Call) -> dict:
+    """MongoDB 8.0's ``bulkWrite`` command (client_bulk.py runs it): a cursor of per-operation results on
+    ``admin.$cmd.bulkWrite`` and the counts (bulk_write.idl ``BulkWriteCommandReply``)."""
+    from .client_bulk import bulk_write_command
+    if c.db_name != "admin":
+        raise CommandError("bulkWrite may only be run against the admin database.", 13)
+    cursor_opts = c.cmd.get("cursor") or {}
+    if not isinstance(cursor_opts, Mapping):
+        raise CommandError("BSON field 'bulkWrite.cursor' is the wrong type '%s', expected type 'object'"
+                           % _bson_type(cursor_opts), 14)
+    first = _batch_size(cursor_opts.get("batchSize"), "bulkWrite", "cursor.batchSize")
+    out = bulk_write_command(c.client, c.cmd, c.session)
+    reply = _cursor_reply(c.ctx, c.ns("$cmd.bulkWrite"), out.pop("items"), first, False, _session_key(c.cmd),
+                          c.codec)
+    reply.pop("ok")
+    reply.update(out)
+    reply["ok"] = 1.0
+    return reply
 
 
 # ---------------------------------------------------------------------------------------------- DDL / catalog
@@ -1187,12 +1208,13 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "find": _find, "getMore": _get_more, "killCursors": _kill_cursors, "aggregate": _aggregate,
     "count": _count, "distinct": _distinct,
     "insert": _insert, "update": _update, "delete": _delete,
-    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify,
+    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify, "bulkWrite": _bulk_write,
     "createIndexes": _create_indexes, "listIndexes": _list_indexes, "dropIndexes": _drop_indexes,
     "deleteIndexes": _drop_indexes,
     "listCollections": _list_collections, "listDatabases": _list_databases,
     "create": _create, "drop": _drop, "dropDatabase": _drop_database, "renameCollection": _rename_collection,
     "collMod": _delegate, "collStats": _delegate, "dbStats": _delegate, "profile": _delegate,
+    "validate": _delegate, "convertToCapped": _delegate, "cloneCollectionAsCapped": _delegate,
     "explain": _explain,
     "startSession": _start_session, "endSessions": _end_sessions, "killSessions": _end_sessions,
     "refreshSessions": _refresh_sessions, "killAllSessions": _kill_all_sessions,
@@ -1214,7 +1236,8 @@ _NO_TXN = {"commitTransaction", "abortTransaction", "endSessions", "killAllSessi
            "getMore", "killCursors"}
 # manual "Transactions and Operations": count is not allowed (countDocuments runs an aggregate instead)
 _TXN_OK = {"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
-           "findAndModify", "findandmodify", "create", "createIndexes", "commitTransaction", "abortTransaction"}
+           "findAndModify", "findandmodify", "bulkWrite", "create", "createIndexes", "commitTransaction",
+           "abortTransaction"}
 
 
 def _plain_error(exc: BaseException) -> tuple[int, str]:
