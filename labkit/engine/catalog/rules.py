@@ -635,6 +635,7 @@ def _insert_one_entry(full):
                     st = self._db_store[self._name]  # under the lock: the first insert creates the store
                     opts = st.options
                     if not opts or not (opts.get("validator") or opts.get("capped")):
+                        t0 = boundary._clock()
                         try:
                             _id = self._insert_flat(st, document)
                         except BaseException as exc:
@@ -642,6 +643,8 @@ def _insert_one_entry(full):
                             if err is exc:
                                 raise
                             raise err from exc
+                        if _id is not NOT_FLAT:  # the top command's insert counter, as the boundary keeps it
+                            boundary.record_top(store, self._ns(), "insert", boundary._clock() - t0, True)
                 if _id is not NOT_FLAT:
                     return InsertOneResult(_id, acknowledged=True)
         return full(self, document, bypass_document_validation=bypass_document_validation, session=session,

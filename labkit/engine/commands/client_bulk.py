@@ -243,9 +243,13 @@ _COMMAND_FIELDS = {"bulkWrite", "ops", "nsInfo", "cursor", "bypassDocumentValida
                    "stmtIds", "let", "errorsOnly", "bypassEmptyTsReplacement"}
 
 
+_CODE_NAMES = {2: "BadValue", 9: "FailedToParse", 14: "TypeMismatch", 16: "InvalidLength", 73: "InvalidNamespace",
+               115: "CommandNotSupported"}
+
+
 def _bad(msg: str, code: int) -> OperationFailure:
-    from .dispatch import code_name
-    return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": code_name(code)})
+    name = _CODE_NAMES.get(code, "Location%d" % code)
+    return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": name})
 
 
 def _parse_op(i: int, op: Any, n_ns: int) -> tuple[str, int, dict]:
