@@ -115,3 +115,30 @@ def test_list_databases_shows_the_replica_set_databases(client):  # noqa: F811
         with pytest.raises(OperationFailure) as err:
             client.drop_database(name)
         assert err.value.code == 20
+
+
+def test_plan_cache_hashes_follow_the_query_shape(client):  # noqa: F811
+    """Manual "Explain Results" (queryPlanner.planCacheShapeHash, planCacheKey) and "Database Profiler Output":
+    the hash identifies the query shape (operators, paths, sort, projection; not the values), the key also the
+    indexes; the profiler's entry carries the explain's figures (server: canonical_query_encoder.cpp)."""
+    client.drop_database("qh")
+    db = client.qh
+    db.a.insert_many([{"a": i, "b": i} for i in range(10)])
+    db.a.create_index("a")
+
+    def hashes(flt, **kw):
+        qp = db.a.find(flt, **kw).explain()["queryPlanner"]
+        return qp["planCacheShapeHash"], qp["planCacheKey"]
+
+    same = hashes({"a": 1})
+    assert same == hashes({"a": 7}) and len(same[0]) == 8 and same[0] != "0" * 8
+    assert hashes({"a": {"$gt": 1}})[0] != same[0] and hashes({"b": 1})[0] != same[0]
+    assert hashes({"a": 1}, sort=[("b", 1)])[0] != same[0]
+    db.a.create_index("b")
+    after = hashes({"a": 2})
+    assert after[0] == same[0] and after[1] != same[1]  # a new index changes the key, not the shape
+    db.command("profile", 2)
+    list(db.a.find({"a": 3}))
+    db.command("profile", 0)
+    entry = db["system.profile"].find_one({"op": "query", "ns": "qh.a"})
+    assert (entry["planCacheShapeHash"], entry["planCacheKey"]) == after and entry["queryHash"] == after[0]
