@@ -26,6 +26,7 @@ from bson import Int64
 from bson.binary import Binary
 from pymongo.errors import OperationFailure
 
+SESSION_TIMEOUT_S = 30 * 60  # logicalSessionTimeoutMinutes: an unused session leaves the cache
 NO_AUTH_DIGEST = hashlib.sha256(b"").digest()  # BinData subtype 0, as a driver decodes it
 _CURRENT_OP_OPTIONS = ("allUsers", "idleConnections", "idleCursors", "idleSessions", "localOps", "backtrace",
                        "truncateOps", "targetAllNodes")
@@ -129,7 +130,7 @@ def current_op_documents(ctx: Any, spec: Any, me: dict) -> list[dict]:
     if ctx is None:
         return out
     if opts.get("idleConnections"):
-        for conn_id in sorted(ctx.clients):
+        for conn_id in sorted(list(ctx.clients)):  # a copy: connections open and close on other threads
             if conn_id == me["conn"] or conn_id in active:
                 continue
             doc = {"type": "op", "host": host, **_connection_fields(ctx, conn_id), "active": False,
@@ -191,7 +192,10 @@ def list_local_sessions(ctx: Any, spec: Any, local: list | None = None) -> list[
         return []  # no authentication: the sessions belong to no named user
     rows = []
     if ctx is not None:
-        for key, (sid, last) in ctx.session_uses.items():
+        horizon = time.time() - SESSION_TIMEOUT_S
+        for key in [k for k, (_sid, last) in list(ctx.session_uses.items()) if last < horizon]:
+            ctx.session_uses.pop(key, None)  # expired from the cache (logicalSessionTimeoutMinutes)
+        for key, (sid, last) in list(ctx.session_uses.items()):
             rows.append((last, {"_id": {"id": sid, "uid": NO_AUTH_DIGEST},
                                 "lastUse": datetime.datetime.fromtimestamp(last, datetime.timezone.utc)}))
     for s in local or []:
