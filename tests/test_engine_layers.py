@@ -41,8 +41,9 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (11, "stats/", ("storage_stats", "profiler", "monitoring")),
     (12, "pipeline/", ("accumulators", "add_fields", "stage_redact", "stage_documents", "stage_bucket",
                        "stage_window", "stage_densify", "stage_names", "aggregation", "extra_stages")),
-    (13, "catalog/", ("store", "bulk", "clustered", "capped", "collection", "rules", "views", "timeseries", "ttl")),
-    (14, "commands/", ("dispatch", "database", "db_aggregate", "client_bulk")),
+    (13, "catalog/", ("store", "bulk", "clustered", "capped", "collection", "rules", "views", "timeseries", "ttl",
+                      "system_dbs")),
+    (14, "commands/", ("dispatch", "database", "db_aggregate", "client_bulk", "current_op")),
     (15, ".", ("__init__",)),
     (16, "transport/", ("wire",)),
 ]

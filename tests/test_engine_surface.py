@@ -239,7 +239,8 @@ def test_list_databases_filter_and_name_only(coll):
     client = coll.database.client
     client.other.x.insert_one({})
     rows = list(client.list_databases())
-    assert {r["name"] for r in rows} == {"surface", "other"}
+    # a replica-set member always lists admin, config and local too (manual "listDatabases" example output)
+    assert {r["name"] for r in rows} == {"surface", "other", "admin", "config", "local"}
     assert all(set(r) == {"name", "sizeOnDisk", "empty"} for r in rows)
     assert [r["name"] for r in client.list_databases(filter={"name": "other"})] == ["other"]
     assert list(client.list_databases(nameOnly=True, filter={"name": "surface"})) == [{"name": "surface"}]

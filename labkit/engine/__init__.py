@@ -221,11 +221,20 @@ class EmbeddedClient(mongomock.MongoClient):
 
     next = __next__
 
+    def list_database_names(self, session=None, comment=None) -> list:
+        """pymongo's ``list_database_names``: with ``admin``, ``config`` and ``local``, as on a replica set
+        (labkit/engine/catalog/system_dbs.py)."""
+        from .catalog import system_dbs
+        system_dbs.ensure(self)
+        return super().list_database_names()
+
     def drop_database(self, name_or_database, session=None, comment=None):
         """Drop a database; its incarnation changes, so marks tied to the old one (``fresh_db``) vanish."""
         name = getattr(name_or_database, "name", name_or_database)
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
+        from .catalog import system_dbs
+        system_dbs.check_drop(name)
         self._store[name].incarnation += 1
         return super().drop_database(name_or_database)
 

@@ -305,6 +305,8 @@ def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
         return UpdateResult(None, acknowledged=False)
     if name in ("delete_one", "delete_many"):
         return DeleteResult(None, acknowledged=False)
+    if name.startswith("find_one_and_"):  # pymongo gets no reply (moreToCome), so no document
+        return None
     return BulkWriteResult({}, acknowledged=False)
 
 
@@ -455,7 +457,9 @@ class LabCollection(EmbeddedCollection):
     def _fam(self, name, filter, doc, args, kwargs):
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
-        flag = kwargs.pop("bypass_document_validation", False) or _BYPASS.get()
+        # pymongo has no bypass_document_validation argument here: extra keyword arguments are fields of the
+        # findAndModify command, so the flag is ``bypassDocumentValidation=True`` (any other name is 40415)
+        flag = bool(kwargs.pop("bypassDocumentValidation", False)) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             if doc is None:
@@ -631,6 +635,7 @@ def _insert_one_entry(full):
                     st = self._db_store[self._name]  # under the lock: the first insert creates the store
                     opts = st.options
                     if not opts or not (opts.get("validator") or opts.get("capped")):
+                        t0 = boundary._clock()
                         try:
                             _id = self._insert_flat(st, document)
                         except BaseException as exc:
@@ -638,6 +643,8 @@ def _insert_one_entry(full):
                             if err is exc:
                                 raise
                             raise err from exc
+                        if _id is not NOT_FLAT:  # the top command's insert counter, as the boundary keeps it
+                            boundary.record_top(store, self._ns(), "insert", boundary._clock() - t0, True)
                 if _id is not NOT_FLAT:
                     return InsertOneResult(_id, acknowledged=True)
         return full(self, document, bypass_document_validation=bypass_document_validation, session=session,

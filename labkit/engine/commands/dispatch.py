@@ -35,6 +35,7 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
 from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
+from . import current_op as _cur
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -192,6 +193,10 @@ class ServerContext:
         self._last_ts = (0, 0)
         self.connections = 0
         self.total_connections = 0
+        self.clients: dict[int, dict] = {}   # connection id -> {client: "host:port", metadata: hello's client}
+        self.active: dict[int, dict] = {}    # connection id -> the command it runs or waits to run ($currentOp)
+        self.session_uses: dict[bytes, tuple] = {}  # lsid id -> (id, last use): the logical session cache
+        self._opids = itertools.count(1)
 
     @property
     def address(self) -> str:
@@ -200,6 +205,25 @@ class ServerContext:
     def next_connection_id(self) -> int:
         self.total_connections += 1
         return next(self._conn_ids)
+
+    def connected(self, conn_id: int, peer: Any) -> None:
+        """A client connection opened (``peer``: its socket address), as $currentOp lists it."""
+        host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
+        port = peer[1] if isinstance(peer, tuple) and len(peer) > 1 else 0
+        self.clients[conn_id] = {"client": ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)}
+
+    def disconnected(self, conn_id: int) -> None:
+        self.clients.pop(conn_id, None)
+        self.active.pop(conn_id, None)
+
+    def begin(self, conn_id: int, db_name: str, cmd: dict) -> dict:
+        """The connection starts (or waits to start) running ``cmd``: its currentOp entry."""
+        run = {"conn": conn_id, "db": db_name, "cmd": cmd, "opid": next(self._opids), "t0": time.time()}
+        self.active[conn_id] = run
+        return run
+
+    def end(self, conn_id: int) -> None:
+        self.active.pop(conn_id, None)
 
     def cluster_time(self) -> Timestamp:
         """A strictly increasing Timestamp (seconds, increment), the replica set's clock."""
@@ -252,6 +276,7 @@ class ServerContext:
 
     def end_session(self, lsid: Any) -> None:
         if isinstance(lsid, Mapping) and "id" in lsid:
+            self.session_uses.pop(bytes(lsid["id"]), None)
             s = self.sessions.pop(bytes(lsid["id"]), None)
             if s is not None:
                 s.session.end_session()
@@ -354,6 +379,15 @@ class _Call:
         self.ctx = ctx
         self.session = session
         self.codec = codec
+        self.conn_id = 0
+
+    def running(self) -> dict:
+        """This command's currentOp entry (the wire registers it before it waits for the engine)."""
+        run = self.ctx.active.get(self.conn_id)
+        if run is None or run["cmd"] is not self.cmd:
+            run = self.ctx.begin(self.conn_id, self.db_name, self.cmd)
+            self.ctx.end(self.conn_id)
+        return run
 
     def coll(self, name: str) -> Any:
         return self.db.get_collection(name)
@@ -469,7 +503,11 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
+    t0 = time.perf_counter()
     batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
+    if not cur.ns.split(".", 1)[1].startswith("$cmd"):
+        from ..service.boundary import record_top
+        record_top(c.client._store, cur.ns, "getmore", time.perf_counter() - t0, False)  # top's getmore
     cur.pos = pos
     cur.last_used = time.monotonic()
     out_id = cur.id
@@ -519,6 +557,11 @@ def _aggregate(c: _Call) -> dict:
     for key in ("allowDiskUse", "hint", "collation", "let", "maxTimeMS", "comment", "bypassDocumentValidation"):
         if cmd.get(key) is not None:
             kw[key] = cmd[key]
+    first_stage = next(iter(pipeline[0]), None) if pipeline and isinstance(pipeline[0], Mapping) else None
+    if target == 1 and first_stage in ("$currentOp", "$listLocalSessions"):
+        from .db_aggregate import run_database_pipeline
+        docs = run_database_pipeline(c.db, pipeline, kw.get("let"), server=(c.ctx, c.running()))
+        return _cursor_reply(c.ctx, c.ns("$cmd.aggregate"), docs, first, False, _session_key(cmd), c.codec)
     if target == 1:
         agg = getattr(c.db, "aggregate", None)
         if agg is None:
@@ -528,9 +571,10 @@ def _aggregate(c: _Call) -> dict:
     else:
         if not isinstance(target, str):
             raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
-        counted = _count_pipeline(pipeline) if "hint" in kw else None
+        counted = _count_pipeline(pipeline) if ("hint" in kw or "collation" in kw) else None
         if counted is not None:
-            # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
+            # pymongo's count_documents(hint=... / collation=...) pipeline: answered by the engine's count (which
+            # takes hints and collations)
             flt, skip, limit = counted
             ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
             if limit is not None:
@@ -800,8 +844,8 @@ def _find_and_modify(c: _Call) -> dict:
         value = coll.find_one_and_delete(query, projection=fields, **kw)
         return {"lastErrorObject": {"n": 1 if value is not None else 0}, "value": value, "ok": 1.0}
     if cmd.get("bypassDocumentValidation"):
-        kw["bypass_document_validation"] = True
-    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint")}
+        kw["bypassDocumentValidation"] = True  # as pymongo passes the command field (find_one_and_update(**kw))
+    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint", "let")}
     if "sort" in kw:
         find_kw["sort"] = list(kw["sort"].items()) if isinstance(kw["sort"], Mapping) else kw["sort"]
     existed = coll.find_one(query, projection={"_id": 1}, **find_kw) is not None
@@ -821,6 +865,26 @@ def _find_and_modify(c: _Call) -> dict:
     value = method(query, update, projection=fields, upsert=upsert,
                    return_document=ReturnDocument.AFTER if want_new else ReturnDocument.BEFORE, **kw)
     return {"lastErrorObject": {"n": 1 if existed else 0, "updatedExisting": existed}, "value": value, "ok": 1.0}
+
+
+def _bulk_write(c: _Call) -> dict:
+    """MongoDB 8.0's ``bulkWrite`` command (client_bulk.py runs it): a cursor of per-operation results on
+    ``admin.$cmd.bulkWrite`` and the counts (bulk_write.idl ``BulkWriteCommandReply``)."""
+    from .client_bulk import bulk_write_command
+    if c.db_name != "admin":
+        raise CommandError("bulkWrite may only be run against the admin database.", 13)
+    cursor_opts = c.cmd.get("cursor") or {}
+    if not isinstance(cursor_opts, Mapping):
+        raise CommandError("BSON field 'bulkWrite.cursor' is the wrong type '%s', expected type 'object'"
+                           % _bson_type(cursor_opts), 14)
+    first = _batch_size(cursor_opts.get("batchSize"), "bulkWrite", "cursor.batchSize")
+    out = bulk_write_command(c.client, c.cmd, c.session)
+    reply = _cursor_reply(c.ctx, c.ns("$cmd.bulkWrite"), out.pop("items"), first, False, _session_key(c.cmd),
+                          c.codec)
+    reply.pop("ok")
+    reply.update(out)
+    reply["ok"] = 1.0
+    return reply
 
 
 # ---------------------------------------------------------------------------------------------- DDL / catalog
@@ -1088,6 +1152,13 @@ def _txn_end(c: _Call, commit: bool) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- probes
+def _current_op(c: _Call) -> dict:
+    if c.db_name != "admin":
+        raise CommandError("currentOp may only be run against the admin database.", 13)
+    return _cur.current_op_command(c.ctx, c.cmd, c.running())
+
+
+
 def _get_parameter(c: _Call) -> dict:
     cmd = _strip(c.cmd)
     value = cmd.get("getParameter")
@@ -1187,12 +1258,14 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "find": _find, "getMore": _get_more, "killCursors": _kill_cursors, "aggregate": _aggregate,
     "count": _count, "distinct": _distinct,
     "insert": _insert, "update": _update, "delete": _delete,
-    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify,
+    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify, "bulkWrite": _bulk_write,
     "createIndexes": _create_indexes, "listIndexes": _list_indexes, "dropIndexes": _drop_indexes,
     "deleteIndexes": _drop_indexes,
     "listCollections": _list_collections, "listDatabases": _list_databases,
     "create": _create, "drop": _drop, "dropDatabase": _drop_database, "renameCollection": _rename_collection,
     "collMod": _delegate, "collStats": _delegate, "dbStats": _delegate, "profile": _delegate,
+    "validate": _delegate, "convertToCapped": _delegate, "cloneCollectionAsCapped": _delegate,
+    "currentOp": _current_op, "top": lambda c: _cur.top_reply(c.client, c.db_name),
     "explain": _explain,
     "startSession": _start_session, "endSessions": _end_sessions, "killSessions": _end_sessions,
     "refreshSessions": _refresh_sessions, "killAllSessions": _kill_all_sessions,
@@ -1214,7 +1287,8 @@ _NO_TXN = {"commitTransaction", "abortTransaction", "endSessions", "killAllSessi
            "getMore", "killCursors"}
 # manual "Transactions and Operations": count is not allowed (countDocuments runs an aggregate instead)
 _TXN_OK = {"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
-           "findAndModify", "findandmodify", "create", "createIndexes", "commitTransaction", "abortTransaction"}
+           "findAndModify", "findandmodify", "bulkWrite", "create", "createIndexes", "commitTransaction",
+           "abortTransaction"}
 
 
 def _plain_error(exc: BaseException) -> tuple[int, str]:
@@ -1292,14 +1366,21 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
     name = next(iter(cmd))
     try:
         if name in ("hello", "isMaster", "ismaster"):
+            info = session_ctx.clients.get(connection_id)
+            if info is not None and isinstance(cmd.get("client"), Mapping):
+                info["metadata"] = cmd["client"]  # the handshake's client metadata ($currentOp clientMetadata)
             return hello_reply(session_ctx, connection_id, legacy_name=name != "hello")
         handler = HANDLERS.get(name)
         if handler is None:
             raise not_found(name)
         if not isinstance(db_name, str) or not db_name:
             raise CommandError("Invalid database name: '%s'" % (db_name,), 73)
+        lsid = cmd.get("lsid")
+        if isinstance(lsid, Mapping) and "id" in lsid and name not in ("endSessions", "killSessions"):
+            session_ctx.session_uses[bytes(lsid["id"])] = (lsid["id"], time.time())  # the session cache
         sess = _transaction_session(client, cmd, name, session_ctx)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
+        call.conn_id = connection_id
         try:
             return handler(call)
         except (OperationFailure, CommandError) as e:

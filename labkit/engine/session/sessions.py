@@ -33,6 +33,7 @@ import contextvars
 import copy
 import itertools
 import time
+import weakref
 import uuid
 from typing import Any, Callable
 
@@ -399,7 +400,10 @@ def _retry_ok(start: float, attempts: int) -> bool:
 
 
 def start_session(client, causal_consistency=None, default_transaction_options=None, snapshot=False):
-    return EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session = EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session._lab_last_use = time.time()  # the store's live sessions: $listLocalSessions (commands/current_op.py)
+    client._store.__dict__.setdefault("_lab_sessions", weakref.WeakSet()).add(session)
+    return session
 
 
 # ---------------------------------------------------------------------------------------------- binding

@@ -282,6 +282,10 @@ class Server:
         with self._ctx_lock:
             conn_id = ctx.next_connection_id()
             ctx.connections += 1
+            try:
+                ctx.connected(conn_id, conn.getpeername())
+            except OSError:
+                ctx.connected(conn_id, ("", 0))
         try:
             while not self._stopped.is_set():
                 header = _recv_exact(conn, 16)
@@ -306,6 +310,7 @@ class Server:
                 self._conns.discard(conn)
             with self._ctx_lock:
                 ctx.connections -= 1
+                ctx.disconnected(conn_id)
             try:
                 conn.close()
             except OSError:
@@ -322,8 +327,13 @@ class Server:
                     reply["helloOk"] = True
                 reply.update(ctx.gossip())
             return reply
+        ctx.begin(conn_id, db_name, cmd)  # $currentOp shows it, waiting for the engine or running
+        try:
+            with self._lock:
+                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+        finally:
+            ctx.end(conn_id)
         with self._lock:
-            reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
             for_served_client(reply)  # "not modelled" advice for mongosh / Compass / drivers, not MONGODB_URI
             with self._ctx_lock:
                 reply.update(ctx.gossip())
