@@ -34,6 +34,7 @@ from ..base.docutil import CursorProtocol, check_sort as _check_sort, fast_copy,
 from ..base.docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
 from ..base import hooks
 from ..base.errors import errmsg_of
+from ..repl.oplog import Entry as OplogEntry
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -207,6 +208,26 @@ class EmbeddedCollection(mm_collection.Collection):
     def _ns(self) -> str:
         return "%s.%s" % (self.database.name, self._name)
 
+    # ------------------------------------------------------------------------------ the oplog (change streams)
+    def _oplog(self):
+        """The engine's oplog while a change stream is open (writes are then recorded), else None: with no
+        stream open a write costs this one check (repl/oplog.py)."""
+        log = self._db_store.oplog
+        return log if log is not None and log.recording() else None
+
+    def _record(self, log, op: str, pre: Any = None, post: Any = None, kind: str | None = None,
+                paths: Any = None) -> None:
+        """Record one write for change streams (the server's OpObserver writing the oplog entry). Inside a
+        transaction the transaction keeps it until it commits; the commit's own replay is not recorded again."""
+        txn = _active_txn()
+        if txn is not None and txn.override is not None:
+            return
+        if self._name.startswith("system."):
+            return
+        st = self._db_store[self._name]
+        images = bool(((st.options or {}).get("changeStreamPreAndPostImages") or {}).get("enabled"))
+        log.record(OplogEntry(op, self.database.name, self._name, st.uuid, pre, post, kind, paths, images), txn)
+
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
         if type(c) is mm_collection.Collection:
@@ -312,6 +333,9 @@ class EmbeddedCollection(mm_collection.Collection):
             ix.note_arrays(arrays)
             ix.add(ks, rid)
         st.version += 1
+        log = self._oplog()
+        if log is not None:
+            self._record(log, "i", post=doc)
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
@@ -370,6 +394,9 @@ class EmbeddedCollection(mm_collection.Collection):
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1
+        log = self._oplog()
+        if log is not None:
+            self._record(log, "i", post=doc)
         if st.options:
             after_insert(st)
         return _id
@@ -501,6 +528,10 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
+        log = self._oplog()
+        if log is not None:
+            for doc, *_ in staged:
+                self._record(log, "i", post=doc)
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
@@ -604,6 +635,11 @@ class EmbeddedCollection(mm_collection.Collection):
         # is only storing it (what _replace_doc does then, without its per-index loop)
         lean = scalar is not None and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
+        log = self._oplog()
+        if log is not None:  # each change is recorded for change streams (so none is made by the batch loop)
+            lean = False
+            cs_kind = "pipeline" if pipeline else "replace" if compiled is None else "update"
+            cs_paths = _update_paths(compiled)
         docs = st.docs
         i, nr = 0, len(rids)
         while i < nr:
@@ -632,6 +668,8 @@ class EmbeddedCollection(mm_collection.Collection):
                             st.version += 1
                         else:
                             self._replace_doc(rid, old, new, touched, shallow)
+                            if log is not None:
+                                self._record(log, "u", old, new, cs_kind, cs_paths)
                         n_modified += 1
                         continue
                 if pipeline:
@@ -670,6 +708,8 @@ class EmbeddedCollection(mm_collection.Collection):
                     self._replace_doc(rid, old, new)
                 else:
                     self._replace_doc(rid, old, new, touched, shallow)
+                if log is not None:
+                    self._record(log, "u", old, new, cs_kind, cs_paths)
                 n_modified += 1
         if upsert and not n_matched:
             to_insert = U.upsert_document(spec, document, array_filters,
@@ -796,6 +836,9 @@ class EmbeddedCollection(mm_collection.Collection):
             n += len(keys)
         note("keysDeleted", n)
         st.version += 1
+        log = self._oplog()
+        if log is not None:
+            self._record(log, "d", pre=doc)
         return True
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
@@ -1210,6 +1253,12 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def aggregate(self, pipeline, session=None, **kwargs):
         from ..pipeline.aggregation import run_pipeline
+        from ..pipeline.change_stream import split_pipeline
+        cs = split_pipeline(pipeline)  # a change stream: pymongo's tailable cursor (change_streams.py)
+        if cs is not None:
+            return hooks.get("watch")(self, "collection", (cs[1],), {
+                "_spec": cs[0], "batch_size": kwargs.get("batchSize"), "session": session,
+                "max_await_time_ms": kwargs.get("maxAwaitTimeMS"), "collation": kwargs.get("collation")})
         if session:
             raise unsupported("Sessions")
         if kwargs.get("explain"):
@@ -1251,6 +1300,18 @@ class EmbeddedCollection(mm_collection.Collection):
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from ..query.explain_doc import explain_query
         return explain_query(self, q, verbosity, command)
+
+
+def _update_paths(compiled: Any) -> list[str] | None:
+    """The paths an operator update names (a $rename's source and target), for its change event."""
+    if compiled is None:
+        return None
+    out = []
+    for o in compiled.ops:
+        out.append(o.path)
+        if o.op == "$rename" and o.to_parts:
+            out.append(".".join(o.to_parts))
+    return out
 
 
 def _index_infos(st: Any) -> list[dict]:
