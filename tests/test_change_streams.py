@@ -234,7 +234,7 @@ def test_transaction_events_appear_at_commit_in_order(client):
         evs = _events(s, 2)
     assert [e["operationType"] for e in evs] == ["insert", "update"]
     assert evs[0]["clusterTime"] == evs[1]["clusterTime"]
-    assert list(evs[0])[:2] == ["txnNumber", "lsid"] and evs[0]["lsid"] == lsid
+    assert list(evs[0])[:2] == ["txnNumber", "lsid"] and evs[0]["lsid"]["id"] == lsid["id"]
 
 
 def test_client_stream_and_an_event_from_another_thread(client):

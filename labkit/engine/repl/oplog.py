@@ -25,11 +25,13 @@ change streams need:
 from __future__ import annotations
 
 import datetime
+import hashlib
 import threading
 import time
 from typing import Any
 
-from bson import Timestamp
+from bson import Int64, Timestamp
+from bson.binary import Binary
 
 MAX_ENTRIES = 200_000  # the oldest entries are dropped past this (the server's oplog is capped by size)
 
@@ -155,7 +157,9 @@ class Oplog:
         buf = getattr(txn, "oplog_buffer", None)
         if buf:
             txn.oplog_buffer = []
-            self.append(buf, lsid, txn_number)
+            # the server's lsid has the user's digest: SHA-256 of the empty user name without authentication
+            full = {"id": lsid["id"], "uid": Binary(hashlib.sha256(b"").digest())}
+            self.append(buf, full, Int64(txn_number))
 
     # -- reading ------------------------------------------------------------------------------------
     def since(self, seq: int) -> list[Entry]:
