@@ -175,10 +175,10 @@ class Spec:
                             % (name, type_name(v)), 14, "TypeMismatch")
         self.all_cluster = bool(arg.get("allChangesForCluster"))
         self.expanded = bool(arg.get("showExpandedEvents"))
-        self.system_events = bool(arg.get("showSystemEvents"))
-        for name in ("showRawUpdateDescription", "showMigrationEvents"):
-            if arg.get(name):
-                raise hooks_unsupported("$changeStream's %s (an internal option)" % name)
+        for name in ("showRawUpdateDescription", "showMigrationEvents", "showSystemEvents",
+                     "allowToRunOnConfigDB", "allowToRunOnSystemNS"):
+            if arg.get(name):  # writes to system collections and raw oplog diffs are not recorded
+                raise hooks_unsupported("$changeStream's %s option" % name)
         if "resumeAfter" in arg and "startAfter" in arg:
             raise _fail("Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage", 50865,
                         "Location50865")
@@ -560,7 +560,7 @@ class ChangeStreamCursor:
         if db != self.db:
             return False
         if self.coll is None:
-            return coll is None or not coll.startswith("system.") or self.spec.system_events
+            return coll is None or not coll.startswith("system.")
         return coll == self.coll
 
     def _events(self, e: Entry) -> list[tuple[dict, Token]]:
@@ -701,12 +701,6 @@ def _fmt(v: Any) -> str:
         return fmt(v)
     except Exception:  # noqa: BLE001 - only a message
         return repr(v)
-
-
-def wall_time() -> datetime.datetime:
-    """The current wall time as the server stores dates (naive UTC, milliseconds)."""
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 __all__ = ["ChangeStreamCursor", "Spec", "Token", "parse_token", "high_water_mark", "split_pipeline",
