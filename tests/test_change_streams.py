@@ -255,3 +255,25 @@ def test_no_stream_open_records_nothing():
         engine.db.c.insert_one({"_id": 10})
         assert len(log.entries) == 1
     assert log.streams == 0
+
+
+def test_expanded_ddl_events(client):
+    db = client.csddl
+    with db.watch(show_expanded_events=True, max_await_time_ms=50) as s, db.watch(max_await_time_ms=50) as plain:
+        db.create_collection("e")
+        db.e.create_index("a")
+        db.command("collMod", "e", index={"name": "a_1", "hidden": True})
+        db.e.drop_index("a_1")
+        db.f.insert_one({"_id": 1})  # creates f implicitly
+        evs = _events(s, 6)
+        classic = _events(plain, 1)
+    assert [e["operationType"] for e in evs] == ["create", "createIndexes", "modify", "dropIndexes", "create",
+                                                 "insert"]
+    create, cix, mod, dix = evs[:4]
+    assert create["operationDescription"] == {"idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+    assert create["nsType"] == "collection" and "collectionUUID" in create
+    assert cix["operationDescription"] == {"indexes": [{"v": 2, "key": {"a": 1}, "name": "a_1"}]}
+    assert mod["operationDescription"] == {"index": {"name": "a_1", "hidden": True}}
+    assert mod["stateBeforeChange"]["indexOptions"] == {"hidden": False}
+    assert dix["operationDescription"]["indexes"][0]["name"] == "a_1"
+    assert [e["operationType"] for e in classic] == ["insert"]  # without showExpandedEvents: no DDL events

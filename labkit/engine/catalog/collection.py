@@ -216,7 +216,7 @@ class EmbeddedCollection(mm_collection.Collection):
         return log if log is not None and log.recording() else None
 
     def _record(self, log, op: str, pre: Any = None, post: Any = None, kind: str | None = None,
-                paths: Any = None) -> None:
+                paths: Any = None, o: Any = None) -> None:
         """Record one write for change streams (the server's OpObserver writing the oplog entry). Inside a
         transaction the transaction keeps it until it commits; the commit's own replay is not recorded again."""
         txn = _active_txn()
@@ -226,7 +226,11 @@ class EmbeddedCollection(mm_collection.Collection):
             return
         st = self._db_store[self._name]
         images = bool(((st.options or {}).get("changeStreamPreAndPostImages") or {}).get("enabled"))
-        log.record(OplogEntry(op, self.database.name, self._name, st.uuid, pre, post, kind, paths, images), txn)
+        log.record(OplogEntry(op, self.database.name, self._name, st.uuid, pre, post, kind, paths, images, o), txn)
+
+    def _record_create(self, log) -> None:
+        """The ``create`` entry of a collection a write creates implicitly (its event with showExpandedEvents)."""
+        self._record(log, "c", o={"create": self._name, "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}})
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
@@ -327,13 +331,15 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
         st = self._store
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.put(rid, store_key(doc["_id"]), doc)
         for name, (ks, arrays) in keys.items():
             ix = st.ix[name]
             ix.note_arrays(arrays)
             ix.add(ks, rid)
         st.version += 1
-        log = self._oplog()
         if log is not None:
             self._record(log, "i", post=doc)
         if st.options:
@@ -390,11 +396,13 @@ class EmbeddedCollection(mm_collection.Collection):
                     raise self._dup_error(ix, doc, k)
                 staged.append((ix, pos, k))
         st.next_rid = rid + 1
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.put(rid, sk, doc)
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1
-        log = self._oplog()
         if log is not None:
             self._record(log, "i", post=doc)
         if st.options:
@@ -502,6 +510,9 @@ class EmbeddedCollection(mm_collection.Collection):
         if not staged:
             return
         st = self._store
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         per_index: dict[str, list] = {n: [] for n in st.ix}
         put = st.put
         for doc, rid, sk, keys in staged:
@@ -528,7 +539,6 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
-        log = self._oplog()
         if log is not None:
             for doc, *_ in staged:
                 self._record(log, "i", post=doc)
@@ -1166,10 +1176,15 @@ class EmbeddedCollection(mm_collection.Collection):
                 items.append((k, rid))
         ix.sort_entries(items)
         ix.entries = items
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.ix[name] = ix
         st.indexes[name] = {"key": key}
         st._is_force_created = True
         st.version += 1
+        if log is not None:  # the commitIndexBuild entry: createIndexes with showExpandedEvents
+            self._record(log, "c", o={"createIndexes": self._name, "indexes": [ix.spec.info()]})
         return name
 
     def create_indexes(self, indexes, session=None, comment=None, **kwargs):
@@ -1202,17 +1217,23 @@ class EmbeddedCollection(mm_collection.Collection):
             raise OperationFailure("cannot drop _id index", 72)
         if name not in st.ix:
             raise OperationFailure("index not found with name [%s]" % name, 27)
-        del st.ix[name]
+        gone = st.ix.pop(name)
         st.indexes.pop(name, None)
         st.version += 1
+        log = self._oplog()
+        if log is not None:  # dropIndexes with showExpandedEvents
+            self._record(log, "c", o={"dropIndexes": self._name, "indexes": [gone.spec.info()]})
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
         _command_options("dropIndexes", kwargs, ("maxTimeMS",))
         _arm_max_time(kwargs.get("maxTimeMS"))
         st = self._store
+        log = self._oplog()
         for name in [n for n in st.ix if n != "_id_"]:
-            del st.ix[name]
+            gone = st.ix.pop(name)
             st.indexes.pop(name, None)
+            if log is not None:  # one dropIndexes entry per index, as the server logs them
+                self._record(log, "c", o={"dropIndexes": self._name, "indexes": [gone.spec.info()]})
         st.version += 1
 
     def list_indexes(self, session=None, comment=None):

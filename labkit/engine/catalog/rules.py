@@ -771,6 +771,12 @@ def create_collection(db, name: str, kwargs: dict):
             coll._store.options.update(opts)
         if extra_opts:
             coll._store.options.update(extra_opts)
+        log = coll._oplog()
+        if log is not None:  # the create entry: a create event with showExpandedEvents
+            o = {"create": name, **collection_options(coll._store)}
+            if "clusteredIndex" not in o:
+                o["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+            coll._record(log, "c", o=o)
     return coll
 
 

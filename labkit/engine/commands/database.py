@@ -326,7 +326,8 @@ def _cmd_collmod(db, cmd):
     if view_def(coll._store) or "viewOn" in cmd or "pipeline" in cmd:
         out.update(view_collmod(db, name, cmd))  # views.py
         return out
-    from ..catalog.rules import VALIDATION_KEYS, collmod_validation
+    from ..catalog.rules import VALIDATION_KEYS, collmod_validation, collection_options
+    before = {"uuid": coll._store.uuid, **collection_options(coll._store)}  # the modify event's stateBeforeChange
     out.update(collmod_validation(coll, cmd))  # validator/validationLevel/validationAction (rules.py)
     if "cappedSize" in cmd or "cappedMax" in cmd:
         from ..catalog.capped import collmod as capped_collmod
@@ -363,6 +364,13 @@ def _cmd_collmod(db, cmd):
             out.update(collmod_expire(coll, v))
         else:
             raise unsupported("collMod option '%s'" % k)
+    log = coll._oplog()
+    if log is not None:  # the collMod entry: a modify event with showExpandedEvents
+        state = {"collectionOptions": before}
+        if "hidden_old" in out:
+            state["indexOptions"] = {"hidden": out["hidden_old"]}
+        coll._record(log, "c", o={"collMod": name, **{k: v for k, v in cmd.items() if k not in ("collMod", "$db")},
+                                  "_before": state})
     return out
 
 
