@@ -216,9 +216,10 @@ class EmbeddedCollection(mm_collection.Collection):
         return log if log is not None and log.recording() else None
 
     def _record(self, log, op: str, pre: Any = None, post: Any = None, kind: str | None = None,
-                paths: Any = None, o: Any = None) -> None:
-        """Record one write for change streams (the server's OpObserver writing the oplog entry). Inside a
-        transaction the transaction keeps it until it commits; the commit's own replay is not recorded again."""
+                paths: Any = None, o: Any = None, many: list | None = None) -> None:
+        """Record one write for change streams (the server's OpObserver writing the oplog entry); ``many``: the
+        documents of a batch of inserts, one entry each. Inside a transaction the transaction keeps them until
+        it commits; the commit's own replay is not recorded again."""
         txn = _active_txn()
         if txn is not None and txn.override is not None:
             return
@@ -226,7 +227,16 @@ class EmbeddedCollection(mm_collection.Collection):
             return
         st = self._db_store[self._name]
         images = bool(((st.options or {}).get("changeStreamPreAndPostImages") or {}).get("enabled"))
-        log.record(OplogEntry(op, self.database.name, self._name, st.uuid, pre, post, kind, paths, images, o), txn)
+        db, name, uuid = self.database.name, self._name, st.uuid
+        if many is None:
+            log.record(OplogEntry(op, db, name, uuid, pre, post, kind, paths, images, o), txn)
+            return
+        entries = [OplogEntry("i", db, name, uuid, None, d, None, None, images) for d in many]
+        if txn is not None:
+            for e in entries:
+                log.record(e, txn)
+        else:
+            log.append_each(entries)
 
     def _record_create(self, log) -> None:
         """The ``create`` entry of a collection a write creates implicitly (its event with showExpandedEvents)."""
@@ -540,8 +550,7 @@ class EmbeddedCollection(mm_collection.Collection):
             st.ix[name].add_bulk(items)
         st.version += 1
         if log is not None:
-            for doc, *_ in staged:
-                self._record(log, "i", post=doc)
+            self._record(log, "i", many=[doc for doc, *_ in staged])
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 

@@ -626,18 +626,19 @@ class ChangeStreamCursor:
             event_id["documentKey"] = doc_key
         elif desc is not None:
             event_id["operationDescription"] = desc
-        tok = Token(e.ts, EVENT, e.txn_index or 0, False, e.uuid if op_type != "dropDatabase" else None, event_id)
+        ts = Timestamp(e.ts.time, e.ts.inc)  # a plain Timestamp in the event (the oplog's skips bson's checks)
+        tok = Token(ts, EVENT, e.txn_index or 0, False, e.uuid if op_type != "dropDatabase" else None, event_id)
         ev["_id"] = tok.to_doc()
         ev["operationType"] = op_type
-        ev["clusterTime"] = e.ts
+        ev["clusterTime"] = ts
         if self.spec.expanded and e.uuid is not None and op_type != "dropDatabase":
             ev["collectionUUID"] = e.uuid
-        ev["wallTime"] = e.wall
+        ev["wallTime"] = e.wall_time()
         return ev, tok
 
     def _invalidate(self, e: Entry, tok: Token) -> tuple[dict, Token]:
         inv = Token(tok.ts, EVENT, tok.txn_index, True, tok.uuid, tok.event_id)
-        return {"_id": inv.to_doc(), "operationType": "invalidate", "clusterTime": e.ts, "wallTime": e.wall}, inv
+        return {"_id": inv.to_doc(), "operationType": "invalidate", "clusterTime": tok.ts, "wallTime": e.wall_time()}, inv
 
     def _crud_event(self, e: Entry) -> tuple[dict, Token]:
         doc = e.post if e.op == "i" else e.pre

@@ -36,6 +36,15 @@ from bson.binary import Binary
 MAX_ENTRIES = 200_000  # the oldest entries are dropped past this (the server's oplog is capped by size)
 
 
+class _LazyTs(Timestamp):
+    """A cluster time made without bson's argument checks (the clock's values are always valid)."""
+
+    __slots__ = ()
+
+    def __init__(self, pair: tuple[int, int]) -> None:  # noqa: D107 - Timestamp's slots, set directly
+        self._Timestamp__time, self._Timestamp__inc = pair
+
+
 class Entry:
     """One recorded write. ``op``: ``i`` insert, ``u`` update, ``d`` delete, ``c`` command (DDL). For ``u``:
     ``kind`` is ``"update"`` (operator update; ``paths`` the updated paths), ``"pipeline"`` or ``"replace"``.
@@ -61,8 +70,12 @@ class Entry:
         self.txn_number = None
         self.txn_index = None
         self.ts: Timestamp | None = None
-        self.wall: datetime.datetime | None = None
+        self.wall: float = 0.0
         self.seq = 0
+
+    def wall_time(self) -> datetime.datetime:
+        """The write's wall-clock time as the server stores dates (naive UTC, milliseconds)."""
+        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=int(self.wall * 1000))
 
 
 class Oplog:
@@ -78,6 +91,7 @@ class Oplog:
         self._last = (self.history_start.time, self.history_start.inc)
         self._clock = threading.Lock()
         self.cond = threading.Condition(threading.Lock())
+        self.waiters = 0            # threads in wait(): only then does a write notify
 
     # -- clock --------------------------------------------------------------------------------------
     @staticmethod
@@ -86,11 +100,14 @@ class Oplog:
 
     def tick(self) -> Timestamp:
         """The next cluster time: ``(now, 1)`` in a new second, else the last one's increment + 1."""
+        return Timestamp(*self._tick())
+
+    def _tick(self) -> tuple[int, int]:
         with self._clock:
             now = int(time.time())
             sec, inc = self._last
-            self._last = (now, 1) if now > sec else (sec, inc + 1)
-            return Timestamp(*self._last)
+            self._last = last = (now, 1) if now > sec else (sec, inc + 1)
+            return last
 
     def last(self) -> Timestamp:
         """The latest cluster time handed out (a stream opened now starts just after it)."""
@@ -123,9 +140,8 @@ class Oplog:
         """Record ``entries`` (one write, or a committed transaction's writes) at one new cluster time."""
         if not entries:
             return
-        ts = self.tick()
-        wall = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        wall = wall.replace(microsecond=wall.microsecond // 1000 * 1000)
+        ts = _LazyTs(self._tick())
+        wall = time.time()  # the event's wallTime (made a date when an event is built: ``Entry.wall_time``)
         with self.cond:
             for i, e in enumerate(entries):
                 e.ts = ts
@@ -135,12 +151,32 @@ class Oplog:
                 e.seq = self.next_seq
                 self.next_seq += 1
                 self.entries.append(e)
-            over = len(self.entries) - MAX_ENTRIES
-            if over > 0:
-                del self.entries[:over]
-                self.first_seq += over
-                self.history_start = self.entries[0].ts
-            self.cond.notify_all()
+            self._trim()
+            if self.waiters:
+                self.cond.notify_all()
+
+    def append_each(self, entries: list[Entry]) -> None:
+        """Record ``entries`` as separate writes (a batch of inserts), each at its own cluster time."""
+        wall = time.time()
+        with self.cond:
+            seq = self.next_seq
+            for e in entries:
+                e.ts = _LazyTs(self._tick())
+                e.wall = wall
+                e.seq = seq
+                seq += 1
+            self.next_seq = seq
+            self.entries.extend(entries)
+            self._trim()
+            if self.waiters:
+                self.cond.notify_all()
+
+    def _trim(self) -> None:
+        over = len(self.entries) - MAX_ENTRIES
+        if over > 0:
+            del self.entries[:over]
+            self.first_seq += over
+            self.history_start = self.entries[0].ts
 
     def record(self, entry: Entry, txn: Any = None) -> None:
         """Record one write, or keep it in ``txn`` (a transaction in progress) until it commits."""
@@ -185,12 +221,16 @@ class Oplog:
         """Block up to ``timeout`` seconds until an entry with sequence number >= ``seq`` exists."""
         deadline = time.monotonic() + timeout
         with self.cond:
-            while self.next_seq <= seq:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(left)
-            return True
+            self.waiters += 1
+            try:
+                while self.next_seq <= seq:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self.cond.wait(left)
+                return True
+            finally:
+                self.waiters -= 1
 
     def notify(self) -> None:
         """Wake every waiter (a cursor was closed, the server stops)."""
