@@ -43,6 +43,7 @@ from bson.binary import Binary
 from pymongo.errors import OperationFailure
 
 from ..base import hooks
+from ..base.errors import unsupported
 from ..bson.values import type_name
 from ..repl.oplog import Entry, oplog_of
 
@@ -178,7 +179,7 @@ class Spec:
         for name in ("showRawUpdateDescription", "showMigrationEvents", "showSystemEvents",
                      "allowToRunOnConfigDB", "allowToRunOnSystemNS"):
             if arg.get(name):  # writes to system collections and raw oplog diffs are not recorded
-                raise hooks_unsupported("$changeStream's %s option" % name)
+                raise unsupported("$changeStream's %s option" % name)
         if "resumeAfter" in arg and "startAfter" in arg:
             raise _fail("Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage", 50865,
                         "Location50865")
@@ -206,11 +207,6 @@ class Spec:
             raise _fail("Enumeration value '%s' for field '$changeStream.%s' is not a valid value." % (v, name), 2,
                         "BadValue")
         return v
-
-
-def hooks_unsupported(what: str) -> OperationFailure:
-    from ..base.errors import unsupported
-    return unsupported(what)
 
 
 def split_pipeline(pipeline: Any) -> tuple[Any, list] | None:
@@ -417,7 +413,7 @@ class ChangeStreamCursor:
         self.stages = stages
         self._check_namespace(spec)
         if collation:
-            raise hooks_unsupported("A collation on a change stream")
+            raise unsupported("A collation on a change stream")
         self.log = oplog_of(client._store)
         self.pending: deque = deque()
         self.invalidated = False

@@ -31,6 +31,7 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 
+from ..base.errors import for_served_client
 from ..commands import dispatch as commands
 from ..catalog.ttl import is_served_engine  # noqa: F401  (defined in ttl.py, which ttl_pass uses; exported here)
 
@@ -341,6 +342,7 @@ class Server:
                     break
                 seq = wait[1]
         with self._lock:
+            for_served_client(reply)  # "not modelled" advice for mongosh / Compass / drivers, not MONGODB_URI
             with self._ctx_lock:
                 reply.update(ctx.gossip())
         return reply
