@@ -1,14 +1,12 @@
 """Storage: mongomock's store classes extended with record ids, maintained indexes and a version counter."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from mongomock.store import CollectionStore, DatabaseStore, ServerStore
-
-import uuid
-
 from bson.binary import Binary, UUID_SUBTYPE
+from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 
 from ..base import hooks
 from ..index.indexes import Index, IndexSpec

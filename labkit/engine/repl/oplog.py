@@ -90,7 +90,8 @@ class Oplog:
         self.history_start = self._now_ts()  # a resume point before this is not in the history
         self._last = (self.history_start.time, self.history_start.inc)
         self._clock = threading.Lock()
-        self.cond = threading.Condition(threading.Lock())
+        # re-entrant: a stream left open is closed by the garbage collector, which may run inside a write
+        self.cond = threading.Condition(threading.RLock())
         self.waiters = 0            # threads in wait(): only then does a write notify
 
     # -- clock --------------------------------------------------------------------------------------
