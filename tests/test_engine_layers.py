@@ -37,14 +37,16 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (7, "exec/", ("stages",)),
     (8, "query/", ("planner", "explain_doc", "sbe_explain", "collate", "projection")),
     (9, "service/", ("boundary",)),
+    (9, "repl/", ("oplog",)),
     (10, "session/", ("sessions",)),
     (11, "stats/", ("storage_stats", "profiler", "monitoring")),
     (12, "pipeline/", ("accumulators", "add_fields", "stage_redact", "stage_documents", "stage_bucket",
-                       "stage_window", "stage_densify", "stage_names", "aggregation", "extra_stages")),
+                       "stage_window", "stage_densify", "stage_names", "aggregation", "extra_stages",
+                       "change_stream")),
     (13, "catalog/", ("store", "bulk", "clustered", "capped", "collection", "rules", "views", "timeseries", "ttl",
                       "system_dbs")),
     (14, "commands/", ("dispatch", "database", "db_aggregate", "client_bulk", "current_op")),
-    (15, ".", ("__init__",)),
+    (15, ".", ("__init__", "change_streams")),
     (16, "transport/", ("wire",)),
 ]
 

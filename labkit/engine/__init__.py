@@ -21,6 +21,7 @@ from .catalog.collection import EmbeddedCollection, Cursor
 from .stats import monitoring  # noqa: F401,E402
 from .pipeline import extra_stages
 from .catalog import views, timeseries
+from . import change_streams  # noqa: F401 - registers watch() (hooks.py)
 
 MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
@@ -128,9 +129,9 @@ class EmbeddedClient(mongomock.MongoClient):
         return db
 
     def watch(self, *args, **kwargs):
-        """Change streams are not modelled (the replica set labkit announces would support them)."""
-        from .query.planner import unsupported
-        raise unsupported("Change streams (MongoClient.watch)")
+        """pymongo's ``MongoClient.watch``: a change stream on the whole cluster (labkit/engine/change_streams.py)."""
+        from .change_streams import watch
+        return watch(self, "cluster", args, kwargs)
 
     # -- the rest of pymongo's MongoClient surface, as for a one-member replica set ----------------------
     @property
@@ -236,6 +237,13 @@ class EmbeddedClient(mongomock.MongoClient):
         from .catalog import system_dbs
         system_dbs.check_drop(name)
         self._store[name].incarnation += 1
+        if name in self._store:  # the change streams' drop events, then dropDatabase (repl/oplog.py)
+            from .repl.oplog import record_command
+            dbs = self._store[name]
+            for cname in [n for n, st in dbs._collections.items() if st.is_created and not n.startswith("system.")]:
+                record_command(dbs, name, cname, {"drop": cname})
+            if dbs.oplog is not None and dbs.oplog.streams:
+                record_command(dbs, name, None, {"dropDatabase": 1})
         return super().drop_database(name_or_database)
 
     def bulk_write(self, models, session=None, ordered=True, verbose_results=False,

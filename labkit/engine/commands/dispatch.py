@@ -36,6 +36,7 @@ from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
 from . import current_op as _cur
+from ..pipeline.change_stream import DEFAULT_AWAIT_S as _DEFAULT_AWAIT_S
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -163,6 +164,22 @@ class _ServerCursor:
         self.last_used = time.monotonic()
         self.session_key = session_key
 
+    def close(self) -> None:
+        """Release what the cursor holds (a change stream's place in the oplog)."""
+
+
+class _StreamCursor(_ServerCursor):
+    """A change stream's cursor (tailable, awaitData): its events come from the engine's oplog."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, cid: int, ns: str, stream: Any, session_key: Any, codec: bson.CodecOptions) -> None:
+        super().__init__(cid, ns, [], 0, session_key, codec)
+        self.stream = stream
+
+    def close(self) -> None:
+        self.stream.close()
+
 
 class _ServerSession:
     """One logical session (by lsid): an engine session and the transaction number it runs."""
@@ -197,6 +214,7 @@ class ServerContext:
         self.active: dict[int, dict] = {}    # connection id -> the command it runs or waits to run ($currentOp)
         self.session_uses: dict[bytes, tuple] = {}  # lsid id -> (id, last use): the logical session cache
         self._opids = itertools.count(1)
+        self.clock: Any = None  # the engine's oplog (repl/oplog.py): its clock is the cluster time
 
     @property
     def address(self) -> str:
@@ -226,7 +244,10 @@ class ServerContext:
         self.active.pop(conn_id, None)
 
     def cluster_time(self) -> Timestamp:
-        """A strictly increasing Timestamp (seconds, increment), the replica set's clock."""
+        """A strictly increasing Timestamp (seconds, increment), the replica set's clock (the engine's oplog
+        clock once a command ran, so operationTime compares with change events' clusterTime)."""
+        if self.clock is not None:
+            return self.clock.tick()
         with self._ts_lock:
             now = int(time.time())
             sec, inc = self._last_ts
@@ -253,7 +274,7 @@ class ServerContext:
     def _prune(self) -> None:
         now = time.monotonic()
         for cid in [c.id for c in self.cursors.values() if now - c.last_used > CURSOR_TIMEOUT_S]:
-            del self.cursors[cid]
+            self.cursors.pop(cid).close()
 
     # -- sessions -------------------------------------------------------------------------------------
     def session_for(self, client: Any, lsid: Any) -> _ServerSession | None:
@@ -264,6 +285,7 @@ class ServerContext:
         s = self.sessions.get(key)
         if s is None:
             s = self.sessions[key] = _ServerSession(client.start_session())
+        s.session._id = {"id": lsid["id"]}  # the driver's lsid (change events of its transactions carry it)
         s.last_used = time.monotonic()
         return s
 
@@ -289,7 +311,7 @@ class ServerContext:
 
     def _drop_session_cursors(self, key: bytes) -> None:
         for cid in [c.id for c in self.cursors.values() if c.session_key == key]:
-            del self.cursors[cid]
+            self.cursors.pop(cid).close()
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -503,6 +525,8 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
+    if isinstance(cur, _StreamCursor):
+        return _stream_get_more(c, cur, n)
     t0 = time.perf_counter()
     batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
     if not cur.ns.split(".", 1)[1].startswith("$cmd"):
@@ -517,6 +541,95 @@ def _get_more(c: _Call) -> dict:
     return {"cursor": {"nextBatch": batch, "id": Int64(out_id), "ns": cur.ns}, "ok": 1.0}
 
 
+AWAIT_KEY = "$labkitAwaitData"  # a private reply field: the getMore may wait for an event (popped by pop_await)
+
+
+def _encode_events(events: list, codec: bson.CodecOptions) -> list:
+    """Change events as raw BSON in their own field order: the server puts ``txnNumber``/``lsid`` and a rename's
+    ``to`` before ``_id`` (change_stream_event_transform.cpp), and ``bson.encode`` would move a top-level
+    ``_id`` first, so such an event is encoded as a sub-document and cut out."""
+    out = []
+    for ev in events:
+        if next(iter(ev), "_id") == "_id":
+            out.append(RawBSONDocument(bson.encode(ev, codec_options=codec)))
+        else:
+            out.append(RawBSONDocument(bson.encode({"d": ev}, codec_options=codec)[7:-1]))
+    return out
+
+
+def _stream_batch(stream: Any, events: list, codec: bson.CodecOptions) -> list:
+    """The encoded events that fit in one reply (16 MiB); the rest go back to the stream for the next batch."""
+    batch, taken = _take_batch(_encode_events(events, codec), 0, 0, codec)
+    if taken < len(events):
+        stream.pending.extendleft(reversed(events[taken:]))
+        stream.pbrt = events[taken - 1]["_id"]
+    return batch
+
+
+def _stream_get_more(c: _Call, cur: _StreamCursor, n: int) -> dict:
+    """A change stream's getMore: the events available now; with none, the reply carries how long the caller
+    may wait for one (maxTimeMS, the server's 1 second by default) outside the server's lock (``pop_await``)."""
+    stream = cur.stream
+    cur.last_used = time.monotonic()
+    try:
+        events = stream.next_batch(n)
+    except OperationFailure:
+        c.ctx.cursors.pop(cur.id, None)
+        stream.close()
+        raise
+    batch = _stream_batch(stream, events, cur.codec)
+    out_id = cur.id
+    if stream.invalidated or stream.closed:
+        c.ctx.cursors.pop(cur.id, None)
+        out_id = 0
+    reply: dict = {"cursor": {"nextBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(out_id),
+                              "ns": cur.ns}, "ok": 1.0}
+    if not batch and out_id:
+        ms = c.cmd.get("maxTimeMS")
+        wait_s = ms / 1000.0 if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else \
+            _DEFAULT_AWAIT_S
+        reply[AWAIT_KEY] = (stream.log, stream.seq, wait_s)
+    return reply
+
+
+def pop_await(reply: dict) -> tuple | None:
+    """``(oplog, sequence number, seconds)`` when this reply is an empty change-stream batch the caller may wait
+    for (then run the same getMore again once ``oplog.wait`` saw a new entry); removed from the reply."""
+    return reply.pop(AWAIT_KEY, None)
+
+
+def _change_stream(c: _Call, target: Any, pipeline: list, first: int | None) -> dict:
+    """``aggregate`` with a first stage ``$changeStream``: a tailable awaitData cursor over change events, with
+    the ``postBatchResumeToken`` (document_source_change_stream.cpp; the driver specification)."""
+    from ..pipeline.change_stream import ChangeStreamCursor, split_pipeline
+    arg, stages = split_pipeline(pipeline)
+    if c.session is not None:
+        raise CommandError("Cannot run aggregate with $changeStream in a multi-document transaction.", 263)
+    if target == 1:
+        coll, ns = None, c.ns("$cmd.aggregate")
+    else:
+        if not isinstance(target, str):
+            raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
+        coll, ns = target, c.ns(target)
+    stream = ChangeStreamCursor(c.client, c.db_name, coll, arg, stages, c.cmd.get("collation"))
+    try:
+        events = stream.next_batch(DEFAULT_BATCH if first is None else first) if first != 0 else []
+    except BaseException:
+        stream.close()
+        raise
+    batch = _stream_batch(stream, events, c.codec)
+    cid = 0
+    if not (stream.invalidated or stream.closed):
+        c.ctx._prune()
+        while True:
+            cid = random.getrandbits(62) + 1
+            if cid not in c.ctx.cursors:
+                break
+        c.ctx.cursors[cid] = _StreamCursor(cid, ns, stream, _session_key(c.cmd), c.codec)
+    return {"cursor": {"firstBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(cid), "ns": ns},
+            "ok": 1.0}
+
+
 def _kill_cursors(c: _Call) -> dict:
     cmd = c.cmd
     name = _coll_name(cmd, "killCursors")
@@ -528,7 +641,7 @@ def _kill_cursors(c: _Call) -> dict:
     for cid in ids:
         cur = c.ctx.cursors.get(int(cid))
         if cur is not None and cur.ns == c.ns(name):
-            del c.ctx.cursors[cur.id]
+            c.ctx.cursors.pop(cur.id).close()
             killed.append(Int64(cid))
         else:
             not_found.append(Int64(cid))
@@ -553,6 +666,9 @@ def _aggregate(c: _Call) -> dict:
     if not isinstance(cursor_opts, Mapping):
         raise CommandError("cursor field must be missing or an object", 14)
     first = _batch_size(cursor_opts.get("batchSize"), "aggregate", "cursor.batchSize")
+    from ..pipeline.change_stream import split_pipeline
+    if split_pipeline(pipeline) is not None:
+        return _change_stream(c, target, pipeline, first)
     kw: dict[str, Any] = dict(c.kw())
     for key in ("allowDiskUse", "hint", "collation", "let", "maxTimeMS", "comment", "bypassDocumentValidation"):
         if cmd.get(key) is not None:
@@ -1345,6 +1461,7 @@ def _transaction_session(client: Any, cmd: dict, name: str, ctx: ServerContext) 
         if sess.in_transaction:
             sess.abort_transaction()
         sess.start_transaction()
+        sess._txn.wire_number = num  # the driver's txnNumber (change events of the transaction carry it)
         s.txn_number = num
         s.committed = False
         return sess
@@ -1378,6 +1495,9 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
         lsid = cmd.get("lsid")
         if isinstance(lsid, Mapping) and "id" in lsid and name not in ("endSessions", "killSessions"):
             session_ctx.session_uses[bytes(lsid["id"])] = (lsid["id"], time.time())  # the session cache
+        if session_ctx.clock is None:
+            from ..repl.oplog import oplog_of
+            session_ctx.clock = oplog_of(client._store)
         sess = _transaction_session(client, cmd, name, session_ctx)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
         call.conn_id = connection_id
@@ -1416,6 +1536,11 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
     with sessions.bind(session, db):
         reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+    wait = pop_await(reply)
+    if wait is not None and wait[0].wait(wait[1], wait[2]):  # a change stream's getMore: an event came
+        with sessions.bind(session, db):
+            reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+        pop_await(reply)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:
             session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
@@ -1423,5 +1548,5 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     return _decoded(reply, codec)
 
 
-__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply",
+__all__ = ["run_command", "run_in_process", "pop_await", "ServerContext", "CommandError", "error_reply", "hello_reply",
            "build_info", "code_name", "HANDLERS"]

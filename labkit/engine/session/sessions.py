@@ -42,6 +42,7 @@ from pymongo.errors import InvalidOperation, OperationFailure, PyMongoError
 
 from ..service.boundary import SESSION_OPERATIONS, aborts_transaction, guard
 from ..base import hooks
+from ..repl.oplog import oplog_of
 
 _ACTIVE: contextvars.ContextVar["Transaction | None"] = contextvars.ContextVar("labkit_txn", default=None)
 
@@ -335,6 +336,7 @@ class EmbeddedSession:
             self._state = "aborted"
             self._txn = None
             raise
+        oplog_of(self._client._store).commit(txn, self._id, getattr(txn, "wire_number", txn.number))  # events
         self._state = "committed"
         self._txn = None
 
