@@ -144,6 +144,21 @@ def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
     return OpCost(len(started), docs, keys, returned, rec.modified())
 
 
+def _slider_unit(rate: float) -> tuple[str, int]:
+    """The unit a rate's slider moves in: ("/s", 1) for whole runs per second, ("/h", 3600) for a rate that is
+    a whole number per hour, ("/day", 86400) otherwise (a slider holds integers only)."""
+    if rate == int(rate):
+        return "/s", 1
+    if abs(rate * 3600 - round(rate * 3600)) < 1e-9 and round(rate * 3600) >= 1:
+        return "/h", 3600
+    return "/day", 86400
+
+
+def _rate_text(rate: float) -> str:
+    """A rate per second without rounding it to something false (0.1, 0.01, 0.000833)."""
+    return f"{rate:,.4g}"
+
+
 class Ledger:
     """Measured per-operation costs of one or more designs, and their per-second totals at given rates."""
 
@@ -242,8 +257,10 @@ class Ledger:
     def widget(self, metric: str = "docs examined", max_rate: int | None = None,
                max_rates: Mapping[str, int] | None = None) -> Any:
         """An explorer with one slider per rate; the readout shows each design's per-second total of ``metric``
-        and which design wins at those rates. ``max_rates`` sets one operation's slider range (e.g. a rare write
-        whose break-even is a few per second), ``max_rate`` the others'."""
+        and which design wins at those rates. ``max_rates`` sets one operation's slider range in runs per second
+        (e.g. a rare write whose break-even is a few per second), ``max_rate`` the others'. A rate below one
+        per second slides in runs per hour (``"<op> /h"``) or per day (``"<op> /day"``), so it starts at its
+        true value; the readout then also shows it per second."""
         from labkit.widgets import explorer
 
         if metric not in METRICS:
@@ -253,18 +270,32 @@ class Ledger:
             raise ValueError(f"widget(max_rates=...): {unknown} not in the workload; its operations are "
                              f"{sorted(self.rates)}")
         top = max_rate or max(10, int(max(self.rates.values()) * 10))
-        tops = {op: int((max_rates or {}).get(op, top)) for op in self.rates}
-        names = {op: f"{op} /s" for op in self.rates}
+        # A slider moves whole numbers: a rate below one per second (0.1/s, a few per hour) slides per hour or
+        # per day instead, so it starts at its true value rather than at 0.
+        units = {op: _slider_unit(rate) for op, rate in self.rates.items()}
+        names = {op: f"{op} {units[op][0]}" for op in self.rates}
+        tops, starts = {}, {}
+        for op, rate in self.rates.items():
+            per = units[op][1]
+            start = int(round(rate * per))
+            if op in (max_rates or {}):
+                tops[op] = int(max_rates[op] * per)  # type: ignore[index]
+            elif per == 1:
+                tops[op] = int(top)
+            else:  # a rare operation: up to ten times its rate, at least one per second
+                tops[op] = max(10 * start, per)
+            starts[op] = min(start, tops[op])
 
         def compute(**values: int) -> dict[str, Any]:
-            rates = {op: values[names[op]] for op in self.rates}
+            rates = {op: values[names[op]] / units[op][1] for op in self.rates}
             totals = self.totals(rates)[metric + " /s"]
-            out: dict[str, Any] = {f"{d}: {metric} /s": (None if v != v else v) for d, v in totals.items()}
+            out: dict[str, Any] = {f"{op}: per second": _rate_text(rates[op]) for op in self.rates
+                                   if units[op][1] != 1}
+            out.update({f"{d}: {metric} /s": (None if v != v else v) for d, v in totals.items()})
             out["better design"] = self.best(metric, rates)
             return out
 
-        sliders = {names[op]: (0, tops[op], min(int(rate), tops[op]), max(1, tops[op] // 200))
-                   for op, rate in self.rates.items()}
+        sliders = {names[op]: (0, tops[op], starts[op], max(1, tops[op] // 200)) for op in self.rates}
         return explorer(compute, sliders=sliders, title=f"Workload ledger: {metric} per second")
 
     def __repr__(self) -> str:

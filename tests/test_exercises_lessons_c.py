@@ -263,7 +263,8 @@ def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
     ledger.measure("a", "read", tmp_db, lambda d: list(d.items.find()))
     ledger.measure("a", "rename", tmp_db, lambda d: d.items.update_one({"_id": 1}, {"$set": {"x": 1}}))
     handle = ledger.widget("docs examined", max_rate=2000, max_rates={"rename": 20})
-    handle.set(**{"rename /s": 20})
+    assert handle.sliders["rename /h"].max == 20 * 3600  # a rate below 1/s slides per hour, up to 20 per second
+    handle.set(**{"rename /h": 20 * 3600})
     assert handle.result["a: docs examined /s"] == 900 * 10 + 20 * 1
     with _pytest.raises(ValueError, match="not in the workload"):
         ledger.widget(max_rates={"nope": 3})

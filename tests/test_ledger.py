@@ -102,3 +102,23 @@ def test_difference_and_break_even_from_measured_costs():
         ledger.difference("docs examined", "read", "copy", "embed")
     with pytest.raises(ValueError, match="choose one of"):
         ledger.difference("ms", "read", "copy", "join")
+
+
+def test_widget_keeps_rates_below_one_per_second():
+    """A 0.1/s rate must not start at 0 (issue 25: a ledger widget showed 0.1/s as 0 and a total that left
+    it out): rates below one per second slide per hour or per day and the totals include them."""
+    ledger = labkit.Ledger({"show product": 900, "rename": 0.1, "price change": 3 / 3600, "report": 5 / 86_400})
+    for design in ("a", "b"):
+        for op in ledger.rates:
+            ledger.costs[(design, op)] = labkit.ledger.OpCost(1, 10 if design == "a" else 1, 0, 0, 0)
+    handle = ledger.widget("docs examined")
+    assert handle.sliders["rename /h"].value == 360
+    assert handle.sliders["price change /h"].value == 3
+    assert handle.sliders["report /day"].value == 5
+    assert handle.sliders["show product /s"].value == 900
+    expected = float(ledger.totals().loc["a", "docs examined /s"])
+    assert handle.result["a: docs examined /s"] == expected == round(10 * (900 + 0.1 + 3 / 3600 + 5 / 86_400), 1)
+    assert handle.result["rename: per second"] == "0.1"
+    assert handle.result["price change: per second"] == "0.0008333"
+    handle.set(**{"rename /h": 0})
+    assert handle.result["a: docs examined /s"] == round(10 * (900 + 3 / 3600 + 5 / 86_400), 1)

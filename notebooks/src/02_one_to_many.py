@@ -63,13 +63,19 @@ print("engine:", labkit.describe(db.client))
 #
 # (The posts as their own documents, each naming its author, is the manual's
 # [one-to-many with document references](https://www.mongodb.com/docs/manual/tutorial/model-referenced-one-to-many-relationships-between-documents/).)
-#
-# | operation | type | rate (per second) | needs |
-# |---|---|---|---|
-# | show an author's newest 20 posts | read | 2,000 | title, location, date; newest first, ties broken by id |
-# | publish a post | write | 50 | must not slow down as the author's history grows |
-# | search posts by location | read | 5 | posts queried on their own, without the author |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("show an author's newest 20 posts", "read", 2000, "title, location, date; newest first, ties broken by id"),
+        ("publish a post", "write", 50, "must not slow down as the author's history grows"),
+        ("search posts by location", "read", 5, "posts queried on their own, without the author"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
 # The busiest author matters, not the average one. Our generated data gives Sam (`user:112`) a long history.
 
 # %%

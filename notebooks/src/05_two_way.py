@@ -19,6 +19,24 @@
 #     - "Assuming transactions work on a standalone server (they need a replica set)."
 #     - "Retrying a follow whose edge insert_one fails with DuplicateKeyError, so the copies are never repaired."
 #     - "Using $push in a retried write: each retry adds the id again; $addToSet adds it once."
+#     - "Keeping the to-do of an asynchronous update only in the process's memory: a crash loses it; write it with the edge."
+#     sources:
+#     - title: "MongoDB manual: Atomicity and Transactions"
+#       url: https://www.mongodb.com/docs/manual/core/write-operations-atomicity/
+#     - title: "MongoDB manual: Transactions"
+#       url: https://www.mongodb.com/docs/manual/core/transactions/
+#     - title: "MongoDB manual: Production Considerations (transactions)"
+#       url: https://www.mongodb.com/docs/manual/core/transactions-production-consideration/
+#     - title: "mongodb/mongo jstests/core/txns/write_conflicts_with_non_txns.js"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/txns/write_conflicts_with_non_txns.js
+#     - title: "MongoDB manual: Data Consistency"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/data-consistency/
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
+#     - title: "MongoDB manual: $addToSet"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/
+#     - title: "MongoDB manual: Partial Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-partial/
 # ---
 
 # %% [markdown]
@@ -28,7 +46,9 @@
 # - what it costs to store one relationship in three places (the `follows` edge plus an id array on each user);
 # - how a failure halfway through a follow leaves those places disagreeing;
 # - to make the writes all-or-nothing with a multi-document transaction (and what a real deployment needs);
-# - the alternative: update asynchronously, retry, and run a reconciliation job that rebuilds the copies.
+# - what transactions do not solve: an array that keeps growing, a parent everyone writes to;
+# - the alternative: a durable asynchronous update (the to-do is written with the edge), idempotent retries,
+#   and a reconciliation job that rebuilds the copies.
 #
 # **Time:** about 30 minutes.
 
@@ -46,12 +66,18 @@ labkit.seed.social(db, users=300, seed=5, celebrity_followers=200)
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | per second | needs |
-# |---|---|---|---|
-# | follow / unfollow | write | 300 | the edge and both users' arrays change together |
-# | show whom X follows, who follows X | read | 2,000 | ids straight from the user document |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("follow / unfollow", "write", 300, "the edge and both users' arrays change together"),
+        ("show whom X follows, who follows X", "read", 2000, "ids straight from the user document"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
 # (Illustrative rates: reads outnumber follows, which is why the copies exist at all.)
 #
 # Two-way referencing keeps `followingIds` on the follower and `followerIds` on the followed user, next to
@@ -94,7 +120,8 @@ drift(db)
 # %% [markdown]
 # ## The naive follow: three writes in a row
 #
-# Each write is atomic on its own document. The checkpoints mark the points between writes where a process
+# Each write is atomic on its own document; writes to several documents are not atomic together
+# ([atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)). The checkpoints mark the points between writes where a process
 # can die (a deploy, an out-of-memory kill, a lost connection).
 
 # %%
@@ -134,10 +161,12 @@ drift(db)
 #
 # In a transaction the three writes commit together or not at all. `with_transaction` aborts when the
 # callback raises, so the crash leaves nothing behind. On a real deployment transactions need a replica set
-# or a sharded cluster (a standalone server refuses them), and they cost more than single-document writes.
+# or a sharded cluster (a standalone server refuses them), and in most cases they cost more than
+# single-document writes ([transactions](https://www.mongodb.com/docs/manual/core/transactions/)).
 #
 # **Predict first.** The next cell crashes the follow *after* the edge and the follower's array were written,
-# inside `with_transaction`. How many follow edges for that pair will there be afterwards?
+# inside `with_transaction`. How many follow edges for that pair will there be afterwards? Record it with
+# `ex_txn.predict(...)`.
 
 # %%
 ex_txn = labkit.exercises.get("05-predict-transaction-crash")
@@ -167,11 +196,52 @@ with client.start_session() as session:
 drift(db)
 
 # %% [markdown]
-# ## Fix 2: asynchronous updates, retries and reconciliation
+# ### What a transaction does not solve
 #
-# Without transactions, write the authoritative edge first, then update the copies asynchronously with
-# retries; a periodic job rebuilds the copies from the edges and repairs whatever the retries missed.
-# Let's break many follows on purpose and then run the job:
+# The transaction keeps the three copies in step. It does not change what they cost: Sam's `followerIds`
+# still gains an id with every follower, and every follow of Sam still writes Sam's document. Measured on one
+# more follow of Sam, inside a transaction:
+
+# %%
+def sam_bytes():
+    return next(db.users.aggregate([{"$match": {"_id": "user:112"}},
+                                    {"$project": {"bytes": {"$bsonSize": "$$ROOT"}, "n": {"$size": "$followerIds"}}}]))
+
+
+def follow_sam_in_transaction(d):
+    with d.client.start_session() as s:
+        s.with_transaction(lambda s: follow(d, "user:299", "user:112", when, session=s))
+
+
+before_sam = sam_bytes()
+one_follow = labkit.ledger.measure(db, follow_sam_in_transaction)
+after_sam = sam_bytes()
+grew = after_sam["bytes"] - before_sam["bytes"]
+print(f"Sam's followers: {after_sam['n']}; his document: {after_sam['bytes']:,} bytes, {grew} bytes more than "
+      f"before this follow")
+print(f"documents written by the follow: {one_follow.docs_written} (the edge, the follower, and Sam)")
+print(f"estimated followers until Sam's document reaches 16 MiB at {grew} bytes each: "
+      f"{(16 * 2**20 - after_sam['bytes']) // grew:,}")
+
+# %% [markdown]
+# So the array still grows towards the 16 MiB limit ([limits](https://www.mongodb.com/docs/manual/reference/limits/)),
+# and Sam's document takes a write for every new follower. A transaction does not help there, and adds a cost
+# of its own under load: two transactions that write the same document conflict, and the second fails with a `WriteConflict`
+# error and must run again from the start, while a plain write to a document that an open transaction has
+# changed waits until that transaction ends
+# ([production considerations](https://www.mongodb.com/docs/manual/core/transactions-production-consideration/),
+# [server test](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/txns/write_conflicts_with_non_txns.js)).
+# A popular account's document becomes the place where follows wait for each other.
+
+# %% [markdown]
+# ## Fix 2: durable asynchronous updates, retries and reconciliation
+#
+# Without transactions: write the authoritative edge first, update the copies afterwards (asynchronously) and
+# retry them until they succeed; a periodic reconciliation job checks the copies against the edges and repairs
+# whatever was missed. MongoDB's manual lists updates that follow a change after a short delay (there, Atlas
+# Database Triggers) among the ways to keep duplicated data consistent, for applications that can read
+# slightly stale copies ([data consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)). Three parts make
+# it work; we build them one by one. First, the safety net: break many follows on purpose, then run the job:
 
 # %%
 targets = candidates[3:63]
@@ -210,8 +280,10 @@ except Exception as exc:  # the server refuses the second edge
 drift(db)
 
 # %% [markdown]
-# An idempotent follow upserts the edge on its key and adds to the arrays with `$addToSet`: repeating it after a
-# crash at any point, or after a success, finishes what is missing and changes nothing else.
+# An idempotent follow upserts the edge on its key and adds to the arrays with
+# [`$addToSet`](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/) (which adds a value
+# only if the array does not hold it yet): repeating it after a crash at any point, or after a success,
+# finishes what is missing and changes nothing else.
 
 # %%
 def follow_idempotent(db, a, b, when):
@@ -224,6 +296,67 @@ def follow_idempotent(db, a, b, when):
 for attempt in (1, 2):
     follow_idempotent(db, "user:234", retry_target, when)
     print(f"after retry {attempt}:", drift(db))
+
+# %% [markdown]
+# ### Durable: the edge carries its own to-do
+#
+# "Retry until it succeeds" needs someone to remember what is still to do. If that memory is a queue in the
+# application process, the crash that interrupted the follow also loses the queue. Make it durable: the edge
+# is inserted *with* a `pending` field naming the copies still to update. One insert writes both, atomically,
+# so an edge can never exist without its to-do. The follow itself is then a single write:
+
+# %%
+def follow_durable(db, a, b, when):
+    db.follows.insert_one({"_id": f"follow:{a[5:]}:{b[5:]}", "followerId": a, "followingId": b, "createdAt": when,
+                           "pending": ["followingIds", "followerIds"]})
+
+# %% [markdown]
+# A worker, run as often as the copies must be fresh, finds the edges that still have `pending`, applies each
+# copy with an idempotent `$addToSet`, and only then removes the field. A partial index holds only the edges
+# with `pending`, so finding the work reads only the work
+# ([partial indexes](https://www.mongodb.com/docs/manual/core/index-partial/)). If the worker dies halfway, the
+# field is still there and the next run repeats the copies, which changes nothing that was already done.
+
+# %%
+db.follows.create_index({"pending": 1}, partialFilterExpression={"pending": {"$exists": True}})
+
+
+def apply_pending(db):
+    """Apply the copies of every edge that still has a to-do; return how many edges it finished."""
+    done = 0
+    for edge in db.follows.find({"pending": {"$exists": True}}).sort("_id", 1):
+        a, b = edge["followerId"], edge["followingId"]
+        if "followingIds" in edge["pending"]:
+            db.users.update_one({"_id": a}, {"$addToSet": {"followingIds": b}})
+        checkpoint("worker: after the follower's array")
+        if "followerIds" in edge["pending"]:
+            db.users.update_one({"_id": b}, {"$addToSet": {"followerIds": a}})
+        db.follows.update_one({"_id": edge["_id"]}, {"$unset": {"pending": ""}})
+        done += 1
+    return done
+
+# %% [markdown]
+# Twenty durable follows, then a worker run that dies on its fifth edge, halfway between the two copies:
+
+# %%
+durable_targets = candidates[64:84]
+for b in durable_targets:
+    follow_durable(db, "user:234", b, when)
+try:
+    with crash_at("worker: after the follower's array", on=5):
+        apply_pending(db)
+except SimulatedCrash as exc:
+    print(exc)
+print("edges still pending:", db.follows.count_documents({"pending": {"$exists": True}}))
+drift(db)
+
+# %% [markdown]
+# The next run finishes the work, the fifth edge included:
+
+# %%
+print("edges finished by the next run:", apply_pending(db))
+print("edges still pending:", db.follows.count_documents({"pending": {"$exists": True}}))
+drift(db)
 
 # %% [markdown]
 # ## Explore: failure rate and drift
@@ -333,8 +466,10 @@ ex2.check(db, enroll)
 # ## Summary
 #
 # - One relationship stored in three places needs three writes; any of them can be the last one that happened.
-# - Transactions make the writes all-or-nothing (replica sets and sharded clusters only), at a price.
-# - Without them: write the authoritative edge first, update copies with retries, and reconcile regularly.
+# - Transactions make the writes all-or-nothing (replica sets and sharded clusters only), at a price; they
+#   neither bound a growing array nor spread the writes on a popular document.
+# - Without them: write the authoritative edge *with* its to-do, let a worker apply the copies with idempotent
+#   writes until the to-do is gone, and reconcile regularly as the safety net.
 # - Usually simplest: keep only the `follows` collection and its two indexes (lesson 04).
 #
 # **Next:** 06 · denormalization: copies, caches and snapshots.

@@ -19,6 +19,23 @@
 #     - "Copying whole user profiles into previews instead of the two fields the view needs."
 #     - "Renaming team previews one team at a time (one write per team) instead of one update_many with members.$.name."
 #     - "Setting members.0.name: the renamed member sits at a different position in each team."
+#     sources:
+#     - title: "MongoDB manual: Handle Duplicate Data"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/
+#     - title: "MongoDB manual: Data Consistency"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/data-consistency/
+#     - title: "MongoDB manual: $push"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/push/
+#     - title: "MongoDB manual: $position"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/position/
+#     - title: "MongoDB manual: $slice (update modifier)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/slice/
+#     - title: "MongoDB manual: $elemMatch (query)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/
+#     - title: "MongoDB manual: $ (positional update operator)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/positional/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
 # ---
 
 # %% [markdown]
@@ -31,6 +48,10 @@
 # - to count what a rename must touch under each policy.
 #
 # **Time:** about 25 minutes.
+#
+# A copy saves reads and costs writes: before duplicating a field, weigh how often the copies must be updated
+# against what the reads gain ([handle duplicate data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)).
+# This lesson measures both sides.
 
 # %%
 import datetime as dt
@@ -44,20 +65,28 @@ labkit.seed.social(db, users=1500, seed=6, celebrity_followers=1000, celebrity_p
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (per second) | needs | freshness |
-# |---|---|---|---|---|
-# | profile header with "followed by Fred, Ann and 998 others" | read | 3,000 | 3 follower names | at most one day old |
-# | a post with its author's name as published | read | 1,000 | the name at publishing time | never changes |
-# | a post with its author's *current* name | read | 500 | today's name | exact |
-# | follow | write | 300 | | |
-# | rename a user | write | 0.1 | | |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ('profile header with "followed by Fred, Ann and 998 others"', "read", 3000, "3 follower names", "at most one day old"),
+        ("a post with its author's name as published", "read", 1000, "the name at publishing time", "never changes"),
+        ("a post with its author's current name", "read", 500, "today's name", "exact"),
+        ("follow", "write", 300, "", ""),
+        ("rename a user", "write", 0.1, "", ""),
+    ],
+    columns=["operation", "type", "per_second", "needs", "freshness"],
+)
+workload
+
+# %% [markdown]
 # ## A bounded follower preview
 #
 # The profile needs three names, not a thousand. Keep a preview of the three newest followers in the user
-# document; the full graph stays in `follows`. `$position: 0` puts the newcomer first and `$slice: 3` drops
-# whatever falls off the end, in the same atomic write.
+# document; the full graph stays in `follows`. [`$push`](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# with `$each` adds the newcomer, [`$position: 0`](https://www.mongodb.com/docs/manual/reference/operator/update/position/)
+# puts it first and [`$slice: 3`](https://www.mongodb.com/docs/manual/reference/operator/update/slice/) keeps
+# the first three and drops whatever falls off the end, in the same atomic write.
 
 # %%
 def add_to_preview(db, user_id, follower, now):
@@ -115,7 +144,9 @@ def rebuild_previews(db, now, max_age=dt.timedelta(days=1), everyone=False):
 print("previews built:", rebuild_previews(db, now=dt.datetime(2027, 1, 1), everyone=True))
 
 # %% [markdown]
-# A follower who appears in many previews renames themselves. Every preview that lists them is now stale:
+# A follower who appears in many previews renames themselves. Every preview that lists them is now stale
+# (found with [`$elemMatch`](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/): one
+# preview entry with that id *and* an old name):
 
 # %%
 def previews_listing(db, user_id):
@@ -172,7 +203,8 @@ ex_age.check(oldest_hours)
 # ## The current canonical value: resolve the reference
 #
 # When a view needs the name as it is *now*, do not copy it at all: read it from the user (a second query or
-# a `$lookup`). A rename then touches exactly one document.
+# a [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)). A rename then
+# touches exactly one document.
 
 # %%
 list(db.posts.aggregate([
@@ -181,6 +213,30 @@ list(db.posts.aggregate([
                  "pipeline": [{"$project": {"_id": 0, "name": 1}}]}},
     {"$project": {"title": 1, "authorSnapshot": 1, "author": 1}},
 ]))
+
+# %% [markdown]
+# ## Who updates each copy
+#
+# A copy needs more than a meaning. Before adding one, write down its freshness requirement, **who owns its
+# updates** (the one code path allowed to write it, so that two writers never undo each other) and how it is
+# repaired when that code path fails. For this lesson's copies:
+
+# %%
+register = pd.DataFrame([
+    ("users.followerPreview", "display cache", "at most one day old",
+     "add_to_preview on each follow; rebuild_previews for everything else (renames, unfollows)",
+     "rebuild_previews(everyone=True) from follows + users"),
+    ("posts.authorSnapshot", "historical snapshot", "never changes after publishing",
+     "the publish path, once; nothing writes it afterwards", "none needed: it is history, never rebuilt from the current name"),
+    ("users.name", "canonical value", "exact", "the rename path, the only writer of a name", "not a copy"),
+], columns=["copy", "meaning", "freshness", "who updates it", "repair"]).set_index("copy")
+register
+
+# %% [markdown]
+# The register also says what is *not* kept fresh on the spot: an unfollow, like a rename, reaches the preview
+# only through the next rebuild, which the one-day policy allows. If a view cannot accept that, the copy needs
+# another owner (the unfollow path) or must not be a copy. Keeping copies in step is a choice among
+# transactions, embedding and delayed updates ([data consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)).
 
 # %% [markdown]
 # ## Explore: what a rename touches
@@ -225,7 +281,9 @@ renames
 # ## The ledger: keep the preview, or compute it on every profile view?
 #
 # The preview is a copy that costs writes: a second write on every follow, and on a rename one write per
-# preview listing the renamed user. Computed on read instead, the profile header asks `follows` for the three
+# preview listing the renamed user. (This is a stricter variant of the register above: the rename path owns
+# the preview entries too, so they are never stale; it rewrites each entry with the
+# [positional `$`](https://www.mongodb.com/docs/manual/reference/operator/update/positional/).) Computed on read instead, the profile header asks `follows` for the three
 # newest followers (with an index that serves that sort) and `users` for their names. The workload's rates come
 # from the table at the top; the rename is measured on the follower listed in the most previews, the worst case.
 
@@ -262,7 +320,7 @@ def rename_computed(d):
     d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred C."}})
 
 
-def rename_preview(d):
+def rename_preview(d):  # a design where the rename path also owns the previews: they follow at once
     d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred P."}})
     d.users.update_many({"followerPreview.userId": renamed}, {"$set": {"followerPreview.$.name": "Fred P."}})
 

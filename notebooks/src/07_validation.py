@@ -19,6 +19,21 @@
 #     - "Forgetting that updates are validated on the resulting document."
 #     - "Believing a migration needs bypass_document_validation (under strict, an update whose result is valid passes)."
 #     - "Trimming an over-long array in a migration, silently losing the extra elements."
+#     sources:
+#     - title: "MongoDB manual: Schema Validation"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/
+#     - title: "MongoDB manual: $jsonSchema"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/
+#     - title: "MongoDB manual: collMod"
+#       url: https://www.mongodb.com/docs/manual/reference/command/collMod/
+#     - title: "MongoDB manual: Specify Validation Level for Existing Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/
+#     - title: "MongoDB manual: Choose How to Handle Invalid Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/
+#     - title: "MongoDB manual: Privilege Actions (bypassDocumentValidation)"
+#       url: https://www.mongodb.com/docs/manual/reference/privilege-actions/
+#     - title: "MongoDB manual: Query for and Modify Valid or Invalid Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/
 # ---
 
 # %% [markdown]
@@ -32,6 +47,12 @@
 #   without losing data.
 #
 # **Time:** about 25 minutes.
+#
+# **Flexible schema is not no schema.** MongoDB does not make the documents of a collection share the same
+# fields or types, so a new field needs no migration. That is not the absence of a schema: the application
+# still expects a shape, and once that shape is settled, MongoDB's manual recommends validation rules so that
+# no program, script or import can write a string where a date belongs
+# ([schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
 
 # %%
 import pandas as pd
@@ -48,15 +69,22 @@ labkit.seed.social(db, users=1000, seed=7)
 # Many programs write `users`: the sign-up service, an admin tool, a nightly import. Application checks protect
 # one of them; collection rules protect every write. The bound "at most eight roles" from lesson 01 becomes a
 # rule the server enforces.
-#
-# | operation | type | rate (per second) | who writes |
-# |---|---|---|---|
-# | sign up | write (insert) | 20 | the sign-up service |
-# | change a role | write (update) | 2 | the admin tool |
-# | nightly import | write (insert/update) | 2,000 for ten minutes a night | the import job |
-# | read a profile | read | 3,000 | everyone |
-#
-# Validation costs a little on each of the writes and nothing on the reads.
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("sign up", "write (insert)", 20, "the sign-up service"),
+        ("change a role", "write (update)", 2, "the admin tool"),
+        ("nightly import", "write (insert/update)", 2000, "the import job, for ten minutes a night"),
+        ("read a profile", "read", 3000, "everyone"),
+    ],
+    columns=["operation", "type", "per_second", "who writes"],
+)
+workload
+
+# %% [markdown]
+# The server checks the rules on inserts and updates only; reads never run them
+# ([schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
 #
 # Some old documents predate the rules. Let's plant two, as an old import might have written them:
 
@@ -70,7 +98,10 @@ db.users.insert_many([
 # ## The rules
 #
 # The source's validator: string `_id` and `name`, and `roles` an array of at most eight `{title, canEdit}`
-# objects.
+# objects, added to the existing collection with [`collMod`](https://www.mongodb.com/docs/manual/reference/command/collMod/).
+# MongoDB's [`$jsonSchema`](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/) names types
+# with `bsonType` (`"string"`, `"int"`, `"date"`, ...); JSON Schema's `integer` type and its `format` keyword
+# are not supported.
 
 # %%
 users_schema = {
@@ -119,7 +150,8 @@ db.users.find_one({"_id": "user:112"}, {"roles": 1})
 # ## Existing documents: strict or moderate
 #
 # Rules do not repair old data. Under `strict`, *any* update to a legacy document must produce a valid
-# document; under `moderate`, updates to documents that were already invalid are let through.
+# document; under `moderate`, updates to documents that were already invalid are not checked
+# ([validation levels](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)).
 
 # %%
 def touch_legacy():
@@ -140,8 +172,9 @@ levels
 # %% [markdown]
 # ## `warn` instead of `error`
 #
-# With `validationAction: "warn"` the server accepts an invalid write and writes a warning to its log. It is a
-# way to observe how much traffic would fail before switching rules on.
+# With `validationAction: "warn"` the server accepts an invalid write and records the violation in its log
+# ([handle invalid documents](https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/)).
+# It is a way to observe how much traffic would fail before switching rules on.
 
 # %%
 db.command("collMod", "users", validationAction="warn")
@@ -150,8 +183,8 @@ print("stored despite 9 roles:", db.users.count_documents({"_id": "user:warned"}
 db.command("collMod", "users", validationAction="error")
 
 # %% [markdown]
-# `bypass_document_validation=True` skips the rules for one write (it needs the `bypassDocumentValidation`
-# privilege). That is a way for invalid documents to get in, as this one does; the audit below finds it too.
+# `bypass_document_validation=True` skips the rules for one write (the user needs the
+# `bypassDocumentValidation` [privilege action](https://www.mongodb.com/docs/manual/reference/privilege-actions/)). That is a way for invalid documents to get in, as this one does; the audit below finds it too.
 # A migration does **not** need it, as the next sections show.
 
 # %%
@@ -161,7 +194,8 @@ print("stored with bypass:", db.users.count_documents({"_id": "user:bypass"}) ==
 # %% [markdown]
 # ## Find the documents that break the rules
 #
-# `$jsonSchema` is also a query operator; `$nor` turns it into "documents that fail the schema":
+# `$jsonSchema` is also a query operator; `$nor` turns it into "documents that fail the schema"
+# ([valid or invalid documents](https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/)):
 
 # %%
 invalid = list(db.users.find({"$nor": [{"$jsonSchema": users_schema}]}, {"name": 1, "roles": 1}).sort("_id", 1))
@@ -171,7 +205,8 @@ pd.DataFrame(invalid)
 # ## Migrate them, under the strict rules
 #
 # **Predict first.** The rules are `strict`. Will an update that turns one of these invalid documents into a
-# valid one be accepted *without* `bypass_document_validation`? (True or False.)
+# valid one be accepted *without* `bypass_document_validation`? Record True or False with
+# `ex_strict.predict(...)`.
 
 # %%
 ex_strict = labkit.exercises.get("07-predict-strict-repair")
@@ -181,8 +216,9 @@ ex_strict
 ex_strict.predict(True)
 
 # %% [markdown]
-# `strict` validates the document an update **produces** (MongoDB manual, "Specify Validation Level for
-# Existing Documents"). A half repair that leaves the document invalid is refused:
+# `strict` checks every update against the rules, and what it checks is the document the update **produces**
+# ([validation levels](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)).
+# A half repair that leaves the document invalid is refused:
 
 # %%
 try:
@@ -231,7 +267,8 @@ ex_strict.check(repaired_without_bypass)
 # %% [markdown]
 # ## Explore: how strict can the bound be?
 #
-# Before tightening `maxItems`, count how many existing users would fail it.
+# Before tightening `maxItems`, count how many existing users would fail it. The slider starts at a bound of
+# 4; move it to see where the users start to fit.
 
 # %%
 from labkit.widgets import explorer
@@ -244,7 +281,7 @@ def would_fail(max_roles):
             "share of users": f"{failing / db.users.count_documents({}):.1%}"}
 
 
-bound = explorer(would_fail, sliders={"max_roles": (0, 8, 8)}, title="Tighten the role bound")
+bound = explorer(would_fail, sliders={"max_roles": (0, 8, 4)}, title="Tighten the role bound")
 bound
 
 # %% [markdown]
