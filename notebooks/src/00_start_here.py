@@ -53,8 +53,8 @@
 #
 # Schema Lab teaches MongoDB schema design by changing the shape of data and measuring what happens:
 # document sizes against the 16 MiB limit, the plan `explain()` reports, how many round trips and writes an
-# operation costs. You write ordinary **pymongo** code. A figure called *measured* comes from running the
-# operation; a figure worked out with a formula says so ("estimated", and how).
+# operation costs. You write ordinary **pymongo** code. The figures come from running it; a figure worked out
+# with a formula says so ("estimated", and how).
 #
 # The lessons come in three groups:
 #
@@ -65,7 +65,7 @@
 # | Anti-patterns | find, fix and measure unbounded arrays, bloated documents, too many collections, unused indexes, and more |
 #
 # Each lesson has the same shape: goals and a time estimate, a setup cell, the problem as a workload table,
-# a naive design and its measured cost, a better design and its measured cost, a slider to explore how the
+# a naive design and what it costs when run, a better design and what it costs, a slider to explore how the
 # numbers change with cardinality, a prediction you make before a measurement runs, checked exercises (the
 # first on a changed scenario), a summary, and the sources: the MongoDB manual pages and server tests each
 # statement about MongoDB rests on, linked where the statement is made.
@@ -145,8 +145,8 @@ print(f"product-page views per review written: {views_per_review:,.0f}")
 #
 # - **what each read needs**: the product page needs the 5 newest reviews, not all of them; the category listing
 #   needs no review at all, only the rating average;
-# - **which operations may be slow**: the monthly report runs once a month, may take its time and may read from
-#   a secondary member of the replica set
+# - **which operations may be slow**: the monthly sales report runs once a day, may take its time and may read
+#   from a secondary member of the replica set
 #   ([read preference](https://www.mongodb.com/docs/manual/core/read-preference/)); it should not shape the
 #   schema at all.
 #
@@ -401,8 +401,8 @@ ex2.check(top_operations)
 # - Optimise the few most frequent operations; let rare ones pay more.
 # - Keep the workload table next to the schema and revisit it when features change: a schema that was right
 #   for last year's workload is where most schema problems start.
-# - A ledger multiplies each design's measured cost per operation by the workload's rates: the better design is
-#   the one with the lower per-second totals, and it can flip when the rates change.
+# - A ledger multiplies what each design's operations cost when they ran by the workload's rates: the better
+#   design is the one with the lower per-second totals, and it can flip when the rates change.
 # - `labkit.fresh_db(name)` gives each lesson a clean database; the embedded engine needs no server, and
 #   `MONGODB_URI` switches to a real one without changing a line.
 #

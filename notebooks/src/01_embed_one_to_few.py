@@ -133,8 +133,9 @@ naive_plans
 # %% [markdown]
 # ## The better design: embed the assignments
 #
-# The assignments belong to the user, are bounded (eight at most) and are read with the account. Embedded, the
-# same page needs a single document read.
+# The assignments belong to the user, are bounded (eight at most) and are read with the account: the case the
+# manual gives for embedding ([embedded data versus references](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)).
+# Embedded, the same page needs a single document read.
 
 # %%
 db.users.insert_many([sam, fred])
@@ -204,7 +205,8 @@ print("isMultiKey:", info.get("isMultiKey"), "| multiKeyPaths:", info.get("multi
 # ([atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)). The positional operator
 # `$` stands for the first element of the array that matched the query filter
 # ([positional `$`](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)); the filter
-# names the user (`_id`) *and* the role, so it is Sam's `admin` entry, wherever it sits.
+# names the user (`_id`) *and* the role, so it is Sam's `admin` entry, wherever it sits. (The source material
+# writes `roles.0.canEdit`, which is right only while `admin` is the first entry of the array.)
 
 # %%
 result = db.users.update_one(
@@ -363,7 +365,9 @@ ex3.check(db, add_line)
 # ## Summary
 #
 # - Embed data that is bounded, owned by the parent and read with it: one read, one atomic write.
+# - A one-to-one relationship is a subdocument; a one-to-few, an array of subdocuments.
 # - Dot notation queries and multikey indexes work on embedded arrays.
+# - Money is `Decimal128` (or whole cents), never a binary float.
 # - Reference a definition that is shared and changed centrally, instead of copying it into every owner.
 # - "Few" must be a real bound: enforce it (lesson 07 adds a validator with `maxItems: 8`).
 #

@@ -162,8 +162,9 @@ growth
 db.posts.find_one({"_id": "post:234"})
 
 # %% [markdown]
-# The feed query asks for one author's posts, newest first, 20 at a time. Without an index, the server
-# reads every post (`COLLSCAN`, a collection scan) and sorts Sam's in memory: a **blocking SORT**, so called
+# The feed query asks for one author's posts, newest first, 20 at a time. Its `explain` (the plan columns are
+# described in lesson 01 and in [explain results](https://www.mongodb.com/docs/manual/reference/explain-results/))
+# shows that without an index the server reads every post (`COLLSCAN`, a collection scan) and sorts Sam's in memory: a **blocking SORT**, so called
 # because it must read every matching post before it can return the first one. A sort that needs more than
 # 100 megabytes of memory writes temporary files to disk (by default since MongoDB 6.0,
 # [allowDiskUse](https://www.mongodb.com/docs/manual/reference/method/cursor.allowDiskUse/)):

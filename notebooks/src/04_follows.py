@@ -80,9 +80,10 @@ workload
 # %% [markdown]
 # Sam is the celebrity: thousands follow him. Storing follower ids on his user document would grow it with every
 # new follower, and storing both sides' arrays would keep the relationship twice. So each directed relationship
-# is a document of its own, in a `follows` collection (SQL would call it a join table; the manual's
-# many-to-many page embeds ids instead, which only suits bounded lists:
-# [many-to-many](https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/)):
+# is a document of its own, in a `follows` collection (SQL would call it a join table). The manual's
+# [many-to-many](https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/)
+# example embeds the other side (a book's authors) in each document instead, which suits lists with a bound,
+# not followers:
 
 # %%
 db.follows.find_one({"_id": "follow:234:112"})
@@ -94,6 +95,8 @@ db.follows.find_one({"_id": "follow:234:112"})
 # ([unique indexes](https://www.mongodb.com/docs/manual/core/index-unique/)), and its mirror image for
 # "who follows X". Each direction's query uses the index that starts with its equality field, and the second
 # field gives the page its order ([compound indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/)).
+# Two indexes are not two copies of the relationship: both point at the same edge document, and the server
+# keeps them up to date with every insert and delete.
 
 # %%
 db.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)
@@ -348,7 +351,8 @@ print(f"at {follow_rate} follows per second the counter wins on keys examined on
 #
 # For the follower count the slider asks for, an account with exactly that many followers is measured: what
 # counting costs with a maintained counter, and how big that user document would be if it kept all follower
-# ids in an array. (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
+# ids in an array (with a million followers it would be past the 16 MiB document limit,
+# [limits](https://www.mongodb.com/docs/manual/reference/limits/)). (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
 # one by the difference, so each move writes at most a few hundred edges.)
 
 # %%
@@ -440,8 +444,8 @@ ex2.check(practice, join, leave)
 # - Two compound indexes serve both directions; the unique one also forbids duplicate edges.
 # - Counting walks the matches; keep a counter when the count is read far more often than it changes, and
 #   maintain it on every follow, after the edge insert succeeded.
-# - A counter concentrates a celebrity's follows on one document (a write hotspot); split it when that queue
-#   is the bottleneck.
+# - A counter concentrates a celebrity's follows on one document (a write hotspot): those writes take turns;
+#   split the counter when the turns become the bottleneck.
 #
 # **Next:** 05 · two-way references and how to keep copies consistent.
 

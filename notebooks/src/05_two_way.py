@@ -220,8 +220,8 @@ grew = after_sam["bytes"] - before_sam["bytes"]
 print(f"Sam's followers: {after_sam['n']}; his document: {after_sam['bytes']:,} bytes, {grew} bytes more than "
       f"before this follow")
 print(f"documents written by the follow: {one_follow.docs_written} (the edge, the follower, and Sam)")
-print(f"estimated followers until Sam's document reaches 16 MiB at {grew} bytes each: "
-      f"{(16 * 2**20 - after_sam['bytes']) // grew:,}")
+print(f"followers until Sam's document reaches 16 MiB: {(16 * 2**20 - after_sam['bytes']) // grew:,} "
+      f"(estimated: (16 MiB - {after_sam['bytes']:,} bytes) / {grew} bytes per follower)")
 
 # %% [markdown]
 # So the array still grows towards the 16 MiB limit ([limits](https://www.mongodb.com/docs/manual/reference/limits/)),
@@ -357,6 +357,11 @@ drift(db)
 print("edges finished by the next run:", apply_pending(db))
 print("edges still pending:", db.follows.count_documents({"pending": {"$exists": True}}))
 drift(db)
+
+# %% [markdown]
+# An unfollow works the same way in reverse: mark the edge with its to-do (the ids to `$pull` from both
+# arrays) instead of deleting it, let the worker apply the pulls, and delete the edge last. The
+# reconciliation job stays as the safety net for anything a bug, or a hand edit, leaves behind.
 
 # %% [markdown]
 # ## Explore: failure rate and drift

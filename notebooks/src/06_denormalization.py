@@ -104,8 +104,8 @@ for edge in reversed(list(newest)):
 db.users.find_one({"_id": "user:112"}, {"followerPreview": 1, "previewRefreshedAt": 1})
 
 # %% [markdown]
-# Five followers were pushed; the preview holds three. The document stays the same size no matter how many
-# follow Sam.
+# Five followers were pushed; the preview holds three. However many follow Sam, his document keeps three
+# entries.
 
 # %% [markdown]
 # ## A historical snapshot
@@ -170,7 +170,8 @@ print(f"previews listing {renamed}: {previews_listing(db, renamed)}, stale after
 # every preview that would pass the deadline before its next run: those at least 24 − 6 = 18 hours old. Run
 # the schedule for the day after the rebuild and measure, at each run, how old the oldest preview had become.
 #
-# **Predict first.** How old (in hours) will the oldest preview get before a run?
+# **Predict first.** How old (in hours) will the oldest preview get before a run? Record it with
+# `ex_age.predict(...)`.
 
 # %%
 ex_age = labkit.exercises.get("06-predict-oldest-preview")

@@ -149,7 +149,8 @@ ex_grow.check(most_keys_busiest)
 # The table's rates times what each operation costs for the busiest account, measured from the commands it
 # sends. Two designs that differ only in the follower count: counted from the edges on every view, or kept as
 # a counter on the user that each follow increments (lesson 04). The follows are made by two existing users who
-# do not follow the busiest account yet.
+# do not follow the busiest account yet. With the counter, a follow is two writes to two documents, so it also
+# needs one of lesson 05's ways to keep them consistent (a transaction, or a durable to-do and a worker).
 
 # %%
 import datetime as dt
@@ -239,8 +240,8 @@ print(f"at {rates['follow / unfollow']} follows per second the counter wins once
 #
 # Pick a size: an account with exactly that many posts **and** that many followers is measured, every read
 # of its profile page. Watch which figure follows the slider. (The accounts live in a scratch database with the
-# same indexes, so the checklist below still sees only the profile's data. Accounts with 0, 500, 1,000, ...
-# posts and followers are built once; the slider grows or shrinks the nearest one by the difference.)
+# same indexes, so the checklist below still sees only the profile's data. Accounts at evenly spaced sizes are
+# built once; the slider grows or shrinks the nearest one by the difference.)
 
 # %%
 from labkit.resize import AccountLadder
@@ -293,7 +294,8 @@ follower_counts = pd.Series({d["_id"]: d["n"] for d in db.follows.aggregate(
 pd.DataFrame({"posts per author": pd.Series(post_counts).describe(), "followers per user": follower_counts.describe()}).loc[["mean", "50%", "max"]]
 
 # %% [markdown]
-# **2. Unlimited id arrays.** No user document holds a growing array; the biggest user documents are tiny:
+# **2. Unlimited id arrays.** No user document holds a growing array; the biggest user documents, measured with
+# [`$bsonSize`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/), are tiny:
 
 # %%
 biggest = list(db.users.aggregate([{"$project": {"bytes": {"$bsonSize": "$$ROOT"}, "roles": {"$size": "$roles"}}},
@@ -322,7 +324,8 @@ print("deleted:", gone)
 
 # %% [markdown]
 # The follows still name them, on either side. A repair job does not need to know who was deleted: it joins
-# every edge to both of its users and keeps the edges where either side is missing.
+# every edge to both of its users with [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# and keeps the edges where either side is missing.
 
 # %%
 def dangling_follows(db):
@@ -383,7 +386,10 @@ print(f"orphaned posts deleted: {deleted_posts} of {orphaned_before}; "
 # ## Exercise: delete an account properly
 #
 # A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
-# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards:
+# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards
+# (several writes to several collections, which are not atomic together,
+# [atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/): a crash halfway leaves
+# what the repair job above finds):
 # their posts, the comments on those posts, their own comments on other posts, and their follows in both
 # directions, and nothing else. `ex2.check(db, delete_account)` runs it on a small network of its own.
 
@@ -407,6 +413,7 @@ ex2.check(db, delete_account)
 #
 # - Derive each model from an access pattern; write the reason next to it.
 # - Measure every operation on the busiest account, not the average one: pages should cost the page size.
+#   Test concurrent writes too: a counter on a popular account is a write hotspot (lesson 04).
 # - Run the checklist on data: bounds, arrays, copies, edges, and what deletion leaves behind; delete an
 #   account with everything that points at it, and run a repair job for what an earlier deletion left.
 #
