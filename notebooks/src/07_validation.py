@@ -32,6 +32,10 @@
 #       url: https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/
 #     - title: "MongoDB manual: Privilege Actions (bypassDocumentValidation)"
 #       url: https://www.mongodb.com/docs/manual/reference/privilege-actions/
+#     - title: "MongoDB manual: Error Codes"
+#       url: https://www.mongodb.com/docs/manual/reference/error-codes/
+#     - title: "MongoDB manual: Built-In Roles"
+#       url: https://www.mongodb.com/docs/manual/reference/built-in-roles/
 #     - title: "MongoDB manual: Query for and Modify Valid or Invalid Documents"
 #       url: https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/
 # ---
@@ -183,12 +187,23 @@ print("stored despite 9 roles:", db.users.count_documents({"_id": "user:warned"}
 db.command("collMod", "users", validationAction="error")
 
 # %% [markdown]
-# `bypass_document_validation=True` skips the rules for one write (the user needs the
-# `bypassDocumentValidation` [privilege action](https://www.mongodb.com/docs/manual/reference/privilege-actions/)). That is a way for invalid documents to get in, as this one does; the audit below finds it too.
-# A migration does **not** need it, as the next sections show.
+# `bypass_document_validation=True` skips the rules for one write: another way for invalid documents to get
+# in, which the audit below finds too. The user needs the `bypassDocumentValidation`
+# [privilege action](https://www.mongodb.com/docs/manual/reference/privilege-actions/), which the built-in
+# `dbAdmin` and `restore` roles grant and `readWrite` does not
+# ([built-in roles](https://www.mongodb.com/docs/manual/reference/built-in-roles/)). On a server where your user
+# lacks it (an Atlas user with only "read and write to any database", say), the write is refused with code 13
+# (Unauthorized, [error codes](https://www.mongodb.com/docs/manual/reference/error-codes/)) and nothing is
+# stored; the rest of the lesson works either way. A migration does **not** need
+# the privilege, as the next sections show.
 
 # %%
-db.users.insert_one({"_id": "user:bypass", "name": "Bypass", "roles": nine}, bypass_document_validation=True)
+from pymongo.errors import OperationFailure
+
+try:
+    db.users.insert_one({"_id": "user:bypass", "name": "Bypass", "roles": nine}, bypass_document_validation=True)
+except OperationFailure as exc:
+    print("refused:", exc.code, exc.details.get("codeName"), "(this user may not bypass validation)")
 print("stored with bypass:", db.users.count_documents({"_id": "user:bypass"}) == 1)
 
 # %% [markdown]
@@ -230,7 +245,7 @@ print("changing only the name of user:legacy-1, its roles still a string:", half
 
 # %% [markdown]
 # So the migration builds each document's whole repaired shape and writes it in one update: a lone role
-# string becomes an assignment, a numeric name a string. Two documents hold **nine** roles; trimming to eight
+# string becomes an assignment, a numeric name a string. Some documents hold **nine** roles; trimming to eight
 # would silently drop a role someone was given. Instead the roles beyond the eighth are moved, visibly, to a
 # `role_reviews` collection for an administrator to decide, and the count of roles before and after proves
 # nothing was lost.
