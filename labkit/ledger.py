@@ -155,8 +155,15 @@ def _slider_unit(rate: float) -> tuple[str, int]:
 
 
 def _rate_text(rate: float) -> str:
-    """A rate per second without rounding it to something false (0.1, 0.01, 0.000833)."""
-    return f"{rate:,.4g}"
+    """A rate per second with four significant digits, never rounded to something false and never in
+    scientific notation: 0.1, 0.01, 0.0008333, 0.00005787."""
+    import math
+
+    if rate <= 0:
+        return "0"
+    decimals = max(0, 3 - math.floor(math.log10(rate)))
+    text = f"{rate:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 class Ledger:

@@ -120,5 +120,6 @@ def test_widget_keeps_rates_below_one_per_second():
     assert handle.result["a: docs examined /s"] == expected == round(10 * (900 + 0.1 + 3 / 3600 + 5 / 86_400), 1)
     assert handle.result["rename: per second"] == "0.1"
     assert handle.result["price change: per second"] == "0.0008333"
+    assert handle.result["report: per second"] == "0.00005787"
     handle.set(**{"rename /h": 0})
     assert handle.result["a: docs examined /s"] == round(10 * (900 + 3 / 3600 + 5 / 86_400), 1)

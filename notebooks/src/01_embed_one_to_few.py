@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 20
+#     minutes: 25
 #     title: "Embed one-to-few: roles inside the user"
 #     section: Relationships
 #     exercise_minutes: 15
@@ -51,7 +51,7 @@
 # - to change an embedded value and a timestamp in **one atomic write**;
 # - when a shared role definition should be *referenced* instead of copied.
 #
-# **Time:** about 20 minutes.
+# **Time:** about 25 minutes.
 
 # %% [markdown]
 # ## Setup

@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 30
+#     minutes: 35
 #     title: "Two-way references and keeping copies consistent"
 #     section: Relationships
 #     exercise_minutes: 15
@@ -50,7 +50,7 @@
 # - the alternative: a durable asynchronous update (the to-do is written with the edge), idempotent retries,
 #   and a reconciliation job that rebuilds the copies.
 #
-# **Time:** about 30 minutes.
+# **Time:** about 35 minutes.
 
 # %%
 import datetime as dt

@@ -192,8 +192,8 @@ db.command("collMod", "users", validationAction="error")
 # [privilege action](https://www.mongodb.com/docs/manual/reference/privilege-actions/), which the built-in
 # `dbAdmin` and `restore` roles grant and `readWrite` does not
 # ([built-in roles](https://www.mongodb.com/docs/manual/reference/built-in-roles/)). On a server where your user
-# lacks it (an Atlas user with only "read and write to any database", say), the write is refused with code 13
-# (Unauthorized, [error codes](https://www.mongodb.com/docs/manual/reference/error-codes/)) and nothing is
+# lacks it (an Atlas user with only "read and write to any database", say), the write is refused as
+# Unauthorized ([error codes](https://www.mongodb.com/docs/manual/reference/error-codes/)) and nothing is
 # stored; the rest of the lesson works either way. A migration does **not** need
 # the privilege, as the next sections show.
 
