@@ -83,10 +83,10 @@ def test_bad_arguments_say_what_to_do(shop):
 def test_difference_and_break_even_from_measured_costs():
     # two designs, two operations: the crossing rate solves rest_worse + r * c_worse = rest_better + r * c_better
     ledger = labkit.Ledger({"read": 100, "write": 2})
-    ledger.costs[("copy", "read")] = labkit.ledger.OpCost(1, 1, 1, 0, 0)
-    ledger.costs[("join", "read")] = labkit.ledger.OpCost(1, 5, 5, 0, 0)
-    ledger.costs[("copy", "write")] = labkit.ledger.OpCost(1, 40, 40, 0, 40)
-    ledger.costs[("join", "write")] = labkit.ledger.OpCost(1, 1, 1, 0, 1)
+    for design, op, figures in [("copy", "read", (1, 1, 1, 0, 0)), ("join", "read", (1, 5, 5, 0, 0)),
+                                ("copy", "write", (1, 40, 40, 0, 40)), ("join", "write", (1, 1, 1, 0, 1))]:
+        ledger.estimate(design, op, "a worked example", **dict(zip(
+            ("round_trips", "docs_examined", "keys_examined", "bytes_returned", "docs_written"), figures)))
     assert ledger.difference("docs examined", "read", "copy", "join") == 4
     assert ledger.difference("docs examined", "write", "copy", "join") == -39
     # writes: 100 reads x 4 saved = 400 per second, 39 extra per write -> 400 / 39 writes per second
@@ -104,22 +104,89 @@ def test_difference_and_break_even_from_measured_costs():
         ledger.difference("ms", "read", "copy", "join")
 
 
-def test_widget_keeps_rates_below_one_per_second():
-    """A 0.1/s rate must not start at 0 (issue 25: a ledger widget showed 0.1/s as 0 and a total that left
-    it out): rates below one per second slide per hour or per day and the totals include them."""
+# --- measured or estimated: the label comes with the cost (issue 25, part 3) -----------------------------------
+
+def test_a_measured_cost_is_labelled_measured_and_an_estimate_says_how(shop):
+    ledger = labkit.Ledger({"show product": 1000, "write review": 1})
+    assert ledger.measure("computed", "show product", shop, _read_computed).how == "measured"
+    cost = ledger.estimate("computed", "write review", "one insert + one $inc by _id", round_trips=2, docs_written=2)
+    assert cost.how == "estimated: one insert + one $inc by _id" and not cost.measured
+    table = ledger.per_operation()
+    assert list(table["cost"]) == ["measured", "estimated: one insert + one $inc by _id"]
+    assert ledger.totals().columns.name == "estimated: rate x cost per run"          # one cost is an estimate
+    ledger.measure("computed", "write review", shop, _write_computed)
+    assert ledger.totals().columns.name == "estimated: rate x measured cost per run"
+    assert "estimated: rate x measured cost per run" in ledger.totals().to_string()
+    assert ledger.widget("round trips").title == ("Workload ledger: round trips per second (estimated: rate x "
+                                                  "measured cost per run)")
+
+
+def test_an_estimate_without_how_or_a_cost_without_label_is_refused():
+    for how in ("", "   ", None):
+        with pytest.raises(ValueError, match="say how the figures were obtained"):
+            labkit.ledger.estimate(how, docs_examined=3)
+    with pytest.raises(ValueError, match="numbers >= 0"):
+        labkit.ledger.estimate("guess", docs_examined=-1)
+    with pytest.raises(TypeError):
+        labkit.ledger.OpCost(1, 1, 1, 0, 0)                     # no label: neither measured nor estimated
+    for how in ("measured by hand", "estimated", "estimated: "):
+        with pytest.raises(ValueError, match="measure\\(\\) ran it"):
+            labkit.ledger.OpCost(1, 1, 1, 0, 0, how)
+    assert labkit.ledger.estimate("estimated: docs x size", docs_examined=1).how == "estimated: docs x size"
+
+
+def test_compare_labels_each_column(shop):
+    measured = labkit.ledger.measure(shop, _read_computed)
+    guessed = labkit.ledger.estimate("docs examined x avgObjSize", bytes_returned=4100)
+    table = labkit.ledger.compare({"before": measured, "after": guessed}, ("docs examined", "bytes returned"))
+    assert list(table.index) == ["docs examined", "bytes returned", "cost"]
+    assert table.loc["cost"].tolist() == ["measured", "estimated: docs examined x avgObjSize"]
+    assert table.loc["docs examined", "before"] == 1 and table.loc["bytes returned", "after"] == 4100
+    with pytest.raises(ValueError, match="not costs"):
+        labkit.ledger.compare({"x": 3})
+    with pytest.raises(ValueError, match="not metrics"):
+        labkit.ledger.compare({"x": measured}, ("ms",))
+
+
+@pytest.mark.parametrize("rate, name, value", [(0.1, "rename /min", 6), (0.01, "rename /h", 36),
+                                               (5 / 86_400, "rename /day", 5), (2, "rename /s", 2)])
+def test_the_widget_starts_at_the_ledgers_rates_exactly(rate, name, value):
+    # issue 25: a 0.1/s rename shown as 0 made the widget print 18,000.00 under a table of 18,040
+    ledger = labkit.Ledger({"header": 3000, "rename": rate})
+    ledger.estimate("copy", "header", "example", docs_examined=6)
+    ledger.estimate("copy", "rename", "example", docs_examined=400)
+    ledger.estimate("join", "header", "example", docs_examined=7)
+    ledger.estimate("join", "rename", "example", docs_examined=1)
+    handle = ledger.widget("docs examined", max_rate=4000)
+    assert handle.values == {"header /s": 3000, name: value}
+    totals = ledger.totals()["docs examined /s"]
+    assert handle.result["copy: docs examined /s"] == totals["copy"] == round(3000 * 6 + rate * 400, 1)
+    assert handle.result["join: docs examined /s"] == totals["join"]
+    assert labkit.ledger.rate_unit(1 / 7) == ("/day", 86_400)   # no unit makes it whole: per day, rounded
+
+
+def test_widget_keeps_every_rate_below_one_per_second_and_totals_include_them():
+    """Several rates below one per second at once (issue 25: a widget showed 0.1/s as 0 and a total that left
+    it out): each starts at its exact value in its own unit, the first readout equals totals(), and moving one
+    to 0 takes exactly its share out."""
     ledger = labkit.Ledger({"show product": 900, "rename": 0.1, "price change": 3 / 3600, "report": 5 / 86_400})
-    for design in ("a", "b"):
+    for design, docs in (("a", 10), ("b", 1)):
         for op in ledger.rates:
-            ledger.costs[(design, op)] = labkit.ledger.OpCost(1, 10 if design == "a" else 1, 0, 0, 0)
+            ledger.estimate(design, op, "example", docs_examined=docs)
     handle = ledger.widget("docs examined")
-    assert handle.sliders["rename /h"].value == 360
-    assert handle.sliders["price change /h"].value == 3
-    assert handle.sliders["report /day"].value == 5
-    assert handle.sliders["show product /s"].value == 900
+    assert handle.values == {"show product /s": 900, "rename /min": 6, "price change /h": 3, "report /day": 5}
     expected = float(ledger.totals().loc["a", "docs examined /s"])
     assert handle.result["a: docs examined /s"] == expected == round(10 * (900 + 0.1 + 3 / 3600 + 5 / 86_400), 1)
-    assert handle.result["rename: per second"] == "0.1"
-    assert handle.result["price change: per second"] == "0.0008333"
-    assert handle.result["report: per second"] == "0.00005787"
-    handle.set(**{"rename /h": 0})
+    handle.set(**{"rename /min": 0})
     assert handle.result["a: docs examined /s"] == round(10 * (900 + 3 / 3600 + 5 / 86_400), 1)
+    assert "e-" not in repr(handle.result)          # no scientific notation anywhere in the readout
+
+
+def test_widget_refuses_a_rate_it_would_show_as_zero():
+    """A rate no unit shows as a whole number and that rounds to 0 a day would slide as 0: refused, naming it."""
+    ledger = labkit.Ledger({"show product": 900, "archive": 1 / (7 * 86_400)})
+    for op in ledger.rates:
+        ledger.estimate("a", op, "example", docs_examined=1)
+    with pytest.raises(ValueError, match="'archive'.*would slide as 0 /day"):
+        ledger.widget()
+    assert labkit.ledger.rate_unit(0) == ("/s", 1)
