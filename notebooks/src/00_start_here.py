@@ -22,7 +22,7 @@
 #     - Setting MONGODB_URI inside a running notebook; it must be set before Jupyter starts.
 #     - Forgetting that a rating average computed on read reads every review of the product, on every page view.
 #     - "Stopping one row short of 80%: the operation whose rate crosses 80% belongs to the top rows."
-#     - "Sorting the rate column on its own (e.g. sorted(workload.per_second)) so the rates no longer sit next to their operations."
+#     - "Sorting the rate column on its own (e.g. sorted(recipes.per_second)) so the rates no longer sit next to their operations."
 #     - "Predicting a count that forgets one read (e.g. 205 without the product itself): counts are checked exactly."
 #     sources:
 #     - title: "MongoDB manual: Identify Application Workload"
@@ -347,12 +347,25 @@ reviews
 # written. That is the trade-off the pattern lessons measure in detail.
 
 # %% [markdown]
-# ## Exercise 1: rank the workload
+# ## Exercise 1: rank another workload
 #
-# Each lesson ends with exercises. `ex.check(answer)` looks at *what you built* (a plan without a sort stage,
-# a document under a size, a table in the right order) and says what is still wrong.
+# Each lesson ends with exercises, and the first one takes what the lesson did to a changed scenario. Here it
+# is a recipe site instead of the store. `ex.check(answer)` looks at *what you built* (a plan without a sort
+# stage, a document under a size, a table in the right order) and says what is still wrong.
 
 # %%
+recipes = pd.DataFrame(
+    [
+        ("Rate a recipe", "write", 5, "stars; the average shown on the recipe page"),
+        ("Show a recipe", "read", 1500, "recipe, ingredients, steps, rating average"),
+        ("Daily newsletter", "read", 1 / 86400, "may be slow; may run on a secondary"),
+        ("Search recipes by ingredient", "read", 400, "name, photo, rating average"),
+        ("Publish a recipe", "write", 1 / 60, "searchable within a minute"),
+        ("Save a recipe to favourites", "write", 20, "one user and recipe pair, once"),
+        ("Show a cook's profile", "read", 60, "the cook and their 10 newest recipes"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
 ex = labkit.exercises.get("00-rank-workload")
 ex
 
@@ -360,17 +373,17 @@ ex
 # Checking the table as it is tells you what is missing:
 
 # %%
-ex.check(workload)
+ex.check(recipes)
 
 # %%
 print(ex.hint())
 
 # %% [markdown]
-# **Your turn:** rank the operations by `per_second`, most frequent first (each rate stays on its operation's
-# row), and check your answer.
+# **Your turn:** rank the recipe site's operations by `per_second`, most frequent first (each rate stays on its
+# operation's row), and check your answer.
 
 # %% tags=["solution"]
-ranked = workload.sort_values("per_second", ascending=False)
+ranked = recipes.sort_values("per_second", ascending=False)
 ex.check(ranked)
 
 # %% [markdown]
@@ -407,6 +420,15 @@ ex2.check(top_operations)
 #   `MONGODB_URI` switches to a real one without changing a line.
 #
 # **Next:** the relationship lessons, starting with embedding bounded one-to-few data.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Identify Application Workload](https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/)
+# 2. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [MongoDB manual: Read Preference](https://www.mongodb.com/docs/manual/core/read-preference/)
+# 5. [MongoDB manual: Connection Strings](https://www.mongodb.com/docs/manual/reference/connection-string/)
 
 # %% [markdown] tags=["navigation"]
 # [Contents](../CONTENTS.md) · [01 · Embed one-to-few: roles inside the user →](01_embed_one_to_few.ipynb)

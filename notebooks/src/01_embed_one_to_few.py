@@ -19,6 +19,7 @@
 #     - "Embedding a shared, centrally managed role definition in every user."
 #     - "Reading the order, computing the new total in Python and writing it back with $set: two calls at once lose one line's amount."
 #     - "Filtering only on roles.title without the user's _id: the update changes the first user holding that role, not the one asked for."
+#     - "Adding a float amount to the Decimal128 total, or storing the line's price as a float: the total stops being exact."
 #     sources:
 #     - title: "MongoDB manual: Embedded Data Versus References"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/
@@ -343,10 +344,12 @@ print("Decimal128:", wallet["as_decimal"], "| equal to 1.00:",
 # ## Exercise 3: another one-to-few, another write
 #
 # A shop's order holds its lines (a few dozen at most, always shown with the order) and keeps `itemCount` and
-# `total` up to date. Write `add_line(db, order_id, sku, qty, price)`: it appends the line
-# `{sku, qty, price}` to the order's `lines` and raises `itemCount` by `qty` and `total` by `qty * price`, in
-# **one** write. The checker runs it on orders of its own, then runs two calls on the same order at once (the
-# second right after the first one has read the order, if it reads), and looks at both lines and the total.
+# `total` up to date. Prices and totals are `Decimal128`, as above. Write `add_line(db, order_id, sku, qty,
+# price)`: it appends the line `{sku, qty, price}` to the order's `lines` and raises `itemCount` by `qty` and
+# `total` by `qty * price`, exactly, in **one** write (a `Decimal128` does no arithmetic in Python: its
+# `.to_decimal()` does). The checker runs it on orders of its own, then runs two calls on the same order at
+# once (the second right after the first one has read the order, if it reads), and looks at both lines and the
+# total.
 
 # %%
 ex3 = labkit.exercises.get("01-order-lines")
@@ -356,7 +359,7 @@ ex3
 def add_line(db, order_id, sku, qty, price):
     db.orders.update_one({"_id": order_id},
                          {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
-                          "$inc": {"itemCount": qty, "total": qty * price}})
+                          "$inc": {"itemCount": qty, "total": Decimal128(price.to_decimal() * qty)}})
 
 
 ex3.check(db, add_line)
@@ -372,6 +375,20 @@ ex3.check(db, add_line)
 # - "Few" must be a real bound: enforce it (lesson 07 adds a validator with `maxItems: 8`).
 #
 # **Next:** 02 · One-to-many, where the children have no useful bound.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Embedded Data Versus References](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)
+# 2. [MongoDB manual: Model One-to-One Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-one-relationships-between-documents/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [mongodb/mongo jstests/core/index/express.js (the 8.0 express path)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js)
+# 5. [MongoDB manual: Query an Array of Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/query-array-of-documents/)
+# 6. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 7. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+# 8. [MongoDB manual: \$ (positional update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)
+# 9. [MongoDB manual: Model Monetary Data](https://www.mongodb.com/docs/manual/tutorial/model-monetary-data/)
+# 10. [MongoDB manual: \$inc](https://www.mongodb.com/docs/manual/reference/operator/update/inc/)
 
 # %% [markdown] tags=["navigation"]
 # [← 00 · Start here](00_start_here.ipynb) · [Contents](../CONTENTS.md) · [02 · One-to-many: reference the parent from the child →](02_one_to_many.ipynb)

@@ -14,8 +14,10 @@
 #     demo: >-
 #       Explain the feed query before and after creating {authorId: 1, createdAt: -1, _id: -1}: COLLSCAN + SORT over every post becomes 20 keys, 20 documents, no SORT. Then flip the ESR dropdown.
 #     mistakes:
-#     - "Indexing {authorId: 1, createdAt: 1} and expecting it to serve a sort on createdAt -1 with _id -1 (the directions must all match or all be reversed)."
-#     - "Adding a separate {authorId: 1} index next to the compound one."
+#     - "Indexing {customerId: 1, placedAt: -1, _id: 1} for a sort on placedAt -1 with _id -1 (the directions must all match the sort or all be reversed)."
+#     - "Leaving `_id` out of the index when the sort breaks ties on it: the server sorts in memory again."
+#     - "Making the index partial on a field the query never filters on: the planner cannot use it."
+#     - "Adding a separate {customerId: 1} (or {authorId: 1}) index next to the compound one that starts with it."
 #     - "Judging a design by the average author instead of the busiest one."
 #     - "Putting a range field before the sort field (E R S), which brings back the blocking SORT."
 #     sources:
@@ -344,22 +346,32 @@ ledger_widget = ledger.widget("round trips", max_rate=4000)
 ledger_widget
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the "my orders" page
 #
-# A fresh copy of the posts has no index except `_id`. Create the index that lets the feed query
-# (`authorId` equality, newest first, `_id` tie-break, 20 posts) run **without a blocking SORT** and examine at
-# most 20 keys. `ex.check(posts)` runs the query's explain and looks at the plan.
+# A changed scenario, from lesson 00's store: each order references its customer (`customerId`), and the
+# "my orders" page shows one customer's **20 newest orders**, ties broken by `_id`:
+# `orders.find({"customerId": c}).sort([("placedAt", -1), ("_id", -1)]).limit(20)`. `practice.orders` has no
+# index but `_id`. Create the index that serves the page **without a blocking SORT**, reading at most 20 keys.
+# `ex.check(practice.orders)` tries your indexes on orders of its own and reads the plan.
 
 # %%
+import datetime as dt
+import random
+
+from bson.decimal128 import Decimal128
+
 practice = labkit.fresh_db("02_practice")
-labkit.seed.social(practice, users=500, seed=3, celebrity_posts=800, indexes=False)
-posts = practice.posts
-ex = labkit.exercises.get("02-feed-index")
+rng = random.Random(2)
+practice.orders.insert_many([
+    {"_id": f"order:{i:04d}", "customerId": f"cust:{rng.randrange(40)}", "status": rng.choice(["open", "shipped"]),
+     "placedAt": dt.datetime(2026, 3, 1) + dt.timedelta(hours=rng.randrange(2000)),
+     "total": Decimal128(f"{rng.randint(300, 20000) / 100:.2f}")} for i in range(2000)])
+ex = labkit.exercises.get("02-orders-index")
 ex
 
 # %% tags=["solution"]
-posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
-ex.check(posts)
+practice.orders.create_index({"customerId": 1, "placedAt": -1, "_id": -1})
+ex.check(practice.orders)
 
 # %% [markdown]
 # ## Exercise: comments under a post
@@ -391,6 +403,18 @@ ex2.check(practice.comments)
 # - Order compound indexes Equality, Sort, Range: the range last lets the index check it on its keys.
 #
 # **Next:** 03 · resolving references with separate queries or `$lookup`.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model One-to-Many Relationships with Document References](https://www.mongodb.com/docs/manual/tutorial/model-referenced-one-to-many-relationships-between-documents/)
+# 2. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [MongoDB manual: cursor.allowDiskUse()](https://www.mongodb.com/docs/manual/reference/method/cursor.allowDiskUse/)
+# 5. [MongoDB manual: Compound Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/)
+# 6. [MongoDB manual: Use Indexes to Sort Query Results](https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/)
+# 7. [MongoDB manual: The ESR (Equality, Sort, Range) Guideline](https://www.mongodb.com/docs/manual/tutorial/equality-sort-range-guideline/)
+# 8. [MongoDB manual: \$in](https://www.mongodb.com/docs/manual/reference/operator/query/in/)
 
 # %% [markdown] tags=["navigation"]
 # [← 01 · Embed one-to-few: roles inside the user](01_embed_one_to_few.ipynb) · [Contents](../CONTENTS.md) · [03 · Resolve references: separate queries or \$lookup →](03_lookup.ipynb)

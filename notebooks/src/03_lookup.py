@@ -30,8 +30,8 @@
 #       url: https://www.mongodb.com/docs/manual/reference/sbe/
 #     - title: "mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which $lookup SBE runs)"
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp
-#     - title: "mongodb/mongo jstests/noPassthrough/query/lookup/lookup_pushdown.js (join strategies)"
-#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js
+#     - title: "mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp
 #     - title: "MongoDB manual: MongoDB Limits and Thresholds"
 #       url: https://www.mongodb.com/docs/manual/reference/limits/
 # ---
@@ -176,7 +176,7 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # index on the joined field (`authorId` here) it is `IndexedLoopJoin`: for each user, look the posts up in the
 # index. Without one, the server either reads the whole joined collection once into an in-memory table
 # (`HashJoin`, for a small collection) or reads it again for every user (`NestedLoopJoin`)
-# ([server test](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js)).
+# (the server's choice, in order: [determineLookupStrategy](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)).
 # Its keys and documents examined are the explain's totals. A classic join reports its own figures in the
 # `$lookup` entry of the explain's `stages`. The function below reads both shapes.
 
@@ -349,24 +349,35 @@ print(f"break-even at {rates['home timeline']} timelines per second: the copy wi
       f"{rates['home timeline'] * saved / spent:.2f}")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the product page
 #
-# Write `pipeline`: Sam's document (`user:112`) with his **10** newest posts joined in, newest first, each
-# post carrying only `_id`, `title` and `createdAt`. The join itself must stay bounded.
-# `ex.check(db, pipeline)` runs it and inspects the result.
+# A changed scenario, from lesson 00's store: the product page shows a product with its **5 newest reviews**.
+# Reviews reference their product (`reviews.productId`) and carry `stars`, `text`, `userId`, `helpful` and
+# `createdAt`; `shop` below holds a few products and their reviews, with the index
+# `{productId: 1, createdAt: -1, _id: -1}`. Write `pipeline`, run on `products`: product `prod:7` with its 5
+# newest reviews joined in as `reviews`, newest first (ties: larger `_id` first), each review carrying only
+# `_id`, `stars` and `text`. The join itself must stay bounded. `ex.check(shop, pipeline)` runs it on products
+# of its own (one has hundreds of reviews) and counts the documents the server examines.
 
 # %%
-ex = labkit.exercises.get("03-bounded-lookup")
+shop = labkit.fresh_db("03_practice")
+shop.products.insert_many([{"_id": f"prod:{k}", "name": f"Product {k}", "price": 20 + k} for k in range(1, 11)])
+shop.reviews.insert_many([{"_id": f"review:{i:04d}", "productId": f"prod:{1 + i % 10}", "stars": 1 + i % 5,
+                           "text": f"review {i}", "userId": f"user:{i % 90}", "helpful": i % 7,
+                           "createdAt": dt.datetime(2026, 5, 1) + dt.timedelta(minutes=30 * i)}
+                          for i in range(600)])
+shop.reviews.create_index({"productId": 1, "createdAt": -1, "_id": -1})
+ex = labkit.exercises.get("03-product-reviews")
 ex
 
 # %% tags=["solution"]
 pipeline = [
-    {"$match": {"_id": "user:112"}},
-    {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",
-                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},
-                              {"$project": {"title": 1, "createdAt": 1}}]}},
+    {"$match": {"_id": "prod:7"}},
+    {"$lookup": {"from": "reviews", "localField": "_id", "foreignField": "productId", "as": "reviews",
+                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 5},
+                              {"$project": {"stars": 1, "text": 1}}]}},
 ]
-ex.check(db, pipeline)
+ex.check(shop, pipeline)
 
 # %% [markdown]
 # ## Exercise 2: the join the other way round
@@ -407,6 +418,17 @@ ex2.check(top_comments)
 #   rates decide, and the break-even moves with how many copies a change rewrites.
 #
 # **Next:** 04 · one-to-infinity with a relationship collection.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 2. [MongoDB manual: Project Fields to Return from Query](https://www.mongodb.com/docs/manual/tutorial/project-fields-from-query-results/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [MongoDB manual: Slot-Based Query Execution Engine](https://www.mongodb.com/docs/manual/reference/sbe/)
+# 5. [mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which \$lookup SBE runs)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)
+# 6. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
+# 7. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 02 · One-to-many: reference the parent from the child](02_one_to_many.ipynb) · [Contents](../CONTENTS.md) · [04 · One-to-infinity: the follows relationship collection →](04_follows.ipynb)

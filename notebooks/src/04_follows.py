@@ -15,6 +15,8 @@
 #       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers; replay the burst of follows and show the celebrity's counter document taking the writes.
 #     mistakes:
 #     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
+#     - "Copying the follows' two pair indexes to likes: the newest-first page needs {userId: 1, createdAt: -1}."
+#     - "A unique index on one side alone ({postId: 1}), which refuses ordinary likes."
 #     - "Forgetting unique: true, so duplicate edges are accepted."
 #     - "Expecting count_documents to be constant-time with an index."
 #     - "Incrementing the counter before the edge insert (or on a duplicate follow), so the count drifts from the edges."
@@ -135,7 +137,7 @@ ex_count = labkit.exercises.get("04-predict-count-keys")
 ex_count
 
 # %% tags=["solution"]
-ex_count.predict(4000)
+ex_count.predict(4001)
 
 # %% [markdown]
 # An index makes counting cheap per match, not free. The count's plan is `COUNT_SCAN`: it counts index keys in
@@ -390,23 +392,27 @@ fans = explorer(celebrity, sliders={"followers": (1, 4000, 1000, 50)}, title="Fo
 fans
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: likes
 #
-# `practice.follows` holds the same kind of edges with no index but `_id`. Create indexes so that
-# **both** directions (sorted pages of 20) run without COLLSCAN or a blocking SORT, and a duplicate
-# follower/following pair is rejected. `ex.check(practice.follows)` checks the plans and tries a duplicate
-# (and removes it again if it got in).
+# A changed scenario: likes are another unbounded many-to-many, one `likes` document
+# `{userId, postId, createdAt}` per like. Two pages read them: **who liked post P** (a page of 20, by `userId`)
+# and **the posts user U liked** (a page of 20, newest first); and a user can like a post only once. Index
+# `practice.likes` (it has no index but `_id`) so that both pages come out of an index in order and a second
+# like of the same post by the same user is refused. `ex.check(practice.likes)` tries your indexes on likes of
+# its own.
 
 # %%
 practice = labkit.fresh_db("04_practice")
-labkit.seed.social(practice, users=800, seed=5, celebrity_followers=600, indexes=False)
-ex = labkit.exercises.get("04-follow-indexes")
+practice.likes.insert_many([{"_id": f"like:{u:03d}:{p:03d}", "userId": f"u:{u:03d}", "postId": f"p:{p:03d}",
+                             "createdAt": dt.datetime(2026, 6, 1) + dt.timedelta(minutes=u * 100 + p)}
+                            for u in range(1, 200) for p in range(1, 60) if (u * p) % 7 == 0])
+ex = labkit.exercises.get("04-likes-indexes")
 ex
 
 # %% tags=["solution"]
-practice.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)
-practice.follows.create_index({"followingId": 1, "followerId": 1})
-ex.check(practice.follows)
+practice.likes.create_index({"postId": 1, "userId": 1}, unique=True)
+practice.likes.create_index({"userId": 1, "createdAt": -1})
+ex.check(practice.likes)
 
 # %% [markdown]
 # ## Exercise: members of a group
@@ -448,6 +454,18 @@ ex2.check(practice, join, leave)
 #   split the counter when the turns become the bottleneck.
 #
 # **Next:** 05 · two-way references and how to keep copies consistent.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model Many-to-Many Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/)
+# 2. [MongoDB manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)
+# 3. [MongoDB manual: Compound Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/)
+# 4. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 5. [mongodb/mongo src/mongo/db/exec/count_scan.cpp (COUNT_SCAN counts the key that ends the range)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/exec/count_scan.cpp)
+# 6. [MongoDB specifications: CRUD, countDocuments (an aggregate with \$match and \$group)](https://github.com/mongodb/specifications/blob/master/source/crud/crud.md)
+# 7. [MongoDB manual: WiredTiger Storage Engine (document-level concurrency)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
+# 8. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 03 · Resolve references: separate queries or \$lookup](03_lookup.ipynb) · [Contents](../CONTENTS.md) · [05 · Two-way references and keeping copies consistent →](05_two_way.ipynb)

@@ -479,5 +479,17 @@ ex2.check(db, enroll)
 #
 # **Next:** 06 · denormalization: copies, caches and snapshots.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+# 2. [MongoDB manual: Transactions](https://www.mongodb.com/docs/manual/core/transactions/)
+# 3. [MongoDB manual: Production Considerations (transactions)](https://www.mongodb.com/docs/manual/core/transactions-production-consideration/)
+# 4. [mongodb/mongo jstests/core/txns/write_conflicts_with_non_txns.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/txns/write_conflicts_with_non_txns.js)
+# 5. [MongoDB manual: Data Consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)
+# 6. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 7. [MongoDB manual: \$addToSet](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/)
+# 8. [MongoDB manual: Partial Indexes](https://www.mongodb.com/docs/manual/core/index-partial/)
+
 # %% [markdown] tags=["navigation"]
 # [← 04 · One-to-infinity: the follows relationship collection](04_follows.ipynb) · [Contents](../CONTENTS.md) · [06 · Denormalization: copies, caches and snapshots →](06_denormalization.ipynb)

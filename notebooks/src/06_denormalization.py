@@ -14,7 +14,8 @@
 #     demo: >-
 #       Push five followers into a three-entry preview; rename a widely listed follower, count stale previews, run the rebuild job after the deadline.
 #     mistakes:
-#     - "$slice: -3 with $position: 0 (keeps the oldest) instead of $slice: 3."
+#     - "Keeping the newest bids with $position: 0 instead of the highest with $sort: {amount: -1}."
+#     - "$sort: {amount: 1} with $slice: -3: the three highest, but lowest first."
 #     - "Rewriting historical snapshots on rename."
 #     - "Copying whole user profiles into previews instead of the two fields the view needs."
 #     - "Renaming team previews one team at a time (one write per team) instead of one update_many with members.$.name."
@@ -358,24 +359,29 @@ for metric, attr in [("round trips", "round_trips"), ("documents examined", "doc
           f"< {(saved * rates['profile header'] - other) / per_follow:,.0f}")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the three highest bids
 #
-# Write `add_follower(db, user_id, follower_id, name)`: it must keep `followerPreview` to the **three newest**
-# followers, newest first, as `{userId, name}` entries, in **one** update. `ex.check(db, add_follower)` calls
-# it on a test user of its own, including two followers arriving at the same moment, and watches the commands
-# your function sends.
+# A changed scenario: an auction listing shows its **three highest bids**, a bounded copy of the bids
+# collection. Write `add_bid(db, listing_id, bidder_id, amount)`: it keeps the listing's `topBids` to the 3
+# highest bids, highest first, as `{bidderId, amount}` entries, in **one** update, whatever order the bids
+# arrive in. Unlike the preview, the order is by amount, not by arrival. `ex.check(db, add_bid)` calls it on a
+# listing of its own, including two bids arriving at the same moment, and watches the commands it sends.
 
 # %%
-ex = labkit.exercises.get("06-bounded-preview")
+db.listings.insert_one({"_id": "listing:1", "title": "Vintage lamp", "topBids": []})
+ex = labkit.exercises.get("06-top-bids")
 ex
 
 # %% tags=["solution"]
-def add_follower(db, user_id, follower_id, name):
-    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
-        "$each": [{"userId": follower_id, "name": name}], "$position": 0, "$slice": 3}}})
+def add_bid(db, listing_id, bidder_id, amount):
+    db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+        "$each": [{"bidderId": bidder_id, "amount": amount}], "$sort": {"amount": -1}, "$slice": 3}}})
 
 
-ex.check(db, add_follower)
+for bidder, amount in [("b:ann", 30), ("b:bo", 50), ("b:cy", 20), ("b:di", 70)]:
+    add_bid(db, "listing:1", bidder, amount)
+print(db.listings.find_one({"_id": "listing:1"})["topBids"])
+ex.check(db, add_bid)
 
 # %% [markdown]
 # ## Exercise 2: a cache and a snapshot in another schema
@@ -407,6 +413,18 @@ ex2.check(db, rename_member)
 # - The ledger turns that into per-second totals: a copy pays while the reads it saves outnumber the writes it adds.
 #
 # **Next:** 07 · enforce the document shape with validation.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Handle Duplicate Data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)
+# 2. [MongoDB manual: Data Consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)
+# 3. [MongoDB manual: \$push](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# 4. [MongoDB manual: \$position](https://www.mongodb.com/docs/manual/reference/operator/update/position/)
+# 5. [MongoDB manual: \$slice (update modifier)](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)
+# 6. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
+# 7. [MongoDB manual: \$ (positional update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)
+# 8. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
 
 # %% [markdown] tags=["navigation"]
 # [← 05 · Two-way references and keeping copies consistent](05_two_way.ipynb) · [Contents](../CONTENTS.md) · [07 · Enforce the shape with schema validation →](07_validation.ipynb)

@@ -371,5 +371,18 @@ ex2.check(practice, migrate)
 #
 # **Next:** 08 · capstone: a real-world profile page.
 
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Validation](https://www.mongodb.com/docs/manual/core/schema-validation/)
+# 2. [MongoDB manual: \$jsonSchema](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/)
+# 3. [MongoDB manual: collMod](https://www.mongodb.com/docs/manual/reference/command/collMod/)
+# 4. [MongoDB manual: Specify Validation Level for Existing Documents](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)
+# 5. [MongoDB manual: Choose How to Handle Invalid Documents](https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/)
+# 6. [MongoDB manual: Privilege Actions (bypassDocumentValidation)](https://www.mongodb.com/docs/manual/reference/privilege-actions/)
+# 7. [MongoDB manual: Error Codes](https://www.mongodb.com/docs/manual/reference/error-codes/)
+# 8. [MongoDB manual: Built-In Roles](https://www.mongodb.com/docs/manual/reference/built-in-roles/)
+# 9. [MongoDB manual: Query for and Modify Valid or Invalid Documents](https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/)
+
 # %% [markdown] tags=["navigation"]
 # [← 06 · Denormalization: copies, caches and snapshots](06_denormalization.ipynb) · [Contents](../CONTENTS.md) · [08 · Capstone: a real-world profile page →](08_capstone_profile.ipynb)

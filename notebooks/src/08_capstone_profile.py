@@ -354,14 +354,41 @@ repaired = db.follows.delete_many({"_id": {"$in": dangling}}).deleted_count
 print("dangling follows deleted:", repaired, "| dangling now:", len(dangling_follows(db)))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: delete an account properly
 #
-# Find every **orphaned post**: a post whose `authorId` matches no user. Assign the sorted list of their
-# `_id`s to `orphans`. `ex.check(db, orphans)` compares with what it finds itself.
+# A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
+# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards
+# (several writes to several collections, which are not atomic together,
+# [atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/): a crash halfway leaves
+# what the repair job above finds):
+# their posts, the comments on those posts, their own comments on other posts, and their follows in both
+# directions, and nothing else. `ex.check(db, delete_account)` runs it on a small network of its own.
 
 # %%
-ex = labkit.exercises.get("08-orphans")
+ex = labkit.exercises.get("08-delete-account")
 ex
+
+# %% tags=["solution"]
+def delete_account(db, user_id):
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
+    db.users.delete_one({"_id": user_id})
+
+
+ex.check(db, delete_account)
+
+# %% [markdown]
+# ## Exercise 2: the posts the careless deletion left
+#
+# Back to this lesson's network, where two accounts were deleted the careless way above. Find every
+# **orphaned post**: a post whose `authorId` matches no user. Assign the sorted list of their `_id`s to
+# `orphans`. `ex2.check(db, orphans)` compares with what it finds itself.
+
+# %%
+ex2 = labkit.exercises.get("08-orphans")
+ex2
 
 # %% tags=["solution"]
 orphans = sorted(d["_id"] for d in db.posts.aggregate([
@@ -370,7 +397,7 @@ orphans = sorted(d["_id"] for d in db.posts.aggregate([
     {"$project": {"_id": 1}},
 ]))
 print(len(orphans), "orphaned posts")
-ex.check(db, orphans)
+ex2.check(db, orphans)
 
 # %% [markdown]
 # The repair for the posts: delete the deleted users' posts (or reassign them, if the product wants to keep
@@ -383,32 +410,6 @@ print(f"orphaned posts deleted: {deleted_posts} of {orphaned_before}; "
       f"left: {db.posts.count_documents({'authorId': {'$in': gone}})}")
 
 # %% [markdown]
-# ## Exercise: delete an account properly
-#
-# A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
-# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards
-# (several writes to several collections, which are not atomic together,
-# [atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/): a crash halfway leaves
-# what the repair job above finds):
-# their posts, the comments on those posts, their own comments on other posts, and their follows in both
-# directions, and nothing else. `ex2.check(db, delete_account)` runs it on a small network of its own.
-
-# %%
-ex2 = labkit.exercises.get("08-delete-account")
-ex2
-
-# %% tags=["solution"]
-def delete_account(db, user_id):
-    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-    db.posts.delete_many({"authorId": user_id})
-    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
-    db.users.delete_one({"_id": user_id})
-
-
-ex2.check(db, delete_account)
-
-# %% [markdown]
 # ## Summary
 #
 # - Derive each model from an access pattern; write the reason next to it.
@@ -418,6 +419,14 @@ ex2.check(db, delete_account)
 #   account with everything that points at it, and run a repair job for what an earlier deletion left.
 #
 # **Next:** the pattern lessons, starting with the bucket pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 2. [MongoDB manual: \$bsonSize](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 3. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 4. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
 
 # %% [markdown] tags=["navigation"]
 # [← 07 · Enforce the shape with schema validation](07_validation.ipynb) · [Contents](../CONTENTS.md) · [10 · Bucket: group time-series readings per sensor and hour →](10_bucket.ipynb)
