@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, authored_markdown,  # noqa: E402
                            lesson_source, main, notebook_meta)
 
-#: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 #: lessons that list and cite their sources (issue 25), one a line
 SOURCED = {
     "00_start_here",
@@ -39,6 +38,7 @@ SOURCED = {
     "07_validation",
     "08_capstone_profile",
 }
+#: lesson -> why it does not pass yet (add it to SOURCED when it does; the test says so)
 KNOWN: dict[str, str] = {name: "no sources: list yet (issue 25)" for name in LESSON_NAMES if name not in SOURCED}
 
 #: a link to MongoDB's own material, which must then be a listed source
