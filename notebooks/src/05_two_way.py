@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 35
+#     minutes: 40
 #     title: "Two-way references and keeping copies consistent"
 #     section: Relationships
 #     exercise_minutes: 15
@@ -37,6 +37,12 @@
 #       url: https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/
 #     - title: "MongoDB manual: Partial Indexes"
 #       url: https://www.mongodb.com/docs/manual/core/index-partial/
+#     - title: "MongoDB manual: Change Streams"
+#       url: https://www.mongodb.com/docs/manual/changeStreams/
+#     - title: "MongoDB manual: Change Events"
+#       url: https://www.mongodb.com/docs/manual/reference/change-events/
+#     - title: "MongoDB manual: Replica Set Oplog"
+#       url: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
 # ---
 
 # %% [markdown]
@@ -47,10 +53,10 @@
 # - how a failure halfway through a follow leaves those places disagreeing;
 # - to make the writes all-or-nothing with a multi-document transaction (and what a real deployment needs);
 # - what transactions do not solve: an array that keeps growing, a parent everyone writes to;
-# - the alternative: a durable asynchronous update (the to-do is written with the edge), idempotent retries,
-#   and a reconciliation job that rebuilds the copies.
+# - the alternative: a durable asynchronous update (the to-do is written with the edge, or read from a change
+#   stream that resumes after a crash), idempotent retries, and a reconciliation job that rebuilds the copies.
 #
-# **Time:** about 35 minutes.
+# **Time:** about 40 minutes.
 
 # %%
 import datetime as dt
@@ -364,6 +370,96 @@ drift(db)
 # reconciliation job stays as the safety net for anything a bug, or a hand edit, leaves behind.
 
 # %% [markdown]
+# ### Or: read the changes themselves (a change stream)
+#
+# The to-do field is one durable memory. The server keeps another one already: on a replica set every write is
+# recorded in the **oplog**, the capped log of operations that the other members copy to stay in step
+# ([oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)). A **change stream** lets an
+# application read that record for one collection as events, in the order the writes happened: an `insert`
+# event carries the new document in `fullDocument`, a `delete` event the deleted document's `_id` in
+# `documentKey` ([change events](https://www.mongodb.com/docs/manual/reference/change-events/)). Each event's
+# `_id` is its **resume token**: a worker that saves the token of the last change it applied can open a new
+# stream with `resume_after=<token>` after a crash and continue with the next change
+# ([change streams](https://www.mongodb.com/docs/manual/changeStreams/)).
+#
+# The follow is then a single insert of the edge (and an unfollow a single delete), with no to-do field. The
+# worker saves its token in a `workers` document *after* each change's copies: a crash between the two makes it
+# apply that change again, which `$addToSet` and `$pull` make harmless.
+
+# %%
+FOLLOW_CHANGES = [{"$match": {"operationType": {"$in": ["insert", "delete"]}}}]
+
+
+def start_worker(db):
+    """Open the follows change stream after the saved token (at the present on the first start)."""
+    state = db.workers.find_one({"_id": "follow-copies"})
+    stream = db.follows.watch(FOLLOW_CHANGES, resume_after=state["token"] if state else None)
+    if state is None:
+        db.workers.insert_one({"_id": "follow-copies", "token": stream.resume_token})
+    return stream
+
+
+def run_worker(db, stream):
+    """Apply every change the stream has now to both arrays, saving the token after each; return how many."""
+    applied = 0
+    with stream:
+        while (change := stream.try_next()) is not None:
+            if change["operationType"] == "insert":
+                a, b = change["fullDocument"]["followerId"], change["fullDocument"]["followingId"]
+                db.users.update_one({"_id": a}, {"$addToSet": {"followingIds": b}})
+                db.users.update_one({"_id": b}, {"$addToSet": {"followerIds": a}})
+            else:  # a delete event carries only the edge's _id, "follow:<a>:<b>"
+                _, a, b = change["documentKey"]["_id"].split(":")
+                a, b = f"user:{a}", f"user:{b}"
+                db.users.update_one({"_id": a}, {"$pull": {"followingIds": b}})
+                db.users.update_one({"_id": b}, {"$pull": {"followerIds": a}})
+            applied += 1
+            checkpoint("stream worker: after the copies")
+            db.workers.update_one({"_id": "follow-copies"}, {"$set": {"token": stream.resume_token}})
+    return applied
+
+# %% [markdown]
+# The worker starts, then 10 follows and 1 unfollow arrive before it reads them. The copies lag behind the
+# edges until it runs:
+
+# %%
+stream = start_worker(db)
+stream_targets = candidates[84:94]
+for b in stream_targets:
+    db.follows.insert_one({"_id": f"follow:234:{b[5:]}", "followerId": "user:234", "followingId": b,
+                           "createdAt": when})
+db.follows.delete_one({"_id": f"follow:234:{stream_targets[1][5:]}"})
+print(f"written before the worker reads: {len(stream_targets)} follows, 1 unfollow")
+drift(db)
+
+# %% [markdown]
+# Now the worker dies on the fourth change, after its copies and before it saves that change's token. The
+# restarted worker resumes after the last token it saved:
+
+# %%
+try:
+    with crash_at("stream worker: after the copies", on=4):
+        run_worker(db, stream)
+except SimulatedCrash as exc:
+    print(exc)
+print("changes applied by the restarted worker:", run_worker(db, start_worker(db)))
+drift(db)
+
+# %% [markdown]
+# The restarted worker applied the 4th change again and every change after it, 8 in all, and the copies match
+# the edges again. What this needs on a real deployment:
+#
+# - a replica set or a sharded cluster: a standalone server has no oplog and refuses change streams, as it
+#   refuses transactions ([change streams](https://www.mongodb.com/docs/manual/changeStreams/));
+# - a token still in the oplog: the oplog is capped, so it holds a window of recent writes, and a stream
+#   resumes only if the oplog still has the operation its token names
+#   ([change streams](https://www.mongodb.com/docs/manual/changeStreams/),
+#   [oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)). Writes made while the worker is down
+#   are delivered when it resumes, as long as it is back within that window; a worker down for longer must
+#   start a new stream and run the reconciliation job, which is why the job stays;
+# - one owner: one worker (or one group of workers) applies these changes, so nothing else writes the arrays.
+
+# %% [markdown]
 # ## Explore: failure rate and drift
 #
 # Replay a batch of follows where one in *N* crashes halfway, in three designs: sequential writes, the same
@@ -473,8 +569,10 @@ ex2.check(db, enroll)
 # - One relationship stored in three places needs three writes; any of them can be the last one that happened.
 # - Transactions make the writes all-or-nothing (replica sets and sharded clusters only), at a price; they
 #   neither bound a growing array nor spread the writes on a popular document.
-# - Without them: write the authoritative edge *with* its to-do, let a worker apply the copies with idempotent
-#   writes until the to-do is gone, and reconcile regularly as the safety net.
+# - Without them: write the authoritative edge *with* its to-do, or let a worker follow the edges' change
+#   stream and save its resume token after each change; either way the copies are applied with idempotent
+#   writes, and a reconciliation job runs regularly as the safety net (and after a worker was down longer than
+#   the oplog window).
 # - Usually simplest: keep only the `follows` collection and its two indexes (lesson 04).
 #
 # **Next:** 06 · denormalization: copies, caches and snapshots.
@@ -490,6 +588,9 @@ ex2.check(db, enroll)
 # 6. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 # 7. [MongoDB manual: \$addToSet](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/)
 # 8. [MongoDB manual: Partial Indexes](https://www.mongodb.com/docs/manual/core/index-partial/)
+# 9. [MongoDB manual: Change Streams](https://www.mongodb.com/docs/manual/changeStreams/)
+# 10. [MongoDB manual: Change Events](https://www.mongodb.com/docs/manual/reference/change-events/)
+# 11. [MongoDB manual: Replica Set Oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)
 
 # %% [markdown] tags=["navigation"]
 # [← 04 · One-to-infinity: the follows relationship collection](04_follows.ipynb) · [Contents](../CONTENTS.md) · [06 · Denormalization: copies, caches and snapshots →](06_denormalization.ipynb)

@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 25
+#     minutes: 30
 #     title: "Denormalization: copies, caches and snapshots"
 #     section: Relationships
 #     exercise_minutes: 15
@@ -37,6 +37,10 @@
 #       url: https://www.mongodb.com/docs/manual/reference/operator/update/positional/
 #     - title: "MongoDB manual: $lookup (aggregation stage)"
 #       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: Change Streams"
+#       url: https://www.mongodb.com/docs/manual/changeStreams/
+#     - title: "MongoDB manual: Change Events"
+#       url: https://www.mongodb.com/docs/manual/reference/change-events/
 # ---
 
 # %% [markdown]
@@ -46,9 +50,10 @@
 # - to keep a *bounded* copy (a follower preview of three) with `$push`, `$each`, `$position` and `$slice`;
 # - the three meanings a copy can have: current canonical value, display cache, historical snapshot;
 # - to give a display cache a refresh deadline and a rebuild;
+# - to give each copy one owner, including a worker that follows a change stream;
 # - to count what a rename must touch under each policy.
 #
-# **Time:** about 25 minutes.
+# **Time:** about 30 minutes.
 #
 # A copy saves reads and costs writes: before duplicating a field, weigh how often the copies must be updated
 # against what the reads gain ([handle duplicate data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)).
@@ -241,6 +246,56 @@ register
 # transactions, embedding and delayed updates ([data consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)).
 
 # %% [markdown]
+# ### Another owner: a worker that follows renames
+#
+# The preview names need not wait for the rebuild, and the rename path need not own them either: a worker can
+# follow the `users` change stream (lesson 05, [change streams](https://www.mongodb.com/docs/manual/changeStreams/))
+# and rewrite the preview entries whenever a name changes. An update event lists the fields the update set in
+# `updateDescription.updatedFields` ([change events](https://www.mongodb.com/docs/manual/reference/change-events/)),
+# so the `$match` keeps only the updates that set `name`. The worker's own writes set
+# `followerPreview.<i>.name`, another path, so they do not wake it again. It is then the one owner of the
+# preview names, and saves its resume token after each rename, as lesson 05's worker does.
+
+# %%
+NAME_CHANGES = [{"$match": {"operationType": "update", "updateDescription.updatedFields.name": {"$exists": True}}}]
+
+
+def start_name_worker(db):
+    """Open the users change stream after the saved token (at the present on the first start)."""
+    state = db.workers.find_one({"_id": "preview-names"})
+    stream = db.users.watch(NAME_CHANGES, resume_after=state["token"] if state else None)
+    if state is None:
+        db.workers.insert_one({"_id": "preview-names", "token": stream.resume_token})
+    return stream
+
+
+def run_name_worker(db, stream):
+    """Copy each new name into the previews that list the user; return how many renames it applied."""
+    applied = 0
+    with stream:
+        while (change := stream.try_next()) is not None:
+            user_id, name = change["documentKey"]["_id"], change["updateDescription"]["updatedFields"]["name"]
+            db.users.update_many({"followerPreview.userId": user_id}, {"$set": {"followerPreview.$.name": name}})
+            applied += 1
+            db.workers.update_one({"_id": "preview-names"}, {"$set": {"token": stream.resume_token}})
+    return applied
+
+# %%
+def previews_with_other_name(user_id, name):
+    return db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": user_id, "name": {"$ne": name}}}})
+
+
+name_stream = start_name_worker(db)
+db.users.update_one({"_id": renamed}, {"$set": {"name": "Fred"}})
+print("previews with the old name after the rename:", previews_with_other_name(renamed, "Fred"))
+print("renames applied by the worker:", run_name_worker(db, name_stream))
+print("previews with the old name after the worker ran:", previews_with_other_name(renamed, "Fred"))
+
+# %% [markdown]
+# The price is the one of lesson 05: a replica set or a sharded cluster, a worker to run and watch, and the
+# rebuild job kept as the repair for a worker that was down longer than the oplog keeps its token.
+
+# %% [markdown]
 # ## Explore: what a rename touches
 #
 # The sliders ask for a user with a given number of posts and a given number of previews that list them; one
@@ -409,6 +464,7 @@ ex2.check(db, rename_member)
 #
 # - Copy only what a hot read needs, and keep the copy bounded (`$slice`).
 # - Decide what each copy *means*: canonical (don't copy, resolve), cache (deadline + rebuild), snapshot (never rewrite).
+# - Give each copy one owner: the write path, a rebuild job, or a worker that follows a change stream.
 # - A rename's cost is the number of copies the policy says must follow it.
 # - The ledger turns that into per-second totals: a copy pays while the reads it saves outnumber the writes it adds.
 #
@@ -425,6 +481,8 @@ ex2.check(db, rename_member)
 # 6. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
 # 7. [MongoDB manual: \$ (positional update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)
 # 8. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 9. [MongoDB manual: Change Streams](https://www.mongodb.com/docs/manual/changeStreams/)
+# 10. [MongoDB manual: Change Events](https://www.mongodb.com/docs/manual/reference/change-events/)
 
 # %% [markdown] tags=["navigation"]
 # [← 05 · Two-way references and keeping copies consistent](05_two_way.ipynb) · [Contents](../CONTENTS.md) · [07 · Enforce the shape with schema validation →](07_validation.ipynb)
