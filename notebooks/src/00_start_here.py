@@ -17,9 +17,7 @@
 #       Call ex.check(workload) on the unsorted table to show how the checker explains what is wrong.
 #     mistakes:
 #     - Sorting least frequent first (sort_values is ascending by default; pass ascending=False).
-#     - Drawing documents from the entities before listing the operations and how often each runs.
-#     - Letting a rare operation, such as the monthly report, shape the schema.
-#     - Setting MONGODB_URI inside a running notebook; it must be set before Jupyter starts.
+#     - "Keeping every operation, the rare reports included, among those the schema is designed for: stop where the running total reaches 80%."
 #     - Forgetting that a rating average computed on read reads every review of the product, on every page view.
 #     - "Stopping one row short of 80%: the operation whose rate crosses 80% belongs to the top rows."
 #     - "Sorting the rate column on its own (e.g. sorted(recipes.per_second)) so the rates no longer sit next to their operations."

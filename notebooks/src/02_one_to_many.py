@@ -18,7 +18,6 @@
 #     - "Leaving `_id` out of the index when the sort breaks ties on it: the server sorts in memory again."
 #     - "Making the index partial on a field the query never filters on: the planner cannot use it."
 #     - "Adding a separate {customerId: 1} (or {authorId: 1}) index next to the compound one that starts with it."
-#     - "Judging a design by the average author instead of the busiest one."
 #     - "Putting a range field before the sort field (E R S), which brings back the blocking SORT."
 #     sources:
 #     - title: "MongoDB manual: Model One-to-Many Relationships with Document References"

@@ -15,8 +15,6 @@
 #       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (SBE EQ_LOOKUP totals, or the classic $lookup entry).
 #     mistakes:
 #     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
-#     - "Reading plan['stages'] on a pipeline that 8.0 pushed down to SBE (explainVersion 2 has no $lookup entry; the join is an EQ_LOOKUP node)."
-#     - "Forgetting that pymongo's aggregate has no .explain(); use db.command('explain', ...)."
 #     - "Joining every comment and limiting afterwards: $lookup before $sort/$limit runs the join once per comment, not once per comment shown."
 #     - "Leaving the joined author as an array (or a whole user document) instead of taking its name with $first."
 #     sources:

@@ -15,11 +15,8 @@
 #       Crash a follow after the edge write and show the drift; repeat inside with_transaction; then run the reconciliation job and watch drift go to zero.
 #     mistakes:
 #     - "Reconciling by adding missing ids only, without removing ids that should not be there."
-#     - "Forgetting session=s on a write inside the transaction callback, so it escapes the transaction."
-#     - "Assuming transactions work on a standalone server (they need a replica set)."
 #     - "Retrying a follow whose edge insert_one fails with DuplicateKeyError, so the copies are never repaired."
 #     - "Using $push in a retried write: each retry adds the id again; $addToSet adds it once."
-#     - "Keeping the to-do of an asynchronous update only in the process's memory: a crash loses it; write it with the edge."
 #     sources:
 #     - title: "MongoDB manual: Atomicity and Transactions"
 #       url: https://www.mongodb.com/docs/manual/core/write-operations-atomicity/

@@ -17,7 +17,7 @@
 #     - "Keeping the newest bids with $position: 0 instead of the highest with $sort: {amount: -1}."
 #     - "$sort: {amount: 1} with $slice: -3: the three highest, but lowest first."
 #     - "Rewriting historical snapshots on rename."
-#     - "Copying whole user profiles into previews instead of the two fields the view needs."
+#     - "Copying whole entries (a bid with everything it carries, a whole profile) into a bounded list instead of the fields the page shows."
 #     - "Renaming team previews one team at a time (one write per team) instead of one update_many with members.$.name."
 #     - "Setting members.0.name: the renamed member sits at a different position in each team."
 #     sources:

@@ -15,7 +15,6 @@
 #       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema, then migrate under strict with no bypass and show the ninth roles moved to role_reviews, not lost.
 #     mistakes:
 #     - "Using type: 'integer' or JSON Schema's format: MongoDB's dialect wants bsonType and rejects those keywords."
-#     - "Expecting collMod to fix existing documents."
 #     - "Forgetting that updates are validated on the resulting document."
 #     - "Believing a migration needs bypass_document_validation (under strict, an update whose result is valid passes)."
 #     - "Trimming an over-long array in a migration, silently losing the extra elements."

@@ -14,9 +14,8 @@
 #     demo: >-
 #       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count. Delete two accounts carelessly, find the dangling follows with the repair job and delete them.
 #     mistakes:
-#     - "Measuring only small accounts."
+#     - "Expecting a page (posts, followers) to grow with a big account: pages stop after 20 keys; the follower count is the read that grows."
 #     - "Leaving orphaned posts after deleting users."
-#     - "Treating the two follows indexes as two copies of the relationship."
 #     - "Deleting a user's follows in one direction only, leaving edges that point at nobody."
 #     sources:
 #     - title: "MongoDB manual: Explain Results"
