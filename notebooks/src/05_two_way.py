@@ -165,7 +165,9 @@ drift(db)
 # In a transaction the three writes commit together or not at all. `with_transaction` aborts when the
 # callback raises, so the crash leaves nothing behind. On a real deployment transactions need a replica set
 # or a sharded cluster (a standalone server refuses them), and in most cases they cost more than
-# single-document writes ([transactions](https://www.mongodb.com/docs/manual/core/transactions/)).
+# single-document writes ([transactions](https://www.mongodb.com/docs/manual/core/transactions/)). Every write
+# in the callback passes the session (`follow` takes `session=s` for that): an operation sent without it is not
+# part of the transaction, and an abort does not undo it.
 #
 # **Predict first.** The next cell crashes the follow *after* the edge and the follower's array were written,
 # inside `with_transaction`. How many follow edges for that pair will there be afterwards? Record it with
