@@ -456,7 +456,8 @@ drift(db)
 #   [oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)). Writes made while the worker is down
 #   are delivered when it resumes, as long as it is back within that window; a worker down for longer must
 #   start a new stream and run the reconciliation job, which is why the job stays;
-# - one owner: one worker (or one group of workers) applies these changes, so nothing else writes the arrays.
+# - one owner: one worker (or one group of workers) applies these changes; apart from the reconciliation job,
+#   nothing else writes the arrays.
 
 # %% [markdown]
 # ## Explore: failure rate and drift
