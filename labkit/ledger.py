@@ -196,12 +196,18 @@ def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] = METRICS) -> 
 def rate_unit(rate: float) -> tuple[str, int]:
     """(suffix, runs-per-second factor) of the first of :data:`RATE_UNITS` in which ``rate`` (runs per second)
     is a whole number, so a slider shows the workload's rate exactly (0.1/s is 6 /min, 5 a day is 5 /day); per
-    day, rounded, when none is."""
+    day, rounded, when none is. A rate above 0 that per day rounds to 0 would show as 0, a false figure: it is
+    refused with a ValueError saying so."""
     for suffix, factor in RATE_UNITS:
         value = rate * factor
         if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
             return suffix, factor
-    return RATE_UNITS[-1]
+    suffix, factor = RATE_UNITS[-1]
+    if rate > 0 and round(rate * factor) == 0:
+        raise ValueError(f"a rate of {rate * factor:.6f} runs a day is not a whole number of runs per second, "
+                         "minute, hour or day and would slide as 0 /day; give the ledger a rate that is, e.g. "
+                         "1 / 86_400 for once a day")
+    return suffix, factor
 
 
 class Ledger:
@@ -328,7 +334,12 @@ class Ledger:
             raise ValueError(f"widget(max_rates=...): {unknown} not in the workload; its operations are "
                              f"{sorted(self.rates)}")
         top = max_rate or max(10, int(max(self.rates.values()) * 10))
-        units = {op: rate_unit(rate) for op, rate in self.rates.items()}
+        units = {}
+        for op, rate in self.rates.items():
+            try:
+                units[op] = rate_unit(rate)
+            except ValueError as exc:
+                raise ValueError(f"widget(): the rate of {op!r}: {exc}") from None
         tops = {op: max(1, round((max_rates or {}).get(op, top) * units[op][1])) for op in self.rates}
         names = {op: f"{op} {units[op][0]}" for op in self.rates}
 
