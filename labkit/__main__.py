@@ -219,8 +219,23 @@ def _review_report(args: argparse.Namespace, client: Any) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from labkit.engine.transport.wire import serve
-    return serve(args.host, args.port, allow_remote=args.allow_remote,
-                 argv=["python -m labkit serve", "--host", args.host, "--port", str(args.port)])
+    argv = ["python -m labkit serve", "--host", args.host, "--port", str(args.port)]
+    if args.shards is not None:
+        argv += ["--shards", str(args.shards)]
+    return serve(args.host, args.port, allow_remote=args.allow_remote, argv=argv, shards=args.shards)
+
+
+def _shard_count(text: str) -> int:
+    """``--shards``: a small positive integer (argparse prints the message and exits 2 otherwise)."""
+    from labkit.engine.s.cluster import MAX_SHARDS
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"--shards {text!r}: give the number of shards, an integer from 1 to "
+                                         f"{MAX_SHARDS} (e.g. --shards 3)")
+    return n
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=27017, help="port (default 27017; 0 picks a free port)")
     sv.add_argument("--allow-remote", action="store_true",
                     help="allow a non-loopback --host (anyone who can reach it can read and change the data)")
+    sv.add_argument("--shards", type=_shard_count, default=None, metavar="N",
+                    help="serve a simulated sharded cluster of N shards as a mongos (hello says msg: isdbgrid; "
+                         "sh.status(), sh.shardCollection() work) instead of one replica-set member")
     sv.set_defaults(func=cmd_serve)
     return p
 

@@ -1,0 +1,101 @@
+"""How an aggregation runs on the cluster (``src/mongo/s/query/cluster_aggregation_planner.cpp``): the shards it
+targets (from its leading ``$match``), and whether it is split into a part each shard runs and a merging part.
+
+The split is the server's in outline: the streaming stages at the front (``$match``, ``$project``, ``$set``,
+``$unwind`` ...) run on the shards; a ``$sort`` that ends them runs there too and the halves are merged in sort
+order (a ``$limit`` right after it is copied down); everything from the first other stage runs once, on the merged
+stream. A pipeline that one shard can run whole (one shard targeted, no sharded foreign collection) is not split.
+Stages that read a sharded foreign collection (``$lookup``, ``$graphLookup``, ``$unionWith``) run where the whole
+foreign collection is seen (the merging part); the server's ``mergeType`` is then a shard ("anyShard").
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_SPLIT_OK = {"$match", "$project", "$addFields", "$set", "$unset", "$unwind", "$replaceRoot", "$replaceWith",
+             "$redact"}
+_FOREIGN = {"$lookup": "from", "$graphLookup": "from", "$unionWith": "coll"}
+
+
+def split_pipeline(pipeline: list) -> tuple[list, list, dict | None]:
+    """(shardsPart, mergerPart, merge sort spec): the streaming prefix runs on the shards; a ``$sort`` that ends
+    it is run on the shards too and merged in order (``$limit`` after it is copied down)."""
+    shards: list = []
+    i = 0
+    while i < len(pipeline) and isinstance(pipeline[i], Mapping) and next(iter(pipeline[i]), None) in _SPLIT_OK:
+        shards.append(pipeline[i])
+        i += 1
+    sort = None
+    merger = list(pipeline[i:])
+    if merger and isinstance(merger[0], Mapping) and "$sort" in merger[0]:
+        sort = merger[0]["$sort"]
+        shards.append(merger[0])
+        if len(merger) > 1 and isinstance(merger[1], Mapping) and "$limit" in merger[1]:
+            shards.append(merger[1])
+    return shards, merger, sort
+
+
+def foreign(pipeline: list) -> list[tuple[str, str]]:
+    """(stage name, collection) of every $lookup/$graphLookup/$unionWith, nested pipelines included."""
+    out = []
+    for st in pipeline:
+        if not isinstance(st, Mapping) or not st:
+            continue
+        name = next(iter(st))
+        spec = st[name]
+        if name in _FOREIGN:
+            coll = spec if isinstance(spec, str) else (spec.get(_FOREIGN[name]) if isinstance(spec, Mapping) else None)
+            if isinstance(coll, str):
+                out.append((name, coll))
+            if isinstance(spec, Mapping) and isinstance(spec.get("pipeline"), list):
+                out.extend(foreign(spec["pipeline"]))
+        if name == "$facet" and isinstance(spec, Mapping):
+            for sub in spec.values():
+                if isinstance(sub, list):
+                    out.extend(foreign(sub))
+    return out
+
+
+class AggPlan:
+    """How an aggregation runs on the cluster: the shards it targets and, when split, the two halves."""
+
+    def __init__(self, targets: list[str], split: bool, shards_part: list, merger_part: list,
+                 sort: dict | None, foreign: list[str]) -> None:
+        self.targets, self.split = targets, split
+        self.shards_part, self.merger_part, self.sort, self.foreign = shards_part, merger_part, sort, foreign
+
+    @property
+    def merge_type(self) -> str:
+        return "anyShard" if self.foreign else "mongos"
+
+
+def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
+    ns = op.ns
+    lead: dict = {}
+    for st in pipeline:
+        if isinstance(st, Mapping) and "$match" in st and isinstance(st["$match"], Mapping):
+            lead = dict(st["$match"])
+        break
+    targets = r.targets(ns, lead, op.cmd.get("collation"))
+    sharded_foreign = sorted({c for _st, c in foreign(pipeline) if r.table("%s.%s" % (op.db, c)) is not None})
+    shards_part, merger_part, sort = split_pipeline(pipeline)
+    if len(targets) == 1 and not sharded_foreign:
+        return AggPlan(targets, False, list(pipeline), [], None, [])
+    if sharded_foreign:
+        # the stages from the first one reading a sharded collection on run where all that collection is seen
+        cut = next(i for i, st in enumerate(pipeline) if foreign([st]) and
+                   any(r.table("%s.%s" % (op.db, c)) is not None for _s, c in foreign([st])))
+        shards_part = shards_part[:cut] if len(shards_part) > cut else shards_part
+        if len(shards_part) < cut:
+            merger_part = list(pipeline[len(shards_part):])
+        else:
+            merger_part = list(pipeline[cut:])
+        sort = None
+        if shards_part and "$sort" in shards_part[-1]:
+            sort = shards_part[-1]["$sort"]
+    return AggPlan(targets, True, shards_part, merger_part, sort, sharded_foreign)
+
+
+
+__all__ = ["AggPlan", "plan_aggregate", "split_pipeline", "foreign"]
