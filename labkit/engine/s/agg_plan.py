@@ -31,8 +31,9 @@ def split_pipeline(pipeline: list) -> tuple[list, list, dict | None]:
     if merger and isinstance(merger[0], Mapping) and "$sort" in merger[0]:
         sort = merger[0]["$sort"]
         shards.append(merger[0])
-        if len(merger) > 1 and isinstance(merger[1], Mapping) and "$limit" in merger[1]:
-            shards.append(merger[1])
+        merger = merger[1:]  # the merge keeps the order ($mergeCursors with a sort)
+        if merger and isinstance(merger[0], Mapping) and "$limit" in merger[0]:
+            shards.append(merger[0])
     return shards, merger, sort
 
 

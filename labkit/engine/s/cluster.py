@@ -16,7 +16,9 @@ What is modelled and what is not:
 """
 from __future__ import annotations
 
+import bisect
 import datetime
+import uuid as _uuid
 import threading
 from typing import Any
 
@@ -71,6 +73,7 @@ class ShardedCluster:
         self.ctx = dispatch.ServerContext("labkit-mongos", 0)
         self.txns: dict[tuple, set] = {}
         self.merger = EmbeddedClient()  # runs a split pipeline's merging half (as a mongos does)
+        self._rows: dict = {}
         cfg = self.config["config"]
         cfg["version"].insert_one({"_id": 1, "clusterId": self.cluster_id})
         now = Timestamp(int(datetime.datetime.now(datetime.timezone.utc).timestamp()), 1)
@@ -114,7 +117,7 @@ class ShardedCluster:
             p = min(self.shard_names, key=lambda s: (self._shard_bytes(s), self.shard_names.index(s)))
         self.primaries[db] = p
         self.config["config"]["databases"].replace_one(
-            {"_id": db}, {"_id": db, "primary": p, "version": {"uuid": bson.Binary(ObjectId().binary + b"\0" * 4, 4),
+            {"_id": db}, {"_id": db, "primary": p, "version": {"uuid": bson.Binary(_uuid.uuid4().bytes, 4),
                                                                 "timestamp": Timestamp(1, 1), "lastMod": 1}},
             upsert=True)
         return p
@@ -311,18 +314,31 @@ class ShardedCluster:
         return {name for name, ix in getattr(store, "ix", {}).items() if ix.multikey}
 
     # -- documents and ranges -----------------------------------------------------------------------------
-    def docs_by_chunk(self, table: RoutingTable, shard: str) -> dict[int, list[tuple[bytes, int, Any]]]:
-        """Each chunk's (key, BSON size, _id) on ``shard``, by chunk index."""
-        out: dict[int, list] = {}
+    def rows(self, table: RoutingTable, shard: str) -> list[tuple[bytes, int, Any]]:
+        """(routing key, BSON size, _id) of every document of the collection on ``shard``, in key order;
+        remembered until the shard's collection changes."""
         if not self.exists_on(shard, table.ns):
-            return out
-        coll = self.collection(shard, table.ns)
-        idx = {id(c): i for i, c in enumerate(table.chunks)}
-        for d in list(coll._store.docs.values()):
-            kb = table.key.key_bytes(d)
-            c = table.chunk_for(kb)
-            out.setdefault(idx[id(c)], []).append((kb, len(bson.encode(d)), d["_id"]))
+            return []
+        store = self.collection(shard, table.ns)._store
+        cached = self._rows.get((shard, table.ns))
+        if cached is not None and cached[0] is store and cached[1] == store.version and cached[2] is table.key:
+            return cached[3]
+        key = table.key
+        out = [(key.key_bytes(d), len(bson.encode(d)), d["_id"]) for d in list(store.docs.values())]
+        out.sort(key=lambda r: r[0])
+        self._rows[(shard, table.ns)] = (store, store.version, table.key, out)
         return out
+
+    def chunk_rows(self, table: RoutingTable, chunk: Chunk) -> list[tuple[bytes, int, Any]]:
+        """The rows of ``chunk`` (on its shard), in key order."""
+        rows = self.rows(table, chunk.shard)
+        keys = [r[0] for r in rows]
+        lo = bisect.bisect_left(keys, chunk.min_b)
+        hi = bisect.bisect_left(keys, chunk.max_b)
+        return rows[lo:hi]
+
+    def chunk_data(self, table: RoutingTable, chunk: Chunk) -> int:
+        return sum(r[1] for r in self.chunk_rows(table, chunk))
 
     def split_at(self, table: RoutingTable, middle: dict) -> None:
         """Split the chunk holding ``middle`` (a full key document) at it."""
@@ -341,33 +357,26 @@ class ShardedCluster:
                                              "right": {"min": right.min, "max": right.max}})
 
     def split_point_by_size(self, table: RoutingTable, chunk: Chunk, limit: int) -> dict | None:
-        """The key at which ``chunk``'s documents pass ``limit`` bytes (``autoSplitVector``): None when the chunk
-        holds less, or when it cannot split because the documents past the point share the chunk's first key."""
-        rows = self.docs_by_chunk(table, chunk.shard).get(table.chunks.index(chunk), [])
-        rows.sort(key=lambda r: r[0])
+        """Where to cut ``chunk`` so its first part holds about ``limit`` bytes (``autoSplitVector``): the first key
+        value after the point, else the first document of the key value the point falls in; None when the chunk
+        holds less, or holds one key value (it cannot split)."""
+        rows = self.chunk_rows(table, chunk)
         total = 0
         for i, (kb, size, _id) in enumerate(rows):
             total += size
             if total >= limit and i + 1 < len(rows):
-                nxt = rows[i + 1][0]
-                if nxt != rows[0][0] and nxt != kb:
-                    return self._key_doc_of(table, chunk.shard, rows[i + 1][2])
-                for j in range(i + 1, len(rows)):  # the next key value different from this one
+                for j in range(i + 1, len(rows)):
                     if rows[j][0] != kb:
                         return self._key_doc_of(table, chunk.shard, rows[j][2])
+                start = next(j for j in range(i + 1) if rows[j][0] == kb)
+                if start > 0:
+                    return self._key_doc_of(table, chunk.shard, rows[start][2])
                 return None
         return None
 
     def _key_doc_of(self, table: RoutingTable, shard: str, _id: Any) -> dict:
         doc = self.collection(shard, table.ns).find_one({"_id": _id})
         return table.key.key_doc(table.key.routing_values(table.key.values(doc)))
-
-    def chunk_bytes(self, table: RoutingTable) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for s in table.shards():
-            for i, rows in self.docs_by_chunk(table, s).items():
-                out[i] = sum(r[1] for r in rows)
-        return out
 
     def move_range(self, table: RoutingTable, min_: dict | None, max_: dict | None, to: str,
                    forced_split: bool = False) -> None:
@@ -404,27 +413,34 @@ class ShardedCluster:
     def _migrate(self, table: RoutingTable, chunk: Chunk, to: str) -> None:
         donor = chunk.shard
         self.ensure_collection(to, table.ns, like=donor)
-        moved = []
-        if self.exists_on(donor, table.ns):
+        moving = self.chunk_rows(table, chunk)
+        ids = [r[2] for r in moving]
+        if ids:
+            donor_rows = self.rows(table, donor)
+            to_rows = self.rows(table, to)
             src = self.collection(donor, table.ns)
-            for d in list(src.find({})):
-                if chunk.contains(table.key.key_bytes(d)):
-                    moved.append(d)
-        if moved:
-            self.collection(to, table.ns).insert_many(moved, ordered=False)
-            self.collection(donor, table.ns).delete_many({"_id": {"$in": [d["_id"] for d in moved]}})
+            dst = self.collection(to, table.ns)
+            moved = list(src.find({"_id": {"$in": ids}}))
+            dst.insert_many(moved, ordered=False)
+            src.delete_many({"_id": {"$in": ids}})
+            # the remembered rows follow the documents (no need to read both collections again)
+            gone = {id(r) for r in moving}
+            self._rows[(donor, table.ns)] = (src._store, src._store.version, table.key,
+                                             [r for r in donor_rows if id(r) not in gone])
+            self._rows[(to, table.ns)] = (dst._store, dst._store.version, table.key,
+                                          sorted(to_rows + moving, key=lambda r: r[0]))
         new = Chunk(chunk.min, chunk.max, to, table.next_major(), 0)
         new.on_since = Timestamp(int(datetime.datetime.now(datetime.timezone.utc).timestamp()), 1)
         table.set_chunks([c for c in table.chunks if c is not chunk] + [new])
         self.migrations += 1
         self.write_metadata(table)
         self.log_change("moveChunk.from", table.ns, {"min": chunk.min, "max": chunk.max, "from": donor, "to": to,
-                                                      "note": "success", "docs": len(moved)})
+                                                      "note": "success", "docs": len(ids)})
 
     # -- the balancer -----------------------------------------------------------------------------------
     def shard_sizes(self, table: RoutingTable) -> dict[str, int]:
-        db, _, coll = table.ns.partition(".")
-        return {s: (self.data_size(s, db, coll) if self.exists_on(s, table.ns) else 0) for s in self.shard_names}
+        """The collection's data size (BSON bytes, as collStats' ``size``) on each shard."""
+        return {s: sum(r[1] for r in self.rows(table, s)) for s in self.shard_names}
 
     def balancer_round(self, only: str | None = None) -> int:
         """One balancing round over every sharded collection (or ``only``): the number of migrations."""
@@ -471,19 +487,18 @@ class ShardedCluster:
         return moved
 
     def _pick_chunk(self, table: RoutingTable, donor: str, limit: int) -> Chunk | None:
-        bytes_by = self.chunk_bytes(table)
-        for i, c in enumerate(table.chunks):
+        """The donor's first range holding data that is not jumbo; a range over the range size that holds one key
+        value is marked jumbo and skipped (manual: "Jumbo Chunks")."""
+        for c in table.chunks:
             if c.shard != donor or c.jumbo:
                 continue
-            size = bytes_by.get(i, 0)
-            if size == 0:
+            rows = self.chunk_rows(table, c)
+            if not rows:
                 continue
-            if size > limit and self.split_point_by_size(table, c, limit) is None:
-                rows = self.docs_by_chunk(table, donor).get(i, [])
-                if len({r[0] for r in rows}) <= 1:  # one key value: it can never split
-                    c.jumbo = True
-                    self.write_metadata(table)
-                    continue
+            if sum(r[1] for r in rows) > limit and rows[0][0] == rows[-1][0]:
+                c.jumbo = True
+                self.write_metadata(table)
+                continue
             return c
         return None
 

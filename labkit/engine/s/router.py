@@ -534,7 +534,7 @@ def _insert(r: Mongos, op: _Op) -> dict:
         try:
             shard = table.chunk_for(table.key.key_bytes(d)).shard
         except OperationFailure as e:
-            errors.append({"index": i, "code": e.code, "errmsg": str(e)})
+            errors.append({"index": i, "code": e.code, "errmsg": (e.details or {}).get("errmsg", str(e))})
             if ordered:
                 break
             continue
@@ -1080,7 +1080,7 @@ def _split(r: Mongos, op: _Op) -> dict:
 
 
 def _median(r: Mongos, t: RoutingTable, chunk: Any) -> dict | None:
-    rows = sorted(r.docs_by_chunk(t, chunk.shard).get(t.chunks.index(chunk), []), key=lambda x: x[0])
+    rows = r.chunk_rows(t, chunk)
     keys = sorted({x[0] for x in rows})
     if len(keys) < 2:
         return None
@@ -1113,7 +1113,7 @@ def _move_chunk(r: Mongos, op: _Op) -> dict:
 
 def _check_not_jumbo(r: Mongos, t: RoutingTable, chunk: Any) -> None:
     limit = r.chunk_size_bytes(t)
-    rows = r.docs_by_chunk(t, chunk.shard).get(t.chunks.index(chunk), [])
+    rows = r.chunk_rows(t, chunk)
     if sum(x[1] for x in rows) > limit and len({x[0] for x in rows}) <= 1:
         chunk.jumbo = True
         r.write_metadata(t)

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import datetime
+
+from bson import ObjectId
 from bson.int64 import Int64
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
@@ -23,6 +26,7 @@ from ..index import bounds as B
 from ..index.hashed import hash64
 
 SHARD_KEY_NOT_FOUND = 61
+_CACHEABLE = (str, int, ObjectId, datetime.datetime)
 _ARRAY_MSG = "Shard key cannot contain array values or array descendants."
 #: more point combinations than this in a compound key's bounds and the query is broadcast (the server caps its
 #: flattened bounds the same way, ``kMaxFlattenedInCombinations``)
@@ -62,6 +66,7 @@ class ShardKeyPattern:
             raise fail("Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list "
                        "of ascending fields" % _show(self.spec), 2, "BadValue")
         self.hashed_pos: int | None = hashed[0] if hashed else None
+        self._cache: dict = {}
 
     # -- what kind of key ----------------------------------------------------------------------------------
     @property
@@ -113,7 +118,19 @@ class ShardKeyPattern:
         return out
 
     def key_bytes(self, doc: Mapping) -> bytes:
-        """The routing key of ``doc`` as an order-preserving byte string."""
+        """The routing key of ``doc`` as an order-preserving byte string (one-field keys of a plain value are
+        remembered: hashing is the slow part of routing a batch)."""
+        if len(self.fields) == 1 and "." not in self.fields[0]:
+            v = doc.get(self.fields[0]) if isinstance(doc, Mapping) else None
+            t = type(v)
+            if t in _CACHEABLE:
+                cache = self._cache
+                kb = cache.get((t, v))
+                if kb is None:
+                    if len(cache) > 200_000:
+                        cache.clear()
+                    kb = cache[(t, v)] = encode_key(self.routing_values([v]))
+                return kb
         return encode_key(self.routing_values(self.values(doc)))
 
     def key_doc(self, values: list[Any]) -> dict:
