@@ -84,17 +84,16 @@ def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
     if len(targets) == 1 and not sharded_foreign:
         return AggPlan(targets, False, list(pipeline), [], None, [])
     if sharded_foreign:
-        # the stages from the first one reading a sharded collection on run where all that collection is seen
-        cut = next(i for i, st in enumerate(pipeline) if foreign([st]) and
-                   any(r.table("%s.%s" % (op.db, c)) is not None for _s, c in foreign([st])))
-        shards_part = shards_part[:cut] if len(shards_part) > cut else shards_part
-        if len(shards_part) < cut:
-            merger_part = list(pipeline[len(shards_part):])
-        else:
-            merger_part = list(pipeline[cut:])
+        # the streaming stages before the first one that reads a sharded collection run on the shards; the
+        # rest runs where the whole foreign collection is seen
+        shards_part = []
+        for st in pipeline:
+            name = next(iter(st), None) if isinstance(st, Mapping) else None
+            if name not in _SPLIT_OK:
+                break
+            shards_part.append(st)
+        merger_part = list(pipeline[len(shards_part):])
         sort = None
-        if shards_part and "$sort" in shards_part[-1]:
-            sort = shards_part[-1]["$sort"]
     return AggPlan(targets, True, shards_part, merger_part, sort, sharded_foreign)
 
 
