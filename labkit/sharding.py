@@ -106,23 +106,29 @@ def shard_names(client: Any) -> list[str]:
     return sorted(s["_id"] for s in _client(client).admin.command("listShards")["shards"])
 
 
-def spread(coll: Any, field: str, points: list[Any], shards: list[str] | None = None) -> None:
-    """Split ``coll`` (sharded on ``{field: 1}``) at each of ``points`` and give the ranges to ``shards`` in turn
-    (``split`` and ``moveRange``, as an administrator pre-splits a collection)."""
+def spread(coll: Any, points: list[dict], shards: list[str] | None = None) -> None:
+    """Split ``coll`` at each key document of ``points`` (ascending, full shard keys, e.g. ``{"createdAt": t}`` or
+    ``{"authorId": "user:9", "createdAt": MinKey()}``) and give the ranges to ``shards`` in turn (``split`` and
+    ``moveRange``, as an administrator pre-splits a collection)."""
     client = _client(coll)
     ns = _ns(coll)
+    info = collection_info(coll)
+    if info is None:
+        raise ValueError(f"{ns} is not sharded: shard it first")
+    fields = list(info["key"])
     shards = shards or shard_names(client)
     for p in points:
-        client.admin.command("split", ns, middle={field: p})
-    info = collection_info(coll)
-    lows = [MinKey()] + list(points)
-    highs = list(points) + [MaxKey()]
+        if list(p) != fields:
+            raise ValueError(f"spread: each point must name the shard key's fields {fields} in order, got {list(p)}")
+        client.admin.command("split", ns, middle=p)
+    lows = [{f: MinKey() for f in fields}] + list(points)
+    highs = list(points) + [{f: MaxKey() for f in fields}]
     for i, (low, high) in enumerate(zip(lows, highs)):
         target = shards[i % len(shards)]
-        owner = client["config"]["chunks"].find_one({"uuid": info["uuid"], "min": {field: low}}, {"shard": 1})
+        owner = client["config"]["chunks"].find_one({"uuid": info["uuid"], "min": low}, {"shard": 1})
         if owner is not None and owner["shard"] == target:
             continue
-        client.admin.command({"moveRange": ns, "min": {field: low}, "max": {field: high}, "toShard": target})
+        client.admin.command({"moveRange": ns, "min": low, "max": high, "toShard": target})
 
 
 def is_simulated(client: Any) -> bool:

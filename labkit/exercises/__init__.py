@@ -310,4 +310,4 @@ def _stages(plan: dict) -> list[dict]:
 
 
 # Exercise definitions live in one module per part of the curriculum; importing them registers them.
-from labkit.exercises import antipatterns, patterns, relationships  # noqa: E402,F401
+from labkit.exercises import antipatterns, patterns, relationships, scale_out  # noqa: E402,F401
