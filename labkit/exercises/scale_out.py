@@ -131,4 +131,123 @@ def ex_40_predict_hot() -> Exercise:
         solution_text='predict_hot.predict("all on one shard")')
 
 
+_INVOICE_FIELDS = ("_id", "tenantId", "number", "issuedAt", "total")
+
+
+def _tenant_key(args: Any) -> str:
+    from labkit import sharding
+    client, key = _client_and(args, "key", "ex.check(client, {\"tenantId\": 1, \"number\": 1})")
+    fields = _key_fields(key, _INVOICE_FIELDS)
+    db = _fresh(client, "41_check")
+    inv = db.invoices
+    inv.create_index([("tenantId", 1), ("number", 1)], unique=True)
+    try:
+        client.admin.command("shardCollection", inv.full_name, key=key)
+    except OperationFailure as exc:
+        msg = (exc.details or {}).get("errmsg", str(exc))
+        if "unique index" in msg:
+            raise NotYet(f"the cluster refused it: \"{msg}\". Each shard can only check uniqueness among its own "
+                         "invoices, so the unique index {tenantId: 1, number: 1} must start with the shard key.") \
+                from None
+        raise NotYet(f"the cluster refused this key: {msg} (code {exc.code}).") from None
+    docs = [{"tenantId": f"t{t:02d}", "number": n, "issuedAt": _T0 + dt.timedelta(hours=n * 20 + t),
+             "total": (t * n) % 500} for t in range(20) for n in range(100)]
+    inv.insert_many(docs, ordered=False)
+    _spread_on_first(inv, key, [d[fields[0]] for d in docs])
+    read = sharding.targeting(inv.find({"tenantId": "t07"}).sort("issuedAt", -1).limit(10).explain())
+    distinct = len({tuple(d.get(f) for f in fields) for d in docs})
+    if distinct <= 20:
+        raise NotYet(f"this key has only {distinct} distinct values (one per tenant): at most {distinct} ranges, "
+                     "and a large tenant's invoices can never be split over shards. Add the invoice number after "
+                     "tenantId.")
+    if read["shards contacted"] > 1:
+        raise NotYet(f"the hot read (one tenant's newest invoices) contacted {read['shards contacted']} shards "
+                     f"({read['stage']}): lead with tenantId.")
+    return (f"the cluster accepted it next to the unique index, the hot read contacted one shard ({read['stage']}), "
+            f"and the key has {distinct:,} distinct values.")
+
+
+@register
+def ex_41_tenant_key() -> Exercise:
+    return Exercise(
+        id="41-tenant-shard-key", lesson="41_query_targeting",
+        task="Choose the shard key of a multi-tenant invoices collection with a unique {tenantId, number} index: "
+             "ex.check(client, key).",
+        checker=_tenant_key,
+        hints=["A unique index must start with the shard key.",
+               "The hot read filters on tenantId; tenantId alone has 20 values."],
+        solution_text='key = {"tenantId": 1, "number": 1}\nex.check(client, key)')
+
+
+@register
+def ex_41_predict_shards() -> Exercise:
+    return Prediction(
+        id="41-predict-follower-shards", lesson="41_query_targeting",
+        task="follows is sharded on {followerId: 1, followingId: 1} over 3 shards: how many shards does \"who "
+             "follows Sam?\" ({followingId: 'user:112'}) contact? ex.predict(1, 2 or 3).",
+        checker=None, choices=(1, 2, 3),
+        explain=lambda m: ("The filter does not name followerId, the key's first field, so the router cannot "
+                           "target it: every shard owning a range is asked." if m == 3 else ""),
+        hints=["Which field does the shard key start with, and does the filter name it?"],
+        solution_text="predict_shards.predict(3)")
+
+
+def _repair(args: Any) -> str:
+    from labkit import sharding
+    from labkit.exercises.observe import call_learner
+    client, repair = _client_and(args, "function", "ex.check(client, repair)")
+    if not callable(repair):
+        raise NotYet("pass your function itself (`ex.check(client, repair)`), not the result of calling it.")
+    db = _fresh(client, "42_check")
+    pings = db.pings
+    client.admin.command("shardCollection", pings.full_name, key={"ts": 1})
+    old = [{"truckId": f"truck:{t:02d}", "ts": _T0 + dt.timedelta(minutes=m, seconds=t), "lat": 45 + t / 100,
+            "lon": 4 + m / 1000} for m in range(60) for t in range(40)]
+    pings.insert_many(old, ordered=False)
+    _spread_on_first(pings, {"ts": 1}, [p["ts"] for p in old])
+    call_learner(repair, client, pings)
+    n = pings.count_documents({})
+    if n != len(old):
+        raise NotYet(f"{len(old) - n} of the {len(old)} pings are gone: repair the key in place "
+                     "(reshardCollection keeps every document), do not drop or re-create the collection.")
+    info = sharding.collection_info(pings)
+    if info is None:
+        raise NotYet("the pings are no longer sharded: change the key with reshardCollection.")
+    key = dict(info["key"])
+    if key == {"ts": 1}:
+        raise NotYet("the shard key is still {ts: 1}: run reshardCollection with a new key.")
+    fields = list(key)
+    new = [{"truckId": f"truck:{t:02d}", "ts": _T0 + dt.timedelta(minutes=60 + m, seconds=t), "lat": 45.0,
+            "lon": 4.0} for m in range(10) for t in range(40)]
+    landed = sharding.inserts_per_shard(pings, new)
+    read = sharding.targeting(pings.find({"truckId": "truck:07", "ts": {"$gte": _T0 + dt.timedelta(minutes=10)}})
+                              .explain())
+    distinct = len({tuple(p.get(f) for f in fields) for p in old + new})
+    if key[fields[0]] == 1 and max(landed.values()) == sum(landed.values()):
+        raise NotYet(f"the new key {key} still starts with a value that only increases: all {sum(landed.values())} "
+                     "new pings landed on one shard.")
+    if distinct <= 40:
+        raise NotYet(f"the new key {key} has only {distinct} distinct values (one per truck): a truck's pings can "
+                     "never be split, and its range grows into a jumbo range. Add ts after truckId.")
+    if read["shards contacted"] > 1:
+        raise NotYet(f"with the new key {key} the hot read (one truck's last hour) contacted "
+                     f"{read['shards contacted']} shards ({read['stage']}): a hashed or unrelated key scatters "
+                     "range reads. Lead with truckId, ranged or hashed, then ts.")
+    return (f"resharded to {key}: all {n} pings kept, new pings spread ({landed}), and the hot read contacted one "
+            f"shard ({read['stage']}).")
+
+
+@register
+def ex_42_repair() -> Exercise:
+    return Exercise(
+        id="42-repair-key", lesson="42_sharded_patterns",
+        task="Write repair(client, coll) that changes a {ts: 1}-keyed pings collection's shard key in place: "
+             "ex.check(client, repair).",
+        checker=_repair,
+        hints=["reshardCollection changes a key in place: client.admin.command('reshardCollection', ns, key=...).",
+               "The hot read filters on truckId by equality and on ts by range."],
+        solution_text='def repair(client, coll):\n    client.admin.command("reshardCollection", coll.full_name, '
+                      'key={"truckId": 1, "ts": 1})\n\nex.check(client, repair)')
+
+
 __all__: list[str] = []
