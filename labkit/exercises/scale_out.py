@@ -69,6 +69,14 @@ def _spread_on_first(coll: Any, key: dict, values: list[Any]) -> None:
     sharding.spread(coll, [{f: (p if f == first else MinKey()) for f in key} for p in points])
 
 
+def _increases(old: list[dict], new: list[dict], field: str) -> bool:
+    """Every new document's ``field`` is above every old one's (a monotonically increasing key)."""
+    try:
+        return min(d[field] for d in new) > max(d[field] for d in old)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def _device_key(args: Any) -> str:
     from labkit import sharding
     client, key = _client_and(args, "key", "ex.check(client, {\"deviceId\": 1, \"ts\": 1})")
@@ -90,9 +98,12 @@ def _device_key(args: Any) -> str:
                               .explain())
     distinct = len({tuple(e.get(f) for f in fields) for e in old + new})
     if key[fields[0]] == 1 and sum(landed.values()) and max(landed.values()) == sum(landed.values()):
-        raise NotYet(f"`{fields[0]}` first is a monotonically increasing key (every new event's value is larger): "
-                     f"all {sum(landed.values())} new events landed on one shard, in the range after the last "
-                     "split point. Lead with a field whose new values are spread.")
+        if _increases(old, new, fields[0]):
+            raise NotYet(f"`{fields[0]}` first is a monotonically increasing key (every new event's value is "
+                         f"larger): all {sum(landed.values())} new events landed on one shard, in the range after "
+                         "the last split point. Lead with a field whose new values are spread.")
+        raise NotYet(f"all {sum(landed.values())} new events landed on one shard: their `{fields[0]}` values fall "
+                     "in one range. Lead with a field whose new values are spread over the ranges.")
     if distinct <= 50:
         raise NotYet(f"this key has only {distinct} distinct values (one per device): at most {distinct} ranges, "
                      "and all of one device's events stay in one range that can never be split, however large it "

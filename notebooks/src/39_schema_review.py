@@ -444,4 +444,4 @@ ex_blog.check(fix)
 # **Next:** back to the workload table (30): the review is only as good as the workload it was given.
 
 # %% [markdown] tags=["navigation"]
-# [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)
+# [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md) · [40 · Scale out: choosing a shard key →](40_shard_keys.ipynb)

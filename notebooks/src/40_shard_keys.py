@@ -82,7 +82,7 @@ workload = pd.DataFrame([
 workload
 
 # %% [markdown]
-# The data: 3,000 posts by 300 authors, one a minute, in the shape of the earlier lessons
+# The data: 3,000 posts by 206 authors, one a minute, in the shape of the earlier lessons
 # (`authorId`, `createdAt`). A few authors write most of the posts.
 
 # %%
@@ -118,7 +118,7 @@ pd.DataFrame([sharding.key_profile(existing, f) for f in ("createdAt", "authorId
              ).set_index("field")[["distinct values", "top value share", "increasing share"]]
 
 # %% [markdown]
-# `createdAt` and `_id` increase with every post (increasing share 1.0); `authorId` has 300 values, none
+# `createdAt` and `_id` increase with every post (increasing share 1.0); `authorId` has 206 values, not
 # increasing, the busiest author holding the top share shown.
 #
 # ## Three designs, sharded

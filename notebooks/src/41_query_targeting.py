@@ -72,18 +72,17 @@ workload = pd.DataFrame([
 workload
 
 # %% [markdown]
-# The data: 500 users (Sam is `user:112`, Fred `user:234`), 6,000 posts and 4,000 follows, generated
+# The data: 500 users (Sam is `user:112`, Fred `user:234`), 6,000 posts and 4,156 follows, generated
 # deterministically.
 
 # %%
 START = dt.datetime(2026, 4, 1)
 posts = [{"_id": f"post:{i:05d}", "authorId": f"user:{(i * 7919) % 500}" if i % 4 else "user:112",
           "title": f"post {i}", "createdAt": START + dt.timedelta(minutes=7 * i)} for i in range(6000)]
+pairs = [(a, (a * 7 + 1 + 13 * k) % 500) for k in range(8) for a in range(500)] + [(a, 112) for a in range(0, 500, 3)]
+pairs = sorted({(a, b) for a, b in pairs if a != b})
 follows = [{"_id": f"follow:{a}:{b}", "followerId": f"user:{a}", "followingId": f"user:{b}",
-            "createdAt": START + dt.timedelta(hours=k)}
-           for k, (a, b) in enumerate(((i * 37) % 500, (i * 11 + 112 * (i % 5 == 0)) % 500) for i in range(4000))
-           if a != b]
-follows = list({f["_id"]: f for f in follows}.values())
+            "createdAt": START + dt.timedelta(hours=k)} for k, (a, b) in enumerate(pairs)]
 print(len(posts), "posts,", len(follows), "follows")
 
 # %% [markdown]

@@ -143,7 +143,7 @@ pd.DataFrame(rows)
 sharding.set_range_size(client, 1)
 by_site = db.buckets_by_site
 client.admin.command("shardCollection", by_site.full_name, key={"site": 1})
-by_site.insert_many([dict(bucket(s, h), pad="x" * 900) for h in range(96) for s in SENSORS[:20]], ordered=False)
+by_site.insert_many([dict(bucket(s, h), pad="x" * 8000) for h in range(48) for s in SENSORS[:20]], ordered=False)
 moved = sharding.balance(by_site)
 chunks = list(client.config.chunks.find({"uuid": sharding.collection_info(by_site)["uuid"]},
                                         {"_id": 0, "min": 1, "shard": 1, "jumbo": 1}).sort("min", 1))
@@ -154,8 +154,9 @@ pd.DataFrame([{"range starts at": c["min"]["site"], "shard": c["shard"], "jumbo"
 pd.DataFrame(sharding.distribution(by_site)).set_index("shard")
 
 # %% [markdown]
-# The balancer split the collection where the site changes and moved what it could; each site's range over
-# 1 MB is jumbo and stays: with 6 values there can never be more than 6 ranges, whatever the data grows to.
+# The balancer split the collection where the site changes, then could move none of the six ranges: each holds
+# one site, is larger than the 1 MB range size, and is marked jumbo. All the data stays on one shard, and with 6
+# values there can never be more than 6 ranges, whatever the data grows to.
 #
 # ## `$lookup` across sharded collections
 #

@@ -378,9 +378,10 @@ class ShardedCluster:
         doc = self.collection(shard, table.ns).find_one({"_id": _id})
         return table.key.key_doc(table.key.routing_values(table.key.values(doc)))
 
-    def move_range(self, table: RoutingTable, min_: dict | None, max_: dict | None, to: str,
-                   forced_split: bool = False) -> None:
-        """moveRange: move ``[min, max)`` (one chunk, or the front/back part of one) to shard ``to``."""
+    def move_range(self, table: RoutingTable, min_: dict | None, max_: dict | None, to: str) -> bool:
+        """moveRange: move ``[min, max)`` (one chunk, or the front/back part of one) to shard ``to``. With only
+        ``min`` the range ends where it holds about the range size; a range of one key value over the range size
+        is marked jumbo instead and stays (False)."""
         if to not in self.shards:
             raise fail("Shard %s not found" % to, 70)  # ShardNotFound
         if min_ is not None:
@@ -406,9 +407,15 @@ class ShardedCluster:
             if point is not None:
                 self.split_at(table, point)
                 chunk = table.chunk_for(kb)
+            rows = self.chunk_rows(table, chunk)
+            if sum(r[1] for r in rows) > limit and rows and rows[0][0] == rows[-1][0]:
+                chunk.jumbo = True  # one key value, over the range size: it can neither split nor move
+                self.write_metadata(table)
+                return False
         if chunk.shard == to:
-            return
+            return False
         self._migrate(table, chunk, to)
+        return True
 
     def _migrate(self, table: RoutingTable, chunk: Chunk, to: str) -> None:
         donor = chunk.shard
@@ -479,11 +486,10 @@ class ShardedCluster:
             if chunk is None:
                 busy.add(donor)
                 continue
-            before = sizes[donor]
-            self.move_range(table, chunk.min, None, recipient)
+            if self.move_range(table, chunk.min, None, recipient):
+                moved += 1
+                busy.update((donor, recipient))
             sizes = self.shard_sizes(table)
-            busy.update((donor, recipient))
-            moved += 1 if sizes[donor] != before else 0
         return moved
 
     def _pick_chunk(self, table: RoutingTable, donor: str, limit: int) -> Chunk | None:

@@ -973,8 +973,9 @@ def _reshard(r: Mongos, op: _Op) -> dict:
     for d in docs:
         new.values(d)  # an array in the new key: ShardKeyNotFound, before anything changes
     like = t.chunks[0].shard
-    specs = [s for s in r._index_specs(like, ns) if s.get("name") != "_id_"]
-    if not any(new.is_prefix_of(s["key"]) for s in specs):
+    all_specs = r._index_specs(like, ns)
+    specs = [s for s in all_specs if s.get("name") != "_id_"]
+    if not any(new.is_prefix_of(s["key"]) for s in all_specs):
         name = "_".join("%s_%s" % (f, v if v == "hashed" else int(v)) for f, v in new.spec.items())
         specs.append({"key": dict(new.spec), "name": name})
     db, _, coll = ns.partition(".")
