@@ -273,6 +273,18 @@ FORMATS = (
            about="Every anti-pattern lesson, 30 to 39. With a prediction and a build task each, lessons and "
                  "exercises take about 6.5 h before breaks, more than the day holds; the exercises of 31, 32, 34, "
                  "35 and 36 are done in the room, the others are homework."),
+    Format("scale-out-half-day", "Scale out half day (3.5 h)", 210, (("Break", 15),),
+           lessons=("00", "30", "40", "41", "42"),
+           about="Start here and the workload method, then the three sharding lessons. The notebooks run on "
+                 "labkit's simulated sharded cluster in each learner's kernel: no server and no cost. To run "
+                 "them on a real cluster instead, MONGODB_URI must point at a mongos: on Atlas that is a "
+                 "sharded dedicated cluster (Free and Flex clusters are not sharded; see the Atlas page "
+                 "[Manage Cluster Sharding](https://www.mongodb.com/docs/atlas/cluster-sharding/)). Each shard is "
+                 "a replica set billed at the tier's hourly price, so a cluster of 2 shards costs about twice the "
+                 "same tier as a replica set for every hour it exists: create it for the day, give each learner "
+                 "their own prefix (LABKIT_DB_PREFIX), and terminate it afterwards. The lessons' balancing cells "
+                 "set the range size to 1 MB in config.settings, which Atlas does not allow; there they keep the "
+                 "default and the figures differ from the stored outputs."),
     Format("two-day", "Two-day course (2 × 7.5 h)", 450, (("Break", 15), ("Lunch", 60), ("Break", 15)), cap=20,
            shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2,
            about="Every lesson, in number order. All of them with all exercises take "
@@ -521,6 +533,12 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
         if not fmt.lessons or not fmt.track(all_lessons):
             continue
         numbers = [x.number for x in fmt.track(all_lessons)]
+        sharded = [x.number for x in fmt.track(all_lessons) if x.section == "Scale out"]
+        if sharded:  # they connect with shards=N: the simulated cluster in each kernel, or a real mongos
+            out += ["", f"{fmt.title}: lessons {', '.join(sharded)} need a sharded cluster, which a shared replica "
+                        "set cannot be; they run on labkit's simulated cluster in each learner's kernel (no "
+                        "Atlas storage), or on a sharded Atlas cluster as the agenda's note says."]
+            continue
         result = workshop.plan(30, "free", footprint=data, lessons=numbers, shared=True)
         over = [c["limit"] for c in result["checks"] if not c["ok"]]
         out += ["", f"{fmt.title}, 30 learners, shared mode, Atlas Free: {result['room']['storage_mb']:,.0f} MB, "

@@ -938,8 +938,8 @@ def _shard_collection(r: Mongos, op: _Op) -> dict:
     _admin_only(op)
     ns = _ns_arg(op)
     for k in op.cmd:
-        if k in ("numInitialChunks",):
-            raise D.CommandError("BSON field 'shardCollection.numInitialChunks' is an unknown field.", 40415)
+        # numInitialChunks is accepted and has no effect since 7.2 (removed: SERVER-74747; kept in the command's
+        # fields for compatibility: SERVER-83005), as on an 8.0 server
         if k in ("presplitHashedZones", "timeseries"):
             raise fail("shardCollection's %s option is not modelled by the simulated cluster; use a real sharded "
                        "cluster (set MONGODB_URI)" % k, 115)
