@@ -14,7 +14,7 @@
 #     demo: "Bucket documents keyed by {sensorId, date} spread every hour's writes; keyed by date they pile onto one shard until reshardCollection repairs the key."
 #     mistakes: ["Keying buckets by their date alone: each new hour's buckets land on one shard", "A low-cardinality key: ranges of one value grow into jumbo ranges the balancer cannot move", "Resharding to a hashed key when the reads are ranges: the repair makes every read a broadcast"]
 #     sources:
-#     - title: "MongoDB manual: Jumbo Chunks"
+#     - title: "MongoDB manual: Data Partitioning with Chunks (indivisible and jumbo chunks)"
 #       url: https://www.mongodb.com/docs/manual/core/sharding-data-partitioning/
 #     - title: "MongoDB manual: Sharded Cluster Balancer"
 #       url: https://www.mongodb.com/docs/manual/core/sharding-balancer-administration/
