@@ -187,7 +187,7 @@ def is_mongos(client: Any) -> bool:
         return False
     try:
         return client.admin.command("hello").get("msg") == "isdbgrid"
-    except PyMongoError:
+    except (PyMongoError, AttributeError):  # no server, or not a client at all
         return False
 
 

@@ -49,7 +49,7 @@ KINDS: dict[str, str] = {
 }
 """Every finding kind (stable names) and the lesson that teaches it."""
 
-QUERY_KINDS = ("separate-data", "case-insensitive-regex", "lookup-overuse", "broadcast-query")
+QUERY_KINDS = ("separate-data", "case-insensitive-regex", "lookup-overuse")
 SEVERITIES = ("high", "medium", "low")
 
 DEFAULT_SAMPLE = 1000

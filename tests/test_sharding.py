@@ -404,3 +404,23 @@ def test_shard_key_pattern_targets_compound_prefixes():
     (lo, hi), = k.ranges_for_filter({"tenantId": 7, "_id": 5})
     assert lo == hi == k.key_bytes({"tenantId": 7, "_id": 5})
     assert len(k.ranges_for_filter({"$or": [{"tenantId": 1}, {"tenantId": 2}]})) == 2
+
+
+def test_views_over_sharded_collections_are_refused_not_read_from_one_shard(m):
+    _spread(m)
+    m.command("lab", {"create": "busy", "viewOn": "posts", "pipeline": [{"$match": {"likes": 3}}]})
+    e = _err(lambda: m.command("lab", {"find": "busy", "filter": {}}), 115)
+    assert "view over a sharded collection" in str(e)
+    _err(lambda: _explain(m, {"find": "busy", "filter": {}}), 115)
+    # a view over an unsharded collection is read on the primary shard, as before
+    _insert(m, "notes", [{"_id": 1, "t": "a"}])
+    m.command("lab", {"create": "notes_view", "viewOn": "notes", "pipeline": []})
+    assert _find(m, "notes_view", {}) == [{"_id": 1, "t": "a"}]
+
+
+def test_rename_collection_of_an_unsharded_collection(m):
+    _insert(m, "drafts", [{"_id": 1}])
+    m.command("admin", {"renameCollection": "lab.drafts", "to": "lab.published"})
+    assert _find(m, "published", {}) == [{"_id": 1}]
+    _shard(m, "lab.posts", {"a": 1})
+    _err(lambda: m.command("admin", {"renameCollection": "lab.posts", "to": "lab.old"}), 115)

@@ -219,6 +219,7 @@ class Format:
     ``cap``: when not 0, no lesson is taught for longer than this (the rest of its notebook is reading).
     ``room_exercises``: the lessons whose exercise is done in the room (None: all); the others are homework.
     ``days``: how many days of ``total`` minutes each (breaks and opening repeat every day).
+    ``exclude_sections``: sections left out of a format that takes every lesson in number order.
     """
 
     key: str
@@ -231,6 +232,7 @@ class Format:
     room_exercises: tuple[str, ...] | None = None
     days: int = 1
     about: str = ""
+    exclude_sections: tuple[str, ...] = ()
 
     def teach_minutes(self, lesson: Lesson) -> int:
         """The lesson's teaching minutes in this format (shortened, capped or as in its metadata)."""
@@ -250,7 +252,7 @@ class Format:
     def track(self, all_lessons: list[Lesson]) -> list[Lesson]:
         """The lessons this format teaches that exist in ``all_lessons``, in teaching order."""
         if not self.lessons:
-            return list(all_lessons)
+            return [x for x in all_lessons if x.section not in self.exclude_sections]
         by_number = {x.number: x for x in all_lessons}
         return [by_number[n] for n in self.lessons if n in by_number]
 
@@ -286,8 +288,9 @@ FORMATS = (
                  "set the range size to 1 MB in config.settings, which Atlas does not allow; there they keep the "
                  "default and the figures differ from the stored outputs."),
     Format("two-day", "Two-day course (2 × 7.5 h)", 450, (("Break", 15), ("Lunch", 60), ("Break", 15)), cap=20,
-           shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2,
-           about="Every lesson, in number order. All of them with all exercises take "
+           shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2, exclude_sections=("Scale out",),
+           about="Every lesson, in number order, but the Scale out section (it has its own half day). All of them "
+                 "with all exercises take "
                  "about 21 h of room time, more than two realistic days, so in this format each lesson is "
                  "presented in at most 20 minutes (39 in 30): its demonstration and conclusions, the rest of the "
                  "notebook is reading. Exercises are done in the room for "

@@ -247,7 +247,7 @@ def draw_where(ax, values, r):
     ax.set_ylabel("new posts on the shard")
 
 
-where_widget = explorer(where, sliders={"design": list(DESIGNS), "new_posts_count": (100, 1000, 1000, 100)},
+where_widget = explorer(where, sliders={"design": list(DESIGNS), "new_posts_count": (100, 1000, 500, 100)},
                         title="Where the next posts land", draw=draw_where, cache=True, data=db)
 where_widget
 

@@ -128,6 +128,20 @@ class ShardedCluster:
         for ns in [ns for ns in self.tables if ns.split(".", 1)[0] == db]:
             self.forget_collection(ns)
 
+    def view_over_sharded(self, db: str, coll: Any) -> str | None:
+        """The sharded collection that ``db.coll`` reads when it is a view (of views) over one, else None."""
+        seen = 0
+        while isinstance(coll, str) and seen < 20:
+            if "%s.%s" % (db, coll) in self.tables:
+                return coll
+            client = self.shards[self.primary_of(db)]
+            store = client._store[db] if db in client.list_database_names() else None
+            options = store[coll].options if store is not None and coll in store.list_created_collection_names() \
+                else {}
+            coll = options.get("viewOn")
+            seen += 1
+        return None
+
     def _shard_bytes(self, shard: str) -> int:
         total = 0
         client = self.shards[shard]

@@ -119,6 +119,10 @@ def explain(r: Any, op: Any, make_op: Any) -> dict:
         raise D.CommandError("Explain failed due to unknown command: %s" % name, 59)
     ns = "%s.%s" % (op.db, inner[name])
     table = r.table(ns)
+    base = r.view_over_sharded(op.db, inner[name]) if table is None else None
+    if base is not None:
+        raise D.CommandError("Explaining a read of a view over a sharded collection (%s) is not modelled by the "
+                             "simulated cluster; use a real sharded cluster (set MONGODB_URI)" % base, 115)
     if name == "find":
         flt, collation = inner.get("filter"), inner.get("collation")
     elif name in ("count", "distinct"):

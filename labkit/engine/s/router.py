@@ -234,6 +234,11 @@ def _sort_key(sort: Mapping) -> Callable[[Any], Any]:
 def _forward(r: Mongos, op: _Op, shard: str | None = None, create: bool = False) -> dict:
     """Send the command unchanged to one shard (the primary shard of an unsharded collection's database); a
     cursor is re-opened here so getMore comes back to the router."""
+    if op.name in ("find", "aggregate", "count", "distinct") and isinstance(op.cmd.get(op.name), str):
+        base = r.view_over_sharded(op.db, op.cmd[op.name])
+        if base is not None and base != op.cmd[op.name]:
+            raise fail("Reading a view over a sharded collection (%s) is not modelled by the simulated cluster; "
+                       "query %s itself, or use a real sharded cluster (set MONGODB_URI)" % (base, base), 115)
     shard = shard or r.primary_of(op.db, create=create)
     body = {k: v for k, v in op.cmd.items() if k not in _PASS and k != "$db" and k != "startTransaction"}
     reply = op.send(shard, body)
@@ -1211,6 +1216,21 @@ def _not_modelled(r: Mongos, op: _Op) -> dict:
                "sharded cluster (set MONGODB_URI)" % op.name, 115)
 
 
+def _rename(r: Mongos, op: _Op) -> dict:
+    """renameCollection of an unsharded collection runs on its database's primary shard; renaming a sharded
+    collection is not modelled."""
+    src, dst = op.cmd.get("renameCollection"), op.cmd.get("to")
+    if isinstance(src, str) and isinstance(dst, str):
+        if r.table(src) is not None or r.table(dst) is not None:
+            raise fail("renameCollection of a sharded collection is not modelled by the simulated cluster; use a real "
+                       "sharded cluster (set MONGODB_URI)", 115)
+        if src.split(".", 1)[0] != dst.split(".", 1)[0]:
+            raise fail("renameCollection across databases is not modelled by the simulated cluster", 115)
+        body = {k: v for k, v in op.cmd.items() if k not in _PASS and k not in ("$db", "startTransaction")}
+        return op.send(r.primary_of(src.split(".", 1)[0]), body, "admin")
+    return D.CommandError("renameCollection and to must be namespace strings", 2).reply()
+
+
 def _explain(r: Mongos, op: _Op) -> dict:
     return X.explain(r, op, _Op)
 
@@ -1237,7 +1257,7 @@ _HANDLERS: dict[str, Callable[[Mongos, _Op], dict]] = {
     "configureCollectionBalancing": _configure_balancing, "getShardVersion": _get_shard_version,
     "flushRouterConfig": lambda r, op: {"flushed": True, "ok": 1.0},
     "addShard": _not_modelled, "removeShard": _not_modelled, "movePrimary": _not_modelled,
-    "moveCollection": _not_modelled, "unshardCollection": _not_modelled, "renameCollection": _not_modelled,
+    "moveCollection": _not_modelled, "unshardCollection": _not_modelled, "renameCollection": _rename,
 }
 
 __all__ = ["Mongos", "split_pipeline", "sharded_data_distribution", "LOOKUP_IN_TXN"]
