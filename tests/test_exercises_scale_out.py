@@ -110,7 +110,7 @@ def _raises(client, coll):
     (_reshard({"truckId": 1}), "only 40 distinct values"),          # a low-cardinality key: jumbo ranges
     (_reshard({"ts": "hashed"}), "contacted 3 shards"),              # hashed for range reads
     (_reshard({"_id": "hashed"}), "contacted 3 shards"),
-    (_reshard({"_id": 1}), "only increases"),                        # still monotonic
+    (_reshard({"_id": 1}), "monotonically increasing"),              # still monotonic
     (_drop_and_recreate, "are gone"),
     (_nothing, "still {ts: 1}"),
     (_raises, "RuntimeError"),

@@ -230,6 +230,11 @@ def _sort_key(sort: Mapping) -> Callable[[Any], Any]:
     return cmp_to_key(cmp)
 
 
+def _body(op: _Op, *drop: str) -> dict:
+    """The command for a shard: without the fields ``send`` adds back and without ``drop``."""
+    return {k: v for k, v in op.cmd.items() if k not in _PASS and k not in ("$db", "startTransaction") + drop}
+
+
 # ---------------------------------------------------------------------------------------------- reads
 def _forward(r: Mongos, op: _Op, shard: str | None = None, create: bool = False) -> dict:
     """Send the command unchanged to one shard (the primary shard of an unsharded collection's database); a
@@ -240,7 +245,7 @@ def _forward(r: Mongos, op: _Op, shard: str | None = None, create: bool = False)
             raise fail("Reading a view over a sharded collection (%s) is not modelled by the simulated cluster; "
                        "query %s itself, or use a real sharded cluster (set MONGODB_URI)" % (base, base), 115)
     shard = shard or r.primary_of(op.db, create=create)
-    body = {k: v for k, v in op.cmd.items() if k not in _PASS and k != "$db" and k != "startTransaction"}
+    body = _body(op)
     reply = op.send(shard, body)
     if reply.get("ok") and isinstance(reply.get("cursor"), Mapping) and "firstBatch" in reply["cursor"]:
         ns = reply["cursor"]["ns"]
@@ -270,8 +275,7 @@ def _find_docs(r: Mongos, op: _Op, targets: list[str]) -> list:
     limit = int(cmd.get("limit") or 0)
     sort = cmd.get("sort") or {}
     proj = cmd.get("projection")
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "skip", "limit", "batchSize",
-                                                                         "singleBatch", "startTransaction")}
+    body = _body(op, "skip", "limit", "batchSize", "singleBatch")
     if limit:
         body["limit"] = skip + limit
     late_projection = bool(proj) and bool(sort) and len(targets) > 1
@@ -310,7 +314,7 @@ def _count(r: Mongos, op: _Op) -> dict:
     targets = r.targets(op.ns, cmd.get("query"), cmd.get("collation"))
     skip = int(cmd.get("skip") or 0)
     limit = int(cmd.get("limit") or 0)
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "skip", "limit")}
+    body = _body(op, "skip", "limit")
     n = 0
     for s in targets:
         n += int(op.send_ok(s, body)["n"])
@@ -330,7 +334,7 @@ def _distinct(r: Mongos, op: _Op) -> dict:
     from ..bson import keys as K
     cmd = op.cmd
     targets = r.targets(op.ns, cmd.get("query"), cmd.get("collation"))
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k != "$db"}
+    body = _body(op)
     seen: dict[bytes, Any] = {}
     for s in targets:
         for v in op.send_ok(s, body)["values"]:
@@ -385,8 +389,7 @@ def _aggregate(r: Mongos, op: _Op) -> dict:
 
 
 def run_plan(r: Mongos, op: _Op, plan: AggPlan) -> list:
-    body_base = {k: v for k, v in op.cmd.items() if k not in _PASS and k not in ("$db", "cursor", "explain",
-                                                                                 "startTransaction")}
+    body_base = _body(op, "cursor", "explain")
     if not plan.split:
         reply = op.send_ok(plan.targets[0], {**body_base, "pipeline": plan.shards_part, "cursor": {}})
         return op.exhaust(plan.targets[0], reply)
@@ -521,12 +524,21 @@ def _write_result(n: int, errors: list[dict], extra: dict | None = None) -> dict
     return out
 
 
-def _insert(r: Mongos, op: _Op) -> dict:
+def _table_or_reply(r: Mongos, op: _Op, create: bool) -> RoutingTable | dict:
+    """The routing table of a write's sharded collection, or the reply of the command forwarded where it lives
+    (the config server for ``config``, the primary shard for an unsharded collection)."""
     if op.db == "config":
         return _forward_config(r, op)
     table = r.table(op.ns)
     if table is None:
-        return _forward(r, op, create=True)
+        return _forward(r, op, create=create)
+    return table
+
+
+def _insert(r: Mongos, op: _Op) -> dict:
+    table = _table_or_reply(r, op, create=True)
+    if isinstance(table, dict):
+        return table
     cmd = op.cmd
     docs = D._statements(cmd, "insert", "documents")
     ordered = cmd.get("ordered", True) is not False
@@ -545,7 +557,7 @@ def _insert(r: Mongos, op: _Op) -> dict:
             continue
         routed.append((i, shard, d))
     stop_at = errors[0]["index"] if (ordered and errors) else None
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "documents", "startTransaction")}
+    body = _body(op, "documents")
     n = 0
     batches: list[tuple[str, list[tuple[int, dict]]]] = []
     if ordered:
@@ -624,15 +636,13 @@ def _touches_key(table: RoutingTable, u: Any) -> bool:
 
 
 def _update(r: Mongos, op: _Op) -> dict:
-    if op.db == "config":
-        return _forward_config(r, op)
-    table = r.table(op.ns)
-    if table is None:
-        return _forward(r, op, create=True)
+    table = _table_or_reply(r, op, create=True)
+    if isinstance(table, dict):
+        return table
     cmd = op.cmd
     stmts = D._statements(cmd, "update", "updates")
     ordered = cmd.get("ordered", True) is not False
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "updates", "startTransaction")}
+    body = _body(op, "updates")
     n = n_mod = 0
     upserted: list[dict] = []
     errors: list[dict] = []
@@ -721,15 +731,13 @@ def _after_single_write(r: Mongos, op: _Op, table: RoutingTable, shard: str, _id
 
 
 def _delete(r: Mongos, op: _Op) -> dict:
-    if op.db == "config":
-        return _forward_config(r, op)
-    table = r.table(op.ns)
-    if table is None:
-        return _forward(r, op)
+    table = _table_or_reply(r, op, create=False)
+    if isinstance(table, dict):
+        return table
     cmd = op.cmd
     stmts = D._statements(cmd, "delete", "deletes")
     ordered = cmd.get("ordered", True) is not False
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "deletes", "startTransaction")}
+    body = _body(op, "deletes")
     n = 0
     errors: list[dict] = []
     for i, st in enumerate(stmts):
@@ -752,13 +760,11 @@ def _delete(r: Mongos, op: _Op) -> dict:
 
 
 def _find_and_modify(r: Mongos, op: _Op) -> dict:
-    if op.db == "config":
-        return _forward_config(r, op)
-    table = r.table(op.ns)
-    if table is None:
-        return _forward(r, op, create=True)
+    table = _table_or_reply(r, op, create=True)
+    if isinstance(table, dict):
+        return table
     cmd = op.cmd
-    body = {k: v for k, v in cmd.items() if k not in _PASS and k not in ("$db", "startTransaction")}
+    body = _body(op)
     shard, _id = _single_target(r, op, cmd.get("query"), cmd.get("sort"), cmd.get("collation"))
     if _id is None:
         if cmd.get("upsert") and not cmd.get("remove"):
@@ -787,7 +793,7 @@ def _ddl_all(r: Mongos, op: _Op) -> dict:
                     and not table.key.is_unique_index_compatible(spec["key"]):
                 raise fail("cannot create unique index over %s with shard key pattern %s"
                            % (show(spec["key"]), show(table.key.spec)), 67)
-    body = {k: v for k, v in op.cmd.items() if k not in _PASS and k not in ("$db", "startTransaction")}
+    body = _body(op)
     first: dict | None = None
     raw: dict = {}
     for s in r.shard_names:
@@ -867,7 +873,7 @@ def _coll_stats_cmd(r: Mongos, op: _Op) -> dict:
     t = r.table(op.ns)
     if t is None:
         return _forward(r, op)
-    body = {k: v for k, v in op.cmd.items() if k not in _PASS and k != "$db"}
+    body = _body(op)
     per: dict = {}
     total = {"count": 0, "size": 0, "storageSize": 0, "totalIndexSize": 0, "nindexes": 0}
     for s in t.shards():
@@ -1226,7 +1232,7 @@ def _rename(r: Mongos, op: _Op) -> dict:
                        "sharded cluster (set MONGODB_URI)", 115)
         if src.split(".", 1)[0] != dst.split(".", 1)[0]:
             raise fail("renameCollection across databases is not modelled by the simulated cluster", 115)
-        body = {k: v for k, v in op.cmd.items() if k not in _PASS and k not in ("$db", "startTransaction")}
+        body = _body(op)
         return op.send(r.primary_of(src.split(".", 1)[0]), body, "admin")
     return D.CommandError("renameCollection and to must be namespace strings", 2).reply()
 
