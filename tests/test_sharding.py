@@ -424,3 +424,17 @@ def test_rename_collection_of_an_unsharded_collection(m):
     assert _find(m, "published", {}) == [{"_id": 1}]
     _shard(m, "lab.posts", {"a": 1})
     _err(lambda: m.command("admin", {"renameCollection": "lab.posts", "to": "lab.old"}), 115)
+
+
+def test_lookup_into_an_unsharded_collection_from_any_shard(m):
+    # the manual ("Aggregation Pipeline and Sharded Collections"): a $lookup of an unsharded collection merges on
+    # the shard holding it; the join must see it whichever shard the $match targets
+    _spread(m)
+    _insert(m, "users", [{"_id": "u15", "name": "Sam"}])  # unsharded: on the database's primary shard
+    pipe = [{"$match": {"authorId": "u15"}}, {"$limit": 1},
+            {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}}]
+    rows = m.command("lab", {"aggregate": "posts", "pipeline": pipe, "cursor": {}})["cursor"]["firstBatch"]
+    assert rows[0]["author"] == [{"_id": "u15", "name": "Sam"}]
+    e = _explain(m, {"aggregate": "posts", "pipeline": pipe}, "queryPlanner")
+    assert e["mergeType"] == "specificShard" and e["mergeShard"] == m.primary_of("lab")
+    assert list(e["shards"]) == ["shard1"] and e["splitPipeline"]["shardsPart"] == [{"$match": {"authorId": "u15"}}]

@@ -164,9 +164,10 @@ pd.DataFrame(sharding.distribution(by_site)).set_index("shard")
 # ## `$lookup` across sharded collections
 #
 # The dashboard joins sensors' buckets with `sites`. Since MongoDB 5.1 the `from` collection of `$lookup` may be
-# sharded ([manual: $lookup](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)). On a
-# cluster the join runs where it can see the whole `sites` collection: the pipeline is split, the shards run the
-# part before the join and the merging part runs the join.
+# sharded ([manual: $lookup](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)). Its
+# result is the same as on one server; what changes is where the work runs. The router's `explain` says: here
+# the pipeline is split, every shard runs the `$match`, and the join runs in the merging part, on the merged
+# stream (a real cluster may place it differently, and its `explain` shows where).
 
 # %%
 db.sites.insert_many([{"_id": f"site:{i}", "name": f"Site {i}", "city": ["Lyon", "Oslo", "Pune"][i % 3]}

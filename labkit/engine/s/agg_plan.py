@@ -5,8 +5,9 @@ The split is the server's in outline: the streaming stages at the front (``$matc
 ``$unwind`` ...) run on the shards; a ``$sort`` that ends them runs there too and the halves are merged in sort
 order (a ``$limit`` right after it is copied down); everything from the first other stage runs once, on the merged
 stream. A pipeline that one shard can run whole (one shard targeted, no sharded foreign collection) is not split.
-Stages that read a sharded foreign collection (``$lookup``, ``$graphLookup``, ``$unionWith``) run where the whole
-foreign collection is seen (the merging part); the server's ``mergeType`` is then a shard ("anyShard").
+Stages that read another collection (``$lookup``, ``$graphLookup``, ``$unionWith``) of a sharded pipeline run in
+the merging part, where the whole collection they read is seen; the merging part runs on the shard holding an
+unsharded joined collection (``mergeType: "specificShard"``), otherwise on the mongos.
 """
 from __future__ import annotations
 
@@ -59,19 +60,27 @@ def foreign(pipeline: list) -> list[tuple[str, str]]:
 
 
 class AggPlan:
-    """How an aggregation runs on the cluster: the shards it targets and, when split, the two halves."""
+    """How an aggregation runs on the cluster: the shards it targets and, when split, the two halves.
+    ``foreign``: the collections its joins read; ``sharded_foreign``: those of them that are sharded."""
 
     def __init__(self, targets: list[str], split: bool, shards_part: list, merger_part: list,
-                 sort: dict | None, foreign: list[str]) -> None:
+                 sort: dict | None, foreign: list[str], sharded_foreign: list[str] | None = None) -> None:
         self.targets, self.split = targets, split
         self.shards_part, self.merger_part, self.sort, self.foreign = shards_part, merger_part, sort, foreign
+        self.sharded_foreign = sharded_foreign or []
 
     @property
     def merge_type(self) -> str:
-        return "anyShard" if self.foreign else "mongos"
+        """Where the merging half runs (manual, "Aggregation Pipeline and Sharded Collections"): on the shard that
+        holds an unsharded collection a ``$lookup`` reads, otherwise on the mongos."""
+        return "specificShard" if self.foreign and not self.sharded_foreign else "mongos"
 
 
 def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
+    """The plan of an aggregation on a sharded collection (or one that joins a sharded collection): one shard
+    runs it whole when the leading ``$match`` targets one shard and it joins nothing (manual: "If the pipeline
+    starts with an exact $match on a shard key, and the pipeline does not contain $out or $lookup stages, the
+    entire pipeline runs on the matching shard only"); otherwise it is split."""
     ns = op.ns
     lead: dict = {}
     for st in pipeline:
@@ -79,13 +88,14 @@ def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
             lead = dict(st["$match"])
         break
     targets = r.targets(ns, lead, op.cmd.get("collation"))
-    sharded_foreign = sorted({c for _st, c in foreign(pipeline) if r.table("%s.%s" % (op.db, c)) is not None})
+    joined = sorted({c for _st, c in foreign(pipeline)})
+    sharded_foreign = [c for c in joined if r.table("%s.%s" % (op.db, c)) is not None]
     shards_part, merger_part, sort = split_pipeline(pipeline)
-    if len(targets) == 1 and not sharded_foreign:
+    if len(targets) == 1 and not joined:
         return AggPlan(targets, False, list(pipeline), [], None, [])
-    if sharded_foreign:
-        # the streaming stages before the first one that reads a sharded collection run on the shards; the
-        # rest runs where the whole foreign collection is seen
+    if joined:
+        # the streaming stages before the first join run on the shards; the rest runs where the whole joined
+        # collection is seen
         shards_part = []
         for st in pipeline:
             name = next(iter(st), None) if isinstance(st, Mapping) else None
@@ -94,8 +104,6 @@ def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
             shards_part.append(st)
         merger_part = list(pipeline[len(shards_part):])
         sort = None
-    return AggPlan(targets, True, shards_part, merger_part, sort, sharded_foreign)
-
-
+    return AggPlan(targets, True, shards_part, merger_part, sort, joined, sharded_foreign)
 
 __all__ = ["AggPlan", "plan_aggregate", "split_pipeline", "foreign"]

@@ -217,6 +217,8 @@ def explain_aggregate(r: Any, op: Any, pipeline: list, verbosity: str) -> dict:
     out: dict[str, Any] = {}
     if split:
         out["mergeType"] = merge_type
+        if merge_type == "specificShard":
+            out["mergeShard"] = r.primary_of(op.db)
         merge_spec: dict[str, Any] = {}
         merge_spec.update({"compareWholeSortKey": False, "tailableMode": "normal", "nss": ns,
                            "allowPartialResults": False, "recordRemoteOpWaitTime": False,
