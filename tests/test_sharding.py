@@ -438,3 +438,15 @@ def test_lookup_into_an_unsharded_collection_from_any_shard(m):
     e = _explain(m, {"aggregate": "posts", "pipeline": pipe}, "queryPlanner")
     assert e["mergeType"] == "specificShard" and e["mergeShard"] == m.primary_of("lab")
     assert list(e["shards"]) == ["shard1"] and e["splitPipeline"]["shardsPart"] == [{"$match": {"authorId": "u15"}}]
+
+
+def test_unknown_or_unmodelled_options_of_sharding_commands_are_refused(m):
+    e = _err(lambda: m.command("admin", {"shardCollection": "lab.c", "key": {"a": 1}, "uniqe": True}), 40415)
+    assert str(e).startswith("BSON field 'shardCollection.uniqe' is an unknown field.")
+    assert m.config["config"]["collections"].count_documents({}) == 0
+    _shard(m, "lab.c", {"a": 1}, numInitialChunks=4)  # accepted without effect since 7.2 (SERVER-83005)
+    _err(lambda: m.command("admin", {"moveChunk": "lab.c", "find": {"a": 1}, "to": "shard1", "forceJumbo": True}),
+         115)
+    _err(lambda: m.command("admin", {"configureCollectionBalancing": "lab.c", "defragmentCollection": True}), 115)
+    _err(lambda: m.command("admin", {"reshardCollection": "lab.c", "key": {"b": 1}, "zones": []}), 115)
+    _err(lambda: m.command("lab", {"shardCollection": "lab.d", "key": {"a": 1}}), 13)  # admin only

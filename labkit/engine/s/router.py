@@ -911,9 +911,33 @@ def _txn_end(r: Mongos, op: _Op) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- sharding admin
+#: the fields each sharding admin command takes (besides its own name and the generic fields drivers add)
+_ADMIN_FIELDS = {
+    "shardCollection": {"key", "unique", "numInitialChunks", "presplitHashedZones", "collation", "timeseries"},
+    "reshardCollection": {"key", "unique", "numInitialChunks", "collation", "zones", "forceRedistribution"},
+    "refineCollectionShardKey": {"key"},
+    "split": {"middle", "find", "bounds"},
+    "moveChunk": {"find", "bounds", "to", "_secondaryThrottle", "_waitForDelete", "writeConcern",
+                  "forceJumbo"},
+    "moveRange": {"min", "max", "toShard", "forceJumbo", "_secondaryThrottle", "_waitForDelete", "writeConcern"},
+    "balancerCollectionStatus": set(), "configureCollectionBalancing": {"chunkSize", "defragmentCollection",
+                                                                        "enableAutoMerger"},
+}
+
+
 def _admin_only(op: _Op) -> None:
     if op.db != "admin":
         raise D.CommandError("%s may only be run against the admin database." % op.name, 13)
+    allowed = _ADMIN_FIELDS.get(op.name)
+    if allowed is not None:
+        for k in op.cmd:
+            if k != op.name and k not in allowed and k not in D._GENERIC:
+                raise D.CommandError("BSON field '%s.%s' is an unknown field." % (op.name, k), 40415)
+    for k in ("forceJumbo", "defragmentCollection", "enableAutoMerger"):
+        if op.cmd.get(k):  # migrations here are synchronous: _secondaryThrottle/_waitForDelete change nothing
+            raise fail("%s's %s option is not modelled by the simulated cluster (no jumbo migrations, no "
+                       "defragmentation or auto-merger); use a real sharded cluster (set MONGODB_URI)"
+                       % (op.name, k), 115)
 
 
 def _ns_arg(op: _Op) -> str:
@@ -966,6 +990,10 @@ def _reshard(r: Mongos, op: _Op) -> dict:
     ns = _ns_arg(op)
     t = _need_table(r, ns)
     from .shard_key import ShardKeyPattern
+    for k in ("zones", "collation", "forceRedistribution"):
+        if k in op.cmd:
+            raise fail("reshardCollection's %s option is not modelled by the simulated cluster; use a real sharded "
+                       "cluster (set MONGODB_URI)" % k, 115)
     new = ShardKeyPattern(op.cmd.get("key"))
     unique = bool(op.cmd.get("unique"))
     if unique:
