@@ -26,15 +26,15 @@ from labkit.review import Finding, Review, review
 from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared", "workshop", "sharding"}
-_LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain",
+               "decision", "tracking", "ledger", "shared", "workshop", "demo", "sharding"}
+_LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
          "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
-    "seed", "show_plan", "plan_summary", "plan_tree", "recommend", "decision_widget", "progress", "Ledger", "__version__",
+    "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "__version__",
     "shared_mode", "ttl_pass", "sharding",
     "review", "Review", "Finding",
 ]

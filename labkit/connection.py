@@ -172,6 +172,12 @@ def sharded_client(shards: int, event_listeners: Any = None) -> Any:
     return client
 
 
+def simulated_clusters() -> dict[int, Any]:
+    """The simulated sharded clusters this process serves (``connect(shards=N)``): shard count -> the
+    ``pymongo.MongoClient`` connected to its mongos. Empty until a lesson asks for one."""
+    return {n: client for n, (_server, client) in sorted(_sharded.items())}
+
+
 def cluster_of(client: Any) -> Any:
     """The simulated cluster (``labkit.engine.s.router.Mongos``) behind a client from ``connect(shards=N)``;
     None for any other client (a real cluster's internals are not in this process)."""

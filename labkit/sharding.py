@@ -8,10 +8,11 @@ runs unchanged on labkit's simulated cluster (``labkit.connect(shards=N)``) and 
 - :func:`distribution`: documents, bytes and chunks per shard of one sharded collection;
 - :func:`targeting`: from an explain, the shards contacted and each one's keys and documents examined;
 - :func:`inserts_per_shard`: insert documents and count where they landed (the hot shard);
+- :func:`shards_in_explain`: the shards an explain through a mongos contacted (what the ledger counts);
 - :func:`spread`: split a ranged collection at given keys and deal the ranges out over the shards;
 - :func:`balance`: run the balancer until the collection is balanced (labkit's cluster runs rounds on request;
   a real cluster's balancer is started and waited for);
-- :func:`set_range_size`: the range (chunk) size in ``config.settings``, e.g. 1 MB for teaching;
+- :func:`set_range_size`: a collection's range (chunk) size, e.g. 1 MB for teaching (``configureCollectionBalancing``);
 - :func:`key_profile`: cardinality, frequency and monotonic change of a candidate shard key in some documents.
 """
 from __future__ import annotations
@@ -91,6 +92,21 @@ def aggregate_targeting(explain: dict) -> dict:
             "merger part": [next(iter(s)) for s in (split or {}).get("mergerPart", [])]}
 
 
+def shards_in_explain(explain: Any) -> list[str] | None:
+    """The shards an explain through a mongos says the operation contacted (a find/count/distinct's
+    ``queryPlanner.winningPlan.shards``, an aggregation's ``shards``), sorted; None for an explain that did not
+    come from a mongos."""
+    if not isinstance(explain, dict):
+        return None
+    wp = (explain.get("queryPlanner") or {}).get("winningPlan") if isinstance(explain.get("queryPlanner"), dict) \
+        else None
+    if isinstance(wp, dict) and isinstance(wp.get("shards"), list):
+        return sorted(s.get("shardName", "") for s in wp["shards"] if isinstance(s, dict))
+    if isinstance(explain.get("shards"), dict):
+        return sorted(explain["shards"])
+    return None
+
+
 def inserts_per_shard(coll: Any, docs: Iterable[dict], ordered: bool = False) -> dict[str, int]:
     """Insert ``docs`` into ``coll`` and return how many landed on each shard (measured: owned documents per
     shard before and after)."""
@@ -160,17 +176,13 @@ def balance(coll: Any, timeout_s: float = 300.0) -> int:
     raise TimeoutError(f"{ns} was not balanced within {timeout_s:.0f} s; check sh.status()")
 
 
-def set_range_size(client: Any, megabytes: int) -> None:
-    """Set the cluster's range size (``config.settings`` ``chunksize``, 1-1024 MB; manual "Modify Range Size in a
-    Sharded Cluster"). Atlas does not allow writing ``config``: there the error says to use the default."""
+def set_range_size(coll: Any, megabytes: int) -> None:
+    """Set a sharded collection's range (chunk) size, 1 to 1024 MB: ``configureCollectionBalancing`` with
+    ``chunkSize`` (manual "configureCollectionBalancing": supported on every Atlas cluster, unlike writing
+    ``config.settings``, which sets the cluster's default)."""
     if isinstance(megabytes, bool) or not isinstance(megabytes, int) or not 1 <= megabytes <= 1024:
         raise ValueError(f"set_range_size(megabytes={megabytes!r}): an integer from 1 to 1024")
-    try:
-        _client(client)["config"]["settings"].update_one({"_id": "chunksize"}, {"$set": {"value": megabytes}},
-                                                         upsert=True)
-    except OperationFailure as exc:
-        raise OperationFailure(f"this cluster does not let you change the range size ({exc}); the lesson's "
-                               "balancing figures need a 1 MB range size", exc.code) from None
+    _client(coll).admin.command("configureCollectionBalancing", _ns(coll), chunkSize=megabytes)
 
 
 def _monotonic(values: list[Any]) -> float:
@@ -207,4 +219,4 @@ def key_profile(docs: Iterable[dict], field: str) -> dict:
 
 
 __all__ = ["distribution", "targeting", "aggregate_targeting", "inserts_per_shard", "spread", "balance",
-           "set_range_size", "key_profile", "collection_info", "is_simulated", "shard_names"]
+           "set_range_size", "key_profile", "collection_info", "is_simulated", "shard_names", "shards_in_explain"]

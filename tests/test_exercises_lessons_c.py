@@ -6,6 +6,7 @@ import pytest
 
 import labkit
 import labkit.exercises as exercises
+from exercise_helpers import solved
 from labkit.engine import EmbeddedClient
 
 
@@ -263,7 +264,9 @@ def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
     ledger.measure("a", "read", tmp_db, lambda d: list(d.items.find()))
     ledger.measure("a", "rename", tmp_db, lambda d: d.items.update_one({"_id": 1}, {"$set": {"x": 1}}))
     handle = ledger.widget("docs examined", max_rate=2000, max_rates={"rename": 20})
-    handle.set(**{"rename /s": 20})
+    # 0.01 renames a second is shown exactly, as 36 an hour; the range ends at 20 a second = 72,000 an hour
+    assert handle.values["rename /h"] == 36 and handle.sliders["rename /h"].max == 72_000
+    handle.set(**{"rename /h": 72_000})
     assert handle.result["a: docs examined /s"] == 900 * 10 + 20 * 1
     with _pytest.raises(ValueError, match="not in the workload"):
         ledger.widget(max_rates={"nope": 3})
@@ -536,18 +539,9 @@ def test_12_predict_aggregate_keys():
 # Relationships with Document References".
 
 def chat_solution():
-    access = [
-        {"operation": "Open a channel", "type": "read", "per_second": 2000,
-         "entities": ["channels", "members", "messages"], "fields": ["name", "members.userId", "messages.text"]},
-        {"operation": "Post a message", "type": "write", "per_second": 200, "entities": ["messages"], "fields": []},
-    ]
-    rels = [
-        {"parent": "channels", "child": "members", "cardinality": [2, 8, 50],
-         "child_queried_alone": False, "changes_with_parent": True, "child_doc_bytes": 60},
-        {"parent": "channels", "child": "messages", "cardinality": [0, 2000, None],
-         "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300},
-    ]
-    return access, rels
+    """Fresh copies of the lists the exercise's own solution builds."""
+    names = solved("20-chat-workload")
+    return names["access_patterns"], names["relationships"]
 
 
 def test_20_chat_workload_solution_passes():

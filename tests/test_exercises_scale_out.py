@@ -46,6 +46,17 @@ def test_40_wrong_call_shapes(client):
     assert ex.check(None).outcome == "not-attempted"
     assert "client and your key" in ex.check({"deviceId": 1}).message
     assert "must be the client" in ex.check("client", {"deviceId": 1, "ts": 1}).message
+    assert "must be the client" in ex.check(client["db"], {"deviceId": 1, "ts": 1}).message  # a database
+    # the embedded engine is not a sharded cluster: said so, and how to get one
+    r = ex.check(labkit.connect("embedded"), {"deviceId": 1, "ts": 1})
+    assert r.outcome == "incorrect" and "not connected to a sharded cluster" in r.message
+
+
+def test_checks_leave_no_database_behind(client):
+    before = set(client.list_database_names())
+    assert _check("40-device-shard-key", client, {"deviceId": 1, "ts": 1}).correct
+    assert not _check("42-repair-key", client, _nothing).correct
+    assert set(client.list_database_names()) == before  # the sandboxes are dropped after each check
 
 
 def test_40_prediction():

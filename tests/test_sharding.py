@@ -16,7 +16,8 @@ Sources (facts only; no test text copied):
   the ``shards`` array), src/mongo/s/query/cluster_aggregation_planner.cpp (``splitPipeline`` null or
   ``{shardsPart, mergerPart}``, ``mergeType``, ``$mergeCursors``);
 - manual "Change a Document's Shard Key Value" and jstests/sharding/ (IllegalOperation 20 "Must run update to
-  shard key field in a multi-statement transaction or with retryWrites: true.");
+  shard key field in a multi-statement transaction or with retryWrites: true."); SERVER-46811 (a multi-update
+  that changes a shard key: InvalidOptions 72);
 - jstests/sharding/query/sharded_lookup_in_txn.js (3904800 / 3904801), jstests/sharding/
   transactions_distinct_not_allowed_on_sharded_collections.js (263);
 - manual "Balancer" (8.0: balanced when shards differ by less than three range sizes), "Jumbo Chunks", "Modify
@@ -211,6 +212,21 @@ def test_changing_the_key_needs_a_transaction_or_retryable_write(m):
                           "lsid": lsid, "txnNumber": Int64(1)})
     assert r["nModified"] == 1
     assert _counts(m, "lab.posts") == {"shard0": 0, "shard1": 1}
+
+
+def test_a_multi_update_may_not_change_a_documents_shard_key(m):
+    # SERVER-46811 (the shard's update stage: InvalidOptions "Multi-update operations are not allowed when updating
+    # the shard key field."); setting a key field to the value it has changes no key and is allowed
+    _shard(m, "lab.posts", {"authorId": 1})
+    _insert(m, "posts", [{"_id": i, "authorId": "a", "n": i} for i in range(3)])
+    r = m.command("lab", {"update": "posts", "updates": [{"q": {"n": {"$gte": 0}}, "u": {"$set": {"authorId": "b"}},
+                                                          "multi": True}]})
+    assert [(e["code"], e["errmsg"]) for e in r["writeErrors"]] == [
+        (72, "Multi-update operations are not allowed when updating the shard key field.")]
+    assert {d["authorId"] for d in _find(m, "posts", {})} == {"a"}  # nothing changed
+    r = m.command("lab", {"update": "posts", "updates": [{"q": {}, "u": {"$set": {"authorId": "a", "seen": True}},
+                                                          "multi": True}]})
+    assert r["nModified"] == 3 and "writeErrors" not in r
 
 
 def test_upsert_without_the_full_key_cannot_be_targeted(m):
@@ -450,3 +466,49 @@ def test_unknown_or_unmodelled_options_of_sharding_commands_are_refused(m):
     _err(lambda: m.command("admin", {"configureCollectionBalancing": "lab.c", "defragmentCollection": True}), 115)
     _err(lambda: m.command("admin", {"reshardCollection": "lab.c", "key": {"b": 1}, "zones": []}), 115)
     _err(lambda: m.command("lab", {"shardCollection": "lab.d", "key": {"a": 1}}), 13)  # admin only
+
+
+def test_db_stats_through_the_router_sums_every_shard(m):
+    # cluster_db_stats_cmd.cpp (aggregateResults) and jstests/sharding/stats.js: every shard's dbStats under
+    # ``raw`` (by its connection string), the totals their sums, avgObjSize over the unscaled data size
+    _spread(m)
+    _insert(m, "users", [{"_id": i} for i in range(7)])  # unsharded: on the primary shard only
+    total = m.command("lab", {"dbStats": 1})
+    hosts = {s["_id"]: s["host"] for s in m.command("admin", {"listShards": 1})["shards"]}
+    assert sorted(total["raw"]) == sorted(hosts.values())
+    for field in ("collections", "views", "objects", "dataSize", "storageSize", "totalSize", "indexes", "indexSize"):
+        assert total[field] == sum(r[field] for r in total["raw"].values()), field
+    assert total["objects"] == 607 and total["collections"] == 3 + 1  # posts on three shards, users on one
+    by_shard = {s: m.shards[s]["lab"].command("dbStats")["dataSize"] for s in m.shard_names}
+    assert {s: total["raw"][hosts[s]]["dataSize"] for s in m.shard_names} == by_shard
+    assert total["avgObjSize"] == pytest.approx(total["dataSize"] / total["objects"])
+    _err(lambda: m.command("lab", {"dbStats": 1, "scale": 0}), 2)
+
+
+def test_a_lookup_of_a_sharded_collection_runs_on_the_shards(m):
+    # document_source_lookup.cpp distributedPlanLogic (a top-level $lookup whose `from` is sharded returns none:
+    # it streams on the shards) and jstests/sharding/query/sharded_lookup_execution.js ("sharded_to_sharded": the
+    # $lookup executes on every shard holding the local collection; after a $group it runs on the merger)
+    _spread(m)
+    _insert(m, "users", [{"_id": "u%02d" % i, "name": "user %d" % i} for i in range(30)])
+    m.command("lab", {"createIndexes": "users", "indexes": [{"key": {"_id": "hashed"}, "name": "_id_hashed"}]})
+    _shard(m, "lab.users", {"_id": "hashed"})
+    join = {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}}
+    pipe = [{"$match": {"likes": 3}}, join, {"$sort": {"_id": 1}}, {"$limit": 2}]
+    e = _explain(m, {"aggregate": "posts", "pipeline": pipe}, "queryPlanner")
+    assert e["splitPipeline"]["shardsPart"] == pipe and e["mergeType"] == "mongos"
+    assert [next(iter(st)) for st in e["splitPipeline"]["mergerPart"]] == ["$mergeCursors", "$limit"]
+    rows = m.command("lab", {"aggregate": "posts", "pipeline": pipe, "cursor": {}})["cursor"]["firstBatch"]
+    assert [(r["_id"], r["author"][0]["name"]) for r in rows] == [(3, "user 3"), (10, "user 10")]
+    # targeted at one shard: with a $lookup it is still split (the manual: only a pipeline without $lookup runs
+    # whole on the matching shard), the join on that one shard
+    one = [{"$match": {"authorId": "u15"}}, join, {"$limit": 1}]
+    e = _explain(m, {"aggregate": "posts", "pipeline": one}, "queryPlanner")
+    assert e["splitPipeline"]["shardsPart"] == one[:2] and list(e["shards"]) == ["shard1"]
+    rows = m.command("lab", {"aggregate": "posts", "pipeline": one, "cursor": {}})["cursor"]["firstBatch"]
+    assert rows[0]["author"] == [{"_id": "u15", "name": "user 15"}]
+    # after a $group the join runs on the merged stream
+    grouped = [{"$group": {"_id": "$authorId", "n": {"$sum": 1}}}, {"$lookup": {**join["$lookup"],
+                                                                               "localField": "_id"}}]
+    e = _explain(m, {"aggregate": "posts", "pipeline": grouped}, "queryPlanner")
+    assert e["splitPipeline"]["shardsPart"] == [] and "$lookup" in e["splitPipeline"]["mergerPart"][-1]

@@ -78,3 +78,34 @@ def test_review_of_an_unsharded_database_has_no_sharding_findings():
     db = labkit.fresh_db("advice_plain")
     db.posts.insert_many([{"createdAt": dt.datetime(2026, 1, 1), "i": i} for i in range(200)])
     assert not [f for f in labkit.review(db).findings if f.lesson.startswith(("40_", "41_"))]
+
+
+def test_the_ledger_counts_the_shards_each_operation_contacted():
+    """Through a mongos the ledger's costs carry ``shards contacted`` (the router's explain of each read, where an
+    insert's documents went); elsewhere they have none and the ledger shows no such column."""
+    from labkit import sharding
+    from labkit.ledger import SHARDS, Ledger, compare, estimate
+
+    client = labkit.connect(shards=3)
+    db = labkit.fresh_db("ledger_shards", client=client)
+    client.admin.command("shardCollection", db.posts.full_name, key={"authorId": 1})
+    db.posts.insert_many([{"_id": i, "authorId": f"u{i % 30:02d}"} for i in range(300)])
+    sharding.spread(db.posts, [{"authorId": "u10"}, {"authorId": "u20"}])
+    ledger = Ledger({"feed": 100, "post": 10})
+    by_author = ledger.measure("by author", "feed", db, lambda d: list(d.posts.find({"authorId": "u03"})))
+    by_id = ledger.measure("by _id", "feed", db, lambda d: list(d.posts.find({"_id": 5})))
+    one = ledger.measure("by author", "post", db, lambda d: d.posts.insert_one({"_id": 1000, "authorId": "u25"}))
+    two = ledger.measure("by _id", "post", db, lambda d: d.posts.insert_many(
+        [{"_id": 1001, "authorId": "u05"}, {"_id": 1002, "authorId": "u15"}]))
+    assert (by_author.shards_contacted, by_id.shards_contacted, one.shards_contacted, two.shards_contacted) == (
+        1, 3, 1, 2)
+    assert ledger.metrics[-1] == SHARDS and ledger.per_operation()[SHARDS].tolist() == [1, 3, 1, 2]
+    assert ledger.totals()[SHARDS + " /s"].to_dict() == {"by author": 110.0, "by _id": 320.0}
+    assert ledger.best(SHARDS) == "by author"
+    assert compare({"a": by_author, "b": by_id}).loc[SHARDS].tolist() == [1, 3]
+    # an estimate without the figure, or a cost on one server, has no such metric
+    assert SHARDS not in compare({"a": by_author, "e": estimate("a guess", docs_examined=1)}).index
+    plain = Ledger({"x": 1})
+    cost = plain.measure("a", "x", labkit.connect("embedded")["ledger_plain"], lambda d: d.c.find_one())
+    assert cost.shards_contacted is None and SHARDS not in plain.per_operation().columns
+    labkit.reset_db("ledger_shards", client=client)

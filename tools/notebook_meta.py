@@ -7,10 +7,17 @@ whose YAML header holds::
       minutes: 15              # required: self-paced time shown to learners
       title: Start here        # required
       section: Introduction    # required: lessons of one section are listed together
-      exercise_minutes: 5      # optional: extra workshop time for the exercise
-                               #   (default 5 when the lesson has a cell tagged `solution`, else 0)
+      exercise_minutes: 5      # optional: extra workshop time for the exercises (default 5 when the lesson
+                               #   has a cell tagged `solution`, else 0; never less than 3 per prediction
+                               #   and 6 per build task among the labkit exercises the lesson uses)
       demo: "..."              # optional: what the instructor demonstrates live
       mistakes: ["...", ...]   # optional: common learner mistakes
+      sources:                 # the MongoDB material the lesson's statements rest on (rendered as the
+      - title: "MongoDB manual: Unique indexes"           #   lesson's "Sources" cell, tagged `sources`)
+        url: https://www.mongodb.com/docs/manual/core/index-unique/
+
+A source's url must be one of :data:`SOURCE_URL_KINDS` (MongoDB's manual and docs, the server repository at
+v8.0, the specifications repository, the developer center, MongoDB University); titles and urls are unique.
 
 Usage::
 
@@ -32,15 +39,38 @@ SOURCE_DIR = "src"  # jupytext pairs notebooks/NN.ipynb with notebooks/src/NN.py
 SOURCE_GLOB = "[0-9][0-9]_*.py"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 DEFAULT_EXERCISE_MINUTES = 5
+# Room minutes per exercise, a planning rule of thumb: a prediction is read, guessed and discussed after the
+# measuring cell in about 3 minutes; a build task (read the statement, write a few lines of pymongo, run the
+# check, fix once) takes about 6. A lesson's exercise minutes are at least the sum over its exercises.
+PREDICTION_MINUTES = 3
+TASK_MINUTES = 6
+EXERCISE_GET = re.compile(r"""labkit\.exercises\.get\(\s*["']([^"']+)["']""")
 REQUIRED_KEYS = ("minutes", "title", "section")
-OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes")
+OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes", "sources")
 SOLUTION_TAG = "solution"
 REVEAL_TAG = "reveal"  # the check of a prediction: code kept, output removed in student copies
 NAVIGATION_TAG = "navigation"
+SOURCES_TAG = "sources"  # the generated "Sources" cell, just before the navigation cell
+#: (kind, url prefix): the places a lesson may cite (see LESSON_CONVENTIONS: MongoDB's own material only)
+SOURCE_URL_KINDS = (
+    ("MongoDB manual and docs", "https://www.mongodb.com/docs/"),
+    ("mongodb/mongo at v8.0 (jstests, src)", "https://github.com/mongodb/mongo/blob/v8.0/"),
+    ("mongodb/specifications", "https://github.com/mongodb/specifications/blob/master/"),
+    ("MongoDB developer center", "https://www.mongodb.com/developer/"),
+    ("MongoDB University", "https://learn.mongodb.com/"),
+)
 
 
 class MetadataError(ValueError):
     """A notebook source has missing or malformed ``labkit`` metadata (the message names file and key)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One entry of a lesson's ``sources:`` list: a title and the url of MongoDB's page or file."""
+
+    title: str
+    url: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +87,9 @@ class Lesson:
     mistakes: tuple[str, ...]
     has_exercise: bool        # a cell is tagged `solution`
     source: Path              # the .py file
+    sources: tuple[Source, ...] = ()  # what the lesson cites, in the order given
+    predictions: int = 0      # labkit.exercises the lesson uses that are predictions
+    tasks: int = 0            # ... and the other exercises (build tasks)
 
     @property
     def ipynb(self) -> Path:
@@ -73,6 +106,51 @@ def _whole_minutes(value: object, where: str, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
         raise MetadataError(f"{where}: labkit.{key}={value!r} must be a whole number of minutes >= 0")
     return int(value)
+
+
+def source_url_kind(url: str) -> str | None:
+    """The kind of an allowed source url (see :data:`SOURCE_URL_KINDS`), or None when it is not allowed."""
+    for kind, prefix in SOURCE_URL_KINDS:
+        if url.startswith(prefix) and len(url) > len(prefix) and not any(c.isspace() or c in "()<>\"'" for c in url):
+            return kind
+    return None
+
+
+def _sources(value: object, where: str) -> tuple[Source, ...]:
+    """The validated ``sources:`` list (MetadataError names the file and the entry)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise MetadataError(f"{where}: labkit.sources must be a list of {{title, url}} entries, "
+                            f"got {type(value).__name__}")
+    allowed = ", ".join(prefix + "..." for _, prefix in SOURCE_URL_KINDS)
+    result: list[Source] = []
+    for i, entry in enumerate(value, 1):
+        at = f"{where}: labkit.sources entry {i}"
+        if not isinstance(entry, dict):
+            raise MetadataError(f"{at} ({entry!r}) must be a mapping with `title:` and `url:`")
+        unknown = sorted(set(map(str, entry)) - {"title", "url"})
+        if unknown:
+            raise MetadataError(f"{at}: unknown key(s) {', '.join(unknown)} (an entry has `title:` and `url:`)")
+        title, url = entry.get("title"), entry.get("url")
+        if not isinstance(title, str) or not title.strip():
+            raise MetadataError(f"{at}: title={title!r} must be a non-empty string")
+        at = f"{where}: labkit.sources entry {i} ({title.strip()!r})"
+        if not isinstance(url, str) or not url.strip():
+            raise MetadataError(f"{at}: url={url!r} must be a non-empty string")
+        if source_url_kind(url.strip()) is None:
+            raise MetadataError(f"{at}: url {url.strip()!r} is not one of the allowed kinds ({allowed}); cite "
+                                "MongoDB's own page or file, never a local path")
+        result.append(Source(title.strip(), url.strip()))
+    for field in ("title", "url"):
+        seen: dict[str, int] = {}
+        for i, src in enumerate(result, 1):
+            key = getattr(src, field)
+            if key in seen:
+                raise MetadataError(f"{where}: labkit.sources entries {seen[key]} and {i} have the same {field} "
+                                    f"{key!r}")
+            seen[key] = i
+    return tuple(result)
 
 
 def read_lesson(source: Path) -> Lesson:
@@ -93,6 +171,7 @@ def read_lesson(source: Path) -> Lesson:
         if not isinstance(meta[key], str) or not meta[key].strip():
             raise MetadataError(f"{where}: labkit.{key}={meta[key]!r} must be a non-empty string")
     has_exercise = any(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)
+    predictions, tasks = exercise_kinds(nb)
     ex_default = DEFAULT_EXERCISE_MINUTES if has_exercise else 0
     demo = meta.get("demo") or ""
     if not isinstance(demo, str):
@@ -100,18 +179,46 @@ def read_lesson(source: Path) -> Lesson:
     mistakes = meta.get("mistakes") or []
     if isinstance(mistakes, str) or not all(isinstance(x, str) for x in mistakes):
         raise MetadataError(f"{where}: labkit.mistakes must be a list of strings")
+    unknown = sorted(set(map(str, meta)) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise MetadataError(f"{where}: unknown labkit key(s) {', '.join(unknown)}; known: "
+                            f"{', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}")
     return Lesson(
         name=source.stem,
         number=m.group(1),
         title=meta["title"].strip(),
         section=meta["section"].strip(),
         minutes=_whole_minutes(meta["minutes"], where, "minutes"),
-        exercise_minutes=_whole_minutes(meta.get("exercise_minutes", ex_default), where, "exercise_minutes"),
+        exercise_minutes=max(_whole_minutes(meta.get("exercise_minutes", ex_default), where, "exercise_minutes"),
+                             PREDICTION_MINUTES * predictions + TASK_MINUTES * tasks),
         demo=demo.strip(),
         mistakes=tuple(x.strip() for x in mistakes),
         has_exercise=has_exercise,
         source=source,
+        sources=_sources(meta.get("sources"), where),
+        predictions=predictions,
+        tasks=tasks,
     )
+
+
+def exercise_kinds(nb: object) -> tuple[int, int]:
+    """(predictions, build tasks) among the labkit exercises a lesson's code cells get; an id labkit does not
+    know (or no labkit to ask) counts as a build task."""
+    ids = []
+    for cell in getattr(nb, "cells", []):
+        if cell.cell_type == "code":
+            ids += [i for i in EXERCISE_GET.findall(cell.source) if i not in ids]
+    try:
+        import sys
+
+        if str(ROOT) not in sys.path:
+            sys.path.append(str(ROOT))
+        from labkit import exercises
+    except ImportError:
+        return 0, len(ids)
+    known = set(exercises.ids())
+    predictions = sum(1 for i in ids if i in known and isinstance(exercises.get(i), exercises.Prediction))
+    return predictions, len(ids) - predictions
 
 
 def sources(notebooks: Path = NOTEBOOKS) -> list[Path]:

@@ -231,7 +231,7 @@ print("insert under an existing index:", parallel)
 #
 # ## Measured: what each limit did on this engine
 
-# %%
+# %% tags=["reveal"]
 measured = pd.DataFrame([
     {"limit": "16 MiB document", "what we tried": f"{fits + 1} pushes of 512 KiB (predicted to fail at {fits + 1})",
      "result": f"push {pushes + 1} refused"},
@@ -247,7 +247,7 @@ measured
 # error code. Should a row ever read *accepted*, the engine running the notebook does not enforce that limit:
 # set `MONGODB_URI` and re-run against a real server.
 
-# %%
+# %% tags=["reveal"]
 sizes_mib = [doc_size_with_array(account, "events", n, lambda i: CHUNK) / 2**20 for n in range(0, fits + 2)]
 fig, ax = plt.subplots(figsize=(6, 2.6))
 ax.plot(range(0, fits + 2), sizes_mib, marker=".", label="document size")

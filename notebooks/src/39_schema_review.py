@@ -113,11 +113,11 @@ def legacy_json(seed=39):
 
 
 # %% [markdown]
-# Notebooks run from the `notebooks/` folder, so the file is one level up. Loading it, and checking that it is
-# exactly what the code above generates:
+# Notebooks run from their own folder (`students/` or `notebooks/`), so the file is one level up. Loading it,
+# and checking that it is exactly what the code above generates:
 
 # %%
-ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
+ROOT = Path.cwd().parent if Path.cwd().name in ("notebooks", "students") else Path.cwd()
 path = ROOT / "data" / "legacy_store.json"
 text = path.read_text()
 legacy = json_util.loads(text, json_options=LEGACY_JSON)

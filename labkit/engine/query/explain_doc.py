@@ -1,13 +1,20 @@
 """Server-shaped explain documents (explainVersion "1", classic engine) for find / count / distinct."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
+import linecache
+import os
+import re
+import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from mongomock import OperationFailure
 
 from .planner import (Planner, Query, explaining, express_eligible, note_access, plan_and_run, totals)
-from ..exec.stages import IndexScan, Fetch, index_fields
+from ..exec.stages import IndexScan, index_fields
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
 LABKIT_MARKER = {"engine": "embedded", "models": "MongoDB 8.0 classic engine"}
@@ -65,8 +72,150 @@ def _wrap(doc: dict, command: dict | None, verbosity: str) -> dict:
 def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
     """The explain document of a find / count / distinct, as an 8.0 server shapes it."""
     _check_verbosity(verbosity)
-    with explaining():
-        return _explain_query(coll, q, verbosity, command)
+    with explaining(), outermost_explain() as outer:
+        doc = _explain_query(coll, q, verbosity, command)
+    if outer and os.environ.get(PLAN_RECORD_ENV):
+        from .collate import current
+        cmd = dict(command) if command is not None else _command_of(coll.name, q)
+        if current() is not None and "collation" not in cmd:  # a cursor's collation, applied around the explain
+            cmd["collation"] = current()
+        record_plan("explain", coll._store, getattr(coll, "_db_store", None), "%s.%s" % (coll.database.name, coll.name),
+                    cmd, doc)
+    return doc
+
+
+# --- the plan record (tests/test_one_cost.py: one query, one cost) -------------------------------------------
+#: a file name: every explain with execution statistics (and every profiled operation) is appended to it as one
+#: JSON line, with the namespace, the command, the collection's data version and index set, and the figures
+PLAN_RECORD_ENV = "LABKIT_PLAN_RECORD"
+_NESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_explain_nested", default=False)
+_SERIALS = itertools.count(1)
+_CELL_FILE = re.compile(r"ipykernel_\d+[/\\]")
+
+
+@contextlib.contextmanager
+def outermost_explain() -> Iterator[bool]:
+    """True for the outermost explain only (a time-series or view explain runs another one inside)."""
+    outer = not _NESTED.get()
+    token = _NESTED.set(True)
+    try:
+        yield outer
+    finally:
+        _NESTED.reset(token)
+
+
+def explain_totals(doc: Any) -> tuple[int, int]:
+    """Keys and documents examined over every ``executionStats`` of an explain document (an aggregate's carry
+    one per part) and the classic ``$lookup`` stages' totals."""
+    keys = docs = 0
+    todo = [doc]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            stats = node.get("executionStats")
+            if isinstance(stats, dict) and "totalKeysExamined" in stats:
+                keys += int(stats.get("totalKeysExamined", 0))
+                docs += int(stats.get("totalDocsExamined", 0))
+                continue
+            if "totalDocsExamined" in node and "$lookup" in node:
+                docs += int(node.get("totalDocsExamined", 0))
+                keys += int(node.get("totalKeysExamined", 0))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return keys, docs
+
+
+def _command_of(name: str, q: Query) -> dict:
+    """The command a Query answers, for the record when the caller passed none."""
+    if q.kind == "count":
+        return {"count": name, "query": q.filter, **({"skip": q.skip} if q.skip else {}),
+                **({"limit": q.limit} if q.limit else {}), **({"hint": q.hint} if q.hint is not None else {})}
+    if q.kind == "distinct":
+        return {"distinct": name, "key": q.distinct_key, "query": q.filter}
+    cmd: dict[str, Any] = {"find": name, "filter": q.filter}
+    for key, value in (("sort", dict(q.sort) if q.sort else None), ("projection", q.projection),
+                       ("skip", q.skip or None), ("limit", q.limit or None), ("hint", q.hint)):
+        if value is not None:
+            cmd[key] = value
+    return cmd
+
+
+def _serial(store: Any) -> int:
+    serial = store.__dict__.get("_plan_record_serial")
+    if serial is None:
+        serial = store._plan_record_serial = next(_SERIALS)
+    return serial
+
+
+def _collection_state(st: Any) -> tuple[list, list]:
+    """(data version, index set) of a collection store: what a plan's cost depends on."""
+    data = [_serial(st), st.incarnation, st.version, len(st.docs)]
+    return data, sorted((ix.spec.info() for ix in st.ix.values()), key=lambda i: i["name"])
+
+
+def _stage_chain(doc: dict) -> str:
+    stats = doc.get("executionStats") or {}
+    stage = stats.get("executionStages")
+    if not isinstance(stage, dict):
+        cursor = next((s["$cursor"] for s in doc.get("stages") or [] if "$cursor" in s), {})
+        stage = (cursor.get("executionStats") or {}).get("executionStages")
+    names = []
+    while isinstance(stage, dict):
+        names.append(str(stage.get("stage", "?")))
+        stage = stage.get("inputStage") or next(iter(stage.get("inputStages") or []), None)
+    later = [next(iter(s)) for s in doc.get("stages") or [] if "$cursor" not in s]
+    return " > ".join(names + later)
+
+
+def _cell_line() -> str | None:
+    """The notebook line that led here: the outermost frame of code a kernel ran from a cell (ipykernel names
+    those files ``.../ipykernel_<pid>/<hash>.py``), or None outside a notebook."""
+    frame, found = sys._getframe(1), None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if _CELL_FILE.search(name) or name.startswith("<ipython-input"):
+            found = linecache.getline(name, frame.f_lineno).strip() or found
+        frame = frame.f_back
+    return found
+
+
+def record_plan(origin: str, st: Any, db_store: Any, ns: str, command: dict, doc: dict,
+                figures: dict | None = None) -> None:
+    """Append one plan to the file named by ``LABKIT_PLAN_RECORD`` (nothing when it is unset or the explain
+    has no execution statistics). ``st`` is the collection's store; an aggregate's data version and index set
+    cover every collection of the database (``db_store``), since ``$lookup`` reads others."""
+    path = os.environ.get(PLAN_RECORD_ENV)
+    if not path:
+        return
+    if figures is None:
+        stats = doc.get("executionStats")
+        if not isinstance(stats, dict):
+            cursor = next((s["$cursor"] for s in doc.get("stages") or [] if "$cursor" in s), {})
+            stats = cursor.get("executionStats")
+        if not isinstance(stats, dict):
+            return  # queryPlanner verbosity: no cost to record
+        keys, docs = explain_totals(doc)
+        root = stats.get("executionStages") or {}
+        figures = {"keys": keys, "docs": docs, "returned": int(stats.get("nReturned", 0)),
+                   "counted": root.get("nCounted") if isinstance(root, dict) else None, "plan": _stage_chain(doc)}
+    name = next(iter(command), "")
+    if name == "aggregate" and db_store is not None:
+        states = {n: _collection_state(c) for n, c in sorted(getattr(db_store, "_collections", {}).items())
+                  if hasattr(c, "ix")}
+        data = [[n, d] for n, (d, _) in states.items()]
+        indexes = [[n, i] for n, (_, i) in states.items()]
+    else:
+        data, indexes = _collection_state(st)
+    from bson import json_util
+    line = {"origin": origin, "ns": ns, "command": {k: v for k, v in command.items() if k not in _NOT_SHAPE},
+            "data": data, "indexes": indexes, "cell": _cell_line(), **figures}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json_util.dumps(line, json_options=json_util.RELAXED_JSON_OPTIONS) + "\n")
+
+
+_NOT_SHAPE = ("lsid", "$db", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",
+              "readConcern", "writeConcern", "cursor", "batchSize", "singleBatch", "comment", "maxTimeMS")
 
 
 def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict:
@@ -124,22 +273,15 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
         stopped = bool(count_limit) and n_counted >= count_limit  # COUNT is EOF at its limit
         if stopped:
             n_counted = count_limit
-        count_scan = _as_count_scan(root, n, stopped)
-        if count_scan is not None:
-            winning = {"stage": "COUNT", "inputStage": count_scan[0], "isCached": False}
-            child_works = count_scan[1]["works"]
-            exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
-                         "works": child_works, "advanced": 0, "needTime": child_works - (0 if stopped else 1),
-                         "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
-                         "nSkipped": n_skipped, "inputStage": count_scan[1]}
-            keys = count_scan[1]["keysExamined"]
-            docs = 0
-        else:
-            winning = {"stage": "COUNT", "inputStage": winning, "isCached": False}
-            exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
-                         "works": root.works + 1, "advanced": 0, "needTime": root.works, "needYield": 0,
-                         "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
-                         "nSkipped": n_skipped, "inputStage": exec_root}
+        # count.cpp: each COUNT work() is one work() of its child, and the executor stops as soon as COUNT is
+        # EOF (its child at EOF, or nCounted at the limit: then the child is not asked again)
+        works = root.works
+        winning = {"stage": "COUNT", "inputStage": {k: v for k, v in winning.items() if k != "isCached"},
+                   "isCached": False}
+        exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
+                     "works": works, "advanced": 0, "needTime": works - (0 if stopped else 1), "needYield": 0,
+                     "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
+                     "nSkipped": n_skipped, "inputStage": exec_root}
         n_ret = 0
     else:
         n_ret = n
@@ -181,40 +323,6 @@ def _trial_docs(ex) -> list:
         out.append({"nReturned": c.root.advanced, "executionTimeMillisEstimate": 0, "totalKeysExamined": k,
                     "totalDocsExamined": d, "score": round(c.score, 4), "executionStages": c.root.exec_doc()})
     return out
-
-
-def _as_count_scan(root, n: int = 0, stopped: bool = False) -> tuple[dict, dict] | None:
-    """FETCH(no filter) > IXSCAN over a non-multikey index → COUNT_SCAN (no documents read).
-
-    COUNT_SCAN counts a key examined before its end-of-scan check (src/mongo/db/exec/classic/count_scan.cpp:
-    ``++keysExamined`` precedes ``if (!entry) return IS_EOF``), so a scan that reaches its end examines n + 1;
-    one stopped by the COUNT stage's limit examines exactly the n keys it returned."""
-    if not isinstance(root, Fetch) or root.match is not None:
-        return None
-    scan = root.children[0]
-    if not isinstance(scan, IndexScan) or scan.index.multikey or not scan.single:
-        return None
-    spec = scan.spec
-    start, end = {}, {}
-    from ..index.bounds import Interval
-    from ..bson import keys as K
-    s_incl = e_incl = True
-    for f, ivs, desc in zip(spec.fields, scan.vbounds, spec.desc):
-        iv: Interval = ivs[0]
-        lo, hi, li, hii = (iv.hi_d, iv.lo_d, iv.hi_incl, iv.lo_incl) if desc else (iv.lo_d, iv.hi_d, iv.lo_incl,
-                                                                                   iv.hi_incl)
-        start[f], end[f] = lo, hi
-        s_incl = s_incl and li
-        e_incl = e_incl and hii
-    plan = {"stage": "COUNT_SCAN"}
-    plan.update(index_fields(scan.index))
-    plan["indexBounds"] = {"startKey": start, "startKeyInclusive": s_incl, "endKey": end, "endKeyInclusive": e_incl}
-    ex = dict(plan)
-    keys = n if stopped else n + 1
-    ex.update({"nReturned": n, "executionTimeMillisEstimate": 0, "works": keys, "advanced": n,
-               "needTime": 0, "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 0 if stopped else 1,
-               "keysExamined": keys})
-    return plan, ex
 
 
 def _explain_fast_count(coll, q, ns, verbosity, command) -> dict:

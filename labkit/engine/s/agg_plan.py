@@ -1,30 +1,36 @@
-"""How an aggregation runs on the cluster (``src/mongo/s/query/cluster_aggregation_planner.cpp``): the shards it
-targets (from its leading ``$match``), and whether it is split into a part each shard runs and a merging part.
+"""How an aggregation runs on the cluster (``src/mongo/s/query/cluster_aggregation_planner.cpp``,
+``src/mongo/db/pipeline/sharded_agg_helpers.cpp``): the shards it targets (from its leading ``$match``), and
+whether it is split into a part each shard runs and a merging part.
 
 The split is the server's in outline: the streaming stages at the front (``$match``, ``$project``, ``$set``,
 ``$unwind`` ...) run on the shards; a ``$sort`` that ends them runs there too and the halves are merged in sort
 order (a ``$limit`` right after it is copied down); everything from the first other stage runs once, on the merged
-stream. A pipeline that one shard can run whole (one shard targeted, no sharded foreign collection) is not split.
-Stages that read another collection (``$lookup``, ``$graphLookup``, ``$unionWith``) of a sharded pipeline run in
-the merging part, where the whole collection they read is seen; the merging part runs on the shard holding an
-unsharded joined collection (``mergeType: "specificShard"``), otherwise on the mongos.
+stream. A top-level ``$lookup`` or ``$graphLookup`` whose ``from`` collection is sharded streams like the others:
+it runs on every targeted shard in parallel, each shard reading the joined collection through the router
+(``DocumentSourceLookUp::distributedPlanLogic`` returns none; jstests/sharding/query/sharded_lookup_execution.js
+"sharded_to_sharded": the $lookup executes on every shard holding the local collection). A join of an unsharded
+collection (and ``$unionWith``) ends the shards' part: the merging part runs on the shard holding that collection
+(``mergeType: "specificShard"``); otherwise it runs on the mongos. A pipeline that one shard can run whole (one
+shard targeted, joining nothing; or the pipeline of an unsharded collection) is not split.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 _SPLIT_OK = {"$match", "$project", "$addFields", "$set", "$unset", "$unwind", "$replaceRoot", "$replaceWith",
              "$redact"}
 _FOREIGN = {"$lookup": "from", "$graphLookup": "from", "$unionWith": "coll"}
 
 
-def split_pipeline(pipeline: list) -> tuple[list, list, dict | None]:
-    """(shardsPart, mergerPart, merge sort spec): the streaming prefix runs on the shards; a ``$sort`` that ends
+def split_pipeline(pipeline: list, streams: Callable[[Any], bool] | None = None) -> tuple[list, list, dict | None]:
+    """(shardsPart, mergerPart, merge sort spec): the streaming prefix (``streams``: the stages each shard can run
+    on its own part of the stream; by default the plain streaming stages) runs on the shards; a ``$sort`` that ends
     it is run on the shards too and merged in order (``$limit`` after it is copied down)."""
+    streams = streams or _streams_alone
     shards: list = []
     i = 0
-    while i < len(pipeline) and isinstance(pipeline[i], Mapping) and next(iter(pipeline[i]), None) in _SPLIT_OK:
+    while i < len(pipeline) and isinstance(pipeline[i], Mapping) and streams(pipeline[i]):
         shards.append(pipeline[i])
         i += 1
     sort = None
@@ -36,6 +42,23 @@ def split_pipeline(pipeline: list) -> tuple[list, list, dict | None]:
         if merger and isinstance(merger[0], Mapping) and "$limit" in merger[0]:
             shards.append(merger[0])
     return shards, merger, sort
+
+
+def _streams_alone(stage: Any) -> bool:
+    return isinstance(stage, Mapping) and next(iter(stage), None) in _SPLIT_OK
+
+
+def joined_collection(stage: Any) -> str | None:
+    """The collection a top-level join stage reads (``$lookup``/``$graphLookup`` ``from``, ``$unionWith``), or
+    None for any other stage."""
+    if not isinstance(stage, Mapping) or not stage:
+        return None
+    name = next(iter(stage))
+    spec = stage[name]
+    if name not in _FOREIGN:
+        return None
+    coll = spec if isinstance(spec, str) else (spec.get(_FOREIGN[name]) if isinstance(spec, Mapping) else None)
+    return coll if isinstance(coll, str) else None
 
 
 def foreign(pipeline: list) -> list[tuple[str, str]]:
@@ -72,15 +95,18 @@ class AggPlan:
     @property
     def merge_type(self) -> str:
         """Where the merging half runs (manual, "Aggregation Pipeline and Sharded Collections"): on the shard that
-        holds an unsharded collection a ``$lookup`` reads, otherwise on the mongos."""
-        return "specificShard" if self.foreign and not self.sharded_foreign else "mongos"
+        holds an unsharded collection a join of the merging half reads, otherwise on the mongos."""
+        unsharded = [c for c in map(joined_collection, self.merger_part) if c and c not in self.sharded_foreign]
+        return "specificShard" if unsharded else "mongos"
 
 
 def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
     """The plan of an aggregation on a sharded collection (or one that joins a sharded collection): one shard
-    runs it whole when the leading ``$match`` targets one shard and it joins nothing (manual: "If the pipeline
-    starts with an exact $match on a shard key, and the pipeline does not contain $out or $lookup stages, the
-    entire pipeline runs on the matching shard only"); otherwise it is split."""
+    runs it whole when the leading ``$match`` targets one shard and it joins nothing (manual, "Aggregation Pipeline
+    and Sharded Collections": "If the pipeline starts with an exact $match on a shard key, and the pipeline does
+    not contain $out or $lookup stages, the entire pipeline runs on the matching shard only"), or when the
+    collection is unsharded (its shard runs it, joins included); otherwise it is split (see the module
+    docstring)."""
     ns = op.ns
     lead: dict = {}
     for st in pipeline:
@@ -90,20 +116,17 @@ def plan_aggregate(r: Any, op: Any, pipeline: list) -> AggPlan:
     targets = r.targets(ns, lead, op.cmd.get("collation"))
     joined = sorted({c for _st, c in foreign(pipeline)})
     sharded_foreign = [c for c in joined if r.table("%s.%s" % (op.db, c)) is not None]
-    shards_part, merger_part, sort = split_pipeline(pipeline)
-    if len(targets) == 1 and not joined:
-        return AggPlan(targets, False, list(pipeline), [], None, [])
-    if joined:
-        # the streaming stages before the first join run on the shards; the rest runs where the whole joined
-        # collection is seen
-        shards_part = []
-        for st in pipeline:
-            name = next(iter(st), None) if isinstance(st, Mapping) else None
-            if name not in _SPLIT_OK:
-                break
-            shards_part.append(st)
-        merger_part = list(pipeline[len(shards_part):])
-        sort = None
+
+    def streams(stage: Any) -> bool:
+        if _streams_alone(stage):
+            return True
+        return next(iter(stage), None) in ("$lookup", "$graphLookup") and joined_collection(stage) in sharded_foreign
+
+    if len(targets) == 1 and (not joined or r.table(ns) is None):
+        # one shard runs it whole: a sharded collection's exact match without joins (the manual), or an unsharded
+        # collection's pipeline on its shard (its joins of sharded collections run there too)
+        return AggPlan(targets, False, list(pipeline), [], None, joined, sharded_foreign)
+    shards_part, merger_part, sort = split_pipeline(pipeline, streams)
     return AggPlan(targets, True, shards_part, merger_part, sort, joined, sharded_foreign)
 
-__all__ = ["AggPlan", "plan_aggregate", "split_pipeline", "foreign"]
+__all__ = ["AggPlan", "plan_aggregate", "split_pipeline", "foreign", "joined_collection"]

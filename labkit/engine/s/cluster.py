@@ -29,6 +29,7 @@ from bson.min_key import MinKey
 from pymongo.errors import OperationFailure
 
 from .. import EmbeddedClient
+from ..base.errors import not_modelled
 from ..commands import dispatch
 from .catalog import Chunk, RoutingTable, first_chunks, settings_chunk_size_mb
 from .shard_key import ShardKeyPattern, encode_key, fail, show
@@ -271,8 +272,7 @@ class ShardedCluster:
             if d.get("type") == "view":
                 raise fail("Namespace %s.%s is a view, not a collection" % (db, coll), 166)
             if d.get("type") == "timeseries":
-                raise fail("Sharding a time-series collection is not modelled by the simulated cluster; use a "
-                           "real sharded cluster (set MONGODB_URI)", 115)
+                raise fail(not_modelled("Sharding a time-series collection"), 115)
             if (d.get("options") or {}).get("capped"):
                 raise fail("can't shard a capped collection", INVALID_OPTIONS)
 

@@ -25,6 +25,7 @@ import bson
 from pymongo.errors import OperationFailure
 
 from ..commands import dispatch as D
+from ..base.errors import not_modelled
 from .agg_plan import foreign, plan_aggregate
 
 _LEAVES = {"COLLSCAN", "IXSCAN", "IDHACK", "EXPRESS_IXSCAN", "EXPRESS_CLUSTERED_IXSCAN", "CLUSTERED_IXSCAN",
@@ -121,8 +122,8 @@ def explain(r: Any, op: Any, make_op: Any) -> dict:
     table = r.table(ns)
     base = r.view_over_sharded(op.db, inner[name]) if table is None else None
     if base is not None:
-        raise D.CommandError("Explaining a read of a view over a sharded collection (%s) is not modelled by the "
-                             "simulated cluster; use a real sharded cluster (set MONGODB_URI)" % base, 115)
+        raise D.CommandError(not_modelled("Explaining a read of a view over a sharded collection (%s)" % base,
+                                          "explain the query on %s itself" % base), 115)
     if name == "find":
         flt, collation = inner.get("filter"), inner.get("collation")
     elif name in ("count", "distinct"):

@@ -24,6 +24,7 @@ from bson.raw_bson import RawBSONDocument
 from pymongo.errors import OperationFailure
 
 from ..bson import values as V
+from ..base.errors import not_modelled
 from ..commands import dispatch as D
 from .catalog import RoutingTable
 from .cluster import ILLEGAL_OPERATION, INVALID_OPTIONS, ShardedCluster
@@ -95,7 +96,7 @@ class Mongos(ShardedCluster):
         if name.startswith("replSet") or name in ("labkitTtlPass",):
             return D.CommandError("no such cmd: %s" % name, 59).reply()
         if name not in D.HANDLERS:
-            return D.CommandError("no such command: '%s'" % name, 59).reply()
+            return D.not_found(name).reply()
         reply = D.run_command(self.shards[self.shard_names[0]], db, cmd, ctx, codec, connection_id)
         if name == "serverStatus" and reply.get("ok"):
             reply["process"] = "mongos"
@@ -242,8 +243,8 @@ def _forward(r: Mongos, op: _Op, shard: str | None = None, create: bool = False)
     if op.name in ("find", "aggregate", "count", "distinct") and isinstance(op.cmd.get(op.name), str):
         base = r.view_over_sharded(op.db, op.cmd[op.name])
         if base is not None and base != op.cmd[op.name]:
-            raise fail("Reading a view over a sharded collection (%s) is not modelled by the simulated cluster; "
-                       "query %s itself, or use a real sharded cluster (set MONGODB_URI)" % (base, base), 115)
+            raise fail(not_modelled("Reading a view over a sharded collection (%s)" % base,
+                                    "query %s itself" % base), 115)
     shard = shard or r.primary_of(op.db, create=create)
     body = _body(op)
     reply = op.send(shard, body)
@@ -374,8 +375,7 @@ def _aggregate(r: Mongos, op: _Op) -> dict:
     for st in pipeline:
         if isinstance(st, Mapping) and ("$out" in st or "$merge" in st) and (r.table(ns) is not None or
                                                                              sharded_foreign):
-            raise fail("$out and $merge from a sharded collection are not modelled by the simulated cluster; use "
-                       "a real sharded cluster (set MONGODB_URI)", 115)
+            raise fail(not_modelled("$out or $merge from a sharded collection"), 115)
     table = r.table(ns)
     if table is None and not sharded_foreign:
         return _forward(r, op, create=any(isinstance(s, Mapping) and ("$out" in s or "$merge" in s)
@@ -390,26 +390,38 @@ def _aggregate(r: Mongos, op: _Op) -> dict:
 
 def run_plan(r: Mongos, op: _Op, plan: AggPlan) -> list:
     body_base = _body(op, "cursor", "explain")
-    if not plan.split:
-        reply = op.send_ok(plan.targets[0], {**body_base, "pipeline": plan.shards_part, "cursor": {}})
-        return op.exhaust(plan.targets[0], reply)
     docs: list = []
     for s in plan.targets:
-        reply = op.send_ok(s, {**body_base, "pipeline": plan.shards_part, "cursor": {}})
-        docs.extend(op.exhaust(s, reply))
+        docs.extend(_on_shard_part(r, op, s, plan.shards_part, body_base))
+    if not plan.split:
+        return docs
     if plan.sort:
         docs.sort(key=_sort_key(plan.sort))
     if not plan.merger_part:
         return docs
-    return merge_on_router(r, op, [_doc(d) for d in docs], plan)
+    return merge_on_router(r, op, [_doc(d) for d in docs], plan.merger_part)
 
 
-def merge_on_router(r: Mongos, op: _Op, docs: list[dict], plan: AggPlan) -> list:
-    """Run the merging half over the shards' results; foreign collections are read whole from their shards."""
+def _on_shard_part(r: Mongos, op: _Op, shard: str, stages: list, body: dict) -> list:
+    """What ``shard`` returns for its part of a pipeline. A real shard runs a join of a sharded collection itself,
+    reading that collection through the router; here the stages up to that join run on the shard's engine and
+    the rest over its output on the router's scratch engine, which sees the whole joined collection."""
+    cut = next((i for i, st in enumerate(stages)
+                if any(r.table("%s.%s" % (op.db, c)) is not None for _n, c in _foreign([st]))), len(stages))
+    reply = op.send_ok(shard, {**body, "pipeline": stages[:cut], "cursor": {}})
+    docs = op.exhaust(shard, reply)
+    if cut == len(stages):
+        return docs
+    return merge_on_router(r, op, [_doc(d) for d in docs], stages[cut:])
+
+
+def merge_on_router(r: Mongos, op: _Op, docs: list[dict], stages: list) -> list:
+    """Run ``stages`` over ``docs`` on the router's scratch engine; foreign collections are read whole from their
+    shards."""
     mdb = r.merger["m_" + op.db]
     for name in mdb.list_collection_names():
         mdb.drop_collection(name)
-    for c in {c for _s, c in _foreign(plan.merger_part)}:
+    for c in {c for _s, c in _foreign(stages)}:
         fns = "%s.%s" % (op.db, c)
         for s in r.owners(fns):
             if not r.exists_on(s, fns):
@@ -426,7 +438,7 @@ def merge_on_router(r: Mongos, op: _Op, docs: list[dict], plan: AggPlan) -> list
     src = mdb["lk_merge_input"]
     if docs:
         src.insert_many([{**d} for d in docs])
-    out = list(src.aggregate(plan.merger_part))
+    out = list(src.aggregate(stages))
     for name in mdb.list_collection_names():
         mdb.drop_collection(name)
     return out
@@ -650,12 +662,12 @@ def _update(r: Mongos, op: _Op) -> dict:
         st = dict(_doc(st))
         try:
             if st.get("multi"):
-                if _touches_key(table, st.get("u")):
-                    raise fail("Changing shard key fields with a multi-document update is not modelled by the "
-                               "simulated cluster; update one document at a time, or use a real sharded cluster",
-                               115)
+                touches = _touches_key(table, st.get("u"))
                 for s in r.targets(op.ns, st.get("q"), st.get("collation")):
+                    before = _matching(r, op, s, st) if touches else None
                     reply = op.send_ok(s, {**body, "updates": [st]})
+                    if before is not None:
+                        _multi_kept_keys(r, op, table, s, before)
                     _collect(reply, i, errors)
                     n += int(reply.get("n", 0))
                     n_mod += int(reply.get("nModified", 0))
@@ -681,6 +693,31 @@ def _collect(reply: dict, i: int, errors: list[dict]) -> None:
         e = dict(_doc(e))
         e["index"] = i
         errors.append(e)
+
+
+def _matching(r: Mongos, op: _Op, shard: str, st: dict) -> list[dict]:
+    """The documents of ``shard`` a multi-update statement matches, before it runs."""
+    if not r.exists_on(shard, op.ns):
+        return []
+    kw = {"collation": st["collation"]} if isinstance(st.get("collation"), Mapping) else {}
+    return list(r.collection(shard, op.ns).find(st.get("q") or {}, **kw))
+
+
+def _multi_kept_keys(r: Mongos, op: _Op, table: RoutingTable, shard: str, before: list[dict]) -> None:
+    """A multi-update may not change a document's shard key (the shard's update stage refuses it with
+    InvalidOptions, SERVER-46811); one that did is undone on this shard and refused. Setting a key field to the
+    value it already has is allowed, as on the server."""
+    coll = r.collection(shard, op.ns)
+    changed = False
+    for doc in before:
+        after = coll.find_one({"_id": doc["_id"]})
+        if after is not None and table.key.key_bytes(after) != table.key.key_bytes(doc):
+            changed = True
+            break
+    if changed:
+        for doc in before:
+            coll.replace_one({"_id": doc["_id"]}, doc)
+        raise fail("Multi-update operations are not allowed when updating the shard key field.", INVALID_OPTIONS)
 
 
 def _update_one(r: Mongos, op: _Op, table: RoutingTable, st: dict, body: dict, errors: list[dict],
@@ -888,6 +925,34 @@ def _coll_stats_cmd(r: Mongos, op: _Op) -> dict:
     return out
 
 
+def _db_stats(r: Mongos, op: _Op) -> dict:
+    """dbStats through a mongos: every shard's dbStats under ``raw`` (keyed by the shard's connection string),
+    then their sums (cluster_db_stats_cmd.cpp ``aggregateResults``; jstests/sharding/stats.js): collections,
+    views, objects, the sizes and index counts added up, ``avgObjSize`` over the unscaled data size."""
+    scale = op.cmd.get("scale", 1)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
+        raise D.CommandError("Scale must be greater than zero", 2)
+    body = _body(op)
+    hosts = {d["_id"]: d.get("host", d["_id"]) for d in r.config["config"]["shards"].find({})}
+    raw: dict[str, dict] = {}
+    sums = dict.fromkeys(("collections", "views", "objects", "dataSize", "storageSize", "totalSize", "indexes",
+                          "indexSize", "fsUsedSize", "fsTotalSize"), 0)
+    unscaled = 0.0
+    for s in r.shard_names:
+        reply = op.send_ok(s, body)
+        raw[hosts.get(s, s)] = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
+        for k in sums:
+            sums[k] += reply.get(k, 0) or 0
+        unscaled += float(reply.get("avgObjSize", 0) or 0) * int(reply.get("objects", 0) or 0)
+    out: dict[str, Any] = {"raw": raw, "db": op.db}
+    out.update({k: sums[k] for k in ("collections", "views", "objects")})
+    out["avgObjSize"] = unscaled / sums["objects"] if sums["objects"] else 0
+    out.update({k: sums[k] for k in ("dataSize", "storageSize", "totalSize", "indexes", "indexSize")})
+    out.update({"scaleFactor": scale, "fsUsedSize": sums["fsUsedSize"], "fsTotalSize": sums["fsTotalSize"],
+                "ok": 1.0})
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- transactions
 def _txn_end(r: Mongos, op: _Op) -> dict:
     commit = op.name == "commitTransaction"
@@ -935,9 +1000,8 @@ def _admin_only(op: _Op) -> None:
                 raise D.CommandError("BSON field '%s.%s' is an unknown field." % (op.name, k), 40415)
     for k in ("forceJumbo", "defragmentCollection", "enableAutoMerger"):
         if op.cmd.get(k):  # migrations here are synchronous: _secondaryThrottle/_waitForDelete change nothing
-            raise fail("%s's %s option is not modelled by the simulated cluster (no jumbo migrations, no "
-                       "defragmentation or auto-merger); use a real sharded cluster (set MONGODB_URI)"
-                       % (op.name, k), 115)
+            raise fail(not_modelled("%s's %s option (jumbo migrations, defragmentation, the auto-merger)"
+                                    % (op.name, k)), 115)
 
 
 def _ns_arg(op: _Op) -> str:
@@ -976,8 +1040,7 @@ def _shard_collection(r: Mongos, op: _Op) -> dict:
         # numInitialChunks is accepted and has no effect since 7.2 (removed: SERVER-74747; kept in the command's
         # fields for compatibility: SERVER-83005), as on an 8.0 server
         if k in ("presplitHashedZones", "timeseries"):
-            raise fail("shardCollection's %s option is not modelled by the simulated cluster; use a real sharded "
-                       "cluster (set MONGODB_URI)" % k, 115)
+            raise fail(not_modelled("shardCollection's %s option" % k), 115)
     if "key" not in op.cmd:
         raise D.CommandError("BSON field 'shardCollection.key' is missing but a required field", 40414)
     return r.shard_collection(ns, op.cmd.get("key"), bool(op.cmd.get("unique")), op.cmd.get("collation"))
@@ -992,8 +1055,7 @@ def _reshard(r: Mongos, op: _Op) -> dict:
     from .shard_key import ShardKeyPattern
     for k in ("zones", "collation", "forceRedistribution"):
         if k in op.cmd:
-            raise fail("reshardCollection's %s option is not modelled by the simulated cluster; use a real sharded "
-                       "cluster (set MONGODB_URI)" % k, 115)
+            raise fail(not_modelled("reshardCollection's %s option" % k), 115)
     new = ShardKeyPattern(op.cmd.get("key"))
     unique = bool(op.cmd.get("unique"))
     if unique:
@@ -1246,8 +1308,8 @@ def _get_shard_version(r: Mongos, op: _Op) -> dict:
 
 
 def _not_modelled(r: Mongos, op: _Op) -> dict:
-    raise fail("%s is not modelled by the simulated cluster (its shards are fixed when it starts); use a real "
-               "sharded cluster (set MONGODB_URI)" % op.name, 115)
+    raise fail(not_modelled("The '%s' command (the simulated cluster's shards are fixed when it starts)"
+                            % op.name), 115)
 
 
 def _rename(r: Mongos, op: _Op) -> dict:
@@ -1256,10 +1318,9 @@ def _rename(r: Mongos, op: _Op) -> dict:
     src, dst = op.cmd.get("renameCollection"), op.cmd.get("to")
     if isinstance(src, str) and isinstance(dst, str):
         if r.table(src) is not None or r.table(dst) is not None:
-            raise fail("renameCollection of a sharded collection is not modelled by the simulated cluster; use a real "
-                       "sharded cluster (set MONGODB_URI)", 115)
+            raise fail(not_modelled("renameCollection of a sharded collection"), 115)
         if src.split(".", 1)[0] != dst.split(".", 1)[0]:
-            raise fail("renameCollection across databases is not modelled by the simulated cluster", 115)
+            raise fail(not_modelled("renameCollection across databases"), 115)
         body = _body(op)
         return op.send(r.primary_of(src.split(".", 1)[0]), body, "admin")
     return D.CommandError("renameCollection and to must be namespace strings", 2).reply()
@@ -1278,7 +1339,7 @@ _HANDLERS: dict[str, Callable[[Mongos, _Op], dict]] = {
     "listIndexes": _list_indexes, "create": lambda r, op: _forward(r, op, create=True),
     "drop": _drop, "dropDatabase": _drop_database, "listDatabases": _list_databases,
     "listCollections": _list_collections, "collStats": _coll_stats_cmd,
-    "dbStats": lambda r, op: _forward(r, op),
+    "dbStats": _db_stats, "dbstats": _db_stats,
     "explain": _explain,
     "commitTransaction": _txn_end, "abortTransaction": _txn_end,
     "enableSharding": _enable_sharding, "enablesharding": _enable_sharding,
