@@ -387,6 +387,20 @@ def test_a_range_of_one_key_value_is_jumbo_and_stays(m):
     assert _counts(m, "lab.events")["shard0"] >= 10_000
 
 
+def test_a_collections_range_size_stays_through_balancing(m):
+    # manual "configureCollectionBalancing": chunkSize (MB) for one collection; it stays in config.collections
+    # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges
+    _shard(m, "lab.sites", {"site": 1})
+    m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
+    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(160)])
+    m.command("admin", {"balancerStart": 1})
+    doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
+    assert doc["maxChunkSizeBytes"] == 1024 * 1024
+    chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
+    assert len(chunks) == 6 and all(c.get("jumbo") for c in chunks)  # one site each, over 1 MB: none moves
+    assert m.command("admin", {"balancerCollectionStatus": "lab.sites"})["chunkSize"] == 1
+
+
 # ---------------------------------------------------------------------------------------------- repairing a key
 def test_reshard_collection_redistributes_by_the_new_key(m):
     _shard(m, "lab.posts", {"createdAt": 1})
@@ -512,3 +526,11 @@ def test_a_lookup_of_a_sharded_collection_runs_on_the_shards(m):
                                                                                "localField": "_id"}}]
     e = _explain(m, {"aggregate": "posts", "pipeline": grouped}, "queryPlanner")
     assert e["splitPipeline"]["shardsPart"] == [] and "$lookup" in e["splitPipeline"]["mergerPart"][-1]
+
+
+def test_the_merging_part_keeps_what_the_shards_part_projected(m):
+    # a document whose _id the shards' part projected away reaches the merging part without one
+    _spread(m)
+    rows = m.command("lab", {"aggregate": "posts", "pipeline": [{"$match": {"likes": 3}}, {"$project": {"_id": 0,
+                             "authorId": 1}}, {"$skip": 1}, {"$limit": 2}], "cursor": {}})["cursor"]["firstBatch"]
+    assert len(rows) == 2 and all(set(r) == {"authorId"} for r in rows)

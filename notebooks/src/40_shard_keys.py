@@ -75,9 +75,9 @@ print("shards:", sharding.shard_names(client))
 
 # %%
 workload = pd.DataFrame([
-    {"operation": "publish a post", "type": "write", "per_second": 300},
-    {"operation": "profile feed", "type": "read", "per_second": 2000},
-    {"operation": "moderation: last hour", "type": "read", "per_second": round(1 / 60, 4)},
+    {"operation": "publish a post", "type": "write", "per_second": 300, "posts returned": ""},
+    {"operation": "profile feed", "type": "read", "per_second": 2000, "posts returned": 20},
+    {"operation": "moderation: last hour", "type": "read", "per_second": round(1 / 60, 4), "posts returned": "all"},
 ])
 workload
 
@@ -278,6 +278,15 @@ ex.check(client, key)
 #   field the hot read filters on by equality (`authorId`) gives both.
 #
 # **Next:** 41 · query targeting: the feed and follows on sharded collections.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Choose a Shard Key](https://www.mongodb.com/docs/manual/core/sharding-choose-a-shard-key/)
+# 2. [MongoDB manual: Hashed Sharding](https://www.mongodb.com/docs/manual/core/hashed-sharding/)
+# 3. [MongoDB manual: shardCollection](https://www.mongodb.com/docs/manual/reference/command/shardCollection/)
+# 4. [MongoDB manual: Data Partitioning with Chunks](https://www.mongodb.com/docs/manual/core/sharding-data-partitioning/)
+# 5. [MongoDB manual: \$shardedDataDistribution](https://www.mongodb.com/docs/manual/reference/operator/aggregation/shardedDataDistribution/)
 
 # %% [markdown] tags=["navigation"]
 # [← 39 · Schema review: run the checklist on a legacy store](39_schema_review.ipynb) · [Contents](../CONTENTS.md) · [41 · Scale out: query targeting →](41_query_targeting.ipynb)

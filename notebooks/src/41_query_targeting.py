@@ -153,6 +153,26 @@ pd.DataFrame({"hashed _id": {k: naive[k] for k in ("stage", "shards contacted", 
                                                              "docs examined")}})
 
 # %% [markdown]
+# What that means at the workload's rates: the ledger of lesson 00 measures one run of each operation on each
+# design (through the router, it also counts the **shards contacted**, summed over the operation's commands) and
+# multiplies by the rates.
+
+# %%
+ledger = labkit.Ledger({"profile feed": 2000, "publish a post": 300})
+for design, coll in {"hashed _id": db.posts_by_id, "authorId, createdAt": db.posts_by_author}.items():
+    ledger.measure(design, "profile feed", db, lambda d, c=coll.name: list(feed(d[c])))
+    ledger.measure(design, "publish a post", db, lambda d, c=coll.name: d[c].insert_one(
+        {"_id": "post:06000", "authorId": "user:7", "title": "post 6000", "createdAt": START + dt.timedelta(days=30)}))
+ledger.per_operation()[["shards contacted", "keys examined", "cost"]]
+
+# %%
+ledger.totals()[["shards contacted /s", "keys examined /s"]]
+
+# %% [markdown]
+# Publishing costs the same on both designs (each new post goes to one shard), so the feed decides: at 2,000 feeds a
+# second the hashed key has the router contact shards 6,300 times a second, the author key 2,300. These totals are
+# estimates (rate x the measured cost of one run), as the table's header says.
+#
 # One shard, one index scan of 20 keys: the feed costs on the cluster what it cost on one server. Each shard's
 # plan has one more stage, `SHARDING_FILTER`, which drops documents that a shard holds but does not own (left
 # over from a migration) ([manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)):
@@ -272,6 +292,14 @@ ex.check(client, key)
 #   the unique pair index leaves `followerId` as the key, so one direction of the graph is always broadcast.
 #
 # **Next:** 42 · patterns meet sharding: buckets, jumbo ranges, `$lookup`, transactions and resharding.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Targeted Operations vs. Broadcast Operations](https://www.mongodb.com/docs/manual/core/sharded-cluster-query-router/)
+# 2. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 3. [MongoDB manual: Shard Keys](https://www.mongodb.com/docs/manual/core/sharding-shard-key/)
+# 4. [MongoDB manual: Unique Indexes (sharded collections)](https://www.mongodb.com/docs/manual/core/index-unique/)
 
 # %% [markdown] tags=["navigation"]
 # [← 40 · Scale out: choosing a shard key](40_shard_keys.ipynb) · [Contents](../CONTENTS.md) · [42 · Scale out: patterns meet sharding →](42_sharded_patterns.ipynb)

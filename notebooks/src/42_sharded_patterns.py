@@ -20,8 +20,14 @@
 #       url: https://www.mongodb.com/docs/manual/core/sharding-balancer-administration/
 #     - title: "MongoDB manual: Modify Range Size in a Sharded Cluster"
 #       url: https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/
+#     - title: "MongoDB manual: configureCollectionBalancing"
+#       url: https://www.mongodb.com/docs/manual/reference/command/configurecollectionbalancing/
 #     - title: "MongoDB manual: $lookup (sharded collections)"
 #       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: Aggregation Pipeline and Sharded Collections"
+#       url: https://www.mongodb.com/docs/manual/core/aggregation-pipeline-sharded-collections/
+#     - title: "mongodb/mongo jstests/sharding/query/sharded_lookup_execution.js"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/sharding/query/sharded_lookup_execution.js
 #     - title: "MongoDB manual: Production Considerations (Sharded Clusters) for transactions"
 #       url: https://www.mongodb.com/docs/manual/core/transactions-sharded-clusters/
 #     - title: "MongoDB manual: Reshard a Collection"
@@ -90,7 +96,7 @@ def bucket(sensor, hour):
 
 
 buckets = [bucket(s, h) for h in range(48) for s in SENSORS]
-print(len(buckets), "buckets")
+print(len(buckets), "buckets of", buckets[0]["count"], "readings")
 
 # %% [markdown]
 # ## Buckets keyed by date, and by sensor then date
@@ -132,20 +138,19 @@ pd.DataFrame(rows)
 # ## A low-cardinality key: jumbo ranges
 #
 # Suppose the buckets were keyed by `site` alone: 6 values. All buckets of a site share one key value, so they
-# always stay in one range. The balancer moves ranges of at most the **range size** (128 MB by default; here set
-# to 1 MB, its minimum, so a small collection shows the effect,
-# [manual: Modify Range Size](https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/)).
+# always stay in one range. The balancer moves ranges of at most the **range size**, 128 MB by default and 1 MB at
+# the least ([manual: Modify Range Size](https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/)).
+# Here this one collection gets 1 MB, so a small collection shows the effect: `sharding.set_range_size` runs
+# `configureCollectionBalancing`, which every Atlas cluster accepts
+# ([manual: configureCollectionBalancing](https://www.mongodb.com/docs/manual/reference/command/configurecollectionbalancing/)).
 # A range larger than that which cannot be split, because it holds a single key value, is marked **jumbo** and
 # stays where it is ([manual: Jumbo Chunks](https://www.mongodb.com/docs/manual/core/sharding-data-partitioning/);
 # [manual: Balancer](https://www.mongodb.com/docs/manual/core/sharding-balancer-administration/)).
 
 # %%
-try:
-    sharding.set_range_size(client, 1)
-except OperationFailure as exc:  # e.g. Atlas, where config.settings is read-only: the default range size stays
-    print(exc)
 by_site = db.buckets_by_site
 client.admin.command("shardCollection", by_site.full_name, key={"site": 1})
+sharding.set_range_size(by_site, 1)
 by_site.insert_many([dict(bucket(s, h), pad="x" * 8000) for h in range(48) for s in SENSORS[:20]], ordered=False)
 moved = sharding.balance(by_site)
 chunks = list(client.config.chunks.find({"uuid": sharding.collection_info(by_site)["uuid"]},
@@ -165,9 +170,9 @@ pd.DataFrame(sharding.distribution(by_site)).set_index("shard")
 #
 # The dashboard joins sensors' buckets with `sites`. Since MongoDB 5.1 the `from` collection of `$lookup` may be
 # sharded ([manual: $lookup](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)). Its
-# result is the same as on one server; what changes is where the work runs. The router's `explain` says: here
-# the pipeline is split, every shard runs the `$match`, and the join runs in the merging part, on the merged
-# stream (a real cluster may place it differently, and its `explain` shows where).
+# result is the same as on one server; what changes is where the work runs. The router's `explain` shows the
+# pipeline **split** in two: a part every shard runs on its own buckets, and a merging part that combines the
+# shards' results ([manual: Aggregation Pipeline and Sharded Collections](https://www.mongodb.com/docs/manual/core/aggregation-pipeline-sharded-collections/)).
 
 # %%
 db.sites.insert_many([{"_id": f"site:{i}", "name": f"Site {i}", "city": ["Lyon", "Oslo", "Pune"][i % 3]}
@@ -183,7 +188,17 @@ list(colls["sensorId, date"].aggregate(dashboard))
 # %%
 plan = db.command("explain", {"aggregate": colls["sensorId, date"].name, "pipeline": dashboard, "cursor": {}},
                   verbosity="queryPlanner")
-sharding.aggregate_targeting(plan)
+split = plan["splitPipeline"]
+pd.DataFrame({"each shard runs": pd.Series([next(iter(st)) for st in split["shardsPart"]]),
+              "the merging part runs": pd.Series([next(iter(st)) for st in split["mergerPart"]])}).fillna("")
+
+# %% [markdown]
+# `sites` is sharded, so the join does not wait for the merge: each shard joins its own buckets, asking the router
+# for the sites they name, and sorts and limits them; the router only merges the shards' sorted results
+# (`$mergeCursors`) and keeps the first ones. The server's own test checks this placement: a `$lookup` of a sharded
+# collection runs on every shard holding the local collection
+# ([jstests/sharding/query/sharded_lookup_execution.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/sharding/query/sharded_lookup_execution.js)).
+# A `$lookup` of an unsharded collection would instead end the shards' part and run on the shard that holds it.
 
 # %% [markdown]
 # Inside a transaction the same join is refused: `$lookup` and `$graphLookup` from a sharded collection cannot
@@ -200,8 +215,8 @@ except OperationFailure as exc:
 # %% [markdown]
 # ## Transactions across shards
 #
-# A transaction may write to several shards; it then commits on all of them or none, at the price of a
-# coordinated (two-phase) commit ([manual: transactions on sharded clusters](https://www.mongodb.com/docs/manual/core/transactions-sharded-clusters/)).
+# A transaction may write to several shards; it then commits on all of them or none, and costs more than one that
+# stays on a single shard ([manual: transactions on sharded clusters](https://www.mongodb.com/docs/manual/core/transactions-sharded-clusters/)).
 # Moving a sensor from one site to another while recording the move in its last bucket touches one shard if both
 # documents share a range, two otherwise. The shards each write would target:
 
@@ -293,10 +308,25 @@ ex.check(client, repair)
 #   buckets spread, and one sensor's range reads target one shard.
 # - A key with few values caps the number of ranges; a range of one value that outgrows the range size is jumbo
 #   and stays put.
-# - `$lookup` from a sharded collection works outside transactions (the join runs after the split); transactions
-#   may span shards and pay a coordinated commit; `reshardCollection` repairs a key without moving the data by hand.
+# - `$lookup` of a sharded collection works outside transactions, each shard joining its own documents;
+#   transactions may span shards at a higher cost; `reshardCollection` repairs a key without moving the data by
+#   hand.
 #
-# **Next:** back to the [contents](../CONTENTS.md), or 39's schema review on a sharded database.
+# **Next:** back to the [contents](../CONTENTS.md), or lesson 39's schema review on a sharded database.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Data Partitioning with Chunks (indivisible and jumbo chunks)](https://www.mongodb.com/docs/manual/core/sharding-data-partitioning/)
+# 2. [MongoDB manual: Sharded Cluster Balancer](https://www.mongodb.com/docs/manual/core/sharding-balancer-administration/)
+# 3. [MongoDB manual: Modify Range Size in a Sharded Cluster](https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/)
+# 4. [MongoDB manual: configureCollectionBalancing](https://www.mongodb.com/docs/manual/reference/command/configurecollectionbalancing/)
+# 5. [MongoDB manual: \$lookup (sharded collections)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 6. [MongoDB manual: Aggregation Pipeline and Sharded Collections](https://www.mongodb.com/docs/manual/core/aggregation-pipeline-sharded-collections/)
+# 7. [mongodb/mongo jstests/sharding/query/sharded_lookup_execution.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/sharding/query/sharded_lookup_execution.js)
+# 8. [MongoDB manual: Production Considerations (Sharded Clusters) for transactions](https://www.mongodb.com/docs/manual/core/transactions-sharded-clusters/)
+# 9. [MongoDB manual: Reshard a Collection](https://www.mongodb.com/docs/manual/core/sharding-reshard-a-collection/)
+# 10. [mongodb/mongo jstests/sharding/query/sharded_lookup_in_txn.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/sharding/query/sharded_lookup_in_txn.js)
 
 # %% [markdown] tags=["navigation"]
 # [← 41 · Scale out: query targeting](41_query_targeting.ipynb) · [Contents](../CONTENTS.md)

@@ -203,7 +203,11 @@ class ShardedCluster:
     # -- metadata written through to the config server ------------------------------------------------
     def write_metadata(self, table: RoutingTable) -> None:
         cfg = self.config["config"]
-        cfg["collections"].replace_one({"_id": table.ns}, table.collection_doc(), upsert=True)
+        doc = table.collection_doc()
+        before = cfg["collections"].find_one({"_id": table.ns}) or {}
+        if "maxChunkSizeBytes" in before:  # configureCollectionBalancing's range size stays with the collection
+            doc["maxChunkSizeBytes"] = before["maxChunkSizeBytes"]
+        cfg["collections"].replace_one({"_id": table.ns}, doc, upsert=True)
         cfg["chunks"].delete_many({"uuid": table.uuid})
         cfg["chunks"].insert_many([c.doc(table.uuid) for c in table.chunks])
 

@@ -436,9 +436,9 @@ def merge_on_router(r: Mongos, op: _Op, docs: list[dict], stages: list) -> list:
                 mdb[c].create_index(list(spec["key"].items()), name=spec["name"],
                                     **({"unique": True} if spec.get("unique") else {}))
     src = mdb["lk_merge_input"]
-    if docs:
-        src.insert_many([{**d} for d in docs])
-    out = list(src.aggregate(stages))
+    if docs:  # wrapped, so a document without _id (projected away on the shards) gets none, and the order stays
+        src.insert_many([{"_id": i, "d": d} for i, d in enumerate(docs)])
+    out = list(src.aggregate([{"$sort": {"_id": 1}}, {"$replaceRoot": {"newRoot": "$d"}}, *stages]))
     for name in mdb.list_collection_names():
         mdb.drop_collection(name)
     return out
