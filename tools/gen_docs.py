@@ -418,8 +418,9 @@ FORMATS = (
                  "day, so each is presented in at most 20 minutes (its prediction, demonstration and "
                  "conclusions; the rest of the notebook is reading)."),
     Format("scale-out-half-day", "Scale out half day (3.5 h)", 210, (("Break", 15),),
-           lessons=("00", "30", "40", "41", "42"),
-           about="Start here and the workload method, then the three sharding lessons. Without a server, the "
+           lessons=("00", "40", "41", "42"),
+           about="Start here (the workload method: rates first), then the three sharding lessons, each with its "
+                 "exercises in the room. Without a server, the "
                  "sharding lessons run on labkit's simulated sharded cluster in each learner's kernel, at no cost. "
                  "To run them on a real cluster, point MONGODB_URI at a sharded cluster's mongos: on Atlas, a "
                  "sharded cluster is M30 and up ([Manage Clusters](https://www.mongodb.com/docs/atlas/"
@@ -431,7 +432,8 @@ FORMATS = (
                  "takes far more than two realistic days, so each is presented in at most 20 minutes (39 in "
                  "30): its prediction, demonstration and conclusions; the rest of the notebook is reading. The "
                  "capstone (08), trees (17), archive and versioning (18) and the pattern quiz (20) are left "
-                 "for self-study: they combine what the other lessons show."),
+                 "for self-study: they combine what the other lessons show. The Scale out section (40-42) has its "
+                 "own half day."),
 )
 SCALE_OUT = "Scale out"  # the section whose lessons connect to a mongos (a sharded cluster)
 ON_A_SHARDED_CLUSTER = "on a sharded cluster"
@@ -781,8 +783,9 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
                     f"(`dbStats`, summed over its {max((fp['shards'] for fp in scale), default=0)} shards; "
                     "`workshop plan --sharded`). The storage check compares the room with one shard's storage: "
                     "Atlas's limit is per shard, and small collections stay on their database's primary shard. "
-                    "Each shard of a sharded Atlas cluster is billed as a replica set of its tier, so a cluster of "
-                    "two shards costs about twice the replica set for every hour it runs."]
+                    "Atlas deploys each shard as a replica set of the cluster's tier and the config servers as one "
+                    "more, so a sharded cluster is billed for every shard's nodes for every hour it exists: create "
+                    "it for the day and terminate it afterwards."]
     out += _rate_limit(workshop, data, all_lessons)
     users = workshop.profiler_lessons(all_lessons[0].source.parent) if all_lessons else []
     if users:

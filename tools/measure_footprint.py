@@ -168,8 +168,10 @@ def main(argv: list[str]) -> int:
         os.environ["LABKIT_SHARED"] = "1"
     chosen = [p for p in sources() if not argv or p.stem[:2] in argv or p.stem in argv]
     data = load()
-    data["about"] = ("Measured by tools/measure_footprint.py: each lesson executed on the embedded engine; "
-                     "sizes are dbStats dataSize/indexSize (uncompressed BSON; index = key bytes + 24 B/entry).")
+    data["about"] = ("Measured by tools/measure_footprint.py: each lesson executed on the embedded engine (a lesson "
+                     "that connects to a sharded cluster: on labkit's simulated one, read through its mongos and "
+                     "summed over its shards, which 'shards' counts); sizes are dbStats dataSize/indexSize "
+                     "(uncompressed BSON; index = key bytes + 24 B/entry).")
     DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for src in chosen:
         start = time.monotonic()
