@@ -534,3 +534,22 @@ def test_the_merging_part_keeps_what_the_shards_part_projected(m):
     rows = m.command("lab", {"aggregate": "posts", "pipeline": [{"$match": {"likes": 3}}, {"$project": {"_id": 0,
                              "authorId": 1}}, {"$skip": 1}, {"$limit": 2}], "cursor": {}})["cursor"]["firstBatch"]
     assert len(rows) == 2 and all(set(r) == {"authorId"} for r in rows)
+
+
+def test_commands_the_router_does_not_place_are_refused_not_run_on_one_shard(m):
+    # a change stream would hold the router on one shard's stream; the engine's bulkWrite, convertToCapped,
+    # cloneCollectionAsCapped and validate would act on the first shard's documents only: each is 115, and the
+    # collection is unchanged
+    _shard(m, "lab.posts", {"authorId": "hashed"})
+    _insert(m, "posts", [{"authorId": i} for i in range(30)])
+    before = m.command("lab", {"count": "posts"})["n"]
+    e = _err(lambda: m.command("lab", {"aggregate": "posts", "pipeline": [{"$changeStream": {}}], "cursor": {}}),
+             115)
+    assert "change streams" in str(e)
+    _err(lambda: m.command("admin", {"aggregate": 1, "pipeline": [{"$changeStream": {"allChangesForCluster": True}}],
+                                     "cursor": {}}), 115)
+    _err(lambda: m.command("admin", {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"authorId": 99}}],
+                                     "nsInfo": [{"ns": "lab.posts"}]}), 115)
+    _err(lambda: m.command("lab", {"convertToCapped": "posts", "size": 4096}), 115)
+    _err(lambda: m.command("lab", {"validate": "posts"}), 115)
+    assert m.command("lab", {"count": "posts"})["n"] == before == 30

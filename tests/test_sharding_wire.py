@@ -121,6 +121,16 @@ def test_connect_with_shards(monkeypatch):
             labkit.connect(shards=bad)
 
 
+def test_watch_through_the_mongos_is_refused_at_once_and_the_server_keeps_serving(client):
+    # main's served change streams wait in getMore; the router does not merge shards' streams, so watch() is
+    # 115 (not a connection held on one shard's stream), and the next command is answered
+    _setup(client)
+    with pytest.raises(OperationFailure) as info:
+        client.lab.posts.watch(max_await_time_ms=100)
+    assert info.value.code == 115 and "change streams" in str(info.value)
+    assert client.lab.posts.count_documents({}) == 200
+
+
 def test_connect_with_shards_falls_back_from_a_replica_set(monkeypatch):
     rs = serve_in_thread("127.0.0.1", 0)  # the plain served engine: a replica set member, no mongos
     try:

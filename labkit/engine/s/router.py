@@ -36,6 +36,8 @@ _TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 _PASS = ("lsid", "txnNumber", "autocommit", "readConcern", "writeConcern", "comment", "maxTimeMS", "let",
          "bypassDocumentValidation", "$readPreference")
 LOOKUP_IN_TXN = {"$lookup": 3904800, "$graphLookup": 3904801}
+#: engine commands on documents that the router does not place (its handlers route everything else that does)
+_NOT_ROUTED = frozenset({"bulkWrite", "convertToCapped", "cloneCollectionAsCapped", "validate"})
 
 
 def _doc(d: Any) -> dict:
@@ -97,6 +99,8 @@ class Mongos(ShardedCluster):
             return D.CommandError("no such cmd: %s" % name, 59).reply()
         if name not in D.HANDLERS:
             return D.not_found(name).reply()
+        if name in _NOT_ROUTED:  # they read or write a collection's documents, which the router would have to place
+            return D.error_reply(fail(not_modelled("the %s command through the simulated mongos" % name), 115))
         reply = D.run_command(self.shards[self.shard_names[0]], db, cmd, ctx, codec, connection_id)
         if name == "serverStatus" and reply.get("ok"):
             reply["process"] = "mongos"
@@ -358,6 +362,11 @@ def _aggregate(r: Mongos, op: _Op) -> dict:
     pipeline = cmd.get("pipeline")
     if not isinstance(pipeline, list):
         raise D.CommandError("'pipeline' option must be specified as an array", 14)
+    if any(isinstance(st, Mapping) and "$changeStream" in st for st in pipeline):
+        # a mongos merges the shards' streams by cluster time; the simulated one does not (each shard's oplog
+        # has its own clock), so it says so instead of holding the connection on one shard's stream
+        raise fail(not_modelled("change streams through the simulated mongos (watch() works on the embedded "
+                                "engine)"), 115)
     if op.db == "config":
         return _forward_config(r, op)
     if target == 1:
