@@ -189,16 +189,23 @@ list(colls["sensorId, date"].aggregate(dashboard))
 plan = db.command("explain", {"aggregate": colls["sensorId, date"].name, "pipeline": dashboard, "cursor": {}},
                   verbosity="queryPlanner")
 split = plan["splitPipeline"]
+print("the merge runs on:", plan["mergeType"])
 pd.DataFrame({"each shard runs": pd.Series([next(iter(st)) for st in split["shardsPart"]]),
               "the merging part runs": pd.Series([next(iter(st)) for st in split["mergerPart"]])}).fillna("")
 
 # %% [markdown]
-# `sites` is sharded, so the join does not wait for the merge: each shard joins its own buckets, asking the router
-# for the sites they name, and sorts and limits them; the router only merges the shards' sorted results
-# (`$mergeCursors`) and keeps the first ones. The server's own test checks this placement: a `$lookup` of a sharded
-# collection runs on every shard holding the local collection
+# `sites` is sharded, so the join does not wait for the merge: every shard holding buckets runs the `$lookup` on
+# its own buckets, itself querying the shards that own the sites those buckets name, then sorts and limits; the
+# router (`mongos`) only merges the shards' sorted results (`$mergeCursors`) and keeps the first ones. The
+# server's own test checks this placement: a `$lookup` of a sharded collection runs on every shard holding the
+# local collection
 # ([jstests/sharding/query/sharded_lookup_execution.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/sharding/query/sharded_lookup_execution.js)).
-# A `$lookup` of an unsharded collection would instead end the shards' part and run on the shard that holds it.
+#
+# The manual states where the merging part runs: on the `mongos`, apart from a few cases, one of which is a
+# `$lookup` of an **unsharded** collection: the merge then runs on the shard where that collection lives. And a
+# pipeline that starts with an exact `$match` on the shard key runs whole on the matching shard only when it has
+# no `$lookup` (nor `$out`)
+# ([manual: Aggregation Pipeline and Sharded Collections](https://www.mongodb.com/docs/manual/core/aggregation-pipeline-sharded-collections/)).
 
 # %% [markdown]
 # Inside a transaction the same join is refused: `$lookup` and `$graphLookup` from a sharded collection cannot
