@@ -73,7 +73,9 @@ def test_40_prediction():
     ({"tenantId": 1, "number": 1}, None),
     ({"tenantId": "hashed", "number": 1}, None),
     ({"_id": "hashed"}, "must start with the shard key"),   # the hashed-_id habit meets the unique index
-    ({"tenantId": 1, "_id": 1}, "must start with the shard key"),
+    ({"_id": "hashed"}, "a broadcast to every shard"),      # ... and its own mistake: the hot read is broadcast
+    ({"number": 1}, "led by 'number'"),
+    ({"tenantId": 1, "_id": 1}, "must start with the shard key"),  # leads with tenantId: no broadcast sentence
     ({"number": 1}, "must start with the shard key"),
     ({"tenantId": 1}, "only 20 distinct values"),
     ({"tenantId": 1, "number": -1}, "no descending fields"),
@@ -137,3 +139,16 @@ def test_42_repair_key(client, repair, expected):
 def test_42_wrong_call_shapes(client):
     ex = labkit.exercises.get("42-repair-key")
     assert "not the result of calling it" in ex.check(client, 42).message
+
+
+def test_41_a_key_led_by_tenant_id_is_not_told_it_broadcasts(client):
+    r = _check("41-tenant-shard-key", client, {"tenantId": 1, "_id": 1})
+    assert not r.correct and "must start with the shard key" in r.message and "broadcast" not in r.message, r
+
+
+@pytest.mark.parametrize("key", [{"deviceId": {"$gt": 1}}, {"deviceId": None}, {"deviceId": 1, "ts": "hashed",
+                                                                                  "temperature": "hashed"},
+                                 {"": 1}, {"deviceId.x": 1}, [("deviceId", 1)], 42, None])
+def test_40_odd_keys_never_raise(client, key):
+    r = labkit.exercises.get("40-device-shard-key").check(client, key)
+    assert r.outcome in ("incorrect", "not-attempted", "correct"), r
