@@ -785,7 +785,13 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
                     "Atlas's limit is per shard, and small collections stay on their database's primary shard. "
                     "Atlas deploys each shard as a replica set of the cluster's tier and the config servers as one "
                     "more, so a sharded cluster is billed for every shard's nodes for every hour it exists: create "
-                    "it for the day and terminate it afterwards."]
+                    "it for the day and terminate it afterwards. What the simulated cluster shows is MongoDB 8.0's "
+                    "routing, targeting, explain, ranges, balancer rounds by data size, jumbo ranges and resharding; "
+                    "it does not balance in the background (the lessons run balancer rounds themselves), and has no "
+                    "zones, orphaned documents or replica-set members inside a shard (README, \"A sharded cluster\"; "
+                    "docs/embedded-engine.md lists every rule). On a real cluster the balancer runs on its own, so "
+                    "the ranges a lesson shows there can differ from the stored outputs; the lessons' figures are "
+                    "read from what the cluster answers."]
     out += _rate_limit(workshop, data, all_lessons)
     users = workshop.profiler_lessons(all_lessons[0].source.parent) if all_lessons else []
     if users:
