@@ -28,6 +28,8 @@ def _check(exercise_id, *args):
     ({"ts": "hashed"}, "contacted 3 shards"),              # mistake 3: hashed key for range reads
     ({"_id": "hashed"}, "contacted 3 shards"),
     ({"temperature": 1, "ts": 1}, "fall in one range"),
+    ({"deviceId": 1, "temperature": 1}, "share each value"),   # mistake 2 again: a suffix that repeats
+    ({"deviceId": "hashed", "temperature": 1}, "share each value"),
     ({"deviceId": -1}, "no descending fields"),
     ({"device": 1}, "is not one of them"),
     ("deviceId", "as a dict"),
@@ -104,6 +106,11 @@ def _reshard(key):
     return repair
 
 
+def _refine_ts_first(client, coll):
+    coll.create_index([("ts", 1), ("truckId", 1)])
+    client.admin.command("refineCollectionShardKey", coll.full_name, key={"ts": 1, "truckId": 1})
+
+
 def _drop_and_recreate(client, coll):
     coll.drop()
     coll.insert_one({"truckId": "truck:00"})
@@ -121,6 +128,8 @@ def _raises(client, coll):
     (_reshard({"truckId": 1, "ts": 1}), None),
     (_reshard({"truckId": "hashed", "ts": 1}), None),
     (_reshard({"truckId": 1}), "only 40 distinct values"),          # a low-cardinality key: jumbo ranges
+    (_reshard({"truckId": 1, "lat": 1}), "share each value"),       # ... or a suffix that hardly changes
+    (_refine_ts_first, "monotonically increasing"),                  # refining keeps ts first
     (_reshard({"ts": "hashed"}), "contacted 3 shards"),              # hashed for range reads
     (_reshard({"_id": "hashed"}), "contacted 3 shards"),
     (_reshard({"_id": 1}), "monotonically increasing"),              # still monotonic

@@ -346,6 +346,7 @@ class KeyOnCluster:
     distinct: int
     landed: dict | None = None
     increases: bool = False
+    docs: int = 0
 
     @property
     def busiest(self) -> float:
@@ -371,7 +372,11 @@ def key_on_cluster(coll: Any, key: dict, old: list[dict], read: Callable[[], Any
             increases = min(d[fields[0]] for d in new) > max(d[fields[0]] for d in old)
         except (KeyError, TypeError, ValueError):
             pass
-    return KeyOnCluster(dict(key), targeting, distinct, landed, increases)
+    return KeyOnCluster(dict(key), targeting, distinct, landed, increases, len(old) + len(new or []))
+
+
+#: documents per shard-key value (on average) from which a key's values are said to be shared by too many documents
+_SHARED_VALUE = 5
 
 
 def shard_key_mistakes(m: KeyOnCluster, *, docs: str, series: str, series_count: int, lead: str, then: str,
@@ -380,7 +385,8 @@ def shard_key_mistakes(m: KeyOnCluster, *, docs: str, series: str, series_count:
     message in the lesson's words (``docs``: what the documents are; ``series``: what one key value of too few
     stands for, ``series_count`` of them; ``lead``: the field to lead with; ``then``: what to add after it;
     ``read``: the hot read): new documents all on one shard (a monotonically increasing key, or values in one
-    range), too few distinct values (ranges that can never split), the hot read broadcast, inserts not spread."""
+    range), too few distinct values (ranges that can never split), the hot read broadcast, values shared by many
+    documents (a suffix that repeats: the manual's "frequency"), inserts not spread."""
     first = next(iter(m.key))
     if m.landed is not None and m.key[first] == 1 and m.busiest == 1.0:
         n = sum(m.landed.values())
@@ -398,6 +404,11 @@ def shard_key_mistakes(m: KeyOnCluster, *, docs: str, series: str, series_count:
         raise NotYet(f"the hot read ({read}) contacted {m.read['shards contacted']} shards ({m.read['stage']}): the "
                      f"router cannot target it. Lead with {lead}, the field it filters on by equality (ranged or "
                      "hashed).")
+    if m.distinct and m.docs / m.distinct >= _SHARED_VALUE:
+        raise NotYet(f"the key {m.key} takes only {m.distinct:,} distinct values over {m.docs:,} {docs}: about "
+                     f"{m.docs / m.distinct:.0f} {docs} share each value, and the {docs} of one value stay in one "
+                     "range that can never be split, however large it grows (a jumbo range). Keep "
+                     f"{lead} first and add {then} after it, a field that keeps changing.")
     if m.busiest > 0.7:
         raise NotYet(f"{m.busiest:.0%} of the new {docs} landed on one shard: the inserts are not spread.")
 
