@@ -61,6 +61,9 @@ The map (in the spirit of Kaggle's learntools: a class per kind of problem, outc
 - ``l37_case_insensitive``: 37-login-filter (S), 37-predict-regex-keys (P), 37-team-names (B)
 - ``l38_lookup_overuse``: 38-extended-reference (S), 38-predict-top-daily (P), 38-rename-agent (B)
 - ``l39_schema_review``: 39-fix-blog (B), 39-predict-findings-gone (P), 39-schema-review (S)
+- ``l40_shard_keys``: 40-device-shard-key (D), 40-predict-hot-shard (P)
+- ``l41_query_targeting``: 41-predict-follower-shards (P), 41-tenant-shard-key (D)
+- ``l42_sharded_patterns``: 42-repair-key (B)
 
 - ``relationships.py``, ``patterns.py``, ``antipatterns.py``: the names notebooks 07, 20 and 39 import from the
   section modules the exercises lived in before (``PRODUCTS_SCHEMA``, ``legacy_products``,
