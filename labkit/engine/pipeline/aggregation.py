@@ -946,7 +946,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if es is not None:
             cursor["executionStats"] = es
         stages_out = [{"$cursor": cursor, "nReturned": n_mid, "executionTimeMillisEstimate": millis}]
-        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity)
+        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity, coll)
         return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
     qp = _query_planner(ns, filt or {}, winning, rejected, coll=coll)
     rest = list(pipeline)[n_pushed:]
@@ -967,7 +967,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if verbosity == "allPlansExecution":
             cursor["executionStats"]["allPlansExecution"] = []
     stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
-    stages_out += _classic_rest(rest, ctx, verbosity)
+    stages_out += _classic_rest(rest, ctx, verbosity, coll)
     doc = {"explainVersion": "1", "stages": stages_out}
     return _wrap(doc, command, verbosity)
 
@@ -986,13 +986,16 @@ def _count_scan_planned(coll, pipeline: list, ctx: Ctx) -> bool:
     return isinstance(ex.winner.root, CountScan)
 
 
-def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
-    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics)."""
+def _classic_rest(rest: list, ctx: Ctx, verbosity: str, coll=None) -> list[dict]:
+    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics, ``$unionWith``
+    with its sub-pipeline's own explain)."""
     stages_out: list[dict] = []
     lookups = iter(ctx.lookups)
     for st in rest:
         name = next(iter(st))
         entry: dict[str, Any] = {name: st[name]}
+        if name == "$unionWith" and coll is not None:
+            entry = _union_with_explain(coll, st[name], verbosity)
         if name == "$lookup":
             info = next(lookups, None)
             if info is not None:
@@ -1012,3 +1015,30 @@ def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
                                   "executionTimeMillisEstimate": int(info["millis"])})
         stages_out.append(entry)
     return stages_out
+
+
+def _union_with_explain(coll, arg: Any, verbosity: str) -> dict:
+    """``{$unionWith: {coll, pipeline: <the sub-pipeline's explain>}}``: DocumentSourceUnionWith::serialize
+    explains its sub-pipeline with the same verbosity (``preparePipelineAndExplain``), so the other
+    collection's ``$cursor`` plan and, from executionStats on, its keys and documents examined appear. A
+    sub-pipeline without a collection (``$documents``) or over a view is shown as written."""
+    name, sub = (arg, []) if isinstance(arg, str) else (arg.get("coll"), list(arg.get("pipeline", [])))
+    if not isinstance(name, str):
+        return {"$unionWith": arg}
+    other = coll.database.get_collection(name)
+    view_def = hooks.get("view_def")
+    if view_def is not None and view_def(other._store):
+        return {"$unionWith": arg}
+    doc = explain_pipeline(other, sub, verbosity, {"aggregate": name, "pipeline": sub, "cursor": {}})
+    if "stages" in doc:
+        stages = doc["stages"]
+    else:  # the sub-pipeline is all query: one $cursor stage (only the outer pipeline is optimized away)
+        qp = {k: v for k, v in doc["queryPlanner"].items() if k != "optimizedPipeline"}
+        cursor: dict[str, Any] = {"queryPlanner": qp}
+        entry: dict[str, Any] = {"$cursor": cursor}
+        if "executionStats" in doc:
+            cursor["executionStats"] = doc["executionStats"]
+            entry.update(nReturned=doc["executionStats"]["nReturned"],
+                         executionTimeMillisEstimate=doc["executionStats"]["executionTimeMillis"])
+        stages = [entry]
+    return {"$unionWith": {"coll": name, "pipeline": stages}}

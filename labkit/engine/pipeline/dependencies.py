@@ -4,10 +4,10 @@ into the query layer with it (pipeline_d.cpp ``buildProjectionForPushdown``).
 
 After the leading ``$match`` / ``$sort`` / ``$skip`` / ``$limit`` go to the query layer, the stages left are
 walked in order: a ``$match``, ``$sort``, ``$unwind``, ``$addFields``/``$set`` or ``$lookup`` adds the fields it
-reads and lets the analysis go on; an inclusion ``$project``, ``$group``, ``$count``, ``$sortByCount`` or
-``$replaceRoot`` adds what it reads and ends it (its output is new documents); any other stage, an expression
-reading ``$$ROOT``, or reaching the end of the pipeline means the whole document is needed. Then
-(``buildProjectionForPushdown``):
+reads and lets the analysis go on (``$unset`` and ``$unionWith`` read none); an inclusion ``$project``,
+``$group``, ``$count``, ``$sortByCount`` or ``$replaceRoot`` adds what it reads and ends it (its output is new
+documents); any other stage (the analysis follows no more), an expression reading ``$$ROOT``, or reaching the
+end of the pipeline means the whole document is needed. Then (``buildProjectionForPushdown``):
 
 1. an inclusion ``$project`` first among the stages left is pushed down as it is and leaves the pipeline
    (with computed fields only when no sort, skip or limit was pushed down);
@@ -185,8 +185,8 @@ def _stage_fields(name: str, arg: Any, out: list[str]) -> str:
         return "next"
     if name in ("$addFields", "$set"):
         return "next" if isinstance(arg, dict) and expr_fields(list(arg.values()), out) else "all"
-    if name == "$unset":
-        return "next"
+    if name in ("$unset", "$unionWith"):
+        return "next"  # document_source_union_with.cpp getDependencies: SEE_NEXT (its fields are its own)
     if name == "$lookup":
         if not isinstance(arg, dict):
             return "all"
