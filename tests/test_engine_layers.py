@@ -41,7 +41,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (10, "session/", ("sessions",)),
     (11, "stats/", ("storage_stats", "profiler", "monitoring")),
     (12, "pipeline/", ("accumulators", "add_fields", "stage_redact", "stage_documents", "stage_bucket",
-                       "stage_window", "stage_densify", "stage_names", "aggregation", "extra_stages",
+                       "stage_window", "stage_densify", "stage_names", "dependencies", "aggregation", "extra_stages",
                        "change_stream")),
     (13, "catalog/", ("store", "bulk", "clustered", "capped", "collection", "rules", "views", "timeseries", "ttl",
                       "system_dbs")),
