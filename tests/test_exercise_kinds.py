@@ -324,3 +324,14 @@ def test_the_packages_map_lists_every_lesson_module_with_its_exercises_and_kinds
         want = [f"{i} ({letter[type(exercises.get(i)).__name__]})" for i in exercises.ids()
                 if exercises.get(i).lesson == module[1:]]
         assert listed.group(1).split(", ") == want, module
+
+
+def test_check_with_nothing_says_what_to_pass_for_every_exercise():
+    """``ex.check()`` with no argument (a learner running the cell before writing anything) never raises: it is
+    "not-attempted" and repeats the task, for every registered exercise (the guide: a checker never raises on
+    learner input)."""
+    from labkit.exercises.registry import get, ids
+    for ex_id in ids():
+        result = get(ex_id).check()
+        assert (result.correct, result.outcome) == (False, "not-attempted"), ex_id
+        assert result.message.startswith("ex.check() needs your answer:"), ex_id

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 from labkit.exercises import observe
 from labkit.exercises.outcomes import CheckResult, NotYet
-from labkit.exercises.problem import Exercise, record, remembered_names
+from labkit.exercises.problem import MISSING, Exercise, record, remembered_names
 from labkit.exercises.steps import setup_of
 
 _NOTHING = object()
@@ -77,9 +77,9 @@ class Prediction(Exercise):
             return f"you predicted {self._predicted!r} and it is {measured!r}. {why}".strip()
         raise NotYet(f"you predicted {self._predicted!r}, the measurement says {measured!r}. {why}".strip())
 
-    def check(self, answer: Any, *more: Any) -> CheckResult:
+    def check(self, answer: Any = MISSING, *more: Any) -> CheckResult:
         """Compare the recorded prediction with the measured ``answer``."""
-        if self._predicted is _NOTHING and answer is not None:
+        if self._predicted is _NOTHING and answer is not None and answer is not MISSING:
             return record(self, CheckResult(False, "make your prediction first with `ex.predict(...)`, before the "
                                                    "measuring cell runs; then check the measured value.",
                                             "not-attempted"))

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from labkit.exercises.outcomes import CheckResult, judge
 
+MISSING = object()  # ``ex.check()`` called with nothing to check
+
 _REMEMBERED: "contextvars.ContextVar[dict]" = contextvars.ContextVar("labkit_remembered", default={})
 
 
@@ -74,11 +76,15 @@ class Exercise:
             self._pristine[name] = {d["_id"]: copy.deepcopy(d) for d in db[name].find()}
         return self
 
-    def check(self, answer: Any, *more: Any) -> CheckResult:
+    def check(self, answer: Any = MISSING, *more: Any) -> CheckResult:
         """Check ``answer`` (some exercises take two things, e.g. ``check(db, pipeline)``).
 
         Never raises: an exception from the learner's code (or a gap in the checker) comes back as a result
-        with outcome "error" naming it. Each check is recorded for ``labkit.progress()``."""
+        with outcome "error" naming it; ``check()`` with nothing says what to pass. Each check is recorded for
+        ``labkit.progress()``."""
+        if answer is MISSING:
+            return record(self, CheckResult(False, f"ex.check() needs your answer: {self.task} Pass it as "
+                                                   "ex.check(...) (ex.hint() for a hint).", "not-attempted"))
         args = (answer, *more) if more else answer
         token = _REMEMBERED.set(self._pristine)
         try:
