@@ -135,19 +135,21 @@ def test_reads_with_the_session_see_the_transaction(client):
 
 
 def test_write_conflict_applies_nothing(client):
-    """Manual, *In-progress Transactions and Write Conflicts*: if a document the transaction modifies is
-    modified outside it, the transaction cannot commit: WriteConflict (112) with the
-    "TransientTransactionError" label; none of its writes (in any collection) are applied."""
+    """Manual, *In-progress Transactions and Write Conflicts*: a transaction that writes a document modified
+    outside it after its snapshot fails at that write with WriteConflict (112, label
+    "TransientTransactionError") and is aborted; none of its writes (in any collection) are applied."""
     orders, inventory = client.db.orders, client.db.inventory
     s = client.start_session()
     s.start_transaction()
-    orders.insert_one({"sku": "abc123", "qty": 100}, session=s)
-    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=s)
-    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # a concurrent writer
+    orders.insert_one({"sku": "abc123", "qty": 100}, session=s)  # the snapshot is taken here
+    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # a concurrent writer, after the snapshot
     before = (state(orders), state(inventory))
     with pytest.raises(OperationFailure) as ei:
-        s.commit_transaction()
+        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=s)
     assert ei.value.code == 112 and ei.value.has_error_label("TransientTransactionError")
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 251  # the failed statement aborted the transaction
     assert (state(orders), state(inventory)) == before
     assert inventory.find_one()["qty"] == 499 and orders.count_documents({}) == 0
     assert not s.in_transaction
@@ -155,15 +157,16 @@ def test_write_conflict_applies_nothing(client):
 
 def test_with_transaction_retries_transient_errors(client):
     """pymongo docs, ``with_transaction``: on a TransientTransactionError the whole callback is retried;
-    here the first attempt meets a concurrent write (WriteConflict), the second commits."""
+    here the first attempt meets a write made after its snapshot (WriteConflict), the second commits."""
     inventory = client.db.inventory
     attempts = []
 
     def callback(session):
         attempts.append(1)
-        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=session)
+        inventory.find_one({"sku": "abc123"}, session=session)  # the snapshot
         if len(attempts) == 1:
             inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # concurrent writer, once
+        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=session)
 
     with client.start_session() as s:
         s.with_transaction(callback)
@@ -172,18 +175,20 @@ def test_with_transaction_retries_transient_errors(client):
 
 
 def test_unique_index_rechecked_at_commit(client):
-    """Unique indexes hold across a transaction: a key inserted outside after the snapshot makes the commit
-    fail (WriteConflict, nothing applied); inside, a duplicate fails at once (11000) and, as on the server,
-    the failed command aborts the transaction (commit -> NoSuchTransaction 251)."""
+    """Unique indexes hold across a transaction: a key inserted outside after the snapshot makes the
+    transaction's insert of the same key fail (WriteConflict, nothing applied); inside, a duplicate of a key
+    in the snapshot fails at once (11000) and, as on the server, the failed command aborts the transaction
+    (commit -> NoSuchTransaction 251)."""
     inventory = client.db.inventory
     s = client.start_session()
     s.start_transaction()
-    inventory.insert_one({"sku": "new", "qty": 1}, session=s)
+    inventory.find_one({}, session=s)  # the snapshot
     inventory.insert_one({"sku": "new", "qty": 2})
     with pytest.raises(OperationFailure) as ei:
-        s.commit_transaction()
+        inventory.insert_one({"sku": "new", "qty": 1}, session=s)
     assert ei.value.code == 112
     assert [d["qty"] for d in inventory.find({"sku": "new"})] == [2]
+    s.abort_transaction()
     s.start_transaction()
     inventory.insert_one({"sku": "x", "qty": 1}, session=s)
     with pytest.raises(DuplicateKeyError):

@@ -28,6 +28,7 @@ timeseries_list_entry    timeseries.py     rules.py (listCollections): a time-se
 timeseries_create        timeseries.py     rules.py (create): a new time-series collection
 timeseries_coll_stats    timeseries.py     stats.py: collStats of a time-series collection
 capped_stats_fields      capped.py         stats.py: collStats' capped / max / maxSize
+txn_wait                 sessions.py       boundary.py: a write waits for the transaction holding what it writes
 =======================  ================  =====================================================================
 
 ``EXTRA_STAGES`` (stage name -> ``handler(coll, docs, arg, pipeline, i)``) is filled by extra_stages.py and read
@@ -43,6 +44,7 @@ NAMES = frozenset({
     "filter_applies", "client_class", "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
     "view_check_source", "view_def", "view_run_on_base", "view_list_entry", "view_parse_create", "view_create",
     "timeseries_list_entry", "timeseries_create", "timeseries_coll_stats", "capped_stats_fields",
+    "txn_wait",
 })
 
 EXTRA_STAGES: dict[str, Callable[..., list]] = {}  # $out, $merge, $graphLookup, ... (extra_stages.py)

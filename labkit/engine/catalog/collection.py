@@ -25,7 +25,7 @@ from ..index.indexes import Index, IndexSpec, _no_fast_keys, gen_index_name
 from ..query.planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
                              express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
 from ..query.collate import current as _collation
-from ..session.sessions import current as _active_txn, resolve_store as _txn_store
+from ..session.sessions import binding as _binding, current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 from .capped import after_insert
 from ..update.update_fast import FALLBACK, apply_scalar, run_lean, scalar_plan
@@ -200,9 +200,9 @@ class EmbeddedCollection(mm_collection.Collection):
     @property
     def _store(self):
         st = self._db_store[self._name]
-        if _active_txn() is None:
+        if _binding() is None:
             return st
-        return _txn_store(self._db_store, self._name, st)  # a transaction's snapshot (sessions.py)
+        return _txn_store(self._db_store, self._name, st)  # a transaction's or a snapshot read's copy (sessions.py)
 
     def _ns(self) -> str:
         return "%s.%s" % (self.database.name, self._name)
@@ -475,6 +475,8 @@ class EmbeddedCollection(mm_collection.Collection):
         if not staged:
             return
         st = self._store
+        if st.held:  # an open transaction holds some of these keys: wait before storing any (history.py)
+            st.rec.check_held_batch(st, [d for d, _, _, _ in staged])
         per_index: dict[str, list] = {n: [] for n in st.ix}
         put = st.put
         for doc, rid, sk, keys in staged:
@@ -602,13 +604,18 @@ class EmbeddedCollection(mm_collection.Collection):
         scalar = scalar_plan(compiled, array_filters) if shallow and touched is not None else None
         # ... and when no index reads those fields and no validator checks the result, replacing a document
         # is only storing it (what _replace_doc does then, without its per-index loop)
-        lean = scalar is not None and not self._validates_updates(st) and all(
+        lean = scalar is not None and not st.held and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
         docs = st.docs
+        rec = st.rec
         i, nr = 0, len(rids)
         while i < nr:
             if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
-                j, m, mod = run_lean(scalar, rids, i, docs)
+                changed: list | None = [] if rec is not None else None
+                j, m, mod = run_lean(scalar, rids, i, docs, changed)
+                if changed:
+                    for rid, old in changed:  # told after the fact: nothing is held here (lean excludes it)
+                        rec.note(st, rid, old, docs[rid])
                 n_matched += m
                 n_modified += mod
                 st.version += mod
@@ -628,6 +635,8 @@ class EmbeddedCollection(mm_collection.Collection):
                         continue  # a no-op update is matched, not modified
                     if new is not FALLBACK:
                         if lean:
+                            if rec is not None:
+                                rec.note(st, rid, old, new)
                             docs[rid] = new  # the _id map (st._documents) is a view of docs
                             st.version += 1
                         else:
@@ -713,6 +722,8 @@ class EmbeddedCollection(mm_collection.Collection):
         (and without a partial filter) keeps its keys, so they are not recomputed. ``shallow`` (for
         rules.py): the update cannot nest the document deeper and its size was already checked."""
         st = self._store
+        if st.rec is not None:
+            st.rec.note(st, rid, old, new)  # before anything changes (it may have to wait: history.py)
         plans = []
         for name, ix in st.ix.items():
             if touched is not None and ix.spec.partial is None and touched.isdisjoint(ix.spec.tops):
@@ -784,9 +795,12 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _remove_rid(self, rid: int) -> bool:
         st = self._store
-        doc = st.docs.pop(rid, None)
+        doc = st.docs.get(rid)
         if doc is None:
             return False
+        if st.rec is not None:
+            st.rec.note(st, rid, doc, None)
+        del st.docs[rid]
         sk = store_key(doc["_id"])
         st.rid_by_key.pop(sk, None)
         n = 0
@@ -1084,6 +1098,9 @@ class EmbeddedCollection(mm_collection.Collection):
             if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
                     existing.spec.collation == spec.collation:
                 raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        txn = _active_txn()
+        if txn is not None:  # a new index in a transaction: only on a new, empty collection (sessions.py)
+            txn.check_new_index(st, self._ns())
         if len(st.ix) >= MAX_INDEXES:
             # index_catalog_impl.cpp: numIndexesTotal (the _id index included) >= 64 -> CannotCreateIndex
             raise OperationFailure("add index fails, too many indexes for %s key:%s"

@@ -409,7 +409,7 @@ class LabCollection(EmbeddedCollection):
         """pymongo's ``insert_one``. A plain dict of scalar fields, outside a session, into a collection without
         a validator takes ``_insert_flat`` (the same checks and effects in fewer steps); anything else takes
         the general path (depth, deep copy, validation, sessions)."""
-        if session is None and type(document) is dict and sessions.current() is None:
+        if session is None and type(document) is dict and sessions.binding() is None:
             st = self._db_store[self._name]
             if not st.options.get("validator") and not st.options.get("capped"):
                 _id = self._insert_flat(st, document)
@@ -624,7 +624,9 @@ def _insert_one_entry(full):
             cd = boundary.client_of(self).__dict__
             store = cd["_store"]
             sd = store.__dict__
-            if not cd.get("_lab_listeners") and not sd.get("_lab_profiling") and sessions.current() is None:
+            hist = sd.get("_lab_history")
+            if not cd.get("_lab_listeners") and not sd.get("_lab_profiling") and sessions.binding() is None \
+                    and (hist is None or not hist.holds):  # a held key may make the insert wait (boundary.py)
                 _id = NOT_FLAT
                 with sd.get("_lab_lock") or boundary.lock_for_store(store):
                     st = self._db_store[self._name]  # under the lock: the first insert creates the store
@@ -729,6 +731,9 @@ def create_collection(db, name: str, kwargs: dict):
     kwargs.pop("comment", None)
     if "timeseries" in kwargs:  # time-series collections (timeseries.py)
         with sessions.bind(session, db, ddl="create"):
+            if sessions.current() is not None:  # create_collection.cpp
+                raise sessions.not_in_transaction("Cannot create a time-series collection in a multi-document "
+                                                  "transaction.")
             return hooks.get("timeseries_create")(db, name, dict(kwargs, check_exists=check_exists))
     from . import capped, clustered
     view = hooks.get("view_parse_create")(db, name, kwargs)  # viewOn/pipeline (+ the view's collation)
@@ -746,6 +751,8 @@ def create_collection(db, name: str, kwargs: dict):
         opts = validation.validation_options(vopts.get("validator") or {}, vopts.get("validationLevel", "strict"),
                                              vopts.get("validationAction", "error"))
     with sessions.bind(session, db, ddl="create"):
+        if sessions.current() is not None:
+            return _create_in_transaction(db, name, view, opts, extra_opts)
         if check_exists and name in db.list_collection_names():
             mm_database.Database.create_collection(db, name)  # CollectionInvalid, as before
         if view is not None:
@@ -762,6 +769,30 @@ def create_collection(db, name: str, kwargs: dict):
             coll._store.options.update(opts)
         if extra_opts:
             coll._store.options.update(extra_opts)
+    return coll
+
+
+def _create_in_transaction(db, name: str, view: Any, opts: dict | None, extra_opts: dict) -> Any:
+    """``create`` inside a transaction (4.4+): the collection is created in the transaction's copy and appears
+    at commit; an existing one (in the transaction's snapshot) is NamespaceExists (48); a view or a system
+    collection is refused (263). Manual "Create Collections and Indexes in a Transaction";
+    jstests/core/txns/create_collection.js; create_collection.cpp."""
+    if view is not None:
+        raise sessions.not_in_transaction("Cannot create a view in a multi-document transaction.")
+    db._ensure_valid_collection_name(name)
+    if name.startswith("system."):
+        raise sessions.not_in_transaction("Cannot create system collection %s.%s within a transaction."
+                                          % (db.name, name))
+    coll = db.get_collection(name)
+    st = coll._store  # the transaction's copy
+    if st.is_created:
+        msg = "Collection %s.%s already exists." % (db.name, name)
+        raise OperationFailure(msg, 48, {"ok": 0.0, "errmsg": msg, "code": 48, "codeName": "NamespaceExists"})
+    st._is_force_created = True
+    if opts is not None:
+        st.options.update(opts)
+    if extra_opts:
+        st.options.update(extra_opts)
     return coll
 
 

@@ -139,6 +139,7 @@ class ServerContext:
         self._conn_ids = itertools.count(1)
         self._ts_lock = threading.Lock()
         self._last_ts = (0, 0)
+        self.clock: Any = None  # the engine's cluster clock (session/history.py), set by run_command
         self.connections = 0
         self.total_connections = 0
 
@@ -151,7 +152,10 @@ class ServerContext:
         return next(self._conn_ids)
 
     def cluster_time(self) -> Timestamp:
-        """A strictly increasing Timestamp (seconds, increment), the replica set's clock."""
+        """A strictly increasing Timestamp (seconds, increment), the replica set's clock: the engine's own (so that
+        operationTime orders with writes and snapshot reads), or this context's before the first command."""
+        if self.clock is not None:
+            return self.clock.tick()
         with self._ts_lock:
             now = int(time.time())
             sec, inc = self._last_ts
@@ -615,6 +619,11 @@ def _insert(c: _Call) -> dict:
         return {"n": det.get("nInserted", 0), "writeErrors": errs, "ok": 1.0}
 
 
+# Errors a write statement in a transaction raises as the command's error (labelled TransientTransactionError),
+# not as a write error: WriteConflict, NoSuchTransaction, SnapshotUnavailable, SnapshotTooOld.
+_TXN_TRANSIENT = frozenset({112, 251, 246, 239})
+
+
 def _is_replacement(u: Any) -> bool:
     return isinstance(u, Mapping) and not any(isinstance(k, str) and k.startswith("$") for k in u)
 
@@ -676,6 +685,8 @@ def _update(c: _Call) -> dict:
                 n += r.matched_count
                 n_mod += r.modified_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
+            if c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT:
+                raise  # write_ops_exec.cpp handleError: in a transaction, a transient error fails the command
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -722,6 +733,8 @@ def _delete(c: _Call) -> dict:
             r = coll.delete_one(q, **kw) if st["limit"] == 1 else coll.delete_many(q, **kw)
             n += r.deleted_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
+            if c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT:
+                raise  # write_ops_exec.cpp handleError: in a transaction, a transient error fails the command
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -902,11 +915,9 @@ def _create(c: _Call) -> dict:
     cmd = _strip(c.cmd)
     if not isinstance(cmd.get("create"), str):
         raise CommandError("collection name has invalid type %s" % _bson_type(cmd.get("create")), 73)
-    if c.session is not None:
-        from ..session.sessions import bind
-        with bind(c.session, c.db, ddl="create"):
-            pass
     opts = {k: v for k, v in cmd.items() if k != "create"}
+    if c.session is not None:  # in a transaction (4.4+: collections can be created in one)
+        opts["session"] = c.session
     opts.pop("autoIndexId", None)
     if opts.get("idIndex") is not None:
         raise CommandError("create(idIndex=...) is not supported on the embedded engine; use a real server (set "
@@ -1249,6 +1260,9 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
     ``session_ctx`` is the served engine's ``ServerContext`` (cursors, sessions, cluster time). Errors come back
     as ``{ok: 0, errmsg, code, codeName}`` (never raised)."""
     codec = codec or bson.CodecOptions()
+    if session_ctx.clock is None:
+        from ..session.history import history_of
+        session_ctx.clock = history_of(client._store).clock
     if not cmd:
         return CommandError("no command specified", 59).reply()
     name = next(iter(cmd))
@@ -1266,10 +1280,10 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
             return handler(call)
         except (OperationFailure, CommandError) as e:
             if sess is not None and sess.in_transaction and sess._txn is not None:
-                sess._txn.aborted_by_server = True
+                sess._txn.server_abort()
             out = error_reply(e)
             if sess is not None and "errorLabels" not in out and isinstance(e, OperationFailure) \
-                    and e.code in (112, 251):
+                    and e.code in _TXN_TRANSIENT:
                 out["errorLabels"] = ["TransientTransactionError"]
             return out
     except Exception as e:  # noqa: BLE001 - every failure becomes an error reply, as on the server
@@ -1299,7 +1313,7 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
         reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:
-            session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
+            session._txn.server_abort()  # a failed command aborts its transaction (sessions.bind)
         raise OperationFailure(reply.get("errmsg", ""), reply.get("code"), reply)
     return _decoded(reply, codec)
 

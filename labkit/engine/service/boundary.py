@@ -66,6 +66,31 @@ def lock_for_store(store: Any) -> threading.RLock:
     return lock
 
 
+def cond_for_store(store: Any) -> threading.Condition:
+    """The condition variable on a server store's lock: writes waiting for a transaction to end wait on it
+    (releasing the lock, whatever its recursion level) and transactions notify it when they end."""
+    cond = getattr(store, "_lab_cond", None)
+    if cond is None:
+        lock = lock_for_store(store)
+        with _LOCKS_GUARD:
+            cond = getattr(store, "_lab_cond", None)
+            if cond is None:
+                cond = store._lab_cond = threading.Condition(lock)
+    return cond
+
+
+class WaitForTransaction(BaseException):
+    """Raised by the record store (session/history.py) before a write outside a transaction changes a document
+    (or unique index key) that an open transaction has written: on a replica set such a write keeps retrying
+    until the transaction commits or aborts (jstests/core/txns/write_conflicts_with_non_txns.js). The operation
+    boundary undoes what the operation wrote, waits for the transaction (hook ``txn_wait``) and runs it again.
+    A BaseException so that no ``except Exception`` on the way turns it into an error reply."""
+
+    def __init__(self, holder: Any) -> None:
+        super().__init__("waiting for a transaction")
+        self.holder = holder
+
+
 def client_of(obj: Any) -> Any:
     """The client an engine object belongs to (collection, cursor, database, session or client).
 
@@ -96,6 +121,7 @@ class Op:
     db_name = ""
     runs: list = []               # planner Executions of this operation (a list of its own once recording)
     counters: dict = {}           # write counters (keysInserted ...), likewise
+    mark = -1                     # the history position at the start (a write that must wait is undone to it)
 
     def __init__(self, name: str, target: Any, args: tuple, kwargs: dict, client: Any) -> None:
         self.name = name
@@ -334,7 +360,17 @@ def operation(name: str, method: Callable) -> Callable:
                     _check_pipeline_depth(args[0] if args else kwargs.get("pipeline"))
                 if cd.get("_lab_listeners") or sd.get("_lab_profiling"):  # someone watches
                     hooks.get("monitor_begin")(op)
-                result = method(self, *args, **kwargs)
+                hist = sd.get("_lab_history")
+                if hist is None or not hist.holds:
+                    result = method(self, *args, **kwargs)
+                else:  # an open transaction holds writes: this operation may have to wait for it
+                    while True:
+                        op.mark = hist.seq
+                        try:
+                            result = method(self, *args, **kwargs)
+                            break
+                        except WaitForTransaction as wait:
+                            hooks.get("txn_wait")(op, wait, store)  # undo, wait (or MaxTimeMSExpired), retry
                 if op.deadline is not None and _clock() > op.deadline:
                     raise time_expired()
             except BaseException as exc:
@@ -362,7 +398,7 @@ def _abort_transaction_on(target: Any, kwargs: dict, err: BaseException) -> None
     session = kwargs.get("session") or target.__dict__.get("_session")
     txn = getattr(session, "_txn", None) if session is not None else None
     if txn is not None and session.in_transaction and aborts_transaction(err):
-        txn.aborted_by_server = True
+        txn.server_abort()
 
 
 def guard(table: dict[str, str]) -> Callable[[type], type]:
