@@ -93,7 +93,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
     list_entry = hooks.get("view_list_entry")  # views.py and timeseries.py register these (hooks.py)
     ts_list_entry = hooks.get("timeseries_list_entry")
     match = fast_matcher(filter) if filter else None
-    with sessions.bind(session, db):
+    with sessions.bind(session, db, command="listCollections"):
         out = []
         for name in sorted(db.list_collection_names()):
             st = db._store[name]
@@ -239,6 +239,28 @@ _READS = frozenset(("count_documents", "estimated_document_count"))
 
 _WRITE_CHECKED = frozenset(("update_one", "update_many", "replace_one", "delete_one", "delete_many", "bulk_write"))
 
+# The command pymongo sends for each collection method (a transaction or a snapshot read judges it by name).
+_COMMAND_OF = {"insert_one": "insert", "insert_many": "insert", "update_one": "update", "update_many": "update",
+               "replace_one": "update", "delete_one": "delete", "delete_many": "delete",
+               "count_documents": "aggregate", "estimated_document_count": "count"}
+
+
+def _bulk_command(args: tuple, kwargs: dict) -> str:
+    """The first command pymongo sends for ``bulk_write(requests)``: that of its first request."""
+    from pymongo.operations import DeleteMany, DeleteOne, InsertOne
+    reqs = args[0] if args else kwargs.get("requests")
+    first = next(iter(reqs), None) if isinstance(reqs, (list, tuple)) else None
+    if isinstance(first, InsertOne):
+        return "insert"
+    if isinstance(first, (DeleteOne, DeleteMany)):
+        return "delete"
+    return "update"
+
+
+def _snapshot(coll: Any) -> bool:
+    """Whether reads of ``coll`` carry readConcern "snapshot" (its read concern; pymongo sends it on reads)."""
+    return getattr(coll._read_concern, "level", None) == "snapshot"
+
 
 # ---------------------------------------------------------------------------------------------- wrappers
 def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg: int | None = None):
@@ -248,6 +270,9 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
 
     @functools.wraps(base)
     def method(self, *args, **kwargs):
+        if name == "estimated_document_count" and "session" in kwargs:  # pymongo refuses it before sending
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("estimated_document_count does not support sessions")
         if name in _WRITE_CHECKED:
             _check_write_args(name, args, kwargs)
         elif name in _READS and (self._read_preference.mode or self._read_concern.level):
@@ -259,11 +284,24 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
         if update_arg is not None:
             upd = args[update_arg] if len(args) > update_arg else kwargs.get("update", kwargs.get("replacement"))
             _check_update_spec_depth(upd)
-        if session is None and norm is None and not flag and collate.current() is None:
+        snap = name in _READS and _snapshot(self)
+        if session is None and norm is None and not flag and not snap and collate.current() is None:
             return base(self, *args, **kwargs)  # nothing to bind (the common case: keep it cheap)
-        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+        command = _bulk_command(args, kwargs) if name == "bulk_write" else _COMMAND_OF.get(name)
+        with sessions.bind(session, self, command=command, snapshot=snap), bypassing(flag), collate.using(norm):
             return base(self, *args, **kwargs)
     return method
+
+
+def _check_snapshot_pipeline(pipeline: Any) -> None:
+    """$out / $merge read with readConcern "local" only (lite_parsed_document_source.h,
+    onlyReadConcernLocalSupported): a snapshot read refuses them (InvalidOptions 72)."""
+    if isinstance(pipeline, list) and pipeline and isinstance(pipeline[-1], Mapping):
+        stage = next(iter(pipeline[-1]), None)
+        if stage in ("$out", "$merge"):
+            msg = ("Aggregation stage %s cannot run with a readConcern other than 'local'. Current readConcern: "
+                   "snapshot" % stage)
+            raise OperationFailure(msg, 72, {"ok": 0.0, "errmsg": msg, "code": 72, "codeName": "InvalidOptions"})
 
 
 def _write_concern_failure(coll, session) -> Any:
@@ -282,14 +320,7 @@ def _write_concern_failure(coll, session) -> Any:
             from pymongo.errors import ConfigurationError
             raise ConfigurationError("Explicit sessions are incompatible with unacknowledged write concern")
         return 0
-    if isinstance(w, int) and w > 1:
-        return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes",
-                "errInfo": {"writeConcern": dict(doc)}}
-    if isinstance(w, str) and w != "majority":
-        return {"code": 79, "codeName": "UnknownReplWriteConcern",
-                "errmsg": "No write concern mode named '%s' found in replica set configuration" % w,
-                "errInfo": {"writeConcern": dict(doc)}}
-    return None
+    return sessions.write_concern_error(doc)
 
 
 def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
@@ -457,7 +488,7 @@ class LabCollection(EmbeddedCollection):
         norm = collate.normalize(kwargs.pop("collation", None))
         flag = kwargs.pop("bypass_document_validation", False) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
-        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+        with sessions.bind(session, self, command="findAndModify"), bypassing(flag), collate.using(norm):
             if doc is None:
                 return base(self, filter, *args, **kwargs)
             return base(self, filter, doc, *args, **kwargs)
@@ -481,9 +512,10 @@ class LabCollection(EmbeddedCollection):
 
     def find_one(self, filter=None, *args, **kwargs):
         session = kwargs.pop("session", None)
-        if session is None:  # sessions.bind(None) binds nothing
+        snap = _snapshot(self)
+        if session is None and not snap:  # sessions.bind(None) binds nothing
             return super().find_one(filter, *args, **kwargs)
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="find", snapshot=snap):
             return super().find_one(filter, *args, **kwargs)
 
     count_documents = _bound("count_documents", collation=True)
@@ -493,7 +525,7 @@ class LabCollection(EmbeddedCollection):
         if self._read_preference.mode or self._read_concern.level:
             _check_read_settings(self)
         norm = collate.normalize(kwargs.pop("collation", None))
-        with sessions.bind(session, self), collate.using(norm):
+        with sessions.bind(session, self, command="distinct", snapshot=_snapshot(self)), collate.using(norm):
             if norm is None:
                 return super().distinct(key, filter, comment=comment, hint=hint, **kwargs)
             if not isinstance(key, str):
@@ -514,7 +546,10 @@ class LabCollection(EmbeddedCollection):
             validate_non_negative_integer_or_none("batchSize", kwargs["batchSize"])
         norm = collate.normalize(kwargs.pop("collation", None))
         flag = bool(kwargs.pop("bypassDocumentValidation", False) or kwargs.pop("bypass_document_validation", False))
-        with sessions.bind(session, self), collate.using(norm), bypassing(flag):
+        snap = _snapshot(self)
+        if snap or (session is not None and session.options.snapshot and not session.in_transaction):
+            _check_snapshot_pipeline(pipeline)
+        with sessions.bind(session, self, command="aggregate", snapshot=snap), collate.using(norm), bypassing(flag):
             if norm is not None:
                 collate.check_pipeline(pipeline)
             result = super().aggregate(pipeline, **kwargs)
@@ -540,11 +575,11 @@ class LabCollection(EmbeddedCollection):
             return super().drop_indexes(comment=comment, **kwargs)
 
     def list_indexes(self, session=None, comment=None):
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listIndexes"):
             return super().list_indexes(comment=comment)
 
     def index_information(self, session=None, comment=None):
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listIndexes"):
             return super().index_information(comment=comment)
 
     def drop(self, session=None, comment=None, **kwargs):
@@ -599,7 +634,7 @@ class LabCollection(EmbeddedCollection):
 
     def options(self, session=None, comment=None) -> dict:
         """The collection's options as ``listCollections`` shows them (``{}`` when none were set)."""
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listCollections"):
             return collection_options(self._store)
 
 
@@ -657,8 +692,9 @@ class LabCursor(Cursor):
     _lab_collation = None
 
     @contextlib.contextmanager
-    def _ctx(self):
-        with sessions.bind(self._session, self.collection), collate.using(self._lab_collation):
+    def _ctx(self, command: str = "find"):
+        with sessions.bind(self._session, self.collection, command=command, snapshot=_snapshot(self.collection)), \
+                collate.using(self._lab_collation):
             yield
 
     def _execute(self) -> None:
@@ -666,7 +702,7 @@ class LabCursor(Cursor):
             super()._execute()
 
     def distinct(self, key: str) -> list:
-        with self._ctx():
+        with self._ctx("distinct"):
             if self._lab_collation is None:
                 return super().distinct(key)
             ex = self.collection._run(self._query())
@@ -675,7 +711,7 @@ class LabCursor(Cursor):
                                            self._lab_collation)
 
     def explain(self, verbosity: str = "allPlansExecution") -> dict:
-        with self._ctx():
+        with self._ctx("explain"):
             out = super().explain(verbosity)
         if self._lab_collation is not None:
             cmd = out.get("command")

@@ -351,7 +351,7 @@ class ViewCollection(LabCollection):
         from ..session.sessions import bind
         collation = kwargs.pop("collation", None)
         batch = kwargs.get("batchSize") or 0
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             return CommandCursor(run_on_base(self, list(pipeline), collation, **kwargs), session, batch)
 
     def count_documents(self, filter, session=None, collation=None, hint=None, **kwargs):
@@ -370,7 +370,7 @@ class ViewCollection(LabCollection):
         _check_kwargs("count", kwargs)
         stages = find_pipeline(filter, None, skip or 0, limit or 0, None) + [{"$count": "n"}]
         from ..session.sessions import bind
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             out = run_on_base(self, stages, collation)
         return out[0]["n"] if out else 0
 
@@ -392,7 +392,7 @@ class ViewCollection(LabCollection):
         _check_kwargs("distinct", {k: v for k, v in kwargs.items() if k != "collation"})
         from .collection import distinct_values
         from ..session.sessions import bind
-        with bind(session, self):
+        with bind(session, self, command="distinct"):
             docs = run_on_base(self, find_pipeline(filter, None, 0, 0, None), kwargs.get("collation"))
         return distinct_values(docs, key)
 

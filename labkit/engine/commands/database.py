@@ -81,7 +81,7 @@ class EmbeddedDatabase(mm_database.Database):
                 from pymongo.errors import ConfigurationError
                 raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
             raise unsupported("Database.aggregate(%s=...)" % k)
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
                                                        else pipeline, let=kwargs.get("let")))
 
@@ -192,6 +192,10 @@ class EmbeddedDatabase(mm_database.Database):
                 return run_in_process(self, cmd, session)
             raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
                                    "server (set MONGODB_URI))" % name, 59)
+        if session is not None:  # the command runs in the session (a transaction refuses most commands: 263)
+            from ..session.sessions import bind
+            with bind(session, self, command=name):
+                return handler(self, cmd)
         return handler(self, cmd)
 
 

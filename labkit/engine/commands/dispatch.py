@@ -34,6 +34,8 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
 
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
+from ..service.boundary import aborts_transaction
+from ..session import sessions
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -1069,9 +1071,10 @@ def _get_parameter(c: _Call) -> dict:
              "internalQueryFrameworkControl": "forceClassicEngine",
              "maxBSONDepth": 200,
              "cursorTimeoutMillis": Int64(int(CURSOR_TIMEOUT_S * 1000)),
-             "transactionLifetimeLimitSeconds": 60,
              "maxNumActiveUserIndexBuilds": 3,
              "logLevel": 0}
+    from ..session.history import history_of
+    known.update(history_of(c.client._store).params)  # transactionLifetimeLimitSeconds, minSnapshotHistory...
     wanted = [k for k in cmd if k != "getParameter"]
     out: dict[str, Any] = {}
     if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
@@ -1081,6 +1084,37 @@ def _get_parameter(c: _Call) -> dict:
             if k not in known:
                 raise CommandError("no option found to get", 72)
             out[k] = known[k]
+    out["ok"] = 1.0
+    return out
+
+
+def _set_parameter(c: _Call) -> dict:
+    """setParameter for the server parameters the engine models (both settable at runtime on a server):
+    ``transactionLifetimeLimitSeconds`` (>= 1; jstests/core/txns/abort_expired_transaction.js) and
+    ``minSnapshotHistoryWindowInSeconds`` (>= 0). The reply's ``was`` is the previous value."""
+    from ..session.history import history_of
+    if c.db_name != "admin":
+        raise CommandError("setParameter may only be run against the admin database.", 13)
+    cmd = _strip(c.cmd)
+    wanted = [k for k in cmd if k != "setParameter"]
+    if not wanted:
+        raise CommandError("no option found to set, use help:true to see options ", 2)
+    params = history_of(c.client._store).params
+    minimum = {"transactionLifetimeLimitSeconds": 1, "minSnapshotHistoryWindowInSeconds": 0}
+    for k in wanted:
+        if k not in params:
+            raise CommandError("setParameter %s is not modelled by labkit's embedded engine (it models "
+                               "transactionLifetimeLimitSeconds and minSnapshotHistoryWindowInSeconds)" % k, 115)
+        v = cmd[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or int(v) != v:
+            raise CommandError("BSON field '%s' is the wrong type '%s', expected type 'int'" % (k, _bson_type(v)), 14)
+        if v < minimum[k]:
+            raise CommandError("Invalid value for parameter %s: %s is not greater than or equal to %d"
+                               % (k, int(v), minimum[k]), 2)
+    out: dict[str, Any] = {}
+    for k in wanted:
+        out["was"] = params[k]
+        params[k] = int(cmd[k])
     out["ok"] = 1.0
     return out
 
@@ -1173,7 +1207,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "commitTransaction": lambda c: _txn_end(c, True), "abortTransaction": lambda c: _txn_end(c, False),
     "ping": lambda c: {"ok": 1.0},
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
-    "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
+    "getParameter": _get_parameter, "setParameter": _set_parameter, "serverStatus": _server_status,
+    "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
     "whatsmyuri": _whatsmyuri, "usersInfo": lambda c: {"users": [], "ok": 1.0},  # no authentication: no users
     "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config, "lockInfo": _lock_info,
@@ -1274,20 +1309,87 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
             raise _not_found(name)
         if not isinstance(db_name, str) or not db_name:
             raise CommandError("Invalid database name: '%s'" % (db_name,), 73)
+        _check_transaction_concerns(cmd, name)
         sess = _transaction_session(client, cmd, name, session_ctx)
+        read = _snapshot_read(client, cmd, name, sess)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
         try:
-            return handler(call)
+            if read is None:
+                reply = handler(call)
+            else:
+                with sessions.reading_at(read):
+                    reply = handler(call)
+                if isinstance(reply.get("cursor"), dict):  # the snapshot's time: the driver reads at it next
+                    reply["cursor"]["atClusterTime"] = read.ts
+                else:
+                    reply["atClusterTime"] = read.ts
         except (OperationFailure, CommandError) as e:
-            if sess is not None and sess.in_transaction and sess._txn is not None:
+            if sess is not None and sess.in_transaction and sess._txn is not None and aborts_transaction(e):
                 sess._txn.server_abort()
             out = error_reply(e)
             if sess is not None and "errorLabels" not in out and isinstance(e, OperationFailure) \
                     and e.code in _TXN_TRANSIENT:
                 out["errorLabels"] = ["TransientTransactionError"]
             return out
+        wc = cmd.get("writeConcern")
+        if wc is not None and reply.get("ok") and name in _WRITE_CONCERN_COMMANDS and (
+                sess is None or name in ("commitTransaction", "abortTransaction")):
+            wce = sessions.write_concern_error(wc if isinstance(wc, Mapping) else {})
+            if wce is not None:  # applied, then reported: the set has one member (session/sessions.py)
+                reply["writeConcernError"] = wce
+        return reply
     except Exception as e:  # noqa: BLE001 - every failure becomes an error reply, as on the server
         return error_reply(e)
+
+
+# Commands that take a writeConcern (their reply carries writeConcernError when it cannot be met).
+_WRITE_CONCERN_COMMANDS = frozenset({
+    "insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop", "dropDatabase",
+    "createIndexes", "dropIndexes", "deleteIndexes", "renameCollection", "collMod", "commitTransaction",
+    "abortTransaction", "bulkWrite"})
+_READ_LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
+
+
+def _check_transaction_concerns(cmd: dict, name: str) -> None:
+    """Read and write concerns in a transaction (service_entry_point_common.cpp, write_concern.cpp;
+    jstests/core/txns/no_read_or_write_concern_inside_txn.js): a readConcern only on the first statement, a
+    writeConcern only on commitTransaction/abortTransaction. Refused before the statement runs, so the
+    transaction is not aborted."""
+    if cmd.get("autocommit") is not False or name in ("commitTransaction", "abortTransaction"):
+        return
+    if "writeConcern" in cmd:
+        raise CommandError("writeConcern is not allowed within a multi-statement transaction", 72)
+    if "readConcern" in cmd and not cmd.get("startTransaction"):
+        raise CommandError("Only the first command in a transaction may specify a readConcern", 72)
+    if cmd.get("startTransaction"):
+        rc = cmd.get("readConcern")
+        level = rc.get("level") if isinstance(rc, Mapping) else None
+        if level is not None and level not in ("local", "majority", "snapshot"):
+            raise CommandError("The readConcern level must be either 'local' (default), 'majority' or 'snapshot' "
+                               "in order to run in a transaction", 72)
+
+
+def _snapshot_read(client: Any, cmd: dict, name: str, sess: Any) -> Any:
+    """The readConcern of a command outside a transaction (read_concern_args.cpp): its level is checked, and
+    ``snapshot`` makes a snapshot read (find, aggregate, distinct; MongoDB 5.0+) at ``atClusterTime`` or now;
+    other commands refuse it (72)."""
+    rc = cmd.get("readConcern")
+    if rc is None or sess is not None or cmd.get("autocommit") is False:
+        return None
+    if not isinstance(rc, Mapping):
+        raise CommandError("BSON field 'readConcern' is the wrong type '%s', expected type 'object'" % _bson_type(rc),
+                           14)
+    level = rc.get("level")
+    if level is not None and level not in _READ_LEVELS:
+        raise CommandError("Enumeration value '%s' for field 'readConcern.level' is not a valid value." % level, 2)
+    at = rc.get("atClusterTime")
+    if at is not None and level != "snapshot":
+        raise CommandError("atClusterTime field can be set only if level is equal to snapshot", 72)
+    if "afterClusterTime" in rc and at is not None:
+        raise CommandError("Can not specify both afterClusterTime and atClusterTime", 72)
+    if level != "snapshot":
+        return None
+    return sessions.snapshot_read(client, name, at)
 
 
 def _decoded(v: Any, codec: Any) -> Any:
@@ -1309,7 +1411,7 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     if ctx is None:
         ctx = client.__dict__["_labkit_command_ctx"] = ServerContext("labkit-embedded", 0)
     codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
-    with sessions.bind(session, db):
+    with sessions.bind(session, db, command=next(iter(cmd))):
         reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:

@@ -102,8 +102,10 @@ def _write_conflict(why: str) -> OperationFailure:
     return _failure(msg, WRITE_CONFLICT, "WriteConflict", transient=True)
 
 
-def _no_such_transaction(number: int, why: str = "") -> OperationFailure:
-    return _failure("Transaction with { txnNumber: %d } has been aborted.%s" % (number, why), NO_SUCH_TRANSACTION,
+def _no_such_transaction(number: int) -> OperationFailure:
+    """NoSuchTransaction (251): the server aborted the transaction (a failed statement, or it outlived
+    transactionLifetimeLimitSeconds); the server's message (transaction_participant.cpp)."""
+    return _failure("Transaction with { txnNumber: %d } has been aborted." % number, NO_SUCH_TRANSACTION,
                     "NoSuchTransaction", transient=True)
 
 
@@ -243,7 +245,6 @@ class Transaction:
         self.pending: list = []   # writes to check (statement in progress)
         self.holds: list = []     # (live store, index name or None, key) this transaction holds
         self.depth = 0            # nested binds of the running statement
-        self.why_aborted = ""
 
     # -- lifetime ---------------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -258,11 +259,10 @@ class Transaction:
         """Whether the keys this transaction wrote still hold writes outside it back."""
         return not self.ended and not self.aborted_by_server and not self.expired()
 
-    def server_abort(self, why: str = "") -> None:
+    def server_abort(self) -> None:
         """The server aborts the transaction (a failed statement, expiry): its copies and holds are released."""
         if not self.aborted_by_server:
             self.aborted_by_server = True
-            self.why_aborted = why
             self.shadows.clear()
             self.by_store.clear()
             self.pending = []
@@ -353,7 +353,7 @@ class Transaction:
                 if other.holding():
                     raise _write_conflict("%s was written by another transaction in progress" % what)
                 if not other.ended and not other.aborted_by_server:
-                    other.server_abort(" It exceeded transactionLifetimeLimitSeconds.")  # the server's reaper
+                    other.server_abort()  # the server's reaper
         if held is None:
             held = {}
             setattr(live, attr, held)
@@ -490,7 +490,7 @@ def _wait_for_transaction(op: Any, wait: Any, store: Any) -> None:
             timeout = min(timeout, deadline - now)
         cond.wait(timeout + 0.001)
     if not holder.ended and not holder.aborted_by_server:  # it outlived transactionLifetimeLimitSeconds
-        holder.server_abort(" It exceeded transactionLifetimeLimitSeconds.")
+        holder.server_abort()
 
 
 hooks.register("txn_wait", _wait_for_transaction)
@@ -640,12 +640,12 @@ class EmbeddedSession:
         txn = self._txn
         assert txn is not None
         if not txn.aborted_by_server and txn.snap_ts is not None and txn.expired():
-            txn.server_abort(" It exceeded transactionLifetimeLimitSeconds.")
+            txn.server_abort()
         if txn.aborted_by_server:
             self._state = "aborted"
             self._txn = None
             txn.end()
-            raise _no_such_transaction(txn.number, txn.why_aborted)
+            raise _no_such_transaction(txn.number)
         try:
             txn.commit(self._client)
         except OperationFailure:
@@ -766,8 +766,11 @@ def check_session(session, obj) -> None:
         raise InvalidOperation("Can only use session with the MongoClient that started it")
 
 
-# DDL a transaction may run (manual "Create Collections and Indexes in a Transaction"); the rest is refused.
-_TXN_DDL = frozenset({"create", "createIndexes"})
+# Commands a transaction may run (the server's txnCmdWhitelist, transaction_participant.cpp; manual "Transactions
+# and Operations"); any other is OperationNotSupportedInTransaction (263) and does not abort the transaction.
+TXN_COMMANDS = frozenset({"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
+                          "findAndModify", "findandmodify", "create", "createIndexes", "bulkWrite",
+                          "commitTransaction", "abortTransaction"})
 
 
 def snapshot_read(client, command: str, at: Any = None) -> SnapshotRead:
@@ -781,42 +784,58 @@ def snapshot_read(client, command: str, at: Any = None) -> SnapshotRead:
 
 
 @contextlib.contextmanager
-def bind(session, obj, ddl: str | None = None, command: str | None = None):
-    """Run the body with ``session`` bound: in its transaction (if one is in progress), as a snapshot read (a
-    snapshot session: ``command`` is the command the driver would send), or outside any.
-
-    ``session=None`` leaves the current binding alone (nested engine calls inherit it)."""
-    if session is None:
+def _bound_to(value: Any):
+    token = _ACTIVE.set(value)
+    try:
         yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def bind(session, obj, ddl: str | None = None, command: str | None = None, snapshot: bool = False):
+    """Run the body with ``session`` bound: in its transaction (if one is in progress), as a snapshot read, or
+    outside any. ``command`` (or ``ddl``) is the command a driver would send for the call: a transaction refuses
+    the ones it may not run (263) and a snapshot read the ones without readConcern "snapshot" (72).
+    ``snapshot``: the call is a read whose collection has readConcern "snapshot" (pymongo sends it for reads
+    only); a snapshot session (``start_session(snapshot=True)``) sends it with every command.
+
+    ``session=None`` (and no snapshot) leaves the current binding alone (nested engine calls inherit it)."""
+    name = command or ddl
+    if session is None:
+        if snapshot and _ACTIVE.get() is None:
+            with _bound_to(snapshot_read(_client_of(obj), name or "command")):
+                yield
+        else:
+            yield
         return
     check_session(session, obj)
     txn = session._txn if session.in_transaction else None
     if txn is None:
-        if session._options.snapshot and _ACTIVE.get() is None:
-            read = snapshot_read(session._client, command or ddl or "command", session._snapshot_time)
-            token = _ACTIVE.set(read)
+        snap_session = session._options.snapshot
+        if (snap_session or snapshot) and _ACTIVE.get() is None:
+            read = snapshot_read(session._client, name or "command", session._snapshot_time if snap_session else None)
             try:
-                yield
+                with _bound_to(read):
+                    yield
             finally:
-                _ACTIVE.reset(token)
-                if session._snapshot_time is None:
+                if snap_session and session._snapshot_time is None:
                     session._snapshot_time = read.ts  # the reply's atClusterTime, kept by the session
                 session._lab_tick()
             return
-        token = _ACTIVE.set(None)
         try:
-            yield
+            with _bound_to(None):
+                yield
         finally:
-            _ACTIVE.reset(token)
             session._lab_tick()  # every reply carries operationTime / $clusterTime
         return
     if txn.aborted_by_server:
-        raise _no_such_transaction(txn.number, txn.why_aborted)
+        raise _no_such_transaction(txn.number)
     if txn.snap_ts is not None and txn.expired():
-        txn.server_abort(" It exceeded transactionLifetimeLimitSeconds.")
-        raise _no_such_transaction(txn.number, txn.why_aborted)
-    if ddl is not None and ddl not in _TXN_DDL:
-        raise not_in_transaction(ddl)
+        txn.server_abort()
+        raise _no_such_transaction(txn.number)
+    if name is not None and name not in TXN_COMMANDS:
+        raise not_in_transaction(name)
     if txn.snap_ts is None:
         rc = txn.options.get("read_concern")
         level = getattr(rc, "level", None)
