@@ -209,6 +209,11 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
+        if c is self and read_concern is not None and read_concern != self._read_concern:
+            c = mm_collection.Collection(self.database, self.name, write_concern=self._write_concern,
+                                         read_concern=read_concern, read_preference=self._read_preference,
+                                         codec_options=self._codec_options, _db_store=self._db_store)
+            # (mongomock compares every option but the read concern: a new read concern alone was dropped)
         if type(c) is mm_collection.Collection:
             return type(self)(self.database, self.name, write_concern=c.write_concern,
                                       read_concern=c.read_concern, read_preference=c.read_preference,

@@ -186,6 +186,10 @@ class EmbeddedDatabase(mm_database.Database):
             cmd.update(kwargs)
         name = next(iter(cmd))
         handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        if handler is not None and ("readConcern" in cmd or "writeConcern" in cmd):
+            from .dispatch import HANDLERS, run_in_process  # read/write concerns as the server applies them
+            if name in HANDLERS:
+                return run_in_process(self, cmd, session)
         if handler is None:
             from .dispatch import HANDLERS, run_in_process  # find, insert, getMore ... (the command layer)
             if name in HANDLERS:

@@ -34,7 +34,7 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
 
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
-from ..service.boundary import aborts_transaction
+from ..service.boundary import aborts_transaction, command_deadline as _command_deadline
 from ..session import sessions
 
 MAX_BSON = 16 * 1024 * 1024
@@ -687,8 +687,9 @@ def _update(c: _Call) -> dict:
                 n += r.matched_count
                 n_mod += r.modified_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
-            if c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT:
-                raise  # write_ops_exec.cpp handleError: in a transaction, a transient error fails the command
+            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
+                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
+                # transaction, fails the whole command instead of the statement
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -735,8 +736,9 @@ def _delete(c: _Call) -> dict:
             r = coll.delete_one(q, **kw) if st["limit"] == 1 else coll.delete_many(q, **kw)
             n += r.deleted_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
-            if c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT:
-                raise  # write_ops_exec.cpp handleError: in a transaction, a transient error fails the command
+            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
+                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
+                # transaction, fails the whole command instead of the statement
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -1314,15 +1316,16 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
         read = _snapshot_read(client, cmd, name, sess)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
         try:
-            if read is None:
-                reply = handler(call)
-            else:
-                with sessions.reading_at(read):
+            with boundary_deadline(cmd.get("maxTimeMS")):
+                if read is None:
                     reply = handler(call)
-                if isinstance(reply.get("cursor"), dict):  # the snapshot's time: the driver reads at it next
-                    reply["cursor"]["atClusterTime"] = read.ts
                 else:
-                    reply["atClusterTime"] = read.ts
+                    with sessions.reading_at(read):
+                        reply = handler(call)
+                    if isinstance(reply.get("cursor"), dict):  # the snapshot's time: the driver reads at it next
+                        reply["cursor"]["atClusterTime"] = read.ts
+                    else:
+                        reply["atClusterTime"] = read.ts
         except (OperationFailure, CommandError) as e:
             if sess is not None and sess.in_transaction and sess._txn is not None and aborts_transaction(e):
                 sess._txn.server_abort()
@@ -1340,6 +1343,14 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
         return reply
     except Exception as e:  # noqa: BLE001 - every failure becomes an error reply, as on the server
         return error_reply(e)
+
+
+def boundary_deadline(ms: Any) -> Any:
+    """The command's maxTimeMS for every engine operation it runs (boundary.command_deadline); none: nothing."""
+    import contextlib
+    if ms is None or ms == 0:
+        return contextlib.nullcontext()
+    return _command_deadline(ms)
 
 
 # Commands that take a writeConcern (their reply carries writeConcernError when it cannot be met).

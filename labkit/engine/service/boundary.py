@@ -121,7 +121,8 @@ class Op:
     db_name = ""
     runs: list = []               # planner Executions of this operation (a list of its own once recording)
     counters: dict = {}           # write counters (keysInserted ...), likewise
-    mark = -1                     # the history position at the start (a write that must wait is undone to it)
+    hist: Any = None              # the engine's history while an open transaction holds writes (else None)
+    store: Any = None             # ... and the server store (the lock a waiting write releases)
 
     def __init__(self, name: str, target: Any, args: tuple, kwargs: dict, client: Any) -> None:
         self.name = name
@@ -150,6 +151,24 @@ class Op:
         if ms:
             self.max_time_ms = int(ms)
             self.deadline = (self.t0 or _clock()) + ms / 1000.0
+
+
+def command_deadline(ms: Any):
+    """Run the body (one command of the wire layer) with its ``maxTimeMS``: every engine operation it starts
+    gets that deadline (a write waiting for a transaction fails with MaxTimeMSExpired when it passes)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        probe = Op("command", None, (), {}, None)
+        probe.set_max_time(ms)  # validated as the server does (BadValue 2)
+        old = getattr(_TLS, "cmd_deadline", None)
+        _TLS.cmd_deadline = (probe.deadline, probe.max_time_ms) if probe.deadline is not None else None
+        try:
+            yield
+        finally:
+            _TLS.cmd_deadline = old
+    return scope()
 
 
 def current_op() -> Op | None:
@@ -225,9 +244,11 @@ NOT_SUPPORTED_IN_TRANSACTION = 263
 
 def aborts_transaction(exc: BaseException) -> bool:
     """Whether ``exc`` leaving a command run inside a transaction aborts it: every server-side error does,
-    except OperationNotSupportedInTransaction (263) for a command refused in a transaction in progress
-    (jstests/core/txns/commands_not_allowed_in_txn.js: "fails inside a transaction, but does not abort")."""
-    if getattr(exc, "code", None) == NOT_SUPPORTED_IN_TRANSACTION:
+    except a command refused before it runs (marked ``_lab_keeps_transaction``: one the transaction may not run,
+    jstests/core/txns/commands_not_allowed_in_txn.js "fails inside a transaction, but does not abort"; a
+    misplaced read or write concern). An error while the command runs (e.g. createIndexes of a new index on an
+    existing collection, 263) aborts it (jstests/core/txns/create_indexes.js)."""
+    if getattr(exc, "_lab_keeps_transaction", False):
         return False
     return isinstance(exc, Exception) and not is_client_side(exc)
 
@@ -343,8 +364,11 @@ def operation(name: str, method: Callable) -> Callable:
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         tls = _TLS
-        if getattr(tls, "op", None) is not None:
-            return method(self, *args, **kwargs)  # a nested engine call: the outer operation holds everything
+        outer = getattr(tls, "op", None)
+        if outer is not None:  # a nested engine call: the outer operation holds everything
+            if outer.hist is None:
+                return method(self, *args, **kwargs)
+            return _run_waiting(outer, method, self, args, kwargs, nested=True)  # a statement that may wait
         client = client_of(self)
         cd = client.__dict__
         store = cd["_store"]
@@ -352,6 +376,9 @@ def operation(name: str, method: Callable) -> Callable:
         lock = sd.get("_lab_lock") or lock_for_store(store)
         with lock:
             op = Op(name, self, args, kwargs, client)
+            cmd_deadline = getattr(tls, "cmd_deadline", None)
+            if cmd_deadline is not None:  # the wire command's maxTimeMS (command_deadline)
+                op.deadline, op.max_time_ms = cmd_deadline
             tls.op = op
             try:
                 if name in _FILTER_FIRST:
@@ -364,13 +391,9 @@ def operation(name: str, method: Callable) -> Callable:
                 if hist is None or not hist.holds:
                     result = method(self, *args, **kwargs)
                 else:  # an open transaction holds writes: this operation may have to wait for it
-                    while True:
-                        op.mark = hist.seq
-                        try:
-                            result = method(self, *args, **kwargs)
-                            break
-                        except WaitForTransaction as wait:
-                            hooks.get("txn_wait")(op, wait, store)  # undo, wait (or MaxTimeMSExpired), retry
+                    op.hist = hist
+                    op.store = store
+                    result = _run_waiting(op, method, self, args, kwargs)
                 if op.deadline is not None and _clock() > op.deadline:
                     raise time_expired()
             except BaseException as exc:
@@ -390,6 +413,20 @@ def operation(name: str, method: Callable) -> Callable:
 
     guarded._lab_boundary = name  # type: ignore[attr-defined]
     return guarded
+
+
+def _run_waiting(op: Op, method: Callable, target: Any, args: tuple, kwargs: dict, nested: bool = False) -> Any:
+    """Run ``method`` while an open transaction holds writes: a write that meets a held document raises
+    ``WaitForTransaction``; what this call wrote is undone, the call waits for the transaction (hook
+    ``txn_wait``: MaxTimeMSExpired when the deadline passes first) and runs again. A nested call (a statement of
+    a command run in-process) waits on its own, as the server retries one statement."""
+    hist = op.hist
+    while True:
+        mark = hist.seq
+        try:
+            return method(target, *args, **kwargs)
+        except WaitForTransaction as wait:
+            hooks.get("txn_wait")(op, wait, op.store, mark, nested)  # undo, wait (or MaxTimeMSExpired), retry
 
 
 def _abort_transaction_on(target: Any, kwargs: dict, err: BaseException) -> None:

@@ -152,7 +152,8 @@ class History:
         self.params = {"transactionLifetimeLimitSeconds": TRANSACTION_LIFETIME_LIMIT_S,
                        "minSnapshotHistoryWindowInSeconds": MIN_SNAPSHOT_HISTORY_WINDOW_S}
         self.transactions: set = set()  # open transactions (sessions.Transaction) with a snapshot
-        self.holds = 0          # keys held by open transactions across every live store
+        self.holds = 0          # open transactions holding keys in live stores
+        self.waiting = 0        # writes waiting for a transaction to end (what currentOp would show blocked)
         self.cond: threading.Condition | None = None  # waiters for a transaction to end (sessions.py)
         self._cache: dict = {}  # (id(store), T) -> (store version, copy): repeated snapshot reads
 

@@ -109,10 +109,14 @@ def _no_such_transaction(number: int) -> OperationFailure:
                     "NoSuchTransaction", transient=True)
 
 
-def not_in_transaction(what: str) -> OperationFailure:
-    """OperationNotSupportedInTransaction (263) for ``what`` (a command name or a sentence ending with ".")."""
+def not_in_transaction(what: str, before_running: bool = False) -> OperationFailure:
+    """OperationNotSupportedInTransaction (263) for ``what`` (a command name or a sentence ending with ".").
+    ``before_running``: the command is refused before it runs, which leaves the transaction going."""
     msg = what if what.endswith(".") else "Cannot run '%s' in a multi-document transaction." % what
-    return _failure(msg, NOT_SUPPORTED_IN_TRANSACTION, "OperationNotSupportedInTransaction")
+    err = _failure(msg, NOT_SUPPORTED_IN_TRANSACTION, "OperationNotSupportedInTransaction")
+    if before_running:
+        err._lab_keeps_transaction = True
+    return err
 
 
 # ---------------------------------------------------------------------------------------------- snapshot reads
@@ -459,20 +463,21 @@ def _collection_for(client, sh: _Shadow):
     raise RuntimeError("collection store not found")  # pragma: no cover
 
 
-def _wait_for_transaction(op: Any, wait: Any, store: Any) -> None:
+def _wait_for_transaction(op: Any, wait: Any, store: Any, mark: int, nested: bool = False) -> None:
     """Hook ``txn_wait`` (boundary.py): a write outside transactions met a key an open transaction holds. Undo
     what the operation wrote, wait until that transaction ends (commit, abort, or the server aborting it at
     ``transactionLifetimeLimitSeconds``), then let the boundary run the operation again; MaxTimeMSExpired (50)
     when the operation's maxTimeMS (or pymongo's ``timeout()``) passes first."""
     hist = history_of(store)
-    hist.rollback(op.mark)
-    if op.recording:
+    hist.rollback(mark)
+    if op.recording and not nested:
         op.runs = []
         op.counters = {}
     holder = wait.holder
     cond = boundary.cond_for_store(store)
     hist.cond = cond
-    deadline = op.deadline
+    cmd = getattr(boundary._TLS, "cmd_deadline", None)  # the running command's maxTimeMS (over the wire)
+    deadline = cmd[0] if cmd is not None else op.deadline
     try:
         from pymongo import _csot
         left = _csot.remaining()
@@ -481,14 +486,18 @@ def _wait_for_transaction(op: Any, wait: Any, store: Any) -> None:
     if left is not None:
         csot = boundary._clock() + max(left, 0.0)
         deadline = csot if deadline is None else min(deadline, csot)
-    while holder.holding():
-        now = boundary._clock()
-        if deadline is not None and now >= deadline:
-            raise boundary.time_expired()
-        timeout = max(holder.deadline - time.monotonic(), 0.0)
-        if deadline is not None:
-            timeout = min(timeout, deadline - now)
-        cond.wait(timeout + 0.001)
+    hist.waiting += 1
+    try:
+        while holder.holding():
+            now = boundary._clock()
+            if deadline is not None and now >= deadline:
+                raise boundary.time_expired()
+            timeout = max(holder.deadline - time.monotonic(), 0.0)
+            if deadline is not None:
+                timeout = min(timeout, deadline - now)
+            cond.wait(timeout + 0.001)
+    finally:
+        hist.waiting -= 1
     if not holder.ended and not holder.aborted_by_server:  # it outlived transactionLifetimeLimitSeconds
         holder.server_abort()
 
@@ -835,7 +844,7 @@ def bind(session, obj, ddl: str | None = None, command: str | None = None, snaps
         txn.server_abort()
         raise _no_such_transaction(txn.number)
     if name is not None and name not in TXN_COMMANDS:
-        raise not_in_transaction(name)
+        raise not_in_transaction(name, before_running=True)
     if txn.snap_ts is None:
         rc = txn.options.get("read_concern")
         level = getattr(rc, "level", None)
