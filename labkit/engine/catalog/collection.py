@@ -16,7 +16,7 @@ from pymongo import ReturnDocument
 from pymongo.operations import IndexModel
 
 from ..bson import keys as K
-from ..service.boundary import check_deadline, current_op, note, note_execution
+from ..service.boundary import check_deadline, current_op, note, note_execution, note_fact
 from ..update import update_ops as U
 from ..matcher.match import fast_matcher
 from ..bson.values import client_value
@@ -854,6 +854,10 @@ class EmbeddedCollection(mm_collection.Collection):
             projection = {f: 1 for f in projection}
         c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
                    batch_size=batch_size, hint=hint, let=let)
+        if comment is not None:  # sent with the find and its getMores (command monitoring, the profiler)
+            c._comment = comment
+        if let is not None:
+            c._lab_let_doc = let
         if allow_disk_use is not None:
             c.allow_disk_use(allow_disk_use)
         if max_time_ms is not None:
@@ -930,14 +934,17 @@ class EmbeddedCollection(mm_collection.Collection):
         rids = self._matching_rids(query, False, sort=sort, hint=hint, let=let_variables(let))
         if not rids:
             if remove or not upsert:
+                note_fact("fam", {"n": 0} if remove else {"n": 0, "updatedExisting": False})
                 return None
             res = self._update(query, update, upsert=True, array_filters=array_filters, let=let)
+            note_fact("fam", {"n": 1, "updatedExisting": False, "upserted": res["upserted"]})
             if return_document is ReturnDocument.AFTER:
                 return self.find_one({"_id": res["upserted"]}, projection)
             return None
         rid = rids[0]
         old = st.docs[rid]
         before = self._project(old, projection, query)
+        note_fact("fam", {"n": 1} if remove else {"n": 1, "updatedExisting": True})
         if remove:
             self._remove_rid(rid)
             return before
@@ -1255,7 +1262,8 @@ class EmbeddedCollection(mm_collection.Collection):
         op = current_op()
         if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
             from ..stats.monitoring import MonitoredCommandCursor
-            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0)
+            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0,
+                                          kwargs.get("comment"))
         return CommandCursor(docs, session, kwargs.get("batchSize") or 0)
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
@@ -1501,6 +1509,9 @@ class Cursor(CursorProtocol):
                    self._batch_size, self._hint)
         c._let = self._let
         c._max_time_ms = self._max_time_ms
+        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use"):
+            if attr in self.__dict__:
+                setattr(c, attr, self.__dict__[attr])
         return c
 
     __copy__ = clone

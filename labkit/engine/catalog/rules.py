@@ -436,7 +436,7 @@ class LabCollection(EmbeddedCollection):
     # -- writes -------------------------------------------------------------------------------------
     _insert_one_general = _bound("insert_one", bypass=True)
 
-    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         """pymongo's ``insert_one``. A plain dict of scalar fields, outside a session, into a collection without
         a validator takes ``_insert_flat`` (the same checks and effects in fewer steps); anything else takes
         the general path (depth, deep copy, validation, sessions)."""
@@ -653,7 +653,7 @@ def _insert_one_entry(full):
     tls = boundary._TLS
 
     @functools.wraps(full)
-    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         if session is None and type(document) is dict and getattr(tls, "op", None) is None \
                 and self._write_concern.is_server_default:
             cd = boundary.client_of(self).__dict__

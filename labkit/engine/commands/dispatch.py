@@ -571,15 +571,15 @@ def _write_error_doc(i: int, exc: BaseException) -> dict:
         code = exc.code or 2
         det = dict(exc.details or {})
         out = {"index": i, "code": code, "errmsg": _server_message(det.get("errmsg") or str(exc))}
-        for k in ("errInfo", "keyPattern", "keyValue", "codeName"):
+        for k in ("errInfo", "keyPattern", "keyValue"):
             if k in det:
                 out[k] = det[k]
-        out.setdefault("codeName", code_name(code))
         return out
+    # a write error has index, code, errmsg (and errInfo / keyPattern / keyValue): no codeName
     if isinstance(exc, CommandError):
-        return {"index": i, "code": exc.code, "codeName": code_name(exc.code), "errmsg": str(exc)}
+        return {"index": i, "code": exc.code, "errmsg": str(exc)}
     code, msg = _plain_error(exc)
-    return {"index": i, "code": code, "codeName": code_name(code), "errmsg": msg}
+    return {"index": i, "code": code, "errmsg": msg}
 
 
 def _statements(cmd: dict, name: str, field: str) -> list:
@@ -1339,7 +1339,9 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
                 sess is None or name in ("commitTransaction", "abortTransaction")):
             wce = sessions.write_concern_error(wc if isinstance(wc, Mapping) else {})
             if wce is not None:  # applied, then reported: the set has one member (session/sessions.py)
+                ok = reply.pop("ok")
                 reply["writeConcernError"] = wce
+                reply["ok"] = ok
         return reply
     except Exception as e:  # noqa: BLE001 - every failure becomes an error reply, as on the server
         return error_reply(e)

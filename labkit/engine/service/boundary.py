@@ -121,6 +121,7 @@ class Op:
     db_name = ""
     runs: list = []               # planner Executions of this operation (a list of its own once recording)
     counters: dict = {}           # write counters (keysInserted ...), likewise
+    facts: dict = {}              # what the command reply needs to know (note_fact), a dict of its own once set
     hist: Any = None              # the engine's history while an open transaction holds writes (else None)
     store: Any = None             # ... and the server store (the lock a waiting write releases)
 
@@ -188,6 +189,16 @@ def note(key: str, n: int = 1) -> None:
     op = getattr(_TLS, "op", None)
     if op is not None and op.recording:
         op.counters[key] = op.counters.get(key, 0) + n
+
+
+def note_fact(key: str, value: Any) -> None:
+    """Keep a fact of the current operation for its command reply (monitoring.py), when someone watches:
+    a findAndModify's outcome (``fam``), a bulk write's per-request results (``bulk``)."""
+    op = getattr(_TLS, "op", None)
+    if op is not None and op.recording:
+        if op.facts is Op.facts:
+            op.facts = {}
+        op.facts[key] = value
 
 
 def time_expired() -> ExecutionTimeout:
