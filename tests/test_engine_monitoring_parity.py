@@ -19,7 +19,7 @@ before sending must publish nothing.
 """
 from __future__ import annotations
 
-import itertools
+import re
 from typing import Any, Callable
 
 import pytest
@@ -60,6 +60,12 @@ def _steps(client: Any, explicit: dict) -> list[tuple[str, Callable[[], Any]]]:
                 fn(s)
         return run
 
+    def with_snapshot(fn):
+        def run():
+            with client.start_session(snapshot=True) as s:
+                fn(s)
+        return run
+
     def in_txn(s):
         with s.start_transaction():
             c.insert_one({"_id": 100, "k": "t"}, session=s)
@@ -78,6 +84,30 @@ def _steps(client: Any, explicit: dict) -> list[tuple[str, Callable[[], Any]]]:
 
     def with_txn(s):
         s.with_transaction(lambda ss: c.delete_one({"_id": 102}, session=ss))
+
+    def snapshot(s):
+        c.find_one({"_id": 1}, session=s)
+        list(c.find({}, session=s, batch_size=3))
+        c.distinct("k", session=s)
+        c.count_documents({}, session=s)
+
+    def snapshot_write(s):
+        c.find_one({}, session=s)
+        c.insert_one({"_id": 103}, session=s)
+
+    def conflict(s):
+        s.start_transaction()
+        c.find_one({"_id": 1}, session=s)
+        c.update_one({"_id": 1}, {"$inc": {"n": 1}})  # outside: the document changes after the snapshot
+        try:
+            c.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        finally:
+            s.abort_transaction()
+
+    def explicit_writes(s):
+        c.insert_many([{"_id": 104}, {"_id": 105}], session=s)
+        c.update_many({"_id": {"$in": [104, 105]}}, {"$set": {"e": 1}}, session=s)
+        c.delete_many({"_id": {"$in": [104, 105]}}, session=s)
 
     def early_close():
         cur = c.find({}, batch_size=2)
@@ -141,11 +171,36 @@ def _steps(client: Any, explicit: dict) -> list[tuple[str, Callable[[], Any]]]:
         ("transaction", with_session(in_txn)),
         ("aborted transaction", with_session(aborted_txn)),
         ("with_transaction", with_session(with_txn)),
+        ("snapshot session", with_snapshot(snapshot)),
+        ("snapshot session write", lambda: with_snapshot(snapshot_write)()),
+        ("write conflict in a transaction", with_session(conflict)),
+        ("explicit session writes", with_session(explicit_writes)),
+        ("insert_many duplicate", lambda: c.insert_many([{"_id": 110}, {"_id": 1}, {"_id": 111}])),
+        ("insert_many unordered duplicate", lambda: c.insert_many([{"_id": 112}, {"_id": 1}, {"_id": 113}],
+                                                                  ordered=False)),
+        ("bulk ordered error", lambda: c.bulk_write([InsertOne({"_id": 120}), InsertOne({"_id": 1}),
+                                                     DeleteOne({"_id": 120})])),
+        ("bulk unordered error", lambda: c.bulk_write([DeleteOne({"_id": 999}), InsertOne({"_id": 1}),
+                                                       UpdateOne({"_id": 2}, {"$set": {"b": 2}})], ordered=False)),
+        ("update array filters hint", lambda: c.update_one({"_id": 1}, {"$set": {"arr.$[e]": 0}},
+                                                           array_filters=[{"e": {"$gt": 5}}], hint="_id_")),
+        ("find collation", lambda: list(c.find({"k": "A"}, collation={"locale": "en", "strength": 2}))),
+        ("count_documents hint", lambda: c.count_documents({"k": "a"}, hint=[("_id", 1)], maxTimeMS=1000)),
+        ("find projection list", lambda: list(c.find({}, ["k"]).limit(2))),
+        ("aggregate $out", lambda: list(c.aggregate([{"$match": {"k": "a"}}, {"$out": "copy"}]))),
+        ("index_information", lambda: c.index_information()),
+        ("explain", lambda: c.find({"k": "a"}).explain()),
+        ("create_collection", lambda: db.create_collection("made", validator={"a": {"$exists": True}})),
+        ("create_collection exists", lambda: db.create_collection("made")),
+        ("validation error", lambda: db.made.insert_one({"_id": 1})),
+        ("list_collection_names", lambda: db.list_collection_names()),
+        ("rename", lambda: db.copy.rename("copy2")),
+        ("drop_indexes", lambda: c.drop_indexes()),
+        ("drop", lambda: db.other.drop()),
+        ("drop missing", lambda: db.nothing.drop()),
         ("client bulk_write", lambda: client.bulk_write([InsertOne({"_id": 80}, namespace="parity.things"),
                                                           UpdateOne({"_id": 80}, {"$set": {"y": 1}},
                                                                     namespace="parity.other")])),
-        ("drop_indexes", lambda: c.drop_indexes()),
-        ("drop", lambda: db.other.drop()),
     ]
 
 
@@ -167,9 +222,14 @@ def _record(client: Any) -> tuple[list, dict, dict]:
 
 
 # ---------------------------------------------------------------------------------------------- normalizing
+_TS_TEXT = re.compile(r"Timestamp\(\d+, \d+\)")
+
+
 def _normalize(value: Any, ctx: dict, path: str = "") -> Any:
     if isinstance(value, Timestamp):
         return "<Timestamp>"
+    if isinstance(value, str):
+        return _TS_TEXT.sub("Timestamp(<t>)", value)  # a cluster time quoted in an error message
     if isinstance(value, dict) or hasattr(value, "items") and not isinstance(value, (str, bytes)):
         out = []
         for k, v in value.items():

@@ -500,12 +500,14 @@ class LabCollection(EmbeddedCollection):
         _check_index_spec(_arg(args, kwargs, 6, "sort"))
         _check_index_spec(kwargs.get("hint"))
         session = kwargs.pop("session", None)
-        norm = collate.normalize(kwargs.pop("collation", None))
+        given = kwargs.pop("collation", None)
+        norm = collate.normalize(given)
         sessions.check_session(session, self)
         cur = super().find(*args, **kwargs)
         cur.__class__ = LabCursor
         cur._session = session
         cur._lab_collation = norm
+        cur._lab_collation_doc = given  # as the caller gave it (what pymongo sends)
         return cur
 
     _lab_express_find_one = True  # find is EmbeddedCollection's plus sessions/collation (collection.py)
@@ -598,9 +600,9 @@ class LabCollection(EmbeddedCollection):
             dbs = self.database._store
             # manual "renameCollection" / rename_collection.cpp: NamespaceNotFound 26, NamespaceExists 48
             if not dbs[self.name].is_created:
-                raise OperationFailure("source namespace does not exist", 26,
-                                       {"ok": 0.0, "errmsg": "source namespace does not exist", "code": 26,
-                                        "codeName": "NamespaceNotFound"})
+                msg = "Source collection %s.%s does not exist" % (self.database.name, self.name)
+                raise OperationFailure(msg, 26, {"ok": 0.0, "errmsg": msg, "code": 26,
+                                                 "codeName": "NamespaceNotFound"})
             if new_name == self.name:
                 raise OperationFailure("Can't rename a collection to itself", 20,
                                        {"ok": 0.0, "errmsg": "Can't rename a collection to itself", "code": 20,
@@ -724,6 +726,7 @@ class LabCursor(Cursor):
         c.__class__ = LabCursor
         c._session = self._session
         c._lab_collation = self._lab_collation
+        c._lab_collation_doc = getattr(self, "_lab_collation_doc", None)
         return c
 
     __copy__ = clone
@@ -731,6 +734,7 @@ class LabCursor(Cursor):
     def collation(self, collation) -> "LabCursor":
         self._check_okay_to_chain()
         self._lab_collation = collate.normalize(collation)
+        self._lab_collation_doc = collation
         return self
 
 

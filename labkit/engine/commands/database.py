@@ -109,8 +109,8 @@ class EmbeddedDatabase(mm_database.Database):
         """pymongo's ``list_collection_names`` (``listCollections`` with ``nameOnly``; extra keyword arguments
         are command fields: unknown ones fail as on the server, 40415)."""
         _check_list_collections_fields(kwargs)
-        if filter is None:
-            return super().list_collection_names(session=session)
+        if filter is None:  # in the listCollections command's order (rules.list_collections: by name)
+            return sorted(super().list_collection_names(session=session))
         from ..catalog.rules import list_collections
         return [d["name"] for d in list_collections(self, filter, session, nameOnly=True)]
 

@@ -1325,7 +1325,9 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
                     if isinstance(reply.get("cursor"), dict):  # the snapshot's time: the driver reads at it next
                         reply["cursor"]["atClusterTime"] = read.ts
                     else:
+                        ok = reply.pop("ok")
                         reply["atClusterTime"] = read.ts
+                        reply["ok"] = ok
         except (OperationFailure, CommandError) as e:
             if sess is not None and sess.in_transaction and sess._txn is not None and aborts_transaction(e):
                 sess._txn.server_abort()
@@ -1387,8 +1389,8 @@ def _snapshot_read(client: Any, cmd: dict, name: str, sess: Any) -> Any:
     ``snapshot`` makes a snapshot read (find, aggregate, distinct; MongoDB 5.0+) at ``atClusterTime`` or now;
     other commands refuse it (72)."""
     rc = cmd.get("readConcern")
-    if rc is None or sess is not None or cmd.get("autocommit") is False:
-        return None
+    if rc is None or sess is not None or cmd.get("autocommit") is False or name in ("getMore", "killCursors"):
+        return None  # a cursor continues at its own snapshot (drivers send the session's readConcern with it)
     if not isinstance(rc, Mapping):
         raise CommandError("BSON field 'readConcern' is the wrong type '%s', expected type 'object'" % _bson_type(rc),
                            14)

@@ -813,7 +813,9 @@ def bind(session, obj, ddl: str | None = None, command: str | None = None, snaps
     name = command or ddl
     if session is None:
         if snapshot and _ACTIVE.get() is None:
-            with _bound_to(snapshot_read(_client_of(obj), name or "command")):
+            read = snapshot_read(_client_of(obj), name or "command")
+            boundary.note_fact("atClusterTime", read.ts)  # the reply's (command monitoring)
+            with _bound_to(read):
                 yield
         else:
             yield
@@ -824,6 +826,7 @@ def bind(session, obj, ddl: str | None = None, command: str | None = None, snaps
         snap_session = session._options.snapshot
         if (snap_session or snapshot) and _ACTIVE.get() is None:
             read = snapshot_read(session._client, name or "command", session._snapshot_time if snap_session else None)
+            boundary.note_fact("atClusterTime", read.ts)  # the reply's (command monitoring)
             try:
                 with _bound_to(read):
                     yield

@@ -549,7 +549,7 @@ def _cursor_command(cur: Any) -> dict:
     o = {"sort": cur._sort, "hint": cur._hint, "let": getattr(cur, "_lab_let_doc", None),
          "comment": cur._comment, "max_time_ms": cur._max_time_ms, "projection": cur._projection or None,
          "skip": cur._skip, "limit": cur._limit, "batch_size": cur._batch_size,
-         "collation": dict(cur._lab_collation) if getattr(cur, "_lab_collation", None) else None,
+         "collation": getattr(cur, "_lab_collation_doc", None),
          "allow_disk_use": getattr(cur, "_allow_disk_use", None), "session": getattr(cur, "_session", None)}
     return _find_command(cur.collection, cur._filter, o)
 
@@ -591,21 +591,20 @@ def _db_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
         cmd.update(opts)
         out = []
         if a.get("check_exists", True) and not (session is not None and session.in_transaction):
-            out.append(({"listCollections": 1, "cursor": {}, "filter": {"name": a.get("name")}, "nameOnly": True,
-                         "authorizedCollections": True}, _net()))
+            out.append(({"listCollections": 1, "cursor": {}, "nameOnly": True, "filter": {"name": a.get("name")}},
+                        _net()))
+            st = db._store._collections.get(a.get("name"))
+            if st is not None and st.is_created:  # pymongo raises CollectionInvalid: no create is sent
+                return out
         out.append((cmd, _net(write_concern=_wc(db, session), collation=a.get("collation"))))
         return out
     if name in ("list_collections", "list_collection_names"):
         cmd = {"listCollections": 1, "cursor": {}}
         f = a.get("filter")
-        if name == "list_collection_names":
-            if f is None:
-                cmd["nameOnly"] = True
-            else:
+        if name == "list_collection_names":  # pymongo: nameOnly, then the filter
+            cmd["nameOnly"] = True
+            if f is not None:
                 cmd["filter"] = f
-                if not f or (len(f) == 1 and "name" in f):
-                    cmd["nameOnly"] = True
-            cmd["authorizedCollections"] = True
         else:
             if f is not None:
                 cmd["filter"] = f
@@ -677,8 +676,13 @@ def describe(op: boundary.Op) -> tuple[str, list[tuple[dict, dict]]]:
     if op.name == "find" and "_filter" in t.__dict__:
         return t.collection.database.name, [(_cursor_command(t), _net(read_concern=t.collection._read_concern))]
     if op.name == "explain" and "_filter" in t.__dict__:  # Cursor.explain(): pymongo sends the explain command
-        verbosity = op.args[0] if op.args else op.kwargs.get("verbosity", "allPlansExecution")
-        return t.collection.database.name, [({"explain": _cursor_command(t), "verbosity": verbosity}, _net())]
+        cmd = {"explain": _cursor_command(t)}  # pymongo's Cursor.explain() has no verbosity (the server's default)
+        verbosity = op.args[0] if op.args else op.kwargs.get("verbosity")
+        if verbosity is not None:
+            cmd["verbosity"] = verbosity
+        return t.collection.database.name, [(cmd, _net())]
+    if op.name == "rename" and isinstance(t, Collection):
+        return "admin", _coll_commands(op)
     if isinstance(t, Collection):
         return t.database.name, _coll_commands(op)
     if isinstance(t, Database):
@@ -706,8 +710,11 @@ def describe(op: boundary.Op) -> tuple[str, list[tuple[dict, dict]]]:
 
 
 # ---------------------------------------------------------------------------------------------- replies
-def _cursor_reply(ns: str, docs: list, first: bool, cursor_id: int = 0) -> dict:
-    return {"cursor": {"firstBatch" if first else "nextBatch": docs, "id": Int64(cursor_id), "ns": ns}, "ok": 1.0}
+def _cursor_reply(ns: str, docs: list, first: bool, cursor_id: int = 0, at: Any = None) -> dict:
+    cur = {"firstBatch" if first else "nextBatch": docs, "id": Int64(cursor_id), "ns": ns}
+    if at is not None:  # a snapshot read's time (read concern "snapshot")
+        cur["atClusterTime"] = at
+    return {"cursor": cur, "ok": 1.0}
 
 
 def _batches(docs: list, batch_size: int, limit: int, first: int) -> list[int]:
@@ -805,7 +812,7 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
         if op.name == "find_one":
             docs = [] if result is None else [result]
             ns = "%s.%s" % (t.database.name, t.name)
-            return _cursor_reply(ns, docs, True)
+            return _cursor_reply(ns, docs, True, at=op.facts.get("atClusterTime"))
         cur = t
         docs = cur._results or []
         ns = "%s.%s" % (cur.collection.database.name, cur.collection.name)
@@ -823,7 +830,7 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
             cur._lab_more = ends[0]
             cur._lab_cursor_id = cid
             cur._lab_ns = ns
-        return _cursor_reply(ns, docs[:ends[0]], True, cid)
+        return _cursor_reply(ns, docs[:ends[0]], True, cid, op.facts.get("atClusterTime"))
     nets = op.command.get("_nets") or []
     net = nets[index] if index < len(nets) else {}
     if name in ("insert", "update", "delete") and (op.name in ("bulk_write", "insert_many")):
@@ -844,18 +851,24 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
     if name == "findAndModify":
         leo = dict(op.facts.get("fam") or {"n": 0 if result is None else 1})
         return _ok({"lastErrorObject": leo, "value": result}, cmd)
+    at = op.facts.get("atClusterTime")
     if name == "aggregate" and op.name == "count_documents":
-        return _cursor_reply("%s.%s" % (t.database.name, t.name), [{"_id": 1, "n": result}] if result else [], True)
+        return _cursor_reply("%s.%s" % (t.database.name, t.name), [{"_id": 1, "n": result}] if result else [], True,
+                             at=at)
     if name == "aggregate":
         docs = getattr(result, "_lab_docs", None)
         ns = "%s.%s" % (t.database.name, t.name) if "database" in t.__dict__ else "%s.$cmd.aggregate" % t.name
         if docs is None:
-            return _cursor_reply(ns, [], True)
-        return _cursor_reply(ns, list(docs[:result._ends[0]]), True, result._cid)
+            return _cursor_reply(ns, [], True, at=at)
+        return _cursor_reply(ns, list(docs[:result._ends[0]]), True, result._cid, at)
     if name == "count":
         return {"n": result, "ok": 1.0}
     if name == "distinct":
-        return {"values": result, "ok": 1.0}
+        out = {"values": result}
+        if at is not None:
+            out["atClusterTime"] = at
+        out["ok"] = 1.0
+        return out
     pre = op.command.get("_pre") or {}
     if name == "createIndexes":
         after = len(t._store.ix)
@@ -876,6 +889,12 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
     if name == "listCollections" and op.name == "create_collection":
         docs = [{"name": cmd["filter"]["name"], "type": "collection"}] if pre.get("created") else []
         return _cursor_reply("%s.$cmd.listCollections" % op.db_name, docs, True)
+    if name == "listCollections":
+        if op.name == "list_collection_names":
+            docs = [{"name": n, "type": _collection_type(t, n)} for n in result or []]
+        else:
+            docs = list(getattr(result, "_docs", []) or [])
+        return _cursor_reply("%s.$cmd.listCollections" % op.db_name, docs, True)
     if name == "bulkWrite":
         return _client_bulk_reply(op, cmd, result)
     if name in ("create", "renameCollection", "dropDatabase", "commitTransaction", "abortTransaction"):
@@ -885,6 +904,16 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
     if op.name == "command" and isinstance(result, Mapping):
         return dict(result)
     return {"ok": 1.0}
+
+
+def _collection_type(db: Any, name: str) -> str:
+    st = db._store._collections.get(name)
+    opts = (st.options or {}) if st is not None else {}
+    if "viewOn" in opts:
+        return "view"
+    if getattr(st, "ts", None) is not None:
+        return "timeseries"
+    return "collection"
 
 
 def _client_bulk_reply(op: boundary.Op, cmd: dict, result: Any) -> dict:
@@ -1031,7 +1060,10 @@ def _publish(client: Any, kind: str, payload: dict, cmd_name: str, db_name: str,
 
 
 def _finish(op: boundary.Op, result: Any, err: BaseException | None) -> None:
+    from pymongo.errors import CollectionInvalid
     from . import profiler
+    if isinstance(err, CollectionInvalid):
+        err = None  # pymongo raises it itself, after the listCollections that found the collection
     info = op.command
     if not isinstance(info, dict):
         return
