@@ -312,13 +312,18 @@ def _nest(depth: int) -> dict:
 
 
 def test_nesting_depth_limit_fails_cleanly(db):
-    """Manual, *Nested Depth for BSON Documents*: "MongoDB supports no more than 100 levels of nesting";
-    deeper documents fail with code 15 (Overflow) on insert and on update -- even 5,000 levels give a clean
-    WriteError, never a RecursionError -- and nothing changes."""
+    """The manual documents "no more than 100 levels of nesting" (*Nested Depth for BSON Documents*); an 8.0
+    server stores up to BSONDepth::getMaxDepthForUserStorage() = 180 levels (src/mongo/bson/bson_depth.h,
+    src/mongo/db/ops/insert.cpp). Deeper documents fail with code 15 (Overflow) on insert ("cannot insert
+    document because it exceeds 180 levels of nesting") and on update ("Document exceeds maximum nesting depth
+    of 180", src/mongo/db/update/storage_validation.cpp) -- even 5,000 levels give a clean WriteError, never a
+    RecursionError -- and nothing changes."""
     c = db.deep
-    c.insert_one(_nest(100))
+    c.insert_one(_nest(101))   # past the documented 100: a server stores it
+    c.delete_many({})
+    c.insert_one(_nest(180))
     before = state(c)
-    for depth in (101, 5000):
+    for depth in (181, 5000):
         with pytest.raises(WriteError) as ei:
             c.insert_one(_nest(depth))
         assert ei.value.code == 15
@@ -326,8 +331,11 @@ def test_nesting_depth_limit_fails_cleanly(db):
         c.update_one({}, {"$set": {"deeper": _nest(5000)}})
     assert ei.value.code == 15
     with pytest.raises(WriteError) as ei:
-        c.update_one({}, {"$set": {"x": _nest(100)}})
+        c.update_one({}, {"$set": {"x": _nest(180)}})   # the result would nest 181 levels
     assert ei.value.code == 15
+    assert ei.value.details["errmsg"] == "Document exceeds maximum nesting depth of 180"
+    c.update_one({}, {"$set": {"x": _nest(179)}})         # 180 levels: accepted
+    c.update_one({}, {"$unset": {"x": 1}})
     assert state(c) == before
 
 
@@ -471,7 +479,8 @@ def test_graph_lookup_reporting_hierarchy(db):
 
 
 def test_unmodelled_features_raise_clearly(db):
-    """JavaScript ($function) is valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
+    """JavaScript ($function) is valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature,
+    saying it is not modelled and how to use it ("set MONGODB_URI" on the embedded path)
     instead of being ignored or reported as unknown."""
     db.t.insert_one({"d": 1})
     # time-unit windows and $expMovingAvg are the engine's own now (tests/test_engine_stages.py)
@@ -482,7 +491,7 @@ def test_unmodelled_features_raise_clearly(db):
     for attempt in attempts:
         with pytest.raises(OperationFailure) as ei:
             attempt()
-        assert "not supported on the embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
+        assert "not modelled by labkit's embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
     assert db.list_collection_names() == ["t"]
     assert list(db.t.aggregate([{"$replaceWith": {"x": "$d"}}])) == [{"x": 1}]
 
