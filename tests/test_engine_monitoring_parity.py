@@ -19,6 +19,7 @@ before sending must publish nothing.
 """
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, Callable
 
@@ -37,11 +38,13 @@ class Recorder(monitoring.CommandListener):
     def __init__(self) -> None:
         self.events: list = []
 
+    # copies as published: pymongo goes on using some of these documents (the client bulk write adds ``error``
+    # and ``writeErrors`` to the reply it published)
     def started(self, e) -> None:
-        self.events.append(("started", e.command_name, e.database_name, e.command))
+        self.events.append(("started", e.command_name, e.database_name, copy.deepcopy(e.command)))
 
     def succeeded(self, e) -> None:
-        self.events.append(("succeeded", e.command_name, e.database_name, e.reply))
+        self.events.append(("succeeded", e.command_name, e.database_name, copy.deepcopy(e.reply)))
 
     def failed(self, e) -> None:
         self.events.append(("failed", e.command_name, e.database_name, e.failure))

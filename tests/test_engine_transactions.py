@@ -533,3 +533,70 @@ def test_snapshot_read_concern_is_refused_where_the_server_refuses_it(env):
     with pytest.raises(OperationFailure) as ei:
         list(db.get_collection("cap", read_concern=ReadConcern("snapshot")).find())
     assert ei.value.code == 246
+
+
+# ---------------------------------------------------------------------------------------------- with change streams
+def _stream_events(stream, n: int) -> list:
+    out: list = []
+    deadline = time.monotonic() + 10
+    while len(out) < n and time.monotonic() < deadline:
+        ev = stream.try_next()
+        if ev is not None:
+            out.append(ev)
+    return out
+
+
+def test_change_events_of_transactions_and_waiting_writes(env):
+    """One cluster clock for writes, change events and snapshot reads (a replica set's): a committed
+    transaction's events carry its lsid/txnNumber at one clusterTime; a write that waited for the transaction
+    (update_many: its first document was already changed when it met the held one) has its events once, after
+    the transaction's, as a server that retries the write after the conflict records only the retry; a snapshot
+    read at an event's clusterTime sees that write and not the next (manual "Change Events", "Read Concern
+    "snapshot""; jstests/core/txns/write_conflicts_with_non_txns.js)."""
+    client, engine, db = env
+    with db.users.watch(max_await_time_ms=50) as stream:
+        db.users.insert_many([{"_id": "a", "n": 0}, {"_id": "u", "n": 0}])
+        s = client.start_session()
+        s.start_transaction()
+        db.users.update_one({"_id": "u"}, {"$inc": {"n": 1}}, session=s)
+        t = threading.Thread(target=lambda: db.users.update_many({}, {"$inc": {"n": 10}}))
+        t.start()
+        _wait_until(lambda: _waiting(engine) == 1, "the outside update to wait")
+        s.commit_transaction()
+        t.join(20)
+        evs = _stream_events(stream, 5)
+        assert stream.try_next() is None
+    assert [(e["operationType"], e["documentKey"]["_id"]) for e in evs] == [
+        ("insert", "a"), ("insert", "u"), ("update", "u"), ("update", "a"), ("update", "u")]
+    txn_ev = evs[2]
+    assert txn_ev["lsid"]["id"] == s.session_id["id"] and "txnNumber" in txn_ev
+    assert "lsid" not in evs[3] and evs[3]["clusterTime"] > txn_ev["clusterTime"]
+    s.end_session()
+
+    def at(ev):
+        return {d["_id"]: d["n"] for d in db.command(
+            {"find": "users", "readConcern": {"level": "snapshot", "atClusterTime": ev["clusterTime"]}}
+        )["cursor"]["firstBatch"]}
+
+    assert at(evs[1]) == {"a": 0, "u": 0}
+    assert at(txn_ev) == {"a": 0, "u": 1}
+    assert at(evs[3]) == {"a": 10, "u": 1}
+    assert at(evs[4]) == {"a": 10, "u": 11}
+
+
+def test_a_collection_created_in_a_transaction_is_an_event_at_commit(env):
+    """showExpandedEvents: a collection created in a transaction (explicitly, then written) gives its create
+    event and the insert at the commit, with the transaction's lsid, nothing before (manual "Change Events":
+    create; "Create Collections and Indexes in a Transaction")."""
+    client, _, db = env
+    with db.watch(max_await_time_ms=50, show_expanded_events=True) as stream:
+        with client.start_session() as s:
+            lsid = s.session_id["id"]
+            with s.start_transaction():
+                db.create_collection("made", session=s)
+                db.made.insert_one({"_id": 1}, session=s)
+                assert stream.try_next() is None
+            evs = _stream_events(stream, 2)
+    assert [e["operationType"] for e in evs] == ["create", "insert"]
+    assert all(e["lsid"]["id"] == lsid for e in evs)
+    assert evs[0]["clusterTime"] == evs[1]["clusterTime"]

@@ -9,11 +9,12 @@ older than the oldest available timestamp."). Manual: "Read Concern "snapshot"",
 
 The embedded engine's version of it:
 
-* ``Clock`` hands out cluster times, ``Timestamp(seconds, increment)``, strictly increasing: the ``operationTime``
-  / ``$clusterTime`` of replies, a snapshot read's ``atClusterTime`` and a transaction's snapshot. ``last`` is the
-  latest one handed out.
+* The clock is the engine's one cluster clock, the oplog's (repl/oplog.py): strictly increasing
+  ``Timestamp(seconds, increment)`` values, the ``operationTime`` / ``$clusterTime`` of replies, change events'
+  ``clusterTime``, a snapshot read's ``atClusterTime`` and a transaction's snapshot; ``last()`` is the latest one
+  handed out.
 * Every change of a stored document is noted (``History.note``, called by the record store's writers before they
-  change anything) as ``(after, store, record id, previous document)``: ``after`` is ``Clock.last`` at the write,
+  change anything) as ``(after, store, record id, previous document)``: ``after`` is ``clock.last()`` at the write,
   so the write is visible at a time ``T`` exactly when ``after < T`` (any ``T`` handed out later is greater). The
   engine never changes a stored document in place, so the previous document is kept by reference, not copied.
 * ``state_at(store, T)`` is a private copy of a collection as it was at ``T``: the current documents and index
@@ -22,7 +23,8 @@ The embedded engine's version of it:
   dropped; ``floor`` is the newest dropped time, and a read at a time ``<= floor`` of a collection changed since is
   SnapshotTooOld.
 * ``mark`` / ``rollback``: the writes of one operation can be undone in place (a write that must wait for a
-  transaction first undoes what it did, then runs again once the transaction ends: sessions.py).
+  transaction first undoes what it did, then runs again once the transaction ends: sessions.py), with the oplog
+  entries it made for change streams (no reader saw them: both run under the store's lock).
 * A live store holding keys an open transaction wrote (``store.held``) makes ``note`` raise
   ``WaitForTransaction`` before the write changes anything (the operation boundary waits, then retries).
 """
@@ -37,6 +39,7 @@ from typing import Any
 from bson import Timestamp
 from pymongo.errors import OperationFailure
 
+from ..repl.oplog import Oplog, oplog_of
 from ..service.boundary import WaitForTransaction
 
 MIN_SNAPSHOT_HISTORY_WINDOW_S = 300  # minSnapshotHistoryWindowInSeconds (server parameter, default 300)
@@ -47,22 +50,6 @@ SNAPSHOT_TOO_OLD = 239
 SNAPSHOT_UNAVAILABLE = 246
 
 DROP = -1  # the record id of a "collection dropped" entry (its "document" is the dropped state)
-
-
-class Clock:
-    """The cluster clock of one engine: ``Timestamp(now, 1)`` in a new second, else the last one's increment + 1."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.last = Timestamp(int(time.time()), 0)
-
-    def tick(self) -> Timestamp:
-        """A new cluster time, later than every one handed out before."""
-        with self._lock:
-            now = int(time.time())
-            last = self.last
-            self.last = ts = Timestamp(now, 1) if now > last.time else Timestamp(last.time, last.inc + 1)
-            return ts
 
 
 # ---------------------------------------------------------------------------------------------- copies
@@ -144,8 +131,8 @@ class History:
     """The noted changes of one engine (one server store), its clock, its server parameters and its open
     transactions (sessions.py keeps them here so that every client over the store sees the same ones)."""
 
-    def __init__(self) -> None:
-        self.clock = Clock()
+    def __init__(self, clock: Oplog) -> None:
+        self.clock = clock      # the cluster clock: the engine's oplog (repl/oplog.py)
         self.entries: collections.deque = collections.deque()
         self.seq = 0            # changes noted so far (``mark``/``rollback`` count with it)
         self.floor: Timestamp | None = None  # the newest time dropped from the history
@@ -162,7 +149,7 @@ class History:
         """A live store is about to change record ``rid`` from ``old`` to ``new`` (either may be None)."""
         if st.held:
             self._check_held(st, old, new)
-        after = self.clock.last
+        after = self.clock.last()
         st.last_write = after
         self.entries.append((after, st, rid, old))
         self.seq += 1
@@ -173,7 +160,7 @@ class History:
         """A live collection is dropped: its whole state is kept (by reference; drop replaces the maps)."""
         state = (st.docs, st.rid_by_key, st.ix, st.indexes, st.options, st.next_rid,
                  st.__dict__.get("_is_force_created", False))
-        after = self.clock.last
+        after = self.clock.last()
         st.last_write = after
         self.entries.append((after, st, DROP, state))
         self.seq += 1
@@ -208,11 +195,15 @@ class History:
             self._cache.clear()
 
     # -- undoing one operation ------------------------------------------------------------------------
-    def mark(self) -> int:
-        return self.seq
+    def mark(self) -> tuple[int, int]:
+        """Where the history and the oplog are now (``rollback`` undoes what comes after)."""
+        return self.seq, self.clock.next_seq
 
-    def rollback(self, mark: int) -> None:
-        """Undo, newest first, every change noted since ``mark`` (on the live stores, in place)."""
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Undo, newest first, every change noted since ``mark`` (on the live stores, in place), and drop the
+        oplog entries recorded since."""
+        mark, log_mark = mark
+        self.clock.truncate(log_mark)
         n = self.seq - mark
         if n > len(self.entries):
             raise OperationFailure("embedded engine internal error: the history no longer holds the writes of the "
@@ -275,5 +266,5 @@ def history_of(server_store: Any) -> History:
         with _GUARD:
             h = server_store.__dict__.get("_lab_history")
             if h is None:
-                h = server_store._lab_history = History()
+                h = server_store._lab_history = History(oplog_of(server_store))
     return h

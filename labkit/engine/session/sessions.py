@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
+import weakref
 import uuid
 from typing import Any, Callable
 
@@ -53,6 +54,7 @@ from ..service import boundary
 from ..service.boundary import SESSION_OPERATIONS, aborts_transaction, guard
 from ..base import hooks
 from .history import History, copy_store, history_of, SNAPSHOT_UNAVAILABLE
+from ..repl.oplog import oplog_of
 
 # The transaction (or snapshot read) bound to the running call: a Transaction or a SnapshotRead, else None.
 _ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("labkit_txn", default=None)
@@ -160,7 +162,7 @@ def check_at_cluster_time(history: History, at: Any) -> Timestamp:
                        "TypeMismatch")
     if at.time == 0 and at.inc == 0:
         raise _failure("atClusterTime cannot be a null timestamp", INVALID_OPTIONS, "InvalidOptions")
-    now = history.clock.last
+    now = history.clock.last()
     if at > now:
         raise _failure("readConcern atClusterTime value must not be greater than the current clusterTime. Requested "
                        "clusterTime: { ts: Timestamp(%d, %d) }; current clusterTime: { ts: Timestamp(%d, %d) }"
@@ -463,7 +465,7 @@ def _collection_for(client, sh: _Shadow):
     raise RuntimeError("collection store not found")  # pragma: no cover
 
 
-def _wait_for_transaction(op: Any, wait: Any, store: Any, mark: int, nested: bool = False) -> None:
+def _wait_for_transaction(op: Any, wait: Any, store: Any, mark: tuple, nested: bool = False) -> None:
     """Hook ``txn_wait`` (boundary.py): a write outside transactions met a key an open transaction holds. Undo
     what the operation wrote, wait until that transaction ends (commit, abort, or the server aborting it at
     ``transactionLifetimeLimitSeconds``), then let the boundary run the operation again; MaxTimeMSExpired (50)
@@ -662,6 +664,7 @@ class EmbeddedSession:
             self._txn = None
             txn.end()
             raise
+        oplog_of(self._client._store).commit(txn, self._id, getattr(txn, "wire_number", txn.number))  # events
         self._state = "committed"
         self._txn = None
         txn.end()
@@ -753,7 +756,10 @@ def _retry_ok(start: float, attempts: int) -> bool:
 
 
 def start_session(client, causal_consistency=None, default_transaction_options=None, snapshot=False):
-    return EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session = EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session._lab_last_use = time.time()  # the store's live sessions: $listLocalSessions (commands/current_op.py)
+    client._store.__dict__.setdefault("_lab_sessions", weakref.WeakSet()).add(session)
+    return session
 
 
 # ---------------------------------------------------------------------------------------------- binding

@@ -25,6 +25,7 @@ from pymongo import monitoring as pm
 from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from ..service import boundary
+from ..base import docutil
 from ..base.docutil import CursorProtocol
 
 ADDRESS = ("embedded", 27017)
@@ -456,12 +457,11 @@ class _BulkOps:
         self.retryable = True
 
     def add_insert(self, document: Any) -> None:
-        from bson import ObjectId
         from bson.raw_bson import RawBSONDocument
         from pymongo.common import validate_is_document_type
         validate_is_document_type("document", document)
         if not (isinstance(document, RawBSONDocument) or "_id" in document):
-            document["_id"] = ObjectId()
+            document["_id"] = docutil.new_object_id()  # generated client side, as pymongo does
         self.ops.append(("insert", document))
 
     def add_update(self, selector: Any, update: Any, multi: bool, upsert: Any = None, collation: Any = None,
@@ -627,18 +627,21 @@ class ClientBulkOps:
     def __init__(self) -> None:
         self.ops: list[tuple[str, dict]] = []
         self.namespaces: list[str] = []
+        self._ns_index: dict[str, int] = {}
 
     def _add(self, kind: str, namespace: str, cmd: dict) -> None:
+        # pymongo numbers the namespaces in the order they first appear (its nsInfo) and writes that index
+        # into the operation (``{"insert": 0, ...}``), which a write error's ``op`` shows
+        cmd[next(iter(cmd))] = self._ns_index.setdefault(namespace, len(self._ns_index))
         self.ops.append((kind, cmd))
         self.namespaces.append(namespace)
 
     def add_insert(self, namespace: str, document: Any) -> None:
-        from bson import ObjectId
         from bson.raw_bson import RawBSONDocument
         from pymongo import common
         common.validate_is_document_type("document", document)
         if not (isinstance(document, RawBSONDocument) or "_id" in document):
-            document["_id"] = ObjectId()  # generated client side, as pymongo does
+            document["_id"] = docutil.new_object_id()  # generated client side, as pymongo does
         self._add("insert", namespace, {"insert": -1, "document": document})
 
     def add_update(self, namespace: str, selector: Mapping, update: Any, multi: bool, upsert: bool | None = None,
