@@ -910,7 +910,7 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
             if val:
                 raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
-        for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
+        for name, val in (("collation", collation), ("return_key", return_key),
                           ("show_record_id", show_record_id), ("session", session),
                           ("cursor_type", cursor_type)):
             if val:
@@ -924,6 +924,10 @@ class EmbeddedCollection(mm_collection.Collection):
                    batch_size=batch_size, hint=hint, let=let)
         if comment is not None:  # sent with the find and its getMores (command monitoring, the profiler)
             c._comment = comment
+        if max:  # pymongo sends them as given (the find command's ``min`` / ``max`` documents)
+            c._lab_max = max
+        if min:
+            c._lab_min = min
         if let is not None:
             c._lab_let_doc = let
         if allow_disk_use is not None:
@@ -1567,6 +1571,27 @@ def _run_express(st, ix, q: Query):
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
 
 
+def set_min_max(q: Query, min_: Any, max_: Any) -> None:
+    """Give query ``q`` a find's ``min`` / ``max`` (planner.py plans them), checked as the server parses them."""
+    if not (min_ or max_):
+        return
+    q.min_bound, q.max_bound = _bound_doc(min_, "min"), _bound_doc(max_, "max")
+    if q.min_bound and q.max_bound and list(q.min_bound) != list(q.max_bound):
+        # query_request_helper.cpp validateFindCommandRequest, when the find command is parsed
+        raise OperationFailure("min and max must have the same field names", 51176)
+
+
+def _bound_doc(value: Any, name: str) -> dict | None:
+    """A find's ``min`` / ``max`` as the server parses it: a document (pymongo sends ``find(min=[...])``'s list
+    as it is, an array, which the server refuses with its IDL error)."""
+    if not value:
+        return None
+    if not isinstance(value, Mapping):
+        raise OperationFailure("BSON field 'FindCommandRequest.%s' is the wrong type '%s', expected type 'object'"
+                               % (name, "array" if isinstance(value, (list, tuple)) else type(value).__name__), 14)
+    return dict(value)
+
+
 class Cursor(CursorProtocol):
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
@@ -1601,9 +1626,22 @@ class Cursor(CursorProtocol):
     def _query(self) -> Query:
         lim = self._limit
         sort, hint = _natural(self._sort, self._hint)
-        return Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
-                     self._batch_size, let=self._let,
-                     allow_disk_use=getattr(self, "_allow_disk_use", None))
+        q = Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
+                  self._batch_size, let=self._let,
+                  allow_disk_use=getattr(self, "_allow_disk_use", None))
+        set_min_max(q, self._lab_min, self._lab_max)
+        return q
+
+    _lab_min: Any = None  # find's ``min`` / ``max`` as given (find(min=...), Cursor.min())
+    _lab_max: Any = None
+    _lab_served = False   # a cursor the served engine runs for a find command (no driver-side checks)
+
+    def _driver_checks(self) -> None:
+        """What pymongo refuses before it sends the find (no command, no event): min/max without a hint."""
+        if (self._lab_min or self._lab_max) and not self._hint and not self._lab_served:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("Passing a 'hint' is required when using the min/max query option to ensure "
+                                   "the query utilizes the correct index")
 
     def _execute(self) -> None:
         coll = self.collection
@@ -1634,6 +1672,7 @@ class Cursor(CursorProtocol):
 
     def __next__(self) -> dict:
         if self._results is None:
+            self._driver_checks()
             self._execute()
         if self._killed or self._i >= len(self._results):
             raise StopIteration
@@ -1670,7 +1709,7 @@ class Cursor(CursorProtocol):
                    self._batch_size, self._hint)
         c._let = self._let
         c._max_time_ms = self._max_time_ms
-        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use"):
+        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use", "_lab_min", "_lab_max", "_lab_served"):
             if attr in self.__dict__:
                 setattr(c, attr, self.__dict__[attr])
         return c
@@ -1811,10 +1850,20 @@ class Cursor(CursorProtocol):
         raise unsupported("$where / Cursor.where()", "$expr with aggregation expressions")
 
     def max(self, spec) -> "Cursor":
-        raise unsupported("Cursor.max()", "a range filter on the indexed fields, with hint()")
+        """The exclusive upper bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
+        self._check_okay_to_chain()
+        self._lab_max = dict(spec)
+        return self
 
     def min(self, spec) -> "Cursor":
-        raise unsupported("Cursor.min()", "a range filter on the indexed fields, with hint()")
+        """The inclusive lower bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
+        self._check_okay_to_chain()
+        self._lab_min = dict(spec)
+        return self
 
     def distinct(self, key: str) -> list:
         q = self._query()
@@ -1836,6 +1885,9 @@ class Cursor(CursorProtocol):
                 cmd["singleBatch"] = True
         if self._hint is not None:
             cmd["hint"] = dict(self._hint) if isinstance(self._hint, list) else self._hint
+        for key in ("min", "max"):
+            if self.__dict__.get("_lab_" + key):
+                cmd[key] = self.__dict__["_lab_" + key]
         return self.collection.explain_find(self._query(), verbosity, cmd)
 
     def __getitem__(self, index):

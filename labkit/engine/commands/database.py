@@ -11,7 +11,7 @@ from mongomock import read_preferences
 
 from ..bson.values import client_value as _client_value
 from ..service.boundary import DATABASE_OPERATIONS, guard
-from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list
+from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list, set_min_max
 from ..catalog.rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from ..query.planner import Query, unsupported
 from ..stats import storage_stats as stats
@@ -278,7 +278,7 @@ def _cmd_explain(db, cmd):
         raise OperationFailure("collection name has invalid type", 73)
     if op == "find":
         allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
-                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse"}
+                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse", "min", "max"}
         extra = set(inner) - allowed
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
@@ -286,6 +286,7 @@ def _cmd_explain(db, cmd):
         q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
                   allow_disk_use=inner.get("allowDiskUse"))
+        set_min_max(q, inner.get("min"), inner.get("max"))
         from ..query.collate import normalize, using
         with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
             return coll.explain_find(q, verbosity, inner)

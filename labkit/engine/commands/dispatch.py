@@ -506,6 +506,7 @@ def _find(c: _Call) -> dict:
         if key in kw and isinstance(kw[key], Mapping) and not kw[key]:
             kw.pop(key)  # {} means "none" on the server
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
+    cur._lab_served = True  # the server's own errors (min/max without a hint: 51173), no driver-side checks
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
                          c.codec, lazy=True)

@@ -550,7 +550,8 @@ def _cursor_command(cur: Any) -> dict:
          "comment": cur._comment, "max_time_ms": cur._max_time_ms, "projection": cur._projection or None,
          "skip": cur._skip, "limit": cur._limit, "batch_size": cur._batch_size,
          "collation": getattr(cur, "_lab_collation_doc", None),
-         "allow_disk_use": getattr(cur, "_allow_disk_use", None), "session": getattr(cur, "_session", None)}
+         "allow_disk_use": getattr(cur, "_allow_disk_use", None), "session": getattr(cur, "_session", None),
+         "min": getattr(cur, "_lab_min", None), "max": getattr(cur, "_lab_max", None)}
     return _find_command(cur.collection, cur._filter, o)
 
 
