@@ -64,6 +64,22 @@ def _waiting(engine) -> int:
     return history_of(engine._store).waiting
 
 
+def _update_many_waits_for_a_transaction(client, engine, db, before_commit=None):
+    """A transaction adds 1 to user "u"; ``update_many`` outside it (+10 to every user) waits for it; then
+    ``before_commit()``, the commit, and the waiting update runs. The transaction's session is returned."""
+    s = client.start_session()
+    s.start_transaction()
+    db.users.update_one({"_id": "u"}, {"$inc": {"n": 1}}, session=s)
+    t = threading.Thread(target=lambda: db.users.update_many({}, {"$inc": {"n": 10}}))
+    t.start()
+    _wait_until(lambda: _waiting(engine) == 1, "the outside update to wait")
+    if before_commit is not None:
+        before_commit()
+    s.commit_transaction()
+    t.join(20)
+    return s
+
+
 # ---------------------------------------------------------------------------------------------- write conflicts
 def test_a_write_to_a_document_another_transaction_wrote_fails_at_that_write(env):
     """Manual, "In-progress Transactions and Write Conflicts": a transaction that writes a document another
@@ -214,15 +230,10 @@ def test_a_waiting_update_runs_on_the_committed_document(env):
     committed version (the server retries the write after the conflict): no update is lost."""
     client, engine, db = env
     db.users.insert_one({"_id": "u", "n": 0})
-    s = client.start_session()
-    s.start_transaction()
-    db.users.update_one({"_id": "u"}, {"$inc": {"n": 1}}, session=s)
-    t = threading.Thread(target=lambda: db.users.update_many({}, {"$inc": {"n": 10}}))
-    t.start()
-    _wait_until(lambda: _waiting(engine) == 1, "the outside update to wait")
-    assert db.users.find_one()["n"] == 0  # reads are not blocked
-    s.commit_transaction()
-    t.join(20)
+
+    def reads_are_not_blocked():
+        assert db.users.find_one()["n"] == 0
+    s = _update_many_waits_for_a_transaction(client, engine, db, reads_are_not_blocked)
     assert db.users.find_one()["n"] == 11
     s.end_session()
 
@@ -556,14 +567,7 @@ def test_change_events_of_transactions_and_waiting_writes(env):
     client, engine, db = env
     with db.users.watch(max_await_time_ms=50) as stream:
         db.users.insert_many([{"_id": "a", "n": 0}, {"_id": "u", "n": 0}])
-        s = client.start_session()
-        s.start_transaction()
-        db.users.update_one({"_id": "u"}, {"$inc": {"n": 1}}, session=s)
-        t = threading.Thread(target=lambda: db.users.update_many({}, {"$inc": {"n": 10}}))
-        t.start()
-        _wait_until(lambda: _waiting(engine) == 1, "the outside update to wait")
-        s.commit_transaction()
-        t.join(20)
+        s = _update_many_waits_for_a_transaction(client, engine, db)
         evs = _stream_events(stream, 5)
         assert stream.try_next() is None
     assert [(e["operationType"], e["documentKey"]["_id"]) for e in evs] == [
