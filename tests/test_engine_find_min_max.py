@@ -175,3 +175,21 @@ def test_the_command_the_driver_sends(server):
         c.close()
     assert streams[0] == streams[1]
     assert len(streams[0]) == 1 and streams[0][0]["min"] == {"a": 1} and streams[0][0]["max"] == {"a": 3}
+
+
+def test_views_and_time_series_run_finds_as_aggregations(client):
+    """A find on a view or a time-series collection runs as an aggregation, which has no min/max:
+    InvalidPipelineOperator 168 "Option min not supported in aggregation." (query_request_helper.cpp,
+    ``asAggregationCommand``), min checked first."""
+    db = client["mm_%d" % next(_NAMES)]
+    db.plain.insert_one({"m": 1})
+    db.plain.create_index("m")
+    db.create_collection("vw", viewOn="plain", pipeline=[])
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    for coll in (db.vw, db.ts):
+        with pytest.raises(OperationFailure) as ei:
+            list(coll.find().hint([("m", 1)]).min([("m", 1)]).max([("m", 2)]))
+        assert ei.value.code == 168 and "Option min not supported in aggregation." in str(ei.value)
+        with pytest.raises(OperationFailure) as ei:
+            list(coll.find().hint([("m", 1)]).max([("m", 2)]))
+        assert ei.value.code == 168 and "Option max not supported in aggregation." in str(ei.value)

@@ -1581,6 +1581,14 @@ def set_min_max(q: Query, min_: Any, max_: Any) -> None:
         raise OperationFailure("min and max must have the same field names", 51176)
 
 
+def refuse_min_max_as_aggregation(min_: Any, max_: Any) -> None:
+    """A find the server runs as an aggregation (on a view, or a time-series collection) cannot take ``min`` /
+    ``max``: InvalidPipelineOperator (168) (query_request_helper.cpp ``asAggregationCommand``)."""
+    for name, value in (("min", min_), ("max", max_)):
+        if value:
+            raise OperationFailure("Option %s not supported in aggregation." % name, 168)
+
+
 def _bound_doc(value: Any, name: str) -> dict | None:
     """A find's ``min`` / ``max`` as the server parses it: a document (pymongo sends ``find(min=[...])``'s list
     as it is, an array, which the server refuses with its IDL error)."""
@@ -1629,7 +1637,11 @@ class Cursor(CursorProtocol):
         q = Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
                   self._batch_size, let=self._let,
                   allow_disk_use=getattr(self, "_allow_disk_use", None))
-        set_min_max(q, self._lab_min, self._lab_max)
+        if self._lab_min or self._lab_max:
+            ts = getattr(self.collection, "_ts_state", None)
+            if ts is not None and ts() is not None:  # a time-series find runs as an aggregation
+                refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
+            set_min_max(q, self._lab_min, self._lab_max)
         return q
 
     _lab_min: Any = None  # find's ``min`` / ``max`` as given (find(min=...), Cursor.min())

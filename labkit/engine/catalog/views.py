@@ -280,6 +280,7 @@ def check_source(db: Any, name: str) -> None:
 # ---------------------------------------------------------------------------------------------- classes
 from ..service.boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard  # noqa: E402
 from .rules import LabCollection, LabCursor  # noqa: E402
+from .collection import refuse_min_max_as_aggregation  # noqa: E402
 
 
 def _view_of(coll: Any) -> dict | None:
@@ -337,7 +338,8 @@ class ViewCollection(LabCollection):
     def find(self, *args, **kwargs):
         if _view_of(self) is None:
             return LabCollection.find(self, *args, **kwargs)
-        for k in ("hint", "max", "min", "return_key", "show_record_id", "cursor_type", "let"):
+        refuse_min_max_as_aggregation(kwargs.get("min"), kwargs.get("max"))  # before anything else, as the server
+        for k in ("hint", "return_key", "show_record_id", "cursor_type", "let"):
             if kwargs.get(k):
                 from ..query.planner import unsupported
                 raise unsupported("find(%s=...) on a view" % k)
@@ -424,6 +426,7 @@ class ViewCursor(LabCursor):
         return find_pipeline(self._filter, self._sort, self._skip, self._limit, self._projection)
 
     def _execute(self) -> None:
+        refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
         if self._max_time_ms:
             _check_kwargs("find", {"maxTimeMS": self._max_time_ms})
         docs = run_on_base(self.collection, self._stages(), self._lab_collation)
@@ -436,6 +439,7 @@ class ViewCursor(LabCursor):
                                            self._lab_collation), key)
 
     def explain(self, verbosity: str = "allPlansExecution") -> dict:
+        refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
         return explain_on_base(self.collection, self._stages(), verbosity, None, self._lab_collation)
 
     def clone(self) -> "ViewCursor":
