@@ -193,3 +193,12 @@ def test_views_and_time_series_run_finds_as_aggregations(client):
         with pytest.raises(OperationFailure) as ei:
             list(coll.find().hint([("m", 1)]).max([("m", 2)]))
         assert ei.value.code == 168 and "Option max not supported in aggregation." in str(ei.value)
+
+
+def test_cursor_distinct_sends_no_bounds(client):
+    """pymongo's ``Cursor.distinct`` runs ``distinct`` with the cursor's filter only (cursor.py): min/max
+    play no part."""
+    coll = client["mm_%d" % next(_NAMES)].c
+    coll.insert_many([{"a": i} for i in range(5)])
+    coll.create_index("a")
+    assert sorted(coll.find({"a": {"$gt": 0}}).hint([("a", 1)]).min([("a", 3)]).distinct("a")) == [1, 2, 3, 4]

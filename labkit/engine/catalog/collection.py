@@ -1631,13 +1631,14 @@ class Cursor(CursorProtocol):
             from pymongo.errors import InvalidOperation
             raise InvalidOperation("cannot set options after executing query")
 
-    def _query(self) -> Query:
+    def _query(self, bounds: bool = True) -> Query:
+        """The query this cursor runs; ``bounds``: with its ``min`` / ``max``."""
         lim = self._limit
         sort, hint = _natural(self._sort, self._hint)
         q = Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
                   self._batch_size, let=self._let,
                   allow_disk_use=getattr(self, "_allow_disk_use", None))
-        if self._lab_min or self._lab_max:
+        if bounds and (self._lab_min or self._lab_max):
             ts = getattr(self.collection, "_ts_state", None)
             if ts is not None and ts() is not None:  # a time-series find runs as an aggregation
                 refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
@@ -1878,7 +1879,7 @@ class Cursor(CursorProtocol):
         return self
 
     def distinct(self, key: str) -> list:
-        q = self._query()
+        q = self._query(bounds=False)  # pymongo's Cursor.distinct sends no min/max
         ex = self.collection._run(q)
         st = self.collection._store
         return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)

@@ -723,7 +723,7 @@ class LabCursor(Cursor):
         with self._ctx("distinct"):
             if self._lab_collation is None:
                 return super().distinct(key)
-            ex = self.collection._run(self._query())
+            ex = self.collection._run(self._query(bounds=False))  # Cursor.distinct sends no min/max
             st = self.collection._store
             return collate.distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key,
                                            self._lab_collation)
