@@ -167,14 +167,20 @@ def test_the_command_the_driver_sends(server):
         coll.insert_many([{"_id": i, "a": i} for i in range(5)])
         lst.commands.clear()
         list(coll.find({}, {"_id": 1}).hint([("a", 1)]).min([("a", 1)]).max([("a", 3)]))
+        # the command-monitoring shape of a find with every option: an explicit False is sent too
+        list(coll.find({"_id": {"$gt": 0}}, {"a": 1}, skip=1, comment="opts", hint=[("_id", 1)], max_time_ms=5000,
+                       max={"_id": 4}, min={"_id": 0}, return_key=False, show_record_id=False, sort=[("a", -1)],
+                       batch_size=1))
         with pytest.raises(InvalidOperation):
             list(coll.find().max([("a", 3)]))
-        streams.append([{k: v for k, v in cmd.items() if k not in ("lsid", "$clusterTime", "$db")}
-                        for cmd in lst.commands])
+        streams.append([{k: ("<cursor id>" if k == "getMore" else v) for k, v in cmd.items()
+                         if k not in ("lsid", "$clusterTime", "$db")} for cmd in lst.commands])
         c.drop_database("mm_events")
         c.close()
     assert streams[0] == streams[1]
-    assert len(streams[0]) == 1 and streams[0][0]["min"] == {"a": 1} and streams[0][0]["max"] == {"a": 3}
+    assert len(streams[0]) == 3 and streams[0][0]["min"] == {"a": 1} and streams[0][0]["max"] == {"a": 3}
+    assert streams[0][1]["returnKey"] is False and streams[0][1]["showRecordId"] is False
+    assert [c.get("getMore") for c in streams[0]] == [None, None, "<cursor id>"]
 
 
 def test_views_and_time_series_run_finds_as_aggregations(client):

@@ -897,8 +897,8 @@ class EmbeddedCollection(mm_collection.Collection):
     # ------------------------------------------------------------------------------ find & friends
     def find(self, filter=None, projection=None, skip=0, limit=0, no_cursor_timeout=False, cursor_type=None,
              sort=None, allow_partial_results=False, oplog_replay=False, batch_size=0, collation=None,
-             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=False,
-             show_record_id=False, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
+             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=None,
+             show_record_id=None, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
              **kwargs):
         if kwargs:
             raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
@@ -924,6 +924,8 @@ class EmbeddedCollection(mm_collection.Collection):
                    batch_size=batch_size, hint=hint, let=let)
         if comment is not None:  # sent with the find and its getMores (command monitoring, the profiler)
             c._comment = comment
+        if return_key is not None or show_record_id is not None:  # pymongo sends an explicit False too
+            c._lab_flags = (return_key, show_record_id)
         if max:  # pymongo sends them as given (the find command's ``min`` / ``max`` documents)
             c._lab_max = max
         if min:
@@ -1722,7 +1724,8 @@ class Cursor(CursorProtocol):
                    self._batch_size, self._hint)
         c._let = self._let
         c._max_time_ms = self._max_time_ms
-        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use", "_lab_min", "_lab_max", "_lab_served"):
+        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use", "_lab_min", "_lab_max", "_lab_served",
+                     "_lab_flags"):
             if attr in self.__dict__:
                 setattr(c, attr, self.__dict__[attr])
         return c

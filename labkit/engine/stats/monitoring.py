@@ -432,7 +432,7 @@ def _find_command(coll: Any, filter_: Any, o: dict, cursor: Any = None) -> dict:
         if o.get(src):
             operators[dst] = o[src]
     for src, dst in (("return_key", "$returnKey"), ("show_record_id", "$showDiskLoc")):
-        if o.get(src):
+        if o.get(src) is not None:  # pymongo: ``is not None`` (an explicit False is sent)
             operators[dst] = o[src]
     spec = filter_
     if operators:
@@ -552,6 +552,7 @@ def _cursor_command(cur: Any) -> dict:
          "collation": getattr(cur, "_lab_collation_doc", None),
          "allow_disk_use": getattr(cur, "_allow_disk_use", None), "session": getattr(cur, "_session", None),
          "min": getattr(cur, "_lab_min", None), "max": getattr(cur, "_lab_max", None)}
+    o["return_key"], o["show_record_id"] = cur.__dict__.get("_lab_flags", (None, None))
     return _find_command(cur.collection, cur._filter, o)
 
 
