@@ -46,3 +46,15 @@ def mongosh_path() -> str | None:
     if os.access(local, os.X_OK):
         return str(local)
     return shutil.which("mongosh")
+
+
+def node_modules() -> Path:
+    """The Node.js driver installed with mongosh (tools/install_mongosh.sh: npm package ``mongodb`` in
+    ``.tools/node_modules``); skipped locally, a failure under CI=true, when it or ``node`` is missing."""
+    path = mongosh_path()
+    if path is None or shutil.which("node") is None:
+        unavailable("mongosh (and with it the Node.js driver) or node is not installed (tools/install_mongosh.sh)")
+    modules = Path(path).parent.parent  # .tools/node_modules/.bin/mongosh -> .tools/node_modules
+    if not (modules / "mongodb" / "package.json").is_file():
+        unavailable("the Node.js driver (npm package mongodb) is not next to mongosh in %s" % modules)
+    return modules

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
-from served_helpers import mongosh_path, serve_in_thread, unavailable
+from served_helpers import mongosh_path, node_modules, serve_in_thread, unavailable
 
 
 def _mongosh() -> str:
@@ -42,16 +40,6 @@ def test_mongosh_watch_sees_inserts_and_updates():
     assert got["more"] is None and got["token"] == "string"
 
 
-def _node_modules() -> Path:
-    path = mongosh_path()
-    if path is None or shutil.which("node") is None:
-        unavailable("mongosh (and with it the Node.js driver) or node is not installed (tools/install_mongosh.sh)")
-    modules = Path(path).parent.parent  # .tools/node_modules/.bin/mongosh -> .tools/node_modules
-    if not (modules / "mongodb" / "package.json").is_file():
-        unavailable("the Node.js driver (npm package mongodb) is not next to mongosh in %s" % modules)
-    return modules
-
-
 def test_node_driver_watch_gets_an_event_written_by_another_connection():
     js = r'''
     const { MongoClient } = require("mongodb");
@@ -74,7 +62,7 @@ def test_node_driver_watch_gets_an_event_written_by_another_connection():
       await cs.close(); await other.close(); await client.close();
     })().catch((e) => { console.error(e); process.exit(1); });
     '''
-    env = dict(os.environ, NODE_PATH=str(_node_modules()))
+    env = dict(os.environ, NODE_PATH=str(node_modules()))
     with serve_in_thread() as server:
         out = subprocess.run(["node", "-e", js, server.uri], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr

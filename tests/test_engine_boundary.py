@@ -167,13 +167,24 @@ def test_too_deep_query_inside_transaction_aborts_it(client, coll):
 # jstests/core/txns/commands_not_allowed_in_txn.js: a command refused with OperationNotSupportedInTransaction
 # inside a transaction in progress "fails inside a transaction, but does not abort the transaction".
 def test_not_supported_in_transaction_does_not_abort(client, coll):
+    # jstests/core/txns/commands_not_allowed_in_txn.js: a command a transaction may not run (dropIndexes) is
+    # refused before it runs (263) and the transaction goes on; create_existing_indexes.js: createIndexes of a
+    # new index on an existing collection fails while it runs (263) and aborts the transaction
     with client.start_session() as s:
         with s.start_transaction():
             coll.insert_one({"_id": "t5"}, session=s)
             with pytest.raises(OperationFailure) as ei:
-                coll.create_index("z", session=s)
+                coll.drop_indexes(session=s)
             assert ei.value.code == 263
-    assert coll.find_one({"_id": "t5"}) == {"_id": "t5"}
+        s.start_transaction()
+        coll.insert_one({"_id": "t6"}, session=s)
+        with pytest.raises(OperationFailure) as ei:
+            coll.create_index("z", session=s)
+        assert ei.value.code == 263
+        with pytest.raises(OperationFailure) as ei:
+            s.commit_transaction()
+        assert ei.value.code == 251
+    assert coll.find_one({"_id": "t5"}) == {"_id": "t5"} and coll.find_one({"_id": "t6"}) is None
 
 
 def test_client_side_error_does_not_abort_transaction(client, coll):

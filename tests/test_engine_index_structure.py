@@ -249,12 +249,14 @@ def test_transaction_snapshot_isolation_with_the_view():
     s.abort_transaction()
     assert coll.count_documents({}) == 20
     _store_consistent(coll._store)
-    # a document changed outside after the snapshot: the commit fails (WriteConflict) and applies nothing
+    # a document changed outside after the snapshot: the transaction's write to it fails (WriteConflict, as on
+    # a replica set: jstests/core/txns/write_conflicts_with_non_txns.js) and the transaction applies nothing
     s.start_transaction()
-    coll.update_one({"_id": 5}, {"$set": {"a": 55}}, session=s)
+    coll.update_one({"_id": 6}, {"$set": {"a": 66}}, session=s)  # the snapshot is taken here
     coll.update_one({"_id": 5}, {"$set": {"a": 56}})
     with pytest.raises(OperationFailure) as e:
-        s.commit_transaction()
+        coll.update_one({"_id": 5}, {"$set": {"a": 55}}, session=s)
     assert e.value.code == 112
-    assert coll.find_one({"_id": 5})["a"] == 56
+    s.abort_transaction()
+    assert coll.find_one({"_id": 5})["a"] == 56 and coll.find_one({"_id": 6})["a"] == 6
     _store_consistent(coll._store)

@@ -27,6 +27,7 @@ from pymongo import monitoring
 
 from labkit.engine import EmbeddedClient
 from labkit.engine.catalog import collection as coll_mod
+from labkit.engine.base import docutil
 
 MAX_BSON = 16 * 1024 * 1024
 UTC1 = datetime.timezone(datetime.timedelta(hours=1))
@@ -107,10 +108,15 @@ class Recorder(monitoring.CommandListener):
 def route(general: bool):
     """Deterministic ObjectIds (both runs generate the same ones); ``general``: no flat route."""
     counter = itertools.count(1)
-    oid = mock.patch.object(coll_mod, "new_object_id", lambda: ObjectId(b"\x00" * 4 + next(counter).to_bytes(8, "big")))
+    def gen():
+        return ObjectId(b"\x00" * 4 + next(counter).to_bytes(8, "big"))
+
+    oid = mock.patch.object(coll_mod, "new_object_id", gen)
+    # with a command listener the _id is generated where pymongo generates it, as the command is built
+    oid_monitored = mock.patch.object(docutil, "new_object_id", gen)
     flat = mock.patch.object(coll_mod, "flat_insert_doc", lambda data, names: None) if general else \
         contextlib.nullcontext()
-    with oid, flat:
+    with oid, oid_monitored, flat:
         yield
 
 

@@ -198,3 +198,14 @@ def test_aggregate_without_a_leading_match_profiles_its_collection_scan():
     assert entry["planSummary"] == "COLLSCAN"
     assert (entry["keysExamined"], entry["docsExamined"]) == (stats["totalKeysExamined"], stats["totalDocsExamined"])
     assert entry["docsExamined"] == 200 + 200  # every order, and the customer each one joins
+
+
+def test_find_comment_in_the_query_and_getmore_entries(db):
+    """manual "Database Profiler Output" (``command``) and pymongo, which sends a find's comment with the find
+    and with each getMore: ``find(comment=)`` and ``Cursor.comment()`` both reach the profile entries."""
+    db.command("profile", 2)
+    assert len(list(db.posts.find({}, comment="by kwarg"))) == 400
+    assert len(list(db.posts.find({}).comment("by cursor"))) == 400
+    db.command("profile", 0)
+    got = [(e["op"], e["command"].get("comment")) for e in entries(db) if e["op"] in ("query", "getmore")]
+    assert got == [("query", "by kwarg"), ("getmore", "by kwarg"), ("query", "by cursor"), ("getmore", "by cursor")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from pymongo import InsertOne, ReturnDocument, UpdateOne
-from pymongo.errors import DuplicateKeyError, InvalidOperation, OperationFailure
+from pymongo.errors import ConfigurationError, DuplicateKeyError, InvalidOperation, OperationFailure
 
 from labkit.engine import EmbeddedClient
 
@@ -131,23 +131,29 @@ def test_reads_with_the_session_see_the_transaction(client):
             # an outside write after the snapshot is not seen by the transaction
             inventory.update_one({}, {"$set": {"qty": 1}})
             assert inventory.find_one({}, session=s)["qty"] == 500
-            assert orders.estimated_document_count(session=s) == 2
+            # pymongo refuses a session for the count command (ConfigurationError, nothing sent): in a
+            # transaction count_documents counts (manual "Transactions and Operations")
+            with pytest.raises(ConfigurationError):
+                orders.estimated_document_count(session=s)
+            assert orders.count_documents({}, session=s) == 2
 
 
 def test_write_conflict_applies_nothing(client):
-    """Manual, *In-progress Transactions and Write Conflicts*: if a document the transaction modifies is
-    modified outside it, the transaction cannot commit: WriteConflict (112) with the
-    "TransientTransactionError" label; none of its writes (in any collection) are applied."""
+    """Manual, *In-progress Transactions and Write Conflicts*: a transaction that writes a document modified
+    outside it after its snapshot fails at that write with WriteConflict (112, label
+    "TransientTransactionError") and is aborted; none of its writes (in any collection) are applied."""
     orders, inventory = client.db.orders, client.db.inventory
     s = client.start_session()
     s.start_transaction()
-    orders.insert_one({"sku": "abc123", "qty": 100}, session=s)
-    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=s)
-    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # a concurrent writer
+    orders.insert_one({"sku": "abc123", "qty": 100}, session=s)  # the snapshot is taken here
+    inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # a concurrent writer, after the snapshot
     before = (state(orders), state(inventory))
     with pytest.raises(OperationFailure) as ei:
-        s.commit_transaction()
+        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=s)
     assert ei.value.code == 112 and ei.value.has_error_label("TransientTransactionError")
+    with pytest.raises(OperationFailure) as ei:
+        s.commit_transaction()
+    assert ei.value.code == 251  # the failed statement aborted the transaction
     assert (state(orders), state(inventory)) == before
     assert inventory.find_one()["qty"] == 499 and orders.count_documents({}) == 0
     assert not s.in_transaction
@@ -155,15 +161,16 @@ def test_write_conflict_applies_nothing(client):
 
 def test_with_transaction_retries_transient_errors(client):
     """pymongo docs, ``with_transaction``: on a TransientTransactionError the whole callback is retried;
-    here the first attempt meets a concurrent write (WriteConflict), the second commits."""
+    here the first attempt meets a write made after its snapshot (WriteConflict), the second commits."""
     inventory = client.db.inventory
     attempts = []
 
     def callback(session):
         attempts.append(1)
-        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=session)
+        inventory.find_one({"sku": "abc123"}, session=session)  # the snapshot
         if len(attempts) == 1:
             inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -1}})  # concurrent writer, once
+        inventory.update_one({"sku": "abc123"}, {"$inc": {"qty": -100}}, session=session)
 
     with client.start_session() as s:
         s.with_transaction(callback)
@@ -172,18 +179,20 @@ def test_with_transaction_retries_transient_errors(client):
 
 
 def test_unique_index_rechecked_at_commit(client):
-    """Unique indexes hold across a transaction: a key inserted outside after the snapshot makes the commit
-    fail (WriteConflict, nothing applied); inside, a duplicate fails at once (11000) and, as on the server,
-    the failed command aborts the transaction (commit -> NoSuchTransaction 251)."""
+    """Unique indexes hold across a transaction: a key inserted outside after the snapshot makes the
+    transaction's insert of the same key fail (WriteConflict, nothing applied); inside, a duplicate of a key
+    in the snapshot fails at once (11000) and, as on the server, the failed command aborts the transaction
+    (commit -> NoSuchTransaction 251)."""
     inventory = client.db.inventory
     s = client.start_session()
     s.start_transaction()
-    inventory.insert_one({"sku": "new", "qty": 1}, session=s)
+    inventory.find_one({}, session=s)  # the snapshot
     inventory.insert_one({"sku": "new", "qty": 2})
     with pytest.raises(OperationFailure) as ei:
-        s.commit_transaction()
+        inventory.insert_one({"sku": "new", "qty": 1}, session=s)
     assert ei.value.code == 112
     assert [d["qty"] for d in inventory.find({"sku": "new"})] == [2]
+    s.abort_transaction()
     s.start_transaction()
     inventory.insert_one({"sku": "x", "qty": 1}, session=s)
     with pytest.raises(DuplicateKeyError):
@@ -214,7 +223,8 @@ def test_session_accepted_on_every_call(client):
         c.delete_one({"sku": "zz"}, session=s)
         c.delete_many({"sku": "zz"}, session=s)
         assert c.count_documents({}, session=s) == 2
-        assert c.estimated_document_count(session=s) == 2
+        with pytest.raises(ConfigurationError):  # pymongo: "estimated_document_count does not support sessions"
+            c.estimated_document_count(session=s)
         assert c.distinct("sku", session=s) == ["a", "b"]
         assert len(list(c.aggregate([{"$match": {}}], session=s))) == 2
         assert c.create_index("qty", session=s) == "qty_1"
@@ -224,10 +234,11 @@ def test_session_accepted_on_every_call(client):
         assert "orders" in [i["name"] for i in db.list_collections(session=s)]
         db.create_collection("tmp", session=s)
         db.tmp.drop(session=s)
-        with s.start_transaction():
-            with pytest.raises(OperationFailure) as ei:
-                c.create_index("qty", session=s)
-            assert ei.value.code == 263
+        s.start_transaction()
+        with pytest.raises(OperationFailure) as ei:  # a new index on an existing collection (4.4+ rules)
+            c.create_index("qty", session=s)
+        assert ei.value.code == 263
+        s.abort_transaction()
 
 
 def test_session_api_errors(client):

@@ -194,7 +194,7 @@ def test_rename_options(coll):
     assert _code(e) == 48  # NamespaceExists, "target namespace exists"
     with pytest.raises(OperationFailure) as e:
         db.missing.rename("x")
-    assert _code(e) == 26  # NamespaceNotFound, "source namespace does not exist"
+    assert _code(e) == 26  # NamespaceNotFound, "Source collection <ns> does not exist"
     coll.rename("other", dropTarget=True, comment="move")
     assert db.other.count_documents({}) == 5
     with pytest.raises(OperationFailure) as e:

@@ -583,26 +583,31 @@ def test_hints_over_the_wire(db):
     assert info.value.code == 2 and "hint provided does not correspond to an existing index" in str(info.value)
 
 
-def test_write_conflict_at_commit_is_transient(client, db):
-    # manual "Transactions" / "Drivers API" (retry): a document the transaction changed and another client
-    # changed since its snapshot makes the commit fail with WriteConflict (112), labelled
-    # TransientTransactionError so that with_transaction retries (see labkit/engine/session/sessions.py)
+def test_write_conflict_at_the_write_is_transient(client, db):
+    # manual "Transactions" / "Drivers API" (retry); jstests/core/txns/write_conflicts_with_non_txns.js: a
+    # transaction that writes a document another client changed since its snapshot fails at that write with
+    # WriteConflict (112), labelled TransientTransactionError, and is aborted (commit: NoSuchTransaction);
+    # with_transaction retries the callback and the second attempt commits
     db.w.insert_one({"_id": 1, "n": 0})
     with client.start_session() as s:
         s.start_transaction()
-        db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        db.w.find_one({"_id": 1}, session=s)  # the snapshot
         db.w.update_one({"_id": 1}, {"$inc": {"n": 10}})  # outside the transaction
         with pytest.raises(OperationFailure) as info:
+            db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        assert info.value.code == 112 and info.value.has_error_label("TransientTransactionError")
+        with pytest.raises(OperationFailure) as info:
             s.commit_transaction()
-    assert info.value.code == 112 and info.value.has_error_label("TransientTransactionError")
+        assert info.value.code == 251
     assert db.w.find_one({"_id": 1})["n"] == 10
     attempts = []
 
     def cb(session):
         attempts.append(1)
-        db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+        db.w.find_one({"_id": 1}, session=session)
         if len(attempts) == 1:
             db.w.update_one({"_id": 1}, {"$inc": {"n": 100}})
+        db.w.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
 
     with client.start_session() as s:
         s.with_transaction(cb)

@@ -77,7 +77,6 @@ def _concerns(kwargs: dict) -> tuple:
     return (WriteConcern(**wc) if wc else None), (ReadConcern(level) if level is not None else None)
 
 
-@guard(CLIENT_OPERATIONS)
 def _check_client_options(kwargs: dict) -> None:
     """MongoClient's keyword options as pymongo checks them (unknown names: ConfigurationError; bad values:
     ValueError/TypeError, pymongo's own messages); ``document_class`` other than dict is refused, not ignored."""
@@ -93,6 +92,7 @@ def _check_client_options(kwargs: dict) -> None:
                                               "documents come back as dict"))
 
 
+@guard(CLIENT_OPERATIONS)  # the operation boundary: lock, server errors, command monitoring (boundary.py)
 class EmbeddedClient(mongomock.MongoClient):
     """A private, in-process MongoDB look-alike (one store per instance, unless ``_store`` shares one).
 

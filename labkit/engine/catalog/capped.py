@@ -134,6 +134,8 @@ def trim(st: Any) -> int:
 def remove_record(st: Any, rid: int) -> None:
     """Remove one record and its index entries from the store (capped deletes, TTL-style passes)."""
     from .store import store_key
+    if st.rec is not None:
+        st.rec.note(st, rid, st.docs[rid], None)
     doc = st.docs.pop(rid)
     sk = store_key(doc["_id"])
     st.rid_by_key.pop(sk, None)

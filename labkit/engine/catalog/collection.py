@@ -16,7 +16,7 @@ from pymongo import ReturnDocument
 from pymongo.operations import IndexModel
 
 from ..bson import keys as K
-from ..service.boundary import check_deadline, current_op, note, note_execution
+from ..service.boundary import check_deadline, current_op, note, note_execution, note_fact
 from ..update import update_ops as U
 from ..matcher.match import fast_matcher
 from ..bson.values import client_value
@@ -26,7 +26,7 @@ from ..query.planner import (Candidate, Execution, Express, Planner, Query, expr
                              express_index, express_value, note_access, plan_and_run, projection_kind, totals,
                              unsupported)
 from ..query.collate import current as _collation
-from ..session.sessions import current as _active_txn, resolve_store as _txn_store
+from ..session.sessions import binding as _binding, current as _active_txn, resolve_store as _txn_store
 from .store import store_key
 from .capped import after_insert
 from ..update.update_fast import FALLBACK, apply_scalar, run_lean, scalar_plan
@@ -207,9 +207,9 @@ class EmbeddedCollection(mm_collection.Collection):
     @property
     def _store(self):
         st = self._db_store[self._name]
-        if _active_txn() is None:
+        if _binding() is None:
             return st
-        return _txn_store(self._db_store, self._name, st)  # a transaction's snapshot (sessions.py)
+        return _txn_store(self._db_store, self._name, st)  # a transaction's or a snapshot read's copy (sessions.py)
 
     def _ns(self) -> str:
         return "%s.%s" % (self.database.name, self._name)
@@ -250,6 +250,11 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
+        if c is self and read_concern is not None and read_concern != self._read_concern:
+            c = mm_collection.Collection(self.database, self.name, write_concern=self._write_concern,
+                                         read_concern=read_concern, read_preference=self._read_preference,
+                                         codec_options=self._codec_options, _db_store=self._db_store)
+            # (mongomock compares every option but the read concern: a new read concern alone was dropped)
         if type(c) is mm_collection.Collection:
             return type(self)(self.database, self.name, write_concern=c.write_concern,
                                       read_concern=c.read_concern, read_preference=c.read_preference,
@@ -526,6 +531,8 @@ class EmbeddedCollection(mm_collection.Collection):
         if not staged:
             return
         st = self._store
+        if st.held:  # an open transaction holds some of these keys: wait before storing any (history.py)
+            st.rec.check_held_batch(st, [d for d, _, _, _ in staged])
         log = self._oplog()
         if log is not None and not st.is_created:
             self._record_create(log)
@@ -658,7 +665,7 @@ class EmbeddedCollection(mm_collection.Collection):
         scalar = scalar_plan(compiled, array_filters) if shallow and touched is not None else None
         # ... and when no index reads those fields and no validator checks the result, replacing a document
         # is only storing it (what _replace_doc does then, without its per-index loop)
-        lean = scalar is not None and not self._validates_updates(st) and all(
+        lean = scalar is not None and not st.held and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
         log = self._oplog()
         if log is not None:  # each change is recorded for change streams (so none is made by the batch loop)
@@ -666,10 +673,15 @@ class EmbeddedCollection(mm_collection.Collection):
             cs_kind = "pipeline" if pipeline else "replace" if compiled is None else "update"
             cs_paths = _update_paths(compiled)
         docs = st.docs
+        rec = st.rec
         i, nr = 0, len(rids)
         while i < nr:
             if lean:  # the documents the batch loop can do, in order, up to one that needs this general loop
-                j, m, mod = run_lean(scalar, rids, i, docs)
+                changed: list | None = [] if rec is not None else None
+                j, m, mod = run_lean(scalar, rids, i, docs, changed)
+                if changed:
+                    for rid, old in changed:  # told after the fact: nothing is held here (lean excludes it)
+                        rec.note(st, rid, old, docs[rid])
                 n_matched += m
                 n_modified += mod
                 st.version += mod
@@ -689,6 +701,8 @@ class EmbeddedCollection(mm_collection.Collection):
                         continue  # a no-op update is matched, not modified
                     if new is not FALLBACK:
                         if lean:
+                            if rec is not None:
+                                rec.note(st, rid, old, new)
                             docs[rid] = new  # the _id map (st._documents) is a view of docs
                             st.version += 1
                         else:
@@ -778,6 +792,8 @@ class EmbeddedCollection(mm_collection.Collection):
         (and without a partial filter) keeps its keys, so they are not recomputed. ``shallow`` (for
         rules.py): the update cannot nest the document deeper and its size was already checked."""
         st = self._store
+        if st.rec is not None:
+            st.rec.note(st, rid, old, new)  # before anything changes (it may have to wait: history.py)
         plans = []
         for name, ix in st.ix.items():
             if touched is not None and ix.spec.partial is None and touched.isdisjoint(ix.spec.tops):
@@ -849,9 +865,12 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _remove_rid(self, rid: int) -> bool:
         st = self._store
-        doc = st.docs.pop(rid, None)
+        doc = st.docs.get(rid)
         if doc is None:
             return False
+        if st.rec is not None:
+            st.rec.note(st, rid, doc, None)
+        del st.docs[rid]
         sk = store_key(doc["_id"])
         st.rid_by_key.pop(sk, None)
         n = 0
@@ -878,8 +897,8 @@ class EmbeddedCollection(mm_collection.Collection):
     # ------------------------------------------------------------------------------ find & friends
     def find(self, filter=None, projection=None, skip=0, limit=0, no_cursor_timeout=False, cursor_type=None,
              sort=None, allow_partial_results=False, oplog_replay=False, batch_size=0, collation=None,
-             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=False,
-             show_record_id=False, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
+             hint=None, max_scan=None, max_time_ms=None, max=None, min=None, return_key=None,
+             show_record_id=None, snapshot=False, comment=None, session=None, allow_disk_use=None, let=None,
              **kwargs):
         if kwargs:
             raise TypeError("find() got an unexpected keyword argument '%s'" % next(iter(kwargs)))
@@ -891,7 +910,7 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
             if val:
                 raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
-        for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
+        for name, val in (("collation", collation), ("return_key", return_key),
                           ("show_record_id", show_record_id), ("session", session),
                           ("cursor_type", cursor_type)):
             if val:
@@ -903,6 +922,16 @@ class EmbeddedCollection(mm_collection.Collection):
             projection = {f: 1 for f in projection}
         c = Cursor(self, filter, projection, skip, limit, _sort_list(sort) if sort is not None else None,
                    batch_size=batch_size, hint=hint, let=let)
+        if comment is not None:  # sent with the find and its getMores (command monitoring, the profiler)
+            c._comment = comment
+        if return_key is not None or show_record_id is not None:  # pymongo sends an explicit False too
+            c._lab_flags = (return_key, show_record_id)
+        if max:  # pymongo sends them as given (the find command's ``min`` / ``max`` documents)
+            c._lab_max = max
+        if min:
+            c._lab_min = min
+        if let is not None:
+            c._lab_let_doc = let
         if allow_disk_use is not None:
             c.allow_disk_use(allow_disk_use)
         if max_time_ms is not None:
@@ -979,14 +1008,17 @@ class EmbeddedCollection(mm_collection.Collection):
         rids = self._matching_rids(query, False, sort=sort, hint=hint, let=let_variables(let))
         if not rids:
             if remove or not upsert:
+                note_fact("fam", {"n": 0} if remove else {"n": 0, "updatedExisting": False})
                 return None
             res = self._update(query, update, upsert=True, array_filters=array_filters, let=let)
+            note_fact("fam", {"n": 1, "updatedExisting": False, "upserted": res["upserted"]})
             if return_document is ReturnDocument.AFTER:
                 return self.find_one({"_id": res["upserted"]}, projection)
             return None
         rid = rids[0]
         old = st.docs[rid]
         before = self._project(old, projection, query)
+        note_fact("fam", {"n": 1} if remove else {"n": 1, "updatedExisting": True})
         if remove:
             self._remove_rid(rid)
             return before
@@ -1162,6 +1194,9 @@ class EmbeddedCollection(mm_collection.Collection):
         st = self._store
         if self._existing_index(spec):
             return name
+        txn = _active_txn()
+        if txn is not None:  # a new index in a transaction: only on a new, empty collection (sessions.py)
+            txn.check_new_index(st, self._ns())
         if len(st.ix) >= MAX_INDEXES:
             # index_catalog_impl.cpp: numIndexesTotal (the _id index included) >= 64 -> CannotCreateIndex
             raise OperationFailure("add index fails, too many indexes for %s key:%s"
@@ -1382,7 +1417,8 @@ class EmbeddedCollection(mm_collection.Collection):
         op = current_op()
         if op is not None and op.recording:  # someone watches: getMore batches as the driver sees them
             from ..stats.monitoring import MonitoredCommandCursor
-            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0)
+            return MonitoredCommandCursor(docs, self, kwargs.get("session"), kwargs.get("batchSize") or 0,
+                                          kwargs.get("comment"))
         return CommandCursor(docs, session, kwargs.get("batchSize") or 0)
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, comment=None,
@@ -1537,6 +1573,35 @@ def _run_express(st, ix, q: Query):
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
 
 
+def set_min_max(q: Query, min_: Any, max_: Any) -> None:
+    """Give query ``q`` a find's ``min`` / ``max`` (planner.py plans them), checked as the server parses them."""
+    if not (min_ or max_):
+        return
+    q.min_bound, q.max_bound = _bound_doc(min_, "min"), _bound_doc(max_, "max")
+    if q.min_bound and q.max_bound and list(q.min_bound) != list(q.max_bound):
+        # query_request_helper.cpp validateFindCommandRequest, when the find command is parsed
+        raise OperationFailure("min and max must have the same field names", 51176)
+
+
+def refuse_min_max_as_aggregation(min_: Any, max_: Any) -> None:
+    """A find the server runs as an aggregation (on a view, or a time-series collection) cannot take ``min`` /
+    ``max``: InvalidPipelineOperator (168) (query_request_helper.cpp ``asAggregationCommand``)."""
+    for name, value in (("min", min_), ("max", max_)):
+        if value:
+            raise OperationFailure("Option %s not supported in aggregation." % name, 168)
+
+
+def _bound_doc(value: Any, name: str) -> dict | None:
+    """A find's ``min`` / ``max`` as the server parses it: a document (pymongo sends ``find(min=[...])``'s list
+    as it is, an array, which the server refuses with its IDL error)."""
+    if not value:
+        return None
+    if not isinstance(value, Mapping):
+        raise OperationFailure("BSON field 'FindCommandRequest.%s' is the wrong type '%s', expected type 'object'"
+                               % (name, "array" if isinstance(value, (list, tuple)) else type(value).__name__), 14)
+    return dict(value)
+
+
 class Cursor(CursorProtocol):
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
@@ -1568,12 +1633,30 @@ class Cursor(CursorProtocol):
             from pymongo.errors import InvalidOperation
             raise InvalidOperation("cannot set options after executing query")
 
-    def _query(self) -> Query:
+    def _query(self, bounds: bool = True) -> Query:
+        """The query this cursor runs; ``bounds``: with its ``min`` / ``max``."""
         lim = self._limit
         sort, hint = _natural(self._sort, self._hint)
-        return Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
-                     self._batch_size, let=self._let,
-                     allow_disk_use=getattr(self, "_allow_disk_use", None))
+        q = Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
+                  self._batch_size, let=self._let,
+                  allow_disk_use=getattr(self, "_allow_disk_use", None))
+        if bounds and (self._lab_min or self._lab_max):
+            ts = getattr(self.collection, "_ts_state", None)
+            if ts is not None and ts() is not None:  # a time-series find runs as an aggregation
+                refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
+            set_min_max(q, self._lab_min, self._lab_max)
+        return q
+
+    _lab_min: Any = None  # find's ``min`` / ``max`` as given (find(min=...), Cursor.min())
+    _lab_max: Any = None
+    _lab_served = False   # a cursor the served engine runs for a find command (no driver-side checks)
+
+    def _driver_checks(self) -> None:
+        """What pymongo refuses before it sends the find (no command, no event): min/max without a hint."""
+        if (self._lab_min or self._lab_max) and not self._hint and not self._lab_served:
+            from pymongo.errors import InvalidOperation
+            raise InvalidOperation("Passing a 'hint' is required when using the min/max query option to ensure "
+                                   "the query utilizes the correct index")
 
     def _execute(self) -> None:
         coll = self.collection
@@ -1604,6 +1687,7 @@ class Cursor(CursorProtocol):
 
     def __next__(self) -> dict:
         if self._results is None:
+            self._driver_checks()
             self._execute()
         if self._killed or self._i >= len(self._results):
             raise StopIteration
@@ -1640,6 +1724,10 @@ class Cursor(CursorProtocol):
                    self._batch_size, self._hint)
         c._let = self._let
         c._max_time_ms = self._max_time_ms
+        for attr in ("_comment", "_lab_let_doc", "_allow_disk_use", "_lab_min", "_lab_max", "_lab_served",
+                     "_lab_flags"):
+            if attr in self.__dict__:
+                setattr(c, attr, self.__dict__[attr])
         return c
 
     __copy__ = clone
@@ -1778,13 +1866,23 @@ class Cursor(CursorProtocol):
         raise unsupported("$where / Cursor.where()", "$expr with aggregation expressions")
 
     def max(self, spec) -> "Cursor":
-        raise unsupported("Cursor.max()", "a range filter on the indexed fields, with hint()")
+        """The exclusive upper bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
+        self._check_okay_to_chain()
+        self._lab_max = dict(spec)
+        return self
 
     def min(self, spec) -> "Cursor":
-        raise unsupported("Cursor.min()", "a range filter on the indexed fields, with hint()")
+        """The inclusive lower bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
+        self._check_okay_to_chain()
+        self._lab_min = dict(spec)
+        return self
 
     def distinct(self, key: str) -> list:
-        q = self._query()
+        q = self._query(bounds=False)  # pymongo's Cursor.distinct sends no min/max
         ex = self.collection._run(q)
         st = self.collection._store
         return distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key)
@@ -1803,6 +1901,9 @@ class Cursor(CursorProtocol):
                 cmd["singleBatch"] = True
         if self._hint is not None:
             cmd["hint"] = dict(self._hint) if isinstance(self._hint, list) else self._hint
+        for key in ("min", "max"):
+            if self.__dict__.get("_lab_" + key):
+                cmd[key] = self.__dict__["_lab_" + key]
         return self.collection.explain_find(self._query(), verbosity, cmd)
 
     def __getitem__(self, index):

@@ -93,7 +93,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
     list_entry = hooks.get("view_list_entry")  # views.py and timeseries.py register these (hooks.py)
     ts_list_entry = hooks.get("timeseries_list_entry")
     match = fast_matcher(filter) if filter else None
-    with sessions.bind(session, db):
+    with sessions.bind(session, db, command="listCollections"):
         out = []
         for name in sorted(db.list_collection_names()):
             st = db._store[name]
@@ -239,6 +239,28 @@ _READS = frozenset(("count_documents", "estimated_document_count"))
 
 _WRITE_CHECKED = frozenset(("update_one", "update_many", "replace_one", "delete_one", "delete_many", "bulk_write"))
 
+# The command pymongo sends for each collection method (a transaction or a snapshot read judges it by name).
+_COMMAND_OF = {"insert_one": "insert", "insert_many": "insert", "update_one": "update", "update_many": "update",
+               "replace_one": "update", "delete_one": "delete", "delete_many": "delete",
+               "count_documents": "aggregate", "estimated_document_count": "count"}
+
+
+def _bulk_command(args: tuple, kwargs: dict) -> str:
+    """The first command pymongo sends for ``bulk_write(requests)``: that of its first request."""
+    from pymongo.operations import DeleteMany, DeleteOne, InsertOne
+    reqs = args[0] if args else kwargs.get("requests")
+    first = next(iter(reqs), None) if isinstance(reqs, (list, tuple)) else None
+    if isinstance(first, InsertOne):
+        return "insert"
+    if isinstance(first, (DeleteOne, DeleteMany)):
+        return "delete"
+    return "update"
+
+
+def _snapshot(coll: Any) -> bool:
+    """Whether reads of ``coll`` carry readConcern "snapshot" (its read concern; pymongo sends it on reads)."""
+    return getattr(coll._read_concern, "level", None) == "snapshot"
+
 
 # ---------------------------------------------------------------------------------------------- wrappers
 def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg: int | None = None):
@@ -248,6 +270,9 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
 
     @functools.wraps(base)
     def method(self, *args, **kwargs):
+        if name == "estimated_document_count" and "session" in kwargs:  # pymongo refuses it before sending
+            from pymongo.errors import ConfigurationError
+            raise ConfigurationError("estimated_document_count does not support sessions")
         if name in _WRITE_CHECKED:
             _check_write_args(name, args, kwargs)
         elif name in _READS and (self._read_preference.mode or self._read_concern.level):
@@ -259,11 +284,24 @@ def _bound(name: str, bypass: bool = False, collation: bool = False, update_arg:
         if update_arg is not None:
             upd = args[update_arg] if len(args) > update_arg else kwargs.get("update", kwargs.get("replacement"))
             _check_update_spec_depth(upd)
-        if session is None and norm is None and not flag and collate.current() is None:
+        snap = name in _READS and _snapshot(self)
+        if session is None and norm is None and not flag and not snap and collate.current() is None:
             return base(self, *args, **kwargs)  # nothing to bind (the common case: keep it cheap)
-        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+        command = _bulk_command(args, kwargs) if name == "bulk_write" else _COMMAND_OF.get(name)
+        with sessions.bind(session, self, command=command, snapshot=snap), bypassing(flag), collate.using(norm):
             return base(self, *args, **kwargs)
     return method
+
+
+def _check_snapshot_pipeline(pipeline: Any) -> None:
+    """$out / $merge read with readConcern "local" only (lite_parsed_document_source.h,
+    onlyReadConcernLocalSupported): a snapshot read refuses them (InvalidOptions 72)."""
+    if isinstance(pipeline, list) and pipeline and isinstance(pipeline[-1], Mapping):
+        stage = next(iter(pipeline[-1]), None)
+        if stage in ("$out", "$merge"):
+            msg = ("Aggregation stage %s cannot run with a readConcern other than 'local'. Current readConcern: "
+                   "snapshot" % stage)
+            raise OperationFailure(msg, 72, {"ok": 0.0, "errmsg": msg, "code": 72, "codeName": "InvalidOptions"})
 
 
 def _write_concern_failure(coll, session) -> Any:
@@ -282,14 +320,7 @@ def _write_concern_failure(coll, session) -> Any:
             from pymongo.errors import ConfigurationError
             raise ConfigurationError("Explicit sessions are incompatible with unacknowledged write concern")
         return 0
-    if isinstance(w, int) and w > 1:
-        return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes",
-                "errInfo": {"writeConcern": dict(doc)}}
-    if isinstance(w, str) and w != "majority":
-        return {"code": 79, "codeName": "UnknownReplWriteConcern",
-                "errmsg": "No write concern mode named '%s' found in replica set configuration" % w,
-                "errInfo": {"writeConcern": dict(doc)}}
-    return None
+    return sessions.write_concern_error(doc)
 
 
 def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
@@ -407,11 +438,11 @@ class LabCollection(EmbeddedCollection):
     # -- writes -------------------------------------------------------------------------------------
     _insert_one_general = _bound("insert_one", bypass=True)
 
-    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         """pymongo's ``insert_one``. A plain dict of scalar fields, outside a session, into a collection without
         a validator takes ``_insert_flat`` (the same checks and effects in fewer steps); anything else takes
         the general path (depth, deep copy, validation, sessions)."""
-        if session is None and type(document) is dict and sessions.current() is None:
+        if session is None and type(document) is dict and sessions.binding() is None:
             st = self._db_store[self._name]
             if not st.options.get("validator") and not st.options.get("capped"):
                 _id = self._insert_flat(st, document)
@@ -461,7 +492,7 @@ class LabCollection(EmbeddedCollection):
         # findAndModify command, so the flag is ``bypassDocumentValidation=True`` (any other name is 40415)
         flag = bool(kwargs.pop("bypassDocumentValidation", False)) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
-        with sessions.bind(session, self), bypassing(flag), collate.using(norm):
+        with sessions.bind(session, self, command="findAndModify"), bypassing(flag), collate.using(norm):
             if doc is None:
                 return base(self, filter, *args, **kwargs)
             return base(self, filter, doc, *args, **kwargs)
@@ -473,21 +504,24 @@ class LabCollection(EmbeddedCollection):
         _check_index_spec(_arg(args, kwargs, 6, "sort"))
         _check_index_spec(kwargs.get("hint"))
         session = kwargs.pop("session", None)
-        norm = collate.normalize(kwargs.pop("collation", None))
+        given = kwargs.pop("collation", None)
+        norm = collate.normalize(given)
         sessions.check_session(session, self)
         cur = super().find(*args, **kwargs)
         cur.__class__ = LabCursor
         cur._session = session
         cur._lab_collation = norm
+        cur._lab_collation_doc = given  # as the caller gave it (what pymongo sends)
         return cur
 
     _lab_express_find_one = True  # find is EmbeddedCollection's plus sessions/collation (collection.py)
 
     def find_one(self, filter=None, *args, **kwargs):
         session = kwargs.pop("session", None)
-        if session is None:  # sessions.bind(None) binds nothing
+        snap = _snapshot(self)
+        if session is None and not snap:  # sessions.bind(None) binds nothing
             return super().find_one(filter, *args, **kwargs)
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="find", snapshot=snap):
             return super().find_one(filter, *args, **kwargs)
 
     count_documents = _bound("count_documents", collation=True)
@@ -498,7 +532,7 @@ class LabCollection(EmbeddedCollection):
         if self._read_preference.mode or self._read_concern.level:
             _check_read_settings(self)
         norm = collate.normalize(kwargs.pop("collation", None))
-        with sessions.bind(session, self), collate.using(norm):
+        with sessions.bind(session, self, command="distinct", snapshot=_snapshot(self)), collate.using(norm):
             if norm is None:
                 return super().distinct(key, filter, comment=comment, hint=hint, **kwargs)
             if not isinstance(key, str):
@@ -519,7 +553,10 @@ class LabCollection(EmbeddedCollection):
             validate_non_negative_integer_or_none("batchSize", kwargs["batchSize"])
         norm = collate.normalize(kwargs.pop("collation", None))
         flag = bool(kwargs.pop("bypassDocumentValidation", False) or kwargs.pop("bypass_document_validation", False))
-        with sessions.bind(session, self), collate.using(norm), bypassing(flag):
+        snap = _snapshot(self)
+        if snap or (session is not None and session.options.snapshot and not session.in_transaction):
+            _check_snapshot_pipeline(pipeline)
+        with sessions.bind(session, self, command="aggregate", snapshot=snap), collate.using(norm), bypassing(flag):
             if norm is not None:
                 collate.check_pipeline(pipeline)
             result = super().aggregate(pipeline, **kwargs)
@@ -545,11 +582,11 @@ class LabCollection(EmbeddedCollection):
             return super().drop_indexes(comment=comment, **kwargs)
 
     def list_indexes(self, session=None, comment=None):
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listIndexes"):
             return super().list_indexes(comment=comment)
 
     def index_information(self, session=None, comment=None):
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listIndexes"):
             return super().index_information(comment=comment)
 
     def drop(self, session=None, comment=None, **kwargs):
@@ -568,9 +605,9 @@ class LabCollection(EmbeddedCollection):
             dbs = self.database._store
             # manual "renameCollection" / rename_collection.cpp: NamespaceNotFound 26, NamespaceExists 48
             if not dbs[self.name].is_created:
-                raise OperationFailure("source namespace does not exist", 26,
-                                       {"ok": 0.0, "errmsg": "source namespace does not exist", "code": 26,
-                                        "codeName": "NamespaceNotFound"})
+                msg = "Source collection %s.%s does not exist" % (self.database.name, self.name)
+                raise OperationFailure(msg, 26, {"ok": 0.0, "errmsg": msg, "code": 26,
+                                                 "codeName": "NamespaceNotFound"})
             if new_name == self.name:
                 raise OperationFailure("Can't rename a collection to itself", 20,
                                        {"ok": 0.0, "errmsg": "Can't rename a collection to itself", "code": 20,
@@ -612,7 +649,7 @@ class LabCollection(EmbeddedCollection):
 
     def options(self, session=None, comment=None) -> dict:
         """The collection's options as ``listCollections`` shows them (``{}`` when none were set)."""
-        with sessions.bind(session, self):
+        with sessions.bind(session, self, command="listCollections"):
             return collection_options(self._store)
 
 
@@ -631,13 +668,15 @@ def _insert_one_entry(full):
     tls = boundary._TLS
 
     @functools.wraps(full)
-    def insert_one(self, document, bypass_document_validation=False, session=None, comment=None):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         if session is None and type(document) is dict and getattr(tls, "op", None) is None \
                 and self._write_concern.is_server_default:
             cd = boundary.client_of(self).__dict__
             store = cd["_store"]
             sd = store.__dict__
-            if not cd.get("_lab_listeners") and not sd.get("_lab_profiling") and sessions.current() is None:
+            hist = sd.get("_lab_history")
+            if not cd.get("_lab_listeners") and not sd.get("_lab_profiling") and sessions.binding() is None \
+                    and (hist is None or not hist.holds):  # a held key may make the insert wait (boundary.py)
                 _id = NOT_FLAT
                 with sd.get("_lab_lock") or boundary.lock_for_store(store):
                     st = self._db_store[self._name]  # under the lock: the first insert creates the store
@@ -671,8 +710,9 @@ class LabCursor(Cursor):
     _lab_collation = None
 
     @contextlib.contextmanager
-    def _ctx(self):
-        with sessions.bind(self._session, self.collection), collate.using(self._lab_collation):
+    def _ctx(self, command: str = "find"):
+        with sessions.bind(self._session, self.collection, command=command, snapshot=_snapshot(self.collection)), \
+                collate.using(self._lab_collation):
             yield
 
     def _execute(self) -> None:
@@ -680,16 +720,16 @@ class LabCursor(Cursor):
             super()._execute()
 
     def distinct(self, key: str) -> list:
-        with self._ctx():
+        with self._ctx("distinct"):
             if self._lab_collation is None:
                 return super().distinct(key)
-            ex = self.collection._run(self._query())
+            ex = self.collection._run(self._query(bounds=False))  # Cursor.distinct sends no min/max
             st = self.collection._store
             return collate.distinct_values((m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results), key,
                                            self._lab_collation)
 
     def explain(self, verbosity: str = "allPlansExecution") -> dict:
-        with self._ctx():
+        with self._ctx("explain"):
             out = super().explain(verbosity)
         if self._lab_collation is not None:
             cmd = out.get("command")
@@ -702,6 +742,7 @@ class LabCursor(Cursor):
         c.__class__ = LabCursor
         c._session = self._session
         c._lab_collation = self._lab_collation
+        c._lab_collation_doc = getattr(self, "_lab_collation_doc", None)
         return c
 
     __copy__ = clone
@@ -709,6 +750,7 @@ class LabCursor(Cursor):
     def collation(self, collation) -> "LabCursor":
         self._check_okay_to_chain()
         self._lab_collation = collate.normalize(collation)
+        self._lab_collation_doc = collation
         return self
 
 
@@ -744,6 +786,9 @@ def create_collection(db, name: str, kwargs: dict):
     kwargs.pop("comment", None)
     if "timeseries" in kwargs:  # time-series collections (timeseries.py)
         with sessions.bind(session, db, ddl="create"):
+            if sessions.current() is not None:  # create_collection.cpp
+                raise sessions.not_in_transaction("Cannot create a time-series collection in a multi-document "
+                                                  "transaction.")
             return hooks.get("timeseries_create")(db, name, dict(kwargs, check_exists=check_exists))
     from . import capped, clustered
     view = hooks.get("view_parse_create")(db, name, kwargs)  # viewOn/pipeline (+ the view's collation)
@@ -763,6 +808,8 @@ def create_collection(db, name: str, kwargs: dict):
         opts = validation.validation_options(vopts.get("validator") or {}, vopts.get("validationLevel", "strict"),
                                              vopts.get("validationAction", "error"))
     with sessions.bind(session, db, ddl="create"):
+        if sessions.current() is not None:
+            return _create_in_transaction(db, name, view, opts, extra_opts)
         if check_exists and name in db.list_collection_names():
             mm_database.Database.create_collection(db, name)  # CollectionInvalid, as before
         if view is not None:
@@ -779,12 +826,43 @@ def create_collection(db, name: str, kwargs: dict):
             coll._store.options.update(opts)
         if extra_opts:
             coll._store.options.update(extra_opts)
-        log = coll._oplog()
-        if log is not None:  # the create entry: a create event with showExpandedEvents
-            o = {"create": name, **collection_options(coll._store)}
-            if "clusteredIndex" not in o:
-                o["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-            coll._record(log, "c", o=o)
+        _record_create(coll, name)
+    return coll
+
+
+def _record_create(coll: Any, name: str) -> None:
+    """The create entry while a change stream is open: a create event with showExpandedEvents (inside a
+    transaction the transaction keeps it until it commits)."""
+    log = coll._oplog()
+    if log is not None:
+        o = {"create": name, **collection_options(coll._store)}
+        if "clusteredIndex" not in o:
+            o["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+        coll._record(log, "c", o=o)
+
+
+def _create_in_transaction(db, name: str, view: Any, opts: dict | None, extra_opts: dict) -> Any:
+    """``create`` inside a transaction (4.4+): the collection is created in the transaction's copy and appears
+    at commit; an existing one (in the transaction's snapshot) is NamespaceExists (48); a view or a system
+    collection is refused (263). Manual "Create Collections and Indexes in a Transaction";
+    jstests/core/txns/create_collection.js; create_collection.cpp."""
+    if view is not None:
+        raise sessions.not_in_transaction("Cannot create a view in a multi-document transaction.")
+    db._ensure_valid_collection_name(name)
+    if name.startswith("system."):
+        raise sessions.not_in_transaction("Cannot create system collection %s.%s within a transaction."
+                                          % (db.name, name))
+    coll = db.get_collection(name)
+    st = coll._store  # the transaction's copy
+    if st.is_created:
+        msg = "Collection %s.%s already exists." % (db.name, name)
+        raise OperationFailure(msg, 48, {"ok": 0.0, "errmsg": msg, "code": 48, "codeName": "NamespaceExists"})
+    st._is_force_created = True
+    if opts is not None:
+        st.options.update(opts)
+    if extra_opts:
+        st.options.update(extra_opts)
+    _record_create(coll, name)
     return coll
 
 

@@ -11,6 +11,7 @@ from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 from ..base import hooks
 from ..index.indexes import Index, IndexSpec
 from ..bson.keys import encode
+from ..session.history import history_of
 from ..repl.oplog import Oplog, oplog_of
 
 
@@ -80,16 +81,21 @@ class DocumentsById(Mapping):
         rid = st.rid_by_key.get(sk)
         if rid is None:
             raise _internal("a new document must be recorded with its record id (store.put), not by _id alone")
+        if st.rec is not None:
+            st.rec.note(st, rid, st.docs.get(rid), doc)
         st.docs[rid] = doc
 
     def pop(self, sk: Any, *default: Any) -> Any:
         """Forget the document of ``sk`` (both maps); its index entries are the caller's."""
         st = self._st
-        rid = st.rid_by_key.pop(sk, None)
+        rid = st.rid_by_key.get(sk)
         if rid is None:
             if default:
                 return default[0]
             raise KeyError(sk)
+        if st.rec is not None:
+            st.rec.note(st, rid, st.docs.get(rid), None)
+        del st.rid_by_key[sk]
         return st.docs.pop(rid, None)
 
     def __delitem__(self, sk: Any) -> None:
@@ -108,7 +114,18 @@ class EngineCollectionStore(CollectionStore):
     """Documents by record id (insertion order = natural order) plus indexes kept in step.
 
     Two maps per collection: ``docs`` (record id -> document) and ``rid_by_key`` (``_id`` store key -> record
-    id); mongomock's ``_documents`` is a view of the two (``DocumentsById``)."""
+    id); mongomock's ``_documents`` is a view of the two (``DocumentsById``).
+
+    ``rec`` is told of every change before it is made (``rec.note(store, rid, old, new)``): for a live
+    collection the engine's history (session/history.py: point-in-time reads, waiting for transactions), for a
+    transaction's private copy the transaction (sessions.py). ``held``/``held_keys``: the ``_id`` keys and
+    unique index keys open transactions have written (a write outside them waits); ``last_write``: the cluster
+    time the collection was last written after."""
+
+    rec: Any = None
+    held: dict | None = None
+    held_keys: dict | None = None
+    last_write: Any = None
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -126,9 +143,16 @@ class EngineCollectionStore(CollectionStore):
     incarnation = 0  # bumped by every drop: a transaction's snapshot of an older incarnation cannot commit
 
     def drop(self) -> None:
+        if self.rec is not None:
+            self.rec.note_drop(self)
         super().drop()
         self._reset_engine()
+        self.held = self.held_keys = None  # a transaction that wrote to the dropped collection cannot commit
         self.incarnation += 1
+
+    def key_of(self, doc: dict) -> Any:
+        """The ``_id`` store key of a document."""
+        return store_key(doc["_id"])
 
     def _remove_expired_documents(self) -> None:
         # TTL indexes are accepted and shown, but (as with a server between TTL-monitor passes) expiry
@@ -154,6 +178,9 @@ class EngineCollectionStore(CollectionStore):
 
     def put(self, rid: int, sk: Any, doc: dict) -> None:
         """Record a new document under its record id and ``_id`` store key (the indexes are the caller's)."""
+        rec = self.rec
+        if rec is not None:
+            rec.note(self, rid, None, doc)
         self.docs[rid] = doc
         self.rid_by_key[sk] = rid
 
@@ -162,6 +189,7 @@ class EngineCollectionStore(CollectionStore):
 
 
 class EngineDatabaseStore(DatabaseStore):
+    history: Any = None  # the engine's history (session/history.py), given by EngineServerStore
     oplog: Oplog | None = None  # the engine's oplog (repl/oplog.py), set by EngineServerStore
 
     # Bumped by every dropDatabase: anything tied to "this database" (labkit's fresh_db mark) records the
@@ -173,10 +201,14 @@ class EngineDatabaseStore(DatabaseStore):
             return self._collections[col_name]
         except KeyError:
             col = self._collections[col_name] = EngineCollectionStore(col_name)
+            col.rec = self.history
             return col
 
     def rename(self, name: str, new_name: str) -> None:
-        col = self._collections.pop(name, EngineCollectionStore(new_name))
+        col = self._collections.pop(name, None)
+        if col is None:
+            col = EngineCollectionStore(new_name)
+            col.rec = self.history
         col.name = new_name
         self._collections[new_name] = col
 
@@ -187,6 +219,7 @@ class EngineServerStore(ServerStore):
             return self._databases[db_name]
         except KeyError:
             db = self._databases[db_name] = EngineDatabaseStore()
+            db.history = history_of(self)
             db.oplog = oplog_of(self)
             return db
 

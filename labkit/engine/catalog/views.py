@@ -280,6 +280,7 @@ def check_source(db: Any, name: str) -> None:
 # ---------------------------------------------------------------------------------------------- classes
 from ..service.boundary import COLLECTION_OPERATIONS, CURSOR_OPERATIONS, guard  # noqa: E402
 from .rules import LabCollection, LabCursor  # noqa: E402
+from .collection import refuse_min_max_as_aggregation  # noqa: E402
 
 
 def _view_of(coll: Any) -> dict | None:
@@ -337,7 +338,8 @@ class ViewCollection(LabCollection):
     def find(self, *args, **kwargs):
         if _view_of(self) is None:
             return LabCollection.find(self, *args, **kwargs)
-        for k in ("hint", "max", "min", "return_key", "show_record_id", "cursor_type", "let"):
+        refuse_min_max_as_aggregation(kwargs.get("min"), kwargs.get("max"))  # before anything else, as the server
+        for k in ("hint", "return_key", "show_record_id", "cursor_type", "let"):
             if kwargs.get(k):
                 from ..query.planner import unsupported
                 raise unsupported("find(%s=...) on a view" % k)
@@ -352,7 +354,7 @@ class ViewCollection(LabCollection):
         from ..session.sessions import bind
         collation = kwargs.pop("collation", None)
         batch = kwargs.get("batchSize") or 0
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             return CommandCursor(run_on_base(self, list(pipeline), collation, **kwargs), session, batch)
 
     def count_documents(self, filter, session=None, collation=None, hint=None, **kwargs):
@@ -371,7 +373,7 @@ class ViewCollection(LabCollection):
         _check_kwargs("count", kwargs)
         stages = find_pipeline(filter, None, skip or 0, limit or 0, None) + [{"$count": "n"}]
         from ..session.sessions import bind
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             out = run_on_base(self, stages, collation)
         return out[0]["n"] if out else 0
 
@@ -393,7 +395,7 @@ class ViewCollection(LabCollection):
         _check_kwargs("distinct", {k: v for k, v in kwargs.items() if k != "collation"})
         from .collection import distinct_values
         from ..session.sessions import bind
-        with bind(session, self):
+        with bind(session, self, command="distinct"):
             docs = run_on_base(self, find_pipeline(filter, None, 0, 0, None), kwargs.get("collation"))
         return distinct_values(docs, key)
 
@@ -424,6 +426,7 @@ class ViewCursor(LabCursor):
         return find_pipeline(self._filter, self._sort, self._skip, self._limit, self._projection)
 
     def _execute(self) -> None:
+        refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
         if self._max_time_ms:
             _check_kwargs("find", {"maxTimeMS": self._max_time_ms})
         docs = run_on_base(self.collection, self._stages(), self._lab_collation)
@@ -436,6 +439,7 @@ class ViewCursor(LabCursor):
                                            self._lab_collation), key)
 
     def explain(self, verbosity: str = "allPlansExecution") -> dict:
+        refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
         return explain_on_base(self.collection, self._stages(), verbosity, None, self._lab_collation)
 
     def clone(self) -> "ViewCursor":

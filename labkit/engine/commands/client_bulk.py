@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from bson import ObjectId
-from bson.raw_bson import RawBSONDocument
 from pymongo import common
 from pymongo.errors import (ClientBulkWriteException, InvalidName, InvalidOperation, OperationFailure,
                             WriteError)
@@ -23,6 +21,7 @@ from pymongo.results import ClientBulkWriteResult, DeleteResult, InsertOneResult
 from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..pipeline.expression.match_expr import let_variables
+from ..stats.monitoring import ClientBulkOps
 
 MAX_WRITE_BATCH = 100_000
 # generic command fields (driver bookkeeping) a bulkWrite may carry besides its own
@@ -32,56 +31,9 @@ _GENERIC_FIELDS = {"lsid", "txnNumber", "autocommit", "startTransaction", "readC
 INVALID_NAMESPACE = 73
 
 
-class _Ops:
-    """Collects pymongo's write models the way pymongo's ``_ClientBulk`` does (``model._add_to_client_bulk``)."""
-
-    def __init__(self) -> None:
-        self.ops: list[tuple[str, dict]] = []
-        self.namespaces: list[str] = []
-        self._ns_index: dict[str, int] = {}
-
-    def _add(self, kind: str, namespace: str, cmd: dict) -> None:
-        # pymongo numbers the namespaces in the order they first appear (its nsInfo) and writes that index
-        # into the operation (``{"insert": 0, ...}``), which a write error's ``op`` shows
-        cmd[next(iter(cmd))] = self._ns_index.setdefault(namespace, len(self._ns_index))
-        self.ops.append((kind, cmd))
-        self.namespaces.append(namespace)
-
-    def add_insert(self, namespace: str, document: Any) -> None:
-        common.validate_is_document_type("document", document)
-        if not (isinstance(document, RawBSONDocument) or "_id" in document):
-            document["_id"] = ObjectId()  # generated client side, as pymongo does
-        self._add("insert", namespace, {"insert": -1, "document": document})
-
-    def add_update(self, namespace: str, selector: Mapping, update: Any, multi: bool, upsert: bool | None = None,
-                   collation: Mapping | None = None, array_filters: list | None = None, hint: Any = None,
-                   sort: Mapping | None = None) -> None:
-        from pymongo.common import validate_ok_for_update
-        validate_ok_for_update(update)
-        cmd = {"update": -1, "filter": selector, "updateMods": update, "multi": multi}
-        for key, value in (("upsert", upsert), ("arrayFilters", array_filters), ("hint", hint),
-                           ("collation", collation), ("sort", sort)):
-            if value is not None:
-                cmd[key] = value
-        self._add("update", namespace, cmd)
-
-    def add_replace(self, namespace: str, selector: Mapping, replacement: Mapping, upsert: bool | None = None,
-                    collation: Mapping | None = None, hint: Any = None, sort: Mapping | None = None) -> None:
-        from pymongo.common import validate_ok_for_replace
-        validate_ok_for_replace(replacement)
-        cmd = {"update": -1, "filter": selector, "updateMods": replacement, "multi": False}
-        for key, value in (("upsert", upsert), ("hint", hint), ("collation", collation), ("sort", sort)):
-            if value is not None:
-                cmd[key] = value
-        self._add("replace", namespace, cmd)
-
-    def add_delete(self, namespace: str, selector: Mapping, multi: bool, collation: Mapping | None = None,
-                   hint: Any = None) -> None:
-        cmd = {"delete": -1, "filter": selector, "multi": multi}
-        for key, value in (("hint", hint), ("collation", collation)):
-            if value is not None:
-                cmd[key] = value
-        self._add("delete", namespace, cmd)
+# pymongo's write models as its ``_ClientBulk`` collects them (stats/monitoring.py: command monitoring builds the
+# ``bulkWrite`` command from the same collection)
+_Ops = ClientBulkOps
 
 
 def _collection(client: Any, namespace: str) -> Any:

@@ -11,7 +11,7 @@ from mongomock import read_preferences
 
 from ..bson.values import client_value as _client_value
 from ..service.boundary import DATABASE_OPERATIONS, guard
-from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list
+from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list, set_min_max
 from ..catalog.rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from ..query.planner import Query, unsupported
 from ..stats import storage_stats as stats
@@ -94,7 +94,7 @@ class EmbeddedDatabase(mm_database.Database):
                 from pymongo.errors import ConfigurationError
                 raise ConfigurationError("The explain option is not supported. Use Database.command instead.")
             raise unsupported("Database.aggregate(%s=...)" % k)
-        with bind(session, self):
+        with bind(session, self, command="aggregate"):
             return CommandCursor(run_database_pipeline(self, list(pipeline) if isinstance(pipeline, (list, tuple))
                                                        else pipeline, let=kwargs.get("let")))
 
@@ -123,8 +123,8 @@ class EmbeddedDatabase(mm_database.Database):
         """pymongo's ``list_collection_names`` (``listCollections`` with ``nameOnly``; extra keyword arguments
         are command fields: unknown ones fail as on the server, 40415)."""
         _check_list_collections_fields(kwargs)
-        if filter is None:
-            return super().list_collection_names(session=session)
+        if filter is None:  # in the listCollections command's order (rules.list_collections: by name)
+            return sorted(super().list_collection_names(session=session))
         from ..catalog.rules import list_collections
         return [d["name"] for d in list_collections(self, filter, session, nameOnly=True)]
 
@@ -200,12 +200,20 @@ class EmbeddedDatabase(mm_database.Database):
             cmd.update(kwargs)
         name = next(iter(cmd))
         handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        if handler is not None and ("readConcern" in cmd or "writeConcern" in cmd):
+            from .dispatch import HANDLERS, run_in_process  # read/write concerns as the server applies them
+            if name in HANDLERS:
+                return run_in_process(self, cmd, session)
         if handler is None:
             from .dispatch import HANDLERS, not_found, run_in_process  # find, insert, getMore ... (the command layer)
             if name in HANDLERS:
                 return run_in_process(self, cmd, session)
             err = not_found(name)  # a MongoDB 8.0 command: 115 "not modelled"; an unknown name: 59
             raise OperationFailure(str(err), err.code, err.reply())
+        if session is not None:  # the command runs in the session (a transaction refuses most commands: 263)
+            from ..session.sessions import bind
+            with bind(session, self, command=name):
+                return handler(self, cmd)
         return handler(self, cmd)
 
 
@@ -270,7 +278,7 @@ def _cmd_explain(db, cmd):
         raise OperationFailure("collection name has invalid type", 73)
     if op == "find":
         allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
-                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse"}
+                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse", "min", "max"}
         extra = set(inner) - allowed
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
@@ -278,6 +286,7 @@ def _cmd_explain(db, cmd):
         q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
                   allow_disk_use=inner.get("allowDiskUse"))
+        set_min_max(q, inner.get("min"), inner.get("max"))
         from ..query.collate import normalize, using
         with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
             return coll.explain_find(q, verbosity, inner)

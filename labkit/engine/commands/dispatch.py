@@ -35,6 +35,8 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
 from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
+from ..service.boundary import aborts_transaction, command_deadline as _command_deadline
+from ..session import sessions
 from . import current_op as _cur
 from ..pipeline.change_stream import DEFAULT_AWAIT_S as _DEFAULT_AWAIT_S
 
@@ -244,8 +246,9 @@ class ServerContext:
         self.active.pop(conn_id, None)
 
     def cluster_time(self) -> Timestamp:
-        """A strictly increasing Timestamp (seconds, increment), the replica set's clock (the engine's oplog
-        clock once a command ran, so operationTime compares with change events' clusterTime)."""
+        """A strictly increasing Timestamp (seconds, increment), the replica set's clock: the engine's own (the
+        oplog's clock, also the history's: operationTime orders with writes, snapshot reads and change events'
+        clusterTime), or this context's before the first command."""
         if self.clock is not None:
             return self.clock.tick()
         with self._ts_lock:
@@ -503,6 +506,7 @@ def _find(c: _Call) -> dict:
         if key in kw and isinstance(kw[key], Mapping) and not kw[key]:
             kw.pop(key)  # {} means "none" on the server
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
+    cur._lab_served = True  # the server's own errors (min/max without a hint: 51173), no driver-side checks
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
                          c.codec, lazy=True)
@@ -765,15 +769,15 @@ def _write_error_doc(i: int, exc: BaseException) -> dict:
         code = exc.code or 2
         det = dict(exc.details or {})
         out = {"index": i, "code": code, "errmsg": _server_message(det.get("errmsg") or str(exc))}
-        for k in ("errInfo", "keyPattern", "keyValue", "codeName"):
+        for k in ("errInfo", "keyPattern", "keyValue"):
             if k in det:
                 out[k] = det[k]
-        out.setdefault("codeName", code_name(code))
         return out
+    # a write error has index, code, errmsg (and errInfo / keyPattern / keyValue): no codeName
     if isinstance(exc, CommandError):
-        return {"index": i, "code": exc.code, "codeName": code_name(exc.code), "errmsg": str(exc)}
+        return {"index": i, "code": exc.code, "errmsg": str(exc)}
     code, msg = _plain_error(exc)
-    return {"index": i, "code": code, "codeName": code_name(code), "errmsg": msg}
+    return {"index": i, "code": code, "errmsg": msg}
 
 
 def _statements(cmd: dict, name: str, field: str) -> list:
@@ -813,6 +817,11 @@ def _insert(c: _Call) -> dict:
                     d[k] = w[k]
             errs.append(d)
         return {"n": det.get("nInserted", 0), "writeErrors": errs, "ok": 1.0}
+
+
+# Errors a write statement in a transaction raises as the command's error (labelled TransientTransactionError),
+# not as a write error: WriteConflict, NoSuchTransaction, SnapshotUnavailable, SnapshotTooOld.
+_TXN_TRANSIENT = frozenset({112, 251, 246, 239})
 
 
 def _is_replacement(u: Any) -> bool:
@@ -876,6 +885,9 @@ def _update(c: _Call) -> dict:
                 n += r.matched_count
                 n_mod += r.modified_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
+            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
+                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
+                # transaction, fails the whole command instead of the statement
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -922,6 +934,9 @@ def _delete(c: _Call) -> dict:
             r = coll.delete_one(q, **kw) if st["limit"] == 1 else coll.delete_many(q, **kw)
             n += r.deleted_count
         except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
+            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
+                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
+                # transaction, fails the whole command instead of the statement
             errors.append(_write_error_doc(i, e))
             if ordered:
                 break
@@ -998,6 +1013,8 @@ def _bulk_write(c: _Call) -> dict:
     reply = _cursor_reply(c.ctx, c.ns("$cmd.bulkWrite"), out.pop("items"), first, False, _session_key(c.cmd),
                           c.codec)
     reply.pop("ok")
+    cur = reply["cursor"]  # BulkWriteCommandResponseCursor's order: id, firstBatch, ns
+    reply["cursor"] = {"id": cur["id"], "firstBatch": cur["firstBatch"], "ns": cur["ns"]}
     reply.update(out)
     reply["ok"] = 1.0
     return reply
@@ -1119,11 +1136,9 @@ def _create(c: _Call) -> dict:
     cmd = _strip(c.cmd)
     if not isinstance(cmd.get("create"), str):
         raise CommandError("collection name has invalid type %s" % _bson_type(cmd.get("create")), 73)
-    if c.session is not None:
-        from ..session.sessions import bind
-        with bind(c.session, c.db, ddl="create"):
-            pass
     opts = {k: v for k, v in cmd.items() if k != "create"}
+    if c.session is not None:  # in a transaction (4.4+: collections can be created in one)
+        opts["session"] = c.session
     opts.pop("autoIndexId", None)
     if opts.get("idIndex") is not None:
         raise CommandError(not_modelled("create with idIndex", "create the collection without it: it gets the "
@@ -1283,9 +1298,10 @@ def _get_parameter(c: _Call) -> dict:
              "internalQueryFrameworkControl": "forceClassicEngine",
              "maxBSONDepth": 200,
              "cursorTimeoutMillis": Int64(int(CURSOR_TIMEOUT_S * 1000)),
-             "transactionLifetimeLimitSeconds": 60,
              "maxNumActiveUserIndexBuilds": 3,
              "logLevel": 0}
+    from ..session.history import history_of
+    known.update(history_of(c.client._store).params)  # transactionLifetimeLimitSeconds, minSnapshotHistory...
     wanted = [k for k in cmd if k != "getParameter"]
     out: dict[str, Any] = {}
     if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
@@ -1295,6 +1311,37 @@ def _get_parameter(c: _Call) -> dict:
             if k not in known:
                 raise CommandError("no option found to get", 72)
             out[k] = known[k]
+    out["ok"] = 1.0
+    return out
+
+
+def _set_parameter(c: _Call) -> dict:
+    """setParameter for the server parameters the engine models (both settable at runtime on a server):
+    ``transactionLifetimeLimitSeconds`` (>= 1; jstests/core/txns/abort_expired_transaction.js) and
+    ``minSnapshotHistoryWindowInSeconds`` (>= 0). The reply's ``was`` is the previous value."""
+    from ..session.history import history_of
+    if c.db_name != "admin":
+        raise CommandError("setParameter may only be run against the admin database.", 13)
+    cmd = _strip(c.cmd)
+    wanted = [k for k in cmd if k != "setParameter"]
+    if not wanted:
+        raise CommandError("no option found to set, use help:true to see options ", 2)
+    params = history_of(c.client._store).params
+    minimum = {"transactionLifetimeLimitSeconds": 1, "minSnapshotHistoryWindowInSeconds": 0}
+    for k in wanted:
+        if k not in params:
+            raise CommandError(not_modelled("setParameter %s" % k, "the parameters it models: "
+                                            "transactionLifetimeLimitSeconds, minSnapshotHistoryWindowInSeconds"), 115)
+        v = cmd[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or int(v) != v:
+            raise CommandError("BSON field '%s' is the wrong type '%s', expected type 'int'" % (k, _bson_type(v)), 14)
+        if v < minimum[k]:
+            raise CommandError("Invalid value for parameter %s: %s is not greater than or equal to %d"
+                               % (k, int(v), minimum[k]), 2)
+    out: dict[str, Any] = {}
+    for k in wanted:
+        out["was"] = params[k]
+        params[k] = int(cmd[k])
     out["ok"] = 1.0
     return out
 
@@ -1389,7 +1436,8 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "commitTransaction": lambda c: _txn_end(c, True), "abortTransaction": lambda c: _txn_end(c, False),
     "ping": lambda c: {"ok": 1.0},
     "buildInfo": lambda c: build_info(), "buildinfo": lambda c: build_info(),
-    "getParameter": _get_parameter, "serverStatus": _server_status, "hostInfo": _host_info,
+    "getParameter": _get_parameter, "setParameter": _set_parameter, "serverStatus": _server_status,
+    "hostInfo": _host_info,
     "getCmdLineOpts": _cmdline_opts, "connectionStatus": _connection_status, "getLog": _get_log,
     "whatsmyuri": _whatsmyuri, "usersInfo": lambda c: {"users": [], "ok": 1.0},  # no authentication: no users
     "replSetGetStatus": _repl_status, "replSetGetConfig": _repl_config, "lockInfo": _lock_info,
@@ -1478,6 +1526,9 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
     ``session_ctx`` is the served engine's ``ServerContext`` (cursors, sessions, cluster time). Errors come back
     as ``{ok: 0, errmsg, code, codeName}`` (never raised)."""
     codec = codec or bson.CodecOptions()
+    if session_ctx.clock is None:
+        from ..repl.oplog import oplog_of
+        session_ctx.clock = oplog_of(client._store)  # the cluster clock (the history's too: session/history.py)
     if not cmd:
         return CommandError("no command specified", 59).reply()
     name = next(iter(cmd))
@@ -1492,27 +1543,104 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
             raise not_found(name)
         if not isinstance(db_name, str) or not db_name:
             raise CommandError("Invalid database name: '%s'" % (db_name,), 73)
+        _check_transaction_concerns(cmd, name)
         lsid = cmd.get("lsid")
         if isinstance(lsid, Mapping) and "id" in lsid and name not in ("endSessions", "killSessions"):
             session_ctx.session_uses[bytes(lsid["id"])] = (lsid["id"], time.time())  # the session cache
-        if session_ctx.clock is None:
-            from ..repl.oplog import oplog_of
-            session_ctx.clock = oplog_of(client._store)
         sess = _transaction_session(client, cmd, name, session_ctx)
+        read = _snapshot_read(client, cmd, name, sess)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
         call.conn_id = connection_id
         try:
-            return handler(call)
+            with boundary_deadline(cmd.get("maxTimeMS")):
+                if read is None:
+                    reply = handler(call)
+                else:
+                    with sessions.reading_at(read):
+                        reply = handler(call)
+                    if isinstance(reply.get("cursor"), dict):  # the snapshot's time: the driver reads at it next
+                        reply["cursor"]["atClusterTime"] = read.ts
+                    else:
+                        ok = reply.pop("ok")
+                        reply["atClusterTime"] = read.ts
+                        reply["ok"] = ok
         except (OperationFailure, CommandError) as e:
-            if sess is not None and sess.in_transaction and sess._txn is not None:
-                sess._txn.aborted_by_server = True
+            if sess is not None and sess.in_transaction and sess._txn is not None and aborts_transaction(e):
+                sess._txn.server_abort()
             out = error_reply(e)
             if sess is not None and "errorLabels" not in out and isinstance(e, OperationFailure) \
-                    and e.code in (112, 251):
+                    and e.code in _TXN_TRANSIENT:
                 out["errorLabels"] = ["TransientTransactionError"]
             return out
+        wc = cmd.get("writeConcern")
+        if wc is not None and reply.get("ok") and name in _WRITE_CONCERN_COMMANDS and (
+                sess is None or name in ("commitTransaction", "abortTransaction")):
+            wce = sessions.write_concern_error(wc if isinstance(wc, Mapping) else {})
+            if wce is not None:  # applied, then reported: the set has one member (session/sessions.py)
+                ok = reply.pop("ok")
+                reply["writeConcernError"] = wce
+                reply["ok"] = ok
+        return reply
     except Exception as e:  # noqa: BLE001 - every failure becomes an error reply, as on the server
         return error_reply(e)
+
+
+def boundary_deadline(ms: Any) -> Any:
+    """The command's maxTimeMS for every engine operation it runs (boundary.command_deadline); none: nothing."""
+    import contextlib
+    if ms is None or ms == 0:
+        return contextlib.nullcontext()
+    return _command_deadline(ms)
+
+
+# Commands that take a writeConcern (their reply carries writeConcernError when it cannot be met).
+_WRITE_CONCERN_COMMANDS = frozenset({
+    "insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop", "dropDatabase",
+    "createIndexes", "dropIndexes", "deleteIndexes", "renameCollection", "collMod", "commitTransaction",
+    "abortTransaction", "bulkWrite"})
+_READ_LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
+
+
+def _check_transaction_concerns(cmd: dict, name: str) -> None:
+    """Read and write concerns in a transaction (service_entry_point_common.cpp, write_concern.cpp;
+    jstests/core/txns/no_read_or_write_concern_inside_txn.js): a readConcern only on the first statement, a
+    writeConcern only on commitTransaction/abortTransaction. Refused before the statement runs, so the
+    transaction is not aborted."""
+    if cmd.get("autocommit") is not False or name in ("commitTransaction", "abortTransaction"):
+        return
+    if "writeConcern" in cmd:
+        raise CommandError("writeConcern is not allowed within a multi-statement transaction", 72)
+    if "readConcern" in cmd and not cmd.get("startTransaction"):
+        raise CommandError("Only the first command in a transaction may specify a readConcern", 72)
+    if cmd.get("startTransaction"):
+        rc = cmd.get("readConcern")
+        level = rc.get("level") if isinstance(rc, Mapping) else None
+        if level is not None and level not in ("local", "majority", "snapshot"):
+            raise CommandError("The readConcern level must be either 'local' (default), 'majority' or 'snapshot' "
+                               "in order to run in a transaction", 72)
+
+
+def _snapshot_read(client: Any, cmd: dict, name: str, sess: Any) -> Any:
+    """The readConcern of a command outside a transaction (read_concern_args.cpp): its level is checked, and
+    ``snapshot`` makes a snapshot read (find, aggregate, distinct; MongoDB 5.0+) at ``atClusterTime`` or now;
+    other commands refuse it (72)."""
+    rc = cmd.get("readConcern")
+    if rc is None or sess is not None or cmd.get("autocommit") is False or name in ("getMore", "killCursors"):
+        return None  # a cursor continues at its own snapshot (drivers send the session's readConcern with it)
+    if not isinstance(rc, Mapping):
+        raise CommandError("BSON field 'readConcern' is the wrong type '%s', expected type 'object'" % _bson_type(rc),
+                           14)
+    level = rc.get("level")
+    if level is not None and level not in _READ_LEVELS:
+        raise CommandError("Enumeration value '%s' for field 'readConcern.level' is not a valid value." % level, 2)
+    at = rc.get("atClusterTime")
+    if at is not None and level != "snapshot":
+        raise CommandError("atClusterTime field can be set only if level is equal to snapshot", 72)
+    if "afterClusterTime" in rc and at is not None:
+        raise CommandError("Can not specify both afterClusterTime and atClusterTime", 72)
+    if level != "snapshot":
+        return None
+    return sessions.snapshot_read(client, name, at)
 
 
 def _decoded(v: Any, codec: Any) -> Any:
@@ -1534,7 +1662,7 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     if ctx is None:
         ctx = client.__dict__["_labkit_command_ctx"] = ServerContext("labkit-embedded", 0)
     codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
-    with sessions.bind(session, db):
+    with sessions.bind(session, db, command=next(iter(cmd))):
         reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
     wait = pop_await(reply)
     if wait is not None and wait[0].wait(wait[1], wait[2]):  # a change stream's getMore: an event came
@@ -1543,7 +1671,7 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
         pop_await(reply)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:
-            session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
+            session._txn.server_abort()  # a failed command aborts its transaction (sessions.bind)
         raise OperationFailure(reply.get("errmsg", ""), reply.get("code"), reply)
     return _decoded(reply, codec)
 

@@ -10,7 +10,7 @@ import heapq
 from typing import Any, Callable
 
 from ..bson import keys as K
-from ..index.bounds import Interval
+from ..index.bounds import Interval, full
 
 ADVANCED, NEED_TIME, IS_EOF = 0, 1, 2
 LOCATE_BISECT_MIN = 8  # IndexScan._locate: binary search when a field has more intervals than this
@@ -414,6 +414,33 @@ class IndexScan(Stage):
     def exec_fields(self) -> dict:
         return {"keysExamined": self.keys_examined, "seeks": max(self.seeks, 1), "dupsTested": self.dups_tested,
                 "dupsDropped": self.dups_dropped}
+
+
+class RangeIndexScan(IndexScan):
+    """The IXSCAN of a find with ``min``/``max`` (query_planner.cpp, ``QueryPlannerAccess::makeIndexScan``): one
+    simple range of the index, from the ``min`` key (inclusive) to the ``max`` key (exclusive) in index order,
+    every field at once, rather than per-field bounds; explain shows its bounds as ``{}`` (``IndexBounds::toBSON``
+    of a simple range lists no fields). ``start``/``end``: stored key tuples, or None for the index's ends."""
+
+    def __init__(self, index, start: tuple | None, end: tuple | None, direction: int = 1) -> None:
+        super().__init__(index, [full() for _ in index.spec.fields], direction)
+        self.start_key = start
+        self.end_key = end
+        self.single = True
+
+    def _start(self) -> None:
+        entries = self.index.entries
+        self.seeks += 1
+        lo = 0 if self.start_key is None else entries.bisect_left((self.start_key,))
+        hi = len(entries) if self.end_key is None else entries.bisect_left((self.end_key,))
+        hi = max(lo, hi)
+        if self.direction > 0:
+            self.pos, self.end = lo, hi
+        else:
+            self.pos, self.end = hi - 1, lo - 1
+
+    def bounds_doc(self) -> dict:
+        return {}
 
 
 def index_fields(index) -> dict:

@@ -22,6 +22,7 @@ from ..bson import values as V
 from ..matcher.match import fast_matcher  # the engine's matcher (match.py)
 from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from ..exec.stages import IndexScan as _IndexScan
+from ..exec.stages import RangeIndexScan
 from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, CountScan, EOFStage, Fetch, IdHack, IndexScan,
                            Limit, Or, Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
@@ -78,6 +79,8 @@ class Query:
     rids_only = False  # set by writes (_matching_rids): plan_and_run's ``rids`` (only record ids needed)
     projection_shown: dict | None = None  # an aggregate's pushed-down projection as explain prints it
     absorbs_project = False  # that projection is the pipeline's first $project, which leaves the pipeline
+    min_bound: dict | None = None  # find's ``min`` / ``max`` (the hinted index's key bounds, set by the cursor)
+    max_bound: dict | None = None
 
 
 class Candidate:
@@ -296,6 +299,8 @@ class Planner:
         notes: dict[str, Any] = {}
         if parsed.false:
             return [Candidate(lambda: EOFStage("predicateEvalsToFalse"), has_fetch=False, desc="EOF")], notes
+        if q.min_bound or q.max_bound:
+            return [self._min_max_candidate()], notes
         hint = self.hinted_index()
         if hint == "$natural":
             return [self._collscan_candidate()], notes
@@ -386,6 +391,54 @@ class Planner:
             root: Stage = CollScan(store, match, shown, direction)
             return self._finish(root, blocking_sort=bool(q.sort), covered=False)
         return Candidate(build, None, True, bool(q.sort), desc="COLLSCAN")
+
+    def _min_max_candidate(self) -> Candidate:
+        """find with ``min`` / ``max`` (query_planner.cpp): only the hinted index, scanned from the ``min`` key
+        (inclusive) to the ``max`` key (exclusive) in index order, the whole filter applied by FETCH; a
+        ``sort`` the index order gives (either way) needs no SORT stage. Errors as the planner's: no hint
+        51173, a ``$natural`` hint NoQueryExecutionPlans (291), bounds whose fields are not the index's key
+        pattern 51174, ``min`` not before ``max`` 51175 (jstests/core/query/minmax.js)."""
+        q = self.q
+
+        def refused(msg: str, code: int) -> OperationFailure:
+            return OperationFailure("error processing query: planner returned error :: caused by :: " + msg, code)
+        ix = self.hinted_index()
+        if ix is None:
+            raise refused("When using min()/max() a hint of which index to use must be provided", 51173)
+        if ix == "$natural":
+            raise refused("min and max are incompatible with $natural", 291)
+        if ix.spec.hashed or ix.spec.collation is not None or any(
+                not isinstance(d, (int, float)) or isinstance(d, bool) for _, d in ix.spec.key):
+            raise unsupported("find min/max on a hashed, special or collated index",
+                              "a range filter on the indexed fields with hint()")
+        if self.store.options and "clusteredIndex" in self.store.options:
+            raise unsupported("find min/max on a clustered collection", "a range filter on _id")
+        if getattr(self, "collation", None) is not None:  # collate.py's planner: string bounds need the collation
+            raise unsupported("find min/max with a collation", "a range filter on the indexed fields with hint()")
+
+        def key_of(bound: dict | None) -> tuple | None:
+            if not bound:
+                return None
+            if list(bound) != ix.spec.fields:
+                raise refused("The index chosen is not compatible with min/max", 51174)
+            kf = ix.keyfunc
+            return tuple(K.invert(kf(v)) if d else kf(v) for v, d in zip(bound.values(), ix.spec.desc))
+        start, end = key_of(q.min_bound), key_of(q.max_bound)
+        if start is not None and end is not None and start >= end:
+            raise refused("The value provided for min() does not come before the value provided for max() in the "
+                          "hinted index", 51175)
+        store = self.store
+        match = self.match_all
+        shown = q.filter or None
+        direction = self._sort_dir(ix, [full() for _ in ix.spec.fields])
+        covered = self._covered(ix, not q.filter)
+
+        def build() -> Stage:
+            root: Stage = RangeIndexScan(ix, start, end, direction or 1)
+            if not covered:
+                root = Fetch(root, store, match, shown)
+            return self._finish(root, blocking_sort=not direction, covered=covered)
+        return Candidate(build, ix, not covered, bool(q.sort) and not direction, desc=ix.spec.name)
 
     def _sort_dir(self, ix, bounds: list[list[Interval]]) -> int:
         """+1/-1 if scanning ``ix`` with ``bounds`` yields the requested sort order, else 0."""

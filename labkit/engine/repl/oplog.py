@@ -115,7 +115,7 @@ class Oplog:
 
     def last(self) -> Timestamp:
         """The latest cluster time handed out (a stream opened now starts just after it)."""
-        return Timestamp(*self._last)
+        return _LazyTs(self._last)
 
     # -- recording ----------------------------------------------------------------------------------
     def recording(self) -> bool:
@@ -177,6 +177,14 @@ class Oplog:
             self._trim()
             if self.waiters:
                 self.cond.notify_all()
+
+    def truncate(self, seq: int) -> None:
+        """Drop the entries with sequence number >= ``seq``: a write undone before anyone read them (one that
+        waits for a transaction and runs again, session/history.py)."""
+        with self.cond:
+            if seq < self.next_seq:
+                del self.entries[max(0, seq - self.first_seq):]
+                self.next_seq = max(seq, self.first_seq)
 
     def _trim(self) -> None:
         over = len(self.entries) - MAX_ENTRIES

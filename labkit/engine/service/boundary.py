@@ -66,6 +66,31 @@ def lock_for_store(store: Any) -> threading.RLock:
     return lock
 
 
+def cond_for_store(store: Any) -> threading.Condition:
+    """The condition variable on a server store's lock: writes waiting for a transaction to end wait on it
+    (releasing the lock, whatever its recursion level) and transactions notify it when they end."""
+    cond = getattr(store, "_lab_cond", None)
+    if cond is None:
+        lock = lock_for_store(store)
+        with _LOCKS_GUARD:
+            cond = getattr(store, "_lab_cond", None)
+            if cond is None:
+                cond = store._lab_cond = threading.Condition(lock)
+    return cond
+
+
+class WaitForTransaction(BaseException):
+    """Raised by the record store (session/history.py) before a write outside a transaction changes a document
+    (or unique index key) that an open transaction has written: on a replica set such a write keeps retrying
+    until the transaction commits or aborts (jstests/core/txns/write_conflicts_with_non_txns.js). The operation
+    boundary undoes what the operation wrote, waits for the transaction (hook ``txn_wait``) and runs it again.
+    A BaseException so that no ``except Exception`` on the way turns it into an error reply."""
+
+    def __init__(self, holder: Any) -> None:
+        super().__init__("waiting for a transaction")
+        self.holder = holder
+
+
 def client_of(obj: Any) -> Any:
     """The client an engine object belongs to (collection, cursor, database, session or client).
 
@@ -96,6 +121,9 @@ class Op:
     db_name = ""
     runs: list = []               # planner Executions of this operation (a list of its own once recording)
     counters: dict = {}           # write counters (keysInserted ...), likewise
+    facts: dict = {}              # what the command reply needs to know (note_fact), a dict of its own once set
+    hist: Any = None              # the engine's history while an open transaction holds writes (else None)
+    store: Any = None             # ... and the server store (the lock a waiting write releases)
 
     def __init__(self, name: str, target: Any, args: tuple, kwargs: dict, client: Any) -> None:
         self.name = name
@@ -126,6 +154,24 @@ class Op:
             self.deadline = (self.t0 or _clock()) + ms / 1000.0
 
 
+def command_deadline(ms: Any):
+    """Run the body (one command of the wire layer) with its ``maxTimeMS``: every engine operation it starts
+    gets that deadline (a write waiting for a transaction fails with MaxTimeMSExpired when it passes)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        probe = Op("command", None, (), {}, None)
+        probe.set_max_time(ms)  # validated as the server does (BadValue 2)
+        old = getattr(_TLS, "cmd_deadline", None)
+        _TLS.cmd_deadline = (probe.deadline, probe.max_time_ms) if probe.deadline is not None else None
+        try:
+            yield
+        finally:
+            _TLS.cmd_deadline = old
+    return scope()
+
+
 def current_op() -> Op | None:
     """The operation in progress on this thread (None outside the engine)."""
     return getattr(_TLS, "op", None)
@@ -143,6 +189,16 @@ def note(key: str, n: int = 1) -> None:
     op = getattr(_TLS, "op", None)
     if op is not None and op.recording:
         op.counters[key] = op.counters.get(key, 0) + n
+
+
+def note_fact(key: str, value: Any) -> None:
+    """Keep a fact of the current operation for its command reply (monitoring.py), when someone watches:
+    a findAndModify's outcome (``fam``), a bulk write's per-request results (``bulk``)."""
+    op = getattr(_TLS, "op", None)
+    if op is not None and op.recording:
+        if op.facts is Op.facts:
+            op.facts = {}
+        op.facts[key] = value
 
 
 def time_expired() -> ExecutionTimeout:
@@ -199,9 +255,11 @@ NOT_SUPPORTED_IN_TRANSACTION = 263
 
 def aborts_transaction(exc: BaseException) -> bool:
     """Whether ``exc`` leaving a command run inside a transaction aborts it: every server-side error does,
-    except OperationNotSupportedInTransaction (263) for a command refused in a transaction in progress
-    (jstests/core/txns/commands_not_allowed_in_txn.js: "fails inside a transaction, but does not abort")."""
-    if getattr(exc, "code", None) == NOT_SUPPORTED_IN_TRANSACTION:
+    except a command refused before it runs (marked ``_lab_keeps_transaction``: one the transaction may not run,
+    jstests/core/txns/commands_not_allowed_in_txn.js "fails inside a transaction, but does not abort"; a
+    misplaced read or write concern). An error while the command runs (e.g. createIndexes of a new index on an
+    existing collection, 263) aborts it (jstests/core/txns/create_indexes.js)."""
+    if getattr(exc, "_lab_keeps_transaction", False):
         return False
     return isinstance(exc, Exception) and not is_client_side(exc)
 
@@ -317,8 +375,11 @@ def operation(name: str, method: Callable) -> Callable:
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         tls = _TLS
-        if getattr(tls, "op", None) is not None:
-            return method(self, *args, **kwargs)  # a nested engine call: the outer operation holds everything
+        outer = getattr(tls, "op", None)
+        if outer is not None:  # a nested engine call: the outer operation holds everything
+            if outer.hist is None:
+                return method(self, *args, **kwargs)
+            return _run_waiting(outer, method, self, args, kwargs, nested=True)  # a statement that may wait
         client = client_of(self)
         cd = client.__dict__
         store = cd["_store"]
@@ -326,6 +387,9 @@ def operation(name: str, method: Callable) -> Callable:
         lock = sd.get("_lab_lock") or lock_for_store(store)
         with lock:
             op = Op(name, self, args, kwargs, client)
+            cmd_deadline = getattr(tls, "cmd_deadline", None)
+            if cmd_deadline is not None:  # the wire command's maxTimeMS (command_deadline)
+                op.deadline, op.max_time_ms = cmd_deadline
             tls.op = op
             try:
                 if name in _FILTER_FIRST:
@@ -335,7 +399,13 @@ def operation(name: str, method: Callable) -> Callable:
                 if cd.get("_lab_listeners") or sd.get("_lab_profiling"):  # someone watches
                     hooks.get("monitor_begin")(op)
                 t0 = _clock()
-                result = method(self, *args, **kwargs)
+                hist = sd.get("_lab_history")
+                if hist is None or not hist.holds:
+                    result = method(self, *args, **kwargs)
+                else:  # an open transaction holds writes: this operation may have to wait for it
+                    op.hist = hist
+                    op.store = store
+                    result = _run_waiting(op, method, self, args, kwargs)
                 if op.deadline is not None and _clock() > op.deadline:
                     raise time_expired()
                 if name in _TOP_KINDS:
@@ -359,6 +429,20 @@ def operation(name: str, method: Callable) -> Callable:
     return guarded
 
 
+def _run_waiting(op: Op, method: Callable, target: Any, args: tuple, kwargs: dict, nested: bool = False) -> Any:
+    """Run ``method`` while an open transaction holds writes: a write that meets a held document raises
+    ``WaitForTransaction``; what this call wrote is undone, the call waits for the transaction (hook
+    ``txn_wait``: MaxTimeMSExpired when the deadline passes first) and runs again. A nested call (a statement of
+    a command run in-process) waits on its own, as the server retries one statement."""
+    hist = op.hist
+    while True:
+        mark = hist.mark()
+        try:
+            return method(target, *args, **kwargs)
+        except WaitForTransaction as wait:
+            hooks.get("txn_wait")(op, wait, op.store, mark, nested)  # undo, wait (or MaxTimeMSExpired), retry
+
+
 # ---------------------------------------------------------------------------------------------- top
 # The ``top`` command's usage counters (src/mongo/db/stats/top.cpp): per namespace, the count of operations and
 # the microseconds they took, by kind (the operation's logical op: a find is ``queries``, a getMore ``getmore``,
@@ -378,6 +462,8 @@ TOP_FIELDS = ("total", "readLock", "writeLock", "queries", "getmore", "insert", 
 
 
 def _record_top_of(store: Any, target: Any, name: str, args: tuple, kwargs: dict, seconds: float) -> None:
+    if getattr(type(target), "start_session", None) is not None:
+        return  # the client (a client-level bulk write): no one namespace (its attributes are databases)
     ns_of = getattr(target, "_ns", None)
     if ns_of is None:  # a cursor: its collection's namespace
         ns_of = getattr(getattr(target, "collection", None), "_ns", None)
@@ -419,7 +505,7 @@ def _abort_transaction_on(target: Any, kwargs: dict, err: BaseException) -> None
     session = kwargs.get("session") or target.__dict__.get("_session")
     txn = getattr(session, "_txn", None) if session is not None else None
     if txn is not None and session.in_transaction and aborts_transaction(err):
-        txn.aborted_by_server = True
+        txn.server_abort()
 
 
 def guard(table: dict[str, str]) -> Callable[[type], type]:

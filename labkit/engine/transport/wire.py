@@ -33,6 +33,7 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 
 from ..base.errors import for_served_client
 from ..commands import dispatch as commands
+from ..service.boundary import lock_for_store
 from ..catalog.ttl import is_served_engine  # noqa: F401  (defined in ttl.py, which ttl_pass uses; exported here)
 
 OP_REPLY = 1
@@ -159,7 +160,9 @@ class Server:
         self._sock: socket.socket | None = None
         self._stopped = threading.Event()
         self._closed = False
-        self._lock = threading.RLock()  # one command at a time (the engine's own lock may be finer)
+        # one command at a time: the engine's own store lock, so that a write waiting for a transaction
+        # (boundary.py) releases it for the connection that will commit or abort that transaction
+        self._lock = lock_for_store(self.client._store)
         self._ctx_lock = threading.RLock()  # the server context's counters and clock (taken inside _lock too)
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()

@@ -149,7 +149,8 @@ def _stored(rids: list, i: int, get: Any) -> Iterator[tuple[int, Any, Any]]:
             yield j, rid, old
 
 
-def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -> tuple[int, int, int]:
+def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
+             changed: list | None = None) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
     the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
     "lean" case), in one loop without a call per document for the common single-operation statements.
@@ -159,10 +160,12 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
     (``j == len(rids)`` when every document was done); ``matched``/``modified`` count ``rids[i:j]``. Record
     ids without a document are skipped (not matched), as the general loop does. ``docs`` (record id ->
     document) is the record store's map (its ``_id`` map is a view of it: nothing else to write). The caller
-    bumps the store's version by ``modified``."""
+    bumps the store's version by ``modified``. ``changed``: a list that receives ``(rid, previous document)``
+    for every document replaced (the history of point-in-time reads, session/history.py)."""
     n = len(rids)
     matched = modified = 0
     get = docs.get
+    note = changed.append if changed is not None else None
     if len(plan) == 1 and plan[0][1] in (INC, MUL) and type(plan[0][2]) is int:
         f, code, a = plan[0]
         inc = code == INC
@@ -196,6 +199,8 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
             new = old.copy()
             new[f] = r
             docs[rid] = new
+            if note is not None:
+                note((rid, old))
             modified += 1
         return n, matched, modified
     if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
@@ -226,6 +231,8 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
             new = old.copy()
             new[f] = a
             docs[rid] = new
+            if note is not None:
+                note((rid, old))
             modified += 1
         return n, matched, modified
     for j, rid, old in _stored(rids, i, get):
@@ -238,5 +245,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict) -
         if new is None:
             continue
         docs[rid] = new
+        if note is not None:
+            note((rid, old))
         modified += 1
     return n, matched, modified
