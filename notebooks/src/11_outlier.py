@@ -7,12 +7,25 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 30
+#     minutes: 35
 #     exercise_minutes: 10
 #     title: "Outlier: embed for the common case, overflow for the viral post"
 #     section: Patterns
 #     demo: "Drag virality to 300,000 comments: the fully embedded post crosses 16 MiB while the outlier design's post stays at a few KiB."
-#     mistakes: ["designing every post around the one viral post", "capping the embedded array but dropping the comments that fall off", "forgetting the hasOverflow flag, so every post page makes a second query"]
+#     mistakes: ["designing every post around the one viral post", "capping the embedded array but dropping the comments that fall off", "forgetting the hasOverflow flag, so every post page makes a second query", "moving the comment that falls off in a second, separate write, so a crash between the two writes loses it"]
+#     sources:
+#     - title: "MongoDB manual: Group Data with the Outlier Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/outlier-pattern/
+#     - title: "MongoDB manual: $push (with $each, $position and $slice)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/push/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js
+#     - title: "MongoDB manual: Transactions"
+#       url: https://www.mongodb.com/docs/manual/core/transactions/
+#     - title: "MongoDB manual: 16 MiB BSON document size limit"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
 # ---
 
 # %% [markdown]
@@ -24,7 +37,7 @@
 # - to measure both read paths (documents read, bytes, round trips) for a normal and a viral post;
 # - how the threshold N trades the main document's size against extra queries.
 #
-# **Time:** about 30 minutes.
+# **Time:** about 35 minutes.
 
 # %%
 import datetime as dt
@@ -58,19 +71,21 @@ print("normal posts:", len(counts), "| comments on them:", sum(counts), "| most 
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | show a post with its newest comments | read | very frequent | title, comment count, up to 20 newest comments |
-# | "more comments" on a post | read | occasional, mostly viral posts | the next 20, newest first |
-# | add a comment | write | frequent, bursty on viral posts | must stay cheap even on the viral post |
+# | operation | type | rate (assumed) | needs |
+# |---|---|---:|---|
+# | show a post with its newest comments | read | 2,000/s | title, comment count, up to 20 newest comments |
+# | "more comments" on a post | read | 20/s, mostly on viral posts | the next 20, newest first |
+# | add a comment | write | 50/s, bursty on viral posts | must stay cheap even on the viral post; no comment lost |
 #
-# Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**.
+# Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**
+# ([manual: outlier pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/outlier-pattern/)).
 
 # %% [markdown]
 # ## The naive design: embed every comment
 #
 # Embedding is ideal for the typical post: one read shows it all. Build that design for all 200 posts, including
-# the viral one with all 50,000 comments inside it:
+# the viral one with all 50,000 comments inside it, and read the sizes from the
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage:
 
 # %%
 def embedded_post(no, n):
@@ -87,20 +102,28 @@ def read_cost(coll, post_id):
     return {"round trips": 1, "documents read": 1, "bytes read": len(bson.encode(doc))}
 
 
-s = db.command("collStats", "posts_embedded")
+def storage(name):
+    """count, size and avgObjSize of a collection, from `$collStats` (the collStats command is deprecated)."""
+    s = next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]
+    return {k: s[k] for k in ("count", "size", "avgObjSize")}
+
+
+s = storage("posts_embedded")
 print(f"posts: {s['count']}, total {s['size']:,} bytes, average {s['avgObjSize']:,} bytes per post")
 pd.DataFrame({"normal post (post:1)": read_cost(db.posts_embedded, "post:1"),
               "viral post (post:200)": read_cost(db.posts_embedded, "post:200")})
 
 # %% [markdown]
 # Most posts are a few hundred bytes. The viral one is megabytes: every view of it transfers all 50,000
-# comments to show 20, and every new comment rewrites that whole document. It still fits under 16 MiB, but
-# not for long:
+# comments to show 20, and every new comment is an update of that multi-megabyte document, which the server
+# has to hold in its cache to change. It still fits under the 16 MiB document limit
+# ([manual: limits](https://www.mongodb.com/docs/manual/reference/limits/)), but not for long (estimated from
+# `bson.encode` sizes, each comment the size of the viral post's first):
 
 # %%
 viral_base = {"_id": "post:200", "title": "This post went viral", "commentCount": VIRAL, "comments": []}
 fits = max_elements(viral_base, "comments", lambda i: comment(200, 0))
-print(f"the viral post hits 16 MiB at {fits:,} embedded comments")
+print(f"estimated: the viral post hits 16 MiB at {fits:,} embedded comments")
 
 # %% [markdown]
 # ## The better design: the outlier pattern
@@ -125,8 +148,7 @@ db.posts.insert_one(outlier_post(200, VIRAL) | {"title": "This post went viral"}
 db.comments.insert_many([dict(comment(200, i), _id=f"comment:200:{i:05d}", postId="post:200")
                          for i in range(VIRAL - N)])
 db.comments.create_index([("postId", 1), ("createdAt", -1)])
-pd.DataFrame({name: {k: db.command("collStats", name)[k] for k in ("count", "size", "avgObjSize")}
-              for name in ("posts", "comments")})
+pd.DataFrame({name: storage(name) for name in ("posts", "comments")})
 
 # %%
 db.posts.count_documents({"hasOverflow": True}), db.posts.find_one({"_id": "post:200"}, {"comments": 0})
@@ -157,7 +179,9 @@ def get_comments(post_id, page=1):
 
 
 # %% [markdown]
-# **Predict first.** Page 50 of the viral post: how many index keys does its query on `comments` examine?
+# `skip(n)` does not jump to the n-th entry: the server walks the first n entries of the index in order and
+# drops them. **Predict first.** Page 50 of the viral post: how many index keys does its query on `comments`
+# examine?
 
 # %%
 predict_deep = labkit.exercises.get("11-predict-deep-page-keys")
@@ -188,12 +212,14 @@ compare = pd.DataFrame({
 compare
 
 # %% [markdown]
-# The normal post costs exactly what it did: one round trip, same bytes. The viral post's page drops from
-# megabytes to the size of a normal post. Deep pages cost more index work: `skip` walks the index past every
-# earlier page (compare "index keys examined" for page 2 and page 50 in the first table). They do not cost
-# more documents: the index `{postId: 1, createdAt: -1}` answers the whole filter, so the server places the
-# SKIP stage *below* the FETCH (SERVER-13946) and fetches only the 20 comments it returns, plus the post
-# ("documents read" is the same for page 2 and page 50). The plan shows the order:
+# The normal post costs what it did: one round trip, its bytes plus the few of the `hasOverflow` flag. The
+# viral post's page drops from megabytes to 1,524 bytes, a post with 20 comments. Deep pages cost more index
+# work: `skip` walks the index past every earlier page (compare "index keys examined" for page 2 and page 50 in
+# the first table). They do not cost more documents: the index `{postId: 1, createdAt: -1}` answers the whole
+# filter, so the server places the SKIP stage *below* the FETCH and fetches only the 20 comments it returns,
+# plus the post ("documents read" is the same for page 2 and page 50;
+# [mongo jstest: add_skip_stage_before_fetch.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)).
+# The plan shows the order:
 
 # %%
 plan = (db.comments.find({"postId": "post:200"}, {"_id": 0, "postId": 0})
@@ -216,14 +242,83 @@ print("strictly older:", second[0]["createdAt"] < first[-1]["createdAt"])
 #
 # Adding a comment to a post with fewer than N embedded comments is one update (`$push` + `$inc`). When the
 # array is already full, the new comment goes to the front and the oldest embedded comment falls off the end
-# (`$position: 0`, `$slice: N`): read the document *before* the update (`find_one_and_update` with
-# `ReturnDocument.BEFORE`) to learn which comment fell off, insert it into `comments`, and set `hasOverflow`.
-# That is two or three writes, but only for outliers. You will write it in the exercise.
+# ([`$push`](https://www.mongodb.com/docs/manual/reference/operator/update/push/) with `$each`, `$position: 0`,
+# `$slice: N`). To learn which comment fell off, read the post as it was *before* the update
+# (`find_one_and_update` with `ReturnDocument.BEFORE`), then insert that comment into `comments` and set
+# `hasOverflow`. Written as separate writes, the fallen-off comment exists nowhere between the first and the
+# second: if the process stops there, it is lost. `post:201` has exactly 20 comments; the process "crashes"
+# right after the first write of its 21st:
+
+# %%
+from pymongo import ReturnDocument
+
+
+class Crash(Exception):
+    """The application process stopped here."""
+
+
+def add_comment_two_writes(post_id, new, crash_after_first_write=False, session=None):
+    before = db.posts.find_one_and_update(
+        {"_id": post_id},
+        {"$push": {"comments": {"$each": [new], "$position": 0, "$slice": N}}, "$inc": {"commentCount": 1}},
+        return_document=ReturnDocument.BEFORE, session=session)
+    if crash_after_first_write:
+        raise Crash("the process stopped after the first write")
+    if len(before["comments"]) == N:  # the oldest embedded comment fell off the end
+        db.comments.insert_one(dict(before["comments"][-1], postId=post_id), session=session)
+        db.posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}}, session=session)
+
+
+def comments_kept(post_id):
+    post = db.posts.find_one({"_id": post_id})
+    return {"commentCount": post["commentCount"], "embedded": len(post["comments"]),
+            "in the overflow collection": db.comments.count_documents({"postId": post_id}),
+            "comments kept": len(post["comments"]) + db.comments.count_documents({"postId": post_id})}
+
+
+db.posts.insert_many([outlier_post(no, N) for no in (201, 202)])
+try:
+    add_comment_two_writes("post:201", comment(201, N), crash_after_first_write=True)
+except Crash as exc:
+    print("crash:", exc)
+pd.Series(comments_kept("post:201"), name="post:201")
+
+# %% [markdown]
+# The post counts 21 comments and keeps 20: the oldest one fell off the array and never reached `comments`.
+# Lesson 05's remedy applies: make the writes one unit. In a
+# [transaction](https://www.mongodb.com/docs/manual/core/transactions/) the three writes commit together or not at
+# all; `with_transaction` commits when the function returns, aborts when it raises (and retries transient
+# errors). On a real server transactions need a replica set or a sharded cluster (every Atlas cluster is one).
+# The same crash on `post:202`, then the retry:
+
+# %%
+client = db.client
+
+
+def add_comment(post_id, new, crash_after_first_write=False):
+    with client.start_session() as s:
+        s.with_transaction(lambda session: add_comment_two_writes(post_id, new, crash_after_first_write, session))
+
+
+try:
+    add_comment("post:202", comment(202, N), crash_after_first_write=True)
+except Crash as exc:
+    print("crash:", exc, "(the transaction is aborted)")
+after_crash = comments_kept("post:202")
+add_comment("post:202", comment(202, N))  # the application retries
+pd.DataFrame({"post:202 after the crash": after_crash, "after the retry": comments_kept("post:202")})
+
+# %% [markdown]
+# After the crash nothing changed, so the retry adds the comment once and the fallen-off comment lands in
+# `comments`. Without transactions (a standalone server), order the writes so that a crash leaves a copy too
+# many instead of one too few: copy the oldest embedded comment to `comments` first (keyed by an id of its own,
+# so a retry finds it already there), then update the post only if that comment is still its last one.
 #
 # ## Explore: threshold and virality
 #
-# Exact BSON sizes (each comment the size of the viral post's first one) of its main document in both designs, how many overflow documents it needs,
-# and what it costs to show page 1 or to read every comment (20 per round trip from the overflow collection).
+# Estimated by `bson.encode` arithmetic (each comment the size of the viral post's first one): the size of its
+# main document in both designs, how many overflow documents it needs, and what it costs to show page 1 or to read
+# every comment (20 per round trip from the overflow collection).
 
 # %%
 from labkit.plots import bars_against_limit
@@ -302,6 +397,8 @@ ex.check(db, add_comment)
 # - Design for the common case (a few embedded comments, one read) and handle the outlier separately.
 # - Embed up to N items; the rest go to an overflow collection indexed for the overflow query; a flag
 #   (`hasOverflow`) keeps normal posts at one round trip.
+# - Moving an item from the embedded array to the overflow collection is several writes: make them one unit (a
+#   transaction), or order them so that a crash leaves a duplicate, never a loss.
 # - Measured here: the viral post's page went from megabytes and the full 50,000 comments to one small document;
 #   normal posts did not change at all.
 #
