@@ -13,7 +13,7 @@
 #     demo: "Set reads per write to 100 and compare documents examined: the aggregation reads every review on every page view, the stored statistics one document."
 #     exercise_minutes: 15
 #     sources:
-#     - title: "MongoDB manual: Use the Computed Pattern"
+#     - title: "MongoDB manual: Store Computed Data (the computed pattern)"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/computed-values/computed-schema-pattern/
 #     - title: "MongoDB manual: Use the Approximation Pattern"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/computed-values/approximation-schema-pattern/
@@ -228,7 +228,10 @@ print("review stored:", db.reviews.count_documents({"_id": "review:crash"}) == 1
 # still one `$inc` on one document, and a write to one document is atomic
 # ([manual: atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)), so concurrent reviews
 # never lose increments; only a crash between the writes can leave a review uncounted, and a periodic job that
-# recomputes the statistics from `reviews` (the aggregation above, run rarely) repairs it, as in lesson 05.
+# recomputes the statistics from `reviews` (the aggregation above, run rarely) repairs it, as in lesson 05. The
+# manual's own example of the computed pattern goes further the other way: when the source data is written often,
+# it recomputes the stored values on a schedule (a `$group` ending in `$merge`, every hour for example) and
+# accepts that they lag behind in between.
 
 # %% [markdown]
 # ## Explore: page views per review
