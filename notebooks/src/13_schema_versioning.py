@@ -151,9 +151,9 @@ pd.DataFrame({"v2 only {lastName: 'Smith'}": query_cost({"lastName": "Smith"}),
 # The dual query finds every Smith; the v2-only query misses the v1 ones. The keys the dual query examines
 # beyond what it returns are the v1 entries its regular expression has to test.
 #
-# **Predict.** Once the background migration below has finished, no v1 document is left: the partial index is
-# empty and the v2 branch reads one `lastName` key per Smith. How many index keys will the dual query for 'Smith'
-# examine then? (The measurement is at the end of the migration section.)
+# **Predict.** Once the background migration below has finished, no v1 document is left. How many index keys
+# will the dual query for 'Smith' examine then, in both branches together? (Think of what each branch's index
+# holds at that point. The measurement is at the end of the migration section.)
 
 # %%
 predict_dual = labkit.exercises.get("13-predict-dual-query-after-migration")
