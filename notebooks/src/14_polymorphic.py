@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 35
+#     minutes: 40
 #     exercise_minutes: 10
 #     title: "Polymorphic: articles, videos and tools in one feed collection"
 #     section: Patterns
@@ -46,7 +46,7 @@
 # - partial indexes (`partialFilterExpression`) for fields only one type has, and when a query may use them;
 # - to validate a polymorphic collection (`oneOf`, one branch per type) and the inheritance pattern.
 #
-# **Time:** about 35 minutes.
+# **Time:** about 40 minutes.
 
 # %%
 import datetime as dt
