@@ -12,7 +12,22 @@
 #     title: "Extended reference and subset: copy only what the hot read needs"
 #     section: Patterns
 #     demo: "Build the day's packing list three ways (two queries, $lookup, extended reference) and compare round trips and documents examined; then push reviews with $slice and watch the product document stay small."
-#     mistakes: ["copying the whole customer into every order instead of the two or three fields the read needs", "forgetting the index on the copied reference (customer._id) that a name change has to update", "$push without $slice, so the 'recent' array grows without bound", "$position: 0 without $sort when reviews can arrive out of date order"]
+#     mistakes: ["copying the whole customer into every order instead of the two or three fields the read needs", "forgetting the index on the copied reference (customer._id) that a name change has to update", "finding the copies to rename by the old copied name instead of the copied id, so a namesake's copies are renamed too", "$push without $slice, so the 'recent' array grows without bound", "$position: 0 without $sort when reviews can arrive out of date order"]
+#     sources:
+#     - title: "MongoDB manual: Handle Duplicate Data (copying fields between collections)"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/
+#     - title: "MongoDB manual: Group Data with the Subset Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "mongodb/mongo jstests/noPassthrough/query/lookup/lookup_pushdown.js (EQ_LOOKUP and its join strategies)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js
+#     - title: "MongoDB manual: $push (with $each, $position, $sort and $slice)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/push/
+#     - title: "mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
 # ---
 
 # %% [markdown]
@@ -137,11 +152,13 @@ packing_b = [{"order": o["_id"], "name": o["customer"][0]["name"], "city": o["cu
 print("same packing list as design A:", packing_a == packing_b)
 
 # %% [markdown]
-# `explain` of the aggregation shows the join's work. MongoDB 8.0 runs this `$lookup` (the
-# `localField`/`foreignField` form) in its SBE engine: the join is an `EQ_LOOKUP` node in the `$cursor`'s
-# `queryPlan`, with its strategy (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of
-# both sides in its `executionStats`. The classic engine instead lists a `$lookup` stage with its own
-# counters; the helper below reads both forms.
+# `explain` of the aggregation shows the join's work. MongoDB 8.0 runs this
+# [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/) (the
+# `localField`/`foreignField` form) in its slot-based execution engine (SBE, the newer of the server's two query
+# engines; lesson 03): the join is an `EQ_LOOKUP` node in the `$cursor`'s `queryPlan`, with its strategy
+# (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of both sides in its
+# `executionStats` ([mongo jstest: lookup_pushdown.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js)).
+# The classic engine instead lists a `$lookup` stage with its own counters; the helper below reads both forms.
 #
 # **Predict first.** How many documents does the server examine for this packing list (the day's orders are
 # counted above)? Record your guess before running the measuring cell.
@@ -183,7 +200,9 @@ predict_lookup.check(lookup_cost["docs examined"])
 #
 # Keep `customerId`, and copy the two fields the order views need into the order, at the time of the order:
 # `customer: {_id, name, address}`. The address copy is a **snapshot**: it records where this order was shipped, so
-# it must *not* follow later moves.
+# it must *not* follow later moves. The manual weighs such copies the same way: a read without a join against the
+# work of updating every copy when the original changes
+# ([manual: handle duplicate data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)).
 
 # %%
 snapshot = {c["_id"]: {"_id": c["_id"], "name": c["name"], "address": c["address"]} for c in customers}
@@ -200,9 +219,13 @@ ext_cost
 
 # %% [markdown]
 # ### Side by side
+#
+# The collection sizes come from the
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage.
 
 # %%
-sizes = {name: db.command("collStats", name)["size"] for name in ("orders", "orders_ext")}
+sizes = {name: next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["size"]
+         for name in ("orders", "orders_ext")}
 part1 = pd.DataFrame({
     "A: two queries": {"round trips": 2, "docs examined": sum(q["docs examined"] for q in two_queries),
                        "orders collection bytes": sizes["orders"]},
@@ -290,7 +313,8 @@ ledger.totals()
 # %% [markdown]
 # The copy saves documents examined on every order page and packing list, and costs extra writes on every name
 # change. The break-even name-change rate, from the measured costs (design C against design B); above it, a
-# design without copies wins:
+# design without copies wins. (It counts a document written like a document read; a write also journals and
+# replicates, so the real break-even lies somewhat lower.)
 
 # %%
 designs = ("C: extended reference", "B: $lookup")
@@ -351,8 +375,10 @@ embedded_sizes
 # ### Subset: the 5 newest in the product, all of them in `reviews`
 #
 # Every review is written to the `reviews` collection (the full, paginated history). The product keeps a copy of the
-# newest five in `recentReviews`. One `$push` adds the new review at the front (`$position: 0`) and trims the array to
-# five (`$slice: 5`), so the product can never grow past five reviews.
+# newest five in `recentReviews`: the
+# [subset pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/).
+# One [`$push`](https://www.mongodb.com/docs/manual/reference/operator/update/push/) adds the new review at the front
+# (`$position: 0`) and trims the array to five (`$slice: 5`), so the product can never grow past five reviews.
 
 # %%
 db.products.insert_many([p | {"recentReviews": [], "reviewCount": 0} for p in products])
@@ -398,7 +424,8 @@ examined(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20)
 # %% [markdown]
 # Page 2 walks past the 20 keys of page 1 ("keys examined"), but it reads only the documents it returns
 # ("docs examined" equals "returned"): the index answers the whole filter and gives the order, so the server
-# places the SKIP stage below the FETCH (SERVER-13946) and skipped reviews are never fetched:
+# places the SKIP stage below the FETCH and skipped reviews are never fetched
+# ([mongo jstest: add_skip_stage_before_fetch.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)):
 
 # %%
 labkit.plan_summary(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20).limit(20)
