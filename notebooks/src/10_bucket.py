@@ -384,7 +384,7 @@ no_ids = {part: {f: v for f, v in one["control"][part].items() if f != "_id"} fo
 
 # %% [markdown]
 # The ten buckets that closed (the first of each sensor) closed on the count, at 1,000 readings: small readings
-# (a time, a temperature and the `_id` the server adds to each) stay far below 125 KiB. The ten second buckets,
+# (a time, a temperature and the `_id` the driver adds to each) stay far below 125 KiB. The ten second buckets,
 # 440 readings each, are still open.
 #
 # `avgNumMeasurementsPerCommit` is **not** readings per bucket: it is how many measurements each write to a
@@ -452,8 +452,12 @@ pd.DataFrame({"one doc per reading": day_cost(naive_day), "hourly buckets": day_
 # %% [markdown]
 # The time-series collection reads two buckets (a day of one sensor is 1,000 + 440 readings) and returns the
 # same 1,440 readings: the bucket pattern's saving without writing a single upsert. (The embedded engine shows
-# the classic explain shape; a server may run the same query in the slot-based engine and show it as one
-# `queryPlan`, which `ts_day_cost` also reads.)
+# the classic explain shape; a server may run the same query in its slot-based execution engine, SBE (lesson 03),
+# and show it as one `queryPlan`, which `ts_day_cost` also reads.)
+#
+# Old data leaves either design in whole buckets: a hand-made bucket collection drops a day with
+# `delete_many({"start": {"$lt": cutoff}})`, and a time-series collection created with `expireAfterSeconds` deletes
+# its expired buckets by itself (lesson 34 measures it).
 
 # %% [markdown]
 # ## Exercise
