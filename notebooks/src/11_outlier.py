@@ -157,7 +157,9 @@ db.posts.count_documents({"hasOverflow": True}), db.posts.find_one({"_id": "post
 # ## The read path
 #
 # Page 1 is always the post document alone. Later pages exist only for posts with `hasOverflow`; they come
-# from the overflow collection, newest first (page 2 starts right after the 20 embedded comments).
+# from the overflow collection, newest first (page 2 starts right after the 20 embedded comments). The source's
+# `getComments` reads even page 1 of a viral post from the overflow collection; serving it from the embedded
+# comments saves that query on the page everybody sees.
 
 # %%
 def get_comments(post_id, page=1):
@@ -400,7 +402,7 @@ ex.check(db, add_comment)
 # - Moving an item from the embedded array to the overflow collection is several writes: make them one unit (a
 #   transaction), or order them so that a crash leaves a duplicate, never a loss.
 # - Measured here: the viral post's page went from megabytes and the full 50,000 comments to one small document;
-#   normal posts did not change at all.
+#   normal posts still cost one read, a few bytes heavier for the flag.
 #
 # **Next:** 12 · the computed pattern.
 
