@@ -300,8 +300,10 @@ predict_dual.check(keys_after)
 # %% [markdown]
 # ## A validator for both versions
 #
-# While old and new documents coexist, the collection's rules must accept exactly two shapes: a v1 user with
-# a `name`, or a v2 user with `firstName` and `lastName`. In a
+# A flexible schema is not the absence of one (the source material opens with that point): the collection may
+# hold two shapes for a while, but each of them is still a rule. While old and new documents coexist, the
+# collection's rules must accept exactly two shapes: a v1 user with a `name`, or a v2 user with `firstName` and
+# `lastName`. In a
 # [`$jsonSchema`](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/) validator, `oneOf`
 # says "exactly one of these"; `collMod` installs it on the existing collection
 # ([manual: schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
