@@ -10,10 +10,15 @@ their rates, then design for the top rows". A ledger makes that arithmetic visib
     ledger.totals()     # per design, per second: round trips, documents and keys examined, bytes, writes
     ledger.widget()     # one slider per rate: move them and watch the better design flip
 
-Every cost is measured while the operation runs, through the command events a driver sees (round trips,
-documents written, bytes returned) and the ``explain`` of each read it sent (keys and documents examined; for a
-write, the explain of the query its filter runs, measured right after the write), on the embedded engine and on
-a real server alike.
+Every cost ``measure`` gives is measured while the operation runs, through the command events a driver sees
+(round trips, documents written, bytes returned) and the ``explain`` of each read it sent (keys and documents
+examined; for a write, the explain of the query its filter runs, measured right after the write), on the
+embedded engine and on a real server alike.
+
+Measured or estimated (LESSON_CONVENTIONS: "measured" means the engine or the server ran it): the label comes
+with the cost, by construction. ``measure`` labels its cost ``measured``; a cost from a formula enters through
+``estimate(how=...)`` and is labelled ``estimated: <how>``. Per-second totals are always ``estimated: rate x
+cost per run`` (the rates are the workload's figures), and the tables and the widget say so.
 """
 from __future__ import annotations
 
@@ -23,6 +28,12 @@ from typing import Any, Callable, Mapping
 import bson
 
 METRICS = ("round trips", "docs examined", "keys examined", "bytes returned", "docs written")
+MEASURED = "measured"
+ESTIMATED = "estimated: "
+#: what a per-second total is: a formula over the cost of one run (measured or estimated) and the workload's rate
+TOTALS_HOW = "estimated: rate x measured cost per run"
+#: slider units for a rate: the first that shows the workload's rate as a whole number
+RATE_UNITS = (("/s", 1), ("/min", 60), ("/h", 3600), ("/day", 86_400))
 _READS = ("find", "aggregate", "count", "distinct")
 _EXPLAIN_DROP = ("lsid", "$db", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",
                  "readConcern", "writeConcern")
@@ -30,17 +41,30 @@ _EXPLAIN_DROP = ("lsid", "$db", "$clusterTime", "txnNumber", "autocommit", "star
 
 @dataclass(frozen=True)
 class OpCost:
-    """What one run of an operation cost."""
+    """What one run of an operation cost, and how that is known: ``how`` is ``"measured"`` for a cost
+    :func:`measure` took from a run, ``"estimated: <formula>"`` for one :func:`estimate` was given."""
 
     round_trips: int
     docs_examined: int
     keys_examined: int
     bytes_returned: int
     docs_written: int
+    how: str
+
+    def __post_init__(self) -> None:
+        if self.how != MEASURED and not (isinstance(self.how, str) and self.how.startswith(ESTIMATED)
+                                         and self.how[len(ESTIMATED):].strip()):
+            raise ValueError(f"OpCost(how={self.how!r}): a cost is {MEASURED!r} (measure() ran it) or "
+                             f"'{ESTIMATED}<how it was obtained>' (estimate(how=...))")
 
     def as_row(self) -> dict[str, int]:
         """The figures under the ledger's column names."""
-        return dict(zip(METRICS, asdict(self).values()))
+        return dict(zip(METRICS, list(asdict(self).values())[:len(METRICS)]))
+
+    @property
+    def measured(self) -> bool:
+        """True when the figures come from running the operation."""
+        return self.how == MEASURED
 
 
 def _monitored(db: Any, recorder: Any) -> tuple[Any, Callable[[], None]]:
@@ -103,23 +127,9 @@ def _as_queries(command: dict) -> list[dict]:
 
 def _sum_examined(plan: Any) -> tuple[int, int]:
     """Totals over every executionStats in an explain (aggregate explains carry one per stage)."""
-    keys = docs = 0
-    todo = [plan]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            stats = node.get("executionStats")
-            if isinstance(stats, dict) and "totalKeysExamined" in stats:
-                keys += int(stats.get("totalKeysExamined", 0))
-                docs += int(stats.get("totalDocsExamined", 0))
-                continue
-            if "totalDocsExamined" in node and "$lookup" in node:  # classic $lookup stage statistics
-                docs += int(node.get("totalDocsExamined", 0))
-                keys += int(node.get("totalKeysExamined", 0))
-            todo.extend(node.values())
-        elif isinstance(node, list):
-            todo.extend(node)
-    return keys, docs
+    from labkit.engine.query.explain_doc import explain_totals
+
+    return explain_totals(plan)
 
 
 def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
@@ -141,7 +151,57 @@ def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
             keys, docs = keys + k, docs + d
     returned = sum(len(bson.encode(e.reply)) for e in rec.succeeded_events
                    if e.command_name in _READS + ("getMore", "findAndModify"))
-    return OpCost(len(started), docs, keys, returned, rec.modified())
+    return OpCost(len(started), docs, keys, returned, rec.modified(), MEASURED)
+
+
+def estimate(how: str, *, round_trips: int = 0, docs_examined: int = 0, keys_examined: int = 0,
+             bytes_returned: int = 0, docs_written: int = 0) -> OpCost:
+    """A cost that was not measured: figures from a formula, labelled ``estimated: <how>``.
+
+    ``how`` says how the figures were obtained, e.g. ``"docs examined x avgObjSize"``; figures not given are 0.
+    Use it where no run can measure the operation (a write a server does not explain, a workload not built);
+    :func:`measure` whenever the operation can run."""
+    if not isinstance(how, str) or not how.strip():
+        raise ValueError("estimate(how=...): say how the figures were obtained, e.g. how='docs examined x "
+                         "avgObjSize'; a cost without it would read as measured")
+    figures = {"round_trips": round_trips, "docs_examined": docs_examined, "keys_examined": keys_examined,
+               "bytes_returned": bytes_returned, "docs_written": docs_written}
+    bad = {k: v for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
+    if bad:
+        raise ValueError(f"estimate({how!r}): figures must be numbers >= 0 (per run of the operation); got {bad}")
+    text = how.strip()
+    return OpCost(**figures, how=text if text.startswith(ESTIMATED) else ESTIMATED + text)
+
+
+def _totals_how(costs: Mapping[Any, OpCost]) -> str:
+    return TOTALS_HOW if all(c.measured for c in costs.values()) else "estimated: rate x cost per run"
+
+
+def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] = METRICS) -> Any:
+    """A before/after table: one column per name in ``costs``, one row per metric, and a last row ``cost``
+    saying for each column whether its figures are ``measured`` or ``estimated: <how>``."""
+    import pandas as pd
+
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"compare(metrics=...): {unknown} are not metrics; choose from {list(METRICS)}")
+    not_costs = sorted(k for k, c in costs.items() if not isinstance(c, OpCost))
+    if not_costs:
+        raise ValueError(f"compare(costs=...): {not_costs} are not costs; pass what measure() or estimate() "
+                         "returned")
+    table = pd.DataFrame({name: {**{m: c.as_row()[m] for m in metrics}, "cost": c.how} for name, c in costs.items()})
+    return table.loc[[*metrics, "cost"]]
+
+
+def rate_unit(rate: float) -> tuple[str, int]:
+    """(suffix, runs-per-second factor) of the first of :data:`RATE_UNITS` in which ``rate`` (runs per second)
+    is a whole number, so a slider shows the workload's rate exactly (0.1/s is 6 /min, 5 a day is 5 /day); per
+    day, rounded, when none is."""
+    for suffix, factor in RATE_UNITS:
+        value = rate * factor
+        if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
+            return suffix, factor
+    return RATE_UNITS[-1]
 
 
 class Ledger:
@@ -157,12 +217,23 @@ class Ledger:
         self.rates: dict[str, float] = dict(rates)
         self.costs: dict[tuple[str, str], OpCost] = {}
 
+    def _check_operation(self, call: str, operation: str) -> None:
+        if operation not in self.rates:
+            raise ValueError(f"{call}(operation={operation!r}): not in the workload; its operations are "
+                             f"{sorted(self.rates)}")
+
     def measure(self, design: str, operation: str, db: Any, fn: Callable[[Any], Any]) -> OpCost:
         """Measure ``fn(db)`` as ``operation`` of ``design`` (``operation`` must be one of the rates)."""
-        if operation not in self.rates:
-            raise ValueError(f"measure(operation={operation!r}): not in the workload; its operations are "
-                             f"{sorted(self.rates)}")
+        self._check_operation("measure", operation)
         cost = measure(db, fn)
+        self.costs[(design, operation)] = cost
+        return cost
+
+    def estimate(self, design: str, operation: str, how: str, **figures: int) -> OpCost:
+        """Enter a cost of ``operation`` for ``design`` that was not measured: ``figures`` as :func:`estimate`
+        takes them (``docs_examined=...``), labelled ``estimated: <how>`` wherever the ledger shows it."""
+        self._check_operation("estimate", operation)
+        cost = estimate(how, **figures)
         self.costs[(design, operation)] = cost
         return cost
 
@@ -172,17 +243,19 @@ class Ledger:
         return list(dict.fromkeys(d for d, _ in self.costs))
 
     def per_operation(self) -> Any:
-        """A DataFrame: one row per (design, operation) with the measured cost of one run and its rate."""
+        """A DataFrame: one row per (design, operation) with the cost of one run, its rate, and in column
+        ``cost`` how the cost is known (``measured`` or ``estimated: <how>``)."""
         import pandas as pd
 
-        rows = [{"design": d, "operation": op, "per second": self.rates[op], **c.as_row()}
+        rows = [{"design": d, "operation": op, "per second": self.rates[op], **c.as_row(), "cost": c.how}
                 for (d, op), c in self.costs.items()]
         return pd.DataFrame(rows).set_index(["design", "operation"])
 
     def totals(self, rates: Mapping[str, float] | None = None) -> Any:
         """A DataFrame: per design, each metric per second (cost of one run x runs per second, summed).
 
-        A design missing a measured operation is shown with that operation's cost unknown (NaN)."""
+        A design missing a measured operation is shown with that operation's cost unknown (NaN). The columns'
+        name says what the figures are: ``estimated: rate x measured cost per run``."""
         import pandas as pd
 
         use = dict(self.rates, **(rates or {}))
@@ -199,7 +272,9 @@ class Ledger:
                     total += cost.as_row()[metric] * rate
                 row[metric + " /s"] = total
             out[design] = row
-        return pd.DataFrame.from_dict(out, orient="index").round(1)
+        table = pd.DataFrame.from_dict(out, orient="index").round(1)
+        table.columns.name = _totals_how(self.costs)
+        return table
 
     def best(self, metric: str = "docs examined", rates: Mapping[str, float] | None = None) -> str:
         """The design with the lowest per-second ``metric`` at ``rates`` (default: the ledger's)."""
@@ -253,19 +328,22 @@ class Ledger:
             raise ValueError(f"widget(max_rates=...): {unknown} not in the workload; its operations are "
                              f"{sorted(self.rates)}")
         top = max_rate or max(10, int(max(self.rates.values()) * 10))
-        tops = {op: int((max_rates or {}).get(op, top)) for op in self.rates}
-        names = {op: f"{op} /s" for op in self.rates}
+        units = {op: rate_unit(rate) for op, rate in self.rates.items()}
+        tops = {op: max(1, round((max_rates or {}).get(op, top) * units[op][1])) for op in self.rates}
+        names = {op: f"{op} {units[op][0]}" for op in self.rates}
 
         def compute(**values: int) -> dict[str, Any]:
-            rates = {op: values[names[op]] for op in self.rates}
+            rates = {op: values[names[op]] / units[op][1] for op in self.rates}
             totals = self.totals(rates)[metric + " /s"]
             out: dict[str, Any] = {f"{d}: {metric} /s": (None if v != v else v) for d, v in totals.items()}
             out["better design"] = self.best(metric, rates)
             return out
 
-        sliders = {names[op]: (0, tops[op], min(int(rate), tops[op]), max(1, tops[op] // 200))
+        sliders = {names[op]: (0, max(tops[op], round(rate * units[op][1])), round(rate * units[op][1]),
+                               max(1, tops[op] // 200))
                    for op, rate in self.rates.items()}
-        return explorer(compute, sliders=sliders, title=f"Workload ledger: {metric} per second")
+        return explorer(compute, sliders=sliders,
+                        title=f"Workload ledger: {metric} per second ({_totals_how(self.costs)})")
 
     def __repr__(self) -> str:
         return f"Ledger({len(self.rates)} operations, {len(self.designs)} designs measured)"

@@ -6,6 +6,7 @@ throw-away notebooks in a temporary directory.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -133,6 +134,87 @@ def test_metadata_reader_names_file_and_key(tmp_path):
     make_lesson(tmp_path, "04_x", "minutes: ten\ntitle: X\nsection: S", built=False)
     with pytest.raises(MetadataError, match=r"labkit.minutes='ten'"):
         notebook_meta.lessons(tmp_path)
+
+
+SOURCES_META = """minutes: 10
+title: Unique
+section: Relationships
+sources:
+- title: "MongoDB manual: Unique [indexes]"
+  url: https://www.mongodb.com/docs/manual/core/index-unique/
+- title: "mongodb/mongo jstests/core/index/index_signature.js ($natural)"
+  url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js"""
+
+
+def test_metadata_reader_reads_sources(tmp_path):
+    make_lesson(tmp_path, "05_u", SOURCES_META, built=False)
+    (lesson,) = notebook_meta.lessons(tmp_path)
+    assert lesson.sources == (
+        notebook_meta.Source("MongoDB manual: Unique [indexes]", "https://www.mongodb.com/docs/manual/core/index-unique/"),
+        notebook_meta.Source("mongodb/mongo jstests/core/index/index_signature.js ($natural)",
+                             "https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js"))
+
+
+@pytest.mark.parametrize("sources, message", [
+    ("sources: https://www.mongodb.com/docs/manual/", r"05_u.py: labkit.sources must be a list"),
+    ("sources:\n- https://www.mongodb.com/docs/manual/", r"05_u.py: labkit.sources entry 1 .* must be a mapping"),
+    ("sources:\n- title: T\n  url: https://www.mongodb.com/docs/manual/\n- url: https://www.mongodb.com/docs/x/",
+     r"05_u.py: labkit.sources entry 2: title=None"),
+    ("sources:\n- title: T\n  href: https://www.mongodb.com/docs/manual/", r"entry 1: unknown key\(s\) href"),
+    ("sources:\n- title: T\n  url: 3", r"entry 1 \('T'\): url=3 must be a non-empty string"),
+    ("sources:\n- title: Seeds\n  url: ../shared/seeds/000.md", r"entry 1 \('Seeds'\): url '../shared/seeds/000.md' is not"),
+    ("sources:\n- title: Old\n  url: https://github.com/mongodb/mongo/blob/master/jstests/core/a.js",
+     r"entry 1 \('Old'\): url .* not one of the allowed kinds"),
+    ("sources:\n- title: Blog\n  url: https://stackoverflow.com/q/1", r"entry 1 \('Blog'\).*allowed kinds"),
+    ("sources:\n- title: Bare\n  url: https://www.mongodb.com/docs/", r"entry 1 \('Bare'\).*allowed kinds"),
+    ("sources:\n- title: T\n  url: https://www.mongodb.com/docs/a/\n- title: T\n  url: https://www.mongodb.com/docs/b/",
+     r"entries 1 and 2 have the same title 'T'"),
+    ("sources:\n- title: A\n  url: https://www.mongodb.com/docs/a/\n- title: B\n  url: https://www.mongodb.com/docs/a/",
+     r"entries 1 and 2 have the same url"),
+    ("source:\n- title: A\n  url: https://www.mongodb.com/docs/a/", r"05_u.py: unknown labkit key\(s\) source"),
+])
+def test_metadata_reader_rejects_bad_sources_naming_file_and_entry(tmp_path, sources, message):
+    make_lesson(tmp_path, "05_u", "minutes: 10\ntitle: U\nsection: S\n" + sources, built=False)
+    with pytest.raises(MetadataError, match=message):
+        notebook_meta.lessons(tmp_path)
+
+
+def test_sources_cell_comes_before_navigation_in_py_notebook_and_student_copy(course):
+    make_lesson(course / "notebooks", "05_u", SOURCES_META)
+    gen_docs.write_all(course)
+    want = ("## Sources\n\n"
+            "1. [MongoDB manual: Unique \\[indexes\\]](https://www.mongodb.com/docs/manual/core/index-unique/)\n"
+            "2. [mongodb/mongo jstests/core/index/index_signature.js (\\$natural)]"
+            "(https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js)")
+    for path in (course / "notebooks" / "src" / "05_u.py", course / "notebooks" / "05_u.ipynb",
+                 course / "students" / "05_u.ipynb"):
+        cells = jupytext.read(path).cells
+        assert [(c.cell_type, c.metadata.get("tags")) for c in cells[-2:]] == [
+            ("markdown", ["sources"]), ("markdown", ["navigation"])], path
+        assert cells[-2].source == want, path
+        assert sum("sources" in c.metadata.get("tags", []) for c in cells) == 1
+    assert gen_docs.write_all(course) == []          # idempotent, byte for byte
+    # lessons without sources get no sources cell
+    assert "sources" not in jupytext.read(course / "notebooks" / "00_intro.ipynb").cells[-2].metadata.get("tags", [])
+    # a changed list is stale; an emptied list removes the cell from .py and .ipynb
+    src = course / "notebooks" / "src" / "05_u.py"
+    src.write_text(src.read_text().replace("Unique [indexes]", "Unique indexes"))
+    assert {src, course / "notebooks" / "05_u.ipynb"} <= set(gen_docs.stale_files(course))
+    gen_docs.write_all(course)
+    assert "1. [MongoDB manual: Unique indexes](" in jupytext.read(course / "notebooks" / "05_u.ipynb").cells[-2].source
+    src.write_text(re.sub(r"#     sources:\n(#     [- ].*\n)+", "", src.read_text()))
+    gen_docs.write_all(course)
+    for path in (src, course / "notebooks" / "05_u.ipynb", course / "students" / "05_u.ipynb"):
+        assert not any("sources" in c.metadata.get("tags", []) for c in jupytext.read(path).cells), path
+
+
+def test_sources_cell_moves_back_before_navigation_wherever_it_is():
+    text = ('# %%\nx = 1\n\n# %% [markdown] tags=["sources"]\n# old\n\n# %% [markdown]\n# ## End\n\n'
+            '# %% [markdown] tags=["navigation"]\n# nav\n')
+    new = gen_docs.py_with_navigation(text, "nav", "## Sources\n\n1. [a](b)")
+    assert new == ('# %%\nx = 1\n\n# %% [markdown]\n# ## End\n\n# %% [markdown] tags=["sources"]\n# ## Sources\n#\n'
+                   '# 1. [a](b)\n\n# %% [markdown] tags=["navigation"]\n# nav\n')
+    assert gen_docs.py_with_navigation(new, "nav", "## Sources\n\n1. [a](b)") == new
 
 
 def test_generate_then_fresh_then_stale_again(course):

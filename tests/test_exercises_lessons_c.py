@@ -263,7 +263,9 @@ def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
     ledger.measure("a", "read", tmp_db, lambda d: list(d.items.find()))
     ledger.measure("a", "rename", tmp_db, lambda d: d.items.update_one({"_id": 1}, {"$set": {"x": 1}}))
     handle = ledger.widget("docs examined", max_rate=2000, max_rates={"rename": 20})
-    handle.set(**{"rename /s": 20})
+    # 0.01 renames a second is shown exactly, as 36 an hour; the range ends at 20 a second = 72,000 an hour
+    assert handle.values["rename /h"] == 36 and handle.sliders["rename /h"].max == 72_000
+    handle.set(**{"rename /h": 72_000})
     assert handle.result["a: docs examined /s"] == 900 * 10 + 20 * 1
     with _pytest.raises(ValueError, match="not in the workload"):
         ledger.widget(max_rates={"nope": 3})

@@ -83,10 +83,10 @@ def test_bad_arguments_say_what_to_do(shop):
 def test_difference_and_break_even_from_measured_costs():
     # two designs, two operations: the crossing rate solves rest_worse + r * c_worse = rest_better + r * c_better
     ledger = labkit.Ledger({"read": 100, "write": 2})
-    ledger.costs[("copy", "read")] = labkit.ledger.OpCost(1, 1, 1, 0, 0)
-    ledger.costs[("join", "read")] = labkit.ledger.OpCost(1, 5, 5, 0, 0)
-    ledger.costs[("copy", "write")] = labkit.ledger.OpCost(1, 40, 40, 0, 40)
-    ledger.costs[("join", "write")] = labkit.ledger.OpCost(1, 1, 1, 0, 1)
+    for design, op, figures in [("copy", "read", (1, 1, 1, 0, 0)), ("join", "read", (1, 5, 5, 0, 0)),
+                                ("copy", "write", (1, 40, 40, 0, 40)), ("join", "write", (1, 1, 1, 0, 1))]:
+        ledger.estimate(design, op, "a worked example", **dict(zip(
+            ("round_trips", "docs_examined", "keys_examined", "bytes_returned", "docs_written"), figures)))
     assert ledger.difference("docs examined", "read", "copy", "join") == 4
     assert ledger.difference("docs examined", "write", "copy", "join") == -39
     # writes: 100 reads x 4 saved = 400 per second, 39 extra per write -> 400 / 39 writes per second
@@ -102,3 +102,64 @@ def test_difference_and_break_even_from_measured_costs():
         ledger.difference("docs examined", "read", "copy", "embed")
     with pytest.raises(ValueError, match="choose one of"):
         ledger.difference("ms", "read", "copy", "join")
+
+
+# --- measured or estimated: the label comes with the cost (issue 25, part 3) -----------------------------------
+
+def test_a_measured_cost_is_labelled_measured_and_an_estimate_says_how(shop):
+    ledger = labkit.Ledger({"show product": 1000, "write review": 1})
+    assert ledger.measure("computed", "show product", shop, _read_computed).how == "measured"
+    cost = ledger.estimate("computed", "write review", "one insert + one $inc by _id", round_trips=2, docs_written=2)
+    assert cost.how == "estimated: one insert + one $inc by _id" and not cost.measured
+    table = ledger.per_operation()
+    assert list(table["cost"]) == ["measured", "estimated: one insert + one $inc by _id"]
+    assert ledger.totals().columns.name == "estimated: rate x cost per run"          # one cost is an estimate
+    ledger.measure("computed", "write review", shop, _write_computed)
+    assert ledger.totals().columns.name == "estimated: rate x measured cost per run"
+    assert "estimated: rate x measured cost per run" in ledger.totals().to_string()
+    assert ledger.widget("round trips").title == ("Workload ledger: round trips per second (estimated: rate x "
+                                                  "measured cost per run)")
+
+
+def test_an_estimate_without_how_or_a_cost_without_label_is_refused():
+    for how in ("", "   ", None):
+        with pytest.raises(ValueError, match="say how the figures were obtained"):
+            labkit.ledger.estimate(how, docs_examined=3)
+    with pytest.raises(ValueError, match="numbers >= 0"):
+        labkit.ledger.estimate("guess", docs_examined=-1)
+    with pytest.raises(TypeError):
+        labkit.ledger.OpCost(1, 1, 1, 0, 0)                     # no label: neither measured nor estimated
+    for how in ("measured by hand", "estimated", "estimated: "):
+        with pytest.raises(ValueError, match="measure\\(\\) ran it"):
+            labkit.ledger.OpCost(1, 1, 1, 0, 0, how)
+    assert labkit.ledger.estimate("estimated: docs x size", docs_examined=1).how == "estimated: docs x size"
+
+
+def test_compare_labels_each_column(shop):
+    measured = labkit.ledger.measure(shop, _read_computed)
+    guessed = labkit.ledger.estimate("docs examined x avgObjSize", bytes_returned=4100)
+    table = labkit.ledger.compare({"before": measured, "after": guessed}, ("docs examined", "bytes returned"))
+    assert list(table.index) == ["docs examined", "bytes returned", "cost"]
+    assert table.loc["cost"].tolist() == ["measured", "estimated: docs examined x avgObjSize"]
+    assert table.loc["docs examined", "before"] == 1 and table.loc["bytes returned", "after"] == 4100
+    with pytest.raises(ValueError, match="not costs"):
+        labkit.ledger.compare({"x": 3})
+    with pytest.raises(ValueError, match="not metrics"):
+        labkit.ledger.compare({"x": measured}, ("ms",))
+
+
+@pytest.mark.parametrize("rate, name, value", [(0.1, "rename /min", 6), (0.01, "rename /h", 36),
+                                               (5 / 86_400, "rename /day", 5), (2, "rename /s", 2)])
+def test_the_widget_starts_at_the_ledgers_rates_exactly(rate, name, value):
+    # issue 25: a 0.1/s rename shown as 0 made the widget print 18,000.00 under a table of 18,040
+    ledger = labkit.Ledger({"header": 3000, "rename": rate})
+    ledger.estimate("copy", "header", "example", docs_examined=6)
+    ledger.estimate("copy", "rename", "example", docs_examined=400)
+    ledger.estimate("join", "header", "example", docs_examined=7)
+    ledger.estimate("join", "rename", "example", docs_examined=1)
+    handle = ledger.widget("docs examined", max_rate=4000)
+    assert handle.values == {"header /s": 3000, name: value}
+    totals = ledger.totals()["docs examined /s"]
+    assert handle.result["copy: docs examined /s"] == totals["copy"] == round(3000 * 6 + rate * 400, 1)
+    assert handle.result["join: docs examined /s"] == totals["join"]
+    assert labkit.ledger.rate_unit(1 / 7) == ("/day", 86_400)   # no unit makes it whole: per day, rounded

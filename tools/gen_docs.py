@@ -10,6 +10,8 @@ What it writes (all derived; never edit by hand):
 - a final markdown cell tagged ``navigation`` ("← previous · contents · next →") in every
   ``notebooks/src/NN_*.py``, and the same cell in the paired ``.ipynb`` when it exists (a markdown cell has no
   outputs, so no re-execution is needed; ``python3 dev.py build-notebooks`` carries it over as well);
+- just before it, a markdown cell tagged ``sources`` ("## Sources", a numbered list of the linked titles of
+  the lesson's ``labkit.sources``), in the .py and the .ipynb alike (none when the lesson lists no sources);
 - ``students/NN_name.ipynb``: each built notebook with every cell tagged ``solution`` replaced by an empty
   code cell ``# Your answer here`` (tags kept, outputs of those cells dropped), plus ``students/README.md``;
 - ``INSTRUCTOR.md``: workshop agendas (taster, half day, full day, anti-pattern half and full day, two-day
@@ -25,6 +27,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 _VENV_PY = _HERE.parent / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
@@ -37,13 +40,15 @@ except ImportError:  # run with a Python that lacks the dev dependencies: use th
     raise
 
 sys.path.insert(0, str(_HERE))
-from notebook_meta import NAVIGATION_TAG, REVEAL_TAG, ROOT, SOLUTION_TAG, Lesson, lessons, sections  # noqa: E402
+from notebook_meta import (NAVIGATION_TAG, REVEAL_TAG, ROOT, SOLUTION_TAG, SOURCES_TAG, Lesson,  # noqa: E402
+                           lessons, sections)
 
 REGENERATE = "python3 tools/gen_docs.py"
 GENERATED_NOTE = f"<!-- Generated from the notebooks' `labkit` metadata by `{REGENERATE}`. Do not edit by hand. -->"
 STUDENT_PLACEHOLDER = "# Your answer here"
 CELL_MARKER = re.compile(r"^# %%")
-NAV_MARKER = re.compile(r"^# %%.*\btags=\[[^\]]*[\"']" + NAVIGATION_TAG + r"[\"']")
+NAV_MARKER = re.compile(r"^# %%.*\btags=\[[^\]]*[\"'](?:" + NAVIGATION_TAG + "|" + SOURCES_TAG + r")[\"']")
+TAIL_TAGS = (SOURCES_TAG, NAVIGATION_TAG)  # the generated cells at the end of a lesson, in this order
 
 
 # --- small helpers -----------------------------------------------------------------------------------------
@@ -125,8 +130,28 @@ def navigation_markdown(all_lessons: list[Lesson], index: int) -> str:
     return " · ".join(parts)
 
 
-def py_with_navigation(text: str, nav: str) -> str:
-    """py:percent source ``text`` with its ``navigation`` cell removed and ``nav`` appended as the last cell."""
+def _link_text(text: str) -> str:
+    """Escape text for a markdown link's text: ``$`` (math) and square brackets."""
+    return _md(text).replace("[", "\\[").replace("]", "\\]")
+
+
+def sources_markdown(lesson: Lesson) -> str:
+    """The sources cell's markdown for ``lesson``: "## Sources" and a numbered list of linked titles ("" when
+    the lesson lists none)."""
+    if not lesson.sources:
+        return ""
+    items = [f"{i}. [{_link_text(src.title)}]({src.url})" for i, src in enumerate(lesson.sources, 1)]
+    return "\n".join(["## Sources", "", *items])
+
+
+def _tail(nav: str, sources: str) -> list[tuple[str, str]]:
+    """(tag, markdown) of the generated cells that end a lesson: sources (when any), then navigation."""
+    return [(tag, md) for tag, md in zip(TAIL_TAGS, (sources, nav)) if md]
+
+
+def py_with_navigation(text: str, nav: str, sources: str = "") -> str:
+    """py:percent source ``text`` with its ``sources`` and ``navigation`` cells removed, then ``sources`` (when
+    not empty) and ``nav`` appended as the last cells."""
     lines = text.splitlines()
     kept: list[str] = []
     skipping = False
@@ -135,28 +160,39 @@ def py_with_navigation(text: str, nav: str) -> str:
             skipping = bool(NAV_MARKER.match(line))
         if not skipping:
             kept.append(line)
-    body = "\n".join(kept).rstrip("\n")
-    commented = "\n".join(f"# {ln}" if ln else "#" for ln in nav.splitlines())
-    return f'{body}\n\n# %% [markdown] tags=["{NAVIGATION_TAG}"]\n{commented}\n'
+    out = "\n".join(kept).rstrip("\n")
+    for tag, md in _tail(nav, sources):
+        commented = "\n".join(f"# {ln}" if ln else "#" for ln in md.splitlines())
+        out += f'\n\n# %% [markdown] tags=["{tag}"]\n{commented}'
+    return out + "\n"
 
 
-def ipynb_with_navigation(text: str, nav: str) -> str:
-    """Notebook JSON ``text`` with its last cell being the ``navigation`` markdown ``nav``.
+def ipynb_with_navigation(text: str, nav: str, sources: str = "") -> str:
+    """Notebook JSON ``text`` ending with the ``sources`` markdown (when not empty) and the ``navigation``
+    markdown ``nav``, each in a cell tagged so.
 
     Returns ``text`` unchanged when that is already so, to keep the stored file byte-identical."""
     nb = nbformat.reads(text, as_version=4)
-    is_nav = [NAVIGATION_TAG in c.get("metadata", {}).get("tags", []) for c in nb.cells]
-    if nb.cells and is_nav[-1] and is_nav.count(True) == 1 and nb.cells[-1].source == nav \
-            and nb.cells[-1].cell_type == "markdown":
+    want = _tail(nav, sources)
+
+    def tag_of(cell: Any) -> str | None:
+        tags = cell.get("metadata", {}).get("tags", [])
+        return next((t for t in TAIL_TAGS if t in tags), None)
+
+    tagged = [tag_of(c) for c in nb.cells]
+    end = nb.cells[len(nb.cells) - len(want):] if len(nb.cells) >= len(want) else []
+    if sum(t is not None for t in tagged) == len(want) and len(end) == len(want) and all(
+            c.cell_type == "markdown" and tag_of(c) == tag and c.source == md for c, (tag, md) in zip(end, want)):
         return text
-    old = [c for c, flag in zip(nb.cells, is_nav) if flag]
-    nb.cells = [c for c, flag in zip(nb.cells, is_nav) if not flag]
-    cell = nbformat.v4.new_markdown_cell(nav, metadata={"tags": [NAVIGATION_TAG]})
-    if nb.nbformat_minor >= 5:
-        cell["id"] = old[0].get("id", NAVIGATION_TAG) if old else NAVIGATION_TAG
-    else:
-        cell.pop("id", None)
-    nb.cells.append(cell)
+    old = {t: c for c, t in zip(nb.cells, tagged) if t is not None}
+    nb.cells = [c for c, t in zip(nb.cells, tagged) if t is None]
+    for tag, md in want:
+        cell = nbformat.v4.new_markdown_cell(md, metadata={"tags": [tag]})
+        if nb.nbformat_minor >= 5:
+            cell["id"] = old[tag].get("id", tag) if tag in old else tag
+        else:
+            cell.pop("id", None)
+        nb.cells.append(cell)
     return nbformat.writes(nb) + "\n"
 
 
@@ -620,10 +656,10 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
     }
     student_rows: list[tuple[Lesson, int]] = []
     for i, lesson in enumerate(all_lessons):
-        nav = navigation_markdown(all_lessons, i)
-        files[lesson.source] = py_with_navigation(lesson.source.read_text(encoding="utf-8"), nav)
+        nav, cited = navigation_markdown(all_lessons, i), sources_markdown(lesson)
+        files[lesson.source] = py_with_navigation(lesson.source.read_text(encoding="utf-8"), nav, cited)
         if lesson.ipynb.exists():
-            nb_text = ipynb_with_navigation(lesson.ipynb.read_text(encoding="utf-8"), nav)
+            nb_text = ipynb_with_navigation(lesson.ipynb.read_text(encoding="utf-8"), nav, cited)
             files[lesson.ipynb] = nb_text
             student_text, blanked = student_notebook(nb_text)
             files[root / "students" / f"{lesson.name}.ipynb"] = student_text

@@ -11,6 +11,12 @@ whose YAML header holds::
                                #   (default 5 when the lesson has a cell tagged `solution`, else 0)
       demo: "..."              # optional: what the instructor demonstrates live
       mistakes: ["...", ...]   # optional: common learner mistakes
+      sources:                 # the MongoDB material the lesson's statements rest on (rendered as the
+      - title: "MongoDB manual: Unique indexes"           #   lesson's "Sources" cell, tagged `sources`)
+        url: https://www.mongodb.com/docs/manual/core/index-unique/
+
+A source's url must be one of :data:`SOURCE_URL_KINDS` (MongoDB's manual and docs, the server repository at
+v8.0, the specifications repository, the developer center, MongoDB University); titles and urls are unique.
 
 Usage::
 
@@ -33,14 +39,31 @@ SOURCE_GLOB = "[0-9][0-9]_*.py"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 DEFAULT_EXERCISE_MINUTES = 5
 REQUIRED_KEYS = ("minutes", "title", "section")
-OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes")
+OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes", "sources")
 SOLUTION_TAG = "solution"
 REVEAL_TAG = "reveal"  # the check of a prediction: code kept, output removed in student copies
 NAVIGATION_TAG = "navigation"
+SOURCES_TAG = "sources"  # the generated "Sources" cell, just before the navigation cell
+#: (kind, url prefix): the places a lesson may cite (see LESSON_CONVENTIONS: MongoDB's own material only)
+SOURCE_URL_KINDS = (
+    ("MongoDB manual and docs", "https://www.mongodb.com/docs/"),
+    ("mongodb/mongo at v8.0 (jstests, src)", "https://github.com/mongodb/mongo/blob/v8.0/"),
+    ("mongodb/specifications", "https://github.com/mongodb/specifications/blob/master/"),
+    ("MongoDB developer center", "https://www.mongodb.com/developer/"),
+    ("MongoDB University", "https://learn.mongodb.com/"),
+)
 
 
 class MetadataError(ValueError):
     """A notebook source has missing or malformed ``labkit`` metadata (the message names file and key)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One entry of a lesson's ``sources:`` list: a title and the url of MongoDB's page or file."""
+
+    title: str
+    url: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,7 @@ class Lesson:
     mistakes: tuple[str, ...]
     has_exercise: bool        # a cell is tagged `solution`
     source: Path              # the .py file
+    sources: tuple[Source, ...] = ()  # what the lesson cites, in the order given
 
     @property
     def ipynb(self) -> Path:
@@ -73,6 +97,51 @@ def _whole_minutes(value: object, where: str, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
         raise MetadataError(f"{where}: labkit.{key}={value!r} must be a whole number of minutes >= 0")
     return int(value)
+
+
+def source_url_kind(url: str) -> str | None:
+    """The kind of an allowed source url (see :data:`SOURCE_URL_KINDS`), or None when it is not allowed."""
+    for kind, prefix in SOURCE_URL_KINDS:
+        if url.startswith(prefix) and len(url) > len(prefix) and not any(c.isspace() or c in "()<>\"'" for c in url):
+            return kind
+    return None
+
+
+def _sources(value: object, where: str) -> tuple[Source, ...]:
+    """The validated ``sources:`` list (MetadataError names the file and the entry)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise MetadataError(f"{where}: labkit.sources must be a list of {{title, url}} entries, "
+                            f"got {type(value).__name__}")
+    allowed = ", ".join(prefix + "..." for _, prefix in SOURCE_URL_KINDS)
+    result: list[Source] = []
+    for i, entry in enumerate(value, 1):
+        at = f"{where}: labkit.sources entry {i}"
+        if not isinstance(entry, dict):
+            raise MetadataError(f"{at} ({entry!r}) must be a mapping with `title:` and `url:`")
+        unknown = sorted(set(map(str, entry)) - {"title", "url"})
+        if unknown:
+            raise MetadataError(f"{at}: unknown key(s) {', '.join(unknown)} (an entry has `title:` and `url:`)")
+        title, url = entry.get("title"), entry.get("url")
+        if not isinstance(title, str) or not title.strip():
+            raise MetadataError(f"{at}: title={title!r} must be a non-empty string")
+        at = f"{where}: labkit.sources entry {i} ({title.strip()!r})"
+        if not isinstance(url, str) or not url.strip():
+            raise MetadataError(f"{at}: url={url!r} must be a non-empty string")
+        if source_url_kind(url.strip()) is None:
+            raise MetadataError(f"{at}: url {url.strip()!r} is not one of the allowed kinds ({allowed}); cite "
+                                "MongoDB's own page or file, never a local path")
+        result.append(Source(title.strip(), url.strip()))
+    for field in ("title", "url"):
+        seen: dict[str, int] = {}
+        for i, src in enumerate(result, 1):
+            key = getattr(src, field)
+            if key in seen:
+                raise MetadataError(f"{where}: labkit.sources entries {seen[key]} and {i} have the same {field} "
+                                    f"{key!r}")
+            seen[key] = i
+    return tuple(result)
 
 
 def read_lesson(source: Path) -> Lesson:
@@ -100,6 +169,10 @@ def read_lesson(source: Path) -> Lesson:
     mistakes = meta.get("mistakes") or []
     if isinstance(mistakes, str) or not all(isinstance(x, str) for x in mistakes):
         raise MetadataError(f"{where}: labkit.mistakes must be a list of strings")
+    unknown = sorted(set(map(str, meta)) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise MetadataError(f"{where}: unknown labkit key(s) {', '.join(unknown)}; known: "
+                            f"{', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}")
     return Lesson(
         name=source.stem,
         number=m.group(1),
@@ -111,6 +184,7 @@ def read_lesson(source: Path) -> Lesson:
         mistakes=tuple(x.strip() for x in mistakes),
         has_exercise=has_exercise,
         source=source,
+        sources=_sources(meta.get("sources"), where),
     )
 
 

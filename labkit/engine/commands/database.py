@@ -282,15 +282,24 @@ def _cmd_explain(db, cmd):
                   kind="distinct", distinct_key=inner["key"])
         return coll.explain_find(q, verbosity, inner)
     if op == "aggregate":
-        if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
-            from ..catalog.timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
-            return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
-        from ..pipeline.aggregation import explain_pipeline
-        from ..catalog.views import explain_on_base, view_def
-        if view_def(coll._store):  # the resolved aggregation on the backing collection (views.py)
-            return explain_on_base(coll, inner.get("pipeline", []), verbosity, inner, inner.get("collation"))
-        return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
+        from ..query.explain_doc import outermost_explain, record_plan
+        with outermost_explain() as outer:
+            doc = _explain_aggregate(coll, inner, verbosity)
+        if outer:
+            record_plan("explain", coll._store, coll._db_store, coll._ns(), inner, doc)
+        return doc
     raise unsupported("explain of '%s'" % op)
+
+
+def _explain_aggregate(coll, inner, verbosity):
+    if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None:
+        from ..catalog.timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
+        return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
+    from ..pipeline.aggregation import explain_pipeline
+    from ..catalog.views import explain_on_base, view_def
+    if view_def(coll._store):  # the resolved aggregation on the backing collection (views.py)
+        return explain_on_base(coll, inner.get("pipeline", []), verbosity, inner, inner.get("collation"))
+    return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
 
 
 def _cmd_collmod(db, cmd):

@@ -1,8 +1,15 @@
 """Server-shaped explain documents (explainVersion "1", classic engine) for find / count / distinct."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
+import linecache
+import os
+import re
+import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from mongomock import OperationFailure
 
@@ -65,8 +72,150 @@ def _wrap(doc: dict, command: dict | None, verbosity: str) -> dict:
 def explain_query(coll, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
     """The explain document of a find / count / distinct, as an 8.0 server shapes it."""
     _check_verbosity(verbosity)
-    with explaining():
-        return _explain_query(coll, q, verbosity, command)
+    with explaining(), outermost_explain() as outer:
+        doc = _explain_query(coll, q, verbosity, command)
+    if outer and os.environ.get(PLAN_RECORD_ENV):
+        from .collate import current
+        cmd = dict(command) if command is not None else _command_of(coll.name, q)
+        if current() is not None and "collation" not in cmd:  # a cursor's collation, applied around the explain
+            cmd["collation"] = current()
+        record_plan("explain", coll._store, getattr(coll, "_db_store", None), "%s.%s" % (coll.database.name, coll.name),
+                    cmd, doc)
+    return doc
+
+
+# --- the plan record (tests/test_one_cost.py: one query, one cost) -------------------------------------------
+#: a file name: every explain with execution statistics (and every profiled operation) is appended to it as one
+#: JSON line, with the namespace, the command, the collection's data version and index set, and the figures
+PLAN_RECORD_ENV = "LABKIT_PLAN_RECORD"
+_NESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_explain_nested", default=False)
+_SERIALS = itertools.count(1)
+_CELL_FILE = re.compile(r"ipykernel_\d+[/\\]")
+
+
+@contextlib.contextmanager
+def outermost_explain() -> Iterator[bool]:
+    """True for the outermost explain only (a time-series or view explain runs another one inside)."""
+    outer = not _NESTED.get()
+    token = _NESTED.set(True)
+    try:
+        yield outer
+    finally:
+        _NESTED.reset(token)
+
+
+def explain_totals(doc: Any) -> tuple[int, int]:
+    """Keys and documents examined over every ``executionStats`` of an explain document (an aggregate's carry
+    one per part) and the classic ``$lookup`` stages' totals."""
+    keys = docs = 0
+    todo = [doc]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            stats = node.get("executionStats")
+            if isinstance(stats, dict) and "totalKeysExamined" in stats:
+                keys += int(stats.get("totalKeysExamined", 0))
+                docs += int(stats.get("totalDocsExamined", 0))
+                continue
+            if "totalDocsExamined" in node and "$lookup" in node:
+                docs += int(node.get("totalDocsExamined", 0))
+                keys += int(node.get("totalKeysExamined", 0))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return keys, docs
+
+
+def _command_of(name: str, q: Query) -> dict:
+    """The command a Query answers, for the record when the caller passed none."""
+    if q.kind == "count":
+        return {"count": name, "query": q.filter, **({"skip": q.skip} if q.skip else {}),
+                **({"limit": q.limit} if q.limit else {}), **({"hint": q.hint} if q.hint is not None else {})}
+    if q.kind == "distinct":
+        return {"distinct": name, "key": q.distinct_key, "query": q.filter}
+    cmd: dict[str, Any] = {"find": name, "filter": q.filter}
+    for key, value in (("sort", dict(q.sort) if q.sort else None), ("projection", q.projection),
+                       ("skip", q.skip or None), ("limit", q.limit or None), ("hint", q.hint)):
+        if value is not None:
+            cmd[key] = value
+    return cmd
+
+
+def _serial(store: Any) -> int:
+    serial = store.__dict__.get("_plan_record_serial")
+    if serial is None:
+        serial = store._plan_record_serial = next(_SERIALS)
+    return serial
+
+
+def _collection_state(st: Any) -> tuple[list, list]:
+    """(data version, index set) of a collection store: what a plan's cost depends on."""
+    data = [_serial(st), st.incarnation, st.version, len(st.docs)]
+    return data, sorted((ix.spec.info() for ix in st.ix.values()), key=lambda i: i["name"])
+
+
+def _stage_chain(doc: dict) -> str:
+    stats = doc.get("executionStats") or {}
+    stage = stats.get("executionStages")
+    if not isinstance(stage, dict):
+        cursor = next((s["$cursor"] for s in doc.get("stages") or [] if "$cursor" in s), {})
+        stage = (cursor.get("executionStats") or {}).get("executionStages")
+    names = []
+    while isinstance(stage, dict):
+        names.append(str(stage.get("stage", "?")))
+        stage = stage.get("inputStage") or next(iter(stage.get("inputStages") or []), None)
+    later = [next(iter(s)) for s in doc.get("stages") or [] if "$cursor" not in s]
+    return " > ".join(names + later)
+
+
+def _cell_line() -> str | None:
+    """The notebook line that led here: the outermost frame of code a kernel ran from a cell (ipykernel names
+    those files ``.../ipykernel_<pid>/<hash>.py``), or None outside a notebook."""
+    frame, found = sys._getframe(1), None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if _CELL_FILE.search(name) or name.startswith("<ipython-input"):
+            found = linecache.getline(name, frame.f_lineno).strip() or found
+        frame = frame.f_back
+    return found
+
+
+def record_plan(origin: str, st: Any, db_store: Any, ns: str, command: dict, doc: dict,
+                figures: dict | None = None) -> None:
+    """Append one plan to the file named by ``LABKIT_PLAN_RECORD`` (nothing when it is unset or the explain
+    has no execution statistics). ``st`` is the collection's store; an aggregate's data version and index set
+    cover every collection of the database (``db_store``), since ``$lookup`` reads others."""
+    path = os.environ.get(PLAN_RECORD_ENV)
+    if not path:
+        return
+    if figures is None:
+        stats = doc.get("executionStats")
+        if not isinstance(stats, dict):
+            cursor = next((s["$cursor"] for s in doc.get("stages") or [] if "$cursor" in s), {})
+            stats = cursor.get("executionStats")
+        if not isinstance(stats, dict):
+            return  # queryPlanner verbosity: no cost to record
+        keys, docs = explain_totals(doc)
+        root = stats.get("executionStages") or {}
+        figures = {"keys": keys, "docs": docs, "returned": int(stats.get("nReturned", 0)),
+                   "counted": root.get("nCounted") if isinstance(root, dict) else None, "plan": _stage_chain(doc)}
+    name = next(iter(command), "")
+    if name == "aggregate" and db_store is not None:
+        states = {n: _collection_state(c) for n, c in sorted(getattr(db_store, "_collections", {}).items())
+                  if hasattr(c, "ix")}
+        data = [[n, d] for n, (d, _) in states.items()]
+        indexes = [[n, i] for n, (_, i) in states.items()]
+    else:
+        data, indexes = _collection_state(st)
+    from bson import json_util
+    line = {"origin": origin, "ns": ns, "command": {k: v for k, v in command.items() if k not in _NOT_SHAPE},
+            "data": data, "indexes": indexes, "cell": _cell_line(), **figures}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json_util.dumps(line, json_options=json_util.RELAXED_JSON_OPTIONS) + "\n")
+
+
+_NOT_SHAPE = ("lsid", "$db", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",
+              "readConcern", "writeConcern", "cursor", "batchSize", "singleBatch", "comment", "maxTimeMS")
 
 
 def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict:

@@ -210,6 +210,12 @@ def record(op: boundary.Op, cmd: dict, reply: dict | None, err: BaseException | 
     if not _wanted(st, entry):
         return
     _store_entry(client, db_name, db_store, st, entry)
+    if "keysExamined" in entry and isinstance(coll_name, str):  # the plan record (explain_doc.record_plan)
+        from ..query.explain_doc import record_plan
+        record_plan("profiler", db_store[coll_name], db_store, ns, entry["command"], {}, {
+            "keys": entry["keysExamined"], "docs": entry["docsExamined"], "returned": entry.get("nreturned"),
+            "counted": None, "plan": entry.get("planSummary", ""), "op": kind,
+            "complete": kind not in ("query", "getmore") or bool(entry.get("cursorExhausted"))})
 
 
 def _count_inserted_keys(op: boundary.Op, db_store: Any, coll_name: Any, cmd: dict) -> None:
