@@ -67,14 +67,17 @@ summary
 # document per sensor and clock hour in `reading_buckets`. Ten sensors report once a minute.
 #
 # ## The workload
-#
-# | operation | type | rate (assumed) | needs |
-# |---|---|---:|---|
-# | store a reading | write | 1 per sensor per minute | must stay cheap as history grows |
-# | chart one sensor's day | read | 20/s | that sensor's readings for 24 hours, in time order |
-# | show an hour's min / max / average | read | 50/s | a summary, not every sample |
-# | drop data older than N days | write | once a day | delete whole hours at once |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("store a reading", "write", "1 per sensor per minute", "must stay cheap as history grows"),
+    ("chart one sensor's day", "read", "20/s", "that sensor's readings for 24 hours, in time order"),
+    ("show an hour's min / max / average", "read", "50/s", "a summary, not every sample"),
+    ("drop data older than N days", "write", "once a day", "delete whole hours at once"),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The source material's sensor reports **every second**: that is 86,400 documents per sensor per day if each
 # reading is a document, and 24 if each hour is a document. Our generated sensors report every minute, so the
 # numbers below are smaller, but the ratio is the point. (The source's sample bucket says "up to 60 measurements
@@ -259,6 +262,7 @@ def per_day(interval_s, bucket_span_min, cap):
     last_bytes = doc_size_with_array(empty_bucket, "readings", rest, lambda i: item)
     return {
         "readings per sensor per day": readings,
+        "readings per full bucket": full,
         "docs per sensor per day: one per reading": readings,
         "docs per sensor per day: buckets": buckets,
         "index entries: one per reading": 2 * readings,
@@ -327,6 +331,16 @@ pd.Series(per_day(interval_s=1, bucket_span_min=60, cap=60))
 #   ([mongo source: timeseries_options.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries_options.cpp)).
 #
 # `$collStats` counts why buckets closed (`numBucketsClosedDueToCount`, `...DueToSize`, `...DueToTimeForward`).
+# The documented defaults, in the units the server uses:
+
+# %%
+pd.Series({"measurements per bucket, at most (timeseriesBucketMaxCount)": 1_000,
+           "bytes of measurements per bucket, at most (timeseriesBucketMaxSize)": 128_000,
+           "bucket span in seconds, granularity 'seconds'": 3_600,
+           "bucket span in seconds, granularity 'minutes'": 86_400,
+           "bucket span in seconds, granularity 'hours'": 2_592_000}, name="documented defaults")
+
+# %% [markdown]
 #
 # **Predict first.** The same 14,400 readings (10 sensors, one a minute for a day) go into a time-series
 # collection with `metaField: "sensorId"`, `granularity: "minutes"`. How many buckets will the server make?
@@ -410,11 +424,13 @@ pd.DataFrame({"after one insert_many": before_feed, "after 60 more insert_one ca
 # %%
 spectra = db.create_collection("spectra_ts", timeseries={"timeField": "ts", "metaField": "sensorId",
                                                          "granularity": "minutes"})
+SPECTRUM = bytes(3000)
 spectra.insert_many([{"sensorId": "vib:1", "ts": dt.datetime(2026, 10, 1) + dt.timedelta(minutes=m),
-                      "spectrum": bytes(3000)} for m in range(240)])
+                      "spectrum": SPECTRUM} for m in range(240)])
 spectra_stats = ts_stats(spectra)
 spectra_buckets = db[spectra_stats["bucketsNs"].split(".", 1)[1]]
-pd.Series({"measurements": spectra.count_documents({}), "buckets": spectra_stats["bucketCount"],
+pd.Series({"bytes per spectrum": len(SPECTRUM), "measurements": spectra.count_documents({}),
+           "buckets": spectra_stats["bucketCount"],
            "measurements per bucket": [b["control"]["count"] for b in
                                        spectra_buckets.find({}, {"control.count": 1}).sort("control.min.ts", 1)],
            "buckets closed: count / size / time span": "%d / %d / %d" % (
@@ -464,8 +480,8 @@ pd.DataFrame({"one doc per reading": day_cost(naive_day), "hourly buckets": day_
 #
 # Write `add_reading(coll, sensor_id, ts, value)` that stores one reading with **one** upsert into hourly
 # buckets of at most **60** readings, keeping `count`, `min` and `max` on each bucket (fields `sensorId`, `start`,
-# `readings` as above). `ex.check(db, add_reading)` feeds 75 minutes of readings for two sensors into a scratch
-# collection and inspects the buckets it gets.
+# `readings` as above). `ex.check(db, add_reading)` feeds more than an hour of readings for two sensors into a
+# scratch collection and inspects the buckets it gets.
 
 # %%
 ex = labkit.exercises.get("10-bucket-upsert")
@@ -494,8 +510,8 @@ ex.check(db, add_reading)
 # Electricity meters in two buildings report every **15 seconds**: `{meterId, building, ts, kwh}`. Write
 # `setup_meters(db)`, which creates the time-series collection `meter_readings`, and `store_batch(coll, batch)`,
 # which stores a list of readings as they arrive. The check creates a private database, calls your setup, feeds
-# four meters' two hours of readings in batches of 40 through `store_batch`, watches the commands it sends and
-# counts readings per bucket from the buckets.
+# four meters' readings in batches through `store_batch`, watches the commands it sends and counts readings per
+# bucket from the buckets.
 
 # %%
 ex_meters = labkit.exercises.get("10-ts-meters")
@@ -528,6 +544,20 @@ ex_meters.check(db, setup_meters, store_batch)
 #   come from the buckets; `avgNumMeasurementsPerCommit` measures write batching.
 #
 # **Next:** 11 · the outlier pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Group Data with the Bucket Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/bucket-pattern/)
+# 2. [MongoDB manual: Group Data (time series collections apply the bucket pattern)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/)
+# 3. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 4. [MongoDB manual: Ensure Indexes Fit in RAM](https://www.mongodb.com/docs/manual/tutorial/ensure-indexes-fit-ram/)
+# 5. [MongoDB manual: \$setOnInsert](https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/)
+# 6. [MongoDB manual: Time Series](https://www.mongodb.com/docs/manual/core/timeseries-collections/)
+# 7. [MongoDB manual: About Time Series Data (how bucketing works, bucket closure)](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-bucketing/)
+# 8. [mongodb/mongo src/mongo/db/timeseries/timeseries.idl (timeseriesBucketMaxCount, timeseriesBucketMaxSize, timeseriesBucketMinCount)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries.idl)
+# 9. [mongodb/mongo src/mongo/db/timeseries/timeseries_options.cpp (bucketMaxSpanSeconds and rounding per granularity)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries_options.cpp)
+# 10. [MongoDB manual: Time Series Collection Indexes (the default metaField and timeField index, 6.3+)](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-index/)
 
 # %% [markdown] tags=["navigation"]
 # [← 08 · Capstone: a real-world profile page](08_capstone_profile.ipynb) · [Contents](../CONTENTS.md) · [11 · Outlier: embed for the common case, overflow for the viral post →](11_outlier.ipynb)

@@ -70,13 +70,16 @@ print("normal posts:", len(counts), "| comments on them:", sum(counts), "| most 
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (assumed) | needs |
-# |---|---|---:|---|
-# | show a post with its newest comments | read | 2,000/s | title, comment count, up to 20 newest comments |
-# | "more comments" on a post | read | 20/s, mostly on viral posts | the next 20, newest first |
-# | add a comment | write | 50/s, bursty on viral posts | must stay cheap even on the viral post; no comment lost |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("show a post with its newest comments", "read", "2,000/s", "title, comment count, up to 20 newest comments"),
+    ("\"more comments\" on a post", "read", "20/s, mostly on viral posts", "the next 20, newest first"),
+    ("add a comment", "write", "50/s, bursty on viral posts", "cheap even on the viral post; none lost"),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**
 # ([manual: outlier pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/outlier-pattern/)).
 
@@ -368,7 +371,7 @@ knobs
 # Write `add_comment(posts, comments, post_id, comment)` for a threshold of **20**: the post keeps its 20 newest
 # comments embedded and an accurate `commentCount`; a comment pushed out of the embedded array is inserted into
 # `comments` with a `postId`, and the post gets `hasOverflow: True`. `ex.check(db, add_comment)` runs it on
-# scratch collections: 25 comments on one post, 3 on another.
+# scratch collections: one post that overflows, one that does not.
 
 # %%
 from pymongo import ReturnDocument
@@ -405,6 +408,16 @@ ex.check(db, add_comment)
 #   normal posts still cost one read, a few bytes heavier for the flag.
 #
 # **Next:** 12 · the computed pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Group Data with the Outlier Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/outlier-pattern/)
+# 2. [MongoDB manual: \$push (with \$each, \$position and \$slice)](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# 3. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 4. [mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)
+# 5. [MongoDB manual: Transactions](https://www.mongodb.com/docs/manual/core/transactions/)
+# 6. [MongoDB manual: 16 MiB BSON document size limit](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 10 · Bucket: group time-series readings per sensor and hour](10_bucket.ipynb) · [Contents](../CONTENTS.md) · [12 · Computed: maintain rating statistics on write →](12_computed.ipynb)

@@ -69,12 +69,15 @@ print("products:", db.products.count_documents({}), "| reviews:", db.reviews.cou
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (assumed) | needs |
-# |---|---|---:|---|
-# | show a product page | read | 1,000/s | name, price, average rating, number of reviews, star distribution |
-# | add a review | write | 2/s | stored for ever; the page must reflect it |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("show a product page", "read", "1,000/s", "name, price, rating average, count, stars"),
+    ("add a review", "write", "2/s", "stored for ever; the page must reflect it"),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # A page view is far more frequent than a new review (500 per review here): that ratio decides the design. The
 # rates are the lesson's assumption; the ledger below lets you change them. The headphones carry the source's
 # distribution of 10,842 reviews.
@@ -287,15 +290,15 @@ def work(views_per_review, reviews):
     computed = reads * computed_read + writes * computed_write_extra
     break_even = computed_write_extra / (per_read - computed_read) if per_read > computed_read else None
     return {"its reviews": its_reviews, "page views": reads,
-            "aggregate on read: keys examined (estimated)": aggregate,
-            "computed: keys examined (estimated)": computed,
+            "aggregate on read: keys examined (estimated: keys per view x views)": aggregate,
+            "computed: keys examined (estimated: keys per view x views + key per review x reviews)": computed,
             "cheaper": "computed" if computed < aggregate else "aggregate on read" if aggregate < computed else "tie",
             "break-even: reviews per page view": round(1 / break_even) if break_even else "never"}
 
 
 def draw(ax, values, r):
     ax.barh(["aggregate on read", "computed"],
-            [r["aggregate on read: keys examined (estimated)"], r["computed: keys examined (estimated)"]])
+            [r["aggregate on read: keys examined (estimated: keys per view x views)"], r["computed: keys examined (estimated: keys per view x views + key per review x reviews)"]])
     ax.set_xlabel("index keys examined")
 
 
@@ -484,6 +487,16 @@ ex.check(add_review)
 #   goes further for counters that only need to be roughly right.
 #
 # **Next:** 13 · schema versioning.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Store Computed Data (the computed pattern)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/computed-values/computed-schema-pattern/)
+# 2. [MongoDB manual: Use the Approximation Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/computed-values/approximation-schema-pattern/)
+# 3. [mongodb/mongo jstests/aggregation/use_query_projection.js (a pipeline that needs only indexed fields is covered)](https://github.com/mongodb/mongo/blob/v8.0/jstests/aggregation/use_query_projection.js)
+# 4. [MongoDB manual: Express query stages (explain results)](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 5. [MongoDB manual: Atomicity and Transactions (single-document writes are atomic)](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+# 6. [MongoDB manual: Transactions](https://www.mongodb.com/docs/manual/core/transactions/)
 
 # %% [markdown] tags=["navigation"]
 # [← 11 · Outlier: embed for the common case, overflow for the viral post](11_outlier.ipynb) · [Contents](../CONTENTS.md) · [13 · Schema versioning: v1 name, v2 firstName/lastName, no downtime →](13_schema_versioning.ipynb)

@@ -83,14 +83,17 @@ db.users.find_one({"_id": "user:1"}), db.users.find_one({"_id": "user:3001"})
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | load a profile by `_id` | read | 2,000/s | first and last name, always in the v2 shape |
-# | find users by last name | read | 50/s | every matching user, whatever the version |
-# | ship the v2 code | deploy | once (0 downtime) | no downtime, no stop-the-world migration |
-# | migrate the old documents | background | one batch of 500 per run, until done | bounded load, visible progress |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("load a profile by _id", "read", "2,000/s", "first and last name, always in the v2 shape"),
+    ("find users by last name", "read", "50/s", "every matching user, whatever the version"),
+    ("ship the v2 code", "deploy", "once (0 downtime)", "no downtime, no stop-the-world migration"),
+    ("migrate the old documents", "background", "one batch of 500 per run, until done", "bounded load, visible progress"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # ## The naive approach: new code, old data
 #
 # Code written for v2 queries `lastName`. Old documents do not have it, so they silently drop out:
@@ -162,7 +165,7 @@ predict_dual = labkit.exercises.get("13-predict-dual-query-after-migration")
 predict_dual.predict(truth)  # one key per Smith, none in the empty partial index
 
 # %% [markdown]
-# Stopping the application to rewrite 3,000 (or 300 million) documents at once is the other naive option: one
+# Stopping the application to rewrite 3,000 (or hundreds of millions of) documents at once is the other naive option: one
 # enormous write, no progress reporting, and downtime. Versioning avoids both.
 #
 # ## Better: migrate on read
@@ -376,12 +379,12 @@ collection_size = db.users.count_documents({})
 
 def batches(batch_size):
     n = -(-left_after_reads // batch_size)
-    return {"v1 documents to migrate": left_after_reads, "batches (estimated)": n,
-            "round trips (estimated)": 2 * n,
+    return {"v1 documents to migrate": left_after_reads, "batches (estimated: v1 left / batch size)": n,
+            "round trips (estimated: a find and a bulk_write per batch)": 2 * n,
             "documents written by one bulk_write, at most": min(batch_size, left_after_reads),
             "last batch": left_after_reads - (n - 1) * batch_size if n else 0,
-            "keys examined per batch with the index (estimated)": min(batch_size, left_after_reads),
-            "docs examined per batch by a collection scan (estimated worst case)": collection_size}
+            "keys examined per batch with the index (estimated: one per document)": min(batch_size, left_after_reads),
+            "docs examined per batch by a collection scan (estimated: the whole collection, the worst case)": collection_size}
 
 
 explorer(batches, sliders={"batch_size": (50, 3000, BATCH, 50)}, title="Migration batches")
@@ -449,6 +452,17 @@ ex.check(db, migrate_batch)
 # - During the migration, validate with `oneOf` both versions; tighten the rules once the old version is gone.
 #
 # **Next:** 14 · the polymorphic pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Maintain Different Schema Versions (schema versioning pattern)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/schema-versioning/)
+# 2. [MongoDB manual: \$or (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/or/)
+# 3. [MongoDB manual: Partial Indexes](https://www.mongodb.com/docs/manual/core/index-partial/)
+# 4. [MongoDB manual: \$regex (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 5. [MongoDB manual: cursor.hint() (\$natural forces a collection scan)](https://www.mongodb.com/docs/manual/reference/method/cursor.hint/)
+# 6. [MongoDB manual: \$jsonSchema (oneOf)](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/)
+# 7. [MongoDB manual: Schema Validation](https://www.mongodb.com/docs/manual/core/schema-validation/)
 
 # %% [markdown] tags=["navigation"]
 # [← 12 · Computed: maintain rating statistics on write](12_computed.ipynb) · [Contents](../CONTENTS.md) · [14 · Polymorphic: articles, videos and tools in one feed collection →](14_polymorphic.ipynb)

@@ -97,15 +97,18 @@ pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$s
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (assumed) | needs |
-# |---|---|---:|---|
-# | home feed: newest 20 items of every type | read | 1,500/s | each item rendered its own way |
-# | a type tab: newest 20 videos (or articles, tools) | read | 300/s | one type, newest first |
-# | an author's items of one type | read | 20/s | authorId and type |
-# | search titles and names | read | 50/s | the source's handlers: case-insensitive, anywhere in the text |
-# | publish an item | write | 0.1/s | must have the fields of its type |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("home feed: newest 20 items of every type", "read", "1,500/s", "each item rendered its own way"),
+    ("a type tab: newest 20 videos (or articles, tools)", "read", "300/s", "one type, newest first"),
+    ("an author's items of one type", "read", "20/s", "authorId and type"),
+    ("search titles and names", "read", "50/s", "any case, anywhere in the text"),
+    ("publish an item", "write", "0.1/s", "must have the fields of its type"),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has
 # fields of its own (`slug`, `durationSeconds`, `stars`...).
 
@@ -343,12 +346,12 @@ def shares(video_percent):
     videos = total * video_percent // 100
     return {"items": total, "videos": videos,
             "full index entries": total, "partial index entries": videos,
-            "full index bytes (estimated)": round(videos * per_video_entry + (total - videos) * per_null_entry),
-            "partial index bytes (estimated)": round(videos * per_video_entry)}
+            "full index bytes (estimated: bytes per entry of the indexes built here x entries)": round(videos * per_video_entry + (total - videos) * per_null_entry),
+            "partial index bytes (estimated: bytes per entry of the indexes built here x entries)": round(videos * per_video_entry)}
 
 
 def draw(ax, values, r):
-    ax.barh(["full", "partial"], [r["full index bytes (estimated)"], r["partial index bytes (estimated)"]])
+    ax.barh(["full", "partial"], [r["full index bytes (estimated: bytes per entry of the indexes built here x entries)"], r["partial index bytes (estimated: bytes per entry of the indexes built here x entries)"]])
     ax.set_xlabel("bytes of the durationSeconds index")
 
 
@@ -458,6 +461,20 @@ ex.check(validator)
 #   the inheritance pattern.
 #
 # **Next:** 15 · the attribute pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Polymorphic Data (polymorphic and inheritance patterns)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/)
+# 2. [MongoDB manual: Use the Inheritance Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/inheritance-schema-pattern/)
+# 3. [MongoDB manual: Use Indexes to Sort Query Results](https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/)
+# 4. [MongoDB manual: \$regex (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 5. [MongoDB manual: Case-Insensitive Indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)
+# 6. [MongoDB Atlas: Atlas Search](https://www.mongodb.com/docs/atlas/atlas-search/)
+# 7. [MongoDB manual: Sparse Indexes](https://www.mongodb.com/docs/manual/core/index-sparse/)
+# 8. [MongoDB manual: Partial Indexes](https://www.mongodb.com/docs/manual/core/index-partial/)
+# 9. [mongodb/mongo jstests/core/index/index_signature.js (indexes on the same keys that differ in sparse, unique, partialFilterExpression or collation)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js)
+# 10. [MongoDB manual: \$jsonSchema (oneOf)](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/)
 
 # %% [markdown] tags=["navigation"]
 # [← 13 · Schema versioning: v1 name, v2 firstName/lastName, no downtime](13_schema_versioning.ipynb) · [Contents](../CONTENTS.md) · [15 · Attribute pattern: many similar fields, one index →](15_attribute.ipynb)

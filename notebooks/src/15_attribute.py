@@ -53,7 +53,7 @@ print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
 # A film catalogue: 2,000 movies, each released in the United States and in a varying number of the other
-# 39 markets. The generator is seeded, so every run builds the same catalogue.
+# markets of a list of 40. The generator is seeded, so every run builds the same catalogue.
 
 # %%
 COUNTRIES = ["US", "FR", "DE", "IT", "GB", "ES", "JP", "BR", "CA", "AU", "MX", "KR", "IN", "NL", "SE", "NO", "DK",
@@ -70,17 +70,21 @@ def make_movie(i):
 
 
 catalogue = [make_movie(i) for i in range(1, 2001)]
-print("movies:", len(catalogue), "| release dates:", sum(len(m["dates"]) for m in catalogue))
+print("movies:", len(catalogue), "| markets:", len(COUNTRIES), "| release dates:",
+      sum(len(m["dates"]) for m in catalogue))
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | movies released in country X between two dates | read | 200/s | any of the 40 countries, one index-backed query |
-# | movie page | read | 3,000/s | the movie by `_id` |
-# | add a movie, add a country to a movie | write | 50 a day | cheap, no schema change when a new market opens |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("movies released in country X between two dates", "read", "200/s", "any of the 40 countries, one index-backed query"),
+    ("movie page", "read", "3,000/s", "the movie by _id"),
+    ("add a movie, add a country to a movie", "write", "50 a day", "cheap, no schema change when a new market opens"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The first read is the problem: *any* country may be asked for.
 
 # %% [markdown]
@@ -319,7 +323,7 @@ for n in range(70):
     except OperationFailure as exc:
         refused = f"market {n + 1} refused: code {exc.code}, {exc}"
         break
-print(f"country indexes built: {built} (+ _id = {built + 1})")
+print(f"markets tried: 70 | country indexes built: {built} (+ _id = {built + 1})")
 print(refused)
 
 # %% [markdown]
@@ -409,6 +413,16 @@ ex.check(practice.products, to_attributes)
 #   `k` and `v`. Two separate dotted conditions give wrong matches and loose bounds.
 #
 # **Next:** 16 · extended reference and subset: copy only what the hot read needs.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Group Data with the Attribute Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/attribute-pattern/)
+# 2. [MongoDB manual: Sparse Indexes](https://www.mongodb.com/docs/manual/core/index-sparse/)
+# 3. [MongoDB manual: Multikey Index Bounds](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/multikey-index-bounds/)
+# 4. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
+# 5. [MongoDB manual: MongoDB Limits and Thresholds (64 indexes per collection)](https://www.mongodb.com/docs/manual/reference/limits/)
+# 6. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 
 # %% [markdown] tags=["navigation"]
 # [← 14 · Polymorphic: articles, videos and tools in one feed collection](14_polymorphic.ipynb) · [Contents](../CONTENTS.md) · [16 · Extended reference and subset: copy only what the hot read needs →](16_extended_reference_subset.ipynb)

@@ -57,7 +57,7 @@ print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
 # An online shop: 500 customers with full profiles (addresses, preferences, marketing flags, notes), and 3,000 orders
-# over 30 days that reference their customer by id. Seeded, so every run builds the same data.
+# over a month that reference their customer by id. Seeded, so every run builds the same data.
 
 # %%
 rng = random.Random(16)
@@ -93,14 +93,17 @@ print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
 
 # %% [markdown]
 # ## Part 1 · Extended reference
-#
-# | operation | type | per second (assumed) | needs |
-# |---|---|---:|---|
-# | order page | read | 200 | order + customer name and address |
-# | packing list: all orders of one day, with customer name and delivery address | read | 1 | order + 2 customer fields |
-# | customer changes name | write | 1 | |
-# | customer moves | write | 1 | past orders keep the address they were shipped to |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("order page", "read", "200", "order + customer name and address"),
+    ("packing list: a day's orders", "read", "1", "order + 2 customer fields"),
+    ("customer changes name", "write", "1", ""),
+    ("customer moves", "write", "1", "past orders keep the address they were shipped to"),
+], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The rates are this lesson's assumption (the ledger below lets you change them). The customer profile is big and
 # mostly irrelevant to orders: the order views need its name and address only.
 
@@ -335,13 +338,16 @@ ledger_widget
 
 # %% [markdown]
 # ## Part 2 · Subset
-#
-# | operation | type | per second (assumed) | needs |
-# |---|---|---:|---|
-# | product page | read | 500 | product + its 5 newest reviews |
-# | "all reviews" page | read | 5 | any page of a product's reviews, newest first |
-# | write a review | write | 2 | |
-#
+
+# %%
+workload_subset = pd.DataFrame([
+    ("product page", "read", "500", "product + its 5 newest reviews"),
+    ("\"all reviews\" page", "read", "5", "any page of a product's reviews, newest first"),
+    ("write a review", "write", "2", ""),
+], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
+workload_subset
+
+# %% [markdown]
 # Reviews are a one-to-many that can grow without bound: a popular product collects thousands.
 
 # %%
@@ -531,6 +537,17 @@ ex.check(practice, add_review)
 #   `$slice`), the child collection holds everything. The hot page reads one small document.
 #
 # **Next:** 17 · trees: parent references, ancestors, materialized paths and `$graphLookup`.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Handle Duplicate Data (copying fields between collections)](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)
+# 2. [MongoDB manual: Group Data with the Subset Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/)
+# 3. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 4. [mongodb/mongo jstests/noPassthrough/query/lookup/lookup_pushdown.js (EQ_LOOKUP and its join strategies)](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js)
+# 5. [MongoDB manual: \$push (with \$each, \$position, \$sort and \$slice)](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# 6. [mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)
+# 7. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 
 # %% [markdown] tags=["navigation"]
 # [← 15 · Attribute pattern: many similar fields, one index](15_attribute.ipynb) · [Contents](../CONTENTS.md) · [17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup →](17_trees.ipynb)

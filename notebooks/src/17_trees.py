@@ -103,16 +103,21 @@ for name, parent, _ in nodes:
         children[parent].append(name)
 print("nodes:", len(nodes), "| depth:", max(len(a) for _, _, a in nodes), "| leaves:",
       sum(1 for n, _, _ in nodes if not children[n]))
+print("children per node, level by level:",
+      [len(children[next(n for n, _, a in nodes if len(a) == lvl)]) for lvl in range(4)])
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | 1,000/s (every product page) | the ancestors, in order |
-# | all descendants of a category (to list its products) | read | 100/s (every category page) | the whole subtree |
-# | move or rename a category | write | a few a month | |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("breadcrumb of a category", "read", "1,000/s (every product page)", "the ancestors, in order"),
+    ("all descendants of a category", "read", "100/s (every category page)", "the whole subtree"),
+    ("move or rename a category", "write", "a few a month", ""),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # Same data, four shapes, one collection each (the fifth, nested sets, comes after them):
 
 # %%
@@ -435,7 +440,8 @@ up = [{"$match": {"_id": "Databases"}},
                         "connectToField": "_id", "as": "chain", "depthField": "depth"}}]
 graph_down = next(db.parent_refs.aggregate(down))
 graph_up = next(db.parent_refs.aggregate(up))
-print("descendants:", len(graph_down["subtree"]), "| largest depth value:",
+print("descendants:", len(graph_down["subtree"]), "| smallest depth value:",
+      min(d["depth"] for d in graph_down["subtree"]), "| largest depth value:",
       max(d["depth"] for d in graph_down["subtree"]), "| levels below Programming:",
       1 + max(d["depth"] for d in graph_down["subtree"]))
 print("breadcrumb:", " > ".join(d["_id"] for d in sorted(graph_up["chain"], key=lambda d: -d["depth"])) + " > Databases")
@@ -534,7 +540,7 @@ def explore(depth, fanout, level):
     fanouts = [fanout] * depth
     out = {"nodes in the tree": 1 + sum(prod(fanouts[:i]) for i in range(1, depth + 1)), "node level": level}
     for question, figures in tree_costs(fanouts, level).items():
-        out[question + " (estimated)"] = f"queries {figures['queries']}, docs {figures['docs examined']:,}"
+        out[question + " (estimated: formula of the tree's shape)"] = f"queries {figures['queries']}, docs {figures['docs examined']:,}"
     return out
 
 
@@ -591,7 +597,7 @@ ex.check(practice.categories)
 # Another tree: an org chart stored with parent references, `{_id, managerId}` (the CEO's `managerId` is
 # `null`). Write `prepare(coll)`, which creates the index your lookups need, and `all_reports(coll, manager_id)`,
 # which returns the `_id`s of everybody below the manager, directly or indirectly, with **at most one query per
-# level** (or one `$graphLookup`). `ex_org.check(prepare, all_reports)` builds its own org chart of 305 people,
+# level** (or one `$graphLookup`). `ex_org.check(prepare, all_reports)` builds its own org chart of a few hundred people,
 # calls `prepare` once, then asks for the reports of people at several levels and counts the queries.
 
 # %%
@@ -625,6 +631,20 @@ ex_org.check(prepare, all_reports)
 #   index range.
 #
 # **Next:** 18 · archiving cold data and keeping a document's revision history.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model Tree Structures](https://www.mongodb.com/docs/manual/applications/data-models-tree-structures/)
+# 2. [MongoDB manual: Model Tree Structures with Parent References](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-parent-references/)
+# 3. [MongoDB manual: Model Tree Structures with Child References](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-child-references/)
+# 4. [MongoDB manual: Model Tree Structures with an Array of Ancestors](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-ancestors-array/)
+# 5. [MongoDB manual: Model Tree Structures with Materialized Paths](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-materialized-paths/)
+# 6. [MongoDB manual: Model Tree Structures with Nested Sets](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-nested-sets/)
+# 7. [MongoDB manual: \$regex, index use](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 8. [MongoDB manual: \$graphLookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/graphLookup/)
+# 9. [mongodb/mongo src/mongo/db/pipeline/document_source_graph_lookup.cpp (what its explain reports)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_graph_lookup.cpp)
+# 10. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
 
 # %% [markdown] tags=["navigation"]
 # [← 16 · Extended reference and subset: copy only what the hot read needs](16_extended_reference_subset.ipynb) · [Contents](../CONTENTS.md) · [18 · Archive and document versioning: keep the hot collection small →](18_archive_versioning.ipynb)

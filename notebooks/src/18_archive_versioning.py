@@ -85,13 +85,16 @@ print("orders:", db.orders.count_documents({}), "| first:", orders[0]["createdAt
 
 # %% [markdown]
 # ## Part 1 · Archive
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | a customer's orders of the last 90 days | read | 500/s | indexed on `{customerId, createdAt}` |
-# | support search: last year's orders containing a SKU | read | 2/s | ad hoc, no index on `items.sku` |
-# | full history of a customer (tax, disputes) | read | 10 a day | may be slower |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("a customer's orders of the last 90 days", "read", "500/s", "indexed on {customerId, createdAt}"),
+    ("support search: last year's orders with a SKU", "read", "2/s", "ad hoc, no index on items.sku"),
+    ("full history of a customer (tax, disputes)", "read", "10 a day", "may be slower"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # Orders older than a year are almost never read, yet they fill the collection, its indexes and the server's cache.
 # The manual's [archive pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/archive/) moves
 # them elsewhere: to external file storage (its first choice for cost), to another cluster, or, as here, to another
@@ -251,13 +254,16 @@ split_explorer
 
 # %% [markdown]
 # ## Part 2 · Document versioning
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | read a contract | read | 200/s | the current revision only |
-# | edit a contract | write | 1/s | keep the replaced revision, never lose a concurrent edit |
-# | show revision *n* / the revision list | read | 100 a day | any past revision, by number |
-#
+
+# %%
+workload_versioning = pd.DataFrame([
+    ("read a contract", "read", "200/s", "the current revision only"),
+    ("edit a contract", "write", "1/s", "keep the old revision, lose no edit"),
+    ("show revision *n* / the revision list", "read", "100 a day", "any past revision, by number"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload_versioning
+
+# %% [markdown]
 # The current revisions live in `documents`; each edit first copies the revision it replaces into
 # `documents_history`: the manual's
 # [document versioning pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/document-versioning/),
@@ -521,6 +527,19 @@ ex.check(practice, save_revision)
 #   writes then leaves nothing to repair, and no edit time enters any key.
 #
 # **Next:** 19 · single-collection design for a many-to-many.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Archive Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/archive/)
+# 2. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 3. [MongoDB manual: \$unionWith (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/unionWith/)
+# 4. [MongoDB manual: TTL Indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)
+# 5. [MongoDB Atlas: Online Archive Overview](https://www.mongodb.com/docs/atlas/online-archive/overview/)
+# 6. [MongoDB manual: Keep a History of Document Versions (document versioning pattern)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/document-versioning/)
+# 7. [MongoDB manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)
+# 8. [MongoDB manual: \$setOnInsert](https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/)
+# 9. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 
 # %% [markdown] tags=["navigation"]
 # [← 17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup](17_trees.ipynb) · [Contents](../CONTENTS.md) · [19 · Single-collection design: a many-to-many in one indexed query →](19_single_collection.ipynb)

@@ -65,13 +65,16 @@ print("books:", len(books), "| authors:", len(authors), "| authorships:", sum(le
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (assumed) | needs |
-# |---|---|---:|---|
-# | book page: the book and its authors' names | read | 500/s | book + every author |
-# | author page: the author and their books | read | 50/s | author + every book |
-# | add a book with its authors | write | 20 a day | |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("book page: the book and its authors' names", "read", "500/s", "book + every author"),
+    ("author page: the author and their books", "read", "50/s", "author + every book"),
+    ("add a book with its authors", "write", "20 a day", ""),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The rates are this lesson's assumption: books are read thousands of times for every book added.
 
 # %% [markdown]
@@ -370,6 +373,15 @@ ex.check(practice)
 #   `docType` when only one kind is wanted.
 #
 # **Next:** 20 · which pattern when: use cases, patterns and a quiz.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Single Collection Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/single-collection/)
+# 2. [MongoDB University: Advanced Schema Design Patterns, lesson 1 (Single Collection Pattern)](https://learn.mongodb.com/learn/course/advanced-schema-design-patterns/lesson-1-single-collection-pattern/learn)
+# 3. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 4. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 5. [MongoDB manual: \$addToSet (update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/)
 
 # %% [markdown] tags=["navigation"]
 # [← 18 · Archive and document versioning: keep the hot collection small](18_archive_versioning.ipynb) · [Contents](../CONTENTS.md) · [20 · Which pattern when: use cases, patterns and a quiz →](20_which_pattern.ipynb)

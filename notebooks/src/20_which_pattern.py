@@ -167,7 +167,7 @@ pd.DataFrame([
     ("evolving schema", "schema versioning", "old and new shapes coexist", "13_schema_versioning"),
     ("one-to-few", "embedding", "one read, atomic updates", "01_embed_one_to_few"),
     ("one-to-many, unbounded", "referencing", "stays under 16 MiB", "02_one_to_many, 04_follows"),
-], columns=["scenario", "pattern", "benefit (source)", "measured in this course"]).set_index("scenario")
+], columns=["scenario", "pattern", "benefit (source)", "shown in lesson"]).set_index("scenario")
 
 # %% [markdown]
 # The source's "100x fewer documents" is a round figure: the saving is the number of readings a bucket holds,
@@ -248,7 +248,7 @@ helper
 # MongoDB's [time-series collections](https://www.mongodb.com/docs/manual/core/timeseries-collections/)). The
 # same rules are a plain function,
 # `labkit.recommend(access_patterns, relationships)`, for your own scripts. A many-to-many with writes: students
-# take up to 12 courses, a course has up to 400 students, and enrolments are written 30 times a second.
+# take up to 12 courses, a course has up to 400 students, and enrolments are frequent writes.
 
 # %%
 labkit.recommend(
@@ -284,14 +284,18 @@ ex_model.check(chat.model_for("channels", "messages").name)
 # %% [markdown]
 # ## Exercise 2: describe another application by its numbers
 #
-# The helper is only as good as the numbers it gets. Describe the whole chat app:
-#
-# - opening a channel (2,000 per second) reads the channel's name, its members and its newest messages;
-# - posting a message happens 200 times a second;
-# - a channel has at least 2 members, typically 8, at most 50 (about 60 bytes each), shown only with the channel;
-# - a channel has no messages at first, about 2,000 typically and no upper bound (about 300 bytes each), and
-#   messages are also searched on their own.
-#
+# The helper is only as good as the numbers it gets. Describe the whole chat app, whose numbers follow:
+
+# %%
+chat_app = pd.DataFrame([
+    ("open a channel", "read, 2,000/s", "the channel's name, its members and its newest messages"),
+    ("post a message", "write, 200/s", ""),
+    ("members of a channel", "min 2, typically 8, max 50; 60 bytes each", "shown only with the channel"),
+    ("messages of a channel", "min 0, typically 2,000, no max; 300 bytes each", "also searched on their own"),
+], columns=["what", "numbers", "notes"]).set_index("what")
+chat_app
+
+# %% [markdown]
 # Write `access_patterns` and `relationships` in the form used above; `ex2.check(access_patterns,
 # relationships)` runs the helper on them and checks what you told it.
 
@@ -326,6 +330,14 @@ ex2.check(access_patterns, relationships)
 #   is a wall to stay far away from.
 #
 # **Next:** 30 · the anti-patterns section starts with the workload.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Design Patterns](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/)
+# 2. [MongoDB manual: Embedded Data Versus References](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)
+# 3. [MongoDB manual: Time Series](https://www.mongodb.com/docs/manual/core/timeseries-collections/)
+# 4. [MongoDB manual: MongoDB Limits and Thresholds (16 MiB documents)](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 19 · Single-collection design: a many-to-many in one indexed query](19_single_collection.ipynb) · [Contents](../CONTENTS.md) · [30 · Start from the workload →](30_workload.ipynb)
