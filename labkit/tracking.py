@@ -137,12 +137,13 @@ def progress(source: Any = None) -> Any:
 
     ``source``: None for this machine's record, or a progress collection on a server (the instructor's view)."""
     import pandas as pd
-    from labkit import exercises
+
+    from labkit.exercises import registry
 
     recorded = entries(source)
     rows = []
-    for ex_id in exercises.ids():
-        ex = exercises.get(ex_id)
+    for ex_id in registry.ids():
+        ex = registry.get(ex_id)
         e = recorded.get(ex_id)
         rows.append({"lesson": ex.lesson, "exercise": ex_id, "status": status_of(e),
                      "attempts": int((e or {}).get("attempts", 0)), "passed_at": (e or {}).get("passed_at") or ""})

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import labkit
+from exercise_helpers import solved
 from labkit.engine import EmbeddedClient
 
 
@@ -262,16 +263,7 @@ def _full_rebuild(db):
             db.users.update_one({"_id": g["_id"]}, {"$set": {field: g["ids"]}})
 
 
-def _reconcile_good(db):
-    following, followers = {}, {}
-    for e in db.follows.find({}, {"followerId": 1, "followingId": 1}):
-        following.setdefault(e["followerId"], set()).add(e["followingId"])
-        followers.setdefault(e["followingId"], set()).add(e["followerId"])
-    for u in db.users.find({}, {"followingIds": 1, "followerIds": 1}):
-        want = {"followingIds": sorted(following.get(u["_id"], ())), "followerIds": sorted(followers.get(u["_id"], ()))}
-        fix = {f: ids for f, ids in want.items() if f not in u or set(u[f]) != set(ids)}
-        if fix:
-            db.users.update_one({"_id": u["_id"]}, {"$set": fix})
+_reconcile_good = solved("05-reconcile")["reconcile"]
 
 
 def test_reconcile():

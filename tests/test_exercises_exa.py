@@ -12,6 +12,7 @@ import datetime as dt
 import pytest
 
 import labkit
+from exercise_helpers import solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -159,18 +160,7 @@ def test_04_follow_indexes_wrong_answers(specs, why):
     assert list(follows.find()) == before  # never writes to the learner's data
 
 
-def _join_good(db, g, u):
-    from pymongo.errors import DuplicateKeyError
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        return
-    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
-
-
-def _leave_good(db, g, u):
-    if db.memberships.delete_one({"groupId": g, "userId": u}).deleted_count:
-        db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
+_join_good, _leave_good = solved("04-member-counter")["join"], solved("04-member-counter")["leave"]
 
 
 def _join_upsert(db, g, u):
@@ -814,8 +804,7 @@ def test_00_top_operations_near_misses(fn, why):
     assert r.outcome == "incorrect" and why in r.message
 
 
-def _prepare(coll):
-    coll.create_index("managerId")
+_prepare = solved("17-org-chart-reports")["prepare"]
 
 
 def _prepare_twice(coll):
@@ -823,12 +812,7 @@ def _prepare_twice(coll):
     coll.create_index([("managerId", 1), ("_id", 1)])
 
 
-def _reports_by_level(coll, manager_id):
-    found, level = [], [manager_id]
-    while level:
-        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
-        found += level
-    return found
+_reports_by_level = solved("17-org-chart-reports")["all_reports"]
 
 
 def _reports_in_python(coll, manager_id):

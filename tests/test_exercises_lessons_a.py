@@ -9,10 +9,10 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip
+from exercise_helpers import assert_prediction_round_trip, solved
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
-from labkit.exercises.relationships import PRODUCTS_SCHEMA
+from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
 
 
 @pytest.fixture
@@ -91,17 +91,7 @@ def test_growing_read_prediction_offers_only_the_page_operations():
 
 # --- 04 --------------------------------------------------------------------------------------------------
 
-def join(db, group_id, user_id):
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        return
-    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
-
-
-def leave(db, group_id, user_id):
-    if db.memberships.delete_one({"groupId": group_id, "userId": user_id}).deleted_count:
-        db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
+join, leave = solved("04-member-counter")["join"], solved("04-member-counter")["leave"]
 
 
 def join_uncaught(db, group_id, user_id):
@@ -265,12 +255,7 @@ def test_migrate_products_needs_no_bypass_and_never_raises(db):
 
 # --- 08 --------------------------------------------------------------------------------------------------
 
-def delete_account(db, user_id):
-    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-    db.posts.delete_many({"authorId": user_id})
-    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
-    db.users.delete_one({"_id": user_id})
+delete_account = solved("08-delete-account")["delete_account"]
 
 
 def delete_user_only(db, user_id):  # lesson 08's careless deletion

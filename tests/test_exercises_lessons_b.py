@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import labkit.exercises as exercises
+from exercise_helpers import solved
 
 
 def _check(ex_id, *args):
@@ -76,12 +77,7 @@ def test_13_prediction_checks_against_the_measurement():
 import datetime as _dt  # noqa: E402
 
 
-def save_price_solution(db, seen, new_price):
-    copy = {k: v for k, v in seen.items() if k != "_id"} | {"productId": seen["_id"]}
-    db.price_history.update_one({"_id": f"{seen['_id']}@rev{seen['rev']}"}, {"$setOnInsert": copy}, upsert=True)
-    result = db.products.update_one({"_id": seen["_id"], "rev": seen["rev"]},
-                                    {"$set": {"price": new_price}, "$inc": {"rev": 1}})
-    return result.matched_count == 1
+save_price_solution = solved("18-price-history-crash-safe")["save_price"]
 
 
 def _conditional_update(db, seen, new_price):
@@ -202,16 +198,7 @@ def test_15_prediction():
 # --- 17: reports in an org chart (parent references) ----------------------------------------------------------
 # Manual, "Model Tree Structures with Parent References" and "$graphLookup" (index connectToField).
 
-def _prepare(coll):
-    coll.create_index("managerId")
-
-
-def _reports_per_level(coll, manager_id):
-    found, level = [], [manager_id]
-    while level:
-        level = [d["_id"] for d in coll.find({"managerId": {"$in": level}}, {"_id": 1})]
-        found += level
-    return found
+_prepare, _reports_per_level = (solved("17-org-chart-reports")[f] for f in ("prepare", "all_reports"))
 
 
 def _reports_graph(coll, manager_id):

@@ -9,6 +9,7 @@ import pytest
 
 import labkit
 import labkit.exercises as exercises
+from exercise_helpers import solved
 from labkit.engine import EmbeddedClient
 
 
@@ -207,14 +208,8 @@ def test_18_versioning_index_and_garbage():
 # Manual, "Extended Reference Pattern" (copy the frequently read fields, index and update the copies) and
 # "db.collection.updateMany()" (one statement updates every matching document).
 
-def open_ticket_good(db, ticket):
-    agent = db.agents.find_one({"_id": ticket["agentId"]}, {"name": 1, "team": 1})
-    db.tickets.insert_one(ticket | {"agent": agent})
-
-
-def rename_good(db, agent_id, new_name):
-    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    db.tickets.update_many({"agent._id": agent_id}, {"$set": {"agent.name": new_name}})
+open_ticket_good, rename_good = (solved("16-extended-reference-tickets")[f]
+                                  for f in ("open_ticket", "rename_agent"))
 
 
 def open_ticket_whole_agent(db, ticket):  # listed mistake: the whole profile copied into every ticket
@@ -302,14 +297,7 @@ def test_16_predict_lookup_docs():
 # The source material's workload method (MongoDB University, "Data Modeling": list operations with their rates;
 # read/write ratio per piece of data). Plain arithmetic: the checker runs the function on two workloads of its own.
 
-def ratio_good(workload, touches):
-    reads, writes = {}, {}
-    for op, rate in zip(workload["operation"], workload["per_second"]):
-        for piece, kind in touches[op].items():
-            reads.setdefault(piece, 0.0)
-            writes.setdefault(piece, 0.0)
-            (reads if kind == "read" else writes)[piece] += rate
-    return {p: reads[p] / writes[p] if writes[p] else float("inf") for p in reads}
+ratio_good = solved("30-reads-per-write")["reads_per_write"]
 
 
 def ratio_database_wide(workload, touches):  # listed mistake: one ratio for the whole database

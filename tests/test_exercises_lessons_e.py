@@ -13,8 +13,8 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip
-from labkit.exercises import antipatterns as ap
+from exercise_helpers import assert_prediction_round_trip, solved
+from labkit.exercises.lessons import l31_hard_limits
 
 
 def _msg(ex_id, *args):
@@ -108,7 +108,7 @@ def test_flatten_thread_solution_and_nonsense():
 def test_flatten_thread_gets_a_thread_deeper_than_the_limit():
     # nesting depth limit 100 (manual, "Nested Depth for BSON Documents"): the chain is far deeper as one document
     from labkit.limits import nesting_depth
-    assert nesting_depth(ap._thread_31("chain", [1] * 80)) > 100
+    assert nesting_depth(l31_hard_limits._thread_31("chain", [1] * 80)) > 100
 
 
 # --- 35: prune the support desk's indexes ----------------------------------------------------------------
@@ -212,16 +212,7 @@ def test_embed_books_solution_and_nonsense():
 CI = {"locale": "en", "strength": 2}
 
 
-def prepare(teams):
-    teams.create_index("name", unique=True, collation=CI)
-
-
-def add_team(teams, name):
-    teams.insert_one({"name": name})
-
-
-def find_team(teams, name):
-    return teams.find({"name": name}, collation=CI)
+prepare, add_team, find_team = (solved("37-team-names")[f] for f in ("prepare", "add_team", "find_team"))
 
 
 def prepare_lower(teams):

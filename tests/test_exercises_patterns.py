@@ -282,7 +282,7 @@ def test_which_pattern_explains_wrong_answers():
 
 def test_which_pattern_never_reveals_an_answer_before_all_are_right():
     """Issue 15: the quiz's checker said "Expected <pattern>" for each wrong answer, giving the quiz away."""
-    from labkit.exercises.patterns import _SYNONYMS
+    from labkit.exercises.lessons.l20_which_pattern import _SYNONYMS
     ex = labkit.exercises.get("20-which-pattern")
     for scenario, expected in _RIGHT.items():
         for wrong in sorted(set(_SYNONYMS.values()) - {expected}):

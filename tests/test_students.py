@@ -61,7 +61,7 @@ def test_student_copy_gives_nothing_away(path):
 
 def test_the_quiz_answers_appear_in_no_student_output():
     """Lesson 20's worked attempt and hint used to list the quiz's answers."""
-    from labkit.exercises.patterns import _EXPECTED
+    from labkit.exercises.lessons.l20_which_pattern import _EXPECTED
     nb = json.loads((ROOT / "students" / "20_which_pattern.ipynb").read_text())
     for i, cell in enumerate(nb["cells"]):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]

@@ -168,7 +168,7 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
     from labkit.connection import is_embedded
 
     rec = new_recorder()
-    client = _client_of(like)
+    client = client_of(like)
     if client is None or is_embedded(client):
         from labkit.engine import EmbeddedClient
         c = EmbeddedClient(event_listeners=[rec])
@@ -194,7 +194,7 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
 
 
-def _client_of(obj: Any) -> Any:
+def client_of(obj: Any) -> Any:
     """The client behind a database, a collection or a client; None for anything else.
 
     Type checks, not ``hasattr``: a collection answers every attribute with a sub-collection."""
@@ -258,19 +258,38 @@ class PlanFigures:
     def collscan(self) -> bool:
         return "COLLSCAN" in self.stages
 
+    @property
+    def exact(self) -> bool:
+        """The index matches the query exactly: at most one key past what is returned, no document fetched only
+        to be thrown away."""
+        return self.keys_examined <= self.returned + 1 and self.docs_examined <= self.returned
+
+
+def plan_stages(plan: dict) -> list[dict]:
+    """Every stage of an explain plan tree (classic or SBE ``queryPlan``), depth first."""
+    out, todo = [], [plan]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        if "queryPlan" in node:
+            node = node["queryPlan"]
+        out.append(node)
+        todo += [node[k] for k in ("inputStage", "outerStage", "innerStage") if k in node]
+        todo += list(node.get("inputStages", []))
+    return out
+
 
 def plan_figures(explain: dict) -> PlanFigures:
     """Keys/documents examined, documents returned, stage names and the first index used, from explain output
     (find or aggregate, classic or SBE shape, as far as the executionStats say)."""
-    from labkit.exercises import _stages
-
     stats = explain.get("executionStats") or {}
     root = stats.get("executionStages") or explain.get("queryPlanner", {}).get("winningPlan") or {}
-    stages = _stages(root)
+    stages = plan_stages(root)
     if not stats and "stages" in explain:  # classic aggregate: $cursor stage carries the find's stats
         first = explain["stages"][0].get("$cursor", {}) if explain["stages"] else {}
         stats = first.get("executionStats") or {}
-        stages = _stages(stats.get("executionStages") or first.get("queryPlanner", {}).get("winningPlan") or {})
+        stages = plan_stages(stats.get("executionStages") or first.get("queryPlanner", {}).get("winningPlan") or {})
     names = tuple(s.get("stage", "") for s in stages)
     index = next((s.get("keyPattern") for s in stages if s.get("keyPattern") is not None), None)
     return PlanFigures(names, int(stats.get("totalKeysExamined", 0)), int(stats.get("totalDocsExamined", 0)),
