@@ -12,7 +12,7 @@
 #     title: "Bucket: group time-series readings per sensor and hour"
 #     section: Patterns
 #     demo: "Move the reading-interval slider to 1 s and compare 86,400 documents per sensor per day with 24 hourly buckets."
-#     mistakes: ["a unique {sensorId, start} index together with a per-bucket cap (the second bucket of an hour then collides)", "forgetting $min/$max so the bucket summary drifts from its readings", "bucketing by hand inside a time-series collection"]
+#     mistakes: ["a unique index on the bucket key together with a per-bucket cap (the second bucket of a period then collides)", "forgetting $min/$max so the bucket summary drifts from its readings", "storing an average instead of the sum, so it cannot be kept with $inc", "reading the open bucket first, then inserting or updating (two round trips, two buckets when readings race)", "bucketing by hand inside a time-series collection"]
 #     sources:
 #     - title: "MongoDB manual: Group Data with the Bucket Pattern"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/bucket-pattern/
@@ -476,36 +476,36 @@ pd.DataFrame({"one doc per reading": day_cost(naive_day), "hourly buckets": day_
 # its expired buckets by itself (lesson 34 measures it).
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1 · Heart-rate monitors in daily buckets
 #
-# Write `add_reading(coll, sensor_id, ts, value)` that stores one reading with **one** upsert into hourly
-# buckets of at most **60** readings, keeping `count`, `min` and `max` on each bucket (fields `sensorId`, `start`,
-# `readings` as above). `ex.check(db, add_reading)` feeds more than an hour of readings for two sensors into a
-# scratch collection and inspects the buckets it gets.
+# A ward's monitors send each patient's heart rate every few minutes: `{patientId, at, bpm}`. Store the readings
+# in `heart_buckets`, one bucket per patient and **day** (UTC), at most **100** readings per bucket. A bucket has
+# `patientId`, `day` (the date at 00:00), `readings: [{at, bpm}]`, and keeps `count`, `sum` (so the average is
+# `sum / count`), `min` and `max`. Write `add_beat(coll, patient_id, at, bpm)` with **one** upsert, and create on
+# `practice.heart_buckets` the index its filter needs. `ex.check(practice, add_beat)` copies your index into a
+# database of its own, feeds two patients' readings for more than a day, and inspects the buckets it gets.
 
 # %%
+practice = labkit.fresh_db("10_practice")
 ex = labkit.exercises.get("10-bucket-upsert")
 ex
 
 
 # %% tags=["solution"]
-def add_reading(coll, sensor_id, ts, value):
-    start = ts.replace(minute=0, second=0, microsecond=0)
+def add_beat(coll, patient_id, at, bpm):
+    day = at.replace(hour=0, minute=0, second=0, microsecond=0)
     coll.update_one(
-        {"sensorId": sensor_id, "start": start, "count": {"$lt": 60}},
-        {"$push": {"readings": {"ts": ts, "temperature": value}},
-         "$inc": {"count": 1},
-         "$min": {"min": value},
-         "$max": {"max": value},
-         "$setOnInsert": {"_id": f"{sensor_id}:{ts.isoformat()}Z"}},
-        upsert=True,
-    )
+        {"patientId": patient_id, "day": day, "count": {"$lt": 100}},
+        {"$push": {"readings": {"at": at, "bpm": bpm}}, "$inc": {"count": 1, "sum": bpm},
+         "$min": {"min": bpm}, "$max": {"max": bpm}},
+        upsert=True)
 
 
-ex.check(db, add_reading)
+practice.heart_buckets.create_index([("patientId", 1), ("day", 1)])
+ex.check(practice, add_beat)
 
 # %% [markdown]
-# ## Exercise: a new series in a time-series collection
+# ## Exercise 2 · A new series in a time-series collection
 #
 # Electricity meters in two buildings report every **15 seconds**: `{meterId, building, ts, kwh}`. Write
 # `setup_meters(db)`, which creates the time-series collection `meter_readings`, and `store_batch(coll, batch)`,
