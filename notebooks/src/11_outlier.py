@@ -12,7 +12,7 @@
 #     title: "Outlier: embed for the common case, overflow for the viral post"
 #     section: Patterns
 #     demo: "Drag virality to 300,000 comments: the fully embedded post crosses 16 MiB while the outlier design's post stays at a few KiB."
-#     mistakes: ["designing every post around the one viral post", "capping the embedded array but dropping the comments that fall off", "forgetting the hasOverflow flag, so every post page makes a second query", "moving the comment that falls off in a second, separate write, so a crash between the two writes loses it"]
+#     mistakes: ["designing every post around the one viral post", "capping the embedded array but dropping the items that do not fit", "forgetting the overflow flag, so readers never look in the overflow collection", "checking the array's length in Python before pushing, so two writes at once overfill it", "splitting a move into separate writes in an order where a crash loses, hides or doubles an item"]
 #     sources:
 #     - title: "MongoDB manual: Group Data with the Outlier Pattern"
 #       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/outlier-pattern/
@@ -366,35 +366,37 @@ knobs
 # never the post.
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise · The manual's outlier: book sales
 #
-# Write `add_comment(posts, comments, post_id, comment)` for a threshold of **20**: the post keeps its 20 newest
-# comments embedded and an accurate `commentCount`; a comment pushed out of the embedded array is inserted into
-# `comments` with a `postId`, and the post gets `hasOverflow: True`. `ex.check(db, add_comment)` runs it on
-# scratch collections: one post that overflows, one that does not.
+# The manual's own example of the outlier pattern tracks book sales: a book keeps its **first 50** buyers in
+# `customers_purchased`; when a popular book gets more, the later purchases go to a collection `extra_sales`, one
+# document `{book_id, customer}` each, and the book says `has_extras: True`. Write
+# `record_purchase(db, book_id, customer)` **without a transaction** (the ordering remedy above, on a new case):
+#
+# - the array never holds more than 50 buyers, even when two purchases arrive at once;
+# - a purchase that does not fit is stored in `extra_sales`, and the book then has `has_extras: True`;
+# - if the process stops between your writes and the caller retries, no purchase is hidden from a reader who
+#   trusts `has_extras`, and none is recorded twice.
+#
+# `ex.check(practice, record_purchase)` runs it on books of its own: many purchases of one book, a few of another,
+# two at once on a nearly full book, and a stop after each of your writes followed by a retry.
 
 # %%
-from pymongo import ReturnDocument
-
+practice = labkit.fresh_db("11_practice")
 ex = labkit.exercises.get("11-outlier-write")
 ex
 
 
 # %% tags=["solution"]
-def add_comment(posts, comments, post_id, comment):
-    before = posts.find_one_and_update(
-        {"_id": post_id},
-        {"$push": {"comments": {"$each": [comment], "$position": 0, "$slice": 20}},
-         "$inc": {"commentCount": 1}},
-        return_document=ReturnDocument.BEFORE,
-    )
-    embedded = before.get("comments", [])
-    if len(embedded) == 20:  # the oldest embedded comment fell off the end
-        comments.insert_one(dict(embedded[-1], postId=post_id))
-        posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
+def record_purchase(db, book_id, customer):
+    added = db.sales.update_one({"_id": book_id, "customers_purchased.49": {"$exists": False}},
+                                {"$push": {"customers_purchased": customer}})
+    if added.modified_count == 0:  # the book is full: it is an outlier
+        db.sales.update_one({"_id": book_id}, {"$set": {"has_extras": True}})
+        db.extra_sales.insert_one({"book_id": book_id, "customer": customer})
 
 
-ex.check(db, add_comment)
+ex.check(practice, record_purchase)
 
 # %% [markdown]
 # ## Summary
