@@ -412,13 +412,14 @@ def city_filter(city):
 ex_city.check(city_filter)
 
 # %% [markdown]
-# ## Exercise 2: the background migration
+# ## Exercise 2: migrate the customers
 #
-# Write `migrate_batch(coll, batch_size)` that upgrades **at most** `batch_size` v1 users (name -> firstName
-# and lastName, first word and the rest; `schemaVersion: 2`; no `name` left) and returns how many it upgraded.
-# `ex.check(db, migrate_batch)` runs it on a collection of its own until it returns 0, counting the writes of
-# each call (one update per user), checks every document, then stops the process in the middle of a batch and
-# checks that the next runs finish the job.
+# Now finish the customers' migration in the background. Write `migrate_batch(coll, batch_size)` that upgrades
+# **at most** `batch_size` v1 customers to v2 (the address string `"street, city"` becomes
+# `address: {street, city}`, the city being what follows the last `", "`, and `schemaVersion: 2`) and returns how
+# many it upgraded. `ex.check(db, migrate_batch)` runs it on a collection of its own until it returns 0,
+# counting the writes of each call (one update per customer), checks every document, then stops the process in
+# the middle of a batch and checks that the next runs finish the job.
 
 # %%
 ex = labkit.exercises.get("13-migrate-batches")
@@ -427,12 +428,11 @@ ex
 
 # %% tags=["solution"]
 def migrate_batch(coll, batch_size):
-    todo = list(coll.find({"schemaVersion": 1}).sort("_id", 1).limit(batch_size))
+    todo = list(coll.find({"schemaVersion": 1}, {"address": 1}).limit(batch_size))
     for d in todo:
-        first, _, last = d["name"].partition(" ")
+        street, _, city = d["address"].rpartition(", ")
         coll.update_one({"_id": d["_id"], "schemaVersion": 1},
-                        {"$set": {"firstName": first, "lastName": last, "schemaVersion": 2},
-                         "$unset": {"name": ""}})
+                        {"$set": {"address": {"street": street, "city": city}, "schemaVersion": 2}})
     return len(todo)
 
 
