@@ -108,3 +108,26 @@ def test_16_a_rename_by_the_copied_id_passes_two_renames_with_a_namesake():
     result = exercises.get("16-extended-reference-tickets").check(_practice16("t16lp_id"), _open_ticket,
                                                                     _rename_by_id)
     assert result.correct, result.message
+
+
+# --- 19: every page is judged, not the first fifteen ---------------------------------------------------------
+# Issue 25, kind 3: a library whose later books lacked their authors' links passed, since only 15 were looked at.
+
+def test_19_a_link_missing_on_a_later_book_is_not_yet():
+    import labkit
+    from labkit.engine import EmbeddedClient
+
+    db = labkit.fresh_db("t19lp", client=EmbeddedClient())
+    authors = [{"_id": f"a:{k:02d}", "name": f"Author {k}"} for k in range(1, 21)]
+    books = [{"_id": f"book:{k:02d}", "title": f"Book {k}", "authorIds": [f"a:{k:02d}"]} for k in range(1, 21)]
+    db.authors.insert_many(authors)
+    db.books.insert_many(books)
+    # book:18 lists its author, but its author does not list book:18: only book:18's own page is wrong
+    db.library.insert_many(
+        [{"_id": b["_id"], "docType": "book", "title": b["title"], "relatedIds": [b["_id"]] + b["authorIds"]}
+         for b in books]
+        + [{"_id": a["_id"], "docType": "author", "name": a["name"],
+            "relatedIds": [a["_id"]] + ([] if a["_id"] == "a:18" else [f"book:{a['_id'][2:]}"])} for a in authors])
+    db.library.create_index("relatedIds")
+    result = exercises.get("19-single-collection").check(db)
+    assert not result.correct and "book:18" in result.message, result.message
