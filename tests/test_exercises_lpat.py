@@ -131,3 +131,11 @@ def test_19_a_link_missing_on_a_later_book_is_not_yet():
     db.library.create_index("relatedIds")
     result = exercises.get("19-single-collection").check(db)
     assert not result.correct and "book:18" in result.message, result.message
+
+
+def test_15_an_index_partial_on_one_spec_name_serves_only_that_name():
+    """Kind 1 and 2 together: the search for the first product's first spec would pass; the others do not."""
+    db = _attribute_products("t15lp_onename")
+    db.products.create_index([("specs.k", 1), ("specs.v", 1)], partialFilterExpression={"specs.k": "weight_g"})
+    result = exercises.get("15-attribute").check(db.products, _to_attributes)
+    assert not result.correct and "partial" in result.message and "power_w" in result.message, result.message
