@@ -90,7 +90,7 @@ def test_not_implemented_becomes_unsupported(coll, monkeypatch):
     monkeypatch.setattr(type(coll), "_run", gap)
     with pytest.raises(OperationFailure) as ei:
         coll.count_documents({"a": 1})
-    assert ei.value.code == 115 and "not supported on the embedded engine" in str(ei.value)
+    assert ei.value.code == 115 and "not modelled by labkit's embedded engine" in str(ei.value)
 
 
 def test_pymongo_client_side_argument_errors_stay(coll):

@@ -318,7 +318,7 @@ def test_where_text_and_geo_are_refused_clearly():
     for f in ({"$where": "this.a > 1"}, {"$text": {"$search": "x"}},
               {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}}):
         e = error(f)
-        assert e.code == 115 and "not supported on the embedded engine" in str(e)
+        assert e.code == 115 and "not modelled by labkit's embedded engine" in str(e)
 
 
 # ---------------------------------------------------------------------------------------- $mod, bits, $expr

@@ -471,7 +471,8 @@ def test_graph_lookup_reporting_hierarchy(db):
 
 
 def test_unmodelled_features_raise_clearly(db):
-    """JavaScript ($function) is valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature and "use a real server (set MONGODB_URI)"
+    """JavaScript ($function) is valid on MongoDB 8.0 but not modelled here: each raises OperationFailure naming the feature,
+    saying it is not modelled and how to use it ("set MONGODB_URI" on the embedded path)
     instead of being ignored or reported as unknown."""
     db.t.insert_one({"d": 1})
     # time-unit windows and $expMovingAvg are the engine's own now (tests/test_engine_stages.py)
@@ -482,7 +483,7 @@ def test_unmodelled_features_raise_clearly(db):
     for attempt in attempts:
         with pytest.raises(OperationFailure) as ei:
             attempt()
-        assert "not supported on the embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
+        assert "not modelled by labkit's embedded engine" in str(ei.value) and "MONGODB_URI" in str(ei.value)
     assert db.list_collection_names() == ["t"]
     assert list(db.t.aggregate([{"$replaceWith": {"x": "$d"}}])) == [{"x": 1}]
 

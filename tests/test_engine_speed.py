@@ -1,10 +1,9 @@
 """The engine's speed paths give exactly what the general paths give (issue 19).
 
-* ``count_documents`` over FETCH > IXSCAN on one interval of a non-multikey index counts the rest of the scan
-  from two binary searches (``planner._count_forward``) instead of walking it: the count and every stage counter
-  (what explain and the profiler report) must equal a walked run's. The server answers such a count with a
-  COUNT_SCAN that reads no document (src/mongo/db/exec/classic/count_scan.cpp; manual "Explain Results",
-  COUNT_SCAN).
+* ``count_documents`` planned as a COUNT_SCAN (a filter-free FETCH > IXSCAN on one interval, which the server
+  answers reading no document: src/mongo/db/exec/classic/count_scan.cpp; manual "Explain Results", COUNT_SCAN)
+  counts the rest of the range from two binary searches (``planner._count_forward``) instead of walking it: the
+  count and every stage counter (what explain and the profiler report) must equal a walked run's.
 * ``update_many`` / ``update_one`` with an operator update copy only the top-level values the update can reach
   and leave the keys of indexes on other fields alone (``collection._update_reach``): stored documents (field
   order and BSON types), index entries, matched/modified counts, write counters and errors must equal the
@@ -38,7 +37,7 @@ ranges = st.fixed_dictionaries({}, optional={"$gte": st.integers(-1, 10), "$lt":
 count_filters = st.one_of(
     ranges.map(lambda r: {"a": r}),
     st.tuples(st.sampled_from(["x", "y", "q"]), ranges).map(lambda t: {"b": t[0], "a": t[1]}),
-    st.integers(0, 3).map(lambda v: {"c": v}),                          # multikey: walked, not forwarded
+    st.integers(0, 3).map(lambda v: {"c": v}),                          # multikey: distinct records
     st.integers(0, 9).map(lambda v: {"a": v, "c": {"$exists": True}}),  # FETCH with a filter: walked
     st.just({}),
 )

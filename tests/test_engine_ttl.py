@@ -82,17 +82,20 @@ def test_nothing_expires_before_a_pass(db):
 
 
 def test_timeseries_expire_deletes_whole_buckets(db):
-    # manual "Set up Automatic Removal for Time Series Collections (TTL)": whole buckets are removed when
-    # all their measurements are older than expireAfterSeconds (control.max.<timeField>)
-    ts = db.create_collection("m", timeseries={"timeField": "t", "metaField": "s", "granularity": "hours"},
-                              expireAfterSeconds=86400)
+    # manual "Set up Automatic Removal for Time Series Collections (TTL)": "Once all documents in a bucket are
+    # expired, the background task that removes expired buckets removes the bucket during the next run"; the
+    # bucket's _id time (its rounded control.min) must be older than expireAfterSeconds + bucketMaxSpanSeconds
+    # (src/mongo/db/ttl/ttl.cpp safeExpirationDate); granularity "seconds": one hour per bucket
+    ts = db.create_collection("m", timeseries={"timeField": "t", "metaField": "s"}, expireAfterSeconds=86400)
     ts.insert_many([{"t": NOW - dt.timedelta(days=3), "s": "a"}, {"t": NOW - dt.timedelta(hours=1), "s": "b"},
                     {"t": NOW - dt.timedelta(days=3), "s": "c"}, {"t": NOW - dt.timedelta(hours=1), "s": "c"}])
     r = labkit.ttl_pass(db, now=NOW)
-    assert r["byCollection"] == {"m": 1}  # bucket "a" only; bucket "c" has a recent measurement
-    assert sorted(d["s"] for d in ts.find()) == ["b", "c", "c"]
+    assert r["byCollection"] == {"m": 2}  # the two buckets of 3 days ago; "c" now has a second, recent bucket
+    assert sorted(d["s"] for d in ts.find()) == ["b", "c"]
     db.command("collMod", "m", expireAfterSeconds=600)
-    labkit.ttl_pass(db, now=NOW)
+    labkit.ttl_pass(db, now=NOW)  # the recent buckets began an hour ago: not yet an hour + 10 minutes
+    assert ts.count_documents({}) == 2
+    labkit.ttl_pass(db, now=NOW + dt.timedelta(minutes=11))
     assert ts.count_documents({}) == 0
 
 

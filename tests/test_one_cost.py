@@ -41,11 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lesson_checks import LESSON_NAMES, assert_known, assert_known_names  # noqa: E402
 
 #: notebook -> why it does not pass yet (remove the entry when it does; the test says so)
-KNOWN: dict[str, str] = {
-    "04_follows": "the follower count: count command COUNT_SCAN (4,001 keys, 0 docs) vs count_documents' aggregation "
-                  "reading every document (the engine plans count_documents unlike a server; rules engineer)",
-    "08_capstone_profile": "the follower count: 4,001 keys / 0 docs vs 4,000 / 4,000 on the same data (as 04)",
-}
+KNOWN: dict[str, str] = {}
 DEMO = "demo_dashboard"
 #: notebooks that run no costed explain at all, so their record is empty (anywhere else an empty record means the
 #: recorder was not switched on)

@@ -87,9 +87,9 @@ def _check_client_options(kwargs: dict) -> None:
             common.validate(k, v)
     dc = kwargs.get("document_class")
     if dc is not None and dc is not dict:
-        raise ConfigurationError("MongoClient(document_class=%s) is not supported on the embedded engine "
-                                 "(documents come back as dict); use a real server (set MONGODB_URI)"
-                                 % getattr(dc, "__name__", dc))
+        from .base.errors import not_modelled
+        raise ConfigurationError(not_modelled("MongoClient(document_class=%s)" % getattr(dc, "__name__", dc),
+                                              "documents come back as dict"))
 
 
 class EmbeddedClient(mongomock.MongoClient):

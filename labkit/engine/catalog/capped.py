@@ -69,8 +69,8 @@ def parse_create(opts: dict) -> dict | None:
     if not is_capped:
         return None
     if clustered:
-        raise OperationFailure("Clustered capped collections are not supported on the embedded engine; use a real "
-                               "server (set MONGODB_URI)", 115)
+        from ..base.errors import unsupported
+        raise unsupported("A clustered capped collection")
     n = _num(size)
     if n < 1:
         raise OperationFailure("BSON field 'size' value must be >= 1, actual value '%d'" % n, 51024)

@@ -22,8 +22,9 @@ from ..matcher.match import fast_matcher
 from ..bson.values import client_value
 from ..query.projection import Projection
 from ..index.indexes import Index, IndexSpec, _no_fast_keys, gen_index_name
-from ..query.planner import (Candidate, Express, Planner, Query, express_eligible, express_first, express_index,
-                             express_value, note_access, plan_and_run, projection_kind, totals, unsupported)
+from ..query.planner import (Candidate, Execution, Express, Planner, Query, express_eligible, express_first,
+                             express_index, express_value, note_access, plan_and_run, projection_kind, totals,
+                             unsupported)
 from ..query.collate import current as _collation
 from ..session.sessions import current as _active_txn, resolve_store as _txn_store
 from .store import store_key
@@ -39,6 +40,11 @@ MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
 MAX_COMPOUND_FIELDS = 32  # manual "Limits": a compound index has at most 32 fields
 _ASC_DESC = (1, -1)
+
+
+def _num(d: Any) -> Any:
+    """A key pattern direction as BSON compares it (1 and 1.0 are one value)."""
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else d
 
 
 def _key_pattern_str(key: list) -> str:
@@ -987,21 +993,40 @@ class EmbeddedCollection(mm_collection.Collection):
             if limit == 0:
                 raise OperationFailure("the limit must be positive", 15958)
         _arm_max_time(maxTimeMS)
-        filter = client_value(filter)
-        q = Query(filter, hint=hint, kind="count")
+        from ..pipeline.aggregation import count_documents
+        return count_documents(self, client_value(filter), skip, limit, hint)
+
+    def _count_command(self, filter: Mapping, skip: int = 0, limit: int = 0, hint: Any = None) -> int:
+        """The ``count`` command (count.cpp, get_executor.cpp ``getExecutorCount``): an empty filter without a
+        hint is the record store's count; otherwise a COUNT stage over the plan of the filter (a COUNT_SCAN
+        when the planner can make one), applying ``skip`` and stopping at ``limit`` itself."""
+        if "viewOn" in (self._store.options or {}):  # a view's count is an aggregation over its pipeline
+            kw = dict({"skip": skip} if skip else {}, **({"limit": limit} if limit else {}))
+            return self.count_documents(filter or {}, hint=hint, **kw)
+        filter = client_value(filter or {})
         if not filter and hint is None:
-            n = len(self._store.docs)
-        else:
-            n = len(self._run(q).results)
-        n = max(n - (skip or 0), 0)
-        return n if limit is None else min(n, limit)
+            return self._fast_count(skip, limit)
+        ex = self._run(Query(filter, hint=hint, kind="count"), stop_after=(skip + limit) if limit else None)
+        n = max(len(ex.results) - skip, 0)
+        return min(n, limit) if limit else n
 
     def estimated_document_count(self, **kwargs):
         for k in kwargs:
             if k not in ("maxTimeMS", "comment"):
                 raise OperationFailure("BSON field 'count.%s' is an unknown field." % k, 40415)
         _arm_max_time(kwargs.get("maxTimeMS"))
-        return len(self._store.docs)
+        return self._fast_count()  # pymongo sends {count: <collection>}: the record store's count
+
+    def _fast_count(self, skip: int = 0, limit: int = 0) -> int:
+        """A ``count`` without filter or hint: RECORD_STORE_FAST_COUNT, which the profiler reports as the plan."""
+        from ..exec.stages import RecordStoreFastCount
+        stage = RecordStoreFastCount()
+        stage.work()
+        cand = Candidate(lambda: stage, None, False, desc=stage.name)
+        cand.root = stage
+        note_execution(Execution(cand, [cand], {}, [], 0))
+        n = max(len(self._store.docs) - skip, 0)
+        return min(n, limit) if limit else n
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):
         if kwargs.get("collation"):
@@ -1073,17 +1098,8 @@ class EmbeddedCollection(mm_collection.Collection):
         spec = IndexSpec(name, key, unique=unique, sparse=sparse, partial=partial, hidden=hidden, expire=expire,
                          collation=collation)
         st = self._store
-        for existing in st.ix.values():
-            if existing.spec.name == name:
-                if existing.spec.same_options(spec) and existing.spec.hidden == spec.hidden:
-                    return name
-                raise OperationFailure("An existing index has the same name as the requested index. "
-                                       "When index names are not specified, they are auto generated and can "
-                                       "cause conflicts. Please refer to our documentation. Requested index: %s, "
-                                       "existing index: %s" % (spec.info(), existing.spec.info()), 86)
-            if existing.spec.key == spec.key and existing.spec.partial == spec.partial and \
-                    existing.spec.collation == spec.collation:
-                raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        if self._existing_index(spec):
+            return name
         if len(st.ix) >= MAX_INDEXES:
             # index_catalog_impl.cpp: numIndexesTotal (the _id index included) >= 64 -> CannotCreateIndex
             raise OperationFailure("add index fails, too many indexes for %s key:%s"
@@ -1129,6 +1145,39 @@ class EmbeddedCollection(mm_collection.Collection):
         st.version += 1
         return name
 
+    def _existing_index(self, spec: IndexSpec) -> bool:
+        """True when an identical index of that name exists (creating it again is a no-op: the server's
+        "all indexes already exist"); raises when the request conflicts with an existing index, as
+        ``IndexCatalogImpl::_doesSpecConflictWithExisting`` (index_catalog_impl.cpp) does: the same name with
+        another key pattern or signature is 86 IndexKeySpecsConflict; the same name and signature with other
+        options, or the same signature under another name, is 85 IndexOptionsConflict. Since 5.0 an index on
+        the same key pattern with another ``unique``, ``sparse``, collation or partial filter is a new index
+        (jstests/core/index/index_signature.js)."""
+        st = self._store
+        same_name = st.ix.get(spec.name)
+        if same_name is not None:
+            how = spec.compare(same_name.spec)
+            if how == "identical":
+                return True
+            if how == "different":
+                raise OperationFailure(
+                    "An existing index has the same name as the requested index. When index names are not "
+                    "specified, they are auto generated and can cause conflicts. Please refer to our "
+                    "documentation. Requested index: %s, existing index: %s"
+                    % (K.fmt_value(spec.info()), K.fmt_value(same_name.spec.info())), 86)
+            raise OperationFailure("An equivalent index already exists with the same name but different options. "
+                                   "Requested index: %s, existing index: %s"
+                                   % (K.fmt_value(spec.info()), K.fmt_value(same_name.spec.info())), 85)
+        for existing in st.ix.values():
+            how = spec.compare(existing.spec)
+            if how == "equivalent":
+                raise OperationFailure("An equivalent index already exists with a different name and options. "
+                                       "Requested index: %s, existing index: %s"
+                                       % (K.fmt_value(spec.info()), K.fmt_value(existing.spec.info())), 85)
+            if how == "identical":
+                raise OperationFailure("Index already exists with a different name: %s" % existing.spec.name, 85)
+        return False
+
     def create_indexes(self, indexes, session=None, comment=None, **kwargs):
         _command_options("createIndexes", kwargs, ("maxTimeMS", "commitQuorum"))
         _arm_max_time(kwargs.get("maxTimeMS"))
@@ -1162,6 +1211,27 @@ class EmbeddedCollection(mm_collection.Collection):
         del st.ix[name]
         st.indexes.pop(name, None)
         st.version += 1
+
+    def _indexes_with_key(self, key: Any) -> list:
+        """The indexes whose key pattern is ``key`` (a mapping), in catalog order: since 5.0 there can be
+        several (``findIndexesByKeyPattern``); the callers refuse to guess (AmbiguousIndexKeyPattern 181)."""
+        want = [(f, _num(d)) for f, d in dict(key).items()]
+        return [ix for ix in self._store.ix.values() if [(f, _num(d)) for f, d in ix.spec.key] == want]
+
+    def _drop_index_by_key(self, key: Any) -> None:
+        """dropIndexes with a key pattern (what mongosh's ``dropIndex({a: 1})`` sends), as
+        src/mongo/db/catalog/drop_indexes.cpp ``getDescriptorByKeyPattern`` answers it."""
+        found = self._indexes_with_key(key)
+        shown = K.fmt_value(dict(key))
+        if not found:
+            raise OperationFailure("can't find index with key: %s" % shown, 27)
+        if len(found) > 1:
+            raise OperationFailure("%d indexes found for key: %s, identify by name instead. Conflicting indexes: "
+                                   "%s, %s" % (len(found), shown, K.fmt_value(found[0].spec.info()),
+                                               K.fmt_value(found[1].spec.info())), 181)
+        if found[0].spec.name == "_id_":
+            raise OperationFailure("cannot drop _id index", 72)
+        self.drop_index(found[0].spec.name)
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
         _command_options("dropIndexes", kwargs, ("maxTimeMS",))
@@ -1614,13 +1684,13 @@ class Cursor(CursorProtocol):
         return self
 
     def where(self, code) -> "Cursor":
-        raise unsupported("$where / Cursor.where()")
+        raise unsupported("$where / Cursor.where()", "$expr with aggregation expressions")
 
     def max(self, spec) -> "Cursor":
-        raise unsupported("Cursor.max()")
+        raise unsupported("Cursor.max()", "a range filter on the indexed fields, with hint()")
 
     def min(self, spec) -> "Cursor":
-        raise unsupported("Cursor.min()")
+        raise unsupported("Cursor.min()", "a range filter on the indexed fields, with hint()")
 
     def distinct(self, key: str) -> list:
         q = self._query()

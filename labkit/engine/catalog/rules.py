@@ -487,6 +487,7 @@ class LabCollection(EmbeddedCollection):
             return super().find_one(filter, *args, **kwargs)
 
     count_documents = _bound("count_documents", collation=True)
+    _count_command = _bound("_count_command", collation=True)
     estimated_document_count = _bound("estimated_document_count")
 
     def distinct(self, key, filter=None, session=None, comment=None, hint=None, **kwargs):

@@ -272,9 +272,10 @@ def _to_ms(t: datetime.datetime) -> datetime.datetime:
 
 
 def _bucket_oid(min_time: datetime.datetime) -> ObjectId:
-    """An ObjectId whose timestamp is the bucket's rounded minimum time (the server's bucket ``_id``)."""
+    """An ObjectId whose timestamp is the bucket's rounded minimum time (the server's bucket ``_id``): a 32-bit
+    timestamp, so dates before 1970 and after 2106-02-07 wrap around (the server's extended range)."""
     secs = int((min_time - datetime.datetime(1970, 1, 1)).total_seconds())
-    return ObjectId(secs.to_bytes(4, "big", signed=secs < 0) + os.urandom(8))
+    return ObjectId((secs % (1 << 32)).to_bytes(4, "big") + os.urandom(8))
 
 
 def _measurement_size(doc: dict, meta_field: str | None, index: int) -> int:
@@ -814,8 +815,8 @@ def list_entry(db, name: str, st, name_only: bool) -> list[dict] | None:
 
 def _unsupported_write(what: str) -> OperationFailure:
     from ..query.planner import unsupported
-    return unsupported("%s on a time-series collection (the embedded engine models inserts and deletes; "
-                       "use a real server for time-series updates)" % what)
+    return unsupported("%s on a time-series collection" % what,
+                       "insert and delete measurements (the engine models those on time-series collections)")
 
 
 def _define():

@@ -7,8 +7,13 @@
   earliest date; documents whose value is not a date (or an array without dates) never expire;
 * a partial TTL index only deletes documents matching its ``partialFilterExpression``;
 * the index's current ``expireAfterSeconds`` (as changed by ``collMod``) is used;
-* a time-series collection with ``expireAfterSeconds`` deletes whole buckets whose newest measurement time
-  (``control.max.<timeField>``) is older than ``now - expireAfterSeconds``;
+* a time-series collection with ``expireAfterSeconds`` deletes whole buckets, and only once a bucket's
+  *oldest* possible measurement is safely expired: its ``_id`` (the bucket's rounded ``control.min.<timeField>``,
+  in whole seconds) at or before ``now - expireAfterSeconds - bucketMaxSpanSeconds`` (ttl.cpp
+  ``safeExpirationDate``: "A bucket may have newer data, so we cannot safely delete the entire bucket yet until
+  the maximum bucket range has passed, even if the minimum value can be expired"); a bucket holding data from
+  before 1970 or after 2038 (the server's extended range) also needs ``control.max.<timeField>`` at or before
+  ``now - expireAfterSeconds`` (``_deleteExpiredWithCollscanForTimeseriesExtendedRange``);
 * ``serverStatus().metrics.ttl``: ``passes`` (+1 per pass), ``subPasses`` (+1), ``deletedDocuments``
   (documents, or buckets for time series, removed).
 
@@ -105,14 +110,8 @@ def _pass_collection(db, name: str, now: datetime.datetime, report: dict) -> int
     if state is not None:
         if state.expire is None:
             return 0
-        limit = now - datetime.timedelta(seconds=state.expire)
-        tf = state.time_field
         bcoll = db.get_collection(TS.buckets_name(name))
-
-        def old(bdoc: dict) -> bool:
-            t = ((bdoc.get("control") or {}).get("max") or {}).get(tf)
-            return isinstance(t, datetime.datetime) and _naive(t) < limit
-        removed = TS.delete_buckets(bcoll, state, old)
+        removed = TS.delete_buckets(bcoll, state, _expired_bucket(state, now, bcoll._store.docs.values()))
         if removed:
             report.setdefault(name, 0)
             report[name] += removed
@@ -147,6 +146,48 @@ def _pass_collection(db, name: str, now: datetime.datetime, report: dict) -> int
     return removed
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+_EXTENDED = 0x80000000  # seconds: the first bucket time an ObjectId's signed 32-bit timestamp cannot hold
+
+
+def _secs(t: Any) -> int | None:
+    """Whole seconds since the epoch of a date (an ObjectId timestamp's precision), or None."""
+    if not isinstance(t, datetime.datetime):
+        return None
+    return int((_naive(t) - _EPOCH) // datetime.timedelta(seconds=1))
+
+
+def _expired_bucket(state, now: datetime.datetime, buckets) -> Any:
+    """The predicate of the server's time-series TTL delete (src/mongo/db/ttl/ttl.cpp) for one pass at
+    ``now``: a bucket goes when its ``_id`` time (the rounded ``control.min``, which its ObjectId holds in
+    whole seconds) is at or before ``now - expireAfterSeconds - bucketMaxSpanSeconds``. With extended-range
+    data (a bucket time outside 1970-2038) the server scans two ``_id`` ranges and also requires
+    ``control.max`` at or before ``now - expireAfterSeconds``."""
+    tf = state.time_field
+    expire = datetime.timedelta(seconds=float(state.expire))
+    end = _secs(now - expire - datetime.timedelta(seconds=state.max_span))
+    newest = now - expire
+
+    def times(bdoc: dict) -> tuple:
+        control = bdoc.get("control") or {}
+        return _secs((control.get("min") or {}).get(tf)), (control.get("max") or {}).get(tf)
+
+    extended = any(s is not None and not 0 <= s < _EXTENDED
+                   for bdoc in buckets for s in (times(bdoc)[0], _secs(times(bdoc)[1])))
+
+    def expired(bdoc: dict) -> bool:
+        lo, hi = times(bdoc)
+        if lo is None:
+            return False
+        if not extended:
+            return lo <= end
+        if not (isinstance(hi, datetime.datetime) and _naive(hi) <= newest):
+            return False
+        stamp = lo % (1 << 32)  # the ObjectId's unsigned timestamp: dates before 1970 sort after 2038
+        return stamp <= end or stamp >= _EXTENDED - state.max_span
+    return expired
+
+
 def _embedded_pass(client, dbs: list, now: datetime.datetime) -> dict:
     from ..service.boundary import lock_for_store
     store = client._store
@@ -170,7 +211,11 @@ def ttl_pass(db_or_client: Any, now: datetime.datetime | None = None, timeout: f
     """Run one pass of the TTL monitor and return what it deleted.
 
     Embedded engine: deterministic, at time ``now`` (default: the current UTC time), over every database of
-    the client (or one database); returns ``{"engine", "now", "deleted", "byCollection", "metrics"}``.
+    the client (or one database); returns ``{"engine", "now", "deleted", "byCollection", "metrics"}``. A
+    document expires when its indexed date is older than ``now - expireAfterSeconds``; a time-series bucket
+    only when its minimum time is at or before ``now - expireAfterSeconds - bucketMaxSpanSeconds`` (the
+    server's rule: the bucket may hold measurements up to its maximum span later), so ``deleted`` counts
+    buckets there.
     Real server: waits for the server's own next pass (``metrics.ttl.passes`` increments), at most
     ``timeout`` seconds, and returns ``{"engine": "server", "passes", "deletedDocuments"}`` deltas."""
     from ..base import hooks

@@ -272,8 +272,9 @@ def check_source(db: Any, name: str) -> None:
     modelled: refuse them clearly."""
     st = db._store._collections.get(name)
     if st is not None and view_def(st) is not None:
-        raise OperationFailure("Reading a view (%s.%s) from $lookup/$graphLookup/$unionWith is not supported on "
-                               "the embedded engine; use a real server (set MONGODB_URI)" % (db.name, name), 115)
+        from ..base.errors import unsupported
+        raise unsupported("Reading a view (%s.%s) from $lookup/$graphLookup/$unionWith" % (db.name, name),
+                          "read the view's base collection and repeat the view's pipeline in the sub-pipeline")
 
 
 # ---------------------------------------------------------------------------------------------- classes

@@ -187,11 +187,11 @@ class EmbeddedDatabase(mm_database.Database):
         name = next(iter(cmd))
         handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
         if handler is None:
-            from .dispatch import HANDLERS, run_in_process  # find, insert, getMore ... (the command layer)
+            from .dispatch import HANDLERS, not_found, run_in_process  # find, insert, getMore ... (the command layer)
             if name in HANDLERS:
                 return run_in_process(self, cmd, session)
-            raise OperationFailure("no such command: '%s' (not supported on the embedded engine; use a real "
-                                   "server (set MONGODB_URI))" % name, 59)
+            err = not_found(name)  # a MongoDB 8.0 command: 115 "not modelled"; an unknown name: 59
+            raise OperationFailure(str(err), err.code, err.reply())
         return handler(self, cmd)
 
 
@@ -302,6 +302,20 @@ def _explain_aggregate(coll, inner, verbosity):
     return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)
 
 
+def _index_by_key_pattern(coll, key: Any) -> str:
+    """The index a collMod names by ``keyPattern``, as src/mongo/db/catalog/coll_mod.cpp finds it: none is
+    IndexNotFound 27, several (since 5.0 indexes may share a key pattern) AmbiguousIndexKeyPattern 181."""
+    from ..bson.keys import fmt_value
+    found = coll._indexes_with_key(key)
+    if not found:
+        raise OperationFailure("cannot find index %s for ns %s" % (fmt_value(dict(key)), coll._ns()), 27)
+    if len(found) > 1:
+        raise OperationFailure("index keyPattern %s matches %d indexes, must use index name. Conflicting indexes:"
+                               "%s, %s" % (fmt_value(dict(key)), len(found), fmt_value(found[0].spec.info()),
+                                           fmt_value(found[1].spec.info())), 181)
+    return found[0].spec.name
+
+
 def _cmd_collmod(db, cmd):
     name = cmd["collMod"]
     coll = db.get_collection(name)
@@ -323,9 +337,7 @@ def _cmd_collmod(db, cmd):
         if k == "index":
             iname = v.get("name")
             if iname is None and "keyPattern" in v:
-                for ix in coll._store.ix.values():
-                    if dict(ix.spec.key) == dict(v["keyPattern"]):
-                        iname = ix.spec.name
+                iname = _index_by_key_pattern(coll, v["keyPattern"])
             if iname is None:
                 raise OperationFailure("no index specified", 2)
             if "hidden" in v:
@@ -369,43 +381,14 @@ def _cmd_listindexes(db, cmd):
 
 def _cmd_count(db, cmd):
     coll = db.get_collection(cmd["count"])
-    q = cmd.get("query") or {}
-    kw = {}
-    if cmd.get("limit"):
-        kw["limit"] = cmd["limit"]
-    if cmd.get("skip"):
-        kw["skip"] = cmd["skip"]
-    if cmd.get("hint") is not None:
-        kw["hint"] = cmd["hint"]
-    return {"n": coll.count_documents(q, collation=cmd.get("collation"), **kw), "ok": 1.0}
+    n = coll._count_command(cmd.get("query") or {}, int(cmd.get("skip") or 0), abs(int(cmd.get("limit") or 0)),
+                            cmd.get("hint"), collation=cmd.get("collation"))
+    return {"n": n, "ok": 1.0}
 
 
 def _cmd_distinct(db, cmd):
     coll = db.get_collection(cmd["distinct"])
     return {"values": coll.distinct(cmd["key"], cmd.get("query") or {}, collation=cmd.get("collation")), "ok": 1.0}
-
-
-def _cmd_create_indexes(db, cmd):
-    coll = db.get_collection(cmd["createIndexes"])
-    if "viewOn" in coll._store.options:
-        from ..catalog.views import not_on_view
-        raise not_on_view(coll._ns())
-    before = len(coll._store.ix)
-    for spec in cmd["indexes"]:
-        spec = dict(spec)
-        key = list(spec.pop("key").items())
-        coll._create_index(key, spec)
-    return {"numIndexesBefore": before, "numIndexesAfter": len(coll._store.ix), "ok": 1.0}
-
-
-def _cmd_drop_indexes(db, cmd):
-    coll = db.get_collection(cmd["dropIndexes"])
-    idx = cmd.get("index", "*")
-    if idx == "*":
-        coll.drop_indexes()
-    else:
-        coll.drop_index(idx)
-    return {"ok": 1.0}
 
 
 def _cmd_hello(db, cmd):
@@ -450,8 +433,7 @@ _COMMANDS = {
     "listIndexes": _cmd_listindexes, "listindexes": _cmd_listindexes,
     "count": _cmd_count,
     "distinct": _cmd_distinct,
-    "createIndexes": _cmd_create_indexes, "createindexes": _cmd_create_indexes,
-    "dropIndexes": _cmd_drop_indexes, "dropindexes": _cmd_drop_indexes,
+    # createIndexes / dropIndexes: the command layer's (dispatch.py), as a served engine answers them
     "hello": _cmd_hello, "isMaster": _cmd_hello, "ismaster": _cmd_hello,
     "serverStatus": _cmd_server_status, "serverstatus": _cmd_server_status,
 }

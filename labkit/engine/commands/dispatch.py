@@ -32,6 +32,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationError, InvalidName, InvalidOperation,
                             OperationFailure, PyMongoError)
 
+from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
 
@@ -54,11 +55,13 @@ CODE_NAMES = {
     61: "ShardKeyNotFound", 66: "ImmutableField", 67: "CannotCreateIndex", 68: "IndexAlreadyExists",
     72: "InvalidOptions", 73: "InvalidNamespace", 85: "IndexOptionsConflict", 86: "IndexKeySpecsConflict",
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
-    166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 197: "InvalidIndexSpecificationOption",
+    166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 181: "AmbiguousIndexKeyPattern",
+    197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
     257: "TransactionTooLarge", 263: "OperationNotSupportedInTransaction",
     292: "QueryExceededMemoryLimitNoDiskUseAllowed",
     10334: "BSONObjectTooLarge", 11000: "DuplicateKey", 15974: "Location15974", 17419: "Location17419",
+    31082: "SearchNotEnabled",
 }
 
 # Generic fields every command may carry (driver bookkeeping): stripped before a command's own parsing.
@@ -94,8 +97,56 @@ def _unknown_field(cmd_name: str, field: str) -> CommandError:
     return CommandError("BSON field '%s.%s' is an unknown field." % (cmd_name, field), 40415)
 
 
-def _not_found(name: str) -> CommandError:
+# The commands of a MongoDB 8.0 server (manual "Database Commands", reference/command/; the aliases the server
+# registers too): one the engine does not answer is a gap of the engine (CommandNotSupported 115), never
+# CommandNotFound (59), which a server gives only for a name it does not know.
+SERVER_COMMANDS = frozenset("""
+    aggregate count distinct mapReduce
+    bulkWrite delete find findAndModify getMore insert update
+    planCacheClear planCacheClearFilters planCacheListFilters planCacheSetFilter
+    authenticate saslStart saslContinue
+    createUser dropAllUsersFromDatabase dropUser grantRolesToUser revokeRolesFromUser updateUser usersInfo
+    createRole dropRole dropAllRolesFromDatabase grantPrivilegesToRole grantRolesToRole invalidateUserCache
+    revokePrivilegesFromRole revokeRolesFromRole rolesInfo updateRole
+    applyOps hello isMaster replSetAbortPrimaryCatchUp replSetFreeze replSetGetConfig replSetGetStatus
+    replSetInitiate replSetMaintenance replSetReconfig replSetResizeOplog replSetStepDown replSetSyncFrom
+    appendOplogNote
+    abortMoveCollection abortReshardCollection abortUnshardCollection addShard addShardToZone analyzeShardKey
+    balancerCollectionStatus balancerStart balancerStatus balancerStop checkMetadataConsistency cleanupOrphaned
+    cleanupReshardCollection clearJumboFlag commitReshardCollection configureCollectionBalancing
+    configureQueryAnalyzer enableSharding flushRouterConfig getShardMap isdbgrid listShards mergeAllChunksOnShard
+    mergeChunks moveChunk moveCollection movePrimary moveRange refineCollectionShardKey removeShard
+    removeShardFromZone reshardCollection setAllowMigrations shardCollection shardingState split
+    transitionFromDedicatedConfigServer transitionToDedicatedConfigServer unshardCollection updateZoneKeyRange
+    abortTransaction commitTransaction endSessions killAllSessions killAllSessionsByPattern killSessions
+    refreshSessions startSession
+    autoCompact cleanupStructuredEncryptionData cloneCollectionAsCapped collMod compact
+    compactStructuredEncryptionData convertToCapped create createIndexes currentOp drop dropConnections
+    dropDatabase dropIndexes filemd5 fsync fsyncUnlock getClusterParameter getDefaultRWConcern
+    getParameter killCursors killOp listCollections listDatabases listIndexes logRotate reIndex
+    removeQuerySettings renameCollection rotateCertificates setClusterParameter
+    setDefaultRWConcern setFeatureCompatibilityVersion setIndexCommitQuorum setParameter setQuerySettings
+    setUserWriteBlockMode shutdown
+    buildInfo collStats connPoolStats connectionStatus dataSize dbHash dbStats driverOIDTest explain features
+    getCmdLineOpts getLog hostInfo listCommands lockInfo netstat ping profile serverStatus
+    top validate validateDBMetadata whatsmyuri
+    logApplicationMessage createSearchIndexes dropSearchIndex updateSearchIndex
+""".split())
+
+
+def not_found(name: str) -> CommandError:
+    """The error for a command this engine does not answer: a MongoDB 8.0 command is a gap of the engine
+    (CommandNotSupported 115, "not modelled"); any other name is the server's CommandNotFound (59) "no such
+    command". Command names are case sensitive on the server (a few legacy aliases aside)."""
+    if name in ("createSearchIndexes", "dropSearchIndex", "updateSearchIndex"):
+        # what a MongoDB 8.0 Community server without mongot answers (the pymongo methods do the same in process)
+        return CommandError("Using Atlas Search Database Commands and the '$listSearchIndexes' aggregation stage "
+                            "requires additional configuration. Please connect to Atlas or an AtlasCLI local "
+                            "deployment to enable.", 31082)
+    if name in SERVER_COMMANDS:
+        return CommandError(not_modelled("The '%s' command" % name), 115)
     return CommandError("no such command: '%s'" % name, 59)
+
 
 
 # ---------------------------------------------------------------------------------------------- context
@@ -368,8 +419,9 @@ def _find(c: _Call) -> dict:
     for opt in ("tailable", "awaitData"):
         if cmd.get(opt):
             if coll._store.options.get("capped"):  # capped.py: tailable cursors are not modelled
-                raise CommandError("Tailable cursors (find(tailable=true)) are not supported on the embedded "
-                                   "engine; use a real server (set MONGODB_URI)", 115)
+                raise CommandError(not_modelled("A tailable cursor (find with tailable: true)",
+                                                "poll with find, sorting by _id and starting after the last one "
+                                                "seen"), 115)
             raise CommandError("error processing query: tailable cursor requested on non capped collection", 2)
     kw: dict[str, Any] = dict(c.kw())
     flt = cmd.get("filter")
@@ -470,8 +522,7 @@ def _aggregate(c: _Call) -> dict:
     if target == 1:
         agg = getattr(c.db, "aggregate", None)
         if agg is None:
-            raise CommandError("Database-level aggregate ({aggregate: 1}) is not supported on the embedded engine; "
-                               "use a real server (set MONGODB_URI)", 115)
+            raise CommandError(not_modelled("Database-level aggregate ({aggregate: 1})"), 115)
         docs = list(agg(pipeline, **kw))
         ns = c.ns("$cmd.aggregate")
     else:
@@ -518,23 +569,12 @@ def _count(c: _Call) -> dict:
     cmd = c.cmd
     name = _coll_name(cmd, "count")
     _check_fields(cmd, "count", {"query", "limit", "skip", "hint", "collation", "fields"})
-    kw: dict[str, Any] = dict(c.kw())
-    for key, arg in (("hint", "hint"), ("collation", "collation")):
-        if cmd.get(key) is not None:
-            kw[arg] = cmd[key]
-    skip = int(cmd.get("skip") or 0)
-    limit = int(cmd.get("limit") or 0)
-    if skip < 0:
+    if int(cmd.get("skip") or 0) < 0:
         raise CommandError("skip value is negative in count query", 51024)
-    coll = c.coll(name)
-    q = cmd.get("query") or {}
-    if not q and not kw.get("hint") and not kw.get("session"):
-        n = max(coll.estimated_document_count() - skip, 0)
-    else:
-        n = coll.count_documents(q, skip=skip, **kw)
-    if limit:
-        n = min(n, abs(limit))
-    return {"n": n, "ok": 1.0}
+    c.coll(name)  # the collection's existence as the other handlers check it
+    # the database's count command (database.py), as the operation a profiler and command listeners see
+    out = c.db.command(_strip(cmd), **c.kw())
+    return {"n": out["n"], "ok": 1.0}
 
 
 def _distinct(c: _Call) -> dict:
@@ -657,8 +697,8 @@ def _update(c: _Call) -> dict:
                 if st.get(k) is not None:
                     kw[arg] = st[k]
             if st.get("c") is not None:
-                raise CommandError("Update constants ('c') are not supported on the embedded engine; use a real "
-                                   "server (set MONGODB_URI)", 115)
+                raise CommandError(not_modelled("Update constants ('c')", "write the values into the update "
+                                                "pipeline itself ($literal where needed)"), 115)
             if _is_replacement(u):
                 if st.get("multi"):
                     raise CommandError("multi update is not supported for replacement-style update", 9)
@@ -847,10 +887,7 @@ def _drop_indexes(c: _Call) -> dict:
         for n in idx:
             coll.drop_index(n, **c.kw())
     elif isinstance(idx, Mapping):
-        match = [ix.spec.name for ix in coll._store.ix.values() if dict(ix.spec.key) == dict(idx)]
-        if not match:
-            raise CommandError("can't find index with key: %s" % (dict(idx),), 27)
-        coll.drop_index(match[0], **c.kw())
+        coll._drop_index_by_key(idx)
     else:
         coll.drop_index(idx, **c.kw())
     return {"nIndexesWas": was, "ok": 1.0}
@@ -909,8 +946,8 @@ def _create(c: _Call) -> dict:
     opts = {k: v for k, v in cmd.items() if k != "create"}
     opts.pop("autoIndexId", None)
     if opts.get("idIndex") is not None:
-        raise CommandError("create(idIndex=...) is not supported on the embedded engine; use a real server (set "
-                           "MONGODB_URI)", 115)
+        raise CommandError(not_modelled("create with idIndex", "create the collection without it: it gets the "
+                                        "default {_id: 1} index"), 115)
     opts.pop("idIndex", None)
     return cmd_create(c.db, {"create": cmd["create"], **opts})
 
@@ -946,8 +983,9 @@ def _rename_collection(c: _Call) -> dict:
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
     if sdb != ddb:
-        raise CommandError("Renaming a collection across databases is not supported on the embedded engine; use "
-                           "a real server (set MONGODB_URI)", 115)
+        raise CommandError(not_modelled("Renaming a collection across databases",
+                                        "copy its documents into the other database (find, then "
+                                        "insert_many / insertMany), then drop it"), 115)
     db = c.client.get_database(sdb)
     coll = db.get_collection(scoll)
     if not coll._store.is_created:
@@ -1257,7 +1295,7 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
             return hello_reply(session_ctx, connection_id, legacy_name=name != "hello")
         handler = HANDLERS.get(name)
         if handler is None:
-            raise _not_found(name)
+            raise not_found(name)
         if not isinstance(db_name, str) or not db_name:
             raise CommandError("Invalid database name: '%s'" % (db_name,), 73)
         sess = _transaction_session(client, cmd, name, session_ctx)

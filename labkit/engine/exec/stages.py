@@ -423,6 +423,101 @@ def index_fields(index) -> dict:
             "isPartial": spec.partial is not None, "indexVersion": 2}
 
 
+class CountScan(Stage):
+    """COUNT_SCAN (src/mongo/db/exec/classic/count_scan.cpp): an index range read without documents, what the
+    planner makes of a filter-free FETCH > IXSCAN over one interval when only the number of results matters
+    (``turnIxscanIntoCount``). Always forward ("count scans return no data"). ``keysExamined`` counts every
+    key read, and the end-of-range probe too ("++keysExamined" precedes "if (!entry) return IS_EOF"); on a
+    multikey index a record seen before is NEED_TIME (``_shouldDedup``). Members carry the record id only."""
+
+    name = "COUNT_SCAN"
+
+    def __init__(self, index, bounds: list[list[Interval]]) -> None:
+        super().__init__()
+        self.index = index
+        self.spec = index.spec
+        self.vbounds = bounds
+        self.keys_examined = 0
+        self.seen: set[int] | None = set() if index.multikey else None
+        self._scan = IndexScan(index, bounds, 1)  # positions the range (one interval: ``single``)
+        self.pos: int | None = None
+        self.end: int | None = None
+
+    def _start(self) -> None:
+        scan = self._scan
+        if any(not ivs for ivs in scan.sb):
+            self.pos = self.end = 0  # an empty interval list: nothing to read
+            return
+        scan._start()
+        self.pos, self.end = scan.pos, max(scan.pos, scan.end)
+
+    def _work(self) -> int:
+        if self.pos is None:
+            self._start()
+        self.keys_examined += 1
+        pos = self.pos
+        if pos >= self.end:
+            return IS_EOF
+        self.pos = pos + 1
+        rid = self.index.entries.rid_at(pos)
+        if self.seen is not None:
+            if rid in self.seen:
+                return NEED_TIME
+            self.seen.add(rid)
+        self.out = (rid, None, None)
+        return ADVANCED
+
+    def count_rest(self) -> int:
+        """Run to EOF at once: the counters ``work()`` until IS_EOF would leave; returns the records counted."""
+        if self.pos is None:
+            self._start()
+        pos, end = self.pos, self.end
+        if self.eof:
+            return 0
+        n = end - pos
+        if self.seen is not None:
+            fresh = set(self.index.entries.rids_between(pos, end)) - self.seen
+            self.seen |= fresh
+            n = len(fresh)
+        self.pos = end
+        self.keys_examined += end - pos + 1
+        self.works += end - pos + 1
+        self.advanced += n
+        self.need_time += end - pos - n
+        self.eof = True
+        return n
+
+    def plan_fields(self) -> dict:
+        d: dict[str, Any] = dict(index_fields(self.index))
+        start, end = {}, {}
+        s_incl = e_incl = True
+        for f, ivs, desc in zip(self.spec.fields, self.vbounds, self.spec.desc):
+            iv = ivs[0] if ivs else None
+            if iv is None:
+                continue
+            lo, hi, li, hii = (iv.hi_d, iv.lo_d, iv.hi_incl, iv.lo_incl) if desc else \
+                (iv.lo_d, iv.hi_d, iv.lo_incl, iv.hi_incl)
+            start[f], end[f] = lo, hi
+            s_incl = s_incl and li
+            e_incl = e_incl and hii
+        d["indexBounds"] = {"startKey": start, "startKeyInclusive": s_incl, "endKey": end,
+                            "endKeyInclusive": e_incl}
+        return d
+
+    def exec_fields(self) -> dict:
+        return {"keysExamined": self.keys_examined}
+
+
+class RecordStoreFastCount(Stage):
+    """RECORD_STORE_FAST_COUNT (src/mongo/db/exec/classic/record_store_fast_count.cpp): the count of a ``count``
+    without a filter or hint, read from the record store's size: one work(), no key, no document."""
+
+    name = "RECORD_STORE_FAST_COUNT"
+
+    def _work(self) -> int:
+        return IS_EOF
+
+
 class Fetch(Stage):
     name = "FETCH"
 

@@ -155,6 +155,15 @@ class Pred:
 
 
 def _regex_parts(rx: Any, options: str = "") -> tuple[Regex, str | None]:
+    """The regex (flags merged with ``$options``) and the prefix every string it matches starts with (None when
+    there is none to bound a scan by)."""
+    r, flags = _regex_of(rx, options)
+    prefix, _ = regex_prefix(r.pattern, flags)
+    return r, (prefix or None)
+
+
+def _regex_of(rx: Any, options: str = "") -> tuple[Regex, str]:
+    """The regex with its flags merged with ``$options``, and those flags as a string."""
     if isinstance(rx, _RE_TYPE):
         r = Regex.from_native(rx)
         pattern, flags = r.pattern, K._flags_str(r.flags)
@@ -164,22 +173,79 @@ def _regex_parts(rx: Any, options: str = "") -> tuple[Regex, str | None]:
     else:
         pattern, flags = str(rx), ""
     flags = "".join(sorted(set(flags + (options or ""))))
-    prefix = None
-    if pattern.startswith("^") and "i" not in flags and "x" not in flags and "m" not in flags:
-        out = []
-        for ch in pattern[1:]:
-            if ch in "*?{":
-                if out:
-                    out.pop()
+    return Regex(pattern, flags), flags
+
+
+def _may_have_unescaped_pipe(s: str) -> bool:
+    """analyze_regex.cpp ``stringMayHaveUnescapedPipe`` (best effort, false positives allowed)."""
+    if s[:1] == "|" or (len(s) > 1 and s[1] == "|" and s[0] != "\\"):
+        return True
+    return any(s[i] == "|" and (s[i - 1] != "\\" or s[i - 2] == "\\") for i in range(2, len(s)))
+
+
+def regex_prefix(pattern: str, flags: str = "") -> tuple[str, bool]:
+    """src/mongo/db/query/util/analyze_regex.cpp ``getRegexPrefixMatch``: the prefix every matching string
+    starts with, and whether the regex *is* "starts with that prefix" (then the index bounds answer it exactly:
+    ``/^bar/`` -> ("bar", True), ``/^bar?/`` -> ("ba", False), ``/^abc.*/`` -> ("abc", True), a regex without
+    ``^`` / ``\\A``, with an unescaped ``|`` or with the ``i`` flag -> ("", False))."""
+    if pattern.startswith("\\A"):
+        multiline_ok, rest = True, pattern[2:]
+    elif pattern.startswith("^"):
+        multiline_ok, rest = False, pattern[1:]
+    else:
+        return "", False
+    if _may_have_unescaped_pipe(rest):
+        return "", False
+    extended = False
+    for f in flags:
+        if f == "m":
+            if not multiline_ok:
+                return "", False
+        elif f == "x":
+            extended = True
+        elif f != "s":
+            return "", False  # "i" and any other flag: the index order cannot bound it
+    ss: list[str] = []
+    r: str | None = None
+    i, n = 0, len(rest)
+    while i < n:
+        c = rest[i]
+        i += 1
+        if c in "*?":  # the last character becomes optional: bounds from the prefix before it, not exact
+            return "".join(ss)[:-1], False
+        if c == "\\":
+            c = rest[i] if i < n else ""
+            i += 1
+            if c == "Q":  # \Q...\E quotes everything inside
+                while i < n:
+                    c = rest[i]
+                    i += 1
+                    if c == "\\" and rest[i:i + 1] == "E":
+                        i += 1
+                        break
+                    ss.append(c)
+            elif c.isascii() and (c.isalnum() or c == ""):
+                r = "".join(ss)  # \d, \w, \1 ...: stop here
                 break
-            if ch in ".[]()+}|^$\\":
-                break
-            out.append(ch)
-        prefix = "".join(out)
-        # a "|" anywhere makes the prefix unsafe
-        if "|" in pattern:
-            prefix = None
-    return Regex(pattern, flags), prefix
+            else:
+                ss.append(c)
+        elif c in "^$.[()+{":
+            if not multiline_ok and c == ".":
+                if rest[i:] == "*":  # /^abc.*/: exactly "starts with abc"
+                    return "".join(ss), True
+            r = "".join(ss)
+            break
+        elif extended and c == "#":
+            r = "".join(ss)
+            break
+        elif extended and c.isspace():
+            continue
+        else:
+            ss.append(c)
+    if r is None and i >= n:
+        r = "".join(ss)
+        return r, bool(r)
+    return r or "", False
 
 
 def regex_intervals(rx: Any, options: str = "") -> list[Interval]:
@@ -193,11 +259,18 @@ def regex_intervals(rx: Any, options: str = "") -> list[Interval]:
     return [s, rv]
 
 
+def regex_exact(rx: Any, options: str = "") -> bool:
+    """Whether the bounds of ``rx`` answer it exactly (index_bounds_builder.cpp ``simpleRegex``: EXACT for a
+    plain prefix, else INEXACT_COVERED: the regex is then checked on the index keys, before any fetch)."""
+    r, flags = _regex_of(rx, options)
+    return regex_prefix(r.pattern, flags)[1]
+
+
 def eq_intervals(v: Any) -> tuple[list[Interval] | None, bool, str]:
     if v is None:
         return [point(None)], False, "null"
     if isinstance(v, (Regex, _RE_TYPE)):
-        return regex_intervals(v), False, "regex"
+        return regex_intervals(v), regex_exact(v), "regex"
     if isinstance(v, (list, tuple)):
         v = list(v)
         ivs = [point(v)]
@@ -289,7 +362,7 @@ def make_preds(path: str, cond: Any) -> list[Pred] | None:
                 preds.append(Pred(path, op, arg, f, [point(None)], False, "exists_false"))
         elif op == "$regex":
             f = {path: {"$regex": arg, "$options": options}} if options else f
-            preds.append(Pred(path, op, arg, f, regex_intervals(arg, options), False, "regex"))
+            preds.append(Pred(path, op, arg, f, regex_intervals(arg, options), regex_exact(arg, options), "regex"))
         elif op == "$options":
             continue
         elif op == "$elemMatch":

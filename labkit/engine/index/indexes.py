@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterable
 
+from ..base.errors import unsupported
 from ..bson import keys as K
 from .entrylist import SortedEntries
 
@@ -93,11 +94,11 @@ class IndexSpec:
         self.hashed = [f for f, d in self.key if d == "hashed"]  # hashed.py
         for f, d in self.key:
             if f == "$**" or f.endswith(".$**"):  # a wildcard index: the planner would never use it
-                raise _op_failure("Index type 'wildcard' ({%s: %r}) is not supported on the embedded engine; "
-                                  "use a real server (set MONGODB_URI)" % (f, d), 67)
+                raise unsupported("Index type 'wildcard' ({%s: %r})" % (f, d),
+                                  "index the fields your queries name (a compound index, or the attribute pattern's "
+                                  "{k: 1, v: 1})")
             if isinstance(d, str) and d != "hashed":
-                raise _op_failure("Index type '%s' is not supported on the embedded engine; "
-                                  "use a real server (set MONGODB_URI)" % d, 67)
+                raise unsupported("Index type '%s'" % d, "$regex on a normal index for text" if d == "text" else None)
 
     def info(self) -> dict:
         d: dict[str, Any] = {"v": 2, "key": dict(self.key), "name": self.name}
@@ -116,15 +117,37 @@ class IndexSpec:
         d.update(self.extra)
         return d
 
-    def same_options(self, other: "IndexSpec") -> bool:
-        return (self.key == other.key and self.unique == other.unique and self.sparse == other.sparse
-                and self.partial == other.partial and self.expire == other.expire
-                and self.collation == other.collation)
+    def compare(self, existing: "IndexSpec") -> str:
+        """How this (candidate) spec compares with an existing index, as ``IndexDescriptor::
+        compareIndexOptions`` (src/mongo/db/index/index_descriptor.cpp) decides it: ``"different"`` when the
+        key pattern or an option of the index signature differs (``unique``, ``sparse``, the collation, the
+        partial filter after normalization; since 5.0 several indexes may share a key pattern that way),
+        ``"equivalent"`` when only other options differ (``expireAfterSeconds``, ``hidden``...: the two
+        cannot coexist), ``"identical"`` when those match too (name and ``v`` are not compared)."""
+        if [(f, _num(d)) for f, d in self.key] != [(f, _num(d)) for f, d in existing.key]:
+            return "different"
+        if self.is_unique() != existing.is_unique() or self.sparse != existing.sparse:
+            return "different"
+        if self.collation != existing.collation:
+            return "different"
+        if (self.partial is None) != (existing.partial is None):
+            return "different"
+        if self.partial is not None:
+            from ..matcher.subset import equivalent
+            if not equivalent(self.partial, existing.partial):
+                return "different"
+        if (self.expire, self.hidden, self.extra) != (existing.expire, existing.hidden, existing.extra):
+            return "equivalent"
+        return "identical"
+
+    def is_unique(self) -> bool:
+        """``unique: true``, or the ``_id`` key pattern (always unique, whatever the index is called)."""
+        return self.unique or self.key == [("_id", 1)]
 
 
-def _op_failure(msg: str, code: int, details: dict | None = None):
-    from mongomock import OperationFailure
-    return OperationFailure(msg, code, details)
+def _num(d: Any) -> Any:
+    """A key pattern direction as BSON compares it (1 and 1.0 are one value)."""
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else d
 
 
 class Index:

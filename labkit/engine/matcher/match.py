@@ -50,8 +50,9 @@ def _bad(msg: str, code: int = 2) -> OperationFailure:
     return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": names.get(code, "")})
 
 
-def _unsupported(what: str) -> OperationFailure:
-    return _bad("%s is not supported on the embedded engine; use a real server (set MONGODB_URI)" % what, 115)
+def _unsupported(what: str, instead: str | None = None) -> OperationFailure:
+    from ..base.errors import not_modelled
+    return _bad(not_modelled(what, instead), 115)
 
 
 # ------------------------------------------------------------------------------------------- path values
@@ -249,9 +250,9 @@ def _top_operator(k: str, v: Any, ctx: _Ctx, depth: int) -> Pred | None:
             raise _bad("%s must be an integer value of 1" % k, 9)
         return (lambda doc: True) if k == "$alwaysTrue" else _always_false
     if k == "$where":
-        raise _unsupported("$where (server-side JavaScript)")
+        raise _unsupported("$where (server-side JavaScript)", "$expr with aggregation expressions")
     if k == "$text":
-        raise _unsupported("$text (text indexes)")
+        raise _unsupported("$text (text indexes)", "$regex on an indexed field")
     if k in ("$id", "$ref", "$db"):
         return _path_pred(k, v, ctx, depth)
     if k == "$sampleRate":

@@ -275,3 +275,43 @@ def _subset_exists(lhs: Node, rhs: Node) -> bool:
 def implies(query: dict, partial_filter: dict, collation: Any = None) -> bool:
     """True when every document matching ``query`` is in an index with ``partial_filter``."""
     return is_subset_of(parse(query or {}), parse(partial_filter), collation)
+
+
+# ------------------------------------------------------------------------------------------ equivalence
+
+# MatchExpression::MatchType order (src/mongo/db/matcher/expression.h): the first key of the server's
+# ``matchExpressionComparator`` (expression_optimizer.cpp), which sorts the children of $and / $or
+_TYPE_RANK = {"and": 0, "or": 1, "elemmatch": 2, "size": 4, "eq": 5, "lte": 6, "lt": 7, "gt": 8, "gte": 9,
+              "regex": 10, "mod": 11, "exists": 12, "in": 13, "not": 18, "nor": 19, "type": 20, "geo": 21}
+
+
+def _sort_key(n: Node) -> tuple:
+    """``matchExpressionComparator``: type, then path, then the children in order, then their number."""
+    return (_TYPE_RANK.get(n.kind, 99), n.path, tuple(_sort_key(c) for c in n.children), len(n.children))
+
+
+def _normalized(n: Node) -> Node:
+    """The tree as ``MatchExpression::optimize`` leaves it for comparison: children normalized, then the
+    children of $and / $or sorted by ``_sort_key`` (a stable sort: leaves of one type on one path keep their
+    order, the server does not sort them by value, SERVER-47661)."""
+    kids = [_normalized(c) for c in n.children]
+    if n.kind in ("and", "or"):
+        kids.sort(key=_sort_key)
+    return Node(n.kind, n.path, n.value, kids)
+
+
+def _same(a: Node, b: Node) -> bool:
+    if a.kind != b.kind or a.path != b.path or len(a.children) != len(b.children):
+        return False
+    if not a.children and _vkey(a.value) != _vkey(b.value):
+        return False
+    return all(_same(x, y) for x, y in zip(a.children, b.children))
+
+
+def equivalent(a: dict, b: dict) -> bool:
+    """Whether two ``partialFilterExpression`` documents are one index signature (the server's
+    ``MatchExpression::equivalent`` after ``parseAndNormalize``, as ``IndexDescriptor::compareIndexOptions``
+    compares them): ``{a: {$gt: 0, $lt: 10}, b: "x"}`` and ``{$and: [{b: "x"}, {a: {$lt: 10}}, {a: {$gt: 0}}]}``
+    are equivalent; ``{$and: [{a: {$type: 1}}, {a: {$type: 2}}]}`` and its reverse are not (SERVER-47661,
+    jstests/core/index/index_signature.js)."""
+    return _same(_normalized(parse(a or {})), _normalized(parse(b or {})))

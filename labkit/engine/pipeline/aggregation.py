@@ -585,6 +585,79 @@ def _split_prefix(pipeline: list[dict]) -> tuple[dict | None, list | None, int, 
     return filt, sort, skip, limit, i
 
 
+def _cursor_query(pipeline: list, ctx: Ctx) -> tuple[Query | None, int]:
+    """The query of the pipeline's leading ``$cursor`` stage (its pushed-down ``$match`` / ``$sort`` / ``$skip``
+    / ``$limit``), or None when there is nothing for the query layer to plan; and the index of the first
+    stage left. The query is ``count_like`` when the stages left need no document field (pipeline_d.cpp:
+    "the remaining stages in the pipeline don't actually need to read any data produced by the query
+    execution layer", ``QueryPlannerParams::IS_COUNT``), so the planner may answer it with a COUNT_SCAN."""
+    filt, sort, skip, limit, i = _split_prefix(pipeline)
+    if filt is None and sort is None and ctx.hint is None:
+        return None, i
+    q = Query(_client_value(filt or {}), sort, None, skip, limit, hint=ctx.hint, allow_disk_use=ctx.allow_disk_use)
+    q.origin = "aggregate"
+    q.count_like = needs_no_fields(pipeline[i:])
+    return q, i
+
+
+COUNT_GROUP = {"$group": {"_id": 1, "n": {"$sum": 1}}}  # what pymongo's count_documents ends its pipeline with
+
+
+def count_documents(coll, filter_: dict, skip: int | None, limit: int | None, hint: Any) -> int:
+    """``Collection.count_documents`` as the server runs what pymongo sends: ``aggregate`` of ``[{$match:
+    filter}, {$skip}, {$limit}, {$group: {_id: 1, n: {$sum: 1}}}]`` (``$skip`` / ``$limit`` only when given).
+    The ``$cursor`` query is the same as that aggregate's (a COUNT_SCAN when the planner can make one: the
+    ``$group`` needs no field), so its plan, counters and profiler entry are the aggregate's; the ``$group``
+    of a constant is the number of results, counted directly."""
+    pipeline: list = [{"$match": filter_}]
+    if skip is not None:
+        pipeline.append({"$skip": skip})
+    if limit is not None:
+        pipeline.append({"$limit": limit})
+    pipeline.append(COUNT_GROUP)
+    ctx = Ctx()
+    ctx.hint = hint
+    q, _ = _cursor_query(pipeline, ctx)
+    q.rids_only = True  # only the number of results matters (the counters are the same)
+    return len(coll._run(q).results)
+
+
+def needs_no_fields(stages: list) -> bool:
+    """Whether ``stages`` read no field (nor the whole document) of their input: the server's
+    ``DepsTracker::hasNoRequirements`` for what follows the ``$cursor`` stage. ``$group`` / ``$count`` end
+    the analysis (their output is new documents); an exclusion ``$project``, ``$skip`` and ``$limit`` pass it on;
+    any other stage, or an expression naming a field or ``$$ROOT`` / ``$$CURRENT``, needs the documents."""
+    for st in stages:
+        if not isinstance(st, dict) or len(st) != 1:
+            return False
+        (name, arg), = st.items()
+        if name == "$count":
+            return True
+        if name == "$group":
+            return isinstance(arg, dict) and not _reads_fields(arg)
+        if name in ("$skip", "$limit"):
+            continue
+        if name == "$project" and isinstance(arg, dict) and arg and all(
+                v in (0, False) and not isinstance(v, dict) for v in arg.values()):
+            continue
+        return False
+    return False
+
+
+def _reads_fields(expr: Any) -> bool:
+    """Whether an expression refers to a document field (``"$a"``) or the whole document (``$$ROOT``,
+    ``$$CURRENT``); ``$literal`` values are constants."""
+    if isinstance(expr, str):
+        if expr.startswith("$$"):
+            return expr.split(".")[0] in ("$$ROOT", "$$CURRENT")
+        return expr.startswith("$")
+    if isinstance(expr, dict):
+        return any(k != "$literal" and _reads_fields(v) for k, v in expr.items())
+    if isinstance(expr, list):
+        return any(_reads_fields(x) for x in expr)
+    return False
+
+
 def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = None) -> list[dict]:
     st = coll._store
     i = 0
@@ -603,16 +676,17 @@ def run_stages(coll, pipeline: list, ctx: Ctx, input_docs: list[dict] | None = N
             docs = _documents.documents(pipeline[0]["$documents"], _compile_expr)
             i = 1
         else:
-            filt, sort, skip, limit, i = _split_prefix(pipeline)
-            if filt is not None or sort is not None or ctx.hint is not None:
-                q = Query(_client_value(filt or {}), sort, None, skip, limit, hint=ctx.hint,
-                          allow_disk_use=ctx.allow_disk_use)
-                q.origin = "aggregate"
+            q, i = _cursor_query(pipeline, ctx)
+            if q is not None:
                 ex = coll._run(q)
                 ctx.cursor_exec = ex
                 ctx.cursor_query = q
-                docs = [m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results]
+                if q.count_like:  # the stages after need no field: the query layer hands empty documents
+                    docs = [{}] * len(ex.results)
+                else:
+                    docs = [m[1] if m[1] is not None else st.docs[m[0]] for m in ex.results]
             else:
+                _, _, skip, limit, _ = _split_prefix(pipeline)
                 docs = list(st.docs.values())
                 scanned = min(len(docs), skip + limit) if limit else len(docs)
                 if skip:
@@ -801,6 +875,8 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
     n_sbe = pushdown_split(pipeline, n_pushed) if pipeline and n_pushed < len(pipeline) and not any(
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else 0
+    if n_sbe and _count_scan_planned(coll, pipeline, ctx):
+        n_sbe = 0  # COUNT_SCAN plans run in the classic engine (query_utils.cpp isQueryPlanSbeCompatible)
     rest_ctx = Ctx()
     with explaining():
         if n_sbe:
@@ -871,6 +947,20 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
     stages_out += _classic_rest(rest, ctx, verbosity)
     doc = {"explainVersion": "1", "stages": stages_out}
     return _wrap(doc, command, verbosity)
+
+
+def _count_scan_planned(coll, pipeline: list, ctx: Ctx) -> bool:
+    """Whether the pipeline's ``$cursor`` query is a count the planner answers with a COUNT_SCAN: such a plan
+    stays in the classic engine, ``$group`` included ("TODO SERVER-52958: Add support in the SBE stage builders
+    for the COUNT_SCAN stage"), so 8.0 explains it in the ``$cursor`` shape (explainVersion "1")."""
+    from ..exec.stages import CountScan
+    from ..query.planner import explaining
+    q, _ = _cursor_query(pipeline, ctx)
+    if q is None or not q.count_like:
+        return False
+    with explaining():
+        ex = coll._run(q, explain=True)
+    return isinstance(ex.winner.root, CountScan)
 
 
 def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from mongomock import OperationFailure
 
 from .planner import (Planner, Query, explaining, express_eligible, note_access, plan_and_run, totals)
-from ..exec.stages import IndexScan, Fetch, index_fields
+from ..exec.stages import IndexScan, index_fields
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
 LABKIT_MARKER = {"engine": "embedded", "models": "MongoDB 8.0 classic engine"}
@@ -273,22 +273,15 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
         stopped = bool(count_limit) and n_counted >= count_limit  # COUNT is EOF at its limit
         if stopped:
             n_counted = count_limit
-        count_scan = _as_count_scan(root, n, stopped)
-        if count_scan is not None:
-            winning = {"stage": "COUNT", "inputStage": count_scan[0], "isCached": False}
-            child_works = count_scan[1]["works"]
-            exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
-                         "works": child_works, "advanced": 0, "needTime": child_works - (0 if stopped else 1),
-                         "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
-                         "nSkipped": n_skipped, "inputStage": count_scan[1]}
-            keys = count_scan[1]["keysExamined"]
-            docs = 0
-        else:
-            winning = {"stage": "COUNT", "inputStage": winning, "isCached": False}
-            exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
-                         "works": root.works + 1, "advanced": 0, "needTime": root.works, "needYield": 0,
-                         "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
-                         "nSkipped": n_skipped, "inputStage": exec_root}
+        # count.cpp: each COUNT work() is one work() of its child, and the executor stops as soon as COUNT is
+        # EOF (its child at EOF, or nCounted at the limit: then the child is not asked again)
+        works = root.works
+        winning = {"stage": "COUNT", "inputStage": {k: v for k, v in winning.items() if k != "isCached"},
+                   "isCached": False}
+        exec_root = {"stage": "COUNT", "nReturned": 0, "executionTimeMillisEstimate": 0,
+                     "works": works, "advanced": 0, "needTime": works - (0 if stopped else 1), "needYield": 0,
+                     "saveState": 0, "restoreState": 0, "isEOF": 1, "nCounted": n_counted,
+                     "nSkipped": n_skipped, "inputStage": exec_root}
         n_ret = 0
     else:
         n_ret = n
@@ -330,40 +323,6 @@ def _trial_docs(ex) -> list:
         out.append({"nReturned": c.root.advanced, "executionTimeMillisEstimate": 0, "totalKeysExamined": k,
                     "totalDocsExamined": d, "score": round(c.score, 4), "executionStages": c.root.exec_doc()})
     return out
-
-
-def _as_count_scan(root, n: int = 0, stopped: bool = False) -> tuple[dict, dict] | None:
-    """FETCH(no filter) > IXSCAN over a non-multikey index → COUNT_SCAN (no documents read).
-
-    COUNT_SCAN counts a key examined before its end-of-scan check (src/mongo/db/exec/classic/count_scan.cpp:
-    ``++keysExamined`` precedes ``if (!entry) return IS_EOF``), so a scan that reaches its end examines n + 1;
-    one stopped by the COUNT stage's limit examines exactly the n keys it returned."""
-    if not isinstance(root, Fetch) or root.match is not None:
-        return None
-    scan = root.children[0]
-    if not isinstance(scan, IndexScan) or scan.index.multikey or not scan.single:
-        return None
-    spec = scan.spec
-    start, end = {}, {}
-    from ..index.bounds import Interval
-    from ..bson import keys as K
-    s_incl = e_incl = True
-    for f, ivs, desc in zip(spec.fields, scan.vbounds, spec.desc):
-        iv: Interval = ivs[0]
-        lo, hi, li, hii = (iv.hi_d, iv.lo_d, iv.hi_incl, iv.lo_incl) if desc else (iv.lo_d, iv.hi_d, iv.lo_incl,
-                                                                                   iv.hi_incl)
-        start[f], end[f] = lo, hi
-        s_incl = s_incl and li
-        e_incl = e_incl and hii
-    plan = {"stage": "COUNT_SCAN"}
-    plan.update(index_fields(scan.index))
-    plan["indexBounds"] = {"startKey": start, "startKeyInclusive": s_incl, "endKey": end, "endKeyInclusive": e_incl}
-    ex = dict(plan)
-    keys = n if stopped else n + 1
-    ex.update({"nReturned": n, "executionTimeMillisEstimate": 0, "works": keys, "advanced": n,
-               "needTime": 0, "needYield": 0, "saveState": 0, "restoreState": 0, "isEOF": 0 if stopped else 1,
-               "keysExamined": keys})
-    return plan, ex
 
 
 def _explain_fast_count(coll, q, ns, verbosity, command) -> dict:

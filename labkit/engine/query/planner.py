@@ -21,8 +21,8 @@ from ..bson import keys as K
 from ..matcher.match import fast_matcher  # the engine's matcher (match.py)
 from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from ..exec.stages import IndexScan as _IndexScan
-from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, EOFStage, Fetch, IdHack, IndexScan, Limit, Or,
-                           Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
+from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, CountScan, EOFStage, Fetch, IdHack, IndexScan,
+                           Limit, Or, Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
@@ -72,6 +72,7 @@ class Query:
         self.distinct_key = distinct_key
         self.allow_disk_use = allow_disk_use  # None: the server default (allowDiskUseByDefault true)
         self.origin = "find"  # or "aggregate": which command's error wording
+        self.count_like = False  # a pipeline whose later stages need no document field (pipeline_d.cpp IS_COUNT)
 
     rids_only = False  # set by writes (_matching_rids): plan_and_run's ``rids`` (only record ids needed)
 
@@ -157,11 +158,13 @@ class Planner:
             pattern = list(h.items()) if isinstance(h, dict) else [tuple(x) for x in h]
             if pattern and pattern[0][0] == "$natural":
                 return "$natural"
-            ix = None
-            for cand in self.store.ix.values():
-                if cand.spec.key == pattern or [(f, d) for f, d in cand.spec.key] == pattern:
-                    ix = cand
-                    break
+            found = [cand for cand in self.store.ix.values()
+                     if cand.spec.key == pattern or [(f, d) for f, d in cand.spec.key] == pattern]
+            if len(found) > 1:  # since 5.0 indexes may share a key pattern (query_planner.cpp)
+                raise OperationFailure("error processing query: planner returned error :: caused by :: Hint "
+                                       "matched multiple indexes, must hint by index name. Matched: %s and %s"
+                                       % (_entry_str(found[0]), _entry_str(found[1])), 27)
+            ix = found[0] if found else None
         if ix is None or ix.spec.hidden:
             raise OperationFailure("error processing query: planner returned error :: caused by :: "
                                    "hint provided does not correspond to an existing index", 2)
@@ -261,7 +264,23 @@ class Planner:
 
     # -- candidate generation ---------------------------------------------------------------------
     def candidates(self) -> tuple[list[Candidate], dict]:
-        """Candidate plans and notes (e.g. {"subplan": True})."""
+        """Candidate plans and notes (e.g. {"subplan": True}). A count (the count command, or a pipeline whose
+        later stages need no document field: ``Query.count_like``) takes the first candidate that can become a
+        COUNT_SCAN, alone, without a trial (get_executor.cpp: "See if one of our solutions is a fast count
+        hack in disguise", ``turnIxscanIntoCount``)."""
+        cands, notes = self._candidates()
+        if self.q.kind == "count" or self.q.count_like:
+            for c in cands:
+                scan = _count_scan_source(c.build())
+                if scan is not None:
+                    ix, bounds = scan.index, scan.vbounds
+
+                    def build_count() -> Stage:
+                        return CountScan(ix, bounds)
+                    return [Candidate(build_count, ix, False, False, desc="COUNT_SCAN")], notes
+        return cands, notes
+
+    def _candidates(self) -> tuple[list[Candidate], dict]:
         q = self.q
         parsed = self.parsed
         notes: dict[str, Any] = {}
@@ -402,16 +421,13 @@ class Planner:
         q = self.q
         store = self.store
         parsed = self.parsed
-        keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
-        on_key = [p for _, p in keyf]
+        key_filter, key_shown, on_key = self._key_check(ix, bounds)
         residual_frags = [p.frag for p in parsed.preds if p not in exact and p not in on_key
                           and p.elem_group is None]  # derived bounds: their $elemMatch is the filter
         residual_frags += parsed.others + [{"$or": o} for o in parsed.ors]
         exact_all = not residual_frags
         shown = and_filter(_dedupe(residual_frags)) or None
         match = None if exact_all else self.match_all
-        key_filter = _key_filter(ix, keyf) if keyf else None
-        key_shown = and_filter(_dedupe([p.frag for p in on_key])) or None
         direction = self._sort_dir(ix, bounds)
         covered = self._covered(ix, exact_all)
         empty = any(len(b) == 0 for b in bounds)
@@ -450,6 +466,18 @@ class Planner:
             root = scan if covered else Fetch(scan, store, match, shown)
             return self._finish(root, blocking_sort=True, covered=covered)
         return [Candidate(build_s, ix, not covered, bool(q.sort), desc=ix.spec.name)]
+
+    def _key_check(self, ix, bounds: list[list[Interval]]) -> tuple[Callable[[tuple], bool] | None, dict | None,
+                                                                      list[Pred]]:
+        """The IXSCAN's own filter for ``ix`` (after ``assign``): the predicates whose bounds are inexact but that
+        the index keys can decide (INEXACT_COVERED, e.g. a regex without a plain prefix), as a key test, the
+        filter explain shows on the IXSCAN, and those predicates (no document is fetched for a key failing
+        them)."""
+        keyf = [(i, p) for i, p in self._keyfilters.get(ix.spec.name, []) if bounds[i]]
+        if not keyf:
+            return None, None, []
+        on_key = [p for _, p in keyf]
+        return _key_filter(ix, keyf), and_filter(_dedupe([p.frag for p in on_key])) or None, on_key
 
     def _index_sort_key(self, ix) -> Callable[[tuple], tuple]:
         return self.sort_key
@@ -521,12 +549,15 @@ class Planner:
         plans = []
         for sub, w in subs:
             bounds, exact, lead = sub.assign(w.index, sub.parsed.by_path())
-            plans.append((w.index, bounds))
-        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b in plans]
+            # a branch's inexact-but-covered predicates (a regex) are checked on its keys (get_executor's
+            # subplanner plans each branch alone: the branch IXSCAN carries its filter)
+            key_filter, key_shown, _ = sub._key_check(w.index, bounds)
+            plans.append((w.index, bounds, key_filter, key_shown))
+        dirs = [self._sort_dir(ix, b) if q.sort else 1 for ix, b, _, _ in plans]
         merge = bool(q.sort) and all(dirs)
 
         def build() -> Stage:
-            scans = [IndexScan(ix, b, d if merge else 1) for (ix, b), d in zip(plans, dirs)]
+            scans = [IndexScan(ix, b, d if merge else 1, kf, ks) for (ix, b, kf, ks), d in zip(plans, dirs)]
             child: Stage = SortMerge(scans, q.sort, self.sort_key) if merge else Or(scans)
             root: Stage = Fetch(child, store, match, None)
             root = self._finish(root, blocking_sort=bool(q.sort) and not merge, covered=False)
@@ -535,6 +566,34 @@ class Planner:
 
 
 _NO_ID = object()
+
+
+def _count_scan_source(root: Stage) -> "IndexScan | None":
+    """The IXSCAN a count can read instead of ``root`` (``turnIxscanIntoCount``, query_planner / get_executor):
+    ``root`` is a FETCH without a filter over an IXSCAN without a filter whose bounds are one interval
+    (``IndexBoundsBuilder::isSingleInterval``: equalities, then at most one range, then whole fields)."""
+    if type(root) is not Fetch or root.match is not None:
+        return None
+    scan = root.children[0]
+    if type(scan) is not _IndexScan or scan.key_filter is not None or not scan.single:
+        return None
+    return scan
+
+
+def _entry_str(ix) -> str:
+    """``IndexEntry::toString`` (src/mongo/db/query/index_entry.cpp), as planner errors print an index."""
+    spec = ix.spec
+    out = "kp: " + K.fmt_value(dict(spec.key))
+    if ix.multikey:
+        out += " multikey"
+    if spec.sparse:
+        out += " sparse"
+    if spec.unique:
+        out += " unique"
+    out += " name: '%s'" % spec.name
+    if spec.partial is not None:
+        out += " filterExpr: " + K.fmt_value(spec.partial)
+    return out + " io: " + K.fmt_value(spec.info())
 
 
 def _has_string(v: Any) -> bool:
@@ -808,7 +867,7 @@ def plan_and_run(store, query: Query, stop_after: int | None = None, explain_tri
         root._it = iter(())
         root.work()  # the final IS_EOF call
         done = True
-    if not done and query.kind == "count" and stop_after is None:
+    if not done and stop_after is None:
         done = _count_forward(root, results)
     if not done and rids and fast_paths and stop_after is None:
         done = _fetch_forward(root, store, results)
@@ -865,25 +924,20 @@ def _credit_forward(root: Stage, scan: "IndexScan", rem: int) -> None:
 
 
 def _count_forward(root: Stage, results: list) -> bool:
-    """A count whose plan is FETCH (no filter) > IXSCAN over one interval of a non-multikey index: the rest of
-    the scan is the distance between two binary-searched positions (the server's COUNT_SCAN reads no document
-    either). The stage counters end exactly as running ``work()`` to EOF would leave them, and ``results``
-    gets one placeholder per counted key. False (nothing done) for any other plan."""
-    scan = _forward_scan(root)
-    if scan is None:
+    """A COUNT_SCAN plan run to its end at once: the rest of the range is the distance between two binary-searched
+    positions (distinct record ids on a multikey index); the stage counters end exactly as running ``work()``
+    to EOF would leave them, and ``results`` gets one placeholder per counted record. False (nothing done)
+    for any other plan."""
+    if type(root) is not CountScan:
         return False
-    rem = (scan.end - scan.pos) * scan.direction
-    if rem < 0:
-        return False
-    _credit_forward(root, scan, rem)
-    results.extend([None] * rem)
+    results.extend([None] * root.count_rest())
     return True
 
 
 def _fetch_forward(root: Stage, store, results: list) -> bool:
     """The record ids of the rest of a FETCH (no filter) > IXSCAN over one interval of a non-multikey index
     without a key filter (a multi-update's ``{field: value}`` or range), read from the index in one slice.
-    The stage counters end exactly as running ``work()`` to EOF would leave them (as ``_count_forward``);
+    The stage counters end exactly as running ``work()`` to EOF would leave them;
     False (nothing done) for any other plan, or when an entry's document is missing (the stepped FETCH then
     counts that entry differently)."""
     scan = _forward_scan(root)

@@ -9,7 +9,7 @@ One wrapper, applied to the public methods of the collection, cursor, database, 
    the operation itself (``find_one`` -> ``find``, ``bulk_write`` -> ``_update`` ...) run inside the same hold.
 2. **Errors as the server's.** Anything escaping the engine that is not a pymongo/bson error becomes the
    server-shaped error: ``RecursionError`` -> the depth error (BadValue 2 for queries, Overflow 15 for
-   documents), ``NotImplementedError`` -> 115 "not supported on the embedded engine", and every other Python
+   documents), ``NotImplementedError`` -> 115 "not modelled by labkit's embedded engine", and every other Python
    exception (KeyError, TypeError, AttributeError ...) -> code 1 ``InternalError`` saying it is an
    embedded-engine gap, with the original chained (``raise ... from``). Deliberate client-side argument
    checks (pymongo's own ``TypeError``/``ValueError`` for a wrong argument type) pass unchanged, as pymongo
@@ -33,6 +33,7 @@ import bson.errors
 from pymongo.errors import (BulkWriteError, ExecutionTimeout, OperationFailure, PyMongoError, WriteError)
 
 from ..base import hooks  # command monitoring (monitoring.py, a higher layer) registers its begin/succeed/fail there
+from ..base.errors import SERVER_ANSWERS, not_modelled
 
 INTERNAL_ERROR = 1
 BAD_VALUE = 2
@@ -43,8 +44,7 @@ COMMAND_NOT_SUPPORTED = 115
 MAX_QUERY_DEPTH = 100  # MatchExpressionParser::kMaximumTreeDepth (src/mongo/db/matcher/expression_parser.cpp)
 
 REPORT_HINT = ("This is a gap in labkit's embedded engine, not something MongoDB would answer: please report it "
-               "(the call, its arguments and this message) to the Schema Lab maintainers; a real server "
-               "(set MONGODB_URI) gives the server's answer.")
+               "(the call, its arguments and this message) to the Schema Lab maintainers; %s." % SERVER_ANSWERS)
 
 _clock = time.perf_counter  # tests replace it to move time on deterministically
 _TLS = threading.local()
@@ -260,8 +260,8 @@ def translate(exc: BaseException, name: str = "") -> BaseException:
         return _failure(name, "exceeded maximum query tree depth of %d (embedded engine: the request nests "
                               "too deeply)" % MAX_QUERY_DEPTH, BAD_VALUE, "BadValue")
     if isinstance(exc, NotImplementedError):
-        return _failure(name, "%s is not supported on the embedded engine; use a real server (set MONGODB_URI)"
-                        % (str(exc) or "This operation"), COMMAND_NOT_SUPPORTED, "CommandNotSupported")
+        return _failure(name, not_modelled(str(exc) or "This operation"), COMMAND_NOT_SUPPORTED,
+                        "CommandNotSupported")
     where = name or "operation"
     msg = "embedded engine internal error in %s: %s: %s. %s" % (where, type(exc).__name__, exc, REPORT_HINT)
     return _failure(name, msg, INTERNAL_ERROR, "InternalError")

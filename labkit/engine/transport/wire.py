@@ -30,6 +30,7 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 
+from ..base.errors import for_served_client
 from ..commands import dispatch as commands
 from ..catalog.ttl import is_served_engine  # noqa: F401  (defined in ttl.py, which ttl_pass uses; exported here)
 
@@ -323,6 +324,7 @@ class Server:
             return reply
         with self._lock:
             reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+            for_served_client(reply)  # "not modelled" advice for mongosh / Compass / drivers, not MONGODB_URI
             with self._ctx_lock:
                 reply.update(ctx.gossip())
         return reply

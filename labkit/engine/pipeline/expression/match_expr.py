@@ -123,8 +123,8 @@ class Evaluator:
                     AttributeError, RecursionError) as e:  # never a bare Python error to the learner
                 raise fail("Failed to evaluate %s: %s" % (op, e), 2) from None
         if op in NOT_MODELLED:
-            raise fail("Expression %s is not supported on the embedded engine (valid on MongoDB 8.0); use a real "
-                       "server (set MONGODB_URI)" % op, 115)
+            from ...base.errors import not_modelled
+            raise fail(not_modelled("Expression %s" % op), 115)
         raise fail("Unrecognized expression '%s'" % op, 168)
 
 
