@@ -267,16 +267,17 @@ def index_figures(name, query):
 
 
 db.content.create_index([("stars", -1)], name="stars_all")
+db.content.create_index([("stars", -1)], name="stars_sparse", sparse=True)
+db.content.create_index([("stars", -1)], name="stars_tools_only", partialFilterExpression={"type": "tool"})
+print("indexes on {stars: -1}:",
+      sorted(n for n, ix in db.content.index_information().items() if ix["key"] == [("stars", -1)]))
 try:
     db.content.create_index([("stars", -1)], name="stars_again")
 except OperationFailure as exc:
     print(f"same keys, same options, another name: refused, code {exc.code} ({exc})")
-stars_indexes = {"normal": index_figures("stars_all", {})}
-db.content.drop_index("stars_all")  # its figures are all we need from it
-db.content.create_index([("stars", -1)], name="stars_sparse", sparse=True)
-db.content.create_index([("stars", -1)], name="stars_tools_only", partialFilterExpression={"type": "tool"})
-stars_indexes["sparse"] = index_figures("stars_sparse", {})
-stars_indexes["partial, type: tool"] = index_figures("stars_tools_only", {"type": "tool"})
+stars_indexes = {"normal": index_figures("stars_all", {}), "sparse": index_figures("stars_sparse", {}),
+                 "partial, type: tool": index_figures("stars_tools_only", {"type": "tool"})}
+db.content.drop_index("stars_all")  # the comparison below is between the other two, and every index costs writes
 pd.DataFrame(stars_indexes)
 
 # %% [markdown]
