@@ -139,3 +139,21 @@ def test_15_an_index_partial_on_one_spec_name_serves_only_that_name():
     db.products.create_index([("specs.k", 1), ("specs.v", 1)], partialFilterExpression={"specs.k": "weight_g"})
     result = exercises.get("15-attribute").check(db.products, _to_attributes)
     assert not result.correct and "partial" in result.message and "power_w" in result.message, result.message
+
+
+# --- the shipped solutions of the rewritten exercises pass --------------------------------------------------
+
+@pytest.mark.parametrize("ex_id, name, prepare", [
+    ("10-bucket-upsert", "add_beat",
+     lambda db: db.heart_buckets.create_index([("patientId", 1), ("day", 1)])),
+    ("11-outlier-write", "record_purchase", lambda db: None),
+])
+def test_the_shipped_solution_passes(ex_id, name, prepare):
+    import labkit
+    from exercise_helpers import solved
+    from labkit.engine import EmbeddedClient
+
+    db = labkit.fresh_db("tlp_" + ex_id[:2], client=EmbeddedClient())
+    prepare(db)
+    result = exercises.get(ex_id).check(db, solved(ex_id)[name])
+    assert result.correct, result.message
