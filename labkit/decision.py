@@ -466,9 +466,10 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
     reasons = []
     if not bounded:
         reasons.append(f"{child} per {_singular(parent)} is {card}: "
-                       + ("nothing bounds the max" if math.isinf(hi)
-                          else f"max {_n(hi)} is not fewer than {EMBED_BOUND}")
-                       + f"; an array on {parent} would keep growing (references in an array do not fix that)")
+                       + ("nothing bounds the max; an array on " + parent + " would keep growing (references in an "
+                          "array do not fix that)" if math.isinf(hi)
+                          else f"max {_n(hi)} is not fewer than {EMBED_BOUND}, more than the source lets a bounded "
+                               f"array hold"))
     if not small and not math.isinf(worst):
         reasons.append(f"the embedded worst case is {_n(hi)} x {_bytes(size)} = {_bytes(worst)}, not under "
                        f"{_bytes(EMBED_MAX_BYTES)} (hard limit {_bytes(BSON_LIMIT_BYTES)})")
