@@ -6,16 +6,20 @@ import importlib
 import importlib.metadata
 import os
 import platform
+import re
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from pymongo.errors import PyMongoError
 
-from labkit.connection import ENV_URI, LabConnectionError, connect, describe, is_embedded, redact_uri, scrub
-from labkit.databases import ENV_PREFIX, UnsafeDatabaseError, db_name, fresh_db, reset_db
+from labkit.connection import (EMBEDDED, ENV_URI, LabConnectionError, connect, describe, is_embedded, redact_uri,
+                               scrub)
+from labkit.databases import _FORBIDDEN, ENV_PREFIX, MAX_DB_NAME, UnsafeDatabaseError, db_name, fresh_db, reset_db
+from labkit.seed import MAX_USERS
+from labkit.workshop import TIERS
 
 _VERSIONS = ["labkit", "pymongo", "mongomock", "jsonschema", "pandas", "ipywidgets", "matplotlib", "tqdm",
-             "jupyterlab", "nbval"]
+             "jupyterlab", "voila"]
 
 
 def _version(module: str) -> str:
@@ -75,9 +79,6 @@ def cmd_seed(args: argparse.Namespace) -> int:
     from labkit import seed
 
     client = _client(args)
-    if args.learners < 1 or args.learners > 500:
-        print(f"--learners={args.learners}: must be between 1 and 500", file=sys.stderr)
-        return 2
     names = [args.db] if args.learners == 1 else [f"{args.db}_{i:02d}" for i in range(1, args.learners + 1)]
     print(f"Seeding {len(names)} database(s) on {describe(client)}")
     for name in names:
@@ -114,10 +115,20 @@ def cmd_workshop(args: argparse.Namespace) -> int:
     from labkit import seed, workshop
 
     if args.action == "plan":  # measured numbers from data/workshop_footprint.json: no server needed
-        lessons = [x.strip() for x in args.lessons.split(",") if x.strip()] if args.lessons else []
-        result = workshop.plan(args.learners, args.tier, lessons=lessons, shared=args.shared)
+        result = workshop.plan(args.learners, args.tier, lessons=args.lessons, shared=args.shared)
         print(workshop.format_plan(result))
+        best = workshop.recommend_tier(args.learners, lessons=args.lessons, shared=args.shared)
+        most = None if result["fits"] else workshop.max_learners(args.tier, lessons=args.lessons, shared=args.shared)
+        print(workshop.format_recommendation(result, best, most))
         return 0 if result["fits"] else 3
+    if args.action == "links":  # no server needed
+        if not args.repo:
+            print(f"{_prog()} workshop: error: argument --repo: required by links; allowed: the repository's https "
+                  "URL, e.g. https://github.com/OWNER/REPO", file=sys.stderr)
+            return 2
+        for name, url in workshop.links(args.repo, branch=args.branch, hub=args.hub or "").items():
+            print(f"{name:<12} {url}")
+        return 0
     client = _client(args)
     print(f"Workshop on {describe(client)}")
     if args.action == "prepare":
@@ -127,10 +138,11 @@ def cmd_workshop(args: argparse.Namespace) -> int:
             print(f"  learner {r['learner']:>3}: LABKIT_DB_PREFIX={r['LABKIT_DB_PREFIX']:<16} "
                   f"{r['database']} ({r['documents']} documents)")
         print("Each learner sets MONGODB_URI, their LABKIT_DB_PREFIX and LABKIT_SHARED=1 (shared-cluster mode: "
-              "lessons 31 and 34 scale their heaviest demonstrations down) before starting Jupyter, e.g.")
+              "the lessons that would load a shared cluster most scale their demonstrations down and say so) "
+              "before starting Jupyter, e.g.")
         if rows:
             print(f"  MONGODB_URI=... LABKIT_DB_PREFIX={rows[0]['LABKIT_DB_PREFIX']} LABKIT_SHARED=1 python3 dev.py lab")
-        print(f"Size the room first: python -m labkit workshop plan --learners {args.learners} --tier free --shared")
+        print(f"Size the room first: {_prog()} workshop plan --learners {args.learners} --shared (it names a tier)")
         _warn_if_embedded(client, "prepared")
         return 0
     if args.action == "check":
@@ -174,9 +186,6 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """``review``: the read-only schema review of one database, as a table, Markdown or JSON."""
-    if args.sample < 1 or args.sample > 100_000:
-        print(f"--sample={args.sample}: must be between 1 and 100000", file=sys.stderr)
-        return 2
     from pymongo.errors import PyMongoError
 
     client = _client(args)
@@ -223,13 +232,133 @@ def cmd_serve(args: argparse.Namespace) -> int:
                  argv=["python -m labkit serve", "--host", args.host, "--port", str(args.port)])
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``prog: error: argument --x: what is wrong; the allowed values`` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required:"):
+            named = [a for a in self._actions if a.required and a.choices and
+                     (a.dest in message or any(o in message for o in a.option_strings))]
+            message += "".join(f"; allowed {a.dest}: {', '.join(map(str, a.choices))}" for a in named)
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help shows every option)\n")
+
+
+def _int_in(lo: int, hi: int, also: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number from ``lo`` to ``hi`` (``also``: what else is allowed, said aloud)."""
+    allowed = f"allowed: {lo:,} to {hi:,}{also}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; {allowed}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:,} is out of range; {allowed}")
+        return value
+
+    return parse
+
+
+def _users_or_none(text: str) -> int:
+    """``workshop prepare --users``: 0 (no seed data) or a number of users the social seeder accepts."""
+    value = _int_in(0, MAX_USERS, " (0 seeds nothing; otherwise at least 2)")(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError(f"1 is out of range; allowed: 0 (seed nothing) or 2 to {MAX_USERS:,}")
+    return value
+
+
+def _database(text: str) -> str:
+    """A database name as MongoDB's naming rules allow it (before any learner prefix is added)."""
+    bad = sorted(set(text) & _FORBIDDEN)
+    if not text or bad or len(text.encode()) > MAX_DB_NAME:
+        why = (f"contains {''.join(bad)!r}" if bad else "is empty" if not text else
+               f"is {len(text.encode())} bytes")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} {why}; allowed: 1 to {MAX_DB_NAME} bytes, none of / \\ . space \" $ * < > : | ? or NUL "
+            "(letters, digits, '_' and '-' are always fine)")
+    return text
+
+
+def _base(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,40}", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: 1 to 40 letters, digits, '_' or '-' (it starts every "
+                                         "learner's database names, e.g. sl_learner)")
+    return text
+
+
+def _uri(text: str) -> str:
+    if text != EMBEDDED and not text.startswith(("mongodb://", "mongodb+srv://")):
+        raise argparse.ArgumentTypeError(f"{redact_uri(text)!r}: allowed: a URI starting with mongodb:// or "
+                                         f"mongodb+srv://, or '{EMBEDDED}' for the embedded engine")
+    return text
+
+
+def _https_url(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: an http(s) URL, e.g. https://github.com/OWNER/REPO")
+    return text
+
+
+def _branch(text: str) -> str:
+    if not re.fullmatch(r"[\w./-]+", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a branch name (letters, digits, '.', '_', '-', '/')")
+    return text
+
+
+def _prog() -> str:
+    return os.environ.get("LABKIT_PROG", "python -m labkit")
+
+
+def _lessons(text: str) -> list[str]:
+    """``workshop plan --lessons``: comma-separated lesson numbers (or names) that have a measured footprint."""
+    from labkit.workshop import load_footprint
+
+    measured = load_footprint()["lessons"]
+    known = sorted({fp["lesson"] for fp in measured.values()})
+    chosen = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in known and x not in measured]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or repr(text)}: not a lesson; allowed: lesson numbers "
+                                         f"separated by commas, from {', '.join(known)}")
+    return chosen
+
+
+def _lesson_prefix(text: str) -> str:
+    from labkit import exercises
+
+    lessons = sorted({exercises.get(i).lesson for i in exercises.ids()})
+    if not any(name.startswith(text) for name in lessons):
+        raise argparse.ArgumentTypeError(f"{text!r} matches no lesson; allowed: the start of a lesson's name, e.g. "
+                                         f"{', '.join(sorted({n[:2] for n in lessons}))}")
+    return text
+
+
+def _existing_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file; allowed: the path of a JSON-lines query log")
+    return text
+
+
+def _output_file(text: str) -> str:
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text) or not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a file path in an existing folder "
+                                         f"({'it is a folder' if os.path.isdir(text) else 'no folder ' + folder})")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m labkit", description="Schema Lab's helper commands.")
+    # LABKIT_PROG: how the user typed the command (`python3 dev.py` sets it), so errors and --help say the same
+    p = _Parser(prog=_prog(), description="Schema Lab's helper commands.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--uri", help=f"MongoDB URI (default: ${ENV_URI}, else the embedded engine)")
-    common.add_argument("--timeout-ms", type=int, default=3000, help="how long to wait for a server (default 3000)")
+    common = _Parser(add_help=False)
+    common.add_argument("--uri", type=_uri, help=f"MongoDB URI (default: ${ENV_URI}, else the embedded engine)")
+    common.add_argument("--timeout-ms", type=_int_in(1, 600_000), default=3000,
+                        help="how long to wait for a server, in ms (default 3000)")
 
     d = sub.add_parser("doctor", parents=[common], help="versions, engine, server reachability, widgets")
     d.set_defaults(func=cmd_doctor)
@@ -241,32 +370,36 @@ def build_parser() -> argparse.ArgumentParser:
                     f"(${ENV_PREFIX}). With --learners N, databases NAME_01..NAME_N are created.",
     )
     s.add_argument("dataset", choices=["social", "sensors"])
-    s.add_argument("--db", default="workshop", help="database name (default: workshop)")
-    s.add_argument("--learners", type=int, default=1, help="how many databases to prepare (default 1)")
-    s.add_argument("--users", type=int, default=1000, help="social: number of users (default 1000)")
-    s.add_argument("--sensors", type=int, default=10, help="sensors: number of sensors (default 10)")
-    s.add_argument("--hours", type=int, default=24, help="sensors: hours of readings (default 24)")
-    s.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    s.add_argument("--db", type=_database, default="workshop", help="database name (default: workshop)")
+    s.add_argument("--learners", type=_int_in(1, 500), default=1, help="how many databases to prepare (default 1)")
+    s.add_argument("--users", type=_int_in(2, MAX_USERS), default=1000, help="social: number of users (default 1000)")
+    s.add_argument("--sensors", type=_int_in(1, 100_000), default=10, help="sensors: number of sensors (default 10)")
+    s.add_argument("--hours", type=_int_in(1, 366 * 24), default=24, help="sensors: hours of readings (default 24)")
+    s.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=42, help="random seed (default 42)")
     s.set_defaults(func=cmd_seed)
 
     w = sub.add_parser(
         "workshop", parents=[common],
-        help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup",
+        help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup, links",
         description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . plan sizes the room against a cluster tier from "
                     "measured lesson footprints (no server needed; exit 3 when it does not fit); prepare creates "
                     "and seeds one marked database per learner; check reports readiness; progress shows the "
                     "room's exercises learner by learner; cleanup drops only labkit-marked databases of the "
-                    "workshop.",
+                    "workshop; links prints the Binder and nbgitpuller links that open lesson 00's student copy.",
     )
-    w.add_argument("action", choices=["plan", "prepare", "check", "progress", "cleanup"])
-    w.add_argument("--learners", type=int, default=30, help="number of learners (default 30)")
-    w.add_argument("--base", default="sl_learner", help="prefix base (default sl_learner -> sl_learner07_)")
-    w.add_argument("--users", type=int, default=200, help="prepare: users to seed per learner, 0 = none (default 200)")
-    w.add_argument("--seed", type=int, default=42, help="prepare: random seed (default 42)")
-    w.add_argument("--tier", default="free", choices=["free", "flex", "m10", "m30", "self-managed"],
+    w.add_argument("action", choices=["plan", "prepare", "check", "progress", "cleanup", "links"])
+    w.add_argument("--learners", type=_int_in(1, 500), default=30, help="number of learners (default 30)")
+    w.add_argument("--base", type=_base, default="sl_learner", help="prefix base (default sl_learner -> sl_learner07_)")
+    w.add_argument("--users", type=_users_or_none, default=200,
+                   help="prepare: users to seed per learner, 0 = none (default 200)")
+    w.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=42, help="prepare: random seed (default 42)")
+    w.add_argument("--tier", default="free", choices=list(TIERS),
                    help="plan: the cluster tier whose limits apply (default free)")
-    w.add_argument("--lessons", default="", help="plan: only these lessons, e.g. 30,31,32,35,37,38,39")
+    w.add_argument("--lessons", type=_lessons, default=[], help="plan: only these lessons, e.g. 30,31,32,35,37,38,39")
     w.add_argument("--shared", action="store_true", help="plan: with LABKIT_SHARED=1 (lessons scaled down)")
+    w.add_argument("--repo", type=_https_url, help="links: the repository learners get, e.g. https://github.com/OWNER/REPO")
+    w.add_argument("--branch", default="main", type=_branch, help="links: its branch (default main)")
+    w.add_argument("--hub", type=_https_url, default=None, help="links: your JupyterHub's URL (adds an nbgitpuller link)")
     w.set_defaults(func=cmd_workshop)
 
     g = sub.add_parser(
@@ -275,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "~/.schema-lab/progress.json). With --uri or MONGODB_URI: the record kept in your database "
                     "on that server.",
     )
-    g.add_argument("--lesson", default="", help="only lessons whose name starts with this, e.g. 03")
+    g.add_argument("--lesson", type=_lesson_prefix, default="", help="only lessons whose name starts with this, e.g. 03")
     g.set_defaults(func=cmd_progress)
 
     v = sub.add_parser(
@@ -284,17 +417,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "(system.profile) or --query-log, and reports findings with evidence, fix and lesson. "
                     "Never writes anything.",
     )
-    v.add_argument("--db", required=True, help="the database to review (its exact name)")
+    v.add_argument("--db", type=_database, required=True, help="the database to review (its exact name)")
     v.add_argument("--format", choices=["table", "markdown", "json"], default="table", help="default: table")
-    v.add_argument("--output", help="write the report to this file instead of the terminal")
-    v.add_argument("--query-log", help="JSON lines of profiler documents (system.profile shape), instead of "
+    v.add_argument("--output", type=_output_file, help="write the report to this file instead of the terminal")
+    v.add_argument("--query-log", type=_existing_file,
+                   help="JSON lines of profiler documents (system.profile shape), instead of "
                                        "the database's own profiler")
-    v.add_argument("--sample", type=int, default=1000, help="documents sampled per collection (default 1000)")
+    v.add_argument("--sample", type=_int_in(1, 100_000), default=1000,
+                   help="documents sampled per collection (default 1000)")
     v.add_argument("--full", action="store_true", help="read every document instead of a sample")
     v.set_defaults(func=cmd_review)
 
     r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
-    r.add_argument("name", help="the name given to fresh_db (the learner prefix is added)")
+    r.add_argument("name", type=_database, help="the name given to fresh_db (the learner prefix is added)")
     r.set_defaults(func=cmd_reset)
 
     sv = sub.add_parser(
@@ -303,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "No authentication: listens on loopback unless --allow-remote is given.",
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=27017, help="port (default 27017; 0 picks a free port)")
+    sv.add_argument("--port", type=_int_in(0, 65_535, " (0 picks a free port)"), default=27017,
+                    help="port (default 27017; 0 picks a free port)")
     sv.add_argument("--allow-remote", action="store_true",
                     help="allow a non-loopback --host (anyone who can reach it can read and change the data)")
     sv.set_defaults(func=cmd_serve)

@@ -20,6 +20,7 @@ Compute = Callable[..., Mapping[str, Any]]
 Draw = Callable[[Any, Mapping[str, int], Mapping[str, Any]], None]
 
 CACHE_SIZE = 512  # results (and plots) kept per explorer, least recently used dropped first
+READOUT_WIDTH = 520  # px: the readout keeps this width whatever its values, so nothing jumps as they change
 FREEZE_HEAP = True  # see _freeze_heap()
 
 
@@ -129,6 +130,7 @@ class Explorer:
     _seen_version: Any = field(default=None, repr=False)
     _canvas: PngCanvas | None = field(default=None, repr=False)
     _holding: bool = field(default=False, repr=False)  # set() moving several controls: one update at the end
+    figure: w.HTML = field(default_factory=w.HTML, repr=False)  # drawn results (a plan: labkit.draw_plan)
 
     def clear_cache(self) -> None:
         """Forget every cached result and plot (the next update of each value computes again)."""
@@ -191,6 +193,7 @@ class Explorer:
             self.error = f"could not compute for {shown}: {type(exc).__name__}: {exc}"
             self.readout.value = (f"<div class='labkit-readout labkit-error' style='color:#b00020'>"
                                   f"{html.escape(self.error)}</div>")
+            self.figure.value = ""
             if self.image is not None:
                 self.image.value = b""
             self.updates += 1
@@ -237,18 +240,24 @@ class Explorer:
         """Deterministic plain-text summary of the current values and result."""
         parts = [f"{k}={_fmt(v)}" for k, v in self.values.items()]
         lines = [(self.title + ": " if self.title else "") + ", ".join(parts)]
-        lines += [f"  {k}: {_fmt(v)}" for k, v in self.result.items()]
+        lines += [f"  {k}: " + _fmt(v).replace("\n", "\n    ") for k, v in self.result.items()]
         if self.error:
             lines.append(f"  error: {self.error}")
         return "\n".join(lines)
 
     def _html(self) -> str:
+        """The readout table, at a fixed width (long values wrap inside it instead of widening it). Values that
+        draw themselves (``_repr_html_``, e.g. a plan from :func:`labkit.draw_plan`) go to :attr:`figure`."""
         rows = "".join(
-            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(str(k))}</th>"
-            f"<td style='text-align:right' class='labkit-{_slug(k)}'>{html.escape(_fmt(v))}</td></tr>"
-            for k, v in self.result.items()
+            f"<tr><th style='text-align:left;padding-right:1em;vertical-align:top'>{html.escape(str(k))}</th>"
+            f"<td style='text-align:{_align(v)};overflow-wrap:anywhere' class='labkit-{_slug(k)}'>"
+            f"{html.escape(_fmt(v))}</td></tr>"
+            for k, v in self.result.items() if not _draws(v)
         )
-        return f"<table class='labkit-readout'>{rows}</table>"
+        self.figure.value = "".join(f"<div class='labkit-figure labkit-{_slug(k)}'>{v._repr_html_()}</div>"
+                                    for k, v in self.result.items() if _draws(v))
+        return (f"<table class='labkit-readout' style='table-layout:fixed;width:{READOUT_WIDTH}px'>"
+                f"<colgroup><col style='width:45%'><col style='width:55%'></colgroup>{rows}</table>")
 
     @property
     def widget(self) -> w.VBox:
@@ -259,6 +268,8 @@ class Explorer:
         children += list(self.sliders.values())
         body: list[w.Widget] = [self.readout] + ([self.image] if self.image is not None else [])
         children.append(w.HBox(body))
+        if any(_draws(v) for v in self.result.values()):
+            children.append(self.figure)
         return w.VBox(children)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
@@ -271,6 +282,16 @@ class Explorer:
 
     def __repr__(self) -> str:
         return self.text()
+
+
+def _draws(value: Any) -> bool:
+    """True for a value that renders itself as HTML (a plan drawing), shown under the readout."""
+    return hasattr(value, "_repr_html_") and not isinstance(value, (str, bytes, int, float))
+
+
+def _align(value: Any) -> str:
+    """Numbers and short words right-aligned, sentences left-aligned (they wrap)."""
+    return "left" if isinstance(value, str) and len(value) > 24 else "right"
 
 
 def _slug(text: Any) -> str:

@@ -12,6 +12,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -123,26 +124,37 @@ class Tier:
     index_builds: int         # maxNumActiveUserIndexBuilds: concurrent user index builds on the primary
     source: str
     db_name_bytes: int = 0    # longest database name the tier accepts (Free: 38 bytes)
+    ops_per_second: int = 0   # the tier's operation rate limit for the whole cluster (Free: 100, Flex: 500)
+    refuses: tuple[str, ...] = ()  # commands the lessons use that the tier does not support
 
 
 _FREE = "https://www.mongodb.com/docs/atlas/reference/free-shared-limitations/ (operational limits)"
 _FLEX = "https://www.mongodb.com/docs/atlas/reference/flex-limitations/ (operational limits)"
 _FAQ = ("https://www.mongodb.com/docs/atlas/reference/faq/database/ (recommended collections + indexes); "
         "https://www.mongodb.com/docs/atlas/reference/faq/storage/ (free/flex storage counts dataSize + indexSize)")
+_UNSUPPORTED = ("https://www.mongodb.com/docs/atlas/unsupported-commands/ (Free and Flex: no profile command; the "
+                "manual's db.setProfilingLevel() and db.getProfilingStatus() pages say the same)")
 _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manual: Index Builds on Populated Collections)"
 # Free (M0): the "Operational Limits" table of the Free limitation page says "a maximum of 100 databases and 500
 # collections total" and 0.5 GB data storage (uncompressed BSON of all documents plus their indexes); it also limits
 # throughput to 100 operations per second, in-memory sorts to 32 MB and database names to 38 bytes (checked
 # 2026-12-01 in the Atlas docs source, reference/free-shared-limitations). Flex (reference/flex-limitations, same
 # day): 100 databases, 500 collections in total, 5 GB data storage counted the same way, 38-byte database names,
-# 500 operations per second, 32 MB in-memory sorts.
+# 500 operations per second, 32 MB in-memory sorts. Neither runs the database profiler (`profile` is among the
+# unsupported commands, reference: unsupported-commands). M10 and up: no database, collection or rate limit;
+# the FAQ recommends at most 5,000 collections + indexes on M10, 10,000 on M20/M30, 100,000 on M40+.
 TIERS: dict[str, Tier] = {
-    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_BUILDS}", 38),
-    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_BUILDS}", 38),
+    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
+                 ops_per_second=100, refuses=("profile",)),
+    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
+                 ops_per_second=500, refuses=("profile",)),
     "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}"),
     "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}"),
+    "m40": Tier("m40", "Atlas M40 (80 GB default storage)", 80_000, 0, 0, 100_000, 3, f"{_FAQ}; {_BUILDS}"),
     "self-managed": Tier("self-managed", "Self-managed replica set", 0, 0, 0, 0, 3, _BUILDS),
 }
+#: the order tiers are recommended in: the smallest that fits first
+TIER_ORDER = ("free", "flex", "m10", "m30", "m40", "self-managed")
 
 
 def load_footprint(path: Path | None = None) -> dict:
@@ -158,28 +170,91 @@ def load_footprint(path: Path | None = None) -> dict:
     return data
 
 
+def _sources(notebooks: Path | None) -> tuple[tuple[str, str], ...]:
+    """(file name, text) of every lesson source, read once while the folder's files stay as they are."""
+    folder = notebooks or FOOTPRINT_FILE.parents[1] / "notebooks" / "src"
+    if not folder.is_dir():
+        return ()
+    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in folder.glob("*.py")))
+    return _read_sources(str(folder), stamp)
+
+
+@lru_cache(maxsize=4)
+def _read_sources(folder: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
+    return tuple((name, (Path(folder) / name).read_text(encoding="utf-8")) for name, *_ in stamp)
+
+
 def lesson_database_names(notebooks: Path | None = None) -> list[str]:
     """The database names the lessons pass to ``fresh_db`` (read from the lesson sources, when present)."""
-    import re
-    folder = notebooks or FOOTPRINT_FILE.parents[1] / "notebooks" / "src"
+    return list(_scan(_sources(notebooks))[0])
+
+
+@lru_cache(maxsize=4)
+def _scan(sources: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(database names given to fresh_db, numbers of the lessons whose code turns the profiler on)."""
     names: set[str] = set()
-    for src in sorted(folder.glob("*.py")) if folder.is_dir() else []:
-        names |= set(re.findall(r"""fresh_db\(\s*(?:f?)["']([^"'{}]+)["']""", src.read_text(encoding="utf-8")))
-    return sorted(names)
+    profiler = []
+    for name, text in sources:
+        names |= set(re.findall(r"""fresh_db\(\s*(?:f?)["']([^"'{}]+)["']""", text))
+        code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+        if name[:2].isdigit() and _PROFILER_CALL.search(code):
+            profiler.append(name[:2])
+    return tuple(sorted(names)), tuple(profiler)
+
+
+_PROFILER_CALL = re.compile(r"""command\(\s*["']profile["']|set_profiling_level|setProfilingLevel\(""")
+
+
+def profiler_lessons(notebooks: Path | None = None) -> list[str]:
+    """The lesson numbers whose code turns the database profiler on (the ``profile`` command; read from the
+    lesson sources' code lines, not their prose)."""
+    return list(_scan(_sources(notebooks))[1])
+
+
+def seat_footprint(users: int = 200) -> dict[str, int]:
+    """What ``workshop prepare --users N`` and the learner's progress record add per seat, measured: the
+    ``<prefix>ready`` database seeded on a throw-away embedded engine (``dbStats``), plus the
+    ``<prefix>progress`` database that the first ``ex.check(...)`` on a server creates (labkit's marker
+    collection and ``exercises``, one ``_id`` index each; its few kB are left out)."""
+    return dict(_seat_footprint(users))
+
+
+@lru_cache(maxsize=8)
+def _seat_footprint(users: int) -> tuple:
+    from labkit.databases import MARKER_COLLECTION
+    from labkit.engine import EmbeddedClient
+    from labkit.tracking import PROGRESS_COLLECTION
+
+    client = EmbeddedClient()
+    if users:
+        from labkit import seed
+        prepare(client, 1, seed_db=lambda db: seed.social(db, users=users, seed=42, progress=False))
+    else:
+        prepare(client, 1)
+    stats = client[seats(1)[0].ready_db].command("dbStats")
+    progress_collections = len({MARKER_COLLECTION, PROGRESS_COLLECTION})
+    return (("databases", 2), ("collections", int(stats["collections"]) + progress_collections),
+            ("indexes", int(stats["indexes"]) + progress_collections),
+            ("data_bytes", int(stats["dataSize"])), ("index_bytes", int(stats["indexSize"])))
 
 
 def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shared: bool = False,
-         footprint: dict | None = None) -> dict:
+         footprint: dict | None = None, seat_users: int | None = 200) -> dict:
     """Size a workshop: per lesson and in total, for one learner and for the room, against ``tier``'s limits.
 
     Per lesson: the lesson's peak (largest after any cell) data size, index count and size, collections and
     databases, its index builds and the largest burst of builds in one cell. A learner keeps every lesson's
     databases until ``workshop cleanup``, so the running total after lesson k is the final state of the lessons
-    before it plus lesson k's peak; the course total is the largest running total. The room is ``learners``
-    times one learner (everyone runs the same lessons). Peak concurrent index builds in the room: a learner's
-    notebook runs one build at a time, so when the room runs a lesson with builds together up to ``learners``
-    builds compete for the primary's ``index_builds`` slots and the rest queue. ``shared``: use the
-    measurements taken with ``LABKIT_SHARED=1`` where there are any.
+    before it plus lesson k's peak; the course total is the largest running total, plus the seat
+    (:func:`seat_footprint`: the ``ready`` database ``workshop prepare`` seeds with ``seat_users`` users, and the
+    progress database; ``seat_users=None`` leaves the seat out). The room is ``learners`` times one learner
+    (everyone runs the same lessons). Peak concurrent index builds in the room: a learner's notebook runs one
+    build at a time, so when the room runs a lesson with builds together up to ``learners`` builds compete for
+    the primary's ``index_builds`` slots and the rest queue. Operations: when the room runs a lesson's busiest
+    cell together, ``learners`` times its commands reach the cluster at once; a tier with an operation rate
+    limit (Free, Flex) serves them in ``burst / ops_per_second`` seconds at best. Lessons that turn the profiler
+    on are listed against tiers that refuse the ``profile`` command. ``shared``: use the measurements taken
+    with ``LABKIT_SHARED=1`` where there are any.
     """
     seats(learners)  # validates learners
     if tier not in TIERS:
@@ -194,6 +269,8 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     if lessons and not chosen:
         raise ValueError(f"lessons={list(lessons)!r}: none of them is measured")
     rows, kept = [], {"data_bytes": 0, "index_bytes": 0, "indexes": 0, "collections": 0, "databases": 0}
+    seat = seat_footprint(seat_users) if seat_users is not None else dict.fromkeys(kept, 0)
+    kept = {k: seat[k] for k in kept}
     peak_total = dict(kept)
     for fp in chosen:
         peak, final = fp["peak"], fp["final"]
@@ -209,7 +286,8 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
                      "room_data_mb": learners * (peak["data_bytes"] + peak["index_bytes"]) / MB,
                      "room_collections": learners * peak["collections"],
                      "room_indexes": learners * peak["indexes"],
-                     "room_concurrent_builds": learners if fp["index_builds"] else 0})
+                     "room_concurrent_builds": learners if fp["index_builds"] else 0,
+                     "operations": fp.get("operations"), "ops_in_one_cell": fp.get("max_operations_in_cell")})
     learner_total = {"storage_mb": (peak_total["data_bytes"] + peak_total["index_bytes"]) / MB,
                      "data_mb": peak_total["data_bytes"] / MB, "index_mb": peak_total["index_bytes"] / MB,
                      "indexes": peak_total["indexes"], "collections": peak_total["collections"],
@@ -219,8 +297,15 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     learner_total["one_lesson_at_a_time_mb"] = max(
         ((fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"]) / MB for fp in chosen), default=0.0)
     learner_total["one_lesson_at_a_time_collections"] = max((fp["peak"]["collections"] for fp in chosen), default=0)
-    room = {k: (v * learners) for k, v in learner_total.items()}
+    learner_total["seat"] = seat
+    bursts = [(r["ops_in_one_cell"], r["name"]) for r in rows if r["ops_in_one_cell"] is not None]
+    learner_total["ops_in_one_cell"], busiest = max(bursts) if bursts else (0, "")
+    learner_total["operations"] = sum(r["operations"] or 0 for r in rows)
+    room = {k: (v * learners) for k, v in learner_total.items() if isinstance(v, (int, float))}
     room["concurrent_builds"] = learners if learner_total["index_builds"] else 0
+    room["busiest_cell_lesson"] = busiest
+    room["burst_seconds"] = room["ops_in_one_cell"] / t.ops_per_second if t.ops_per_second else 0.0
+    uses_profiler = sorted({str(fp["lesson"]) for fp in chosen} & set(profiler_lessons()))
     checks = []
 
     def check(what: str, need: float, limit: int, unit: str, enforced: bool = True) -> None:
@@ -236,6 +321,16 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     check("collections + indexes (recommended)", room["collections"] + room["indexes"], t.collections_and_indexes, "",
           enforced=False)
     check("concurrent user index builds (others queue)", room["concurrent_builds"], t.index_builds, "", enforced=False)
+    if t.ops_per_second and room["ops_in_one_cell"]:
+        checks.append({"limit": f"operations when the room runs the busiest cell together ({busiest})",
+                       "room needs": f"{room['ops_in_one_cell']:,} at once",
+                       "tier allows": f"{t.ops_per_second:,} per second",
+                       "ok": room["ops_in_one_cell"] <= t.ops_per_second, "enforced": False,
+                       "note": f"throttled: about {room['burst_seconds']:,.0f} s to serve"})
+    if uses_profiler and "profile" in t.refuses:
+        checks.append({"limit": f"database profiler (profile command), used by lesson {', '.join(uses_profiler)}",
+                       "room needs": "profile", "tier allows": "not supported", "ok": False, "enforced": False,
+                       "note": "refused: the lesson needs its query-log fallback"})
     numbers = {str(fp["lesson"]) for fp in chosen}
     names = [n for n in lesson_database_names() if not n[:2].isdigit() or n[:2] in numbers]
     if names and t.db_name_bytes:
@@ -243,8 +338,38 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
         longest = max(names, key=lambda n: len((prefix + n).encode()))
         check(f"database name length ({prefix}{longest})", len((prefix + longest).encode()), t.db_name_bytes,
               "bytes")
+    fits = all(c["ok"] for c in checks if c["enforced"])
+    comfortable = fits and all(c["ok"] for c in checks if c["limit"].startswith("collections + indexes"))
     return {"learners": learners, "tier": t, "shared": shared, "lessons": rows, "learner": learner_total,
-            "room": room, "checks": checks, "fits": all(c["ok"] for c in checks if c["enforced"])}
+            "room": room, "checks": checks, "fits": fits, "comfortable": comfortable,
+            "lesson_numbers": [str(fp["lesson"]) for fp in chosen], "uses_profiler": uses_profiler}
+
+
+def max_learners(tier: str, *, lessons: Sequence[str] = (), shared: bool = False, footprint: dict | None = None,
+                 seat_users: int | None = 200) -> int:
+    """The most learners (0 to 500) whose room fits ``tier``'s enforced limits for ``lessons``."""
+    def fits(n: int) -> bool:
+        return plan(n, tier, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users)["fits"]
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 500  # every enforced need grows with the room: the largest n that fits is found by bisection
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def recommend_tier(learners: int, *, lessons: Sequence[str] = (), shared: bool = False,
+                   footprint: dict | None = None, seat_users: int | None = 200) -> dict:
+    """The smallest tier (in :data:`TIER_ORDER`) whose plan fits the room and stays within the recommended
+    collections + indexes; if none does, the smallest that fits. Returns that tier's :func:`plan`."""
+    plans = [plan(learners, name, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users)
+             for name in TIER_ORDER]
+    atlas = [p for p in plans if p["tier"].name != "self-managed"]
+    return next((p for p in atlas if p["comfortable"]), next(p for p in plans if p["fits"]))
 
 
 def format_plan(result: dict) -> str:
@@ -252,36 +377,94 @@ def format_plan(result: dict) -> str:
     n, t = result["learners"], result["tier"]
     out = [f"Workshop plan: {n} learner(s) on {t.title}" + (" in shared-cluster mode (LABKIT_SHARED=1)"
                                                             if result["shared"] else ""),
-           "Measured per lesson on the embedded engine (peak after any cell; tools/measure_footprint.py).", "",
+           "Measured per lesson on the embedded engine (peak after any cell; operations = commands sent; "
+           "tools/measure_footprint.py).", "",
            "| Lesson | Data MB | Indexes | Index MB | Collections | Databases | Index builds (max in one cell) "
-           f"| Room: storage MB | Room: collections | Room: indexes |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| Operations (max in one cell) | Room: storage MB | Room: collections | Room: indexes |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["lessons"]:
+        ops = f"{r['operations']:,} ({r['ops_in_one_cell']:,})" if r["operations"] is not None else "not measured"
         out.append(f"| {r['name']} | {r['data_mb']:.1f} | {r['indexes']} | {r['index_mb']:.1f} | {r['collections']} | "
-                   f"{r['databases']} | {r['index_builds']} ({r['builds_in_one_cell']}) | {r['room_data_mb']:,.0f} | "
-                   f"{r['room_collections']:,} | {r['room_indexes']:,} |")
-    one, room = result["learner"], result["room"]
-    out.append(f"| **All, kept until cleanup** | **{one['data_mb']:.1f}** | **{one['indexes']}** | "
+                   f"{r['databases']} | {r['index_builds']} ({r['builds_in_one_cell']}) | {ops} | "
+                   f"{r['room_data_mb']:,.0f} | {r['room_collections']:,} | {r['room_indexes']:,} |")
+    one, room, seat = result["learner"], result["room"], result["learner"]["seat"]
+    label = "All, kept until cleanup" + (" (with the seat)" if seat["databases"] else "")
+    out.append(f"| **{label}** | **{one['data_mb']:.1f}** | **{one['indexes']}** | "
                f"**{one['index_mb']:.1f}** | **{one['collections']}** | **{one['databases']}** | "
-               f"**{one['index_builds']}** | **{room['storage_mb']:,.0f}** | **{room['collections']:,}** | "
-               f"**{room['indexes']:,}** |")
-    out += ["", f"One learner at most: {one['storage_mb']:.1f} MB (data + indexes), {one['indexes']} indexes, "
-                f"{one['collections']} collections, {one['databases']} databases.",
+               f"**{one['index_builds']}** | **{one['operations']:,}** | **{room['storage_mb']:,.0f}** | "
+               f"**{room['collections']:,}** | **{room['indexes']:,}** |")
+    out += [""]
+    if seat["databases"]:
+        out.append(f"Each seat starts with {seat['databases']} databases before any lesson: the one `workshop prepare` "
+                   f"seeds and the progress record ({seat['collections']} collections, {seat['indexes']} indexes, "
+                   f"{(seat['data_bytes'] + seat['index_bytes']) / MB:.1f} MB).")
+    out += [f"One learner at most: {one['storage_mb']:.1f} MB (data + indexes), {one['indexes']} indexes, "
+            f"{one['collections']} collections, {one['databases']} databases.",
             f"The room ({n}): {room['storage_mb']:,.0f} MB, {room['indexes']:,} indexes, {room['collections']:,} "
             f"collections, {room['databases']:,} databases; up to {room['concurrent_builds']} index builds at once "
             f"when everyone runs the same cell.",
             f"If every learner resets each lesson when done (`python -m labkit reset NN_name`), the room peaks at "
             f"{room['one_lesson_at_a_time_mb']:,.0f} MB and {room['one_lesson_at_a_time_collections']:,} collections "
-            f"(the largest lesson, times {n}).", "",
+            f"(the largest lesson, times {n}; the seats come on top).", "",
             "| Limit | Room needs | Tier allows | Verdict |", "|---|---:|---:|---|"]
     for c in result["checks"]:
-        verdict = "ok" if c["ok"] else ("OVER: writes fail" if c["enforced"] else "over: slower (queues)")
+        verdict = "ok" if c["ok"] else ("OVER: writes fail" if c["enforced"] else c.get("note", "over: slower (queues)"))
         out.append(f"| {c['limit']} | {c['room needs']} | {c['tier allows']} | {verdict} |")
     out += ["", "FITS" if result["fits"] else
-            "DOES NOT FIT: use a larger tier, fewer learners, LABKIT_SHARED=1, a shorter agenda (--lessons), or run "
-            "`workshop cleanup`/`python -m labkit reset NAME` between sections.",
+            "DOES NOT FIT: use a larger tier (`python -m labkit workshop plan` names one), fewer learners, "
+            "LABKIT_SHARED=1, a shorter agenda (--lessons), or run `workshop cleanup`/`python -m labkit reset NAME` "
+            "between sections.",
             f"Limits from: {t.source}"]
     return "\n".join(out)
+
+
+def format_recommendation(result: dict, best: dict, most: int | None = None) -> str:
+    """One line for ``workshop plan``: the tier :func:`recommend_tier` names for the room (``best``), and how many
+    learners fit ``result``'s tier (``most``, from :func:`max_learners`) when the room does not."""
+    n, t, b = result["learners"], result["tier"], best["tier"]
+    line = f"Recommended for {n} learner(s) and these lessons: {b.title} (`--tier {b.name}`)"
+    if not best["comfortable"]:
+        line += " (fits; over the recommended collections + indexes, so expect it to be slower)"
+    line += "."
+    if most is not None and not result["fits"]:
+        line += f" {t.title} fits at most {most} learner(s) for them."
+    return line
+
+
+# --- delivery: Binder and nbgitpuller links ----------------------------------------------------------------
+
+FIRST_LESSON = "students/00_start_here.ipynb"
+
+
+def links(repo: str, *, branch: str = "main", hub: str = "", path: str = FIRST_LESSON) -> dict[str, str]:
+    """Links that open ``path`` (default: lesson 00's student copy) in JupyterLab for every learner.
+
+    ``binder``: mybinder.org builds an image from the repository's ``environment.yml`` (and runs its
+    ``postBuild``) and opens the lesson (``/v2/gh/OWNER/REPO/BRANCH`` for GitHub, ``/v2/git/URL/BRANCH``
+    otherwise; ``urlpath`` as in the Binder docs). ``nbgitpuller`` (when ``hub`` is given): on your JupyterHub,
+    whose image was built from the same ``environment.yml``, clones or updates the repository into the
+    learner's home (folder = the repository's name) and opens the lesson there: ``hub/user-redirect/git-pull``
+    with ``repo``, ``branch`` and ``urlpath``, as nbgitpuller's link generator writes it."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(repo)
+    if parts.scheme not in ("https", "http") or not parts.netloc or len(parts.path.strip("/").split("/")) < 2:
+        raise ValueError(f"repo={repo!r}: give the repository's https URL, e.g. https://github.com/OWNER/REPO")
+    if not re.fullmatch(r"[\w./-]+", branch):
+        raise ValueError(f"branch={branch!r}: letters, digits, '.', '_', '-' and '/' only")
+    if hub and not urlsplit(hub).scheme.startswith("http"):
+        raise ValueError(f"hub={hub!r}: give your JupyterHub's https URL, e.g. https://hub.example.edu")
+    owner_repo = parts.path.strip("/").removesuffix(".git")
+    folder = owner_repo.rsplit("/", 1)[-1]
+    if parts.netloc == "github.com":
+        binder = f"https://mybinder.org/v2/gh/{owner_repo}/{quote(branch, safe='')}"
+    else:
+        binder = f"https://mybinder.org/v2/git/{quote(repo, safe='')}/{quote(branch, safe='')}"
+    out = {"binder": f"{binder}?urlpath={quote('lab/tree/' + path, safe='')}"}
+    if hub:
+        out["nbgitpuller"] = (f"{hub.rstrip('/')}/hub/user-redirect/git-pull?repo={quote(repo, safe='')}"
+                              f"&branch={quote(branch, safe='')}&urlpath={quote(f'lab/tree/{folder}/{path}', safe='')}")
+    return out
 
 
 # --- the room's progress: `workshop progress` ---------------------------------------------------------------

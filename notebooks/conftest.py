@@ -78,6 +78,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if _is_cell(item):
             last[item.parent] = i
             count[item.parent] = count.get(item.parent, 0) + 1
+    here = Path(__file__).resolve().parent  # the lessons here; not the student copies (students/) nbval also runs
     for parent, i in sorted(last.items(), key=lambda x: -x[1]):
+        if Path(parent.path).resolve().parent != here:
+            continue
         if count[parent] == sum(c.cell_type == "code" for c in parent.nb.cells):
             items.insert(i + 1, OneCost.from_parent(parent, name=ITEM_NAME))

@@ -224,8 +224,10 @@ def test_generate_then_fresh_then_stale_again(course):
     assert gen_docs.write_all(course) == []          # idempotent
     contents = (course / "CONTENTS.md").read_text()
     # lesson minutes, exercise minutes, their sum (issue 18: the total includes the exercises)
-    assert "| 01 | [Embed \\| few](notebooks/01_embed.ipynb) | 20 | 10 | 30 |" in contents
-    assert "| | **Relationships total** | **20** | **10** | **30** |" in contents
+    # learners follow the lesson link (the student copy); instructors the last column (the complete lesson)
+    assert ("| 01 | [Embed \\| few](students/01_embed.ipynb) | 20 | 10 | 30 | [01 with answers](notebooks/01_embed.ipynb) |"
+            in contents)
+    assert "| | **Relationships total** | **20** | **10** | **30** | |" in contents
     assert "| **Total** | **3** | **55** |" in contents
     make_lesson(course / "notebooks", "02_more", "minutes: 5\ntitle: More\nsection: Relationships", built=False)
     stale = gen_docs.stale_files(course)
@@ -283,9 +285,9 @@ def test_instructor_guide_copes_with_missing_keys(course):
     text = (course / "INSTRUCTOR.md").read_text()
     assert "**Demo live:** Show the roles array." in text and "- Using the average as the bound." in text
     assert "add `labkit.demo` to the YAML header of `notebooks/src/00_intro.py`" in text
-    for fact in ("LABKIT_DB_PREFIX", "python -m labkit workshop prepare --learners 30",
-                 "python -m labkit workshop check --learners 30", "python -m labkit workshop cleanup",
-                 "python -m labkit reset", "MONGODB_URI", "sl_<OS user name>_"):
+    for fact in ("LABKIT_DB_PREFIX", "python3 dev.py workshop prepare --learners 30",
+                 "python3 dev.py workshop check --learners 30", "python3 dev.py workshop cleanup",
+                 "python3 dev.py reset", "MONGODB_URI", "sl_<OS user name>_", "python3 dev.py workshop links"):
         assert fact in text
 
 
@@ -303,7 +305,9 @@ def test_agendas_fit_keep_order_and_spread_breaks(fmt):
     assert agenda.end <= fmt.total
     assert list(agenda.covered) == course[:len(agenda.covered)]           # a prefix, in order
     assert list(agenda.covered) + list(agenda.left_out) == course
-    budget = fmt.total - gen_docs.OPENING[1] - gen_docs.CLOSING[1] - sum(m for _, m in fmt.breaks)
+    budget = gen_docs._day_budget(fmt, 0)
+    assert budget == fmt.total - gen_docs.OPENING[1] - gen_docs.CLOSING[1] - sum(m for _, m in fmt.breaks) - \
+        -(-fmt.total // 10)                                                # a tenth of the day kept spare
     used = sum(x.slot_minutes for x in agenda.covered)
     assert used <= budget < used + agenda.left_out[0].slot_minutes        # the next lesson did not fit
     items = [item for _, _, item in agenda.rows]
@@ -325,5 +329,51 @@ def test_dollar_signs_never_pair_up_into_math(tmp_path):
     make_lesson(tmp_path / "notebooks", "04_more", "minutes: 5\ntitle: More $match\nsection: R")
     files = gen_docs.expected_files(tmp_path)
     assert "[← 03 · \\$lookup or `$graphLookup`?](03_lookup.ipynb)" in files[tmp_path / "notebooks" / "src" / "04_more.py"]
-    assert "| 03 | [\\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
-    assert "[03 · \\$lookup or `$graphLookup`?](notebooks/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]
+    assert "| 03 | [\\$lookup or `$graphLookup`?](students/03_lookup.ipynb) | 5 |" in files[tmp_path / "CONTENTS.md"]
+    assert "[03 · \\$lookup or `$graphLookup`?](students/03_lookup.ipynb)" in files[tmp_path / "INSTRUCTOR.md"]
+
+
+def test_student_copy_hides_every_later_output_that_shows_a_predictions_answer():
+    """The check's output says what was measured (5000); later outputs showing it (in any number format) lose
+    their output in the student copy and are tagged nbval-ignore-output; context before the question, the
+    exercise's own statement and unrelated numbers (15000) keep theirs."""
+    def code(source, text, tags=()):
+        cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+        return cell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        code("print(users)", "5000 users\n"),                                                  # 0: context
+        code('pk = labkit.exercises.get("37-predict-regex-keys")\npk', "Prediction 37-...: keys?"),
+        code("pk.predict(4)", "Prediction recorded: 4.", ["solution"]),                         # 2: the question
+        code("keys = measure()\nkeys", "5000", ["reveal"]),                                      # 3
+        code("pk.check(keys)", "Not yet: you predicted 4, the measurement says 5000. Why ..."),  # 4
+        code("print(table)", "keys examined: 5,000 | docs: 3\n"),                                 # 5: shows it
+        code("print(other)", "keys examined: 15000\n"),                                           # 6: another number
+        code('ex = labkit.exercises.get("37-login-filter")\nex', "Exercise ...: at most 5000 keys"),  # 7: a task
+    ]
+    text, blanked = gen_docs.student_notebook(nbformat.writes(nb), {"37-predict-regex-keys"})
+    student = nbformat.reads(text, as_version=4)
+    kept = [bool(c.outputs) for c in student.cells]
+    assert kept == [True, True, False, False, False, False, True, True] and blanked == 1  # 4: the check says it
+    for i in (3, 5):
+        assert "nbval-ignore-output" in student.cells[i].metadata["tags"]
+    assert "nbval-ignore-output" not in student.cells[6].metadata.get("tags", [])
+    assert gen_docs.measured_pattern("Correct! you predicted 'a' and it is 'support queue'. ...").search(
+        "the SUPPORT QUEUE view")
+    assert gen_docs.measured_pattern("Correct! you predicted 4 and it is np.int64(4). Measured").pattern
+    assert gen_docs.measured_pattern("Exercise 31-x") is None
+
+
+def test_readme_and_instructor_name_the_same_shared_mode_lessons():
+    """The lessons that scale down with LABKIT_SHARED=1 are read from the sources (their code uses
+    labkit.shared); README.md says which, and INSTRUCTOR.md is generated from the same list."""
+    import re
+
+    numbers = gen_docs.shared_mode_lessons(notebook_meta.lessons())
+    assert {"31", "34"} <= set(numbers)
+    said = re.search(r"shared-cluster mode, `labkit\.shared_mode\(\)`:\s+lessons ([\d, and]+) scale",
+                     (ROOT / "README.md").read_text())
+    assert said and re.findall(r"\d\d", said.group(1)) == numbers
+    assert f"lessons {gen_docs._and(numbers)} scale their heaviest" in (ROOT / "INSTRUCTOR.md").read_text()

@@ -51,16 +51,6 @@ KNOWN: dict[str, str] = {
     "06_denormalization": "3 figure(s) not shown by an output (issue 25)",
     "07_validation": "3 figure(s) not shown by an output (issue 25)",
     "08_capstone_profile": "2 figure(s) not shown by an output (issue 25)",
-    "30_workload": "1 figure(s) not shown by an output (issue 25)",
-    "31_hard_limits": "1 figure(s) not shown by an output (issue 25)",
-    "32_unbounded_arrays": "5 figure(s) not shown by an output (issue 25)",
-    "34_massive_collections": "1 figure(s) not shown by an output (issue 25)",
-    "35_unnecessary_indexes": "5 figure(s) not shown by an output (issue 25)",
-    "36_separate_data": "2 figure(s) not shown by an output (issue 25)",
-    "37_case_insensitive": "2 figure(s) not shown by an output (issue 25)",
-    "38_lookup_overuse": "2 figure(s) not shown by an output (issue 25)",
-    "39_schema_review": "1 figure(s) not shown by an output (issue 25)",
-    "demo_dashboard": "3 figure(s) not shown by an output (issue 25)",
 }
 
 #: a figure: digits, optional thousands groups and decimals, not inside a word or another number
@@ -219,7 +209,7 @@ def problems(name: str) -> list[str]:
     if name == DEMO:
         import gen_docs
 
-        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": gen_docs.PRESENTER_SCRIPT})
+        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": gen_docs.render_presenter_script()})
     return [describe(f) for f in unshown_figures(nb)]
 
 

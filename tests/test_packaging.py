@@ -1,4 +1,5 @@
-"""environment.yml and pyproject.toml name the same packages, each with a reason; a wheel built from the
+"""environment.yml (the lab environment) names exactly pyproject.toml's dependencies, each with a reason; test and
+benchmark tools are extras, each with a reason, and stay out of the lab environment; a wheel built from the
 checkout holds every labkit package and the data labkit reads."""
 import os
 import re
@@ -18,12 +19,11 @@ def _name(spec: str) -> str:
     return re.split(r"[<>=!~\[ ]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def _pyproject() -> set[str]:
+def _pyproject() -> tuple[set[str], dict[str, set[str]]]:
+    """(the dependencies, {extra: its packages})."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    specs = list(data["project"]["dependencies"])
-    for extra in data["project"]["optional-dependencies"].values():
-        specs += extra
-    return {_name(s) for s in specs}
+    extras = {k: {_name(s) for s in v} for k, v in data["project"]["optional-dependencies"].items()}
+    return {_name(s) for s in data["project"]["dependencies"]}, extras
 
 
 def _environment() -> tuple[set[str], list[str]]:
@@ -41,7 +41,19 @@ def _environment() -> tuple[set[str], list[str]]:
 
 def test_same_packages():
     env, _ = _environment()
-    assert env == _pyproject()
+    assert env == _pyproject()[0]
+
+
+def test_the_lab_environment_holds_no_test_or_benchmark_tool():
+    """`python3 dev.py lab` and environment.yml install what the lessons need; pytest, playwright & co. are the
+    `test` extra (installed by `python3 dev.py test`), the embedded peers the `bench` extra."""
+    deps, extras = _pyproject()
+    assert {"pytest", "playwright", "hypothesis", "nbval", "jupytext"} <= extras["test"]
+    for name, packages in extras.items():
+        assert not packages & deps, f"extra {name} repeats a dependency: {sorted(packages & deps)}"
+    text = (ROOT / "environment.yml").read_text()
+    for name in set().union(*extras.values()):
+        assert not re.search(rf"^\s+- {re.escape(name)}\b", text, re.M | re.I), f"environment.yml installs {name}"
 
 
 def test_every_dependency_has_a_reason():

@@ -9,7 +9,9 @@
 Each lesson's source (``notebooks/src/NN_name.py``) is executed with nbclient in its own kernel on the embedded
 engine. A hook registered in the kernel runs after every cell and reads ``dbStats`` and ``listIndexes`` of every
 database the lesson created; it keeps the peak (largest value after any cell) and the final state, and counts
-``create_index``/``create_indexes`` calls (index builds), the largest number of them issued by one cell.
+``create_index``/``create_indexes`` calls (index builds), the largest number of them issued by one cell, and
+the commands the lesson sends (operations, as a server counts them: pymongo's command monitoring, which the
+embedded engine delivers) and the most sent by one cell.
 The result is cached in ``data/workshop_footprint.json`` together with a hash of each source, so
 ``tests/test_workshop_plan.py`` can tell when the cache is stale without re-running anything.
 """
@@ -34,7 +36,28 @@ from labkit.connection import embedded_client as _fp_client
 from labkit.engine.catalog import collection as _fp_coll_mod
 from labkit import shared as _fp_shared
 
-_fp = {"builds": 0, "cell_builds": 0, "max_builds_in_cell": 0, "peak": {}, "final": {}}
+import pymongo.monitoring as _fp_monitoring
+
+_fp = {"builds": 0, "cell_builds": 0, "max_builds_in_cell": 0, "peak": {}, "final": {},
+       "ops": 0, "cell_ops": 0, "max_ops_in_cell": 0, "counting": True}
+
+
+class _FpOps(_fp_monitoring.CommandListener):
+    """Counts the commands the lesson sends (what a server counts as operations), not the hook's own reads."""
+
+    def started(self, event):
+        if _fp["counting"]:
+            _fp["ops"] += 1
+            _fp["cell_ops"] += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+_fp_monitoring.register(_FpOps())  # clients created from here on (the lesson's) deliver their commands to it
 
 def _fp_wrap(name):
     original = getattr(_fp_coll_mod.EmbeddedCollection, name)
@@ -48,6 +71,7 @@ _fp_wrap("create_index")
 _fp_wrap("create_indexes")
 
 def _fp_measure(*_args):
+    _fp["counting"] = False
     c = _fp_client()
     now = {"databases": 0, "collections": 0, "indexes": 0, "data_bytes": 0, "index_bytes": 0}
     for name in c.list_database_names():
@@ -64,6 +88,9 @@ def _fp_measure(*_args):
     _fp["final"] = now
     _fp["max_builds_in_cell"] = max(_fp["max_builds_in_cell"], _fp["cell_builds"])
     _fp["cell_builds"] = 0
+    _fp["max_ops_in_cell"] = max(_fp["max_ops_in_cell"], _fp["cell_ops"])
+    _fp["cell_ops"] = 0
+    _fp["counting"] = True
 
 get_ipython().events.register("post_run_cell", _fp_measure)
 '''
@@ -93,7 +120,8 @@ def measure(src: Path) -> dict:
                 fp = json.loads(line[len("FOOTPRINT "):])
                 return {"lesson": src.stem[:2], "name": src.stem, "source_sha256": source_hash(src),
                         "final": fp["final"], "peak": fp["peak"], "index_builds": fp["builds"],
-                        "max_builds_in_cell": fp["max_builds_in_cell"]}
+                        "max_builds_in_cell": fp["max_builds_in_cell"], "operations": fp["ops"],
+                        "max_operations_in_cell": fp["max_ops_in_cell"]}
     raise RuntimeError(f"{src.name}: the footprint report cell printed nothing")
 
 

@@ -7,8 +7,9 @@ whose YAML header holds::
       minutes: 15              # required: self-paced time shown to learners
       title: Start here        # required
       section: Introduction    # required: lessons of one section are listed together
-      exercise_minutes: 5      # optional: extra workshop time for the exercise
-                               #   (default 5 when the lesson has a cell tagged `solution`, else 0)
+      exercise_minutes: 5      # optional: extra workshop time for the exercises (default 5 when the lesson
+                               #   has a cell tagged `solution`, else 0; never less than 3 per prediction
+                               #   and 6 per build task among the labkit exercises the lesson uses)
       demo: "..."              # optional: what the instructor demonstrates live
       mistakes: ["...", ...]   # optional: common learner mistakes
       sources:                 # the MongoDB material the lesson's statements rest on (rendered as the
@@ -38,6 +39,12 @@ SOURCE_DIR = "src"  # jupytext pairs notebooks/NN.ipynb with notebooks/src/NN.py
 SOURCE_GLOB = "[0-9][0-9]_*.py"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 DEFAULT_EXERCISE_MINUTES = 5
+# Room minutes per exercise, a planning rule of thumb: a prediction is read, guessed and discussed after the
+# measuring cell in about 3 minutes; a build task (read the statement, write a few lines of pymongo, run the
+# check, fix once) takes about 6. A lesson's exercise minutes are at least the sum over its exercises.
+PREDICTION_MINUTES = 3
+TASK_MINUTES = 6
+EXERCISE_GET = re.compile(r"""labkit\.exercises\.get\(\s*["']([^"']+)["']""")
 REQUIRED_KEYS = ("minutes", "title", "section")
 OPTIONAL_KEYS = ("exercise_minutes", "demo", "mistakes", "sources")
 SOLUTION_TAG = "solution"
@@ -81,6 +88,8 @@ class Lesson:
     has_exercise: bool        # a cell is tagged `solution`
     source: Path              # the .py file
     sources: tuple[Source, ...] = ()  # what the lesson cites, in the order given
+    predictions: int = 0      # labkit.exercises the lesson uses that are predictions
+    tasks: int = 0            # ... and the other exercises (build tasks)
 
     @property
     def ipynb(self) -> Path:
@@ -162,6 +171,7 @@ def read_lesson(source: Path) -> Lesson:
         if not isinstance(meta[key], str) or not meta[key].strip():
             raise MetadataError(f"{where}: labkit.{key}={meta[key]!r} must be a non-empty string")
     has_exercise = any(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)
+    predictions, tasks = exercise_kinds(nb)
     ex_default = DEFAULT_EXERCISE_MINUTES if has_exercise else 0
     demo = meta.get("demo") or ""
     if not isinstance(demo, str):
@@ -179,13 +189,36 @@ def read_lesson(source: Path) -> Lesson:
         title=meta["title"].strip(),
         section=meta["section"].strip(),
         minutes=_whole_minutes(meta["minutes"], where, "minutes"),
-        exercise_minutes=_whole_minutes(meta.get("exercise_minutes", ex_default), where, "exercise_minutes"),
+        exercise_minutes=max(_whole_minutes(meta.get("exercise_minutes", ex_default), where, "exercise_minutes"),
+                             PREDICTION_MINUTES * predictions + TASK_MINUTES * tasks),
         demo=demo.strip(),
         mistakes=tuple(x.strip() for x in mistakes),
         has_exercise=has_exercise,
         source=source,
         sources=_sources(meta.get("sources"), where),
+        predictions=predictions,
+        tasks=tasks,
     )
+
+
+def exercise_kinds(nb: object) -> tuple[int, int]:
+    """(predictions, build tasks) among the labkit exercises a lesson's code cells get; an id labkit does not
+    know (or no labkit to ask) counts as a build task."""
+    ids = []
+    for cell in getattr(nb, "cells", []):
+        if cell.cell_type == "code":
+            ids += [i for i in EXERCISE_GET.findall(cell.source) if i not in ids]
+    try:
+        import sys
+
+        if str(ROOT) not in sys.path:
+            sys.path.append(str(ROOT))
+        from labkit import exercises
+    except ImportError:
+        return 0, len(ids)
+    known = set(exercises.ids())
+    predictions = sum(1 for i in ids if i in known and isinstance(exercises.get(i), exercises.Prediction))
+    return predictions, len(ids) - predictions
 
 
 def sources(notebooks: Path = NOTEBOOKS) -> list[Path]:

@@ -9,21 +9,27 @@
 # ---
 
 # %% [markdown]
-# # Schema Lab · live demo: cardinality and query plans
+# # Schema Lab · live demo: cardinality, query plans and anti-patterns
 #
-# Two questions, answered by moving a slider. Every number is computed on the spot by the engine the notebook
-# runs on (the embedded engine unless `MONGODB_URI` points at a server).
+# Four questions, answered by moving a control. Every number is computed on the spot by the engine the notebook
+# runs on (the embedded engine unless `MONGODB_URI` points at a server), and every plan is drawn from the
+# `explain()` the engine returned.
 
 # %%
-import bson
+import datetime as dt
+from pathlib import Path
+
+from bson import json_util
+from bson.json_util import JSONMode, JSONOptions
 
 import labkit
+from labkit import demo
 from labkit.plots import bars_against_limit
-from labkit.sizes import MAX_BSON_SIZE, doc_size_with_array, max_elements
 from labkit.widgets import explorer
 
 db = labkit.fresh_db("demo_dashboard")
-labkit.seed.social(db, users=2000, seed=2, celebrity_posts=5000, indexes=False, progress=False)
+labkit.seed.social(db, users=demo.USERS, seed=demo.SEED, celebrity_posts=demo.CELEBRITY_POSTS, indexes=False,
+                   progress=False)
 sam = db.users.find_one({"_id": "user:112"})
 
 # %% [markdown]
@@ -33,45 +39,23 @@ sam = db.users.find_one({"_id": "user:112"})
 # The **takeaway** line under the numbers says what to point at; it is computed from the same numbers.
 
 # %%
-def embedded_post(i):
-    return {"_id": f"post:{i}", "title": "need a break?", "location": "Sacramento", "createdAt": sam["createdAt"]}
-
-
-def post_id(i):
-    return f"post:{i}"
-
-
-WALL_EMBEDDED = max_elements(sam, "posts", embedded_post) + 1  # the first post count past 16 MiB
-WALL_IDS = max_elements(sam, "postIds", post_id) + 1
-
-
-def growth_takeaway(posts, embedded, ids, child):
-    if embedded > MAX_BSON_SIZE:
-        return (f"at {posts:,} embedded posts the user document is {embedded / 2**20:.1f} MiB, past the 16 MiB "
-                f"limit (crossed at {WALL_EMBEDDED:,} posts): every write to this user fails")
-    if ids > MAX_BSON_SIZE:
-        return f"even ids alone cross 16 MiB at {WALL_IDS:,} posts; only child references stay at {child:,} bytes"
-    return (f"at {posts:,} posts embedding uses {embedded / MAX_BSON_SIZE:.1%} of 16 MiB (crossed at "
-            f"{WALL_EMBEDDED:,} posts); child references stay at {child:,} bytes whatever the count")
+WALL = demo.walls(sam)  # the first post counts past 16 MiB: embedded posts, then ids
+print(f"the user document passes 16 MiB at {WALL['embedded']:,} embedded posts, or at {WALL['ids']:,} post ids")
 
 
 def parent_growth(posts):
-    ids = doc_size_with_array(sam, "postIds", posts, post_id)
-    embedded = doc_size_with_array(sam, "posts", posts, embedded_post)
-    child = len(bson.encode(sam))
-    return {"posts by the author": posts, "user with postIds (bytes)": ids,
-            "user with embedded posts (bytes)": embedded, "user, child references (bytes)": child,
-            "takeaway": growth_takeaway(posts, embedded, ids, child)}
+    return demo.parent_growth(sam, posts, WALL)
 
 
-explorer(parent_growth, sliders={"posts": (0, 200_000, 20_000, 1_000)}, title="Posts by the busiest author",
+explorer(parent_growth, sliders={"posts": demo.POSTS_SLIDER}, title="Posts by the busiest author",
          draw=lambda ax, v, r: bars_against_limit(ax, ["postIds", "embedded", "child ref"], list(r.values())[1:4]))
 
 # %% [markdown]
 # ## 2 · The feed query's plan, with and without the right index
 #
 # `find({authorId}).sort({createdAt: -1, _id: -1}).limit(20)` for the author ranked *r* by number of posts
-# (rank 1 is the busiest).
+# (rank 1 is the busiest). The plan is drawn as a tree of stages: what each stage examined and returned; a
+# blocking sort is red, a collection scan orange, the index used green.
 
 # %%
 copies = {"no index": None, "{authorId: 1}": [("authorId", 1)],
@@ -100,11 +84,92 @@ def plan_takeaway(plan, total):
 def feed_plan(rank, index):
     author = ranked[rank - 1]
     coll = db[f"posts_{list(copies).index(index)}"]
-    plan = labkit.plan_summary(coll.find({"authorId": author}).sort([("createdAt", -1), ("_id", -1)]).limit(20).explain())
+    explain = coll.find({"authorId": author}).sort([("createdAt", -1), ("_id", -1)]).limit(demo.FEED_LIMIT).explain()
+    plan = labkit.plan_summary(explain)
     return {"author": author, "author's posts": counts[author], "plan": plan["stages"],
             "keys examined": plan["keysExamined"], "documents examined": plan["docsExamined"],
             "returned": plan["nReturned"], "blocking sort": plan["blockingSort"],
-            "takeaway": plan_takeaway(plan, counts[author])}
+            "takeaway": plan_takeaway(plan, counts[author]), "drawn": labkit.draw_plan(explain)}
 
 
 explorer(feed_plan, sliders={"rank": (1, 200, 1), "index": list(copies)}, title="Feed query plan")
+
+# %% [markdown]
+# ## 3 · Case-insensitive lookups: a regex, or an index with a collation
+#
+# Find the user `sam` whatever the case, among 5,000 users. The same login, three ways: a case-insensitive regex
+# on a plain index, an index with a case-insensitive collation (secondary strength) queried with the same
+# collation, and a lower-case copy of the name with its own index (lesson 37).
+
+# %%
+names = [f"user{i:04d}" for i in range(4997)] + ["Sam", "sam.b", "Samuel"]
+db.logins_regex.insert_many([{"_id": i, "username": n} for i, n in enumerate(names)])
+db.logins_regex.create_index("username")
+db.logins_collation.insert_many([{"_id": i, "username": n} for i, n in enumerate(names)])
+db.logins_collation.create_index("username", collation={"locale": "en", "strength": 2})
+db.logins_lower.insert_many([{"_id": i, "username": n, "usernameLower": n.lower()} for i, n in enumerate(names)])
+db.logins_lower.create_index("usernameLower")
+LOGIN_QUERIES = {
+    "regex /^sam$/i, index {username: 1}": lambda typed: db.logins_regex.find({"username": {"$regex": f"^{typed}$",
+                                                                                            "$options": "i"}}),
+    "case-insensitive collation, same as the index's": lambda typed: db.logins_collation.find(
+        {"username": typed}).collation({"locale": "en", "strength": 2}),
+    "lower-case copy, index {usernameLower: 1}": lambda typed: db.logins_lower.find({"usernameLower": typed.lower()}),
+}
+
+
+def login(query, typed):
+    explain = LOGIN_QUERIES[query](typed).explain()
+    plan = labkit.plan_summary(explain)
+    keys, returned = plan["keysExamined"], plan["nReturned"]
+    takeaway = (f"every one of the {keys:,} index keys is compared with the regex to find {returned}: the index "
+                "cannot seek a case-insensitive pattern" if keys > 10 * max(returned, 1) else
+                f"{keys} key{'s' if keys != 1 else ''} examined for {returned} user{'s' if returned != 1 else ''}: "
+                "the index seeks straight to the name, whatever its case")
+    return {"typed": typed, "plan": plan["stages"], "index": plan["index"], "keys examined": keys,
+            "documents examined": plan["docsExamined"], "returned": returned, "takeaway": takeaway,
+            "drawn": labkit.draw_plan(explain)}
+
+
+explorer(login, sliders={"query": list(LOGIN_QUERIES), "typed": ["sam", "SAM", "Sam"]},
+         title="Case-insensitive login", cache=True, data=db)
+
+# %% [markdown]
+# ## 4 · What the schema review finds in a legacy store
+#
+# `labkit.review` reads a database (and a log of the queries that run on it) and reports the anti-patterns of
+# lessons 30-39, each with its evidence, the fix and the lesson that teaches it. Here: the legacy shop of lesson 39
+# (`data/legacy_store.json`), loaded as it ships, with one second of its workload as a query log. Pick a finding.
+
+# %%
+ROOT = Path.cwd().parent if Path.cwd().name in ("notebooks", "students") else Path.cwd()
+legacy = json_util.loads((ROOT / "data" / "legacy_store.json").read_text(),
+                         json_options=JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False))
+shop = labkit.fresh_db("demo_dashboard_shop")
+for name, docs in legacy["collections"].items():
+    shop[name].insert_many(docs)
+for name, specs in legacy["indexes"].items():
+    for spec in specs:
+        shop[name].create_index(list(spec["key"].items()), name=spec["name"])
+T0 = dt.datetime(2026, 3, 2, 9, 0)
+log = []
+for q in legacy["queryLog"]:
+    if q["op"] == "find":
+        command, op = {"find": q["collection"], "filter": q["filter"], "projection": q.get("projection")}, "query"
+    else:
+        command, op = {"aggregate": q["collection"], "pipeline": q["pipeline"], "cursor": {}}, "command"
+    n = max(1, round(q["perSecond"]))
+    log += [{"op": op, "ns": f"{shop.name}.{q['collection']}", "command": command,
+             "ts": T0 + dt.timedelta(seconds=i / n)} for i in range(n)]
+review = labkit.review(shop, query_log=sorted(log, key=lambda e: e["ts"]))
+findings = {f"{f.kind} · {f.where}": f for f in review.findings}
+
+
+def show_finding(finding):
+    f = findings[finding]
+    evidence = ", ".join(f"{k}: {v}" for k, v in list(f.evidence.items())[:4])
+    return {"severity": f.severity, "where": f.where, "what": f.summary, "evidence": evidence, "fix": f.fix,
+            "lesson": f.lesson, "findings in this store": len(review.findings)}
+
+
+explorer(show_finding, sliders={"finding": list(findings)}, title="Schema review of the legacy store")

@@ -213,6 +213,45 @@ def start_lab(root_dir: Path, tmp: Path) -> Server:
     return _start_with_retries(make, f"/api/status?token={token}")
 
 
+def copy_learner_checkout(dest: Path) -> Path:
+    """A throwaway copy of what `python3 dev.py lab` serves a learner: dev.py, CONTENTS.md and the READMEs,
+    students/ and notebooks/ (the .ipynb and README), data/, and the JupyterLab settings dev.py passes."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("dev.py", "CONTENTS.md", "README.md", "INSTRUCTOR.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    (dest / "students").mkdir(exist_ok=True)
+    for path in (ROOT / "students").iterdir():
+        shutil.copy2(path, dest / "students" / path.name)
+    (dest / "notebooks").mkdir(exist_ok=True)
+    for path in [*NOTEBOOKS.glob("*.ipynb"), NOTEBOOKS / "README.md"]:
+        shutil.copy2(path, dest / "notebooks" / path.name)
+    shutil.copytree(ROOT / "data", dest / "data", dirs_exist_ok=True)
+    shutil.copytree(ROOT / "tools" / "jupyterlab-settings", dest / "tools" / "jupyterlab-settings", dirs_exist_ok=True)
+    return dest
+
+
+def start_dev_lab(checkout: Path, tmp: Path) -> Server:
+    """`python3 dev.py lab` in ``checkout`` (dev.py told to use this test's Python: nothing is installed), on a free
+    port with a known token; the lab settings are dev.py's plus the browser tests' (LAB_OVERRIDES)."""
+    env = isolated_env(tmp)
+    env["SCHEMA_LAB_PYTHON"] = sys.executable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    settings = tmp / "dev-app-settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    merged = json.loads((checkout / "tools" / "jupyterlab-settings" / "overrides.json").read_text())
+    merged.update(LAB_OVERRIDES)
+    (settings / "overrides.json").write_text(json.dumps(merged, indent=2))
+    token = secrets.token_hex(24)
+
+    def make(port: int) -> Server:
+        argv = [sys.executable, str(checkout / "dev.py"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                "--port-retries=0", f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
+                f"--LabApp.app_settings_dir={settings}"]
+        return Server("dev.py lab", argv, env, checkout, tmp / f"dev-lab-{port}.log", port, token)
+
+    return _start_with_retries(make, f"/api/status?token={token}")
+
+
 def start_voila(notebook: Path, tmp: Path) -> Server:
     """Voila rendering one notebook, sources stripped, as in demo mode."""
     env = isolated_env(tmp)

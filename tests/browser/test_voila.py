@@ -65,3 +65,28 @@ def test_voila_renders_and_slider_responds(voila_server, page):
     assert not page.schema_lab_errors, f"uncaught errors in the page: {page.schema_lab_errors}"
     assert squash(reading.readout_locator.inner_text()) == reading.readout_after
     screenshot(page, shot, fit_content=True)
+
+
+@pytest.mark.parametrize("voila_server", ["demo_dashboard.ipynb"], indirect=True, ids=["demo_dashboard"])
+def test_demo_draws_plans_and_keeps_readouts_still(voila_server, page):
+    """The dashboard draws the feed query's plan as a tree of stages (issue 28) and redraws it when the index
+    changes; the readout keeps its width as its takeaway line changes length (values must not jump)."""
+    voila_server, _ = voila_server
+    page.goto(f"{voila_server.base_url}/?token={voila_server.token}", wait_until="domcontentloaded",
+              timeout=NOTEBOOK_TIMEOUT_S * 1000)
+    plans = page.locator("svg.labkit-plan")
+    plans.first.wait_for(state="visible", timeout=NOTEBOOK_TIMEOUT_S * 1000)
+    assert plans.count() >= 2, "the feed query's plan and the login's plan are drawn"
+    feed_plan = plans.nth(0)
+    stages = lambda: feed_plan.locator("g.labkit-plan-node").evaluate_all("gs => gs.map(g => g.dataset.stage)")  # noqa: E731
+    assert stages() == ["SORT", "COLLSCAN"]
+    box = feed_plan.bounding_box()
+    assert box and box["width"] > 100 and box["height"] > 50, "the drawing takes room on the page"
+    readout = page.locator(READOUT_SELECTOR).nth(1)
+    width_before = readout.bounding_box()["width"]
+    page.locator(".widget-dropdown select").first.select_option(label="{authorId: 1, createdAt: -1, _id: -1}")
+    wait_for(page, lambda: stages() == ["LIMIT", "FETCH", "IXSCAN"], 60, "the plan to be redrawn without its SORT")
+    assert page.locator("svg.labkit-plan").nth(0).locator("g[data-kind='index']").count() == 1
+    assert readout.bounding_box()["width"] == width_before, "the readout changed width with its values"
+    screenshot(page, "voila-demo-dashboard-plan", fit_content=False)
+    assert not page.schema_lab_errors, f"uncaught errors in the page: {page.schema_lab_errors}"

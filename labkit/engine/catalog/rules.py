@@ -45,7 +45,7 @@ from ..service import boundary
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
 
 # The depth limit the engine enforces: the manual's documented limit (100 levels, labkit.limits).
-MAX_DEPTH = limits.MAX_NESTING_DEPTH
+MAX_DEPTH = limits.SERVER_MAX_USER_STORAGE_DEPTH  # what an 8.0 server enforces on stored documents (limits.py)
 
 VALIDATION_KEYS = ("validator", "validationLevel", "validationAction")
 
@@ -135,9 +135,9 @@ def _within_depth(doc: Any, max_depth: int) -> bool:
     return True
 
 
-def check_depth(doc: Any) -> None:
+def check_depth(doc: Any, update: bool = False) -> None:
     if type(doc) is not dict or not _within_depth(doc, MAX_DEPTH):
-        limits.check_depth(doc, MAX_DEPTH)
+        limits.check_depth(doc, MAX_DEPTH, update=update)
 
 
 def check_validation(coll, doc: Mapping, old: Mapping | None = None) -> None:
@@ -155,7 +155,7 @@ def check_insert_doc(coll, doc: Mapping) -> None:
 
 def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
     """Depth, size (17419) and validation for the result of an update (``old`` is the stored document)."""
-    check_depth(new)
+    check_depth(new, update=True)
     limits.check_update_size(new)
     check_validation(coll, new, old)
 
@@ -163,7 +163,7 @@ def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
 def _check_update_spec_depth(update: Any) -> None:
     """Refuse absurdly deep update documents before the update machinery recurses into them."""
     if isinstance(update, (Mapping, list)) and limits.nesting_depth(update, stop_after=MAX_DEPTH + 2) > MAX_DEPTH + 1:
-        msg = "cannot update document because it would exceed %d levels of nesting" % MAX_DEPTH
+        msg = "Document exceeds maximum nesting depth of %d" % MAX_DEPTH  # the result would be deeper still
         raise WriteError(msg, limits.ERR_OVERFLOW, {"index": 0, "code": limits.ERR_OVERFLOW, "codeName": "Overflow",
                                                     "errmsg": msg})
 

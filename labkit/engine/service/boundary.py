@@ -255,7 +255,7 @@ def translate(exc: BaseException, name: str = "") -> BaseException:
         return exc
     if isinstance(exc, RecursionError):
         if name in ("insert_one", "insert_many"):
-            return _failure(name, "cannot insert document because it exceeds %d levels of nesting" % 100,
+            return _failure(name, "cannot insert document because it exceeds %d levels of nesting" % 180,
                             OVERFLOW, "Overflow")
         return _failure(name, "exceeded maximum query tree depth of %d (embedded engine: the request nests "
                               "too deeply)" % MAX_QUERY_DEPTH, BAD_VALUE, "BadValue")
