@@ -182,7 +182,11 @@ def test_bypass_document_validation(db):
     c.insert_many([{"name": "Carol"}], bypass_document_validation=True)
     c.update_one({"name": "Bob"}, {"$set": {"gpa": 2}}, bypass_document_validation=True)
     c.bulk_write([InsertOne({"name": "Dan"})], bypass_document_validation=True)
-    c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 1}}, bypass_document_validation=True)
+    # pymongo's find_one_and_* pass extra keyword arguments as findAndModify fields: bypassDocumentValidation
+    c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 1}}, bypassDocumentValidation=True)
+    with pytest.raises(OperationFailure) as err:  # not a pymongo argument: an unknown command field (IDL 40415)
+        c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 0}}, bypass_document_validation=True)
+    assert err.value.code == 40415
     assert c.count_documents({}) == 3
     with pytest.raises(WriteError):
         c.insert_one({"name": "Eve"})

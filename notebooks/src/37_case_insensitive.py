@@ -163,6 +163,17 @@ with_collation = plan(db.accounts.find({"username": "sam"}, collation={"locale":
 with_collation
 
 # %% [markdown]
+# The two plans drawn as Compass draws them: one box per stage, with the keys and documents each examined.
+# First the regex, which reads every key of the plain index; then the equality with the index's collation,
+# which enters the collation index at "sam" and reads only the keys equal to it.
+
+# %%
+labkit.show_plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}).explain(), draw=True)
+
+# %%
+labkit.show_plan(db.accounts.find({"username": "sam"}, collation={"locale": "en", "strength": 2}).explain(), draw=True)
+
+# %% [markdown]
 # And a collation index does not help a regular expression, even with the same collation:
 
 # %%
