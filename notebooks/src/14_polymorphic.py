@@ -253,8 +253,9 @@ pd.Series(searched | {"items with a title": db.content.count_documents({"title":
 #   ([manual: partial indexes](https://www.mongodb.com/docs/manual/core/index-partial/)).
 #
 # Indexes on the same keys may exist side by side when they differ in one of the options that make up an index's
-# *signature*: `sparse`, `unique`, `partialFilterExpression` or `collation`. An index that differs only in its name
-# is the same index and is refused
+# *signature*: `sparse`, `unique`, `partialFilterExpression` or `collation` (and a wildcard index's
+# `wildcardProjection`). An index that differs only in its name, or in an option outside the signature such as
+# `expireAfterSeconds`, is the same index and is refused
 # ([mongo jstest: index_signature.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js)).
 # Each index's entries are counted by scanning the whole of it (`hint`), its bytes come from `$collStats`:
 
