@@ -401,11 +401,11 @@ print(len(subtree), "descendants of Programming", m.figures())
 # node's, `right` above it), but every node to the left of it in the walk lies in that range: cheap for
 # `Databases`, which the walk reaches early, and a scan of most of the tree for a node it reaches late. The price
 # shows on writes. Adding one category under `Databases` shifts the numbers of every node the walk reaches after
-# it (on a copy, so the comparison below keeps the same tree):
+# it (on a copy made on the server with `$out`, so the comparison below keeps the same tree):
 
 # %%
+db.nested.aggregate([{"$out": "nested_copy"}])
 edit = db.nested_copy
-edit.insert_many(db.nested.find())
 new_leaf = edit.find_one({"_id": "Databases"})["right"]  # the new leaf takes this number and the next
 to_rewrite = edit.count_documents({"$or": [{"right": {"$gte": new_leaf}}, {"left": {"$gte": new_leaf}}]})
 rights = edit.update_many({"right": {"$gte": new_leaf}}, {"$inc": {"right": 2}}).modified_count
@@ -450,7 +450,8 @@ print("breadcrumb:", " > ".join(d["_id"] for d in sorted(graph_up["chain"], key=
 
 # %% [markdown]
 # One round trip each. Unlike `$lookup`, the explain output of `$graphLookup` does not report the documents it reads
-# in the `from` collection (its statistics are about memory and spilling:
+# in the `from` collection (its explain entry repeats the stage's specification, and its counters are about the
+# documents it outputs, not the keys and documents it read there:
 # [mongo source: document_source_graph_lookup.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_graph_lookup.cpp)),
 # so the comparison counts what it must read at least: the start document plus every document it returns.
 
