@@ -120,7 +120,7 @@ def match_cost(pid):
                          verbosity="executionStats")
     plan = labkit.plan_summary(explain)
     return {"plan": plan["stages"], "keys examined": plan["keysExamined"], "docs examined": plan["docsExamined"],
-            "returned to $group": plan["nReturned"]}
+            "returned": plan["nReturned"]}
 
 
 read_costs = pd.DataFrame({pid: match_cost(pid) for pid in ("prod:1", "prod:2")})
@@ -173,7 +173,7 @@ source_average = 4.3  # the source's ratingStats.average
 def page_cost(pid):
     plan = labkit.plan_summary(db.products.find({"_id": pid}, {"name": 1, "price": 1, "ratingStats": 1}).explain())
     return {"plan": plan["stages"], "keys examined": plan["keysExamined"], "docs examined": plan["docsExamined"],
-            "returned to $group": 0}
+            "returned": plan["nReturned"]}
 
 
 pd.DataFrame({"aggregate on read (prod:1)": match_cost("prod:1"), "computed (prod:1)": page_cost("prod:1")})
