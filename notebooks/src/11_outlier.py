@@ -101,8 +101,11 @@ db.posts_embedded.insert_one(embedded_post(200, VIRAL) | {"title": "This post we
 
 
 def read_cost(coll, post_id):
+    """One read of a post by _id: round trips, keys and documents measured from the run, and the post's bytes."""
+    run = labkit.ledger.measure(coll.database, lambda d: d[coll.name].find_one({"_id": post_id}))
     doc = coll.find_one({"_id": post_id})
-    return {"round trips": 1, "documents read": 1, "bytes read": len(bson.encode(doc))}
+    return {"round trips": run.round_trips, "index keys examined": run.keys_examined,
+            "documents read": run.docs_examined, "bytes read": len(bson.encode(doc))}
 
 
 def storage(name):
@@ -168,8 +171,7 @@ db.posts.count_documents({"hasOverflow": True}), db.posts.find_one({"_id": "post
 def get_comments(post_id, page=1):
     """Return (comments, cost) for one page of 20."""
     post = db.posts.find_one({"_id": post_id})
-    cost = {"round trips": 1, "documents read": 1, "bytes read": len(bson.encode(post)),
-            "index keys examined": 0}
+    cost = read_cost(db.posts, post_id) | {"keys examined in comments": 0}
     if page == 1 or not post["hasOverflow"]:
         return (post["comments"] if page == 1 else []), cost
     cursor = (db.comments.find({"postId": post_id}, {"_id": 0, "postId": 0})
@@ -178,7 +180,8 @@ def get_comments(post_id, page=1):
     page_docs = list(cursor.clone())
     cost["round trips"] += 1
     cost["documents read"] += stats["totalDocsExamined"]
-    cost["index keys examined"] = stats["totalKeysExamined"]
+    cost["index keys examined"] += stats["totalKeysExamined"]
+    cost["keys examined in comments"] = stats["totalKeysExamined"]
     cost["bytes read"] += sum(len(bson.encode(d)) for d in page_docs)
     return page_docs, cost
 
@@ -202,7 +205,7 @@ paths = {"normal post, page 1": get_comments("post:1")[1],
 pd.DataFrame(paths)
 
 # %% tags=["reveal"]
-predict_deep.check(paths["viral post, page 50"]["index keys examined"])
+predict_deep.check(paths["viral post, page 50"]["keys examined in comments"])
 
 # %% [markdown]
 # Side by side with the naive design for the page everybody sees:
@@ -211,15 +214,15 @@ predict_deep.check(paths["viral post, page 50"]["index keys examined"])
 compare = pd.DataFrame({
     "naive: normal post": read_cost(db.posts_embedded, "post:1"),
     "naive: viral post": read_cost(db.posts_embedded, "post:200"),
-    "outlier: normal post": {k: v for k, v in paths["normal post, page 1"].items() if k != "index keys examined"},
-    "outlier: viral post": {k: v for k, v in paths["viral post, page 1"].items() if k != "index keys examined"},
+    "outlier: normal post": {k: v for k, v in paths["normal post, page 1"].items() if k != "keys examined in comments"},
+    "outlier: viral post": {k: v for k, v in paths["viral post, page 1"].items() if k != "keys examined in comments"},
 })
 compare
 
 # %% [markdown]
 # The normal post costs what it did: one round trip, its bytes plus the few of the `hasOverflow` flag. The
 # viral post's page drops from megabytes to 1,524 bytes, a post with 20 comments. Deep pages cost more index
-# work: `skip` walks the index past every earlier page (compare "index keys examined" for page 2 and page 50 in
+# work: `skip` walks the index past every earlier page (compare "keys examined in comments" for page 2 and page 50 in
 # the first table). They do not cost more documents: the index `{postId: 1, createdAt: -1}` answers the whole
 # filter, so the server places the SKIP stage *below* the FETCH and fetches only the 20 comments it returns,
 # plus the post ("documents read" is the same for page 2 and page 50;
