@@ -28,6 +28,8 @@
 #       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js
 #     - title: "MongoDB manual: $collStats (aggregation stage)"
 #       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: Iterate a Cursor (cursor batches: 101 documents in the first batch)"
+#       url: https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/
 # ---
 
 # %% [markdown]
@@ -125,7 +127,7 @@ def examined(cursor):
 # %% [markdown]
 # ### Design A: reference only, resolved with a second query
 #
-# One query for the day's orders, then one `$in` query for their customers: two round trips, and every customer
+# One query for the day's orders, then one `$in` query for their customers: two queries, and every customer
 # document read in full to use two of its fields.
 
 # %%
@@ -140,7 +142,7 @@ pd.DataFrame(two_queries, index=["1: orders of the day", "2: their customers"])
 # %% [markdown]
 # ### Design B: reference only, resolved with `$lookup`
 #
-# `$lookup` saves the second round trip, but the server still does the join work: for every order it looks up
+# `$lookup` saves the second query, but the server still does the join work: for every order it looks up
 # one customer through the `_id` index.
 
 # %%
@@ -229,17 +231,26 @@ ext_cost
 # %%
 sizes = {name: next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["size"]
          for name in ("orders", "orders_ext")}
+trips = {design: labkit.ledger.measure(db, run).round_trips for design, run in {  # commands sent, from the run
+    "A: two queries": lambda d: [list(d.orders.find(day)), list(d.customers.find({"_id": {"$in": ids}}))],
+    "B: $lookup": lambda d: list(d.orders.aggregate(lookup_pipeline)),
+    "C: extended reference": lambda d: list(d.orders_ext.find(day))}.items()}
 part1 = pd.DataFrame({
-    "A: two queries": {"round trips": 2, "docs examined": sum(q["docs examined"] for q in two_queries),
+    "A: two queries": {"round trips": trips["A: two queries"],
+                       "docs examined": sum(q["docs examined"] for q in two_queries),
                        "orders collection bytes": sizes["orders"]},
-    "B: $lookup": {"round trips": 1, "docs examined": lookup_cost["docs examined"],
+    "B: $lookup": {"round trips": trips["B: $lookup"], "docs examined": lookup_cost["docs examined"],
                    "orders collection bytes": sizes["orders"]},
-    "C: extended reference": {"round trips": 1, "docs examined": ext_cost["docs examined"],
+    "C: extended reference": {"round trips": trips["C: extended reference"], "docs examined": ext_cost["docs examined"],
                               "orders collection bytes": sizes["orders_ext"]},
 }).T
 part1
 
 # %% [markdown]
+# Each design needs one round trip more than it sends queries: a `find` or an `aggregate` returns at most 101
+# documents in its first batch, so the rest of the day's orders come in a second batch, a `getMore`
+# ([manual: cursor batches](https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/)).
+#
 # The extended reference reads each order once and nothing else. The price is storage (every order carries a copy)
 # and the copies themselves: when a customer changes **name**, past orders may need the new one. The copy lives
 # in many orders, so index it and update them all in one statement:
@@ -548,6 +559,7 @@ ex.check(practice, add_review)
 # 5. [MongoDB manual: \$push (with \$each, \$position, \$sort and \$slice)](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
 # 6. [mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)
 # 7. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 8. [MongoDB manual: Iterate a Cursor (cursor batches: 101 documents in the first batch)](https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/)
 
 # %% [markdown] tags=["navigation"]
 # [← 15 · Attribute pattern: many similar fields, one index](15_attribute.ipynb) · [Contents](../CONTENTS.md) · [17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup →](17_trees.ipynb)
