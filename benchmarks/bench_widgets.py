@@ -42,7 +42,8 @@ SEED = 19
 
 
 def _sources(names: list[str]) -> list[Path]:
-    all_src = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")) + sorted(NOTEBOOKS.glob("demo_*.py"))
+    src = NOTEBOOKS / "src"  # lesson sources live in notebooks/src/ (jupytext pairs)
+    all_src = sorted(src.glob("[0-9][0-9]_*.py")) + sorted(src.glob("demo_*.py"))
     if not names:
         return all_src
     return [p for p in all_src if any(p.stem.startswith(n) for n in names)]

@@ -11,6 +11,8 @@ Public API (everything else is private):
 - ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
 - ``labkit.querylog.capture``: a query log from the profiler, or from command monitoring where the profiler
   is refused (Atlas Free/Flex)                                         (labkit.querylog, notebook 38)
+- ``connect(shards=N)``: a sharded cluster (simulated, or a real mongos); ``labkit.sharding``: its figures
+  per shard (distribution, targeting, inserts per shard)                (labkit.sharding, notebooks 40-42)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -26,7 +28,7 @@ from labkit.review import Finding, Review, review
 from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog"}
+               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog", "sharding"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
          "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}
@@ -35,7 +37,7 @@ __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
     "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "__version__",
-    "shared_mode", "ttl_pass",
+    "shared_mode", "ttl_pass", "sharding",
     "review", "Review", "Finding",
 ]
 

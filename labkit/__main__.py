@@ -115,10 +115,11 @@ def cmd_workshop(args: argparse.Namespace) -> int:
     from labkit import seed, workshop
 
     if args.action == "plan":  # measured numbers from data/workshop_footprint.json: no server needed
-        result = workshop.plan(args.learners, args.tier, lessons=args.lessons, shared=args.shared)
+        room = {"lessons": args.lessons, "shared": args.shared, "sharded": args.sharded}
+        result = workshop.plan(args.learners, args.tier, **room)
         print(workshop.format_plan(result))
-        best = workshop.recommend_tier(args.learners, lessons=args.lessons, shared=args.shared)
-        most = None if result["fits"] else workshop.max_learners(args.tier, lessons=args.lessons, shared=args.shared)
+        best = workshop.recommend_tier(args.learners, **room)
+        most = None if result["fits"] else workshop.max_learners(args.tier, **room)
         print(workshop.format_recommendation(result, best, most))
         return 0 if result["fits"] else 3
     if args.action == "links":  # no server needed
@@ -228,8 +229,10 @@ def _review_report(args: argparse.Namespace, client: Any) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from labkit.engine.transport.wire import serve
-    return serve(args.host, args.port, allow_remote=args.allow_remote,
-                 argv=["python -m labkit serve", "--host", args.host, "--port", str(args.port)])
+    argv = ["python -m labkit serve", "--host", args.host, "--port", str(args.port)]
+    if args.shards is not None:
+        argv += ["--shards", str(args.shards)]
+    return serve(args.host, args.port, allow_remote=args.allow_remote, argv=argv, shards=args.shards)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -397,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan: the cluster tier whose limits apply (default free)")
     w.add_argument("--lessons", type=_lessons, default=[], help="plan: only these lessons, e.g. 30,31,32,35,37,38,39")
     w.add_argument("--shared", action="store_true", help="plan: with LABKIT_SHARED=1 (lessons scaled down)")
+    w.add_argument("--sharded", action="store_true",
+                   help="plan: the cluster is a sharded cluster (a mongos), so the Scale out lessons run on it "
+                        "(M30 and up on Atlas); without it they run on labkit's simulated cluster")
     w.add_argument("--repo", type=_https_url, help="links: the repository learners get, e.g. https://github.com/OWNER/REPO")
     w.add_argument("--branch", default="main", type=_branch, help="links: its branch (default main)")
     w.add_argument("--hub", type=_https_url, default=None, help="links: your JupyterHub's URL (adds an nbgitpuller link)")
@@ -442,6 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="port (default 27017; 0 picks a free port)")
     sv.add_argument("--allow-remote", action="store_true",
                     help="allow a non-loopback --host (anyone who can reach it can read and change the data)")
+    from labkit.engine.s.cluster import MAX_SHARDS
+    sv.add_argument("--shards", type=_int_in(1, MAX_SHARDS), default=None, metavar="N",
+                    help="serve a simulated sharded cluster of N shards as a mongos (hello says msg: isdbgrid; "
+                         "sh.status(), sh.shardCollection() work) instead of one replica-set member")
     sv.set_defaults(func=cmd_serve)
     return p
 

@@ -152,8 +152,59 @@ def embedded_client() -> EmbeddedClient:
     return _embedded_client
 
 
-def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, event_listeners: Any = None) -> Any:
+_sharded: dict[int, tuple[Any, Any]] = {}
+
+
+def sharded_client(shards: int, event_listeners: Any = None) -> Any:
+    """A ``pymongo.MongoClient`` connected to labkit's simulated sharded cluster of ``shards`` shards, served as a
+    ``mongos`` on a loopback port of this process (one cluster per shard count, like one local server)."""
+    from labkit.engine.s.cluster import check_shard_count
+    from labkit.engine.transport.wire import serve_in_thread
+    n = check_shard_count(shards)
+    entry = _sharded.get(n)
+    if entry is None:
+        server = serve_in_thread("127.0.0.1", 0, shards=n)
+        client = pymongo.MongoClient(server.uri, appname="schema-lab", serverSelectionTimeoutMS=10_000)
+        entry = _sharded[n] = (server, client)
+    server, client = entry
+    if event_listeners:
+        return pymongo.MongoClient(server.uri, appname="schema-lab", event_listeners=list(event_listeners))
+    return client
+
+
+def simulated_clusters() -> dict[int, Any]:
+    """The simulated sharded clusters this process serves (``connect(shards=N)``): shard count -> the
+    ``pymongo.MongoClient`` connected to its mongos. Empty until a lesson asks for one."""
+    return {n: client for n, (_server, client) in sorted(_sharded.items())}
+
+
+def cluster_of(client: Any) -> Any:
+    """The simulated cluster (``labkit.engine.s.router.Mongos``) behind a client from ``connect(shards=N)``;
+    None for any other client (a real cluster's internals are not in this process)."""
+    for server, c in _sharded.values():
+        if c is client or (getattr(client, "address", None) == ("127.0.0.1", server.port)):
+            return server.client
+    return None
+
+
+def is_mongos(client: Any) -> bool:
+    """True when ``client`` talks to a ``mongos`` (a real sharded cluster, or labkit's simulated one)."""
+    if isinstance(client, EmbeddedClient):
+        return False
+    try:
+        return client.admin.command("hello").get("msg") == "isdbgrid"
+    except (PyMongoError, AttributeError):  # no server, or not a client at all
+        return False
+
+
+def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, event_listeners: Any = None,
+            shards: int | None = None) -> Any:
     """Return a client: the embedded engine, or a ``pymongo.MongoClient`` for a real server.
+
+    ``shards=N`` (1..16) asks for a sharded cluster: a real one when ``MONGODB_URI`` (or ``uri``) points at a
+    ``mongos``; otherwise labkit's simulated cluster of N shards, served as a mongos in this process (a
+    ``pymongo.MongoClient`` to it). A replica set or standalone server cannot run the sharding lessons: a warning
+    says so and the simulated cluster is used instead.
 
     The same URI gives the same client for as long as it is open (so sessions span every database a lesson
     uses). ``uri`` wins over the ``MONGODB_URI`` environment variable; ``uri="embedded"`` forces the embedded
@@ -164,6 +215,20 @@ def connect(uri: str | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, eve
     """
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 120_000:
         raise ValueError(f"connect(timeout_ms={timeout_ms!r}): timeout_ms must be an int between 100 and 120000 milliseconds")
+    if shards is not None:
+        from labkit.engine.s.cluster import check_shard_count
+        check_shard_count(shards)
+        real_uri = uri if uri is not None else (os.environ.get(ENV_URI, "").strip() or None)
+        if real_uri is None or real_uri == EMBEDDED:
+            return sharded_client(shards, event_listeners)
+        client = connect(real_uri, timeout_ms=timeout_ms, event_listeners=event_listeners)
+        if is_mongos(client):
+            return client
+        warnings.warn(f"The server at {_hosts(real_uri)} is not a mongos (it is a replica set or a standalone "
+                      f"server), and this section needs a sharded cluster: using labkit's simulated cluster of "
+                      f"{shards} shards instead. Point {ENV_URI} at a mongos to run it on a real cluster.",
+                      UserWarning, stacklevel=2)
+        return sharded_client(shards, event_listeners)
     if uri is None:
         uri = os.environ.get(ENV_URI, "").strip() or None
     if uri is None or uri == EMBEDDED:
@@ -252,6 +317,10 @@ def describe(client: Any) -> str:
         info = {}
     version = info.get("version", "?")
     served = info.get("labkit")  # `python -m labkit serve` (labkit.engine.transport.wire.is_served_engine's test)
+    if cluster_of(client) is not None or (isinstance(served, dict) and is_mongos(client)):
+        hello = client.admin.command("hello")
+        n = (hello.get("labkit") or {}).get("shards", "?")
+        return f"labkit's simulated sharded cluster ({n} shards, models MongoDB {version}) served as a mongos at {nodes}"
     if isinstance(served, dict) and served.get("engine") == "embedded-served":
         return f"labkit's embedded engine served over the wire (models MongoDB {version}) at {nodes}"
     return f"MongoDB server {version} at {nodes}"

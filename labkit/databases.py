@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from labkit.connection import connect, is_embedded
+from labkit.connection import cluster_of, connect, is_embedded
 
 MARKER_COLLECTION = "_labkit"
 MARKER_ID = "labkit"
@@ -54,7 +54,8 @@ def learner_prefix(client: Any = None) -> str:
     Real server: ``$LABKIT_DB_PREFIX`` if set (may be empty), else ``sl_<os user>_`` so learners sharing one
     cluster never collide. A prefix with characters MongoDB forbids raises ``ValueError`` naming the variable.
     """
-    if client is not None and is_embedded(client):
+    if client is not None and (is_embedded(client) or cluster_of(client) is not None):
+        # the embedded engine, or labkit's simulated sharded cluster: private to this process
         return _check_prefix(os.environ.get(ENV_PREFIX, ""))
     if ENV_PREFIX in os.environ:
         prefix = os.environ[ENV_PREFIX]

@@ -604,11 +604,55 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
     return out
 
 
-def recommend(access_patterns: list[dict], relationships: list[dict]) -> Recommendation:
+MONOTONIC_NAMES = ("createdAt", "created_at", "ts", "timestamp", "date", "time", "_id")
+
+
+def _shard_key_advice(collection: str, key: Any, rels: list[dict[str, Any]],
+                      aps: list[dict[str, Any]]) -> Advice:
+    """The sharding checks of lessons 40-41 on one proposed shard key: monotonic change, cardinality, and the
+    hot reads it targets or broadcasts."""
+    if not isinstance(key, dict) or not key or any(v not in (1, "hashed") for v in key.values()):
+        raise ValueError(f"shard_keys[{collection!r}] must be a key like {{'authorId': 1, 'createdAt': 1}} or "
+                         f"{{'_id': 'hashed'}} (fields 1 or 'hashed'), got {key!r}")
+    first = next(iter(key))
+    reasons: list[str] = []
+    rel = next((r for r in rels if r["child"] == collection), None)
+    if key[first] == 1 and first in MONOTONIC_NAMES:
+        reasons.append(f"{first} first only increases (a timestamp or ObjectId): every insert lands in the last "
+                       f"range, on one shard (a hot shard); lead with another field or hash it")
+    if rel is not None:
+        ref = rel["reference_field"]
+        if list(key) == [ref]:
+            reasons.append(f"{ref} alone has one value per {_singular(rel['parent'])}: all of one "
+                           f"{_singular(rel['parent'])}'s {rel['child']} stay in one range that can never split "
+                           f"(a jumbo range for the largest); add a second field, e.g. {{{ref}: 1, createdAt: 1}}")
+        for ap in aps:
+            if ap["type"] != "read" or not _mentions(ap, collection):
+                continue
+            reads_by_parent = ap["entities"][0] == rel["parent"] or ap["entities"][0] == collection
+            targeted = first == ref and reads_by_parent
+            if reads_by_parent and not targeted:
+                reasons.append(f"\"{ap['operation']}\" ({_rate(ap['per_second'])}) reads {collection} by {ref}, "
+                               f"which the key does not start with: the router broadcasts it to every shard")
+            elif targeted:
+                reasons.append(f"\"{ap['operation']}\" ({_rate(ap['per_second'])}) filters on {ref}, the key's "
+                               f"first field: targeted to one shard")
+    if not reasons:
+        reasons.append(f"no sharding problem found in the workload for {key}")
+    name = "shard key: review" if any("broadcast" in r or "hot shard" in r or "jumbo" in r for r in reasons) \
+        else "shard key: fits"
+    return Advice("pattern", name, "cluster", collection, f"shardCollection {collection} {_doc(key)}",
+                  tuple(reasons), (), ("40_shard_keys", "41_query_targeting"))
+
+
+def recommend(access_patterns: list[dict], relationships: list[dict],
+              shard_keys: dict[str, dict] | None = None) -> Recommendation:
     """Recommend a model for every relationship, and patterns on top, from the workload and cardinalities.
 
-    Pure and deterministic; see the module docstring for the input keys and the rules.
-    Raises ValueError naming the bad field and the allowed values.
+    ``shard_keys`` (optional) maps a collection to a proposed shard key, e.g. ``{"posts": {"createdAt": 1}}``;
+    each gets a "shard key" advice: monotonic change, a key of one value per parent, and which hot reads the key
+    targets or broadcasts (lessons 40-41). Pure and deterministic; see the module docstring for the input keys
+    and the rules. Raises ValueError naming the bad field and the allowed values.
     """
     if not isinstance(access_patterns, (list, tuple)):
         raise ValueError(f"access_patterns must be a list of dicts, got {type(access_patterns).__name__}")
@@ -623,6 +667,10 @@ def recommend(access_patterns: list[dict], relationships: list[dict]) -> Recomme
         raise ValueError(f"relationships: {dupes[0][0]} -> {dupes[0][1]} is listed more than once")
     models = [_model(r, aps) for r in rels]
     patterns = [p for r, m in zip(rels, models) for p in _patterns(r, m, aps)]
+    if shard_keys is not None:
+        if not isinstance(shard_keys, dict):
+            raise ValueError(f"shard_keys must be a dict of collection -> key, got {type(shard_keys).__name__}")
+        patterns += [_shard_key_advice(c, k, rels, aps) for c, k in shard_keys.items()]
     return Recommendation(tuple(models), tuple(patterns))
 
 

@@ -8,12 +8,14 @@ their rates, then design for the top rows". A ledger makes that arithmetic visib
     ledger.measure("embedded", "write a review", db, add_review_embedded)
     ...
     ledger.totals()     # per design, per second: round trips, documents and keys examined, bytes, writes
+                        # (and, through a mongos, shards contacted)
     ledger.widget()     # one slider per rate: move them and watch the better design flip
 
 Every cost ``measure`` gives is measured while the operation runs, through the command events a driver sees
 (round trips, documents written, bytes returned) and the ``explain`` of each read it sent (keys and documents
 examined; for a write, the explain of the query its filter runs, measured right after the write), on the
-embedded engine and on a real server alike.
+embedded engine and on a real server alike. Through a mongos (a sharded cluster, labkit's simulated one or a real
+one) each cost also counts the shards its commands contacted (``shards contacted``), from the same explains.
 
 Measured or estimated (LESSON_CONVENTIONS: "measured" means the engine or the server ran it): the label comes
 with the cost, by construction. ``measure`` labels its cost ``measured``; a cost from a formula enters through
@@ -28,6 +30,8 @@ from typing import Any, Callable, Mapping
 import bson
 
 METRICS = ("round trips", "docs examined", "keys examined", "bytes returned", "docs written")
+#: on a sharded cluster (a mongos), one more metric: the shards each command of the operation contacted, summed
+SHARDS = "shards contacted"
 MEASURED = "measured"
 ESTIMATED = "estimated: "
 #: what a per-second total is: a formula over the cost of one run (measured or estimated) and the workload's rate
@@ -42,7 +46,9 @@ _EXPLAIN_DROP = ("lsid", "$db", "$clusterTime", "txnNumber", "autocommit", "star
 @dataclass(frozen=True)
 class OpCost:
     """What one run of an operation cost, and how that is known: ``how`` is ``"measured"`` for a cost
-    :func:`measure` took from a run, ``"estimated: <formula>"`` for one :func:`estimate` was given."""
+    :func:`measure` took from a run, ``"estimated: <formula>"`` for one :func:`estimate` was given.
+    ``shards_contacted``: on a sharded cluster, the shards each of its commands contacted, summed (None
+    elsewhere, and the ledger then shows no such column)."""
 
     round_trips: int
     docs_examined: int
@@ -50,6 +56,7 @@ class OpCost:
     bytes_returned: int
     docs_written: int
     how: str
+    shards_contacted: int | None = None
 
     def __post_init__(self) -> None:
         if self.how != MEASURED and not (isinstance(self.how, str) and self.how.startswith(ESTIMATED)
@@ -58,8 +65,11 @@ class OpCost:
                              f"'{ESTIMATED}<how it was obtained>' (estimate(how=...))")
 
     def as_row(self) -> dict[str, int]:
-        """The figures under the ledger's column names."""
-        return dict(zip(METRICS, list(asdict(self).values())[:len(METRICS)]))
+        """The figures under the ledger's column names (``shards contacted`` only on a sharded cluster)."""
+        row = dict(zip(METRICS, list(asdict(self).values())[:len(METRICS)]))
+        if self.shards_contacted is not None:
+            row[SHARDS] = self.shards_contacted
+        return row
 
     @property
     def measured(self) -> bool:
@@ -82,9 +92,9 @@ def _monitored(db: Any, recorder: Any) -> tuple[Any, Callable[[], None]]:
 
     import pymongo
 
-    from labkit.connection import ENV_URI
+    from labkit.connection import ENV_URI, cluster_of
     uri = os.environ.get(ENV_URI, "").strip()
-    if uri:
+    if uri and cluster_of(client) is None:  # labkit's simulated cluster is reached where the client is
         other = pymongo.MongoClient(uri, event_listeners=[recorder], serverSelectionTimeoutMS=5000)
     else:
         host, port = next(iter(client.nodes), ("localhost", 27017))
@@ -92,14 +102,20 @@ def _monitored(db: Any, recorder: Any) -> tuple[Any, Callable[[], None]]:
     return other[db.name], other.close
 
 
-def _examined(db: Any, command: dict) -> tuple[int, int]:
+def _explained(db: Any, command: dict) -> Any:
+    """The explain (executionStats) of a read command; None when the command cannot be explained."""
+    cmd = {k: v for k, v in command.items() if k not in _EXPLAIN_DROP}
+    try:
+        return db.command("explain", cmd, verbosity="executionStats")
+    except Exception:  # noqa: BLE001 - a command explain cannot describe (e.g. count with a hint) costs 0 here
+        return None
+
+
+def _examined(plan: Any) -> tuple[int, int]:
     """Keys and documents examined by a read command, from its explain (executionStats)."""
     from labkit.exercises.observe import plan_figures
 
-    cmd = {k: v for k, v in command.items() if k not in _EXPLAIN_DROP}
-    try:
-        plan = db.command("explain", cmd, verbosity="executionStats")
-    except Exception:  # noqa: BLE001 - a command explain cannot describe (e.g. count with a hint) costs 0 here
+    if plan is None:
         return 0, 0
     keys, docs = _sum_examined(plan)
     if keys or docs:
@@ -125,6 +141,21 @@ def _as_queries(command: dict) -> list[dict]:
     return []
 
 
+def _inserted_on(db: Any, command: dict) -> int:
+    """The shards an insert command's documents went to: the shards whose part of the router's explain of a
+    find of their ``_id`` returns them (measured after the insert; each shard received its documents)."""
+    from labkit.sharding import targeting
+
+    ids = [d["_id"] for d in command.get("documents") or [] if isinstance(d, Mapping) and "_id" in d]
+    if not ids:
+        return 0
+    plan = _explained(db, {"find": command["insert"], "filter": {"_id": {"$in": ids}}})
+    try:
+        return sum(1 for s in targeting(plan)["per shard"].values() if s["returned"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
 def _sum_examined(plan: Any) -> tuple[int, int]:
     """Totals over every executionStats in an explain (aggregate explains carry one per stage)."""
     from labkit.engine.query.explain_doc import explain_totals
@@ -133,8 +164,12 @@ def _sum_examined(plan: Any) -> tuple[int, int]:
 
 
 def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
-    """Run ``operation(db)`` once and measure it (the data it changes stay changed)."""
+    """Run ``operation(db)`` once and measure it (the data it changes stay changed). Through a mongos, also the
+    shards each command contacted: a read's or a write's from the router's explain of its query, an insert's from
+    where its documents went."""
+    from labkit.connection import is_mongos
     from labkit.exercises.observe import new_recorder
+    from labkit.sharding import shards_in_explain
 
     rec = new_recorder()
     mdb, close = _monitored(db, rec)
@@ -143,19 +178,25 @@ def measure(db: Any, operation: Callable[[Any], Any]) -> OpCost:
     finally:
         close()
     started = [e for e in rec.started_events if e.command_name not in ("endSessions", "killCursors")]
-    keys = docs = 0
+    sharded = is_mongos(db.client)
+    keys = docs = shards = 0
     for e in started:
         target = db.client[e.database_name]
-        for cmd in _as_queries(dict(e.command)):
-            k, d = _examined(target, cmd)
+        command = dict(e.command)
+        for cmd in _as_queries(command):
+            plan = _explained(target, cmd)
+            k, d = _examined(plan)
             keys, docs = keys + k, docs + d
+            shards += len(shards_in_explain(plan) or []) if sharded else 0
+        if sharded and e.command_name == "insert":
+            shards += _inserted_on(target, command)
     returned = sum(len(bson.encode(e.reply)) for e in rec.succeeded_events
                    if e.command_name in _READS + ("getMore", "findAndModify"))
-    return OpCost(len(started), docs, keys, returned, rec.modified(), MEASURED)
+    return OpCost(len(started), docs, keys, returned, rec.modified(), MEASURED, shards if sharded else None)
 
 
 def estimate(how: str, *, round_trips: int = 0, docs_examined: int = 0, keys_examined: int = 0,
-             bytes_returned: int = 0, docs_written: int = 0) -> OpCost:
+             bytes_returned: int = 0, docs_written: int = 0, shards_contacted: int | None = None) -> OpCost:
     """A cost that was not measured: figures from a formula, labelled ``estimated: <how>``.
 
     ``how`` says how the figures were obtained, e.g. ``"docs examined x avgObjSize"``; figures not given are 0.
@@ -166,6 +207,8 @@ def estimate(how: str, *, round_trips: int = 0, docs_examined: int = 0, keys_exa
                          "avgObjSize'; a cost without it would read as measured")
     figures = {"round_trips": round_trips, "docs_examined": docs_examined, "keys_examined": keys_examined,
                "bytes_returned": bytes_returned, "docs_written": docs_written}
+    if shards_contacted is not None:
+        figures["shards_contacted"] = shards_contacted
     bad = {k: v for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
     if bad:
         raise ValueError(f"estimate({how!r}): figures must be numbers >= 0 (per run of the operation); got {bad}")
@@ -177,14 +220,26 @@ def _totals_how(costs: Mapping[Any, OpCost]) -> str:
     return TOTALS_HOW if all(c.measured for c in costs.values()) else "estimated: rate x cost per run"
 
 
-def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] = METRICS) -> Any:
-    """A before/after table: one column per name in ``costs``, one row per metric, and a last row ``cost``
-    saying for each column whether its figures are ``measured`` or ``estimated: <how>``."""
+def _metrics(costs: Any) -> tuple[str, ...]:
+    """The metrics of ``costs``: :data:`METRICS`, and ``shards contacted`` when every cost was taken on a sharded
+    cluster."""
+    costs = list(costs)
+    sharded = bool(costs) and all(isinstance(c, OpCost) and c.shards_contacted is not None for c in costs)
+    return METRICS + ((SHARDS,) if sharded else ())
+
+
+def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] | None = None) -> Any:
+    """A before/after table: one column per name in ``costs``, one row per metric (default: every metric they
+    all have), and a last row ``cost`` saying for each column whether its figures are ``measured`` or
+    ``estimated: <how>``."""
     import pandas as pd
 
-    unknown = [m for m in metrics if m not in METRICS]
+    allowed = _metrics(costs.values())
+    metrics = allowed if metrics is None else metrics
+    unknown = [m for m in metrics if m not in allowed]
     if unknown:
-        raise ValueError(f"compare(metrics=...): {unknown} are not metrics; choose from {list(METRICS)}")
+        raise ValueError(f"compare(metrics=...): {unknown} are not metrics of these costs; choose from "
+                         f"{list(allowed)}")
     not_costs = sorted(k for k, c in costs.items() if not isinstance(c, OpCost))
     if not_costs:
         raise ValueError(f"compare(costs=...): {not_costs} are not costs; pass what measure() or estimate() "
@@ -196,12 +251,18 @@ def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] = METRICS) -> 
 def rate_unit(rate: float) -> tuple[str, int]:
     """(suffix, runs-per-second factor) of the first of :data:`RATE_UNITS` in which ``rate`` (runs per second)
     is a whole number, so a slider shows the workload's rate exactly (0.1/s is 6 /min, 5 a day is 5 /day); per
-    day, rounded, when none is."""
+    day, rounded, when none is. A rate above 0 that per day rounds to 0 would show as 0, a false figure: it is
+    refused with a ValueError saying so."""
     for suffix, factor in RATE_UNITS:
         value = rate * factor
         if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
             return suffix, factor
-    return RATE_UNITS[-1]
+    suffix, factor = RATE_UNITS[-1]
+    if rate > 0 and round(rate * factor) == 0:
+        raise ValueError(f"a rate of {rate * factor:.6f} runs a day is not a whole number of runs per second, "
+                         "minute, hour or day and would slide as 0 /day; give the ledger a rate that is, e.g. "
+                         "1 / 86_400 for once a day")
+    return suffix, factor
 
 
 class Ledger:
@@ -238,6 +299,12 @@ class Ledger:
         return cost
 
     @property
+    def metrics(self) -> tuple[str, ...]:
+        """The ledger's metrics: :data:`METRICS`, and ``shards contacted`` when every cost was taken on a
+        sharded cluster (a mongos)."""
+        return _metrics(self.costs.values())
+
+    @property
     def designs(self) -> list[str]:
         """The designs measured, in the order they were first measured."""
         return list(dict.fromkeys(d for d, _ in self.costs))
@@ -262,7 +329,7 @@ class Ledger:
         out = {}
         for design in self.designs:
             row = {}
-            for metric in METRICS:
+            for metric in self.metrics:
                 total = 0.0
                 for op, rate in use.items():
                     cost = self.costs.get((design, op))
@@ -278,8 +345,8 @@ class Ledger:
 
     def best(self, metric: str = "docs examined", rates: Mapping[str, float] | None = None) -> str:
         """The design with the lowest per-second ``metric`` at ``rates`` (default: the ledger's)."""
-        if metric not in METRICS:
-            raise ValueError(f"best(metric={metric!r}): choose one of {list(METRICS)}")
+        if metric not in self.metrics:
+            raise ValueError(f"best(metric={metric!r}): choose one of {list(self.metrics)}")
         table = self.totals(rates)
         totals = table[metric + " /s"].dropna() if len(table) else table
         if len(totals) == 0:
@@ -287,8 +354,8 @@ class Ledger:
         return str(totals.idxmin())
 
     def _cost(self, metric: str, design: str, operation: str) -> int:
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r}: choose one of {list(METRICS)}")
+        if metric not in self.metrics:
+            raise ValueError(f"metric={metric!r}: choose one of {list(self.metrics)}")
         cost = self.costs.get((design, operation))
         if cost is None:
             raise ValueError(f"no cost measured for design {design!r}, operation {operation!r}; measured: "
@@ -321,14 +388,19 @@ class Ledger:
         whose break-even is a few per second), ``max_rate`` the others'."""
         from labkit.widgets import explorer
 
-        if metric not in METRICS:
-            raise ValueError(f"widget(metric={metric!r}): choose one of {list(METRICS)}")
+        if metric not in self.metrics:
+            raise ValueError(f"widget(metric={metric!r}): choose one of {list(self.metrics)}")
         unknown = sorted(set(max_rates or {}) - set(self.rates))
         if unknown:
             raise ValueError(f"widget(max_rates=...): {unknown} not in the workload; its operations are "
                              f"{sorted(self.rates)}")
         top = max_rate or max(10, int(max(self.rates.values()) * 10))
-        units = {op: rate_unit(rate) for op, rate in self.rates.items()}
+        units = {}
+        for op, rate in self.rates.items():
+            try:
+                units[op] = rate_unit(rate)
+            except ValueError as exc:
+                raise ValueError(f"widget(): the rate of {op!r}: {exc}") from None
         tops = {op: max(1, round((max_rates or {}).get(op, top) * units[op][1])) for op in self.rates}
         names = {op: f"{op} {units[op][0]}" for op in self.rates}
 

@@ -42,6 +42,10 @@ KINDS: dict[str, str] = {
     "no-validation": "07_validation",
     "deep-nesting": "31_hard_limits",
     "index-limit": "31_hard_limits",
+    "shard-key-monotonic": "40_shard_keys",
+    "shard-key-low-cardinality": "40_shard_keys",
+    "hot-shard": "40_shard_keys",
+    "broadcast-query": "41_query_targeting",
 }
 """Every finding kind (stable names) and the lesson that teaches it."""
 
@@ -77,6 +81,10 @@ THRESHOLDS: dict[str, float] = {  # labkit's judgement calls; README "Schema rev
     "together_seconds": 2.0,
     "together_entries": 8,         # without timestamps: within this many log entries
     "together_fanout": 10,         # more documents per key than this is one-to-many: not flagged
+    "hot_shard_share": 0.6,        # one shard owning this share of a sharded collection's documents
+    "hot_shard_min_docs": 100,
+    "key_distinct_min": 100,       # fewer distinct shard key values than this in the sample: low cardinality
+    "broadcast_share": 0.10,       # reads of a sharded collection that cannot be targeted, this share of its reads
 }
 """Default thresholds; ``review(..., thresholds={...})`` overrides any of them."""
 INDEX_LIMIT = 64  # the server's limit of indexes per collection
@@ -425,12 +433,19 @@ class _Coll:
     docs: list = field(default_factory=list)
     method: str = "$sample"
     local_time: dt.datetime | None = None
+    shard_key: dict | None = None  # config.collections' key, when the collection is sharded (through a mongos)
+    shard_docs: dict = field(default_factory=dict)  # shard -> documents it owns ($shardedDataDistribution)
 
 
 def _stats(db: Any, c: _Coll) -> None:
     try:
-        s = next(iter(db[c.name].aggregate([{"$collStats": {"storageStats": {}}}], comment=COMMENT)), {})
+        per_shard = list(db[c.name].aggregate([{"$collStats": {"storageStats": {}}}], comment=COMMENT))
+        s = per_shard[0] if per_shard else {}
         st = s.get("storageStats", {})
+        if len(per_shard) > 1:  # through a mongos: one document per shard holding the collection
+            count = sum(int(x.get("storageStats", {}).get("count", 0) or 0) for x in per_shard)
+            size = sum(int(x.get("storageStats", {}).get("size", 0) or 0) for x in per_shard)
+            st = dict(st, count=count, avgObjSize=(size / count) if count else 0)
         c.local_time = s.get("localTime")
     except PyMongoError:
         try:
@@ -458,6 +473,26 @@ def _sample(db: Any, c: _Coll, size: int, full: bool) -> None:
                 seen.add(key)
                 c.docs.append(d)
         c.method = f"$sample {size}"
+
+
+def _sharding(db: Any, colls: list[_Coll]) -> None:
+    """Through a mongos: each sharded collection's key (``config.collections``) and owned documents per shard
+    (``$shardedDataDistribution``). Anywhere else nothing is read."""
+    client = db.client
+    try:
+        if client.admin.command("hello").get("msg") != "isdbgrid":
+            return
+        keys = {d["_id"]: d["key"] for d in client["config"]["collections"].find(
+            {"_id": {"$regex": "^" + re.escape(db.name) + "\\."}, "dropped": {"$ne": True}}, comment=COMMENT)}
+        owned = {r["ns"]: {s["shardName"]: int(s.get("numOwnedDocuments", 0)) for s in r.get("shards", [])}
+                 for r in client.admin.aggregate([{"$shardedDataDistribution": {}}], comment=COMMENT)}
+    except PyMongoError:
+        return
+    for c in colls:
+        ns = f"{db.name}.{c.name}"
+        if ns in keys:
+            c.shard_key = dict(keys[ns])
+            c.shard_docs = owned.get(ns, {})
 
 
 def _indexes(db: Any, c: _Coll) -> None:
@@ -723,6 +758,7 @@ def measure(db: Any, *, sample: int = DEFAULT_SAMPLE, query_log: str | Path | It
             continue
         colls.append(_Coll(name=name, options=dict(info.get("options") or {})))
     colls.sort(key=lambda c: c.name)
+    _sharding(db, colls)
     unread: list[str] = []
     for c in colls:
         try:
@@ -770,6 +806,7 @@ def judge(m: Measurement, thresholds: dict[str, float] | None = None) -> Review:
     findings += _check_indexes(colls, by_coll, ns, m.usage_window, r, th)  # also notes skipped checks in r
     findings += _judged(m, "nesting", th, lambda t: _check_nesting(colls, ns, t))
     findings += _check_validation(colls, ns)
+    findings += _judged(m, "sharding", th, lambda t: _check_sharding(colls, by_coll, has_queries, ns, t))
     if has_queries:
         findings += _judged(m, "regex", th, lambda t: _check_regex(ops, ns, t))
         findings += _judged(m, "lookups", th, lambda t: _check_lookups(ops, ns, t))
@@ -789,6 +826,83 @@ def _mk(kind: str, namespace: str, severity: str, summary: str, evidence: dict, 
         target: str | None = None) -> Finding:
     return Finding(kind=kind, namespace=namespace, severity=severity, evidence=evidence, fix=fix,
                    lesson=KINDS[kind], target=target, summary=summary)
+
+
+def _targets_key(filt: Any, key: dict) -> bool:
+    """Does a read's filter let a mongos target it: equality (or, for a ranged first field, a range) on the
+    shard key's first field, at the top level or in every branch of an ``$or``."""
+    if not isinstance(filt, dict):
+        return False
+    first = next(iter(key))
+    for k, v in filt.items():
+        if k == first:
+            if key[first] == "hashed":
+                return not isinstance(v, dict) or "$eq" in v or "$in" in v
+            return True
+        if k == "$and" and isinstance(v, list) and any(_targets_key(x, key) for x in v):
+            return True
+        if k == "$or" and isinstance(v, list) and v and all(_targets_key(x, key) for x in v):
+            return True
+    return False
+
+
+def _check_sharding(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any, th: dict) -> list[Finding]:
+    """Sharded collections (lessons 40-41): a monotonically increasing key, a key with few values, a hot shard,
+    and hot reads the router must broadcast."""
+    out = []
+    for c in colls:
+        if not c.shard_key:
+            continue
+        key = c.shard_key
+        first = next(iter(key))
+        where = ns(c.name)
+        values = [_get_path(d, first) for d in c.docs]
+        kinds = {type(v).__name__ for v in values if v is not None}
+        if key[first] == 1 and (kinds & {"datetime", "ObjectId", "Timestamp"} or first in _DATE_FIELDS):
+            out.append(_mk("shard-key-monotonic", where, "high",
+                           f"shard key starts with {first}, which only increases: every insert lands in the last range",
+                           {"shard key": key, "first field": first, "value types": sorted(kinds)},
+                           f"reshard on a key led by a field the hot read filters on, e.g. "
+                           f"db.adminCommand({{reshardCollection: '{where}', key: {{<field>: 1, {first}: 1}}}})",
+                           target=first))
+        distinct = len({repr(tuple(_get_path(d, f) for f in key)) for d in c.docs})
+        if c.docs and len(c.docs) >= th["key_distinct_min"] and distinct < th["key_distinct_min"]:
+            out.append(_mk("shard-key-low-cardinality", where, "medium",
+                           f"shard key {key} has {distinct} distinct values in {len(c.docs)} sampled documents",
+                           {"shard key": key, "distinct values": distinct, "sampled": len(c.docs)},
+                           "add a field with many values after the current ones (refineCollectionShardKey) or "
+                           "reshard: each value is one range at most, and a large one becomes a jumbo range",
+                           target=first))
+        total = sum(c.shard_docs.values())
+        if len(c.shard_docs) >= 1 and total >= th["hot_shard_min_docs"]:
+            hot, n = max(c.shard_docs.items(), key=lambda kv: kv[1])
+            shards = max(len(c.shard_docs), 2)
+            if n / total >= th["hot_shard_share"] and shards > 1:
+                out.append(_mk("hot-shard", where, "high",
+                               f"shard {hot} owns {n / total:.0%} of the documents",
+                               {"documents per shard": dict(sorted(c.shard_docs.items())), "shard key": key},
+                               "balance the collection (sh.startBalancer()) and check the key for monotonic "
+                               "change; reshard if new documents keep landing on one shard", target=hot))
+        if has_queries:
+            reads = [o for o in by_coll.get(c.name, []) if o.op in _READ_OPS]
+            broad = [o for o in reads if not _targets_key(o.filter, key)]
+            if reads and broad and len(broad) / len(reads) >= th["broadcast_share"]:
+                shapes = Counter(json.dumps(sorted(_plain(o.filter)), default=str) for o in broad)
+                out.append(_mk("broadcast-query", where, "high" if len(broad) / len(reads) >= 0.5 else "medium",
+                               f"{len(broad)} of {len(reads)} reads do not name the shard key's first field "
+                               f"{first}: the router sends them to every shard",
+                               {"broadcast reads": len(broad), "reads": len(reads), "shard key": key,
+                                "filter fields": shapes.most_common(1)[0][0]},
+                               f"lead the hot read's filter with {first}, or choose a key led by the field it "
+                               "filters on (lesson 41)", target=first))
+    return out
+
+
+def _get_path(doc: Any, path: str) -> Any:
+    cur = doc
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
 
 
 def _check_arrays(colls: list[_Coll], by_coll: dict, has_queries: bool, ns: Any, th: dict) -> list[Finding]:

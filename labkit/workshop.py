@@ -126,6 +126,7 @@ class Tier:
     db_name_bytes: int = 0    # longest database name the tier accepts (Free: 38 bytes)
     ops_per_second: int = 0   # the tier's operation rate limit for the whole cluster (Free: 100, Flex: 500)
     refuses: tuple[str, ...] = ()  # commands the lessons use that the tier does not support
+    sharding: bool = False    # the tier can be deployed as a sharded cluster (a mongos in front of shards)
 
 
 _FREE = "https://www.mongodb.com/docs/atlas/reference/free-shared-limitations/ (operational limits)"
@@ -142,16 +143,24 @@ _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manu
 # day): 100 databases, 500 collections in total, 5 GB data storage counted the same way, 38-byte database names,
 # 500 operations per second, 32 MB in-memory sorts. Neither runs the database profiler (`profile` is among the
 # unsupported commands, reference: unsupported-commands). M10 and up: no database, collection or rate limit;
-# the FAQ recommends at most 5,000 collections + indexes on M10, 10,000 on M20/M30, 100,000 on M40+.
+# the FAQ recommends at most 5,000 collections + indexes on M10, 10,000 on M20/M30, 100,000 on M40+. Sharding
+# (Atlas "Manage Clusters": M10 and M20 support replica sets only, M30 and up replica sets and sharded clusters;
+# the cluster builder's toggle reads "Shard your cluster (M30 and up)"): each shard is a replica set of the tier,
+# with the tier's storage per shard.
+_SHARDING = ("https://www.mongodb.com/docs/atlas/manage-clusters/ (M30 and up: replica set or sharded cluster; "
+             "M10/M20: replica set only)")
 TIERS: dict[str, Tier] = {
     "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
                  ops_per_second=100, refuses=("profile",)),
     "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
                  ops_per_second=500, refuses=("profile",)),
     "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}"),
-    "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}"),
-    "m40": Tier("m40", "Atlas M40 (80 GB default storage)", 80_000, 0, 0, 100_000, 3, f"{_FAQ}; {_BUILDS}"),
-    "self-managed": Tier("self-managed", "Self-managed replica set", 0, 0, 0, 0, 3, _BUILDS),
+    "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}; {_SHARDING}",
+                sharding=True),
+    "m40": Tier("m40", "Atlas M40 (80 GB default storage)", 80_000, 0, 0, 100_000, 3,
+                f"{_FAQ}; {_BUILDS}; {_SHARDING}", sharding=True),
+    "self-managed": Tier("self-managed", "Self-managed replica set or sharded cluster", 0, 0, 0, 0, 3, _BUILDS,
+                         sharding=True),
 }
 #: the order tiers are recommended in: the smallest that fits first
 TIER_ORDER = ("free", "flex", "m10", "m30", "m40", "self-managed")
@@ -239,7 +248,7 @@ def _seat_footprint(users: int) -> tuple:
 
 
 def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shared: bool = False,
-         footprint: dict | None = None, seat_users: int | None = 200) -> dict:
+         footprint: dict | None = None, seat_users: int | None = 200, sharded: bool = False) -> dict:
     """Size a workshop: per lesson and in total, for one learner and for the room, against ``tier``'s limits.
 
     Per lesson: the lesson's peak (largest after any cell) data size, index count and size, collections and
@@ -255,6 +264,13 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     limit (Free, Flex) serves them in ``burst / ops_per_second`` seconds at best. Lessons that turn the profiler
     on are listed against tiers that refuse the ``profile`` command. ``shared``: use the measurements taken
     with ``LABKIT_SHARED=1`` where there are any.
+
+    Lessons that need a sharded cluster (their measurement names ``shards``: 40-42) connect to a mongos.
+    ``sharded=False``: the room's cluster is a replica set, so they run on labkit's simulated cluster in each
+    learner's kernel and cost the cluster nothing (listed with zeros). ``sharded=True``: the room's cluster is a
+    sharded cluster; the tier must be one Atlas shards (M30 and up), and their measured footprint (dbStats summed
+    over the simulated cluster's shards) counts. Storage is checked against one shard's storage: the tier's
+    limit is per shard, and a small collection stays in one range on its database's primary shard.
     """
     seats(learners)  # validates learners
     if tier not in TIERS:
@@ -268,6 +284,11 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
               if not lessons or fp["lesson"] in lessons or name in lessons]
     if lessons and not chosen:
         raise ValueError(f"lessons={list(lessons)!r}: none of them is measured")
+    needs_shards = sorted({str(fp["lesson"]) for fp in chosen if fp.get("shards")})
+    if not sharded:  # on the simulated cluster in each learner's kernel: nothing on the room's cluster
+        empty = dict.fromkeys(("data_bytes", "index_bytes", "indexes", "collections", "databases"), 0)
+        chosen = [dict(fp, peak=empty, final=empty, index_builds=0, max_builds_in_cell=0, operations=0,
+                       max_operations_in_cell=0) if fp.get("shards") else fp for fp in chosen]
     rows, kept = [], {"data_bytes": 0, "index_bytes": 0, "indexes": 0, "collections": 0, "databases": 0}
     seat = seat_footprint(seat_users) if seat_users is not None else dict.fromkeys(kept, 0)
     kept = {k: seat[k] for k in kept}
@@ -307,6 +328,11 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     room["burst_seconds"] = room["ops_in_one_cell"] / t.ops_per_second if t.ops_per_second else 0.0
     uses_profiler = sorted({str(fp["lesson"]) for fp in chosen} & set(profiler_lessons()))
     checks = []
+    if sharded:
+        checks.append({"limit": "a sharded cluster (a mongos)" + (f", which lessons {', '.join(needs_shards)} use"
+                                                                  if needs_shards else ""),
+                       "room needs": "sharded cluster", "tier allows": "yes" if t.sharding else "replica set only",
+                       "ok": t.sharding, "enforced": True})
 
     def check(what: str, need: float, limit: int, unit: str, enforced: bool = True) -> None:
         if not limit:
@@ -342,14 +368,16 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     comfortable = fits and all(c["ok"] for c in checks if c["limit"].startswith("collections + indexes"))
     return {"learners": learners, "tier": t, "shared": shared, "lessons": rows, "learner": learner_total,
             "room": room, "checks": checks, "fits": fits, "comfortable": comfortable,
-            "lesson_numbers": [str(fp["lesson"]) for fp in chosen], "uses_profiler": uses_profiler}
+            "lesson_numbers": [str(fp["lesson"]) for fp in chosen], "uses_profiler": uses_profiler,
+            "sharded": sharded, "simulated_cluster": [] if sharded else needs_shards}
 
 
 def max_learners(tier: str, *, lessons: Sequence[str] = (), shared: bool = False, footprint: dict | None = None,
-                 seat_users: int | None = 200) -> int:
+                 seat_users: int | None = 200, sharded: bool = False) -> int:
     """The most learners (0 to 500) whose room fits ``tier``'s enforced limits for ``lessons``."""
     def fits(n: int) -> bool:
-        return plan(n, tier, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users)["fits"]
+        return plan(n, tier, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users,
+                    sharded=sharded)["fits"]
 
     if not fits(1):
         return 0
@@ -363,11 +391,11 @@ def max_learners(tier: str, *, lessons: Sequence[str] = (), shared: bool = False
 
 
 def recommend_tier(learners: int, *, lessons: Sequence[str] = (), shared: bool = False,
-                   footprint: dict | None = None, seat_users: int | None = 200) -> dict:
+                   footprint: dict | None = None, seat_users: int | None = 200, sharded: bool = False) -> dict:
     """The smallest tier (in :data:`TIER_ORDER`) whose plan fits the room and stays within the recommended
     collections + indexes; if none does, the smallest that fits. Returns that tier's :func:`plan`."""
-    plans = [plan(learners, name, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users)
-             for name in TIER_ORDER]
+    plans = [plan(learners, name, lessons=lessons, shared=shared, footprint=footprint, seat_users=seat_users,
+                  sharded=sharded) for name in TIER_ORDER]
     atlas = [p for p in plans if p["tier"].name != "self-managed"]
     return next((p for p in atlas if p["comfortable"]), next(p for p in plans if p["fits"]))
 
@@ -375,9 +403,10 @@ def recommend_tier(learners: int, *, lessons: Sequence[str] = (), shared: bool =
 def format_plan(result: dict) -> str:
     """``plan(...)`` as the text table ``python -m labkit workshop plan`` prints (markdown-compatible)."""
     n, t = result["learners"], result["tier"]
-    out = [f"Workshop plan: {n} learner(s) on {t.title}" + (" in shared-cluster mode (LABKIT_SHARED=1)"
-                                                            if result["shared"] else ""),
-           "Measured per lesson on the embedded engine (peak after any cell; operations = commands sent; "
+    out = [f"Workshop plan: {n} learner(s) on {t.title}" + (" as a sharded cluster" if result["sharded"] else "")
+           + (" in shared-cluster mode (LABKIT_SHARED=1)" if result["shared"] else ""),
+           "Measured per lesson on the embedded engine, and through the mongos of labkit's simulated sharded "
+           "cluster for the lessons that need one (peak after any cell; operations = commands sent; "
            "tools/measure_footprint.py).", "",
            "| Lesson | Data MB | Indexes | Index MB | Collections | Databases | Index builds (max in one cell) "
            "| Operations (max in one cell) | Room: storage MB | Room: collections | Room: indexes |",
@@ -394,6 +423,10 @@ def format_plan(result: dict) -> str:
                f"**{one['index_builds']}** | **{one['operations']:,}** | **{room['storage_mb']:,.0f}** | "
                f"**{room['collections']:,}** | **{room['indexes']:,}** |")
     out += [""]
+    if result["simulated_cluster"]:
+        out.append(f"Lessons {', '.join(result['simulated_cluster'])} need a sharded cluster; on this replica set "
+                   "they run on labkit's simulated cluster in each learner's kernel and cost it nothing (zeros "
+                   "above). To run them on the room's cluster, make it a sharded cluster (`--sharded`).")
     if seat["databases"]:
         out.append(f"Each seat starts with {seat['databases']} databases before any lesson: the one `workshop prepare` "
                    f"seeds and the progress record ({seat['collections']} collections, {seat['indexes']} indexes, "

@@ -224,7 +224,8 @@ def test_bounds_formats(db):
     e = t.find({"x": None}).explain()
     ix = find_stage(e["queryPlanner"]["winningPlan"], "IXSCAN")
     assert ix["indexBounds"]["x"] == ["[null, null]"]
-    assert find_stage(e["queryPlanner"]["winningPlan"], "FETCH")["filter"] == {"x": None}
+    # 8.0: the key null is exactly "null or missing", so no FETCH filter (jstests/core/query/cover_null_queries.js)
+    assert "filter" not in find_stage(e["queryPlanner"]["winningPlan"], "FETCH")
     ix = find_stage(t.find({"x": {"$ne": None}}).explain()["queryPlanner"]["winningPlan"], "IXSCAN")
     assert ix["indexBounds"]["x"] == ["[MinKey, null)", "(null, MaxKey]"]
     ix = find_stage(t.find({"x": {"$regex": "c"}}).explain()["queryPlanner"]["winningPlan"], "IXSCAN")

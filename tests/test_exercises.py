@@ -7,6 +7,7 @@ import pytest
 import labkit
 from exercise_helpers import solved
 from labkit.engine import EmbeddedClient
+from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
 
 def test_registry_and_unknown_id():
@@ -15,16 +16,17 @@ def test_registry_and_unknown_id():
         labkit.exercises.get("nope")
 
 
-def _workload():
-    return pd.DataFrame({"operation": list("abcdefg"), "per_second": [5, 700, 1, 30, 0.1, 2, 9]})
+def _recipes():
+    """Exercise 1 of lesson 00 ranks a recipe site's workload, as the notebook builds it (unranked)."""
+    return pd.DataFrame(list(RECIPE_WORKLOAD), columns=list(RECIPE_COLUMNS))
 
 
 def test_rank_workload():
     ex = labkit.exercises.get("00-rank-workload")
-    good = _workload().sort_values("per_second", ascending=False)
-    assert ex.check(good).correct and "'b'" in ex.check(good).message
-    assert not ex.check(_workload())  # unsorted
-    assert "least frequent first" in ex.check(_workload().sort_values("per_second")).message
+    good = _recipes().sort_values("per_second", ascending=False)
+    assert ex.check(good).correct and "'Show a recipe'" in ex.check(good).message
+    assert not ex.check(_recipes())  # unsorted
+    assert "least frequent first" in ex.check(_recipes().sort_values("per_second")).message
     assert not ex.check(good.head(3))
     assert not ex.check(good.drop(columns="per_second"))
     assert not ex.check("b")
@@ -123,7 +125,7 @@ def _can_edit_everyone(db, user_id, title, can_edit):
     (_can_edit_good, True, "wherever it sat"),
     (_can_edit_index_zero, False, "position 2 for this user"),
     (_can_edit_whole_array, False, "rewrites the whole `roles` array"),
-    (_can_edit_everyone, False, "Lin's"),
+    (_can_edit_everyone, False, "roles changed too"),
 ])
 def test_positional_role(db, fn, good, why):
     result = labkit.exercises.get("01-positional-role").check(db, fn)
@@ -139,120 +141,130 @@ def _social(name, **kw):
 
 
 @pytest.fixture(scope="module")
-def posts_db():
-    return _social("t02", users=200, seed=3, celebrity_posts=120, indexes=False)
+def orders_db():
+    """A learner's practice database with a few orders; the checker judges the indexes on orders of its own."""
+    db = labkit.fresh_db("t02", client=EmbeddedClient())
+    db.orders.insert_many([{"_id": f"o{i}", "customerId": f"cust:{i % 5}", "placedAt": dt.datetime(2026, 3, 1 + i)}
+                           for i in range(20)])
+    return db
 
 
 @pytest.mark.parametrize("keys, good, why", [
-    ([("authorId", 1), ("createdAt", -1), ("_id", -1)], True, ""),
-    ([("authorId", -1), ("createdAt", 1), ("_id", 1)], True, ""),  # the exact reverse serves the sort too
-    ([("authorId", 1)], False, "blocking SORT"),
-    ([("authorId", 1), ("createdAt", 1), ("_id", -1)], False, "blocking SORT"),
-    # lesson 02's listed mistake: {authorId: 1, createdAt: 1} expected to serve createdAt -1, _id -1
-    ([("authorId", 1), ("createdAt", 1)], False, "every direction matches the sort"),
-    ([("createdAt", -1), ("_id", -1), ("authorId", 1)], False, "keys examined"),
+    ([("customerId", 1), ("placedAt", -1), ("_id", -1)], True, ""),
+    ([("customerId", -1), ("placedAt", 1), ("_id", 1)], True, ""),  # the exact reverse serves the sort too
+    ([("customerId", 1)], False, "blocking SORT"),
+    ([("customerId", 1), ("placedAt", 1), ("_id", -1)], False, "yours mixes"),
+    # lesson 02's listed mistake: the directions must all match the sort or all be reversed
+    ([("customerId", 1), ("placedAt", -1), ("_id", 1)], False, "every direction as in the sort"),
+    ([("customerId", 1), ("placedAt", 1)], False, "Add `_id` after `placedAt`"),
+    ([("placedAt", -1), ("_id", -1), ("customerId", 1)], False, "keys examined"),
     (None, False, "COLLSCAN"),
 ])
-def test_feed_index(posts_db, keys, good, why):  # noqa: D103
-    posts = posts_db.posts
-    posts.drop_indexes()
+def test_orders_index(orders_db, keys, good, why):  # noqa: D103
+    orders = orders_db.orders
+    orders.drop_indexes()
     if keys:
-        posts.create_index(keys)
-    result = labkit.exercises.get("02-feed-index").check(posts)
+        orders.create_index(keys)
+    result = labkit.exercises.get("02-orders-index").check(orders)
     assert result.correct is good, result.message
     assert why in result.message
 
 
 @pytest.fixture(scope="module")
 def lookup_db():
-    return _social("t03", users=100, seed=3, celebrity_posts=60)
+    """The learner's shop; the checker runs the pipeline on products and reviews of its own."""
+    return labkit.fresh_db("t03", client=EmbeddedClient())
 
 
-def _lookup(inner, as_="posts"):
-    return [{"$match": {"_id": "user:112"}},
-            {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": as_,
+def _lookup(inner, as_="reviews"):
+    return [{"$match": {"_id": "prod:7"}},
+            {"$lookup": {"from": "reviews", "localField": "_id", "foreignField": "productId", "as": as_,
                          "pipeline": inner}}]
 
 
-def test_bounded_lookup(lookup_db):
-    ex = labkit.exercises.get("03-bounded-lookup")
-    good = [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}]
+def test_product_reviews(lookup_db):
+    ex = labkit.exercises.get("03-product-reviews")
+    good = [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 5}, {"$project": {"stars": 1, "text": 1}}]
     assert ex.check(lookup_db, _lookup(good)).correct
-    assert ex.check(lookup_db, _lookup(good, as_="latest")).correct
-    assert "10 with `$limit`" in ex.check(lookup_db, _lookup(good[::2])).message
-    asc = [{"$sort": {"createdAt": 1, "_id": 1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}]
-    assert not ex.check(lookup_db, _lookup(asc)).correct
+    assert 'name it with `as: "reviews"`' in ex.check(lookup_db, _lookup(good, as_="latest")).message
+    assert "5 with `$limit`" in ex.check(lookup_db, _lookup(good[::2])).message
+    asc = [{"$sort": {"createdAt": 1, "_id": 1}}, {"$limit": 5}, {"$project": {"stars": 1, "text": 1}}]
+    assert "OLDEST" in ex.check(lookup_db, _lookup(asc)).message
     assert "carry" in ex.check(lookup_db, _lookup(good[:2])).message
-    assert "ex.check(db, pipeline)" in ex.check(_lookup(good)).message
+    assert "ex.check(shop, pipeline)" in ex.check(_lookup(good)).message
 
 
-def test_feed_index_rejects_a_redundant_authorId_index(posts_db):
-    """Lesson 02's listed mistake: a separate {authorId: 1} next to the compound index."""
-    posts = posts_db.posts
-    posts.drop_indexes()
-    posts.create_index([("authorId", 1), ("createdAt", -1), ("_id", -1)])
-    posts.create_index([("authorId", 1)])
-    result = labkit.exercises.get("02-feed-index").check(posts)
-    assert not result.correct and "`authorId_1` is a prefix of `authorId_1_createdAt_-1__id_-1`" in result.message
-    posts.drop_index("authorId_1")
+def test_orders_index_rejects_a_redundant_customerId_index(orders_db):
+    """Lesson 02's listed mistake: a separate {customerId: 1} next to the compound index."""
+    orders = orders_db.orders
+    orders.drop_indexes()
+    orders.create_index([("customerId", 1), ("placedAt", -1), ("_id", -1)])
+    orders.create_index([("customerId", 1)])
+    result = labkit.exercises.get("02-orders-index").check(orders)
+    assert not result.correct and "`customerId_1` is a prefix of `customerId_1_placedAt_-1__id_-1`" in result.message
+    orders.drop_index("customerId_1")
 
 
-def test_feed_index_is_judged_on_pristine_posts(posts_db):
-    """Deleting the learner's posts cannot make a wrong index look cheap: the check uses its own data."""
-    posts = posts_db.client["t02_empty"].posts
-    posts.create_index([("createdAt", -1), ("_id", -1), ("authorId", 1)])
-    result = labkit.exercises.get("02-feed-index").check(posts)
+def test_orders_index_is_judged_on_the_checkers_orders(orders_db):
+    """An empty collection cannot make a wrong index look cheap: the check uses its own data."""
+    orders = orders_db.client["t02_empty"].orders
+    orders.create_index([("placedAt", -1), ("_id", -1), ("customerId", 1)])
+    result = labkit.exercises.get("02-orders-index").check(orders)
     assert not result.correct and "keys examined" in result.message
 
 
 @pytest.mark.parametrize("inner, why", [
-    # lesson 03's listed mistake: $limit before $sort keeps 10 posts in storage order
-    ([{"$limit": 10}, {"$sort": {"createdAt": -1, "_id": -1}}, {"$project": {"title": 1, "createdAt": 1}}],
+    # lesson 03's listed mistake: $limit before $sort keeps 5 reviews in storage order
+    ([{"$limit": 5}, {"$sort": {"createdAt": -1, "_id": -1}}, {"$project": {"stars": 1, "text": 1}}],
      "`$limit` comes before `$sort`"),
-    ([{"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}], "limits without sorting"),
-    ([{"$sort": {"createdAt": -1}}, {"$limit": 10}, {"$project": {"title": 1, "createdAt": 1}}], "tie-breaker"),
+    ([{"$limit": 5}, {"$project": {"stars": 1, "text": 1}}], "limits without sorting"),
+    ([{"$sort": {"createdAt": -1}}, {"$limit": 5}, {"$project": {"stars": 1, "text": 1}}], "tie-breaker"),
 ])
-def test_bounded_lookup_order_mistakes(lookup_db, inner, why):
-    result = labkit.exercises.get("03-bounded-lookup").check(lookup_db, _lookup(inner))
+def test_product_reviews_order_mistakes(lookup_db, inner, why):
+    result = labkit.exercises.get("03-product-reviews").check(lookup_db, _lookup(inner))
     assert not result.correct and why in result.message, result.message
 
 
 @pytest.mark.parametrize("after", [
-    {"$project": {"posts": {"$slice": ["$posts", 10]}}},
-    {"$set": {"posts": {"$firstN": {"input": "$posts", "n": 10}}}},
-    {"$addFields": {"posts": {"$sortArray": {"input": "$posts", "sortBy": {"createdAt": -1}}}}},
+    {"$project": {"reviews": {"$slice": ["$reviews", 5]}}},
+    {"$set": {"reviews": {"$firstN": {"input": "$reviews", "n": 5}}}},
+    {"$addFields": {"reviews": {"$sortArray": {"input": "$reviews", "sortBy": {"createdAt": -1}}}}},
 ])
-def test_bounded_lookup_trimming_after_the_join(lookup_db, after):
+def test_product_reviews_trimming_after_the_join(lookup_db, after):
     """Lesson 03's listed mistake: trimming the joined array after $lookup instead of inside its pipeline."""
-    pipeline = _lookup([{"$project": {"title": 1, "createdAt": 1}}]) + [after]
-    result = labkit.exercises.get("03-bounded-lookup").check(lookup_db, pipeline)
+    pipeline = _lookup([{"$project": {"stars": 1, "text": 1}}]) + [after]
+    result = labkit.exercises.get("03-product-reviews").check(lookup_db, pipeline)
     assert not result.correct and "*inside* the $lookup pipeline" in result.message
     assert result.outcome == "incorrect"
 
 
 @pytest.fixture
-def follows_coll():
-    return _social("t04", users=120, seed=5, celebrity_followers=80, indexes=False).follows
+def likes_coll():
+    db = labkit.fresh_db("t04", client=EmbeddedClient())
+    db.likes.insert_many([{"_id": f"l{i}", "userId": f"u:{i % 9}", "postId": f"p:{i % 13}",
+                           "createdAt": dt.datetime(2026, 6, 1, i % 24)} for i in range(100)])
+    return db.likes
 
 
-def test_follow_indexes_good(follows_coll):
-    follows_coll.create_index({"followerId": 1, "followingId": 1}, unique=True)
-    follows_coll.create_index({"followingId": 1, "followerId": 1})
-    assert labkit.exercises.get("04-follow-indexes").check(follows_coll).correct
+def test_likes_indexes_good(likes_coll):
+    likes_coll.create_index({"postId": 1, "userId": 1}, unique=True)
+    likes_coll.create_index({"userId": 1, "createdAt": -1})
+    assert labkit.exercises.get("04-likes-indexes").check(likes_coll).correct
 
 
-def test_follow_indexes_not_unique_changes_nothing(follows_coll):
-    follows_coll.create_index({"followerId": 1, "followingId": 1})
-    follows_coll.create_index({"followingId": 1, "followerId": 1})
-    before = follows_coll.count_documents({})
-    result = labkit.exercises.get("04-follow-indexes").check(follows_coll)
+def test_likes_indexes_not_unique_changes_nothing(likes_coll):
+    likes_coll.create_index({"postId": 1, "userId": 1})
+    likes_coll.create_index({"userId": 1, "createdAt": -1})
+    before = list(likes_coll.find())
+    result = labkit.exercises.get("04-likes-indexes").check(likes_coll)
     assert not result.correct and "unique" in result.message
-    assert follows_coll.count_documents({}) == before
+    assert list(likes_coll.find()) == before, "the checker tries the duplicate on a copy, never the learner's data"
 
 
-def test_follow_indexes_one_direction(follows_coll):
-    follows_coll.create_index({"followerId": 1, "followingId": 1}, unique=True)
-    assert "followingId" in labkit.exercises.get("04-follow-indexes").check(follows_coll).message
+def test_likes_indexes_one_page_only(likes_coll):
+    likes_coll.create_index({"postId": 1, "userId": 1}, unique=True)
+    message = labkit.exercises.get("04-likes-indexes").check(likes_coll).message
+    assert "a user's likes, newest first" in message and "COLLSCAN" in message
 
 
 def _full_rebuild(db):
@@ -287,50 +299,27 @@ def test_reconcile():
     assert "edges changed" in ex.check(db, touches_edges).message
 
 
-def test_bounded_preview():
-    ex = labkit.exercises.get("06-bounded-preview")
+def test_top_bids():
+    ex = labkit.exercises.get("06-top-bids")
     db = labkit.fresh_db("t06", client=EmbeddedClient())
 
-    def good(db, uid, fid, name):
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
-            "$each": [{"userId": fid, "name": name}], "$position": 0, "$slice": 3}}})
+    def push(**modifiers):
+        def add_bid(db, listing_id, bidder_id, amount):
+            db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+                "$each": [{"bidderId": bidder_id, "amount": amount}], **modifiers}}})
+        return add_bid
 
-    def unbounded(db, uid, fid, name):
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"userId": fid, "name": name}}})
+    def whole_bid(db, listing_id, bidder_id, amount):
+        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+            "$each": [{"bidderId": bidder_id, "amount": amount, "email": "x@example.com"}],
+            "$sort": {"amount": -1}, "$slice": 3}}})
 
-    def oldest_first(db, uid, fid, name):
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
-            "$each": [{"userId": fid, "name": name}], "$slice": -3}}})
-
-    def slice_minus_three(db, uid, fid, name):
-        """Lesson 06's listed mistake: $slice: -3 with $position: 0 keeps the oldest."""
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
-            "$each": [{"userId": fid, "name": name}], "$position": 0, "$slice": -3}}})
-
-    def read_modify_write(db, uid, fid, name):
-        """Issue 15's example: a lost update when two followers arrive together."""
-        preview = db.users.find_one({"_id": uid}).get("followerPreview", [])
-        preview = ([{"userId": fid, "name": name}] + preview)[:3]
-        db.users.update_one({"_id": uid}, {"$set": {"followerPreview": preview}})
-
-    def two_writes(db, uid, fid, name):
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"$each": [{"userId": fid, "name": name}],
-                                                                        "$position": 0}}})
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {"$each": [], "$slice": 3}}})
-
-    def whole_profile(db, uid, fid, name):
-        db.users.update_one({"_id": uid}, {"$push": {"followerPreview": {
-            "$each": [{"userId": fid, "name": name, "email": "x@example.com", "bio": "..."}],
-            "$position": 0, "$slice": 3}}})
-
-    assert ex.check(db, good).correct
-    assert "$slice" in ex.check(db, unbounded).message
-    assert "oldest first" in ex.check(db, oldest_first).message
-    assert "`$slice: -3` keeps the last three" in ex.check(db, slice_minus_three).message
-    assert "was lost" in ex.check(db, read_modify_write).message
-    assert "sent 2 writes" in ex.check(db, two_writes).message
-    assert "only what the view needs" in ex.check(db, whole_profile).message
-    assert db.users.count_documents({}) == 0, "the checker works on its own data, never the learner's"
+    assert ex.check(db, push(**{"$sort": {"amount": -1}, "$slice": 3})).correct
+    assert "`$slice: 3`" in ex.check(db, push(**{"$sort": {"amount": -1}})).message
+    assert "only 2 entries" in ex.check(db, push(**{"$sort": {"amount": -1}, "$slice": 2})).message
+    assert "NEWEST" in ex.check(db, push(**{"$position": 0, "$slice": 3})).message
+    assert "only what the listing page shows" in ex.check(db, whole_bid).message
+    assert db.listings.count_documents({}) == 0, "the checker works on its own data, never the learner's"
 
 
 def test_post_validator():

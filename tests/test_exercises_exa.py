@@ -11,6 +11,8 @@ import datetime as dt
 
 import pytest
 
+from bson.decimal128 import Decimal128
+
 import labkit
 from exercise_helpers import solved
 from labkit import exercises
@@ -71,31 +73,36 @@ def test_wrong_shapes_get_specific_messages(db):
 
 # --- 01 ------------------------------------------------------------------------------------------------------
 
+def _amount(q, p):
+    """qty x price for a Decimal128 price, exactly (Decimal128 does no arithmetic in Python)."""
+    return Decimal128(p.to_decimal() * q)
+
+
 def _al_good(db, o, s, q, p):
     db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
-                                      "$inc": {"itemCount": q, "total": q * p}})
+                                      "$inc": {"itemCount": q, "total": _amount(q, p)}})
 
 
 def _al_pipeline(db, o, s, q, p):
-    """One pipeline update: atomic too, so right."""
+    """One pipeline update, the server multiplying the Decimal128 price: atomic and exact too, so right."""
     db.orders.update_one({"_id": o}, [{"$set": {
         "lines": {"$concatArrays": [{"$ifNull": ["$lines", []]}, [{"sku": s, "qty": q, "price": p}]]},
-        "itemCount": {"$add": ["$itemCount", q]}, "total": {"$add": ["$total", q * p]}}}])
+        "itemCount": {"$add": ["$itemCount", q]}, "total": {"$add": ["$total", {"$multiply": [q, p]}]}}}])
 
 
 def _al_addtoset(db, o, s, q, p):
     db.orders.update_one({"_id": o}, {"$addToSet": {"lines": {"sku": s, "qty": q, "price": p}},
-                                      "$inc": {"itemCount": q, "total": q * p}})
+                                      "$inc": {"itemCount": q, "total": _amount(q, p)}})
 
 
 def _al_upsert(db, o, s, q, p):
     db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
-                                      "$inc": {"itemCount": q, "total": q * p}}, upsert=True)
+                                      "$inc": {"itemCount": q, "total": _amount(q, p)}}, upsert=True)
 
 
 def _al_count_lines(db, o, s, q, p):
     db.orders.update_one({"_id": o}, {"$push": {"lines": {"sku": s, "qty": q, "price": p}},
-                                      "$inc": {"itemCount": 1, "total": q * p}})
+                                      "$inc": {"itemCount": 1, "total": _amount(q, p)}})
 
 
 def _al_price_only(db, o, s, q, p):
@@ -112,7 +119,7 @@ def test_01_order_lines_right_answers(db, fn):
     (_al_addtoset, "`$addToSet` drops a line equal to one already there"),
     (_al_upsert, "created it (`upsert=True`)"),
     (_al_count_lines, "`$inc` it by `qty`"),
-    (_al_price_only, "`$inc` it by `qty * price`"),
+    (_al_price_only, "17.00 plus 3 x 0.10 makes exactly 17.30"),
 ])
 def test_01_order_lines_wrong_answers(db, fn, why):
     r = _check("01-order-lines", db, fn)
@@ -121,43 +128,45 @@ def test_01_order_lines_wrong_answers(db, fn, why):
 
 # --- 04 ------------------------------------------------------------------------------------------------------
 
-def _follows(name="t_exa_follows"):
+def _likes(name="t_exa_likes"):
     d = labkit.fresh_db(name, client=EmbeddedClient())
-    d.follows.insert_many([{"_id": f"f{i}", "followerId": f"user:{i}", "followingId": f"user:{i % 11}"}
-                           for i in range(60)])
-    return d.follows
+    d.likes.insert_many([{"_id": f"l{i}", "userId": f"u:{i % 11}", "postId": f"p:{i}",
+                          "createdAt": dt.datetime(2026, 6, 1) + dt.timedelta(minutes=i)} for i in range(60)])
+    return d.likes
 
 
 @pytest.mark.parametrize("specs", [
-    [({"followerId": 1, "followingId": 1}, True), ({"followingId": 1, "followerId": 1}, False)],
-    [({"followerId": 1, "followingId": 1}, False), ({"followingId": 1, "followerId": 1}, True)],  # pair unique too
-    [({"followerId": 1, "followingId": -1}, True), ({"followingId": 1, "followerId": -1}, False)],  # scanned back
+    [({"postId": 1, "userId": 1}, True), ({"userId": 1, "createdAt": -1}, False)],
+    [({"userId": 1, "postId": 1}, True), ({"postId": 1, "userId": 1}, False), ({"userId": 1, "createdAt": -1}, False)],
+    [({"postId": 1, "userId": -1}, True), ({"userId": 1, "createdAt": 1}, False)],  # scanned backwards
 ])
-def test_04_follow_indexes_right_answers(specs):
-    follows = _follows()
+def test_04_likes_indexes_right_answers(specs):
+    likes = _likes()
     for keys, unique in specs:
-        follows.create_index(list(keys.items()), unique=unique)
-    assert _check("04-follow-indexes", follows).correct
+        likes.create_index(list(keys.items()), unique=unique)
+    assert _check("04-likes-indexes", likes).correct
 
 
 @pytest.mark.parametrize("specs, why", [
-    ([({"followerId": 1, "followingId": 1}, True)], "reads 215 index keys for one page of 20"),
-    ([({"followerId": 1}, True), ({"followingId": 1}, False)], "not either field alone"),
-    ([({"followerId": 1, "followingId": 1}, True), ({"followingId": 1}, False)], "blocking SORT"),
-    ([({"followerId": 1, "followingId": 1}, True), ({"followingId": 1, "followerId": 1}, False),
-      ({"followerId": 1}, False)], "'followerId_1' is a prefix of"),
-    ([({"followerId": 1, "followingId": 1}, False), ({"followingId": 1, "followerId": 1}, False)], "unique"),
+    ([({"postId": 1, "userId": 1}, True), ({"createdAt": -1}, False)], "does not start with `userId`"),
+    ([({"postId": 1}, True), ({"userId": 1, "createdAt": -1}, False)], "not either field alone"),
+    ([({"postId": 1, "userId": 1}, True), ({"userId": 1}, False)], "blocking SORT"),
+    ([({"postId": 1, "userId": 1}, True), ({"userId": 1, "createdAt": -1}, False), ({"postId": 1}, False)],
+     "'postId_1' is a prefix of"),
+    ([({"postId": 1, "userId": 1}, False), ({"userId": 1, "createdAt": -1}, False)], "unique"),
+    ([({"postId": 1, "userId": 1}, True), ({"userId": 1, "createdAt": -1}, False,
+                                            {"partialFilterExpression": {"postId": "p:001"}})], "it is partial"),
     ([], "no index but `_id`"),
 ])
-def test_04_follow_indexes_wrong_answers(specs, why):
-    # the checker builds its own follows (300 users, one followed by 150): the learner's few edges do not matter
-    follows = _follows()
-    for keys, unique in specs:
-        follows.create_index(list(keys.items()), unique=unique)
-    before = list(follows.find())
-    r = _check("04-follow-indexes", follows)
-    assert r.outcome == "incorrect" and why in r.message
-    assert list(follows.find()) == before  # never writes to the learner's data
+def test_04_likes_indexes_wrong_answers(specs, why):
+    # the checker builds its own likes (300 users, post p:007 liked by many): the learner's few likes do not matter
+    likes = _likes()
+    for keys, unique, *options in specs:
+        likes.create_index(list(keys.items()), unique=unique, **(options[0] if options else {}))
+    before = list(likes.find())
+    r = _check("04-likes-indexes", likes)
+    assert r.outcome == "incorrect" and why in r.message, r.message
+    assert list(likes.find()) == before  # never writes to the learner's data
 
 
 _join_good, _leave_good = solved("04-member-counter")["join"], solved("04-member-counter")["leave"]
@@ -405,40 +414,42 @@ def test_06_rename_member_wrong_answers(db, fn, why):
     assert r.outcome == "incorrect" and why in r.message
 
 
-def _preview(**mods):
-    def add_follower(db, user_id, follower_id, name):
-        db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
-            "$each": [{"userId": follower_id, "name": name}], **mods}}})
-    return add_follower
+def _bids(**mods):
+    def add_bid(db, listing_id, bidder_id, amount):
+        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+            "$each": [{"bidderId": bidder_id, "amount": amount}], **mods}}})
+    return add_bid
 
 
-def _preview_pipeline(db, user_id, follower_id, name):
+def _bids_pipeline(db, listing_id, bidder_id, amount):
     """One pipeline update is atomic too: right."""
-    db.users.update_one({"_id": user_id}, [{"$set": {"followerPreview": {"$slice": [{"$concatArrays": [
-        [{"userId": follower_id, "name": name}], {"$ifNull": ["$followerPreview", []]}]}, 3]}}}])
+    db.listings.update_one({"_id": listing_id}, [{"$set": {"topBids": {"$firstN": {"n": 3, "input": {"$sortArray": {
+        "input": {"$concatArrays": [{"$ifNull": ["$topBids", []]}, [{"bidderId": bidder_id, "amount": amount}]]},
+        "sortBy": {"amount": -1}}}}}}}])
 
 
-def _preview_two_writes(db, user_id, follower_id, name):
-    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
-        "$each": [{"userId": follower_id, "name": name}], "$position": 0}}})
-    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {"$each": [], "$slice": 3}}})
+def _bids_two_writes(db, listing_id, bidder_id, amount):
+    db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {"bidderId": bidder_id, "amount": amount}}})
+    db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {"$each": [], "$sort": {"amount": -1},
+                                                                       "$slice": 3}}})
 
 
-@pytest.mark.parametrize("fn", [_preview(**{"$position": 0, "$slice": 3}), _preview_pipeline])
-def test_06_bounded_preview_right_answers(db, fn):
-    assert _check("06-bounded-preview", db, fn).correct
+@pytest.mark.parametrize("fn", [_bids(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
+def test_06_top_bids_right_answers(db, fn):
+    assert _check("06-top-bids", db, fn).correct
 
 
 @pytest.mark.parametrize("fn, why", [
-    (_preview(**{"$slice": -3}), "oldest first"),
-    (_preview(**{"$slice": 3}), "kept the *oldest* followers"),
-    (_preview(**{"$position": 0}), "add `$slice: 3`"),
-    (_preview(**{"$position": 0, "$slice": 2}), "only 2 entries"),
-    (_preview_two_writes, "2 writes"),
+    (_bids(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
+    (_bids(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
+    (_bids(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
+    (_bids(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
+    (_bids(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
+    (_bids_two_writes, "2 writes"),
 ])
-def test_06_bounded_preview_wrong_answers(db, fn, why):
-    r = _check("06-bounded-preview", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_06_top_bids_wrong_answers(db, fn, why):
+    r = _check("06-top-bids", db, fn)
+    assert r.outcome == "incorrect" and why in r.message, r.message
 
 
 # --- 07 ------------------------------------------------------------------------------------------------------
@@ -883,13 +894,12 @@ def test_03_top_comments_without_a_tie_breaker_is_refused():
     assert r.outcome == "incorrect" and "no tie-breaker" in r.message
 
 
-def test_03_bounded_lookup_unwound_afterwards_is_named():
+def test_03_product_reviews_unwound_afterwards_is_named():
     d = labkit.fresh_db("t_exa_03", client=EmbeddedClient())
-    labkit.seed.social(d, users=60, seed=3, celebrity_posts=30)
-    pipeline = [{"$match": {"_id": "user:112"}},
-                {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",
-                             "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},
-                                          {"$project": {"title": 1, "createdAt": 1}}]}}]
-    assert _check("03-bounded-lookup", d, pipeline).correct
-    r = _check("03-bounded-lookup", d, pipeline + [{"$unwind": "$posts"}])
-    assert r.outcome == "incorrect" and "copies of Sam's document" in r.message
+    pipeline = [{"$match": {"_id": "prod:7"}},
+                {"$lookup": {"from": "reviews", "localField": "_id", "foreignField": "productId", "as": "reviews",
+                             "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 5},
+                                          {"$project": {"stars": 1, "text": 1}}]}}]
+    assert _check("03-product-reviews", d, pipeline).correct
+    r = _check("03-product-reviews", d, pipeline + [{"$unwind": "$reviews"}])
+    assert r.outcome == "incorrect" and "copies of the product" in r.message

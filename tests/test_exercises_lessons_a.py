@@ -65,17 +65,17 @@ def test_comment_index_is_judged_on_pristine_comments(comments):
         observe.seed_comments(comments.database, {"post:9": 400, "post:3": 100})
 
 
-def test_comment_index_and_feed_index_want_a_collection(db):
+def test_comment_index_and_orders_index_want_a_collection(db):
     assert "pass the collection" in labkit.exercises.get("02-comment-index").check(db).message
-    assert "pass the collection" in labkit.exercises.get("02-feed-index").check(db).message
-    assert "pass the collection" in labkit.exercises.get("02-feed-index").check(42).message
+    assert "pass the collection" in labkit.exercises.get("02-orders-index").check(db).message
+    assert "pass the collection" in labkit.exercises.get("02-orders-index").check(42).message
 
 
 # --- predictions -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ex_id, right, wrong", [
     ("02-predict-feed-keys", 20, 5000),
-    ("04-predict-count-keys", 4000, 1),
+    ("04-predict-count-keys", 4001, 4000),  # exact: 4,000 followers and the key past the end of the range
     ("07-predict-strict-repair", True, False),
     ("08-predict-growing-read", "follower count", "newest 20 posts"),
 ])

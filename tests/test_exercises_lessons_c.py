@@ -3,6 +3,7 @@ near-miss fails with a message naming it, garbage gets a message."""
 from __future__ import annotations
 
 import pytest
+from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
@@ -89,12 +90,17 @@ def test_00_predict_page_docs():
     assert ex.check(206).correct
 
 
-# --- 01: one atomic write on an embedded one-to-few (order lines) -----------------------------------------
-# Manual: "Atomicity and Transactions" (a write to one document is atomic), "$inc", "$push".
+# --- 01: one atomic write on an embedded one-to-few (order lines, money in Decimal128) ----------------------
+# Manual: "Atomicity and Transactions" (a write to one document is atomic), "$inc", "$push", "Model Monetary
+# Data" (Decimal128).
+
+def _amount(qty, price):
+    return Decimal128(price.to_decimal() * qty)
+
 
 def add_line_solution(db, order_id, sku, qty, price):
     db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
-                                             "$inc": {"itemCount": qty, "total": qty * price}})
+                                             "$inc": {"itemCount": qty, "total": _amount(qty, price)}})
 
 
 def test_01_order_lines_solution_passes(tmp_db):
@@ -106,7 +112,7 @@ def test_01_order_lines_two_writes(tmp_db):
     # listed mistake (01): two update_one calls instead of one write
     def two(db, order_id, sku, qty, price):
         db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}}})
-        db.orders.update_one({"_id": order_id}, {"$inc": {"itemCount": qty, "total": qty * price}})
+        db.orders.update_one({"_id": order_id}, {"$inc": {"itemCount": qty, "total": _amount(qty, price)}})
     result = _check("01-order-lines", tmp_db, two)
     assert not result.correct and "2 writes" in result.message
 
@@ -117,7 +123,8 @@ def test_01_order_lines_read_modify_write_loses_an_update(tmp_db):
         order = db.orders.find_one({"_id": order_id})
         db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
                                                  "$set": {"itemCount": order["itemCount"] + qty,
-                                                          "total": order["total"] + qty * price}})
+                                                          "total": Decimal128(order["total"].to_decimal()
+                                                                              + price.to_decimal() * qty)}})
     result = _check("01-order-lines", tmp_db, rmw)
     assert not result.correct and "lost update" in result.message
 
@@ -127,7 +134,7 @@ def test_01_order_lines_replacement(tmp_db):
         order = db.orders.find_one({"_id": order_id})
         order["lines"].append({"sku": sku, "qty": qty, "price": price})
         order["itemCount"] += qty
-        order["total"] += qty * price
+        order["total"] = Decimal128(order["total"].to_decimal() + price.to_decimal() * qty)
         db.orders.replace_one({"_id": order_id}, order)
     result = _check("01-order-lines", tmp_db, replace)
     assert not result.correct and "replacement" in result.message
@@ -136,18 +143,18 @@ def test_01_order_lines_replacement(tmp_db):
 def test_01_order_lines_wrong_arithmetic_and_no_write(tmp_db):
     def no_count(db, order_id, sku, qty, price):
         db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
-                                                 "$inc": {"total": qty * price}})
+                                                 "$inc": {"total": _amount(qty, price)}})
     assert "itemCount" in _check("01-order-lines", tmp_db, no_count).message
 
     def price_only(db, order_id, sku, qty, price):
         db.orders.update_one({"_id": order_id}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
                                                  "$inc": {"itemCount": qty, "total": price}})
-    assert "qty * price" in _check("01-order-lines", tmp_db, price_only).message
+    assert "3 x 0.10 makes exactly 17.30" in _check("01-order-lines", tmp_db, price_only).message
     assert "no write" in _check("01-order-lines", tmp_db, lambda db, *a: None).message
 
     def every_order(db, order_id, sku, qty, price):
         db.orders.update_many({}, {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
-                                   "$inc": {"itemCount": qty, "total": qty * price}})
+                                   "$inc": {"itemCount": qty, "total": _amount(qty, price)}})
     assert "order:2 changed" in _check("01-order-lines", tmp_db, every_order).message
 
 

@@ -163,3 +163,30 @@ def test_the_widget_starts_at_the_ledgers_rates_exactly(rate, name, value):
     assert handle.result["copy: docs examined /s"] == totals["copy"] == round(3000 * 6 + rate * 400, 1)
     assert handle.result["join: docs examined /s"] == totals["join"]
     assert labkit.ledger.rate_unit(1 / 7) == ("/day", 86_400)   # no unit makes it whole: per day, rounded
+
+
+def test_widget_keeps_every_rate_below_one_per_second_and_totals_include_them():
+    """Several rates below one per second at once (issue 25: a widget showed 0.1/s as 0 and a total that left
+    it out): each starts at its exact value in its own unit, the first readout equals totals(), and moving one
+    to 0 takes exactly its share out."""
+    ledger = labkit.Ledger({"show product": 900, "rename": 0.1, "price change": 3 / 3600, "report": 5 / 86_400})
+    for design, docs in (("a", 10), ("b", 1)):
+        for op in ledger.rates:
+            ledger.estimate(design, op, "example", docs_examined=docs)
+    handle = ledger.widget("docs examined")
+    assert handle.values == {"show product /s": 900, "rename /min": 6, "price change /h": 3, "report /day": 5}
+    expected = float(ledger.totals().loc["a", "docs examined /s"])
+    assert handle.result["a: docs examined /s"] == expected == round(10 * (900 + 0.1 + 3 / 3600 + 5 / 86_400), 1)
+    handle.set(**{"rename /min": 0})
+    assert handle.result["a: docs examined /s"] == round(10 * (900 + 3 / 3600 + 5 / 86_400), 1)
+    assert "e-" not in repr(handle.result)          # no scientific notation anywhere in the readout
+
+
+def test_widget_refuses_a_rate_it_would_show_as_zero():
+    """A rate no unit shows as a whole number and that rounds to 0 a day would slide as 0: refused, naming it."""
+    ledger = labkit.Ledger({"show product": 900, "archive": 1 / (7 * 86_400)})
+    for op in ledger.rates:
+        ledger.estimate("a", op, "example", docs_examined=1)
+    with pytest.raises(ValueError, match="'archive'.*would slide as 0 /day"):
+        ledger.widget()
+    assert labkit.ledger.rate_unit(0) == ("/s", 1)

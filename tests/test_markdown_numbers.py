@@ -44,13 +44,6 @@ from lesson_checks import (LESSON_NAMES, ROOT, assert_known, assert_known_names,
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {
-    "02_one_to_many": "1 figure(s) not shown by an output (issue 25)",
-    "03_lookup": "2 figure(s) not shown by an output (issue 25)",
-    "04_follows": "2 figure(s) not shown by an output (issue 25)",
-    "05_two_way": "1 figure(s) not shown by an output (issue 25)",
-    "06_denormalization": "3 figure(s) not shown by an output (issue 25)",
-    "07_validation": "3 figure(s) not shown by an output (issue 25)",
-    "08_capstone_profile": "2 figure(s) not shown by an output (issue 25)",
 }
 
 #: a figure: digits, optional thousands groups and decimals, not inside a word or another number

@@ -45,7 +45,7 @@ KNOWN: dict[str, str] = {}
 DEMO = "demo_dashboard"
 #: notebooks that run no costed explain at all, so their record is empty (anywhere else an empty record means the
 #: recorder was not switched on)
-QUIET = {"05_two_way", "07_validation", "20_which_pattern"}
+QUIET = {"07_validation", "20_which_pattern"}
 COUNT_GROUP = ({"_id": 1, "n": {"$sum": 1}}, {"_id": None, "n": {"$sum": 1}})
 
 

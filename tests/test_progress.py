@@ -16,8 +16,11 @@ from labkit.__main__ import main as cli
 
 
 def _workload():
+    """The recipe site's workload of lesson 00's first exercise, unranked as the notebook builds it."""
     import pandas as pd
-    return pd.DataFrame({"operation": list("abcdefg"), "per_second": [5, 700, 1, 30, 0.1, 2, 9]})
+
+    from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
+    return pd.DataFrame(list(RECIPE_WORKLOAD), columns=list(RECIPE_COLUMNS))
 
 
 def test_outcomes_are_recorded_in_order():

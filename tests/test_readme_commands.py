@@ -210,7 +210,9 @@ def check_serve(session: Session, line: str) -> str:
     port = int(args[args.index("--port") + 1]) if "--port" in args else DEFAULT_PORT
     if port and not _port_free(port):
         unavailable(f"port {port} is in use on this machine, so `{line}` cannot run as written")
-    proc, found, _ = session.start(line, re.compile(r"or \(drivers\):\s+(mongodb://\S+)"))
+    # a simulated sharded cluster (--shards) prints one URI, a mongos's: "connect with:"
+    ready = r"connect with:\s+(mongodb://\S+)" if "--shards" in args else r"or \(drivers\):\s+(mongodb://\S+)"
+    proc, found, _ = session.start(line, re.compile(ready))
     if port == DEFAULT_PORT and session.server_uri is None:
         session.server_uri = found.group(1)  # the README's session runs against it: keep it
         from pymongo import MongoClient

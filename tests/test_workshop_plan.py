@@ -248,7 +248,7 @@ def test_two_day_course_covers_its_track_and_lists_homework():
     assert not homework & in_room
     text = gen_docs.render_instructor(course)
     assert "**Day 2**" in text and "Homework after day 1" in text and "exercises as homework" in text
-    assert "Not covered (self-study afterwards): 08, 17, 18, 20." in text
+    assert "Not covered (self-study afterwards): 08, 17, 18, 20, 40, 41, 42." in text  # Scale out: its own half day
 
 
 @pytest.mark.parametrize("fmt", gen_docs.FORMATS, ids=lambda f: f.key)
@@ -402,12 +402,40 @@ def test_instructor_guide_names_for_each_agenda_a_tier_the_planner_says_fits():
     text = (ROOT / "INSTRUCTOR.md").read_text()
     section = text[text.index("### Which tier for which agenda"):text.index("**The operation rate limit.**")]
     rows = [r for r in section.splitlines() if r.startswith("| ") and not r.startswith(("| Agenda", "|---"))]
-    assert len(rows) == 1 + len(gen_docs.FORMATS)
+    # every agenda, and again on a sharded cluster each agenda with the Scale out lessons
+    with_sharding = [r for r in rows if "40" in r.split("|")[2]]
+    assert len(rows) == 1 + len(gen_docs.FORMATS) + len(with_sharding) // 2
     titles = {t.title: name for name, t in workshop.TIERS.items()}
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         numbers = [n.strip() for n in cells[1].split(",")]
+        sharded = cells[0].endswith(gen_docs.ON_A_SHARDED_CLUSTER)
         tier = titles[re.sub(r" \(over the recommended.*", "", cells[2])]
-        assert workshop.plan(30, tier, lessons=numbers, shared=True)["fits"], row
-        assert cells[6] == f"{workshop.max_learners('free', lessons=numbers, shared=True)} learner" + (
-            "" if cells[6].startswith("1 ") else "s")
+        assert workshop.plan(30, tier, lessons=numbers, shared=True, sharded=sharded)["fits"], row
+        assert not sharded or workshop.TIERS[tier].sharding, row
+        assert cells[6] == f"{workshop.max_learners('free', lessons=numbers, shared=True, sharded=sharded)} " \
+                           "learner" + ("" if cells[6].startswith("1 ") else "s")
+
+
+def test_the_scale_out_lessons_are_measured_on_the_cluster_and_planned_on_a_sharded_room(capsys):
+    """Lessons 40-42 keep their data on labkit's simulated cluster: their footprint is read through its mongos
+    (dbStats summed over the shards), not 0. On a replica set they cost the room nothing (they fall back to the
+    simulated cluster in each kernel); on a sharded room they count, and only tiers Atlas shards (M30 and up,
+    Atlas "Manage Clusters") take them."""
+    data = workshop.load_footprint()
+    scale = {fp["lesson"]: fp for fp in data["lessons"].values() if fp.get("shards")}
+    assert sorted(scale) == ["40", "41", "42"]
+    assert all(fp["peak"]["data_bytes"] > 0 and fp["peak"]["collections"] > 0 for fp in scale.values())
+    replica_set = workshop.plan(30, "m30", lessons=list(scale), seat_users=None)
+    assert replica_set["room"]["storage_mb"] == 0 and replica_set["simulated_cluster"] == ["40", "41", "42"]
+    sharded = workshop.plan(30, "m30", lessons=list(scale), seat_users=None, sharded=True)
+    need = sum(fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"] for fp in scale.values()) * 30 / workshop.MB
+    assert sharded["fits"] and sharded["room"]["storage_mb"] >= max(
+        (fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"]) * 30 / workshop.MB for fp in scale.values())
+    assert sharded["room"]["storage_mb"] <= need
+    m10 = workshop.plan(30, "m10", lessons=list(scale), seat_users=None, sharded=True)
+    assert not m10["fits"] and any(c["limit"].startswith("a sharded cluster") and not c["ok"] for c in m10["checks"])
+    assert workshop.recommend_tier(30, lessons=list(scale), sharded=True)["tier"].name == "m30"
+    assert main(["workshop", "plan", "--learners", "30", "--lessons", "40,41,42", "--tier", "m10", "--sharded"]) == 3
+    out = capsys.readouterr().out
+    assert "as a sharded cluster" in out and "replica set only" in out and "`--tier m30`" in out

@@ -417,14 +417,26 @@ FORMATS = (
            about="Every anti-pattern lesson, 30 to 39. Ten lessons with their exercises take far more than a "
                  "day, so each is presented in at most 20 minutes (its prediction, demonstration and "
                  "conclusions; the rest of the notebook is reading)."),
+    Format("scale-out-half-day", "Scale out half day (3.5 h)", 210, (("Break", 15),),
+           lessons=("00", "40", "41", "42"),
+           about="Start here (the workload method: rates first), then the three sharding lessons, each with its "
+                 "exercises in the room. Without a server, the "
+                 "sharding lessons run on labkit's simulated sharded cluster in each learner's kernel, at no cost. "
+                 "To run them on a real cluster, point MONGODB_URI at a sharded cluster's mongos: on Atlas, a "
+                 "sharded cluster is M30 and up ([Manage Clusters](https://www.mongodb.com/docs/atlas/"
+                 "manage-clusters/); the sizing section below gives the room's measured needs). Create it for the "
+                 "day, give each learner their own prefix (LABKIT_DB_PREFIX) and terminate it afterwards."),
     Format("two-day", "Two-day course (2 × 7.5 h)", 450, (("Break", 15), ("Lunch", 60), ("Break", 15)), cap=20,
            lessons=TWO_DAY_TRACK, shortened=(("39", 30),), room_exercises=TWO_DAY_ROOM_EXERCISES, days=2,
            about="Relationships, patterns and anti-patterns in number order. Every lesson with its exercises "
                  "takes far more than two realistic days, so each is presented in at most 20 minutes (39 in "
                  "30): its prediction, demonstration and conclusions; the rest of the notebook is reading. The "
                  "capstone (08), trees (17), archive and versioning (18) and the pattern quiz (20) are left "
-                 "for self-study: they combine what the other lessons show."),
+                 "for self-study: they combine what the other lessons show. The Scale out section (40-42) has its "
+                 "own half day."),
 )
+SCALE_OUT = "Scale out"  # the section whose lessons connect to a mongos (a sharded cluster)
+ON_A_SHARDED_CLUSTER = "on a sharded cluster"
 SPARE_SHARE = 0.10  # every day keeps at least this share of its length free: questions, stragglers, a slow cluster
 OPENING = ("Welcome; everyone runs `python3 dev.py doctor` and opens lesson 00 of students/", 10)
 NEXT_DAY_OPENING = ("Recap of the day before; questions; `python3 dev.py workshop progress` on screen", 10)
@@ -717,18 +729,21 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
            "fit, how many learners the tier takes. Exit status 3 means the room does not fit.", "",
            "Tier limits used (storage counts `dataSize + indexSize`, as Atlas does for Free and Flex clusters):", "",
            "| Tier | Storage MB | Databases | Collections | Collections + indexes (recommended) | Operations per second "
-           "| Database profiler | Concurrent index builds |",
-           "|---|---:|---:|---:|---:|---:|---|---:|"]
+           "| Database profiler | Concurrent index builds | Sharded cluster |",
+           "|---|---:|---:|---:|---:|---:|---|---:|---|"]
     for t in tiers.values():
         def num(v: int) -> str:
             return f"{v:,}" if v else "no limit"
         out.append(f"| {t.title} | {num(t.storage_mb)} | {num(t.databases)} | {num(t.collections)} | "
                    f"{num(t.collections_and_indexes)} | {num(t.ops_per_second)} | "
-                   f"{'not supported' if 'profile' in t.refuses else 'yes'} | {t.index_builds} |")
+                   f"{'not supported' if 'profile' in t.refuses else 'yes'} | {t.index_builds} | "
+                   f"{'yes' if t.sharding else 'no'} |")
     out += ["", "Sources: the Atlas manual (Atlas Free Cluster Limits and Atlas Flex Limitations: Operational Limits; "
                 "Unsupported Commands in Atlas; FAQ: Database; FAQ: Storage) and the server's "
                 "`maxNumActiveUserIndexBuilds` (default 3: further user index builds on the primary wait; "
-                "SERVER-47155). Atlas changes its tiers: check the Free and Flex operational limits before a workshop.",
+                "SERVER-47155); sharding: Atlas \"Manage Clusters\" (M10 and M20 are replica sets only; M30 and up "
+                "can be sharded, each shard a replica set with the tier's storage). Atlas changes its tiers: check the "
+                "Free and Flex operational limits before a workshop.",
             "", "### Which tier for which agenda", "",
             f"For {ROOM} learners on one cluster in shared-cluster mode (`LABKIT_SHARED=1`), with every lesson's "
             "databases kept until `workshop cleanup`:", "",
@@ -736,11 +751,15 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
             "| Atlas Free takes | Atlas Flex takes |", "|---|---|---|---:|---:|---:|---:|---:|"]
     agendas = [("The whole course", [x.number for x in all_lessons])]
     agendas += [(fmt.title, [x.number for x in plan(fmt, all_lessons).covered]) for fmt in FORMATS]
+    sharding = {x.number for x in all_lessons if x.section == SCALE_OUT}
+    agendas += [(f"{title}, {ON_A_SHARDED_CLUSTER}", numbers) for title, numbers in agendas if sharding & set(numbers)]
     for title, numbers in agendas:
-        best = workshop.recommend_tier(ROOM, lessons=numbers, shared=True, footprint=data)
+        room_kind = {"lessons": numbers, "shared": True, "footprint": data,
+                     "sharded": title.endswith(ON_A_SHARDED_CLUSTER)}
+        best = workshop.recommend_tier(ROOM, **room_kind)
         room = best["room"]
-        free = workshop.max_learners("free", lessons=numbers, shared=True, footprint=data)
-        flex = workshop.max_learners("flex", lessons=numbers, shared=True, footprint=data)
+        free = workshop.max_learners("free", **room_kind)
+        flex = workshop.max_learners("flex", **room_kind)
         note = "" if best["comfortable"] else " (over the recommended collections + indexes: slower)"
         out.append(f"| {_md(title)} | {', '.join(numbers)} | {best['tier'].title}{note} | {room['storage_mb']:,.0f} | "
                    f"{room['databases']:,} | {room['collections'] + room['indexes']:,} | "
@@ -754,6 +773,25 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
                 "first lesson: on Free or Flex, give each learner a cluster of their own (one Free cluster per "
                 "Atlas project), or keep the room as small as the table says. For a room on one cluster, use the "
                 "tier in the third column."]
+    if sharding:
+        scale = [fp for fp in data["lessons"].values() if fp.get("shards")]
+        out += ["", f"**The {SCALE_OUT} lessons** ({_and(sorted(sharding))}) connect to a mongos. On a replica set "
+                    "(the rows without \"on a sharded cluster\") they run on labkit's simulated cluster in each "
+                    "learner's kernel and cost the room's cluster nothing. The rows \"on a sharded cluster\" are for "
+                    "a room whose `MONGODB_URI` points at a sharded cluster's mongos: Atlas shards M30 and up only, "
+                    "and what the lessons create there was measured through the simulated cluster's mongos "
+                    f"(`dbStats`, summed over its {max((fp['shards'] for fp in scale), default=0)} shards; "
+                    "`workshop plan --sharded`). The storage check compares the room with one shard's storage: "
+                    "Atlas's limit is per shard, and small collections stay on their database's primary shard. "
+                    "Atlas deploys each shard as a replica set of the cluster's tier and the config servers as one "
+                    "more, so a sharded cluster is billed for every shard's nodes for every hour it exists: create "
+                    "it for the day and terminate it afterwards. What the simulated cluster shows is MongoDB 8.0's "
+                    "routing, targeting, explain, ranges, balancer rounds by data size, jumbo ranges and resharding; "
+                    "it does not balance in the background (the lessons run balancer rounds themselves), and has no "
+                    "zones, orphaned documents or replica-set members inside a shard (README, \"A sharded cluster\"; "
+                    "docs/embedded-engine.md lists every rule). On a real cluster the balancer runs on its own, so "
+                    "the ranges a lesson shows there can differ from the stored outputs; the lessons' figures are "
+                    "read from what the cluster answers."]
     out += _rate_limit(workshop, data, all_lessons)
     users = workshop.profiler_lessons(all_lessons[0].source.parent) if all_lessons else []
     if users:
@@ -781,7 +819,9 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
 def _rate_limit(workshop, data: dict, all_lessons: list[Lesson]) -> list[str]:
     """What the Free and Flex operation rate limits mean for the room, from the measured commands per cell."""
     free, flex = workshop.TIERS["free"], workshop.TIERS["flex"]
-    measured = sorted((fp for fp in data["lessons"].values() if fp.get("operations") is not None),
+    # the Scale out lessons (measured on a simulated cluster: ``shards``) never run on Free or Flex, which cannot shard
+    measured = sorted((fp for fp in data["lessons"].values() if fp.get("operations") is not None
+                       and not fp.get("shards")),
                       key=lambda fp: -fp["max_operations_in_cell"])
     if not measured:
         return []

@@ -7,8 +7,9 @@
     python3 tools/measure_footprint.py --check      # exit 1 when a lesson source changed since measuring
 
 Each lesson's source (``notebooks/src/NN_name.py``) is executed with nbclient in its own kernel on the embedded
-engine. A hook registered in the kernel runs after every cell and reads ``dbStats`` and ``listIndexes`` of every
-database the lesson created; it keeps the peak (largest value after any cell) and the final state, and counts
+engine. A hook registered in the kernel runs after every cell and reads ``dbStats`` of every database the lesson
+created (on the embedded engine, and through the mongos of every simulated sharded cluster it connected to, whose
+``dbStats`` sums the shards; such a lesson's entry records ``shards``, the cluster's shard count); it keeps the peak (largest value after any cell) and the final state, and counts
 ``create_index``/``create_indexes`` calls (index builds), the largest number of them issued by one cell, and
 the commands the lesson sends (operations, as a server counts them: pymongo's command monitoring, which the
 embedded engine delivers) and the most sent by one cell.
@@ -35,6 +36,7 @@ import json as _fp_json
 from labkit.connection import embedded_client as _fp_client
 from labkit.engine.catalog import collection as _fp_coll_mod
 from labkit import shared as _fp_shared
+from labkit import connection as _fp_connection
 
 import pymongo.monitoring as _fp_monitoring
 
@@ -72,17 +74,21 @@ _fp_wrap("create_indexes")
 
 def _fp_measure(*_args):
     _fp["counting"] = False
-    c = _fp_client()
     now = {"databases": 0, "collections": 0, "indexes": 0, "data_bytes": 0, "index_bytes": 0}
-    for name in c.list_database_names():
-        if name in ("admin", "local", "config") or name in _fp_shared.LOCAL_DATABASES:
-            continue  # LOCAL_DATABASES: kept on the learner's machine in shared mode, never on the cluster
-        s = c[name].command("dbStats")
-        now["databases"] += 1
-        now["collections"] += int(s.get("collections", 0))
-        now["indexes"] += int(s.get("indexes", 0))
-        now["data_bytes"] += int(s.get("dataSize", 0))
-        now["index_bytes"] += int(s.get("indexSize", 0))
+    # the embedded engine, and every simulated sharded cluster the lesson connected to (through its mongos, whose
+    # dbStats sums the shards: a collection on three shards counts three times, as each shard holds a copy of
+    # its catalog entry and indexes)
+    for c in [_fp_client(), *_fp_connection.simulated_clusters().values()]:
+        for name in c.list_database_names():
+            if name in ("admin", "local", "config") or name in _fp_shared.LOCAL_DATABASES:
+                continue  # LOCAL_DATABASES: kept on the learner's machine in shared mode, never on the cluster
+            s = c[name].command("dbStats")
+            now["databases"] += 1
+            now["collections"] += int(s.get("collections", 0))
+            now["indexes"] += int(s.get("indexes", 0))
+            now["data_bytes"] += int(s.get("dataSize", 0))
+            now["index_bytes"] += int(s.get("indexSize", 0))
+    _fp["shards"] = max([_fp.get("shards", 0), *_fp_connection.simulated_clusters()])
     for k, v in now.items():
         _fp["peak"][k] = max(_fp["peak"].get(k, 0), v)
     _fp["final"] = now
@@ -121,7 +127,8 @@ def measure(src: Path) -> dict:
                 return {"lesson": src.stem[:2], "name": src.stem, "source_sha256": source_hash(src),
                         "final": fp["final"], "peak": fp["peak"], "index_builds": fp["builds"],
                         "max_builds_in_cell": fp["max_builds_in_cell"], "operations": fp["ops"],
-                        "max_operations_in_cell": fp["max_ops_in_cell"]}
+                        "max_operations_in_cell": fp["max_ops_in_cell"],
+                        **({"shards": fp["shards"]} if fp.get("shards") else {})}
     raise RuntimeError(f"{src.name}: the footprint report cell printed nothing")
 
 
@@ -161,8 +168,10 @@ def main(argv: list[str]) -> int:
         os.environ["LABKIT_SHARED"] = "1"
     chosen = [p for p in sources() if not argv or p.stem[:2] in argv or p.stem in argv]
     data = load()
-    data["about"] = ("Measured by tools/measure_footprint.py: each lesson executed on the embedded engine; "
-                     "sizes are dbStats dataSize/indexSize (uncompressed BSON; index = key bytes + 24 B/entry).")
+    data["about"] = ("Measured by tools/measure_footprint.py: each lesson executed on the embedded engine (a lesson "
+                     "that connects to a sharded cluster: on labkit's simulated one, read through its mongos and "
+                     "summed over its shards, which 'shards' counts); sizes are dbStats dataSize/indexSize "
+                     "(uncompressed BSON; index = key bytes + 24 B/entry).")
     DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for src in chosen:
         start = time.monotonic()

@@ -242,7 +242,7 @@ class EmbeddedClient(mongomock.MongoClient):
             dbs = self._store[name]
             for cname in [n for n, st in dbs._collections.items() if st.is_created and not n.startswith("system.")]:
                 record_command(dbs, name, cname, {"drop": cname})
-            if dbs.oplog is not None and dbs.oplog.streams:
+            if dbs.oplog is not None and dbs.oplog.recording():
                 record_command(dbs, name, None, {"dropDatabase": 1})
         return super().drop_database(name_or_database)
 

@@ -32,11 +32,11 @@ The map (in the spirit of Kaggle's learntools: a class per kind of problem, outc
 - ``l00_start_here``: 00-predict-page-docs (P), 00-rank-workload (D), 00-top-operations (B)
 - ``l01_embed_one_to_few``: 01-embed-atomic (B), 01-order-lines (B), 01-positional-role (B),
   01-predict-policy-rewrites (P)
-- ``l02_one_to_many``: 02-comment-index (S), 02-feed-index (S), 02-predict-feed-keys (P)
-- ``l03_lookup``: 03-bounded-lookup (B), 03-predict-bounded-docs (P), 03-top-comments (B)
-- ``l04_follows``: 04-follow-indexes (S), 04-member-counter (B), 04-predict-count-keys (P)
+- ``l02_one_to_many``: 02-comment-index (S), 02-orders-index (S), 02-predict-feed-keys (P)
+- ``l03_lookup``: 03-predict-bounded-docs (P), 03-product-reviews (B), 03-top-comments (B)
+- ``l04_follows``: 04-likes-indexes (S), 04-member-counter (B), 04-predict-count-keys (P)
 - ``l05_two_way``: 05-idempotent-enroll (B), 05-predict-transaction-crash (P), 05-reconcile (B)
-- ``l06_denormalization``: 06-bounded-preview (B), 06-predict-oldest-preview (P), 06-rename-member (B)
+- ``l06_denormalization``: 06-predict-oldest-preview (P), 06-rename-member (B), 06-top-bids (B)
 - ``l07_validation``: 07-migrate-products (B), 07-post-validator (D), 07-predict-strict-repair (P)
 - ``l08_capstone_profile``: 08-delete-account (B), 08-orphans (S), 08-predict-growing-read (P)
 - ``l10_bucket``: 10-bucket-upsert (B), 10-predict-ts-buckets (P), 10-ts-meters (B)
@@ -61,6 +61,9 @@ The map (in the spirit of Kaggle's learntools: a class per kind of problem, outc
 - ``l37_case_insensitive``: 37-login-filter (S), 37-predict-regex-keys (P), 37-team-names (B)
 - ``l38_lookup_overuse``: 38-extended-reference (S), 38-predict-top-daily (P), 38-rename-agent (B)
 - ``l39_schema_review``: 39-fix-blog (B), 39-predict-findings-gone (P), 39-schema-review (S)
+- ``l40_shard_keys``: 40-device-shard-key (D), 40-predict-hot-shard (P)
+- ``l41_query_targeting``: 41-predict-follower-shards (P), 41-tenant-shard-key (D)
+- ``l42_sharded_patterns``: 42-repair-key (B)
 
 - ``relationships.py``, ``patterns.py``, ``antipatterns.py``: the names notebooks 07, 20 and 39 import from the
   section modules the exercises lived in before (``PRODUCTS_SCHEMA``, ``legacy_products``,

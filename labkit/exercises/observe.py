@@ -163,8 +163,8 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
     """A pristine database named after the exercise ``name``, on the same kind of engine as ``like``.
 
     ``like`` is the learner's database/collection/client (or None): on the embedded engine the sandbox is a
-    private engine (nothing the learner has is touched); on a server it is a fresh labkit database
-    ``<prefix>check_<name>`` reached through a second client that carries the recorder."""
+    private engine (nothing the learner has is touched); on a server (or labkit's simulated sharded cluster) it is
+    a fresh labkit database ``<prefix>check_<name>`` reached through a second client that carries the recorder."""
     from labkit.connection import is_embedded
 
     rec = new_recorder()
@@ -177,10 +177,10 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
 
     import pymongo
 
-    from labkit.connection import ENV_URI
+    from labkit.connection import ENV_URI, cluster_of
     from labkit.databases import fresh_db, reset_db
     uri = os.environ.get(ENV_URI, "").strip()
-    if uri:
+    if uri and cluster_of(client) is None:  # labkit's simulated cluster is reached where the learner's client is
         c = pymongo.MongoClient(uri, event_listeners=[rec], serverSelectionTimeoutMS=5000)
     else:
         host, port = next(iter(client.nodes), ("localhost", 27017))

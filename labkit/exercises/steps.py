@@ -8,6 +8,9 @@
   ``refuses_each``), index key patterns (``index_keys``);
 - the learner's data against the setup copy ``ex.remember`` kept (``setup_of``, ``same_ids``, ``gone_or_added``,
   ``changed_field``, ``added_fields``);
+- a shard key measured on a cluster: the call (``client_and``), the key's shape (``shard_key_fields``),
+  sharding and spreading the checker's data (``shard``, ``spread_on_first``), what the key did
+  (``key_on_cluster``) and the mistakes it shows (``shard_key_mistakes``);
 - a database that crashes between two writes (``CrashingDb``, ``SimulatedCrash``).
 
 A step that judges raises :class:`NotYet` with the learner-facing message it is given (or its own, for a call's
@@ -15,6 +18,7 @@ shape); the others return what they found.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from labkit.exercises.outcomes import NotYet
@@ -253,6 +257,160 @@ def hashable(x: Any) -> Any:
     except TypeError:
         return repr(x)
     return x
+
+
+# --- a shard key measured on a cluster (lessons 40-42) -------------------------------------------------------
+
+
+def is_client(x: Any) -> bool:
+    """A client (it lists its databases; a database or collection does not)."""
+    return callable(getattr(type(x), "list_database_names", None))
+
+
+def client_and(what: str, example: str, then: Callable[[Any], bool] | None = None, say: str = "") -> Takes:
+    """``ex.check(client, answer)``: the learner's client of a sharded cluster (``labkit.connect(shards=N)``, or a
+    real mongos) and their ``what``; ``then`` tests the answer (NotYet ``say`` when it fails)."""
+    both = call(f"call it with the client and your {what}: `{example}`.", None, None)
+
+    def takes(args: Any) -> tuple:
+        client, answer = both(args)
+        if not is_client(client):
+            raise NotYet(f"the first argument must be the client (`client = labkit.connect(shards=3)`), not "
+                         f"{type(client).__name__}: `{example}`.")
+        from labkit.connection import is_mongos
+        if not is_mongos(client):
+            raise NotYet("this client is not connected to a sharded cluster (a mongos): use the lesson's "
+                         f"`client = labkit.connect(shards=3)`, then `{example}`.")
+        if then is not None and not then(answer):
+            raise NotYet(say)
+        return client, answer
+    return takes
+
+
+def shard_key_fields(key: Any, fields: tuple[str, ...]) -> list[str]:
+    """The fields of the shard key a learner proposed for documents with ``fields``; NotYet for a key that is not
+    a dict of 1 (ranged) or "hashed" per field, or names a field the documents lack."""
+    if not isinstance(key, dict) or not key:
+        raise NotYet("give the shard key as a dict of fields, e.g. `{\"field\": 1}` (ranged) or "
+                     "`{\"field\": \"hashed\"}`.")
+    for f, v in key.items():
+        if f not in fields:
+            raise NotYet(f"the documents have the fields {', '.join(fields)}; {f!r} is not one of them.")
+        if isinstance(v, bool) or (v != 1 and v != "hashed"):
+            raise NotYet(f"a shard key field is 1 (ranged) or \"hashed\", not {v!r} (a shard key has no "
+                         "descending fields).")
+    return list(key)
+
+
+def shard(coll: Any, key: dict, refusals: dict[str, str] | None = None) -> None:
+    """Shard ``coll`` on ``key``. The cluster's refusal becomes NotYet: the message of ``refusals`` whose phrase
+    the server's message contains (``{errmsg}`` in it quotes the server), else the server's message and code."""
+    from pymongo.errors import OperationFailure
+
+    try:
+        coll.database.client.admin.command("shardCollection", coll.full_name, key=key)
+    except OperationFailure as exc:
+        errmsg = (exc.details or {}).get("errmsg", str(exc))
+        say = next((m for phrase, m in (refusals or {}).items() if phrase in errmsg), None)
+        raise NotYet(say.format(errmsg=errmsg) if say else
+                     f"the cluster refused this key: {errmsg} (code {exc.code}).") from None
+
+
+def spread_on_first(coll: Any, key: dict, values: list[Any]) -> None:
+    """Spread a collection sharded on a ranged ``key`` over the shards: split at the quantiles of the distinct
+    ``values`` of its first field (one range per shard) and move the ranges. A hashed first field is left as
+    it is: sharded while empty, it already has one range per shard."""
+    from bson.min_key import MinKey
+
+    from labkit import sharding
+
+    first = next(iter(key))
+    if key[first] == "hashed":
+        return
+    distinct = sorted(set(values))
+    n = len(sharding.shard_names(coll.database.client))
+    if len(distinct) < n:
+        return
+    points = [distinct[len(distinct) * i // n] for i in range(1, n)]
+    sharding.spread(coll, [{f: (p if f == first else MinKey()) for f in key} for p in points])
+
+
+@dataclass
+class KeyOnCluster:
+    """What a proposed shard key did on the checker's data: the key, the hot read's targeting
+    (``labkit.sharding.targeting``), the key's distinct values, and, when new documents were inserted, where
+    they landed (documents per shard) and whether the key's first field only increased."""
+
+    key: dict
+    read: dict
+    distinct: int
+    landed: dict | None = None
+    increases: bool = False
+    docs: int = 0
+
+    @property
+    def busiest(self) -> float:
+        """The busiest shard's share of the new documents (0 without new documents)."""
+        if not self.landed or not sum(self.landed.values()):
+            return 0.0
+        return max(self.landed.values()) / sum(self.landed.values())
+
+
+def key_on_cluster(coll: Any, key: dict, old: list[dict], read: Callable[[], Any],
+                   new: list[dict] | None = None) -> KeyOnCluster:
+    """Measure ``key`` on ``coll`` (sharded on it and holding ``old``): insert ``new`` counting where each lands,
+    explain the hot read (``read()`` returns its cursor) through the router, count the key's distinct values."""
+    from labkit import sharding
+
+    fields = list(key)
+    landed = sharding.inserts_per_shard(coll, new) if new else None
+    targeting = sharding.targeting(read().explain())
+    distinct = len({tuple(hashable(d.get(f)) for f in fields) for d in old + (new or [])})
+    increases = False
+    if new:
+        try:
+            increases = min(d[fields[0]] for d in new) > max(d[fields[0]] for d in old)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return KeyOnCluster(dict(key), targeting, distinct, landed, increases, len(old) + len(new or []))
+
+
+#: documents per shard-key value (on average) from which a key's values are said to be shared by too many documents
+_SHARED_VALUE = 5
+
+
+def shard_key_mistakes(m: KeyOnCluster, *, docs: str, series: str, series_count: int, lead: str, then: str,
+                       read: str) -> None:
+    """The shard-key mistakes of the Scale out lessons, in the order a learner meets them, each with its own
+    message in the lesson's words (``docs``: what the documents are; ``series``: what one key value of too few
+    stands for, ``series_count`` of them; ``lead``: the field to lead with; ``then``: what to add after it;
+    ``read``: the hot read): new documents all on one shard (a monotonically increasing key, or values in one
+    range), too few distinct values (ranges that can never split), the hot read broadcast, values shared by many
+    documents (a suffix that repeats: the manual's "frequency"), inserts not spread."""
+    first = next(iter(m.key))
+    if m.landed is not None and m.key[first] == 1 and m.busiest == 1.0:
+        n = sum(m.landed.values())
+        if m.increases:
+            raise NotYet(f"`{first}` first is a monotonically increasing key (every new value is larger): all {n} "
+                         f"new {docs} landed on one shard, in the range after the last split point. Lead with a "
+                         "field whose new values are spread.")
+        raise NotYet(f"all {n} new {docs} landed on one shard: their `{first}` values fall in one range. Lead with "
+                     "a field whose new values are spread over the ranges.")
+    if m.distinct <= series_count:
+        raise NotYet(f"the key {m.key} has only {m.distinct} distinct values (one per {series}): at most "
+                     f"{m.distinct} ranges, and all of one {series}'s {docs} stay in one range that can never be "
+                     f"split, however large it grows (a jumbo range). Add {then} after {lead}.")
+    if m.read["shards contacted"] > 1:
+        raise NotYet(f"the hot read ({read}) contacted {m.read['shards contacted']} shards ({m.read['stage']}): the "
+                     f"router cannot target it. Lead with {lead}, the field it filters on by equality (ranged or "
+                     "hashed).")
+    if m.distinct and m.docs / m.distinct >= _SHARED_VALUE:
+        raise NotYet(f"the key {m.key} takes only {m.distinct:,} distinct values over {m.docs:,} {docs}: about "
+                     f"{m.docs / m.distinct:.0f} {docs} share each value, and the {docs} of one value stay in one "
+                     "range that can never be split, however large it grows (a jumbo range). Keep "
+                     f"{lead} first and add {then} after it, a field that keeps changing.")
+    if m.busiest > 0.7:
+        raise NotYet(f"{m.busiest:.0%} of the new {docs} landed on one shard: the inserts are not spread.")
 
 
 # --- stand-ins: a process that dies between two writes -------------------------------------------------------

@@ -17,11 +17,22 @@
 #       Call ex.check(workload) on the unsorted table to show how the checker explains what is wrong.
 #     mistakes:
 #     - Sorting least frequent first (sort_values is ascending by default; pass ascending=False).
-#     - Drawing documents from the entities before listing the operations and how often each runs.
-#     - Letting a rare operation, such as the monthly report, shape the schema.
-#     - Setting MONGODB_URI inside a running notebook; it must be set before Jupyter starts.
+#     - "Keeping every operation, the rare reports included, among those the schema is designed for: stop where the running total reaches 80%."
 #     - Forgetting that a rating average computed on read reads every review of the product, on every page view.
 #     - "Stopping one row short of 80%: the operation whose rate crosses 80% belongs to the top rows."
+#     - "Sorting the rate column on its own (e.g. sorted(recipes.per_second)) so the rates no longer sit next to their operations."
+#     - "Predicting a count that forgets one read (e.g. 205 without the product itself): counts are checked exactly."
+#     sources:
+#     - title: "MongoDB manual: Identify Application Workload"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: Read Preference"
+#       url: https://www.mongodb.com/docs/manual/core/read-preference/
+#     - title: "MongoDB manual: Connection Strings"
+#       url: https://www.mongodb.com/docs/manual/reference/connection-string/
 # ---
 
 # %% [markdown]
@@ -40,7 +51,8 @@
 #
 # Schema Lab teaches MongoDB schema design by changing the shape of data and measuring what happens:
 # document sizes against the 16 MiB limit, the plan `explain()` reports, how many round trips and writes an
-# operation costs. You write ordinary **pymongo** code. Every number you see is computed by running it.
+# operation costs. You write ordinary **pymongo** code. The figures come from running it; a figure worked out
+# with a formula says so ("estimated", and how).
 #
 # The lessons come in three groups:
 #
@@ -51,9 +63,10 @@
 # | Anti-patterns | find, fix and measure unbounded arrays, bloated documents, too many collections, unused indexes, and more |
 #
 # Each lesson has the same shape: goals and a time estimate, a setup cell, the problem as a workload table,
-# a naive design and its measured cost, a better design and its measured cost, a slider to explore how the
-# numbers change with cardinality, a prediction you make before a measurement runs, checked exercises (one of
-# them on a changed scenario), and a summary.
+# a naive design and what it costs when run, a better design and what it costs, a slider to explore how the
+# numbers change with cardinality, a prediction you make before a measurement runs, checked exercises (the
+# first on a changed scenario), a summary, and the sources: the MongoDB manual pages and server tests each
+# statement about MongoDB rests on, linked where the statement is made.
 
 # %% [markdown]
 # ## Setup
@@ -73,8 +86,9 @@ print("database:", db.name)
 # %% [markdown]
 # With no configuration, `labkit.connect()` (used by `fresh_db`) starts an **embedded engine** inside this
 # Python process: no server, no account. It models a MongoDB 8.0 server, including `explain()`, index use and
-# the server's rules. To use a real server instead, set `MONGODB_URI` before starting Jupyter, for example
-# `MONGODB_URI=mongodb://localhost:27017 python3 dev.py lab`. The notebooks do not change. On a shared
+# the server's rules. To use a real server instead, set `MONGODB_URI` to its
+# [connection string](https://www.mongodb.com/docs/manual/reference/connection-string/) before starting
+# Jupyter, for example `MONGODB_URI=mongodb://localhost:27017 python3 dev.py lab`. The notebooks do not change. On a shared
 # workshop cluster each learner's databases get their own name prefix, so nobody overwrites anybody else.
 
 # %% [markdown]
@@ -82,7 +96,10 @@ print("database:", db.name)
 #
 # A relational schema can be derived from the entities alone. A document schema cannot: the same data has
 # several sensible shapes, and the right one depends on which operations run, how often, and what each
-# one needs. So the first artefact of a design is a table of operations. Here is one for a small online store:
+# one needs. So the first artefact of a design is a table of operations: what triggers each one, whether it
+# reads or writes, the fields it needs and how often it runs (MongoDB's manual starts schema design with the
+# same [workload table](https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/)).
+# Here is one for a small online store:
 
 # %%
 workload = pd.DataFrame(
@@ -121,9 +138,17 @@ print(f"product-page views per review written: {views_per_review:,.0f}")
 
 # %% [markdown]
 # So a little extra work when a review is written (keeping the rating average and the five newest reviews
-# inside the product) is repaid once per page view, that many times for every review. The monthly report, on
-# the other hand, should not shape the schema at all. How many times it pays off is a measurement, not a
-# slogan: let's measure both designs.
+# inside the product) is repaid once per page view, that many times for every review. Two more things the
+# table says that no entity diagram does:
+#
+# - **what each read needs**: the product page needs the 5 newest reviews, not all of them; the category listing
+#   needs no review at all, only the rating average;
+# - **which operations may be slow**: the monthly sales report runs once a day, may take its time and may read
+#   from a secondary member of the replica set
+#   ([read preference](https://www.mongodb.com/docs/manual/core/read-preference/)); it should not shape the
+#   schema at all.
+#
+# How many times the extra write pays off is a measurement, not a slogan: let's measure both designs.
 #
 # ## The ledger: what each design costs, times how often it runs
 #
@@ -185,12 +210,26 @@ def review_embedded(d):
                                "$inc": {"rating.sum": new_review["stars"], "rating.count": 1}})
 
 # %% [markdown]
-# **Predict first.** How many documents does one *referenced* product page examine, for this product with 200
-# reviews? Record your guess before the ledger runs.
+# ## Predictions and checked exercises
+#
+# Some cells ask you to **predict** a measurement before it runs. Each prediction is an object with two
+# methods: `.predict(value)` records your guess (a number, a name, True or False), and after the measuring
+# cell has run, `.check(measured)` compares the two and explains the figure. Exercises work the same way:
+# `ex.check(answer)` says what is right or still wrong, `ex.hint()` gives a hint and `ex.solution()` a worked
+# answer.
+#
+# The first one: how many documents does one *referenced* product page examine, for this product with 200
+# reviews? Count each read the page function above sends. "Examine" means the documents the server reads to
+# answer (its `explain` reports them as `docsExamined`,
+# [explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)), not only the ones it
+# returns.
 
 # %%
 ex_page = labkit.exercises.get("00-predict-page-docs")
 ex_page
+
+# %% [markdown]
+# In the next cell, record your number: `ex_page.predict(12)` would record 12.
 
 # %% tags=["solution"]
 ex_page.predict(206)
@@ -266,8 +305,9 @@ for name, docs in canonical.items():
 db.users.find_one({"_id": "user:112"})
 
 # %% [markdown]
-# Every document has a size in BSON, the format MongoDB stores. The server refuses documents over 16 MiB, and
-# the lessons measure how close a design gets to that wall:
+# Every document has a size in BSON, the format MongoDB stores. The server refuses documents over 16 MiB
+# ([limits](https://www.mongodb.com/docs/manual/reference/limits/)), and the lessons measure how close a design
+# gets to that wall:
 
 # %%
 import bson
@@ -301,17 +341,29 @@ reviews = explorer(product_with_reviews, sliders={"reviews": (0, 5000, 5, 5)}, t
 reviews
 
 # %% [markdown]
-# Five reviews cost well under a kilobyte or two; keeping *every* review would grow the document with each
-# one written. That is the trade-off the pattern lessons measure in detail.
+# With five reviews the product document is 906 bytes; keeping *every* review would grow it with each one
+# written. That is the trade-off the pattern lessons measure in detail.
 
 # %% [markdown]
-# ## How exercises work
+# ## Exercise 1: rank another workload
 #
-# Each lesson ends with an exercise. `ex.check(answer)` looks at *what you built* (a plan without a sort stage,
-# a document under a size, a table in the right order) and says what is still wrong. `ex.hint()` gives a hint;
-# `ex.solution()` shows a worked answer.
+# Each lesson ends with exercises, and the first one takes what the lesson did to a changed scenario. Here it
+# is a recipe site instead of the store. `ex.check(answer)` looks at *what you built* (a plan without a sort
+# stage, a document under a size, a table in the right order) and says what is still wrong.
 
 # %%
+recipes = pd.DataFrame(
+    [
+        ("Rate a recipe", "write", 5, "stars; the average shown on the recipe page"),
+        ("Show a recipe", "read", 1500, "recipe, ingredients, steps, rating average"),
+        ("Daily newsletter", "read", 1 / 86400, "may be slow; may run on a secondary"),
+        ("Search recipes by ingredient", "read", 400, "name, photo, rating average"),
+        ("Publish a recipe", "write", 1 / 60, "searchable within a minute"),
+        ("Save a recipe to favourites", "write", 20, "one user and recipe pair, once"),
+        ("Show a cook's profile", "read", 60, "the cook and their 10 newest recipes"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
 ex = labkit.exercises.get("00-rank-workload")
 ex
 
@@ -319,16 +371,17 @@ ex
 # Checking the table as it is tells you what is missing:
 
 # %%
-ex.check(workload)
+ex.check(recipes)
 
 # %%
 print(ex.hint())
 
 # %% [markdown]
-# **Your turn:** rank the operations by `per_second`, most frequent first, and check your answer.
+# **Your turn:** rank the recipe site's operations by `per_second`, most frequent first (each rate stays on its
+# operation's row), and check your answer.
 
 # %% tags=["solution"]
-ranked = workload.sort_values("per_second", ascending=False)
+ranked = recipes.sort_values("per_second", ascending=False)
 ex.check(ranked)
 
 # %% [markdown]
@@ -357,12 +410,23 @@ ex2.check(top_operations)
 #
 # - Start a design from the operations, their frequencies and what each needs, not from the entities.
 # - Optimise the few most frequent operations; let rare ones pay more.
-# - A ledger multiplies each design's measured cost per operation by the workload's rates: the better design is
-#   the one with the lower per-second totals, and it can flip when the rates change.
+# - Keep the workload table next to the schema and revisit it when features change: a schema that was right
+#   for last year's workload is where most schema problems start.
+# - A ledger multiplies what each design's operations cost when they ran by the workload's rates: the better
+#   design is the one with the lower per-second totals, and it can flip when the rates change.
 # - `labkit.fresh_db(name)` gives each lesson a clean database; the embedded engine needs no server, and
 #   `MONGODB_URI` switches to a real one without changing a line.
 #
 # **Next:** the relationship lessons, starting with embedding bounded one-to-few data.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Identify Application Workload](https://www.mongodb.com/docs/manual/data-modeling/schema-design-process/identify-workload/)
+# 2. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [MongoDB manual: Read Preference](https://www.mongodb.com/docs/manual/core/read-preference/)
+# 5. [MongoDB manual: Connection Strings](https://www.mongodb.com/docs/manual/reference/connection-string/)
 
 # %% [markdown] tags=["navigation"]
 # [Contents](../CONTENTS.md) · [01 · Embed one-to-few: roles inside the user →](01_embed_one_to_few.ipynb)

@@ -7,7 +7,7 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 20
+#     minutes: 25
 #     title: "Embed one-to-few: roles inside the user"
 #     section: Relationships
 #     exercise_minutes: 15
@@ -18,6 +18,29 @@
 #     - "Two update_one calls (one for the role, one for updatedAt) instead of one write with $push and $set."
 #     - "Embedding a shared, centrally managed role definition in every user."
 #     - "Reading the order, computing the new total in Python and writing it back with $set: two calls at once lose one line's amount."
+#     - "Filtering only on roles.title without the user's _id: the update changes the first user holding that role, not the one asked for."
+#     - "Adding a float amount to the Decimal128 total, or storing the line's price as a float: the total stops being exact."
+#     sources:
+#     - title: "MongoDB manual: Embedded Data Versus References"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/
+#     - title: "MongoDB manual: Model One-to-One Relationships with Embedded Documents"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-one-relationships-between-documents/
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "mongodb/mongo jstests/core/index/express.js (the 8.0 express path)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js
+#     - title: "MongoDB manual: Query an Array of Embedded Documents"
+#       url: https://www.mongodb.com/docs/manual/tutorial/query-array-of-documents/
+#     - title: "MongoDB manual: Multikey Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/
+#     - title: "MongoDB manual: Atomicity and Transactions"
+#       url: https://www.mongodb.com/docs/manual/core/write-operations-atomicity/
+#     - title: "MongoDB manual: $ (positional update operator)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/positional/
+#     - title: "MongoDB manual: Model Monetary Data"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-monetary-data/
+#     - title: "MongoDB manual: $inc"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/inc/
 # ---
 
 # %% [markdown]
@@ -29,7 +52,10 @@
 # - to change an embedded value and a timestamp in **one atomic write**;
 # - when a shared role definition should be *referenced* instead of copied.
 #
-# **Time:** about 20 minutes.
+# **Time:** about 25 minutes.
+
+# %% [markdown]
+# ## Setup
 
 # %%
 import datetime as dt
@@ -91,10 +117,26 @@ naive_plans = pd.concat([
 naive_plans
 
 # %% [markdown]
+# How to read these plan summaries (the columns come from `explain("executionStats")`,
+# [explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)):
+#
+# - `keysExamined`, `docsExamined`, `nReturned`: index entries read, documents read, documents returned;
+# - `FETCH > IXSCAN`: the server walks the `userId_1` index (IXSCAN) and fetches each matching document (FETCH);
+# - `EXPRESS_IXSCAN`: MongoDB 8.0's **express path**. For an equality on `_id`, and for an equality on one
+#   indexed field when at most one document is wanted (a `limit(1)`, or a single-field unique index), the server
+#   skips query planning and reads the index key and the document directly. Before 8.0 the same lookup
+#   showed `IDHACK`. Its explain names only the index, with no bounds
+#   ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/), which lists the
+#   EXPRESS stages as new in 8.0; the server's test of which queries take it:
+#   [express.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js)). Later lessons
+#   refer back to this paragraph.
+
+# %% [markdown]
 # ## The better design: embed the assignments
 #
-# The assignments belong to the user, are bounded (eight at most) and are read with the account. Embedded, the
-# same page needs a single document read.
+# The assignments belong to the user, are bounded (eight at most) and are read with the account: the case the
+# manual gives for embedding ([embedded data versus references](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)).
+# Embedded, the same page needs a single document read.
 
 # %%
 db.users.insert_many([sam, fred])
@@ -103,16 +145,40 @@ print(f"one query, {len(doc['roles'])} roles, {len(bson.encode(doc))} bytes")
 labkit.show_plan(db.users.find({"_id": "user:112"}).explain())
 
 # %% [markdown]
+# ### One-to-one: a subdocument
+#
+# Roles are one-to-few, so they are an array. A **one-to-one** relationship, such as a user and their
+# notification settings, embeds as a single subdocument: in SQL it would be a `user_settings` table with a
+# `user_id` column and a join on every page that shows both
+# ([manual: one-to-one with embedded documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-one-relationships-between-documents/)).
+
+# %%
+db.users.update_one({"_id": "user:112"},
+                    {"$set": {"notifications": {"email": True, "push": False, "digest": "weekly"}}})
+db.users.update_one({"_id": "user:112"}, {"$set": {"notifications.push": True}})  # one field, by dot notation
+print(db.users.find_one({"_id": "user:112"}, {"name": 1, "notifications": 1}))
+labkit.show_plan(db.users.find({"_id": "user:112"}, {"name": 1, "notifications": 1}).explain())
+
+# %% [markdown]
+# The account and its settings still come back in one read of one document, and one field changes without
+# rewriting the others from the client. Split a one-to-one only when the other side is large and rarely read
+# with the parent (lesson 33 measures such bloated documents).
+
+# %% [markdown]
 # ### Embedded does not mean hidden
 #
-# Dot notation reaches into the array. Which users hold an `admin` assignment?
+# Dot notation reaches into the array
+# ([query an array of embedded documents](https://www.mongodb.com/docs/manual/tutorial/query-array-of-documents/)).
+# Which users hold an `admin` assignment?
 
 # %%
 list(db.users.find({"roles.title": "admin"}, {"name": 1, "roles": 1}))
 
 # %% [markdown]
-# Without an index that query reads every user. An index on `roles.title` is a **multikey** index: one key
-# per array element. Let's load a few thousand generated users to make the difference visible.
+# Without an index the server answers that query with a **collection scan** (`COLLSCAN`): it reads every
+# user. An index on `roles.title` is a **multikey** index: the server adds one index key for each element of
+# the array ([multikey indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)).
+# Let's load a few thousand generated users to make the difference visible.
 
 # %%
 many = labkit.fresh_db("01_embed_users")
@@ -135,8 +201,13 @@ print("isMultiKey:", info.get("isMultiKey"), "| multiKeyPaths:", info.get("multi
 # ## One atomic write for a permission and its timestamp
 #
 # Sam's `admin` assignment loses edit rights. Both the permission and `updatedAt` live in the same document,
-# so one `update_one` changes both, and no reader can ever see one change without the other. The positional
-# operator `$` targets the array element that matched the filter.
+# so one `update_one` changes both, and no reader can ever see one change without the other: a write to one
+# document is atomic, embedded fields included
+# ([atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)). The positional operator
+# `$` stands for the first element of the array that matched the query filter
+# ([positional `$`](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)); the filter
+# names the user (`_id`) *and* the role, so it is Sam's `admin` entry, wherever it sits. (The source material
+# writes `roles.0.canEdit`, which is right only while `admin` is the first entry of the array.)
 
 # %%
 result = db.users.update_one(
@@ -250,13 +321,35 @@ def set_can_edit(db, user_id, title, can_edit):
 ex2.check(db, set_can_edit)
 
 # %% [markdown]
+# ## Money: `Decimal128`, not floating point
+#
+# The next exercise keeps an order's total. A Python `float` is a binary floating-point number (a BSON
+# `double`), which cannot hold most decimal fractions exactly, so sums of prices drift; MongoDB's manual
+# recommends the `Decimal128` type (exact decimal arithmetic, also for `$inc` on the server) or whole cents in
+# an integer ([model monetary data](https://www.mongodb.com/docs/manual/tutorial/model-monetary-data/)). Ten
+# payments of 0.10, added by the server with [`$inc`](https://www.mongodb.com/docs/manual/reference/operator/update/inc/):
+
+# %%
+from bson.decimal128 import Decimal128
+
+db.wallets.insert_one({"_id": "wallet", "as_double": 0.0, "as_decimal": Decimal128("0.00")})
+for _ in range(10):
+    db.wallets.update_one({"_id": "wallet"}, {"$inc": {"as_double": 0.10, "as_decimal": Decimal128("0.10")}})
+wallet = db.wallets.find_one({"_id": "wallet"})
+print("double: ", repr(wallet["as_double"]), "| equal to 1.0:", db.wallets.count_documents({"as_double": 1.0}))
+print("Decimal128:", wallet["as_decimal"], "| equal to 1.00:",
+      db.wallets.count_documents({"as_decimal": Decimal128("1.00")}))
+
+# %% [markdown]
 # ## Exercise 3: another one-to-few, another write
 #
 # A shop's order holds its lines (a few dozen at most, always shown with the order) and keeps `itemCount` and
-# `total` up to date. Write `add_line(db, order_id, sku, qty, price)`: it appends the line
-# `{sku, qty, price}` to the order's `lines` and raises `itemCount` by `qty` and `total` by `qty * price`, in
-# **one** write. The checker runs it on orders of its own, then runs two calls on the same order at once (the
-# second right after the first one has read the order, if it reads), and looks at both lines and the total.
+# `total` up to date. Prices and totals are `Decimal128`, as above. Write `add_line(db, order_id, sku, qty,
+# price)`: it appends the line `{sku, qty, price}` to the order's `lines` and raises `itemCount` by `qty` and
+# `total` by `qty * price`, exactly, in **one** write (a `Decimal128` does no arithmetic in Python: its
+# `.to_decimal()` does). The checker runs it on orders of its own, then runs two calls on the same order at
+# once (the second right after the first one has read the order, if it reads), and looks at both lines and the
+# total.
 
 # %%
 ex3 = labkit.exercises.get("01-order-lines")
@@ -266,7 +359,7 @@ ex3
 def add_line(db, order_id, sku, qty, price):
     db.orders.update_one({"_id": order_id},
                          {"$push": {"lines": {"sku": sku, "qty": qty, "price": price}},
-                          "$inc": {"itemCount": qty, "total": qty * price}})
+                          "$inc": {"itemCount": qty, "total": Decimal128(price.to_decimal() * qty)}})
 
 
 ex3.check(db, add_line)
@@ -275,11 +368,27 @@ ex3.check(db, add_line)
 # ## Summary
 #
 # - Embed data that is bounded, owned by the parent and read with it: one read, one atomic write.
+# - A one-to-one relationship is a subdocument; a one-to-few, an array of subdocuments.
 # - Dot notation queries and multikey indexes work on embedded arrays.
+# - Money is `Decimal128` (or whole cents), never a binary float.
 # - Reference a definition that is shared and changed centrally, instead of copying it into every owner.
 # - "Few" must be a real bound: enforce it (lesson 07 adds a validator with `maxItems: 8`).
 #
 # **Next:** 02 · One-to-many, where the children have no useful bound.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Embedded Data Versus References](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)
+# 2. [MongoDB manual: Model One-to-One Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-one-to-one-relationships-between-documents/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [mongodb/mongo jstests/core/index/express.js (the 8.0 express path)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js)
+# 5. [MongoDB manual: Query an Array of Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/query-array-of-documents/)
+# 6. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 7. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
+# 8. [MongoDB manual: \$ (positional update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)
+# 9. [MongoDB manual: Model Monetary Data](https://www.mongodb.com/docs/manual/tutorial/model-monetary-data/)
+# 10. [MongoDB manual: \$inc](https://www.mongodb.com/docs/manual/reference/operator/update/inc/)
 
 # %% [markdown] tags=["navigation"]
 # [← 00 · Start here](00_start_here.ipynb) · [Contents](../CONTENTS.md) · [02 · One-to-many: reference the parent from the child →](02_one_to_many.ipynb)

@@ -15,10 +15,23 @@
 #       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (SBE EQ_LOOKUP totals, or the classic $lookup entry).
 #     mistakes:
 #     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
-#     - "Reading plan['stages'] on a pipeline that 8.0 pushed down to SBE (explainVersion 2 has no $lookup entry; the join is an EQ_LOOKUP node)."
-#     - "Forgetting that pymongo's aggregate has no .explain(); use db.command('explain', ...)."
 #     - "Joining every comment and limiting afterwards: $lookup before $sort/$limit runs the join once per comment, not once per comment shown."
 #     - "Leaving the joined author as an array (or a whole user document) instead of taking its name with $first."
+#     sources:
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: Project Fields to Return from Query"
+#       url: https://www.mongodb.com/docs/manual/tutorial/project-fields-from-query-results/
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: Slot-Based Query Execution Engine"
+#       url: https://www.mongodb.com/docs/manual/reference/sbe/
+#     - title: "mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which $lookup SBE runs)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp
+#     - title: "mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
 # ---
 
 # %% [markdown]
@@ -44,14 +57,20 @@ summary
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | per second | needs |
-# |---|---|---|---|
-# | profile page: the user and their newest 20 posts | read | 900 | name; title, location, date of 20 posts |
-# | home timeline: the 20 newest posts, each with its author's name | read | 900 | title, date, author name |
-# | publish a post | write | 20 | one insert |
-# | change a display name | write | 0.01 | visible on the next page load |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("profile page: the user and their newest 20 posts", "read", 900, "name; title, location, date of 20 posts"),
+        ("home timeline: the 20 newest posts, each with its author's name", "read", 900, "title, date, author name"),
+        ("publish a post", "write", 20, "one insert"),
+        ("change a display name", "write", 0.01, "visible on the next page load"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
 # (Illustrative rates; the ledger below lets you change them.)
 #
 # Posts reference their author (`posts.authorId`, lesson 02), with the index
@@ -92,8 +111,10 @@ separate
 # %% [markdown]
 # ## Option 2: `$lookup`, unbounded
 #
-# A first `$lookup` joins Sam's *whole* publishing history into his document. One round trip, but look at
-# the size of what comes back:
+# [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/) is the aggregation
+# stage that joins on the server: for each input document it finds the documents of another collection whose
+# `foreignField` equals the input's `localField`, and adds them as an array. A first `$lookup` joins Sam's
+# *whole* publishing history into his document. One round trip, but look at the size of what comes back:
 
 # %%
 unbounded = [
@@ -105,10 +126,15 @@ result = list(db.users.aggregate(unbounded))
 print(f"posts joined: {len(result[0]['posts']):,}; bytes returned: {bytes_of(result):,}")
 
 # %% [markdown]
+# The whole history comes back inside one result document, which grows with every post Sam writes, toward the
+# 16 MiB limit on a document ([limits](https://www.mongodb.com/docs/manual/reference/limits/)): the same
+# oversized-document problem as embedding every post.
+#
 # ## Option 3: `$lookup`, bounded
 #
-# The source's form: match on `localField`/`foreignField` and, inside the join, sort, limit and project,
-# so only the page is joined:
+# The source's form: match on `localField`/`foreignField` and, inside the join, sort, limit and project
+# ([projection](https://www.mongodb.com/docs/manual/tutorial/project-fields-from-query-results/): return only
+# the fields the page shows), so only the page is joined:
 
 # %%
 bounded = [
@@ -130,24 +156,32 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # %% [markdown]
 # ## What the server did: `explain` on an aggregation
 #
-# pymongo has no `.explain()` on `aggregate`; send the `explain` command. What comes back depends on which
-# engine runs the join. MongoDB 8.0 runs a `$lookup` of the `localField`/`foreignField` form in its
-# slot-based engine (SBE): the explain has `explainVersion: "2"` and the join is an `EQ_LOOKUP` node inside
-# `queryPlanner.winningPlan.queryPlan`, with the **join strategy** the server chose:
-#
-# - `IndexedLoopJoin`: an index on the foreign field exists; each local document looks its matches up in it;
-# - `HashJoin`: no such index, foreign collection small enough (at most 10,000 documents and 100 MB): the
-#   foreign collection is read **once** into a hash table;
-# - `NestedLoopJoin`: no index and too large (or `allowDiskUse: false`): the foreign collection is scanned once
-#   **per local document**.
-#
-# Its statistics are the pipeline's totals (`totalDocsExamined`, `totalKeysExamined`). A `$lookup` with a
-# `pipeline` inside (our bounded form) stays in the classic engine: `explainVersion: "1"`, and a `$lookup`
-# entry in `stages` carries its own `totalDocsExamined`, `totalKeysExamined` and `indexesUsed`. The function
-# below reads both shapes.
-#
+# pymongo's `aggregate` has no `.explain()`: send the `explain` command with the pipeline instead. Two things
+# in its answer need an introduction.
+
+# %% [markdown]
+# **Which engine ran the join.** MongoDB 8.0 has two engines that execute queries: the *classic* engine and
+# the newer *slot-based execution engine* (SBE), which runs some pipeline stages, `$lookup` among them, when
+# conditions are met ([slot-based engine](https://www.mongodb.com/docs/manual/reference/sbe/)). For `$lookup`
+# the condition is the plain `localField`/`foreignField` form: a `$lookup` with a `pipeline` of its own, like
+# our bounded one, runs in the classic engine
+# ([server source](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)).
+# The explain tells which: `explainVersion` is "1" for classic and "2" for SBE
+# ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
+
+# %% [markdown]
+# **How it joined, and what it read.** An SBE join shows up as an `EQ_LOOKUP` step with a `strategy`. With an
+# index on the joined field (`authorId` here) it is `IndexedLoopJoin`: for each user, look the posts up in the
+# index. Without one, the server either reads the whole joined collection once into an in-memory table
+# (`HashJoin`, for a small collection) or reads it again for every user (`NestedLoopJoin`)
+# (the server's choice, in order: [determineLookupStrategy](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)).
+# Its keys and documents examined are the explain's totals. A classic join reports its own figures in the
+# `$lookup` entry of the explain's `stages`. The function below reads both shapes.
+
+# %% [markdown]
 # **Predict first.** Sam has thousands of posts. How many documents will the *bounded* `$lookup` examine in
-# all, his user document included? Record your guess; the table below measures it.
+# all, his user document included? Record your guess with `ex_docs.predict(...)`; the table below measures
+# it.
 
 # %%
 ex_docs = labkit.exercises.get("03-predict-bounded-docs")
@@ -187,7 +221,7 @@ ex_docs.check(int(costs.loc["bounded $lookup", "docs examined"]))
 
 # %% [markdown]
 # The bounded join reads and returns the same page as the two queries, in one round trip. The unbounded one
-# reads and ships the whole history: the same oversized-document problem as embedding every post.
+# reads and ships the whole history.
 
 # %% [markdown]
 # ## Explore: page size and history size
@@ -313,24 +347,35 @@ print(f"break-even at {rates['home timeline']} timelines per second: the copy wi
       f"{rates['home timeline'] * saved / spent:.2f}")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the product page
 #
-# Write `pipeline`: Sam's document (`user:112`) with his **10** newest posts joined in, newest first, each
-# post carrying only `_id`, `title` and `createdAt`. The join itself must stay bounded.
-# `ex.check(db, pipeline)` runs it and inspects the result.
+# A changed scenario, from lesson 00's store: the product page shows a product with its **5 newest reviews**.
+# Reviews reference their product (`reviews.productId`) and carry `stars`, `text`, `userId`, `helpful` and
+# `createdAt`; `shop` below holds a few products and their reviews, with the index
+# `{productId: 1, createdAt: -1, _id: -1}`. Write `pipeline`, run on `products`: product `prod:7` with its 5
+# newest reviews joined in as `reviews`, newest first (ties: larger `_id` first), each review carrying only
+# `_id`, `stars` and `text`. The join itself must stay bounded. `ex.check(shop, pipeline)` runs it on products
+# of its own (one has hundreds of reviews) and counts the documents the server examines.
 
 # %%
-ex = labkit.exercises.get("03-bounded-lookup")
+shop = labkit.fresh_db("03_practice")
+shop.products.insert_many([{"_id": f"prod:{k}", "name": f"Product {k}", "price": 20 + k} for k in range(1, 11)])
+shop.reviews.insert_many([{"_id": f"review:{i:04d}", "productId": f"prod:{1 + i % 10}", "stars": 1 + i % 5,
+                           "text": f"review {i}", "userId": f"user:{i % 90}", "helpful": i % 7,
+                           "createdAt": dt.datetime(2026, 5, 1) + dt.timedelta(minutes=30 * i)}
+                          for i in range(600)])
+shop.reviews.create_index({"productId": 1, "createdAt": -1, "_id": -1})
+ex = labkit.exercises.get("03-product-reviews")
 ex
 
 # %% tags=["solution"]
 pipeline = [
-    {"$match": {"_id": "user:112"}},
-    {"$lookup": {"from": "posts", "localField": "_id", "foreignField": "authorId", "as": "posts",
-                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 10},
-                              {"$project": {"title": 1, "createdAt": 1}}]}},
+    {"$match": {"_id": "prod:7"}},
+    {"$lookup": {"from": "reviews", "localField": "_id", "foreignField": "productId", "as": "reviews",
+                 "pipeline": [{"$sort": {"createdAt": -1, "_id": -1}}, {"$limit": 5},
+                              {"$project": {"stars": 1, "text": 1}}]}},
 ]
-ex.check(db, pipeline)
+ex.check(shop, pipeline)
 
 # %% [markdown]
 # ## Exercise 2: the join the other way round
@@ -371,6 +416,17 @@ ex2.check(top_comments)
 #   rates decide, and the break-even moves with how many copies a change rewrites.
 #
 # **Next:** 04 · one-to-infinity with a relationship collection.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 2. [MongoDB manual: Project Fields to Return from Query](https://www.mongodb.com/docs/manual/tutorial/project-fields-from-query-results/)
+# 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 4. [MongoDB manual: Slot-Based Query Execution Engine](https://www.mongodb.com/docs/manual/reference/sbe/)
+# 5. [mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which \$lookup SBE runs)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)
+# 6. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
+# 7. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 02 · One-to-many: reference the parent from the child](02_one_to_many.ipynb) · [Contents](../CONTENTS.md) · [04 · One-to-infinity: the follows relationship collection →](04_follows.ipynb)

@@ -15,9 +15,29 @@
 #       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers; replay the burst of follows and show the celebrity's counter document taking the writes.
 #     mistakes:
 #     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
+#     - "Copying the follows' two pair indexes to likes: the newest-first page needs {userId: 1, createdAt: -1}."
+#     - "A unique index on one side alone ({postId: 1}), which refuses ordinary likes."
 #     - "Forgetting unique: true, so duplicate edges are accepted."
 #     - "Expecting count_documents to be constant-time with an index."
 #     - "Incrementing the counter before the edge insert (or on a duplicate follow), so the count drifts from the edges."
+#     - "Predicting 4,000 keys for 4,000 followers: the scan also reads the key past the end of the range."
+#     sources:
+#     - title: "MongoDB manual: Model Many-to-Many Relationships with Embedded Documents"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/
+#     - title: "MongoDB manual: Unique Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-unique/
+#     - title: "MongoDB manual: Compound Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "mongodb/mongo src/mongo/db/exec/count_scan.cpp (COUNT_SCAN counts the key that ends the range)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/exec/count_scan.cpp
+#     - title: "MongoDB specifications: CRUD, countDocuments (an aggregate with $match and $group)"
+#       url: https://github.com/mongodb/specifications/blob/master/source/crud/crud.md
+#     - title: "MongoDB manual: WiredTiger Storage Engine (document-level concurrency)"
+#       url: https://www.mongodb.com/docs/manual/core/wiredtiger/
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
 # ---
 
 # %% [markdown]
@@ -46,16 +66,26 @@ summary
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (per second) | needs |
-# |---|---|---|---|
-# | who follows X (page of 20, by follower id) | read | 300 | follower ids |
-# | whom does X follow (page of 20) | read | 200 | followed ids |
-# | follow / unfollow | write | 500 | never a duplicate edge |
-# | show X's follower count | read | 5,000 | one number |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("who follows X (page of 20, by follower id)", "read", 300, "follower ids"),
+        ("whom does X follow (page of 20)", "read", 200, "followed ids"),
+        ("follow / unfollow", "write", 500, "never a duplicate edge"),
+        ("show X's follower count", "read", 5000, "one number"),
+    ],
+    columns=["operation", "type", "per_second", "needs"],
+)
+workload
+
+# %% [markdown]
 # Sam is the celebrity: thousands follow him. Storing follower ids on his user document would grow it with every
-# new follower, so each relationship is its own document:
+# new follower, and storing both sides' arrays would keep the relationship twice. So each directed relationship
+# is a document of its own, in a `follows` collection (SQL would call it a join table). The manual's
+# [many-to-many](https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/)
+# example embeds the other side (a book's authors) in each document instead, which suits lists with a bound,
+# not followers:
 
 # %%
 db.follows.find_one({"_id": "follow:234:112"})
@@ -63,8 +93,12 @@ db.follows.find_one({"_id": "follow:234:112"})
 # %% [markdown]
 # ## The two indexes
 #
-# One unique index for "whom does X follow" that also forbids duplicate edges, and its mirror image for
-# "who follows X".
+# One unique index for "whom does X follow" that also forbids duplicate edges
+# ([unique indexes](https://www.mongodb.com/docs/manual/core/index-unique/)), and its mirror image for
+# "who follows X". Each direction's query uses the index that starts with its equality field, and the second
+# field gives the page its order ([compound indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/)).
+# Two indexes are not two copies of the relationship: both point at the same edge document, and the server
+# keeps them up to date with every insert and delete.
 
 # %%
 db.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)
@@ -95,17 +129,26 @@ pd.concat([labkit.show_plan(followers_of_sam.explain()), labkit.show_plan(fred_f
 # ## Counting is proportional to the matches
 #
 # **Predict first.** With the `{followingId: 1, followerId: 1}` index, how many index keys does counting Sam's
-# followers examine? Write your guess in the next cell, then run the measurement.
+# followers examine? He has 4,000 of them. Record your guess with `ex_count.predict(...)` in the next cell, then
+# run the measurement.
 
 # %%
 ex_count = labkit.exercises.get("04-predict-count-keys")
 ex_count
 
 # %% tags=["solution"]
-ex_count.predict(4000)
+ex_count.predict(4001)
 
 # %% [markdown]
-# An index makes counting cheap per match, not free. The count's plan walks one index key per follower:
+# An index makes counting cheap per match, not free. The count's plan is `COUNT_SCAN`: it counts index keys in
+# the range `followingId = X` without fetching a single document (`docsExamined` 0,
+# [explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)). It reads one key per
+# follower, plus one more: the scan learns that the range has ended only by reading the next key (or finding
+# none), and counts that read too
+# ([count_scan.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/exec/count_scan.cpp)).
+# `count_documents` sends the same count as an aggregation (`$match` then `$group`,
+# [driver CRUD specification](https://github.com/mongodb/specifications/blob/master/source/crud/crud.md)),
+# which the server also answers with a `COUNT_SCAN`.
 
 # %% tags=["reveal"]
 def count_cost(user_id):
@@ -198,54 +241,68 @@ print(f"{new_follows} new follows; {hottest} received {hottest_writes} of them (
 burst
 
 # %% [markdown]
-# The edges spread over as many documents as there were follows; the counters do not. Two writes to the same
-# document cannot proceed at the same time: each takes the document's write intent, and a concurrent writer
-# gets a write conflict and retries. At the workload's rate of follows, the measured share gives the writes per
-# second that queue on the celebrity's one document:
+# The edges spread over as many documents as there were follows; the counters do not. Why that matters:
+# MongoDB's storage engine lets many clients write *different* documents at the same time, but two writes to
+# the *same* document conflict; one goes first and the server retries the other, so they take turns
+# ([WiredTiger: document-level concurrency](https://www.mongodb.com/docs/manual/core/wiredtiger/)). At the
+# workload's rate of follows, the burst's share says how many writes per second take turns on the celebrity's
+# one counter document:
 
 # %%
 follow_rate = 500  # per second, from the workload table
 view_rate = 5_000
-print(f"writes per second on {hottest}'s document: {follow_rate * share:,.0f} "
-      f"(every one serialised on one document)")
+print(f"writes per second on {hottest}'s document: {follow_rate * share:,.0f} (estimated: the workload's "
+      f"{follow_rate} follows/s x the burst's {share:.1%}), one after another")
 print(f"the counter is still exact: followerCount {db.users.find_one({'_id': hottest})['followerCount']:,} "
       f"= edges {db.follows.count_documents({'followingId': hottest}):,}")
 
 # %% [markdown]
-# When that queue becomes the bottleneck, split the counter: `$inc` one of S counter documents chosen by the
-# follower's id, and sum the S documents on a profile view. The same burst, replayed on a split counter with
-# S = 10, spreads the hottest document's writes over ten:
+# Unlike the edge inserts, those writes cannot spread out: however many follows arrive, Sam's go to one
+# document. When that becomes the bottleneck, split the counter: `$inc` one of S counter documents chosen by
+# the follower's id, and add the S documents up on a profile view. The burst's follows, replayed on a split
+# counter with S = 10 (a collection `follower_counts` of its own, counting only the burst):
 
 # %%
 import zlib
 
 S = 10
-split_writes = Counter((target, zlib.crc32(follower.encode()) % S) for follower, target in new_edges)
-split_hottest = max(n for (target, _), n in split_writes.items() if target == hottest)
-pd.DataFrame({"most writes on one counter document": [hottest_writes, split_hottest],
-              "documents read per profile view": [1, S]},
+for follower, target in new_edges:
+    db.follower_counts.update_one({"_id": f"{target}#{zlib.crc32(follower.encode()) % S}"}, {"$inc": {"n": 1}},
+                                  upsert=True)
+
+
+def read_split(d):
+    return list(d.follower_counts.find({"_id": {"$gte": f"{hottest}#", "$lt": f"{hottest}$"}}))
+
+
+split_docs = read_split(db)
+split_read = labkit.ledger.measure(db, read_split)
+one_read = labkit.ledger.measure(db, lambda d: d.users.find_one({"_id": hottest}, {"followerCount": 1}))
+print(f"{hottest}'s burst follows in the split counter: {sum(d['n'] for d in split_docs)} "
+      f"over {len(split_docs)} documents")
+pd.DataFrame({"most writes on one counter document": [hottest_writes, max(d["n"] for d in split_docs)],
+              "documents examined per profile view": [one_read.docs_examined, split_read.docs_examined]},
              index=["one counter on the user", f"split counter, S = {S}"])
+
+# %% [markdown]
+# The single counter is read through the `_id` index in one step (`EXPRESS_IXSCAN`, explained in lesson 01):
+# one key, one document, instead of one key per follower:
 
 # %%
 counter_plan = labkit.show_plan(db.users.find({"_id": "user:112"}, {"followerCount": 1}).explain())
 counter_plan
 
 # %% [markdown]
-# Per profile view the counter reads one key and one document instead of one key per follower. Per follow it
-# costs one extra write, and for a celebrity those writes queue on one document. With the workload's
-# 5,000 views and 500 follows a second, the counter still wins by a wide margin:
-
-# %%
-sam_keys = count_costs["user:112"]["keys examined"]
-print(f"counting on every view: {view_rate * sam_keys:,} index keys per second for Sam's profile")
-print(f"maintained counter: {view_rate:,} documents read + {follow_rate * share:,.0f} counter writes per second")
-
-# %% [markdown]
 # ### The same comparison as a ledger
 #
 # `labkit.Ledger` measures both designs' operations from the commands they send (keys and documents examined from
 # each command's explain, round trips, documents written) and multiplies by the workload's rates. The follow is
-# a new follower of Sam, the celebrity.
+# a new follower of Sam, the celebrity. Note what changed since the count was measured above: the burst gave
+# Sam more followers, so counting them now reads more keys:
+
+# %%
+print("Sam's followers now:", db.follows.count_documents({"followingId": "user:112"}),
+      "| keys a count examines now:", count_cost("user:112")["keys examined"])
 
 # %%
 def count_on_read(d):
@@ -296,7 +353,8 @@ print(f"at {follow_rate} follows per second the counter wins on keys examined on
 #
 # For the follower count the slider asks for, an account with exactly that many followers is measured: what
 # counting costs with a maintained counter, and how big that user document would be if it kept all follower
-# ids in an array. (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
+# ids in an array (with a million followers it would be past the 16 MiB document limit,
+# [limits](https://www.mongodb.com/docs/manual/reference/limits/)). (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
 # one by the difference, so each move writes at most a few hundred edges.)
 
 # %%
@@ -334,23 +392,27 @@ fans = explorer(celebrity, sliders={"followers": (1, 4000, 1000, 50)}, title="Fo
 fans
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: likes
 #
-# `practice.follows` holds the same kind of edges with no index but `_id`. Create indexes so that
-# **both** directions (sorted pages of 20) run without COLLSCAN or a blocking SORT, and a duplicate
-# follower/following pair is rejected. `ex.check(practice.follows)` checks the plans and tries a duplicate
-# (and removes it again if it got in).
+# A changed scenario: likes are another unbounded many-to-many, one `likes` document
+# `{userId, postId, createdAt}` per like. Two pages read them: **who liked post P** (a page of 20, by `userId`)
+# and **the posts user U liked** (a page of 20, newest first); and a user can like a post only once. Index
+# `practice.likes` (it has no index but `_id`) so that both pages come out of an index in order and a second
+# like of the same post by the same user is refused. `ex.check(practice.likes)` tries your indexes on likes of
+# its own.
 
 # %%
 practice = labkit.fresh_db("04_practice")
-labkit.seed.social(practice, users=800, seed=5, celebrity_followers=600, indexes=False)
-ex = labkit.exercises.get("04-follow-indexes")
+practice.likes.insert_many([{"_id": f"like:{u:03d}:{p:03d}", "userId": f"u:{u:03d}", "postId": f"p:{p:03d}",
+                             "createdAt": dt.datetime(2026, 6, 1) + dt.timedelta(minutes=u * 100 + p)}
+                            for u in range(1, 200) for p in range(1, 60) if (u * p) % 7 == 0])
+ex = labkit.exercises.get("04-likes-indexes")
 ex
 
 # %% tags=["solution"]
-practice.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)
-practice.follows.create_index({"followingId": 1, "followerId": 1})
-ex.check(practice.follows)
+practice.likes.create_index({"postId": 1, "userId": 1}, unique=True)
+practice.likes.create_index({"userId": 1, "createdAt": -1})
+ex.check(practice.likes)
 
 # %% [markdown]
 # ## Exercise: members of a group
@@ -388,10 +450,22 @@ ex2.check(practice, join, leave)
 # - Two compound indexes serve both directions; the unique one also forbids duplicate edges.
 # - Counting walks the matches; keep a counter when the count is read far more often than it changes, and
 #   maintain it on every follow, after the edge insert succeeded.
-# - A counter concentrates a celebrity's follows on one document (a write hotspot); split it when that queue
-#   is the bottleneck.
+# - A counter concentrates a celebrity's follows on one document (a write hotspot): those writes take turns;
+#   split the counter when the turns become the bottleneck.
 #
 # **Next:** 05 · two-way references and how to keep copies consistent.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model Many-to-Many Relationships with Embedded Documents](https://www.mongodb.com/docs/manual/tutorial/model-embedded-many-to-many-relationships-between-documents/)
+# 2. [MongoDB manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)
+# 3. [MongoDB manual: Compound Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-compound/)
+# 4. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 5. [mongodb/mongo src/mongo/db/exec/count_scan.cpp (COUNT_SCAN counts the key that ends the range)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/exec/count_scan.cpp)
+# 6. [MongoDB specifications: CRUD, countDocuments (an aggregate with \$match and \$group)](https://github.com/mongodb/specifications/blob/master/source/crud/crud.md)
+# 7. [MongoDB manual: WiredTiger Storage Engine (document-level concurrency)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
+# 8. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 03 · Resolve references: separate queries or \$lookup](03_lookup.ipynb) · [Contents](../CONTENTS.md) · [05 · Two-way references and keeping copies consistent →](05_two_way.ipynb)

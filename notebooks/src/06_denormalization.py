@@ -7,18 +7,40 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 25
+#     minutes: 30
 #     title: "Denormalization: copies, caches and snapshots"
 #     section: Relationships
 #     exercise_minutes: 15
 #     demo: >-
 #       Push five followers into a three-entry preview; rename a widely listed follower, count stale previews, run the rebuild job after the deadline.
 #     mistakes:
-#     - "$slice: -3 with $position: 0 (keeps the oldest) instead of $slice: 3."
+#     - "Keeping the newest bids with $position: 0 instead of the highest with $sort: {amount: -1}."
+#     - "$sort: {amount: 1} with $slice: -3: the three highest, but lowest first."
 #     - "Rewriting historical snapshots on rename."
-#     - "Copying whole user profiles into previews instead of the two fields the view needs."
+#     - "Copying whole entries (a bid with everything it carries, a whole profile) into a bounded list instead of the fields the page shows."
 #     - "Renaming team previews one team at a time (one write per team) instead of one update_many with members.$.name."
 #     - "Setting members.0.name: the renamed member sits at a different position in each team."
+#     sources:
+#     - title: "MongoDB manual: Handle Duplicate Data"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/
+#     - title: "MongoDB manual: Data Consistency"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/data-consistency/
+#     - title: "MongoDB manual: $push"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/push/
+#     - title: "MongoDB manual: $position"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/position/
+#     - title: "MongoDB manual: $slice (update modifier)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/slice/
+#     - title: "MongoDB manual: $elemMatch (query)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/
+#     - title: "MongoDB manual: $ (positional update operator)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/positional/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: Change Streams"
+#       url: https://www.mongodb.com/docs/manual/changeStreams/
+#     - title: "MongoDB manual: Change Events"
+#       url: https://www.mongodb.com/docs/manual/reference/change-events/
 # ---
 
 # %% [markdown]
@@ -28,9 +50,14 @@
 # - to keep a *bounded* copy (a follower preview of three) with `$push`, `$each`, `$position` and `$slice`;
 # - the three meanings a copy can have: current canonical value, display cache, historical snapshot;
 # - to give a display cache a refresh deadline and a rebuild;
+# - to give each copy one owner, including a worker that follows a change stream;
 # - to count what a rename must touch under each policy.
 #
-# **Time:** about 25 minutes.
+# **Time:** about 30 minutes.
+#
+# A copy saves reads and costs writes: before duplicating a field, weigh how often the copies must be updated
+# against what the reads gain ([handle duplicate data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)).
+# This lesson measures both sides.
 
 # %%
 import datetime as dt
@@ -44,20 +71,28 @@ labkit.seed.social(db, users=1500, seed=6, celebrity_followers=1000, celebrity_p
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate (per second) | needs | freshness |
-# |---|---|---|---|---|
-# | profile header with "followed by Fred, Ann and 998 others" | read | 3,000 | 3 follower names | at most one day old |
-# | a post with its author's name as published | read | 1,000 | the name at publishing time | never changes |
-# | a post with its author's *current* name | read | 500 | today's name | exact |
-# | follow | write | 300 | | |
-# | rename a user | write | 0.1 | | |
-#
+
+# %%
+workload = pd.DataFrame(
+    [
+        ('profile header with "followed by Fred, Ann and 998 others"', "read", 3000, "3 follower names", "at most one day old"),
+        ("a post with its author's name as published", "read", 1000, "the name at publishing time", "never changes"),
+        ("a post with its author's current name", "read", 500, "today's name", "exact"),
+        ("follow", "write", 300, "", ""),
+        ("rename a user", "write", 0.1, "", ""),
+    ],
+    columns=["operation", "type", "per_second", "needs", "freshness"],
+)
+workload
+
+# %% [markdown]
 # ## A bounded follower preview
 #
 # The profile needs three names, not a thousand. Keep a preview of the three newest followers in the user
-# document; the full graph stays in `follows`. `$position: 0` puts the newcomer first and `$slice: 3` drops
-# whatever falls off the end, in the same atomic write.
+# document; the full graph stays in `follows`. [`$push`](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# with `$each` adds the newcomer, [`$position: 0`](https://www.mongodb.com/docs/manual/reference/operator/update/position/)
+# puts it first and [`$slice: 3`](https://www.mongodb.com/docs/manual/reference/operator/update/slice/) keeps
+# the first three and drops whatever falls off the end, in the same atomic write.
 
 # %%
 def add_to_preview(db, user_id, follower, now):
@@ -75,8 +110,8 @@ for edge in reversed(list(newest)):
 db.users.find_one({"_id": "user:112"}, {"followerPreview": 1, "previewRefreshedAt": 1})
 
 # %% [markdown]
-# Five followers were pushed; the preview holds three. The document stays the same size no matter how many
-# follow Sam.
+# Five followers were pushed; the preview holds three. However many follow Sam, his document keeps three
+# entries.
 
 # %% [markdown]
 # ## A historical snapshot
@@ -115,7 +150,9 @@ def rebuild_previews(db, now, max_age=dt.timedelta(days=1), everyone=False):
 print("previews built:", rebuild_previews(db, now=dt.datetime(2027, 1, 1), everyone=True))
 
 # %% [markdown]
-# A follower who appears in many previews renames themselves. Every preview that lists them is now stale:
+# A follower who appears in many previews renames themselves. Every preview that lists them is now stale
+# (found with [`$elemMatch`](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/): one
+# preview entry with that id *and* an old name):
 
 # %%
 def previews_listing(db, user_id):
@@ -139,7 +176,8 @@ print(f"previews listing {renamed}: {previews_listing(db, renamed)}, stale after
 # every preview that would pass the deadline before its next run: those at least 24 − 6 = 18 hours old. Run
 # the schedule for the day after the rebuild and measure, at each run, how old the oldest preview had become.
 #
-# **Predict first.** How old (in hours) will the oldest preview get before a run?
+# **Predict first.** How old (in hours) will the oldest preview get before a run? Record it with
+# `ex_age.predict(...)`.
 
 # %%
 ex_age = labkit.exercises.get("06-predict-oldest-preview")
@@ -172,7 +210,8 @@ ex_age.check(oldest_hours)
 # ## The current canonical value: resolve the reference
 #
 # When a view needs the name as it is *now*, do not copy it at all: read it from the user (a second query or
-# a `$lookup`). A rename then touches exactly one document.
+# a [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)). A rename then
+# touches exactly one document.
 
 # %%
 list(db.posts.aggregate([
@@ -181,6 +220,80 @@ list(db.posts.aggregate([
                  "pipeline": [{"$project": {"_id": 0, "name": 1}}]}},
     {"$project": {"title": 1, "authorSnapshot": 1, "author": 1}},
 ]))
+
+# %% [markdown]
+# ## Who updates each copy
+#
+# A copy needs more than a meaning. Before adding one, write down its freshness requirement, **who owns its
+# updates** (the one code path allowed to write it, so that two writers never undo each other) and how it is
+# repaired when that code path fails. For this lesson's copies:
+
+# %%
+register = pd.DataFrame([
+    ("users.followerPreview", "display cache", "at most one day old",
+     "add_to_preview on each follow; rebuild_previews for everything else (renames, unfollows)",
+     "rebuild_previews(everyone=True) from follows + users"),
+    ("posts.authorSnapshot", "historical snapshot", "never changes after publishing",
+     "the publish path, once; nothing writes it afterwards", "none needed: it is history, never rebuilt from the current name"),
+    ("users.name", "canonical value", "exact", "the rename path, the only writer of a name", "not a copy"),
+], columns=["copy", "meaning", "freshness", "who updates it", "repair"]).set_index("copy")
+register
+
+# %% [markdown]
+# The register also says what is *not* kept fresh on the spot: an unfollow, like a rename, reaches the preview
+# only through the next rebuild, which the one-day policy allows. If a view cannot accept that, the copy needs
+# another owner (the unfollow path) or must not be a copy. Keeping copies in step is a choice among
+# transactions, embedding and delayed updates ([data consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)).
+
+# %% [markdown]
+# ### Another owner: a worker that follows renames
+#
+# The preview names need not wait for the rebuild, and the rename path need not own them either: a worker can
+# follow the `users` change stream (lesson 05, [change streams](https://www.mongodb.com/docs/manual/changeStreams/))
+# and rewrite the preview entries whenever a name changes. An update event lists the fields the update set in
+# `updateDescription.updatedFields` ([change events](https://www.mongodb.com/docs/manual/reference/change-events/)),
+# so the `$match` keeps only the updates that set `name`. The worker's own writes set
+# `followerPreview.<i>.name`, another path, so they do not wake it again. It is then the one owner of the
+# preview names, and saves its resume token after each rename, as lesson 05's worker does.
+
+# %%
+NAME_CHANGES = [{"$match": {"operationType": "update", "updateDescription.updatedFields.name": {"$exists": True}}}]
+
+
+def start_name_worker(db):
+    """Open the users change stream after the saved token (at the present on the first start)."""
+    state = db.workers.find_one({"_id": "preview-names"})
+    stream = db.users.watch(NAME_CHANGES, resume_after=state["token"] if state else None)
+    if state is None:
+        db.workers.insert_one({"_id": "preview-names", "token": stream.resume_token})
+    return stream
+
+
+def run_name_worker(db, stream):
+    """Copy each new name into the previews that list the user; return how many renames it applied."""
+    applied = 0
+    with stream:
+        while (change := stream.try_next()) is not None:
+            user_id, name = change["documentKey"]["_id"], change["updateDescription"]["updatedFields"]["name"]
+            db.users.update_many({"followerPreview.userId": user_id}, {"$set": {"followerPreview.$.name": name}})
+            applied += 1
+            db.workers.update_one({"_id": "preview-names"}, {"$set": {"token": stream.resume_token}})
+    return applied
+
+# %%
+def previews_with_other_name(user_id, name):
+    return db.users.count_documents({"followerPreview": {"$elemMatch": {"userId": user_id, "name": {"$ne": name}}}})
+
+
+name_stream = start_name_worker(db)
+db.users.update_one({"_id": renamed}, {"$set": {"name": "Fred"}})
+print("previews with the old name after the rename:", previews_with_other_name(renamed, "Fred"))
+print("renames applied by the worker:", run_name_worker(db, name_stream))
+print("previews with the old name after the worker ran:", previews_with_other_name(renamed, "Fred"))
+
+# %% [markdown]
+# The price is the one of lesson 05: a replica set or a sharded cluster, a worker to run and watch, and the
+# rebuild job kept as the repair for a worker that was down longer than the oplog keeps its token.
 
 # %% [markdown]
 # ## Explore: what a rename touches
@@ -225,7 +338,9 @@ renames
 # ## The ledger: keep the preview, or compute it on every profile view?
 #
 # The preview is a copy that costs writes: a second write on every follow, and on a rename one write per
-# preview listing the renamed user. Computed on read instead, the profile header asks `follows` for the three
+# preview listing the renamed user. (This is a stricter variant of the register above: the rename path owns
+# the preview entries too, so they are never stale; it rewrites each entry with the
+# [positional `$`](https://www.mongodb.com/docs/manual/reference/operator/update/positional/).) Computed on read instead, the profile header asks `follows` for the three
 # newest followers (with an index that serves that sort) and `users` for their names. The workload's rates come
 # from the table at the top; the rename is measured on the follower listed in the most previews, the worst case.
 
@@ -262,7 +377,7 @@ def rename_computed(d):
     d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred C."}})
 
 
-def rename_preview(d):
+def rename_preview(d):  # a design where the rename path also owns the previews: they follow at once
     d.users.update_one({"_id": renamed}, {"$set": {"name": "Fred P."}})
     d.users.update_many({"followerPreview.userId": renamed}, {"$set": {"followerPreview.$.name": "Fred P."}})
 
@@ -299,24 +414,29 @@ for metric, attr in [("round trips", "round_trips"), ("documents examined", "doc
           f"< {(saved * rates['profile header'] - other) / per_follow:,.0f}")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the three highest bids
 #
-# Write `add_follower(db, user_id, follower_id, name)`: it must keep `followerPreview` to the **three newest**
-# followers, newest first, as `{userId, name}` entries, in **one** update. `ex.check(db, add_follower)` calls
-# it on a test user of its own, including two followers arriving at the same moment, and watches the commands
-# your function sends.
+# A changed scenario: an auction listing shows its **three highest bids**, a bounded copy of the bids
+# collection. Write `add_bid(db, listing_id, bidder_id, amount)`: it keeps the listing's `topBids` to the 3
+# highest bids, highest first, as `{bidderId, amount}` entries, in **one** update, whatever order the bids
+# arrive in. Unlike the preview, the order is by amount, not by arrival. `ex.check(db, add_bid)` calls it on a
+# listing of its own, including two bids arriving at the same moment, and watches the commands it sends.
 
 # %%
-ex = labkit.exercises.get("06-bounded-preview")
+db.listings.insert_one({"_id": "listing:1", "title": "Vintage lamp", "topBids": []})
+ex = labkit.exercises.get("06-top-bids")
 ex
 
 # %% tags=["solution"]
-def add_follower(db, user_id, follower_id, name):
-    db.users.update_one({"_id": user_id}, {"$push": {"followerPreview": {
-        "$each": [{"userId": follower_id, "name": name}], "$position": 0, "$slice": 3}}})
+def add_bid(db, listing_id, bidder_id, amount):
+    db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+        "$each": [{"bidderId": bidder_id, "amount": amount}], "$sort": {"amount": -1}, "$slice": 3}}})
 
 
-ex.check(db, add_follower)
+for bidder, amount in [("b:ann", 30), ("b:bo", 50), ("b:cy", 20), ("b:di", 70)]:
+    add_bid(db, "listing:1", bidder, amount)
+print(db.listings.find_one({"_id": "listing:1"})["topBids"])
+ex.check(db, add_bid)
 
 # %% [markdown]
 # ## Exercise 2: a cache and a snapshot in another schema
@@ -344,10 +464,25 @@ ex2.check(db, rename_member)
 #
 # - Copy only what a hot read needs, and keep the copy bounded (`$slice`).
 # - Decide what each copy *means*: canonical (don't copy, resolve), cache (deadline + rebuild), snapshot (never rewrite).
+# - Give each copy one owner: the write path, a rebuild job, or a worker that follows a change stream.
 # - A rename's cost is the number of copies the policy says must follow it.
 # - The ledger turns that into per-second totals: a copy pays while the reads it saves outnumber the writes it adds.
 #
 # **Next:** 07 · enforce the document shape with validation.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Handle Duplicate Data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)
+# 2. [MongoDB manual: Data Consistency](https://www.mongodb.com/docs/manual/data-modeling/data-consistency/)
+# 3. [MongoDB manual: \$push](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# 4. [MongoDB manual: \$position](https://www.mongodb.com/docs/manual/reference/operator/update/position/)
+# 5. [MongoDB manual: \$slice (update modifier)](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)
+# 6. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
+# 7. [MongoDB manual: \$ (positional update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/positional/)
+# 8. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 9. [MongoDB manual: Change Streams](https://www.mongodb.com/docs/manual/changeStreams/)
+# 10. [MongoDB manual: Change Events](https://www.mongodb.com/docs/manual/reference/change-events/)
 
 # %% [markdown] tags=["navigation"]
 # [← 05 · Two-way references and keeping copies consistent](05_two_way.ipynb) · [Contents](../CONTENTS.md) · [07 · Enforce the shape with schema validation →](07_validation.ipynb)

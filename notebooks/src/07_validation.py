@@ -15,10 +15,28 @@
 #       Apply the 8-role validator with collMod, insert nine roles and read errInfo; switch strict/moderate on a legacy document; audit with $nor + $jsonSchema, then migrate under strict with no bypass and show the ninth roles moved to role_reviews, not lost.
 #     mistakes:
 #     - "Using type: 'integer' or JSON Schema's format: MongoDB's dialect wants bsonType and rejects those keywords."
-#     - "Expecting collMod to fix existing documents."
 #     - "Forgetting that updates are validated on the resulting document."
 #     - "Believing a migration needs bypass_document_validation (under strict, an update whose result is valid passes)."
 #     - "Trimming an over-long array in a migration, silently losing the extra elements."
+#     sources:
+#     - title: "MongoDB manual: Schema Validation"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/
+#     - title: "MongoDB manual: $jsonSchema"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/
+#     - title: "MongoDB manual: collMod"
+#       url: https://www.mongodb.com/docs/manual/reference/command/collMod/
+#     - title: "MongoDB manual: Specify Validation Level for Existing Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/
+#     - title: "MongoDB manual: Choose How to Handle Invalid Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/
+#     - title: "MongoDB manual: Privilege Actions (bypassDocumentValidation)"
+#       url: https://www.mongodb.com/docs/manual/reference/privilege-actions/
+#     - title: "MongoDB manual: Error Codes"
+#       url: https://www.mongodb.com/docs/manual/reference/error-codes/
+#     - title: "MongoDB manual: Built-In Roles"
+#       url: https://www.mongodb.com/docs/manual/reference/built-in-roles/
+#     - title: "MongoDB manual: Query for and Modify Valid or Invalid Documents"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/
 # ---
 
 # %% [markdown]
@@ -32,6 +50,12 @@
 #   without losing data.
 #
 # **Time:** about 25 minutes.
+#
+# **Flexible schema is not no schema.** MongoDB does not make the documents of a collection share the same
+# fields or types, so a new field needs no migration. That is not the absence of a schema: the application
+# still expects a shape, and once that shape is settled, MongoDB's manual recommends validation rules so that
+# no program, script or import can write a string where a date belongs
+# ([schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
 
 # %%
 import pandas as pd
@@ -48,15 +72,22 @@ labkit.seed.social(db, users=1000, seed=7)
 # Many programs write `users`: the sign-up service, an admin tool, a nightly import. Application checks protect
 # one of them; collection rules protect every write. The bound "at most eight roles" from lesson 01 becomes a
 # rule the server enforces.
-#
-# | operation | type | rate (per second) | who writes |
-# |---|---|---|---|
-# | sign up | write (insert) | 20 | the sign-up service |
-# | change a role | write (update) | 2 | the admin tool |
-# | nightly import | write (insert/update) | 2,000 for ten minutes a night | the import job |
-# | read a profile | read | 3,000 | everyone |
-#
-# Validation costs a little on each of the writes and nothing on the reads.
+
+# %%
+workload = pd.DataFrame(
+    [
+        ("sign up", "write (insert)", 20, "the sign-up service"),
+        ("change a role", "write (update)", 2, "the admin tool"),
+        ("nightly import", "write (insert/update)", 2000, "the import job, for ten minutes a night"),
+        ("read a profile", "read", 3000, "everyone"),
+    ],
+    columns=["operation", "type", "per_second", "who writes"],
+)
+workload
+
+# %% [markdown]
+# The server checks the rules on inserts and updates only; reads never run them
+# ([schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
 #
 # Some old documents predate the rules. Let's plant two, as an old import might have written them:
 
@@ -70,7 +101,10 @@ db.users.insert_many([
 # ## The rules
 #
 # The source's validator: string `_id` and `name`, and `roles` an array of at most eight `{title, canEdit}`
-# objects.
+# objects, added to the existing collection with [`collMod`](https://www.mongodb.com/docs/manual/reference/command/collMod/).
+# MongoDB's [`$jsonSchema`](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/) names types
+# with `bsonType` (`"string"`, `"int"`, `"date"`, ...); JSON Schema's `integer` type and its `format` keyword
+# are not supported.
 
 # %%
 users_schema = {
@@ -119,7 +153,8 @@ db.users.find_one({"_id": "user:112"}, {"roles": 1})
 # ## Existing documents: strict or moderate
 #
 # Rules do not repair old data. Under `strict`, *any* update to a legacy document must produce a valid
-# document; under `moderate`, updates to documents that were already invalid are let through.
+# document; under `moderate`, updates to documents that were already invalid are not checked
+# ([validation levels](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)).
 
 # %%
 def touch_legacy():
@@ -140,8 +175,9 @@ levels
 # %% [markdown]
 # ## `warn` instead of `error`
 #
-# With `validationAction: "warn"` the server accepts an invalid write and writes a warning to its log. It is a
-# way to observe how much traffic would fail before switching rules on.
+# With `validationAction: "warn"` the server accepts an invalid write and records the violation in its log
+# ([handle invalid documents](https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/)).
+# It is a way to observe how much traffic would fail before switching rules on.
 
 # %%
 db.command("collMod", "users", validationAction="warn")
@@ -150,18 +186,30 @@ print("stored despite 9 roles:", db.users.count_documents({"_id": "user:warned"}
 db.command("collMod", "users", validationAction="error")
 
 # %% [markdown]
-# `bypass_document_validation=True` skips the rules for one write (it needs the `bypassDocumentValidation`
-# privilege). That is a way for invalid documents to get in, as this one does; the audit below finds it too.
-# A migration does **not** need it, as the next sections show.
+# `bypass_document_validation=True` skips the rules for one write: another way for invalid documents to get
+# in, which the audit below finds too. The user needs the `bypassDocumentValidation`
+# [privilege action](https://www.mongodb.com/docs/manual/reference/privilege-actions/), which the built-in
+# `dbAdmin` and `restore` roles grant and `readWrite` does not
+# ([built-in roles](https://www.mongodb.com/docs/manual/reference/built-in-roles/)). On a server where your user
+# lacks it (an Atlas user with only "read and write to any database", say), the write is refused as
+# Unauthorized ([error codes](https://www.mongodb.com/docs/manual/reference/error-codes/)) and nothing is
+# stored; the rest of the lesson works either way. A migration does **not** need
+# the privilege, as the next sections show.
 
 # %%
-db.users.insert_one({"_id": "user:bypass", "name": "Bypass", "roles": nine}, bypass_document_validation=True)
+from pymongo.errors import OperationFailure
+
+try:
+    db.users.insert_one({"_id": "user:bypass", "name": "Bypass", "roles": nine}, bypass_document_validation=True)
+except OperationFailure as exc:
+    print("refused:", exc.code, exc.details.get("codeName"), "(this user may not bypass validation)")
 print("stored with bypass:", db.users.count_documents({"_id": "user:bypass"}) == 1)
 
 # %% [markdown]
 # ## Find the documents that break the rules
 #
-# `$jsonSchema` is also a query operator; `$nor` turns it into "documents that fail the schema":
+# `$jsonSchema` is also a query operator; `$nor` turns it into "documents that fail the schema"
+# ([valid or invalid documents](https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/)):
 
 # %%
 invalid = list(db.users.find({"$nor": [{"$jsonSchema": users_schema}]}, {"name": 1, "roles": 1}).sort("_id", 1))
@@ -171,7 +219,8 @@ pd.DataFrame(invalid)
 # ## Migrate them, under the strict rules
 #
 # **Predict first.** The rules are `strict`. Will an update that turns one of these invalid documents into a
-# valid one be accepted *without* `bypass_document_validation`? (True or False.)
+# valid one be accepted *without* `bypass_document_validation`? Record True or False with
+# `ex_strict.predict(...)`.
 
 # %%
 ex_strict = labkit.exercises.get("07-predict-strict-repair")
@@ -181,8 +230,9 @@ ex_strict
 ex_strict.predict(True)
 
 # %% [markdown]
-# `strict` validates the document an update **produces** (MongoDB manual, "Specify Validation Level for
-# Existing Documents"). A half repair that leaves the document invalid is refused:
+# `strict` checks every update against the rules, and what it checks is the document the update **produces**
+# ([validation levels](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)).
+# A half repair that leaves the document invalid is refused:
 
 # %%
 try:
@@ -194,7 +244,7 @@ print("changing only the name of user:legacy-1, its roles still a string:", half
 
 # %% [markdown]
 # So the migration builds each document's whole repaired shape and writes it in one update: a lone role
-# string becomes an assignment, a numeric name a string. Two documents hold **nine** roles; trimming to eight
+# string becomes an assignment, a numeric name a string. Some documents hold **nine** roles; trimming to eight
 # would silently drop a role someone was given. Instead the roles beyond the eighth are moved, visibly, to a
 # `role_reviews` collection for an administrator to decide, and the count of roles before and after proves
 # nothing was lost.
@@ -231,7 +281,8 @@ ex_strict.check(repaired_without_bypass)
 # %% [markdown]
 # ## Explore: how strict can the bound be?
 #
-# Before tightening `maxItems`, count how many existing users would fail it.
+# Before tightening `maxItems`, count how many existing users would fail it. The slider starts at a bound of
+# 4; move it to see where the users start to fit.
 
 # %%
 from labkit.widgets import explorer
@@ -244,7 +295,7 @@ def would_fail(max_roles):
             "share of users": f"{failing / db.users.count_documents({}):.1%}"}
 
 
-bound = explorer(would_fail, sliders={"max_roles": (0, 8, 8)}, title="Tighten the role bound")
+bound = explorer(would_fail, sliders={"max_roles": (0, 8, 4)}, title="Tighten the role bound")
 bound
 
 # %% [markdown]
@@ -318,6 +369,19 @@ ex2.check(practice, migrate)
 #   somewhere visible and count it.
 #
 # **Next:** 08 · capstone: a real-world profile page.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Validation](https://www.mongodb.com/docs/manual/core/schema-validation/)
+# 2. [MongoDB manual: \$jsonSchema](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/)
+# 3. [MongoDB manual: collMod](https://www.mongodb.com/docs/manual/reference/command/collMod/)
+# 4. [MongoDB manual: Specify Validation Level for Existing Documents](https://www.mongodb.com/docs/manual/core/schema-validation/specify-validation-level/)
+# 5. [MongoDB manual: Choose How to Handle Invalid Documents](https://www.mongodb.com/docs/manual/core/schema-validation/handle-invalid-documents/)
+# 6. [MongoDB manual: Privilege Actions (bypassDocumentValidation)](https://www.mongodb.com/docs/manual/reference/privilege-actions/)
+# 7. [MongoDB manual: Error Codes](https://www.mongodb.com/docs/manual/reference/error-codes/)
+# 8. [MongoDB manual: Built-In Roles](https://www.mongodb.com/docs/manual/reference/built-in-roles/)
+# 9. [MongoDB manual: Query for and Modify Valid or Invalid Documents](https://www.mongodb.com/docs/manual/core/schema-validation/use-json-schema-query-conditions/)
 
 # %% [markdown] tags=["navigation"]
 # [← 06 · Denormalization: copies, caches and snapshots](06_denormalization.ipynb) · [Contents](../CONTENTS.md) · [08 · Capstone: a real-world profile page →](08_capstone_profile.ipynb)

@@ -14,10 +14,18 @@
 #     demo: >-
 #       Run the measure() table for the busiest, typical and newcomer accounts; move the slider to show page cost independent of account size, except the count. Delete two accounts carelessly, find the dangling follows with the repair job and delete them.
 #     mistakes:
-#     - "Measuring only small accounts."
+#     - "Expecting a page (posts, followers) to grow with a big account: pages stop after 20 keys; the follower count is the read that grows."
 #     - "Leaving orphaned posts after deleting users."
-#     - "Treating the two follows indexes as two copies of the relationship."
 #     - "Deleting a user's follows in one direction only, leaving edges that point at nobody."
+#     sources:
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: $bsonSize"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: Atomicity and Transactions"
+#       url: https://www.mongodb.com/docs/manual/core/write-operations-atomicity/
 # ---
 
 # %% [markdown]
@@ -83,7 +91,8 @@ accounts
 
 # %% [markdown]
 # **Predict first.** Which of the page's reads examines the most index keys for the busiest account: the
-# account read, the newest 20 posts, the followers page, the following page or the follower count?
+# account read, the newest 20 posts, the followers page, the following page or the follower count? Record
+# one of those names with `ex_grow.predict(...)`.
 
 # %%
 ex_grow = labkit.exercises.get("08-predict-growing-read")
@@ -93,7 +102,7 @@ ex_grow
 ex_grow.predict("follower count")
 
 # %% tags=["reveal"]
-def operations(user_id):
+def operations(user_id, db=db):
     """The profile page's reads for one account, as cursors or explain commands."""
     return {
         "account + roles": db.users.find({"_id": user_id}, {"name": 1, "roles": 1}),
@@ -105,9 +114,9 @@ def operations(user_id):
     }
 
 
-def measure(user_id):
+def measure(user_id, db=db):
     rows = []
-    for name, op in operations(user_id).items():
+    for name, op in operations(user_id, db).items():
         if isinstance(op, dict):
             plan = db.command("explain", op, verbosity="executionStats")
         else:
@@ -127,8 +136,11 @@ page_costs
 ex_grow.check(most_keys_busiest)
 
 # %% [markdown]
-# Every read is an index scan with no blocking sort, and the pages cost 20 keys whatever the account's size.
-# The one read that grows with the account is the follower count: one key per follower.
+# Every read is served by an index with no blocking sort (`explain("executionStats")`,
+# [explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)). The account read is the
+# `_id` express path (`EXPRESS_IXSCAN`, lesson 01); the pages cost at most 20 keys whatever the account's size.
+# The one read that grows with the account is the follower count (`COUNT_SCAN`, lesson 04): one key per
+# follower, plus the key that ends the range.
 
 # %% [markdown]
 # ## The ledger: the whole profile workload, per second
@@ -136,7 +148,8 @@ ex_grow.check(most_keys_busiest)
 # The table's rates times what each operation costs for the busiest account, measured from the commands it
 # sends. Two designs that differ only in the follower count: counted from the edges on every view, or kept as
 # a counter on the user that each follow increments (lesson 04). The follows are made by two existing users who
-# do not follow the busiest account yet.
+# do not follow the busiest account yet. With the counter, a follow is two writes to two documents, so it also
+# needs one of lesson 05's ways to keep them consistent (a transaction, or a durable to-do and a worker).
 
 # %%
 import datetime as dt
@@ -222,15 +235,14 @@ print(f"at {rates['follow / unfollow']} follows per second the counter wins once
       f"{ledger.break_even('show the follower count', *designs, metric='keys examined'):.2f} times per second")
 
 # %% [markdown]
-# ## Explore: the busiest account's page
+# ## Explore: the page as an account grows
 #
-# Pick a number of posts: an account with exactly that many posts is measured, every operation of its profile
-# page. (Accounts with 0, 500, 1,000, ... posts are built once; the slider grows or shrinks the nearest one by the
-# difference.)
+# Pick a size: an account with exactly that many posts **and** that many followers is measured, every read
+# of its profile page. Watch which figure follows the slider. (The accounts live in a scratch database with the
+# same indexes, so the checklist below still sees only the profile's data. Accounts at evenly spaced sizes are
+# built once; the slider grows or shrinks the nearest one by the difference.)
 
 # %%
-import datetime as dt
-
 from labkit.resize import AccountLadder
 from labkit.widgets import explorer
 
@@ -240,20 +252,34 @@ def slider_post(account, i):
             "createdAt": dt.datetime(2026, 1, 1) + dt.timedelta(minutes=i), "body": "x" * 40}
 
 
-ladder = AccountLadder(db.posts, "user:slider-", 3000, 500, slider_post, id_prefix="post:")
-db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
+scratch = labkit.fresh_db("08_capstone_slider")
+scratch.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+scratch.follows.create_index({"followerId": 1, "followingId": 1}, unique=True)
+scratch.follows.create_index({"followingId": 1, "followerId": 1})
+follower_pool = [f"user:fan-{i:04d}" for i in range(3000)]
 
 
-def page_cost(posts):
-    user = ladder.account_for(posts)
-    m = measure(user)
-    out = {"account": user, "posts": db.posts.count_documents({"authorId": user})}
+def slider_edge(account, i):
+    return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 1, 1)}
+
+
+post_ladder = AccountLadder(scratch.posts, "user:slider-", 3000, 500, slider_post, id_prefix="post:")
+follow_ladder = AccountLadder(scratch.follows, "user:slider-", 3000, 500, slider_edge, id_prefix="follow:")
+scratch.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in post_ladder.accounts])
+
+
+def page_cost(size):
+    user = post_ladder.account_for(size)
+    assert follow_ladder.account_for(size) == user  # the same rungs: one account has both
+    m = measure(user, scratch)
+    out = {"account": user, "posts": scratch.posts.count_documents({"authorId": user}),
+           "followers": scratch.follows.count_documents({"followingId": user})}
     out.update({f"{op}: keys": int(m.loc[op, "keys"]) for op in m.index})
     out["any blocking sort"] = bool(m["blocking sort"].any())
     return out
 
 
-page = explorer(page_cost, sliders={"posts": (1, 3000, 3000, 10)}, title="Profile page cost")
+page = explorer(page_cost, sliders={"size": (1, 3000, 2000, 10)}, title="Profile page cost")
 page
 
 # %% [markdown]
@@ -267,7 +293,8 @@ follower_counts = pd.Series({d["_id"]: d["n"] for d in db.follows.aggregate(
 pd.DataFrame({"posts per author": pd.Series(post_counts).describe(), "followers per user": follower_counts.describe()}).loc[["mean", "50%", "max"]]
 
 # %% [markdown]
-# **2. Unlimited id arrays.** No user document holds a growing array; the biggest user documents are tiny:
+# **2. Unlimited id arrays.** No user document holds a growing array; the biggest user documents, measured with
+# [`$bsonSize`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/), are tiny:
 
 # %%
 biggest = list(db.users.aggregate([{"$project": {"bytes": {"$bsonSize": "$$ROOT"}, "roles": {"$size": "$roles"}}},
@@ -296,7 +323,8 @@ print("deleted:", gone)
 
 # %% [markdown]
 # The follows still name them, on either side. A repair job does not need to know who was deleted: it joins
-# every edge to both of its users and keeps the edges where either side is missing.
+# every edge to both of its users with [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# and keeps the edges where either side is missing.
 
 # %%
 def dangling_follows(db):
@@ -325,14 +353,41 @@ repaired = db.follows.delete_many({"_id": {"$in": dangling}}).deleted_count
 print("dangling follows deleted:", repaired, "| dangling now:", len(dangling_follows(db)))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: delete an account properly
 #
-# Find every **orphaned post**: a post whose `authorId` matches no user. Assign the sorted list of their
-# `_id`s to `orphans`. `ex.check(db, orphans)` compares with what it finds itself.
+# A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
+# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards
+# (several writes to several collections, which are not atomic together,
+# [atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/): a crash halfway leaves
+# what the repair job above finds):
+# their posts, the comments on those posts, their own comments on other posts, and their follows in both
+# directions, and nothing else. `ex.check(db, delete_account)` runs it on a small network of its own.
 
 # %%
-ex = labkit.exercises.get("08-orphans")
+ex = labkit.exercises.get("08-delete-account")
 ex
+
+# %% tags=["solution"]
+def delete_account(db, user_id):
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
+    db.users.delete_one({"_id": user_id})
+
+
+ex.check(db, delete_account)
+
+# %% [markdown]
+# ## Exercise 2: the posts the careless deletion left
+#
+# Back to this lesson's network, where two accounts were deleted the careless way above. Find every
+# **orphaned post**: a post whose `authorId` matches no user. Assign the sorted list of their `_id`s to
+# `orphans`. `ex2.check(db, orphans)` compares with what it finds itself.
+
+# %%
+ex2 = labkit.exercises.get("08-orphans")
+ex2
 
 # %% tags=["solution"]
 orphans = sorted(d["_id"] for d in db.posts.aggregate([
@@ -341,7 +396,7 @@ orphans = sorted(d["_id"] for d in db.posts.aggregate([
     {"$project": {"_id": 1}},
 ]))
 print(len(orphans), "orphaned posts")
-ex.check(db, orphans)
+ex2.check(db, orphans)
 
 # %% [markdown]
 # The repair for the posts: delete the deleted users' posts (or reassign them, if the product wants to keep
@@ -354,37 +409,23 @@ print(f"orphaned posts deleted: {deleted_posts} of {orphaned_before}; "
       f"left: {db.posts.count_documents({'authorId': {'$in': gone}})}")
 
 # %% [markdown]
-# ## Exercise: delete an account properly
-#
-# A changed scenario with one more kind of reference: **comments** (`postId`, `authorId`). Write
-# `delete_account(db, user_id)` that deletes the user and everything that would point at nobody afterwards:
-# their posts, the comments on those posts, their own comments on other posts, and their follows in both
-# directions, and nothing else. `ex2.check(db, delete_account)` runs it on a small network of its own.
-
-# %%
-ex2 = labkit.exercises.get("08-delete-account")
-ex2
-
-# %% tags=["solution"]
-def delete_account(db, user_id):
-    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-    db.posts.delete_many({"authorId": user_id})
-    db.follows.delete_many({"$or": [{"followerId": user_id}, {"followingId": user_id}]})
-    db.users.delete_one({"_id": user_id})
-
-
-ex2.check(db, delete_account)
-
-# %% [markdown]
 # ## Summary
 #
 # - Derive each model from an access pattern; write the reason next to it.
 # - Measure every operation on the busiest account, not the average one: pages should cost the page size.
+#   Test concurrent writes too: a counter on a popular account is a write hotspot (lesson 04).
 # - Run the checklist on data: bounds, arrays, copies, edges, and what deletion leaves behind; delete an
 #   account with everything that points at it, and run a repair job for what an earlier deletion left.
 #
 # **Next:** the pattern lessons, starting with the bucket pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 2. [MongoDB manual: \$bsonSize](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 3. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 4. [MongoDB manual: Atomicity and Transactions](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)
 
 # %% [markdown] tags=["navigation"]
 # [← 07 · Enforce the shape with schema validation](07_validation.ipynb) · [Contents](../CONTENTS.md) · [10 · Bucket: group time-series readings per sensor and hour →](10_bucket.ipynb)

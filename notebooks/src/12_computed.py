@@ -96,13 +96,11 @@ list(db.reviews.aggregate(rating_pipeline("prod:1")))
 # %% [markdown]
 # How much work is that? The explain of the pipeline shows what one page view examines. The `$match` uses the
 # `{productId: 1, rating: 1}` index, yet every review of the product is examined: `$group` needs all of them.
-# The pipeline needs only `productId` and `rating`, both in the index, so a server answers it from the index keys
-# alone, a **covered** plan that fetches no document
+# The pipeline needs only `productId` and `rating`, both in the index, so the server answers it from the index keys
+# alone, a **covered** plan (`PROJECTION_COVERED` in the plan below) that fetches no document
 # ([mongo jstest: use_query_projection.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/aggregation/use_query_projection.js)).
-# A server's "docs examined" for it is therefore 0. An engine that does not cover the pipeline fetches each
-# review instead (the embedded engine did so before it learned to cover aggregations), so the "docs examined" row
-# below depends on what runs it; the keys examined are the same either way, so this lesson compares designs by
-# **index keys examined**.
+# Its work is the index keys it examines, one per review, so this lesson compares designs by **index keys
+# examined**.
 #
 # **Predict first.** How many index keys does one page view of the headphones (`prod:1`) examine? Record your
 # guess; the next cell measures it.

@@ -527,4 +527,4 @@ ex_blog.check(fix)
 # 9. [MongoDB manual: MongoDB Extended JSON (v2)](https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/)
 
 # %% [markdown] tags=["navigation"]
-# [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)
+# [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md) · [40 · Scale out: choosing a shard key →](40_shard_keys.ipynb)

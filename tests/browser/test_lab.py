@@ -23,6 +23,7 @@ LESSON_SLIDERS = [
     ("*one_to_many*", READOUT_SELECTOR, 0, 3),
     ("*follows*", READOUT_SELECTOR, 0, 3),
     ("*bucket*", READOUT_SELECTOR, 0, 3),
+    ("*shard_keys*", READOUT_SELECTOR, 0, 3),
 ]
 
 

@@ -151,6 +151,32 @@ def regex_parts(v: Any) -> tuple[str, str]:
     return v.pattern, "".join(sorted(flags))
 
 
+def pcre_to_python(pattern: str) -> str:
+    """A PCRE pattern (what the server's ``$regex`` and ``$regexMatch`` run) as Python ``re`` reads it: ``\\Q...\\E``
+    quotes everything between them literally (to the end when there is no ``\\E``; a lone ``\\E`` is
+    ignored), and named groups ``(?<name>...)`` become ``(?P<name>...)``."""
+    if "\\Q" in pattern or "\\E" in pattern:
+        out: list[str] = []
+        i, n = 0, len(pattern)
+        while i < n:
+            c = pattern[i]
+            if c == "\\" and i + 1 < n:
+                d = pattern[i + 1]
+                if d == "Q":
+                    j = pattern.find("\\E", i + 2)
+                    out.append(re.escape(pattern[i + 2:] if j < 0 else pattern[i + 2:j]))
+                    i = n if j < 0 else j + 2
+                    continue
+                if d != "E":
+                    out.append(pattern[i:i + 2])
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        pattern = "".join(out)
+    return re.sub(r"\(\?<([A-Za-z_][A-Za-z0-9_]*)>", r"(?P<\1>", pattern)
+
+
 def _cmp(a: Any, b: Any) -> int:
     return -1 if a < b else (1 if a > b else 0)
 

@@ -268,7 +268,9 @@ def regex_exact(rx: Any, options: str = "") -> bool:
 
 def eq_intervals(v: Any) -> tuple[list[Interval] | None, bool, str]:
     if v is None:
-        return [point(None)], False, "null"
+        # 8.0: null equality matches null and missing only (not undefined), exactly the index key null
+        # (jstests/core/query/cover_null_queries.js: COUNT_SCAN and covered plans for {a: null})
+        return [point(None)], True, "null"
     if isinstance(v, (Regex, _RE_TYPE)):
         return regex_intervals(v), regex_exact(v), "regex"
     if isinstance(v, (list, tuple)):

@@ -783,8 +783,8 @@ def compile_regex(pattern: str, flags: str) -> Any:
 
 
 def _pcre_to_python(p: str) -> str:
-    # PCRE's possessive/atomic syntax is Python 3.11+ too; named groups (?<name>..) become (?P<name>..)
-    return re.sub(r"\(\?<([A-Za-z_][A-Za-z0-9_]*)>", r"(?P<\1>", p)
+    # PCRE's possessive/atomic syntax is Python 3.11+ too; \Q...\E and (?<name>..) are translated (values.py)
+    return V.pcre_to_python(p)
 
 
 def _regex_single(pattern: str, flags: str) -> Pred:

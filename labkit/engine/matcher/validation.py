@@ -47,7 +47,7 @@ from bson.decimal128 import Decimal128
 from pymongo.errors import OperationFailure, WriteError
 
 from ..base import hooks
-from ..bson.values import type_name
+from ..bson.values import pcre_to_python, type_name
 
 
 def _import_jsonschema():
@@ -350,7 +350,7 @@ def _check_length(name: str, value: Any) -> None:
 
 def _check_regex(pattern: str) -> None:
     try:
-        re.compile(pattern)
+        re.compile(pcre_to_python(pattern))
     except re.error as exc:
         raise _fail(51091, f"Regular expression is invalid: {exc}") from None
 

@@ -21,6 +21,7 @@ from pymongo.errors import OperationFailure
 
 from ..bson import keys as K
 from ..bson.values import MISSING, type_name
+from .expression.expr_base import DEC_CTX, non_decimal_total
 
 INT32_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1
@@ -173,16 +174,13 @@ class Sum(Accumulator):
             self.long = True
         elif t is Decimal128:
             d = v.to_decimal()
-            self.dec = d if self.dec is None else self.dec + d
+            self.dec = d if self.dec is None else DEC_CTX.add(self.dec, d)
         elif is_num(v):
             self.ints += int(v)
 
     def result(self) -> Any:
-        if self.dec is not None:
-            total = self.dec + Decimal(self.ints)
-            for f in self.floats:
-                total += Decimal(f)
-            return Decimal128(total)
+        if self.dec is not None:  # accumulator_sum.cpp: decimalTotal.add(nonDecimalTotal.getDecimal())
+            return Decimal128(DEC_CTX.add(self.dec, non_decimal_total(self.ints, self.floats)))
         if self.floats:
             return math.fsum(self.floats + [float(self.ints)]) if self.ints else math.fsum(self.floats)
         s = self.ints
@@ -220,7 +218,7 @@ class Avg(Accumulator):
             return None
         s = self.sum.result()
         if isinstance(s, Decimal128):
-            return Decimal128(s.to_decimal() / Decimal(self.count))
+            return Decimal128(DEC_CTX.divide(s.to_decimal(), Decimal(self.count)))
         return float(s) / self.count
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from decimal import Decimal
 from typing import Any, Callable
 
 import bson
@@ -25,10 +26,12 @@ from ..base import hooks
 from ..query.planner import IS_EOF, Query, make_matcher, totals, unsupported
 from ..query.projection import project_stage
 from ..exec.stages import IndexScan
+from ..pipeline.expression.expr_base import DEC_CTX
 from ..pipeline.expression.match_expr import Evaluator, field_path, let_variables
 from ..bson.values import MISSING
 from ..pipeline.expression.variables import bind_pipeline
 from .add_fields import add_fields_stage, replace_root_stage
+from .dependencies import projection_for_pushdown
 from . import accumulators as _acc
 from .stage_bucket import bucket_auto_stage, bucket_stage, count_stage, sort_by_count_stage, stage_count_arg
 from .stage_densify import densify_stage, fill_stage
@@ -176,12 +179,11 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
                 tv = type(v)
                 if tv is int or tv is float:
                     if op == "$sum":
-                        g[i] += v if type(g[i]) is not bson.Decimal128 else 0
-                        if type(g[i]) is bson.Decimal128:
-                            g[i] = _add(g[i], v)
+                        cur = g[i]
+                        g[i] = cur + v if type(cur) is not _acc.Sum else _add(cur, v)
                     else:
                         s_, n_ = g[i]
-                        g[i] = (s_ + v if type(s_) is not bson.Decimal128 else _add(s_, v), n_ + 1)
+                        g[i] = (s_ + v if type(s_) is not _acc.Sum else _add(s_, v), n_ + 1)
                     continue
                 if tv is list and op == "$sum" and not isinstance(spec[field]["$sum"], list):
                     continue
@@ -232,9 +234,14 @@ def _group(docs: list[dict], spec: dict) -> list[dict]:
         d = {"_id": g[0]}
         for i, (field, op, f) in enumerate(accs, start=1):
             val = g[i]
-            if op == "$avg":
+            if type(val) is _acc.Sum:
+                d[field] = val.result()
+            elif op == "$avg":
                 s, n = val
-                d[field] = (s / n) if n else None
+                if type(s) is _acc.Sum:  # a decimal was seen: the decimal total divided with 34 digits
+                    d[field] = bson.Decimal128(DEC_CTX.divide(s.result().to_decimal(), Decimal(n)))
+                else:
+                    d[field] = (s / n) if n else None
             elif op in ("$min", "$max"):
                 d[field] = val[1] if val is not None else None
             elif op == "$first":
@@ -269,13 +276,19 @@ def _init(op: str):
     return None
 
 
-def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, bson.Decimal128) or isinstance(b, bson.Decimal128):
-        da = a.to_decimal() if isinstance(a, bson.Decimal128) else a
-        db = b.to_decimal() if isinstance(b, bson.Decimal128) else b
-        from decimal import Decimal
-        return bson.Decimal128(Decimal(da) + Decimal(db))
-    return a + b
+def _add(total: Any, v: Any) -> Any:
+    """Add ``v`` to a fast-path ``$sum`` / ``$avg`` total. Once a decimal is seen the total becomes an
+    ``accumulators.Sum``, which joins the decimals and the ints and doubles as the server does
+    (accumulator_sum.cpp: ``decimalTotal.add(nonDecimalTotal.getDecimal())``)."""
+    if type(total) is _acc.Sum:
+        total.process(v)
+        return total
+    if type(v) is bson.Decimal128:
+        acc = _acc.Sum()
+        acc.process(total)
+        acc.process(v)
+        return acc
+    return total + v
 
 
 def _sort_docs(docs: list[dict], sort: list[tuple[str, int]], limit: int = 0) -> list[dict]:
@@ -597,6 +610,12 @@ def _cursor_query(pipeline: list, ctx: Ctx) -> tuple[Query | None, int]:
     q = Query(_client_value(filt or {}), sort, None, skip, limit, hint=ctx.hint, allow_disk_use=ctx.allow_disk_use)
     q.origin = "aggregate"
     q.count_like = needs_no_fields(pipeline[i:])
+    if not q.count_like:
+        push = projection_for_pushdown(pipeline[i:], allow_expressions=sort is None and not skip and not limit)
+        if push is not None:  # the planner plans with it (a covered plan when the index holds every field)
+            q.projection = _client_value(push.spec)
+            q.projection_shown = push.shown
+            q.absorbs_project = push.absorbs
     return q, i
 
 
@@ -873,6 +892,10 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
     ctx.hint = command.get("hint") if isinstance(command, dict) else None
     filt, sort, skip, limit, n_pushed = _split_prefix(pipeline) if pipeline and not any(
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else (None, None, 0, 0, 1)
+    if n_pushed < len(pipeline) and not any(k in pipeline[0] for k in ("$indexStats", "$collStats", "$documents")):
+        q0, _ = _cursor_query(pipeline, ctx)
+        if q0 is not None and q0.absorbs_project:
+            n_pushed += 1  # the $project went into the query layer (pipeline_d.cpp buildProjectionForPushdown)
     n_sbe = pushdown_split(pipeline, n_pushed) if pipeline and n_pushed < len(pipeline) and not any(
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else 0
     if n_sbe and _count_scan_planned(coll, pipeline, ctx):
@@ -923,7 +946,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if es is not None:
             cursor["executionStats"] = es
         stages_out = [{"$cursor": cursor, "nReturned": n_mid, "executionTimeMillisEstimate": millis}]
-        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity)
+        stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity, coll)
         return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
     qp = _query_planner(ns, filt or {}, winning, rejected, coll=coll)
     rest = list(pipeline)[n_pushed:]
@@ -944,7 +967,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         if verbosity == "allPlansExecution":
             cursor["executionStats"]["allPlansExecution"] = []
     stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
-    stages_out += _classic_rest(rest, ctx, verbosity)
+    stages_out += _classic_rest(rest, ctx, verbosity, coll)
     doc = {"explainVersion": "1", "stages": stages_out}
     return _wrap(doc, command, verbosity)
 
@@ -963,13 +986,16 @@ def _count_scan_planned(coll, pipeline: list, ctx: Ctx) -> bool:
     return isinstance(ex.winner.root, CountScan)
 
 
-def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
-    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics)."""
+def _classic_rest(rest: list, ctx: Ctx, verbosity: str, coll=None) -> list[dict]:
+    """Explain entries of the stages after ``$cursor`` (classic ``$lookup`` with its statistics, ``$unionWith``
+    with its sub-pipeline's own explain)."""
     stages_out: list[dict] = []
     lookups = iter(ctx.lookups)
     for st in rest:
         name = next(iter(st))
         entry: dict[str, Any] = {name: st[name]}
+        if name == "$unionWith" and coll is not None:
+            entry = _union_with_explain(coll, st[name], verbosity)
         if name == "$lookup":
             info = next(lookups, None)
             if info is not None:
@@ -989,3 +1015,30 @@ def _classic_rest(rest: list, ctx: Ctx, verbosity: str) -> list[dict]:
                                   "executionTimeMillisEstimate": int(info["millis"])})
         stages_out.append(entry)
     return stages_out
+
+
+def _union_with_explain(coll, arg: Any, verbosity: str) -> dict:
+    """``{$unionWith: {coll, pipeline: <the sub-pipeline's explain>}}``: DocumentSourceUnionWith::serialize
+    explains its sub-pipeline with the same verbosity (``preparePipelineAndExplain``), so the other
+    collection's ``$cursor`` plan and, from executionStats on, its keys and documents examined appear. A
+    sub-pipeline without a collection (``$documents``) or over a view is shown as written."""
+    name, sub = (arg, []) if isinstance(arg, str) else (arg.get("coll"), list(arg.get("pipeline", [])))
+    if not isinstance(name, str):
+        return {"$unionWith": arg}
+    other = coll.database.get_collection(name)
+    view_def = hooks.get("view_def")
+    if view_def is not None and view_def(other._store):
+        return {"$unionWith": arg}
+    doc = explain_pipeline(other, sub, verbosity, {"aggregate": name, "pipeline": sub, "cursor": {}})
+    if "stages" in doc:
+        stages = doc["stages"]
+    else:  # the sub-pipeline is all query: one $cursor stage (only the outer pipeline is optimized away)
+        qp = {k: v for k, v in doc["queryPlanner"].items() if k != "optimizedPipeline"}
+        cursor: dict[str, Any] = {"queryPlanner": qp}
+        entry: dict[str, Any] = {"$cursor": cursor}
+        if "executionStats" in doc:
+            cursor["executionStats"] = doc["executionStats"]
+            entry.update(nReturned=doc["executionStats"]["nReturned"],
+                         executionTimeMillisEstimate=doc["executionStats"]["executionTimeMillis"])
+        stages = [entry]
+    return {"$unionWith": {"coll": name, "pipeline": stages}}

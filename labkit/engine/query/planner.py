@@ -18,6 +18,7 @@ from mongomock import OperationFailure
 
 from ..base.errors import unsupported  # noqa: F401 - re-exported: many modules import it from here
 from ..bson import keys as K
+from ..bson import values as V
 from ..matcher.match import fast_matcher  # the engine's matcher (match.py)
 from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, union
 from ..exec.stages import IndexScan as _IndexScan
@@ -75,6 +76,8 @@ class Query:
         self.count_like = False  # a pipeline whose later stages need no document field (pipeline_d.cpp IS_COUNT)
 
     rids_only = False  # set by writes (_matching_rids): plan_and_run's ``rids`` (only record ids needed)
+    projection_shown: dict | None = None  # an aggregate's pushed-down projection as explain prints it
+    absorbs_project = False  # that projection is the pipeline's first $project, which leaves the pipeline
 
 
 class Candidate:
@@ -122,6 +125,11 @@ def _is_inclusion_projection(proj: dict | None) -> bool:
         if isinstance(v, dict) or not (v is True or v == 1) or isinstance(v, str):
             return False
     return True
+
+
+def _null_like(p: Pred) -> bool:
+    """An equality to null, or an ``$in`` listing null: its index key null stands for null and missing."""
+    return p.kind == "null" or (p.kind == "in" and isinstance(p.arg, (list, tuple)) and any(v is None for v in p.arg))
 
 
 def projection_kind(proj: dict | None) -> str:
@@ -195,14 +203,16 @@ class Planner:
             return False
         if ix.spec.sparse and _can_match_missing(p):
             return False  # a sparse index lacks the documents without the field (planner_ixselect.cpp)
-        if p.kind in ("null", "exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
+        if p.kind in ("exists_false", "arrayeq") and ix.multikey_paths.get(p.path):
             return False
+        if p.kind == "null" and (ix.multikey_paths.get(p.path) or set()) - {p.path}:
+            return False  # an array above the field: {a: [1, {b: 2}]} has a null key for "a.b"
         if p.kind == "ne" and ix.multikey_paths.get(p.path) and not _can_match_missing(p):
             # $ne: null / $nin with null: an empty array is keyed as null, so the inverted bounds would miss
             # documents like {a: []} for "a.x" (planner_ixselect.cpp: "Most of the time we can't use a multikey
             # index for a $ne: null query"; isQueryNegatingEqualToNull)
             return False
-        if p.kind in ("null", "exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
+        if p.kind in ("exists_false", "arrayeq") and any(v for v in ix.multikey_paths.values()):
             return False
         return True
 
@@ -255,7 +265,7 @@ class Planner:
             for p in chosen:
                 if hashed:
                     continue  # hashed bounds are never exact (collisions): the FETCH filter decides
-                if p.exact and not (mk and p.kind == "ne"):
+                if p.exact and not (mk and p.kind == "ne") and not (mk - {f} and _null_like(p)):
                     exact_used.append(p)
                 elif p.kind == "regex":
                     keyf.append((i, p))
@@ -409,6 +419,8 @@ class Planner:
             return False  # hashed indexes never cover (covered_index_negative_1.js)
         fields = set(ix.spec.fields)
         want = {k for k, v in proj.items() if k != "_id"}
+        if any(_null_like(p) and p.path in want for p in self.parsed.preds):
+            return False  # a null key is null or missing: the document tells (jstests/core/query/cover_null_queries.js)
         if proj.get("_id", 1) not in (0, False) and "_id" not in fields:
             return False
         if not want <= fields:
@@ -430,15 +442,20 @@ class Planner:
         match = None if exact_all else self.match_all
         direction = self._sort_dir(ix, bounds)
         covered = self._covered(ix, exact_all)
+        # a count reads no field: when the index answers the whole filter no document is fetched
+        # (jstests/core/query/cover_null_queries.js: a count over two intervals is an IXSCAN without FETCH)
+        keys_only = (q.kind == "count" or q.count_like) and exact_all and not q.sort and not q.projection
         empty = any(len(b) == 0 for b in bounds)
 
         def IndexScan(ix_, b_, d_):  # noqa: N802 - IXSCAN with the key-level (regex) filter attached
             return _IndexScan(ix_, b_, d_, key_filter, key_shown)
         # SERVER-13946 (jstests/core/query/add_skip_stage_before_fetch.js): when the index answers the whole
         # filter and provides the order, SKIP goes below FETCH so skipped documents are never fetched
-        skip_below = bool(q.skip) and not covered and match is None
+        skip_below = bool(q.skip) and not covered and match is None and not keys_only
 
         def fetch_over(child: Stage) -> Stage:
+            if keys_only:
+                return child
             if skip_below:
                 child = Skip(child, q.skip)
             return Fetch(child, store, match, shown)
@@ -463,7 +480,7 @@ class Planner:
 
         def build_s() -> Stage:
             scan = IndexScan(ix, bounds, 1)
-            root = scan if covered else Fetch(scan, store, match, shown)
+            root = scan if covered or keys_only else Fetch(scan, store, match, shown)
             return self._finish(root, blocking_sort=True, covered=covered)
         return [Candidate(build_s, ix, not covered, bool(q.sort), desc=ix.spec.name)]
 
@@ -512,7 +529,7 @@ class Planner:
             root = Sort(root, q.sort, self.sort_key, lim, covered=covered, memory=memory, store=self.store)
         if q.projection:
             kind = "PROJECTION_COVERED" if covered else projection_kind(q.projection)
-            root = Projection(root, kind, q.projection, self.store if covered else None)
+            root = Projection(root, kind, q.projection_shown or q.projection, self.store if covered else None)
         elif covered:
             root = Projection(root, "PROJECTION_COVERED", {}, self.store)
         if q.skip and not skip_done:
@@ -572,9 +589,12 @@ def _count_scan_source(root: Stage) -> "IndexScan | None":
     """The IXSCAN a count can read instead of ``root`` (``turnIxscanIntoCount``, query_planner / get_executor):
     ``root`` is a FETCH without a filter over an IXSCAN without a filter whose bounds are one interval
     (``IndexBoundsBuilder::isSingleInterval``: equalities, then at most one range, then whole fields)."""
-    if type(root) is not Fetch or root.match is not None:
+    if type(root) is _IndexScan:
+        scan = root  # a count's IXSCAN without FETCH (the index answers the filter)
+    elif type(root) is not Fetch or root.match is not None:
         return None
-    scan = root.children[0]
+    else:
+        scan = root.children[0]
     if type(scan) is not _IndexScan or scan.key_filter is not None or not scan.single:
         return None
     return scan
@@ -648,7 +668,7 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
         for ch, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
             if ch in fl:
                 flags |= bit
-        tests.append((pos, re.compile(r.pattern, flags), ix.spec.desc[pos], K.encode(r)))
+        tests.append((pos, re.compile(V.pcre_to_python(r.pattern), flags), ix.spec.desc[pos], K.encode(r)))
 
     def f(key: tuple) -> bool:
         for pos, rx, desc, same_regex in tests:

@@ -134,6 +134,12 @@ def _number(node: dict, counter: list[int]) -> dict:
     return out
 
 
+def _leaf_stage(plan: dict) -> str:
+    while "inputStage" in plan:
+        plan = plan["inputStage"]
+    return plan["stage"]
+
+
 def _sbe_exec(name: str, node_id: int, n: int, child: dict | None = None, **extra: Any) -> dict:
     d: dict[str, Any] = {"stage": name, "planNodeId": node_id, "nReturned": n, "executionTimeMillisEstimate": 0,
                          "opens": 1, "closes": 1, "saveState": 0, "restoreState": 0, "isEOF": 1}
@@ -154,12 +160,23 @@ def explain_pushdown(coll, pipeline: list, n_find: int, n_sbe: int, local: dict,
     from .explain_doc import _query_planner
     db = coll.database
     counter = [0]
-    qsn = _number(local["winning"], counter)
+    winning = local["winning"]
+    if winning["stage"] in ("PROJECTION_SIMPLE", "PROJECTION_DEFAULT"):
+        # the stages SBE runs read the fields from the documents themselves: no projection node above a
+        # FETCH or COLLSCAN (SERVER-60101, 5.1: "eliminate this stage" under GROUP); a PROJECTION_COVERED stays,
+        # it is what makes the values from the index keys
+        winning = winning["inputStage"]
+    qsn = _number(winning, counter)
     keys, docs = local["keys"], local["docs"]
-    sbe: dict = {"stage": "scan" if local["winning"]["stage"] == "COLLSCAN" else "ixseek",
-                 "planNodeId": qsn["planNodeId"], "nReturned": local["nret"], "executionTimeMillisEstimate": 0,
+    # the dependency projection pushed down with the query (pipeline_d.cpp) is an SBE project over the scan
+    proj = qsn if qsn["stage"] == "PROJECTION_COVERED" else None
+    leaf = qsn["inputStage"] if proj is not None else qsn
+    sbe: dict = {"stage": "scan" if _leaf_stage(winning) == "COLLSCAN" else "ixseek",
+                 "planNodeId": leaf["planNodeId"], "nReturned": local["nret"], "executionTimeMillisEstimate": 0,
                  "opens": 1, "closes": 1, "saveState": 0, "restoreState": 0, "isEOF": 1,
                  "numReads": local["docs"] + local["keys"]}
+    if proj is not None:
+        sbe = _sbe_exec("project", proj["planNodeId"], local["nret"], sbe)
     slots = []
     it = iter(infos)
     for stage in pipeline[n_find:n_sbe]:

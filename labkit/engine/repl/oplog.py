@@ -11,10 +11,12 @@ change streams need:
   ``startAtOperationTime`` from a reply is comparable with the events' ``clusterTime``.
 * An ``Entry`` keeps references to the stored documents (the engine never changes a stored document in place),
   so recording a write copies nothing: the change event is built when a stream reads the entry.
-* Recording costs nothing while no change stream is open: the catalog asks ``recording()`` and skips the entry.
-  The history is then no longer complete, like an oplog that rolled over: ``history_start`` moves to the next
-  time a stream opens, and a resume point before it is refused with ChangeStreamHistoryLost (286), as a server
-  refuses one that has fallen off its oplog. Streams opened and closed with no write between keep the history.
+* Recording costs nothing until the engine's first change stream opens: the catalog asks ``recording()`` and
+  skips the entry. From then on every write is recorded, open stream or not, as a server's oplog records every
+  write: a worker that saved a resume token, stopped and resumes later receives the writes made meanwhile (manual
+  "Change Streams: Resume a Change Stream"). A resume point older than the history (before the first stream,
+  or trimmed by the cap below) is refused with ChangeStreamHistoryLost (286), as a server refuses one that has
+  fallen off its oplog.
 * The log is capped (``MAX_ENTRIES``), as the server's oplog is capped by size; the oldest entries go first.
 * Writes made inside a transaction are kept by the transaction (``buffer``) and recorded at commit, in order,
   with one cluster time, their ``lsid``/``txnNumber`` and their index in the transaction (``txnOpIndex``), as
@@ -85,8 +87,9 @@ class Oplog:
         self.entries: list[Entry] = []
         self.first_seq = 0          # sequence number of entries[0]
         self.next_seq = 0
-        self.streams = 0            # open change streams: entries are recorded only while > 0
-        self.missed = False         # a write went unrecorded since the last stream closed
+        self.streams = 0            # open change streams
+        self.watched = False        # a change stream has opened: every write is recorded from then on
+        self.missed = False         # a write went unrecorded before the first stream opened
         self.history_start = self._now_ts()  # a resume point before this is not in the history
         self._last = (self.history_start.time, self.history_start.inc)
         self._clock = threading.Lock()
@@ -116,20 +119,23 @@ class Oplog:
 
     # -- recording ----------------------------------------------------------------------------------
     def recording(self) -> bool:
-        """Whether writes are recorded now (a change stream is open); marks the history incomplete if not."""
-        if self.streams:
+        """Whether writes are recorded now (a change stream has opened since the engine started); marks the
+        history incomplete if not."""
+        if self.watched:
             return True
         self.missed = True
         return False
 
     def open_stream(self) -> None:
-        """A change stream opens: recording starts (the history restarts here if a write went unrecorded)."""
+        """A change stream opens: recording starts if it has not (the history starts here if a write went
+        unrecorded before)."""
         with self.cond:
-            if not self.streams and self.missed:
+            if not self.watched and self.missed:
                 self.entries = []
                 self.first_seq = self.next_seq
                 self.history_start = self.tick()
                 self.missed = False
+            self.watched = True
             self.streams += 1
 
     def close_stream(self) -> None:

@@ -317,13 +317,20 @@ class Server:
             except OSError:
                 pass
 
+    def _dispatch(self, db_name: str, cmd: dict, ctx: Any, conn_id: int) -> dict:
+        """The command layer, or a sharded cluster's router when serving one (``labkit.engine.s``)."""
+        route = getattr(type(self.client), "route_command", None)  # a client's attributes are its databases
+        if route is not None:
+            return route(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+        return commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+
     def _run(self, db_name: str, cmd: dict, conn_id: int) -> dict:
         ctx = self.context
         assert ctx is not None
         name = next(iter(cmd), None)
         if name in _LIGHT_COMMANDS:
             with self._ctx_lock:
-                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+                reply = self._dispatch(db_name, cmd, ctx, conn_id)
                 if name in _HELLO_NAMES and cmd.get("helloOk"):
                     reply["helloOk"] = True
                 reply.update(ctx.gossip())
@@ -331,7 +338,7 @@ class Server:
         ctx.begin(conn_id, db_name, cmd)  # $currentOp shows it, waiting for the engine or running
         try:
             with self._lock:
-                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+                reply = self._dispatch(db_name, cmd, ctx, conn_id)
             wait = commands.pop_await(reply)
             if wait is not None:  # a change stream's getMore with no event yet: wait for one without the lock
                 log, seq, seconds = wait
@@ -343,7 +350,7 @@ class Server:
                     if not log.wait(seq, min(left, 0.5)):
                         continue  # look at the deadline and the server's stop again
                     with self._lock:
-                        reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+                        reply = self._dispatch(db_name, cmd, ctx, conn_id)
                     wait = commands.pop_await(reply)
                     if wait is None:
                         break
@@ -439,21 +446,35 @@ def _uri_host(host: str) -> str:
 
 
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, client: Any = None,
-                    allow_remote: bool = False) -> Server:
-    """Start serving an EmbeddedClient (a new one unless given) in background threads; the started Server.
+                    allow_remote: bool = False, shards: int | None = None) -> Server:
+    """Start serving an EmbeddedClient (a new one unless given; with ``shards``, a new simulated sharded cluster
+    served as a mongos) in background threads; the started Server.
 
     ``server.port`` / ``server.uri`` / ``server.direct_uri`` say where; ``server.stop()`` or ``with`` ends it."""
-    return Server(host, port, client=client, allow_remote=allow_remote).start()
+    if shards is not None and client is None:
+        from ..s.router import Mongos
+        client = Mongos(shards)
+    server = Server(host, port, client=client, allow_remote=allow_remote).start()
+    if getattr(type(server.client), "set_address", None) is not None:
+        server.client.set_address(server.advertised_host, server.port)
+    return server
 
 
 def serve(host: str = "127.0.0.1", port: int = 27017, allow_remote: bool = False, out: Any = None,
-          argv: list[str] | None = None) -> int:
-    """Run the server in the foreground until Ctrl-C or SIGTERM (``python -m labkit serve``); exit status."""
+          argv: list[str] | None = None, shards: int | None = None) -> int:
+    """Run the server in the foreground until Ctrl-C or SIGTERM (``python -m labkit serve``); exit status.
+    ``shards``: serve a simulated sharded cluster of that many shards as a ``mongos``."""
     import signal
     out = out or sys.stdout
     try:
-        server = Server(host, port, allow_remote=allow_remote)
+        client = None
+        if shards is not None:
+            from ..s.router import Mongos
+            client = Mongos(shards)
+        server = Server(host, port, client=client, allow_remote=allow_remote)
         server.start()
+        if shards is not None:
+            client.set_address(server.advertised_host, server.port)
     except ValueError as e:
         print("error: %s" % e, file=sys.stderr)
         return 2
@@ -465,11 +486,17 @@ def serve(host: str = "127.0.0.1", port: int = 27017, allow_remote: bool = False
     if not is_loopback(host):
         print("WARNING: listening on %s: anyone who can reach this machine can read and change the data "
               "(no authentication, no TLS)." % host, file=out)
-    print("Schema Lab embedded engine (MongoDB 8.0 look-alike) serving on %s:%d" % (server.host, server.port),
-          file=out)
-    print("  connect with:  %s" % server.direct_uri, file=out)
-    print("  or (drivers):  %s" % server.uri, file=out)
-    print("  e.g.  mongosh \"%s\"   |   export MONGODB_URI=%s" % (server.direct_uri, server.uri), file=out)
+    if shards is not None:
+        print("Schema Lab simulated sharded cluster (%d shards, MongoDB 8.0 rules) serving as a mongos on %s:%d"
+              % (shards, server.host, server.port), file=out)
+        print("  connect with:  %s" % server.uri, file=out)
+        print("  e.g.  mongosh \"%s\"   |   export MONGODB_URI=%s" % (server.uri, server.uri), file=out)
+    else:
+        print("Schema Lab embedded engine (MongoDB 8.0 look-alike) serving on %s:%d" % (server.host, server.port),
+              file=out)
+        print("  connect with:  %s" % server.direct_uri, file=out)
+        print("  or (drivers):  %s" % server.uri, file=out)
+        print("  e.g.  mongosh \"%s\"   |   export MONGODB_URI=%s" % (server.direct_uri, server.uri), file=out)
     print("Data live in memory until this process stops. Ctrl-C to stop.", file=out, flush=True)
 
     def _term(signum: int, frame: Any) -> None:

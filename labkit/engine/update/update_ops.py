@@ -30,6 +30,7 @@ from pymongo.errors import WriteError
 
 from ..bson import keys as K
 from ..matcher.match import fast_matcher
+from ..pipeline.expression.expr_base import DEC_CTX, to_dec
 from ..bson.values import type_name  # noqa: F401 - the one type-name function (projection.py imports it here)
 
 MISSING = K.MISSING
@@ -729,9 +730,10 @@ def _op_unset(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
 
 def _arith(op: str, a: Any, b: Any, doc: dict, path: str) -> Any:
     if isinstance(a, Decimal128) or isinstance(b, Decimal128):
-        x = a.to_decimal() if isinstance(a, Decimal128) else Decimal(a)
-        y = b.to_decimal() if isinstance(b, Decimal128) else Decimal(b)
-        return Decimal128(x + y if op == "$inc" else x * y)
+        # safe_num.cpp SafeNum::getDecimal: a double becomes Decimal128(d, kRoundTo15Digits) (15 significant
+        # digits), then Decimal128 add / multiply (34 digits, ties to even)
+        x, y = to_dec(a), to_dec(b)
+        return Decimal128(DEC_CTX.add(x, y) if op == "$inc" else DEC_CTX.multiply(x, y))
     if isinstance(a, float) or isinstance(b, float):
         return float(a) + float(b) if op == "$inc" else float(a) * float(b)
     r = int(a) + int(b) if op == "$inc" else int(a) * int(b)

@@ -35,4 +35,7 @@ from labkit.exercises.lessons import (  # noqa: F401 - imported to register thei
     l37_case_insensitive,
     l38_lookup_overuse,
     l39_schema_review,
+    l40_shard_keys,
+    l41_query_targeting,
+    l42_sharded_patterns,
 )

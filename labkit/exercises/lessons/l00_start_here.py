@@ -14,26 +14,67 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
+#: Exercise 1's workload, a recipe site: (operation, type, runs per second, what it needs), in the order the
+#: notebook's `recipes` table lists them. A ranking must keep every row whole: each rate on its operation's row.
+RECIPE_WORKLOAD = (
+    ("Rate a recipe", "write", 5, "stars; the average shown on the recipe page"),
+    ("Show a recipe", "read", 1500, "recipe, ingredients, steps, rating average"),
+    ("Daily newsletter", "read", 1 / 86400, "may be slow; may run on a secondary"),
+    ("Search recipes by ingredient", "read", 400, "name, photo, rating average"),
+    ("Publish a recipe", "write", 1 / 60, "searchable within a minute"),
+    ("Save a recipe to favourites", "write", 20, "one user and recipe pair, once"),
+    ("Show a cook's profile", "read", 60, "the cook and their 10 newest recipes"),
+)
+RECIPE_COLUMNS = ("operation", "type", "per_second", "needs")
+
+
+def _same_rate(got: Any, want: float) -> bool:
+    try:
+        return abs(float(got) - want) <= 1e-9 * max(1.0, abs(want))
+    except (TypeError, ValueError):
+        return False
+
+
 @LESSON.exercise(DesignQuestion, "00-rank-workload")
 def _check_rank_workload(answer: Any) -> str:
     import pandas as pd
 
     if not isinstance(answer, pd.DataFrame):
-        raise NotYet(f"expected a pandas DataFrame (the workload table, re-ordered), got {type(answer).__name__}.")
-    needed = {"operation", "per_second"}
-    missing = needed - set(answer.columns)
+        raise NotYet(f"expected a pandas DataFrame (the `recipes` table, re-ordered), got {type(answer).__name__}.")
+    if answer.columns.duplicated().any():
+        raise NotYet(f"the table has a column twice ({sorted(set(answer.columns[answer.columns.duplicated()]))}); "
+                     "keep the columns of `recipes` as they are and reorder the rows.")
+    missing = set(RECIPE_COLUMNS) - set(answer.columns)
     if missing:
-        raise NotYet(f"the table lost column(s) {sorted(missing)}; keep every column of `workload`.")
-    if len(answer) != 7 or answer["operation"].nunique() != 7:
-        raise NotYet(f"the table should still have all 7 operations; it has {answer['operation'].nunique()}.")
-    freq = list(answer["per_second"])
+        raise NotYet(f"the table lost column(s) {sorted(missing)}; keep every column of `recipes`.")
+    ops = [str(op) for op in answer["operation"]]
+    reference = {row[0]: dict(zip(RECIPE_COLUMNS, row)) for row in RECIPE_WORKLOAD}
+    unknown = sorted(set(ops) - set(reference))
+    if unknown:
+        raise NotYet(f"the table has operations the recipe site's workload does not: {unknown[:3]}; rank "
+                     "`recipes` (the store's `workload` was the lesson's example).")
+    if len(ops) != len(reference) or len(set(ops)) != len(ops):
+        raise NotYet(f"the table should still have all {len(reference)} operations, once each; it has {len(ops)} "
+                     f"row(s) for {len(set(ops))} operation(s).")
+    for op, (_, row) in zip(ops, answer.iterrows()):
+        want = reference[op]
+        if not _same_rate(row["per_second"], want["per_second"]):
+            raise NotYet(f"the rates no longer sit next to their operations ({op!r} now shows "
+                         f"{row['per_second']!r}/s, its rate is {want['per_second']!r}/s): the rate column was "
+                         "reordered on its own. Sort whole rows: `recipes.sort_values(\"per_second\", "
+                         "ascending=False)`.")
+        moved = [c for c in ("type", "needs") if row[c] != want[c]]
+        if moved:
+            raise NotYet(f"the row of {op!r} now holds another operation's {moved[0]!r} ({row[moved[0]]!r}): a "
+                         "column was reordered on its own. Sort whole rows with `sort_values`.")
+    freq = [reference[op]["per_second"] for op in ops]
     if freq == sorted(freq):
         raise NotYet("it is sorted, but least frequent first: the operations to design for should come first "
                      "(ascending=False).")
     if freq != sorted(freq, reverse=True):
         raise NotYet("the rows are not ordered by `per_second`; sort by that column, most frequent first.")
-    top = answer.iloc[0]["operation"]
-    return f"'{top}' runs most often, so the product document is shaped around it."
+    return (f"'{ops[0]}' runs most often and '{ops[-1]}' least: the recipe document is shaped around the page "
+            "that shows it, and the newsletter may pay more.")
 
 
 # A message board's workloads, built by the checker itself (the learner's table is never used).
@@ -104,4 +145,4 @@ def _check_top_operations(lab: Lab, fn: Callable) -> str:
             "those are the rows a schema is designed for.")
 
 
-LESSON.add(Prediction, "00-predict-page-docs", tolerance=0.05)
+LESSON.add(Prediction, "00-predict-page-docs")  # counts are exact (issue 25)

@@ -34,6 +34,9 @@ def _check_fred_document(db: Any) -> None:
 
 
 _USERS_01 = [
+    # Bo comes first in natural order and holds 'editor' too: an update that forgets the user's _id changes his
+    {"_id": "user:123", "name": "Bo", "email": "bo@example.com",
+     "roles": [{"title": "viewer", "canEdit": False}, {"title": "editor", "canEdit": False}], "updatedAt": None},
     {"_id": "user:234", "name": "Fred", "email": "fred@example.com",
      "roles": [{"title": "admin", "canEdit": False}], "updatedAt": None},
     {"_id": "user:345", "name": "Ada", "email": "ada@example.com",
@@ -141,6 +144,11 @@ def _check_positional_role(lab: Lab, db: Any, set_can_edit: Callable) -> str:
         raise NotYet(f"your function sent {writes} write(s); one update of one array element is enough.")
     ada, ada0 = after.get("user:345") or {}, before["user:345"]
     roles, roles0 = ada.get("roles") or [], ada0["roles"]
+    others_changed = [before[k]["name"] for k in sorted(before) if k != "user:345" and after.get(k) != before[k]]
+    if roles == roles0 and others_changed:
+        raise NotYet(f"asked to change Ada's (user:345) 'editor' role, your update changed {others_changed[0]}'s "
+                     "instead: the first user holding 'editor' matched a filter that does not name the user. "
+                     "Filter on the user's `_id` as well as `roles.title`.")
     if len(roles) != len(roles0):
         raise NotYet(f"Ada had {len(roles0)} roles and now has {len(roles)}: change the existing 'editor' element, "
                      "do not add or remove one.")
@@ -161,34 +169,101 @@ def _check_positional_role(lab: Lab, db: Any, set_can_edit: Callable) -> str:
                      "(`{\"$set\": {\"roles.$.canEdit\": ...}}`).")
     if roles[2] != {"title": "editor", "canEdit": True}:
         raise NotYet(f"Ada's 'editor' role is {roles[2]}; it should now have canEdit True.")
-    if after.get("user:456") != before["user:456"]:
-        raise NotYet("Lin's 'editor' role changed too: filter on the user's `_id` as well as `roles.title`.")
-    return "the server found 'editor' wherever it sat in Ada's array and changed that one field, in one update."
+    if others_changed:
+        raise NotYet(f"{others_changed[0]}'s roles changed too: filter on the user's `_id` as well as "
+                     "`roles.title`.")
+    # More calls on fresh users: other users, other titles, a user who does not hold the title, a False.
+    calls = [("user:456", "editor", True), ("user:345", "reviewer", True), ("user:123", "editor", False),
+             ("user:234", "editor", True)]
+    import copy
+
+    from pymongo.errors import OperationFailure
+
+    def _failed(exc: Any) -> str:
+        why = (getattr(exc, "details", None) or {}).get("errmsg") or str(exc)
+        return (f"calling your function for Fred, who holds no 'editor' role, failed ({why}): with `upsert=True` "
+                "the server tries to create the user, and the positional `$` has no matched element to point at. "
+                "A role that is not there should change nothing: leave the upsert out.")
+
+    with lab.sandbox() as box:
+        expected = {u["_id"]: copy.deepcopy(u) for u in _USERS_01}
+        for user_id, title, can_edit in calls:
+            lab.call(set_can_edit, box.db, user_id, title, can_edit, raises={OperationFailure: _failed})
+            for role in expected[user_id]["roles"]:
+                if role["title"] == title:
+                    role["canEdit"] = can_edit
+        got = {u["_id"]: u for u in box.db.users.find()}
+        fixed = steps.fixed_positions(box.recorder.update_specs())
+    if fixed:
+        raise NotYet(f"the update names a fixed position ({', '.join(sorted(set(fixed)))}): it happened to be "
+                     "right for Ada, but 'editor' sits at position 1 for Bo and 0 for Lin. Filter on `roles.title` "
+                     "and set `roles.$.canEdit`, so the server finds the element in each user's array.")
+    for user_id in sorted(expected):
+        if got.get(user_id) != expected[user_id]:
+            name = expected[user_id]["name"]
+            if user_id == "user:234":
+                raise NotYet("Fred holds no 'editor' role, yet calling your function for him changed his "
+                             f"document ({got.get(user_id)}): with no matching element the update should change "
+                             "nothing (no `upsert`, no `$push`).")
+            raise NotYet(f"after the calls {calls}, {name}'s roles are {(got.get(user_id) or {}).get('roles')} "
+                         f"instead of {expected[user_id]['roles']}: each call must change only the named user's "
+                         "role with the named title, to the value it is given.")
+    return ("the server found the role wherever it sat in each user's array and changed that one field, in one "
+            "update per call, and only for the user named.")
 
 
 LESSON.add(Prediction, "01-predict-policy-rewrites")
 
 
-_ORDERS_01 = [
-    {"_id": "order:1", "customer": "Ivy", "status": "open", "lines": [{"sku": "mug", "qty": 2, "price": 8.5}],
-     "itemCount": 2, "total": 17.0},
-    {"_id": "order:2", "customer": "Tom", "status": "open", "lines": [{"sku": "tea", "qty": 1, "price": 4.0}],
-     "itemCount": 1, "total": 4.0},
-]
+def _money(text: str) -> Any:
+    from bson.decimal128 import Decimal128
+
+    return Decimal128(text)
+
+
+def _orders_01() -> list[dict]:
+    """Two open orders; prices and totals are Decimal128, as money should be."""
+    return [
+        {"_id": "order:1", "customer": "Ivy", "status": "open",
+         "lines": [{"sku": "mug", "qty": 2, "price": _money("8.50")}], "itemCount": 2, "total": _money("17.00")},
+        {"_id": "order:2", "customer": "Tom", "status": "open",
+         "lines": [{"sku": "tea", "qty": 1, "price": _money("0.10")}], "itemCount": 1, "total": _money("0.10")},
+    ]
 
 
 def _fresh_orders(db: Any) -> None:
-    import copy
+    db.orders.insert_many(_orders_01())
 
-    db.orders.insert_many(copy.deepcopy(_ORDERS_01))
+
+def _amount(value: Any) -> Any:
+    """A stored amount as a Python Decimal (None for anything that is not Decimal128)."""
+    from bson.decimal128 import Decimal128
+
+    return value.to_decimal() if isinstance(value, Decimal128) else None
+
+
+def _first_call(lab: Lab, add_line: Callable, db: Any, *args: Any) -> None:
+    """The first call of the learner's add_line: Python arithmetic on a Decimal128 (`qty * price`) is named;
+    any other exception (a wrong signature, a bug) goes to the usual outcome, which names it."""
+    try:
+        lab.call(add_line, db, *args)
+    except TypeError as exc:
+        if "Decimal128" not in str(exc):
+            raise
+        raise NotYet("`Decimal128` does no arithmetic in Python (`qty * price` raised TypeError: "
+                     f"{exc}): compute with the Decimal it holds, `Decimal128(price.to_decimal() * qty)`, and let "
+                     "the server add it with `$inc`.") from None
 
 
 @LESSON.exercise(BehaviourCheck, "01-order-lines", takes=steps.db_and_function("add_line"),
                  fresh=_fresh_orders)
 def _check_order_lines(lab: Lab, db: Any, add_line: Callable) -> str:
+    from decimal import Decimal
+
+    tea = _money("0.10")
     with lab.sandbox() as box:
         before = box.db.orders.find_one({"_id": "order:1"})
-        lab.call(add_line, box.db, "order:1", "tea", 3, 4.0)
+        _first_call(lab, add_line, box.db, "order:1", "tea", 3, tea)
         after = box.db.orders.find_one({"_id": "order:1"})
         other = box.db.orders.find_one({"_id": "order:2"})
         rec = box.recorder
@@ -204,45 +279,58 @@ def _check_order_lines(lab: Lab, db: Any, add_line: Callable) -> str:
                      "line added by someone else in between is lost. Use update operators (`$push`, `$inc`).")
     if after is None:
         raise NotYet("order:1 is gone after your function ran; update it, do not delete it.")
-    if other != _ORDERS_01[1]:
+    if other != _orders_01()[1]:
         raise NotYet("order:2 changed too: filter the update on the order's `_id`.")
     lines = after.get("lines")
     if not isinstance(lines, list) or lines[:1] != before["lines"]:
         raise NotYet("the order's existing line changed or `lines` is no longer an array; append with `$push`.")
-    if lines[1:] != [{"sku": "tea", "qty": 3, "price": 4.0}]:
-        raise NotYet(f"after adding 3 x 'tea' at 4.0 the new lines are {lines[1:]}; expected exactly one "
-                     "{sku: 'tea', qty: 3, price: 4.0}.")
+    new_lines = lines[1:]
+    if len(new_lines) == 1 and isinstance(new_lines[0], dict) and isinstance(new_lines[0].get("price"), float):
+        raise NotYet(f"the new line's price is stored as a float ({new_lines[0]['price']!r}): money stays "
+                     "`Decimal128`, exactly as it was given; store `price` itself.")
+    if new_lines != [{"sku": "tea", "qty": 3, "price": tea}]:
+        raise NotYet(f"after adding 3 x 'tea' at 0.10 the new lines are {new_lines}; expected exactly one "
+                     "{sku: 'tea', qty: 3, price: Decimal128('0.10')}.")
     if after.get("itemCount") != 5:
         raise NotYet(f"itemCount is {after.get('itemCount')!r}; adding 3 items to 2 makes 5: `$inc` it by `qty`.")
-    if after.get("total") != 29.0:
-        raise NotYet(f"total is {after.get('total')!r}; 17.0 plus 3 x 4.0 makes 29.0: `$inc` it by `qty * price`.")
+    inc = (specs or [{}])[0].get("u", {}).get("$inc") if isinstance((specs or [{}])[0].get("u"), dict) else None
+    if isinstance(inc, dict) and isinstance(inc.get("total"), float):
+        raise NotYet(f"your update adds a float to the total (`$inc: {{total: {inc['total']!r}}}`): a binary float "
+                     "cannot hold most cents exactly (3 x 0.1 is 0.30000000000000004 as a float). Keep the amount "
+                     "a Decimal128 all the way: `Decimal128(price.to_decimal() * qty)`.")
+    total = after.get("total")
+    if _amount(total) is None:
+        raise NotYet(f"total is now a {type(total).__name__} ({total!r}): a float amount added to the Decimal128 "
+                     "total loses exactness. `$inc` it by a Decimal128: `Decimal128(price.to_decimal() * qty)`.")
+    if _amount(total) != Decimal("17.30"):
+        raise NotYet(f"total is {total}; 17.00 plus 3 x 0.10 makes exactly 17.30: keep the arithmetic in "
+                     "Decimal, `Decimal128(price.to_decimal() * qty)`.")
     # two calls at once: the second runs right after the first one's first read
     with lab.sandbox() as box:
-        lab.interleaved(lambda: add_line(box.db, "order:1", "tea", 3, 4.0),
-                        lambda: add_line(box.db, "order:1", "jam", 1, 6.0), box.recorder)
+        lab.interleaved(lambda: add_line(box.db, "order:1", "tea", 3, tea),
+                        lambda: add_line(box.db, "order:1", "jam", 1, _money("6.00")), box.recorder)
         raced = box.db.orders.find_one({"_id": "order:1"}) or {}
     skus = sorted(line.get("sku") for line in raced.get("lines") or [] if isinstance(line, dict))
-    if skus != ["jam", "mug", "tea"] or raced.get("total") != 35.0 or raced.get("itemCount") != 6:
+    if skus != ["jam", "mug", "tea"] or _amount(raced.get("total")) != Decimal("23.30") \
+            or raced.get("itemCount") != 6:
         raise NotYet(f"two calls at once (tea and jam, the second running right after the first one read the "
-                     f"order) leave lines {skus}, total {raced.get('total')!r} and itemCount "
-                     f"{raced.get('itemCount')!r} instead of ['jam', 'mug', 'tea'], 35.0 and 6: a value computed "
+                     f"order) leave lines {skus}, total {raced.get('total')} and itemCount "
+                     f"{raced.get('itemCount')!r} instead of ['jam', 'mug', 'tea'], 23.30 and 6: a value computed "
                      "in Python from an earlier read overwrote the other call's change (a lost update). Let the "
                      "server do the arithmetic with `$inc`.")
-    # the same line again (order:2 already holds 1 x tea at 4.0), and an order that does not exist
+    # the same line again (order:2 already holds 1 x tea at 0.10), and an order that does not exist
     with lab.sandbox() as box:
-        lab.call(add_line, box.db, "order:2", "tea", 1, 4.0)
+        lab.call(add_line, box.db, "order:2", "tea", 1, tea)
         again = box.db.orders.find_one({"_id": "order:2"}) or {}
-        lab.call(add_line, box.db, "order:404", "tea", 1, 4.0)
+        lab.call(add_line, box.db, "order:404", "tea", 1, tea)
         ghost = box.db.orders.find_one({"_id": "order:404"})
     if len(again.get("lines") or []) != 2 or again.get("itemCount") != 2:
-        raise NotYet(f"adding a second 1 x 'tea' at 4.0 to order:2 (which already has that line) leaves "
+        raise NotYet(f"adding a second 1 x 'tea' at 0.10 to order:2 (which already has that line) leaves "
                      f"{len(again.get('lines') or [])} line(s) and itemCount {again.get('itemCount')!r}: `$addToSet` "
                      "drops a line equal to one already there while `$inc` still counts it. Order lines are "
                      "appended with `$push`.")
     if ghost is not None:
         raise NotYet("adding a line to order:404, which does not exist, created it (`upsert=True`): an order line "
                      "belongs to an existing order; leave the upsert out.")
-    return ("one update appended the line and raised the total and the item count; two calls at once both "
-            "counted, because the server did the arithmetic.")
-
-
+    return ("one update appended the line and raised the item count and the Decimal128 total exactly; two calls at "
+            "once both counted, because the server did the arithmetic.")

@@ -34,35 +34,57 @@ def _trims_after_lookup(pipeline: list, field: str) -> str | None:
 def _lookup_order_mistake(sub: list) -> str | None:
     names = [next(iter(s), "") for s in sub if isinstance(s, dict)]
     if "$limit" in names and "$sort" in names and names.index("$limit") < names.index("$sort"):
-        return ("inside the $lookup pipeline `$limit` comes before `$sort`: it keeps 10 posts in storage order "
-                "and only then sorts those 10. Sort first, then limit.")
+        return ("inside the $lookup pipeline `$limit` comes before `$sort`: it keeps 5 reviews in storage order "
+                "and only then sorts those 5. Sort first, then limit.")
     if "$limit" in names and "$sort" not in names:
-        return "the $lookup pipeline limits without sorting, so it keeps whichever 10 posts come first, not the newest."
+        return ("the $lookup pipeline limits without sorting, so it keeps whichever 5 reviews come first, not the "
+                "newest.")
     sort = next((s["$sort"] for s in sub if isinstance(s, dict) and "$sort" in s), None)
     if isinstance(sort, dict) and "createdAt" in sort and "_id" not in sort:
-        return ("the sort has no tie-breaker: posts written at the same minute come back in an order the server "
+        return ("the sort has no tie-breaker: reviews written at the same minute come back in an order the server "
                 "does not promise (it can change with the plan). Add `_id: -1` after `createdAt: -1`.")
     return None
 
 
-def _fresh_posts(db: Any) -> None:
-    """Sam has 60 posts inserted out of order, with ties on createdAt."""
-    observe.seed_posts(db, {"user:112": 60, "user:234": 25})
-    db.posts.create_index({"authorId": 1, "createdAt": -1, "_id": -1})
+def seed_reviews(db: Any, products: dict[str, int] | None = None, *, seed: int = 3) -> None:
+    """Products and their reviews for the product-page join: ``products`` maps a product id to a review count
+    (default prod:7 has 400, prod:8 has 3). Reviews are inserted shuffled, every seventh shares its
+    ``createdAt`` with the one before (ties an ``_id`` tie-breaker orders), and carry fields the page does not
+    show (``userId``, ``helpful``)."""
+    import datetime as dt
+    import random
+
+    products = products or {"prod:7": 400, "prod:8": 3}
+    rng = random.Random(seed)
+    base = dt.datetime(2026, 5, 1)
+    db.products.insert_many([{"_id": pid, "name": f"Product {pid.split(':')[-1]}", "price": 20 + k}
+                             for k, pid in enumerate(products)])
+    reviews = []
+    for pid, n in products.items():
+        for i in range(n):
+            j = i - (i % 7 == 3)
+            reviews.append({"_id": f"review:{pid.split(':')[-1]}:{i:04d}", "productId": pid,
+                            "stars": 1 + rng.randrange(5), "text": f"review {i}",
+                            "userId": f"user:{rng.randrange(900)}",
+                            "helpful": rng.randrange(40), "createdAt": base + dt.timedelta(minutes=30 * j)})
+    rng.shuffle(reviews)
+    db.reviews.insert_many(reviews)
+    db.reviews.create_index({"productId": 1, "createdAt": -1, "_id": -1})
 
 
-@LESSON.exercise(BehaviourCheck, "03-bounded-lookup", fresh=_fresh_posts,
-                 takes=steps.call("call it with the database and your pipeline: `ex.check(db, pipeline)`.", None, None))
-def _check_bounded_lookup(lab: Lab, db: Any, pipeline: Any) -> str:
+@LESSON.exercise(BehaviourCheck, "03-product-reviews", fresh=seed_reviews,
+                 takes=steps.call("call it with the database and your pipeline: `ex.check(shop, pipeline)`.",
+                                  None, None))
+def _check_product_reviews(lab: Lab, db: Any, pipeline: Any) -> str:
     if not steps.is_pipeline(pipeline):
         raise NotYet("`pipeline` must be a list of stage documents, e.g. [{\"$match\": ...}, {\"$lookup\": ...}].")
     lookups = [s["$lookup"] for s in pipeline if "$lookup" in s]
     if not lookups or not isinstance(lookups[0], dict):
-        raise NotYet("the pipeline has no `$lookup` stage; join the posts on the server.")
+        raise NotYet("the pipeline has no `$lookup` stage; join the reviews on the server.")
     field = lookups[0].get("as")
     trim = _trims_after_lookup(pipeline, str(field))
     if trim:
-        raise NotYet(f"the join reads every post of Sam's history and a later stage cuts `{field}` down with "
+        raise NotYet(f"the join reads every review of the product and a later stage cuts `{field}` down with "
                      f"`{trim}`: the documents are still read and carried. Sort, limit and project *inside* the "
                      "$lookup pipeline instead.")
     sub = lookups[0].get("pipeline")
@@ -70,37 +92,52 @@ def _check_bounded_lookup(lab: Lab, db: Any, pipeline: Any) -> str:
         order = _lookup_order_mistake(sub)
         if order:
             raise NotYet(order)
-    with lab.sandbox() as box:  # pristine data
-        docs = steps.aggregate(box.db.users, pipeline)
-        expected = [d["_id"] for d in box.db.posts.find({"authorId": "user:112"}, {"_id": 1})
-                    .sort([("createdAt", -1), ("_id", -1)]).limit(10)]
-    if len(docs) > 1 and all(isinstance(d, dict) and d.get("_id") == "user:112" for d in docs):
-        raise NotYet(f"the result is {len(docs)} copies of Sam's document: a stage after the join (`$unwind`?) "
-                     "splits it into one document per post. The task wants ONE document holding the posts array.")
-    if len(docs) != 1 or docs[0].get("_id") != "user:112":
-        raise NotYet(f"expected exactly Sam's document (user:112); got {len(docs)} document(s). Start with $match.")
-    joined = docs[0].get(field)
+    from labkit import ledger
+
+    with lab.sandbox() as box:  # pristine data: prod:7 has 400 reviews
+        docs = steps.aggregate(box.db.products, pipeline)
+        cost = ledger.measure(box.db, lambda d: list(d.products.aggregate(pipeline)))
+        expected = [d["_id"] for d in box.db.reviews.find({"productId": "prod:7"}, {"_id": 1})
+                    .sort([("createdAt", -1), ("_id", -1)]).limit(5)]
+        oldest = [d["_id"] for d in box.db.reviews.find({"productId": "prod:7"}, {"_id": 1})
+                  .sort([("createdAt", 1), ("_id", 1)]).limit(5)]
+        others = box.db.reviews.count_documents({"productId": "prod:7"}) - 5
+    if len(docs) > 1 and all(isinstance(d, dict) and d.get("_id") == "prod:7" for d in docs):
+        raise NotYet(f"the result is {len(docs)} copies of the product: a stage after the join (`$unwind`?) splits "
+                     "it into one document per review. The page wants ONE product document holding the reviews.")
+    if len(docs) != 1 or docs[0].get("_id") != "prod:7":
+        raise NotYet(f"expected exactly the product prod:7; got {len(docs)} document(s). Start with `$match`.")
+    joined = docs[0].get("reviews")
     if not isinstance(joined, list):
-        raise NotYet(f"Sam's document has no joined array `{field}`; check the `as` field of $lookup and any "
-                     "later $project.")
+        raise NotYet(f"the product has no `reviews` array (your join writes `{field}`); name it with `as: "
+                     "\"reviews\"`.")
     got = [d.get("_id") for d in joined if isinstance(d, dict)]
-    if len(got) > 10:
-        raise NotYet(f"`{field}` holds {len(got)} posts; limit the join to 10 with `$limit` inside its pipeline.")
+    if len(got) > 5:
+        raise NotYet(f"`reviews` holds {len(got)} reviews; limit the join to 5 with `$limit` inside its pipeline.")
     if got == list(reversed(expected)):
-        raise NotYet("these are the right posts in the wrong order: newest first is `createdAt: -1`.")
-    if got[:1] == expected[:1] and got != expected and len(got) == 10:
-        raise NotYet("the newest post is right but later ones are not: posts written at the same minute need the "
-                     "tie-breaker `_id: -1` in the sort.")
+        raise NotYet("these are the right reviews in the wrong order: newest first is `createdAt: -1`.")
+    if got == oldest:
+        raise NotYet("these are the product's 5 OLDEST reviews: newest first is `createdAt: -1` (and `_id: -1`).")
+    if got[:1] == expected[:1] and got != expected and len(got) == 5:
+        raise NotYet("the newest review is right but later ones are not: reviews written at the same minute need "
+                     "the tie-breaker `_id: -1` in the sort.")
     if got != expected:
-        raise NotYet(f"`{field}` does not hold Sam's 10 newest posts, newest first (tie-break on `_id: -1`); "
-                     "sort inside the $lookup pipeline before `$limit`.")
-    extra = sorted({k for d in joined for k in d} - {"_id", "title", "createdAt"})
+        raise NotYet("`reviews` does not hold the product's 5 newest reviews, newest first (tie-break on "
+                     "`_id: -1`); sort inside the $lookup pipeline before `$limit`.")
+    extra = sorted({k for d in joined for k in d} - {"_id", "stars", "text"})
     if extra:
-        raise NotYet(f"the posts still carry {extra}; add a `$project` inside the $lookup pipeline.")
-    return "10 posts, newest first, three fields each, sorted, limited and projected inside the join."
+        raise NotYet(f"the reviews still carry {extra}; add a `$project` inside the $lookup pipeline that keeps "
+                     "`stars` and `text` (and `_id`).")
+    if cost.docs_examined > 6:
+        raise NotYet(f"the result is right, but the server examined {cost.docs_examined} documents for one product "
+                     "and 5 reviews: the join is not stopped by its `$limit`. Sort and limit inside the join, on "
+                     "the fields the reviews index starts with.")
+    return (f"5 reviews, newest first, three fields each, for {cost.docs_examined} documents examined: the join "
+            f"sorted, limited and projected inside the $lookup, so the product's other {others} reviews were never "
+            "read.")
 
 
-LESSON.add(Prediction, "03-predict-bounded-docs", tolerance=0.05)
+LESSON.add(Prediction, "03-predict-bounded-docs")  # counts are exact (issue 25)
 
 
 def _fresh_comments(db: Any) -> None:

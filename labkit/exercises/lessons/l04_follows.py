@@ -14,64 +14,85 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-def _pristine_follows(db: Any) -> None:
-    """300 users; user:0 is followed by every even user, and user k follows the five users after it."""
-    edges = []
-    for k in range(1, 301):
-        targets = ([0] if k % 2 == 0 else []) + [(k + j) % 300 + 1 for j in range(1, 6)]
-        edges += [{"_id": f"follow:{k}:{t}", "followerId": f"user:{k:03d}", "followingId": f"user:{t:03d}"}
-                  for t in targets if t != k]
-    db.follows.insert_many(edges)
+def seed_likes(db: Any, users: int = 300, posts: int = 100) -> None:
+    """Likes for the likes exercise: user k likes the posts k, k+7, k+14, ... (11 each); post p:007 is liked by
+    many more (every third user); every like has its own time, so "newest first" has no ties."""
+    import datetime as dt
+
+    base = dt.datetime(2026, 6, 1)
+    likes, seen, t = [], set(), 0
+    for k in range(1, users + 1):
+        targets = [(k + 7 * j) % posts + 1 for j in range(11)] + ([7] if k % 3 == 0 else [])
+        for p in targets:
+            if (k, p) in seen:
+                continue
+            seen.add((k, p))
+            t += 1
+            likes.append({"_id": f"like:{k:03d}:{p:03d}", "userId": f"u:{k:03d}", "postId": f"p:{p:03d}",
+                          "createdAt": base + dt.timedelta(minutes=(t * 37) % 100_003)})
+    db.likes.insert_many(likes)
 
 
-@LESSON.exercise(StateCheck, "04-follow-indexes",
-                 takes=steps.collection("practice.follows"))
-def _check_follow_indexes(lab: Lab, follows: Any) -> str:
+LIKES_QUERIES = (
+    ("who liked a post (by user id)", {"postId": "p:007"}, [("userId", 1)], "postId", "userId"),
+    ("a user's likes, newest first", {"userId": "u:042"}, [("createdAt", -1)], "userId", "createdAt"),
+)
+
+
+@LESSON.exercise(StateCheck, "04-likes-indexes", takes=steps.collection("practice.likes"))
+def _check_likes_indexes(lab: Lab, likes: Any) -> str:
     from pymongo.errors import DuplicateKeyError, OperationFailure
 
-    learner_indexes = [spec for spec in follows.list_indexes() if spec["name"] != "_id_"]
+    learner_indexes = [spec for spec in likes.list_indexes() if spec["name"] != "_id_"]
     if not learner_indexes:
-        raise NotYet("practice.follows has no index but `_id` yet: create one index per direction.")
+        raise NotYet("practice.likes has no index but `_id` yet: index it for both pages and for one like per "
+                     "user and post.")
     try:
-        box = lab.sandbox(fresh=_pristine_follows, indexes={"follows": follows})
+        box = lab.sandbox(fresh=seed_likes, indexes={"likes": likes})
     except (DuplicateKeyError, OperationFailure) as exc:
         if getattr(exc, "code", None) == 11000:
-            raise NotYet("one of your unique indexes refuses ordinary follows (built on follows where one "
-                         "user follows several others, it fails with E11000): only the PAIR "
-                         "{followerId, followingId} is unique, not either field alone.") from None
+            raise NotYet("one of your unique indexes refuses ordinary likes (built on likes where a user likes "
+                         "several posts and a post has many likes, it fails with E11000): only the PAIR "
+                         "{userId, postId} is unique, not either field alone.") from None
         raise
     with box:
-        sandbox_follows = box.db.follows
-        for label, field, other, value in (("who follows", "followingId", "followerId", "user:000"),
-                                           ("whom ... follows", "followerId", "followingId", "user:007")):
-            plan = sandbox_follows.find({field: value}).sort(other, 1).limit(20).explain()
-            figures = observe.plan_figures(plan)
+        for label, query, sort, field, other in LIKES_QUERIES:
+            figures = observe.plan_figures(box.db.likes.find(query).sort(sort).limit(20).explain())
             if figures.collscan:
-                raise NotYet(f"'{label}' ({field} equality) still scans the collection: no index starts with "
-                             f"`{field}`.")
+                partial = [spec["name"] for spec in learner_indexes
+                           if list(spec["key"])[:1] == [field] and "partialFilterExpression" in spec]
+                extra = (f" (`{partial[0]}` starts with it, but it is partial and the page's query does not repeat "
+                         "its filter)" if partial else "")
+                raise NotYet(f"'{label}' ({field} equality) still reads every like (COLLSCAN): no usable index "
+                             f"starts with `{field}`{extra}.")
             if figures.blocking_sort:
-                raise NotYet(f"'{label}' has a blocking SORT: the index starting with `{field}` must continue "
-                             f"with `{other}` so the page comes out in order.")
+                way = "newest first: -1" if other == "createdAt" else "ascending"
+                raise NotYet(f"'{label}' has a blocking SORT with {figures.index}: the index that starts with "
+                             f"`{field}` must continue with `{other}` ({way}, or the whole index reversed), so "
+                             "the page comes out of the index in order.")
             if figures.keys_examined > figures.returned + 1:
-                raise NotYet(f"'{label}' reads {figures.keys_examined} index keys for one page of "
-                             f"{figures.returned}: the planner walks an index that does not start with `{field}` "
-                             f"only for its sort order. Give this direction its own index that starts with "
+                raise NotYet(f"'{label}' reads {figures.keys_examined} index keys for a page of {figures.returned} "
+                             f"with {figures.index}: that index gives the order but does not start with `{field}`, "
+                             f"so the scan walks everyone's likes. Give this page an index that starts with "
                              f"`{field}`.")
-        extra = observe.redundant_prefixes(sandbox_follows)
+        extra = observe.redundant_prefixes(box.db.likes)
         if extra:
-            raise NotYet(f"the index {extra[0][0]!r} is a prefix of {extra[0][1]!r}: every follow pays to maintain "
-                         "it and no query needs it. Drop it; two indexes, one per direction, are enough.")
-        edge = sandbox_follows.find_one({"_id": "follow:7:9"})
+            raise NotYet(f"the index {extra[0][0]!r} is a prefix of {extra[0][1]!r}: every like pays to maintain it "
+                         "and no query needs it. Drop it.")
+        edge = box.db.likes.find_one({"_id": "like:042:043"})
         try:
-            sandbox_follows.insert_one({"_id": "follow:7:9:again", "followerId": edge["followerId"],
-                                        "followingId": edge["followingId"]})
+            box.db.likes.insert_one({"_id": "like:042:043:again", "userId": edge["userId"], "postId": edge["postId"],
+                                     "createdAt": edge["createdAt"]})
         except DuplicateKeyError:
-            return "both directions are served by an index, in order, and duplicate edges are rejected."
-    raise NotYet("a second follows document for the same follower/following pair was accepted (tried on a copy "
-                 "of the indexes, your data is untouched): make the {followerId, followingId} index unique.")
+            count = len(list(box.db.likes.list_indexes())) - 1
+            return (f"both pages come out of an index in order, reading one page of keys each, and a second like "
+                    f"of the same post by the same user is refused, with {count} index(es) besides `_id`.")
+    raise NotYet("a second like of the same post by the same user was accepted (tried on a copy of your indexes; "
+                 "your data is untouched): make an index on the pair {postId, userId} (or {userId, postId}) unique. "
+                 "The `who liked` index can be that unique index.")
 
 
-LESSON.add(Prediction, "04-predict-count-keys", tolerance=0.05)
+LESSON.add(Prediction, "04-predict-count-keys")  # counts are exact (issue 25)
 
 
 def _membership_state(db: Any, group_id: str) -> tuple[int, Any]:

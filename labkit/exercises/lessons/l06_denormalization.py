@@ -14,54 +14,57 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-def _fresh_user(db: Any) -> None:
-    db.users.insert_one({"_id": "user:preview-check", "name": "Preview Check", "roles": []})
+def _fresh_listing(db: Any) -> None:
+    db.listings.insert_one({"_id": "listing:check", "title": "Vintage lamp", "topBids": []})
 
 
-@LESSON.exercise(BehaviourCheck, "06-bounded-preview",
-                 takes=steps.db_and_function("add_follower"), fresh=_fresh_user)
-def _check_bounded_preview(lab: Lab, db: Any, add_follower: Callable) -> str:
-    test_id = "user:preview-check"
-    names = ["Ann", "Bo", "Cy", "Di", "Ed"]
+#: the bids of the check, in the order they arrive: (bidder, amount)
+_BIDS = [("b:ann", 30), ("b:bo", 50), ("b:cy", 20), ("b:di", 70), ("b:ed", 40)]
+
+
+@LESSON.exercise(BehaviourCheck, "06-top-bids", takes=steps.db_and_function("add_bid"), fresh=_fresh_listing)
+def _check_top_bids(lab: Lab, db: Any, add_bid: Callable) -> str:
+    listing = "listing:check"
     with lab.sandbox() as box:
-        for i, name in enumerate(names[:3]):
-            add_follower(box.db, test_id, f"user:p{i}", name)
-        per_call = box.recorder.write_statements() / 3
-        # Two followers arrive at once: the second call runs to completion right after the first one's read.
-        lab.interleaved(lambda: add_follower(box.db, test_id, "user:p3", "Di"),
-                        lambda: add_follower(box.db, test_id, "user:p4", "Ed"), box.recorder)
+        for bidder, amount in _BIDS:
+            add_bid(box.db, listing, bidder, amount)
+        per_call = box.recorder.write_statements() / len(_BIDS)
+        # Two bids arrive at once: the second call runs to completion right after the first one's read.
+        lab.interleaved(lambda: add_bid(box.db, listing, "b:fay", 60),
+                        lambda: add_bid(box.db, listing, "b:gus", 65), box.recorder)
         reads = [n for n in box.recorder.names() if n in ("find", "aggregate")]
-        doc = box.db.users.find_one({"_id": test_id})
-    preview = (doc or {}).get("followerPreview")
-    if not isinstance(preview, list):
-        raise NotYet("after five calls the user has no `followerPreview` array; push into that field.")
-    got = [(p.get("userId"), p.get("name")) for p in preview if isinstance(p, dict)]
-    want = [("user:p4", "Ed"), ("user:p3", "Di"), ("user:p2", "Cy")]
-    if reads and ("user:p4", "Ed") not in got or reads and ("user:p3", "Di") not in got:
-        lost = "Ed" if ("user:p4", "Ed") not in got else "Di"
-        raise NotYet(f"when two followers arrived at the same time, {lost} was lost: your function reads the "
-                     "preview, changes it in Python and writes it back, so the second writer overwrites the "
-                     "first. Let the server do it in one update: `$push` with `$each`, `$position` and `$slice`.")
+        doc = box.db.listings.find_one({"_id": listing})
+    top = (doc or {}).get("topBids")
+    if not isinstance(top, list):
+        raise NotYet("after seven bids the listing has no `topBids` array; push into that field.")
+    got = [(b.get("bidderId"), b.get("amount")) for b in top if isinstance(b, dict)]
+    want = [("b:di", 70), ("b:gus", 65), ("b:fay", 60)]
+    if reads and (("b:gus", 65) not in got or ("b:fay", 60) not in got):
+        lost = "b:gus (65)" if ("b:gus", 65) not in got else "b:fay (60)"
+        raise NotYet(f"when two bids arrived at the same time, {lost} was lost: your function reads the listing, "
+                     "changes the array in Python and writes it back, so the second writer overwrites the first. "
+                     "Let the server do it in one update: `$push` with `$each`, `$sort` and `$slice`.")
     if per_call > 1:
-        raise NotYet(f"each call sent {per_call:g} writes; keep the preview bounded in the same single update.")
-    if len(preview) > 3:
-        raise NotYet(f"the preview holds {len(preview)} entries after five follows; add `$slice: 3` to the $push.")
-    if len(preview) < 3:
-        raise NotYet(f"the preview holds only {len(preview)} entries; it should keep three.")
-    if got == [("user:p2", "Cy"), ("user:p1", "Bo"), ("user:p0", "Ann")]:
-        raise NotYet("the preview kept the three OLDEST followers: `$slice: -3` keeps the last three elements, and "
-                     "with `$position: 0` the newest are at the front. Use `$slice: 3` to keep the first three.")
+        raise NotYet(f"each bid sent {per_call:g} writes; add the bid and keep the list bounded in ONE update.")
+    if len(top) > 3:
+        raise NotYet(f"`topBids` holds {len(top)} entries after seven bids; add `$slice: 3` to the $push.")
+    if len(top) < 3:
+        raise NotYet(f"`topBids` holds only {len(top)} entries; it should keep three.")
+    if got == [("b:gus", 65), ("b:fay", 60), ("b:ed", 40)] or got == [("b:fay", 60), ("b:gus", 65), ("b:ed", 40)]:
+        raise NotYet("the list kept the three NEWEST bids, not the highest: `$position: 0` orders by arrival. Sort "
+                     "by amount inside the $push: `$sort: {amount: -1}`, then `$slice: 3`.")
     if got == list(reversed(want)):
-        raise NotYet("these are the three newest, but oldest first: use `$position: 0` so the newest comes first.")
-    if got == [("user:p0", "Ann"), ("user:p1", "Bo"), ("user:p2", "Cy")] or got[:1] == [("user:p0", "Ann")]:
-        raise NotYet("the preview kept the *oldest* followers: with `$position: 0`, `$slice: 3` keeps the first three, "
-                     "which are the newest.")
+        raise NotYet("these are the three highest bids, but lowest first: sort `{amount: -1}` and keep the first "
+                     "three with `$slice: 3`.")
+    if got == [("b:cy", 20), ("b:ann", 30), ("b:ed", 40)]:
+        raise NotYet("the list kept the three LOWEST bids: `$sort: {amount: 1}` with `$slice: 3` keeps the "
+                     "smallest. Sort `{amount: -1}`.")
     if got != want:
-        raise NotYet(f"expected {want} (newest first), got {got}.")
-    if any(set(p) != {"userId", "name"} for p in preview):
-        raise NotYet("keep each entry to `{userId, name}`: copy only what the view needs.")
-    return ("the preview stays at the three newest followers, newest first, in one update each, and two followers "
-            "arriving together both show up.")
+        raise NotYet(f"expected {want} (highest first), got {got}.")
+    if any(set(b) != {"bidderId", "amount"} for b in top):
+        raise NotYet("keep each entry to `{bidderId, amount}`: copy only what the listing page shows.")
+    return ("`topBids` keeps the three highest bids, highest first, in one update per bid; a low bid never "
+            "displaces a higher one, and two bids arriving together both count.")
 
 
 LESSON.add(Prediction, "06-predict-oldest-preview")

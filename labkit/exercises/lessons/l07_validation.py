@@ -67,7 +67,8 @@ def _failed_rules(info: Any) -> list[str]:
         node = todo.pop()
         if isinstance(node, dict):
             for key in ("propertyName", "operatorName"):
-                if isinstance(node.get(key), str) and node[key] not in out and node[key] not in ("properties", "$jsonSchema"):
+                name = node.get(key)
+                if isinstance(name, str) and name not in out and name not in ("properties", "$jsonSchema"):
                     out.append(node[key])
             todo += list(node.values())
         elif isinstance(node, list):

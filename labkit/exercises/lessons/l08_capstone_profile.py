@@ -15,7 +15,8 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(StateCheck, "08-orphans",
-                 takes=steps.call("call it with the database and your list: `ex.check(db, orphans)`.", None, None))
+                 takes=steps.call("call it with the database and your list: `ex2.check(db, orphans)`.",
+                                  None, None))
 def _check_orphans(lab: Lab, db: Any, orphans: Any) -> str:
     if not isinstance(orphans, list):
         raise NotYet(f"`orphans` should be a list of post ids, got {type(orphans).__name__}.")

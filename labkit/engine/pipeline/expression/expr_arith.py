@@ -16,7 +16,8 @@ from typing import Any
 from bson import Decimal128, Int64
 
 from .expr_base import (DEC_CTX, INT32_MAX, INT32_MIN, INT64_MIN, date_ms, dec128, eval_args, fail, from_kind, is_date,
-                        make_int, ms_date, nullish, num_kind, num_str, tname, to_dec, to_float)
+                        decimal_total, make_int, ms_date, nullish, num_kind, num_str, tname, to_dec,
+                        to_float)
 
 
 def _round_ms(x: Any) -> int:
@@ -40,10 +41,8 @@ def _sum_numbers(vals: list) -> Any:
     if kind == 2:
         return math.fsum(float(v) for v in vals) if all(math.isfinite(float(v)) for v in vals) \
             else sum(float(v) for v in vals)
-    acc = decimal.Decimal(0)
-    for v in vals:
-        acc = DEC_CTX.add(acc, to_dec(v))
-    return dec128(acc)
+    # expression.cpp ExpressionAdd: ``decimalTotal.add(nonDecimalTotal.getDecimal())``
+    return dec128(decimal_total(vals))
 
 
 def op_add(ev: Any, op: str, arg: Any, doc: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 from ...bson import values as V
 from .expr_base import (INT32_MAX, INT32_MIN, agg_compare, dec128, eval_args, fail, field_path, int32_arg,
                         int_value, nullish, num_kind, num_str, tname, to_dec, to_float, truthy,
-                        DEC_CTX, make_int)
+                        DEC_CTX, decimal_total, make_int)
 from ...bson.values import MISSING
 
 
@@ -523,10 +523,7 @@ def sum_values(vals: list) -> Any:
     if kind == 2:
         xs = [to_float(v) for v in nums]
         return math.fsum(xs) if all(math.isfinite(x) for x in xs) else sum(xs)
-    acc = to_dec(0)
-    for v in nums:
-        acc = DEC_CTX.add(acc, to_dec(v))
-    return dec128(acc)
+    return dec128(decimal_total(nums))  # accumulator_sum.cpp: the doubles join the decimals with 34 digits
 
 
 def op_accumulator(ev: Any, op: str, arg: Any, doc: Any) -> Any:
@@ -547,10 +544,7 @@ def op_accumulator(ev: Any, op: str, arg: Any, doc: Any) -> Any:
         if not nums:
             return None
         if any(num_kind(v) == 3 for v in nums):
-            total = to_dec(0)
-            for v in nums:
-                total = DEC_CTX.add(total, to_dec(v))
-            return dec128(DEC_CTX.divide(total, to_dec(len(nums))))
+            return dec128(DEC_CTX.divide(decimal_total(nums), to_dec(len(nums))))
         return math.fsum(to_float(v) for v in nums) / len(nums)
     xs = [to_float(v) for v in nums]
     if op in ("$stdDevPop", "$stdDevSamp"):

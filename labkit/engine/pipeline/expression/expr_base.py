@@ -170,6 +170,38 @@ def to_dec(v: Any) -> decimal.Decimal:
     return decimal.Decimal(int(v))
 
 
+def non_decimal_total(ints: int, floats: list[float]) -> decimal.Decimal:
+    """The ints and doubles of a ``$add`` / ``$sum`` / ``$avg`` with a decimal among its operands, as the server
+    adds them to the decimals: summed as a double-double (src/mongo/util/summation.h
+    ``DoubleDoubleSummation``), then ``getDecimal()``: each half converted with 34 digits
+    (``Decimal128(double, kRoundTo34Digits)``), not the 15 digits a single double converts with (``to_dec``)."""
+    special = [f for f in floats if not math.isfinite(f)]
+    if special:
+        return to_dec(sum(special))
+    from fractions import Fraction
+    exact = Fraction(ints) + sum((Fraction(f) for f in floats), Fraction(0))
+    hi = float(exact)
+    lo = float(exact - Fraction(hi))
+    return DEC_CTX.add(DEC_CTX.create_decimal(hi), DEC_CTX.create_decimal(lo))
+
+
+def decimal_total(nums: list) -> decimal.Decimal:
+    """``$add`` / ``$sum`` / ``$avg`` of numbers among which a decimal: the decimals added in order, the ints and
+    doubles joined at the end with 34 digits (``non_decimal_total``)."""
+    acc = decimal.Decimal(0)
+    ints = 0
+    floats: list[float] = []
+    for v in nums:
+        k = num_kind(v)
+        if k == 3:
+            acc = DEC_CTX.add(acc, to_dec(v))
+        elif k == 2:
+            floats.append(float(v))
+        else:
+            ints += int(v)
+    return DEC_CTX.add(acc, non_decimal_total(ints, floats))
+
+
 def to_float(v: Any) -> float:
     if isinstance(v, Decimal128):
         return float(v.to_decimal())

@@ -273,7 +273,7 @@ def _regex_args(ev: Any, op: str, arg: Any, doc: Any) -> tuple[Any, Any]:
     if nullish(s) or pattern is None:
         return None, None
     try:
-        return s, re.compile(re.sub(r"\(\?<(?![=!])", "(?P<", pattern), py)
+        return s, re.compile(V.pcre_to_python(pattern), py)
     except re.error as e:
         raise fail("%s: Invalid regular expression: %s" % (op, e), 51111) from None
 
