@@ -38,10 +38,10 @@ bounded relationships read and changed with the parent; reference from the child
 useful bound or are queried on their own; use a relationship collection with an index per direction for
 many-to-many graphs such as follows; treat 16 MiB as a wall, not a target.
 
-1. **Many-to-many** (``parents_per_child`` max > 1): if one side's list is bounded (<= ``EMBED_MAX_ITEMS``),
+1. **Many-to-many** (``parents_per_child`` max > 1): if one side's list is bounded (max < ``EMBED_BOUND``),
    keep an array of references on that side with a multikey index; otherwise a relationship collection, one
    document per pair, a unique index ``{a: 1, b: 1}`` and the reverse index ``{b: 1, a: 1}``.
-2. **Embed** when the relationship is bounded (max <= ``EMBED_MAX_ITEMS``), small (max x child_doc_bytes <
+2. **Embed** when the relationship is bounded (max < ``EMBED_BOUND``), small (max x child_doc_bytes <
    ``EMBED_MAX_BYTES``, 1 MiB: far below the 16 MiB document limit), the children are not queried alone, and they
    are read with the parent (an access pattern names both) or change with it. max 1 = a subdocument.
 3. **Child reference** otherwise: the parent's ``_id`` on each child and a compound index matching the hottest
@@ -73,7 +73,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-EMBED_MAX_ITEMS = 200                 # "bounded": max children a parent may embed (source: < 100 as rule of thumb)
+EMBED_BOUND = 100                     # "bounded": fewer than 100 elements in an array (the source material's
+                                      # embed rule: "The array is bounded (< 100 items)"), for embedded children
+                                      # and for arrays of references alike
 EMBED_MAX_BYTES = 1024 * 1024         # "small": max x child size must stay under 1 MiB (1/16 of the 16 MiB limit)
 BSON_LIMIT_BYTES = 16 * 1024 * 1024
 COMPUTED_MIN_READS_PER_WRITE = 10     # reads per write on an aggregate that justify maintaining it on write
@@ -411,7 +413,7 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
         a, b = rel.get("link_fields") or [f"{_singular(parent)}Id", f"{_singular(child)}Id"]
         if a == b:
             a, b = "fromId", "toId"
-        if hi <= EMBED_MAX_ITEMS or p_hi <= EMBED_MAX_ITEMS:
+        if hi < EMBED_BOUND or p_hi < EMBED_BOUND:
             on_parent = hi <= p_hi
             holder, other, n = (parent, child, hi) if on_parent else (child, parent, p_hi)
             arr = f"{_singular(other)}Ids"
@@ -420,8 +422,9 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
                 f"{holder}: {{_id, ..., {arr}: [<{other} _id>, ...]}}  (at most {_n(n)})",
                 (f"many-to-many: one {_singular(parent)} links to {card} {child}, one {_singular(child)} is linked from "
                  f"[{_n(p_lo)}, {_n(p_likely)}, {_n(p_hi)}] {parent}",
-                 f"the list on {holder} is bounded (max {_n(n)} <= {EMBED_MAX_ITEMS}), so keep the references on "
-                 f"that side; a multikey index finds the other direction"),
+                 f"the list on {holder} is bounded (at most {_n(n)}, fewer than the {EMBED_BOUND} items the source "
+                 f"allows a bounded array), so keep the references on that side; a multikey index finds the other "
+                 f"direction"),
                 (Index(holder, ((arr, 1),)),), _lessons("array of references", "validation"))
         coll = rel.get("name") or f"{_singular(parent)}_{child}"
         return Advice(
@@ -437,7 +440,7 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
             _lessons("relationship collection", "two-way"))
 
     # 2. embed
-    bounded = hi <= EMBED_MAX_ITEMS
+    bounded = hi < EMBED_BOUND
     worst = hi * size
     small = worst < EMBED_MAX_BYTES
     wanted = bool(together) or rel["changes_with_parent"]
@@ -445,7 +448,7 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
         why_together = (f"'{together[0]['operation']}' ({_rate(together[0]['per_second'])}) reads {parent} with "
                         f"{child}" if together else f"{child} change together with their {parent}")
         reasons = [
-            f"bounded: at most {_n(hi)} {child} per {_singular(parent)} (<= {EMBED_MAX_ITEMS})",
+            f"bounded: at most {_n(hi)} {child} per {_singular(parent)} (fewer than {EMBED_BOUND})",
             f"small: {_n(hi)} x {_bytes(size)} = {_bytes(worst)} at most, under {_bytes(EMBED_MAX_BYTES)} "
             f"(the hard limit is {_bytes(BSON_LIMIT_BYTES)})",
             f"{why_together}, and {child} are not queried without their {_singular(parent)}: one read, "
@@ -463,8 +466,10 @@ def _model(rel: dict[str, Any], patterns: list[dict[str, Any]]) -> Advice:
     reasons = []
     if not bounded:
         reasons.append(f"{child} per {_singular(parent)} is {card}: "
-                       + ("nothing bounds the max" if math.isinf(hi) else f"max {_n(hi)} is over {EMBED_MAX_ITEMS}")
-                       + f"; an array on {parent} would keep growing (references in an array do not fix that)")
+                       + ("nothing bounds the max; an array on " + parent + " would keep growing (references in an "
+                          "array do not fix that)" if math.isinf(hi)
+                          else f"max {_n(hi)} is not fewer than {EMBED_BOUND}, more than the source lets a bounded "
+                               f"array hold"))
     if not small and not math.isinf(worst):
         reasons.append(f"the embedded worst case is {_n(hi)} x {_bytes(size)} = {_bytes(worst)}, not under "
                        f"{_bytes(EMBED_MAX_BYTES)} (hard limit {_bytes(BSON_LIMIT_BYTES)})")
@@ -540,9 +545,9 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
     # outlier: the typical parent fits, the biggest does not
     if not embedded and not many and not rel["child_queried_alone"] \
             and any(_mentions(p, parent) and _mentions(p, child) for p in reads) \
-            and likely <= EMBED_MAX_ITEMS and likely * size < EMBED_MAX_BYTES and likely > 0 \
+            and likely < EMBED_BOUND and likely * size < EMBED_MAX_BYTES and likely > 0 \
             and hi >= OUTLIER_RATIO * likely:
-        cap = int(min(EMBED_MAX_ITEMS, max(likely * 2, 1)))
+        cap = int(min(EMBED_BOUND - 1, max(likely * 2, 1)))
         out.append(Advice(
             "pattern", "outlier", parent, child,
             f"{parent}: {{_id, ..., {child}: [<up to {cap}>], hasOverflow: true|false}}",
@@ -555,7 +560,7 @@ def _patterns(rel: dict[str, Any], model: Advice, patterns: list[dict[str, Any]]
 
     # time series: MongoDB's time-series collections bucket measurements themselves (5.0+); the hand-made bucket
     # pattern remains the choice when buckets must carry custom fields or measurements are updated individually
-    if rel["time_series"] and (hi > EMBED_MAX_ITEMS or hi * size >= EMBED_MAX_BYTES):
+    if rel["time_series"] and (hi >= EMBED_BOUND or hi * size >= EMBED_MAX_BYTES):
         ref = rel.get("reference_field") or f"{_singular(parent)}Id"
         out.append(Advice(
             "pattern", "time-series collection", parent, child,

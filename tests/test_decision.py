@@ -73,6 +73,31 @@ def test_many_to_many_with_a_bounded_side_keeps_an_array_of_references():
     assert [str(ix) for ix in advice.indexes] == ["products: {categoryIds: 1}"]
 
 
+def test_the_embed_bound_is_the_sources_fewer_than_100_items():
+    """The source material's embed rule: 'The array is bounded (< 100 items)'. 99 children embed; 100 do not."""
+    assert decision.EMBED_BOUND == 100
+    tags = {"parent": "articles", "child": "tags", "child_queried_alone": False, "changes_with_parent": True,
+            "child_doc_bytes": 30}
+    read = {"operation": "Read article", "type": "read", "per_second": 100, "entities": ["articles", "tags"],
+            "fields": ["title", "tags.name"]}
+    at_99 = recommend([read], [tags | {"cardinality": [0, 10, 99]}]).model_for("articles", "tags")
+    assert at_99.name == "embed" and "fewer than 100" in " ".join(at_99.reasons)
+    at_100 = recommend([read], [tags | {"cardinality": [0, 10, 100]}]).model_for("articles", "tags")
+    assert at_100.name == "child reference"
+    assert "max 100 is not fewer than 100" in " ".join(at_100.reasons)
+
+
+def test_a_many_to_many_array_needs_a_side_below_the_bound_and_says_so():
+    enrol = {"parent": "students", "child": "courses", "cardinality": [1, 5, 12], "parents_per_child": [0, 120, 400],
+             "child_queried_alone": True, "changes_with_parent": False, "child_doc_bytes": 300}
+    advice = recommend([], [enrol]).model_for("students", "courses")
+    assert advice.name == "array of references"
+    text = " ".join(advice.reasons)
+    assert "at most 12, fewer than the 100 items" in text and "<= 200" not in text
+    both_big = enrol | {"cardinality": [1, 5, 100], "parents_per_child": [0, 120, 400]}
+    assert recommend([], [both_big]).model_for("students", "courses").name == "relationship collection"
+
+
 def test_product_reviews_read_1000x_per_write_get_computed_and_subset():
     rec = recommend([PRODUCT_PAGE, ADD_REVIEW], [REVIEWS])
     assert rec.model_for("products", "reviews").name == "child reference"

@@ -12,115 +12,145 @@ def db():
     return labkit.fresh_db("patterns_test", client=EmbeddedClient())
 
 
-# --- 10 bucket upsert ----------------------------------------------------------------------------------------
+# --- 10 bucket upsert: heart-rate readings in daily buckets (a transfer of the lesson's hourly sensor buckets) ---
+# Manual, "Bucket Pattern"; "update" with upsert; $min/$max/$inc update operators.
 
-def _bucket_writer(cap=60, truncate=True, inc=True, minmax=True, upsert=True):
-    def add_reading(coll, sensor_id, ts, value):
-        start = ts.replace(minute=0, second=0, microsecond=0) if truncate else ts
-        filt = {"sensorId": sensor_id, "start": start}
+def _beat_writer(cap=100, truncate=True, inc=True, minmax=True, upsert=True, total=True):
+    def add_beat(coll, patient_id, at, bpm):
+        day = at.replace(hour=0, minute=0, second=0, microsecond=0) if truncate else at
+        filt = {"patientId": patient_id, "day": day}
         if cap:
             filt["count"] = {"$lt": cap}
-        update = {"$push": {"readings": {"ts": ts, "temperature": value}}}
-        update["$inc"] = {"count": 1} if inc else {}
-        if not inc:
-            update["$set"] = {"count": 1}
-            del update["$inc"]
-        if minmax:
-            update["$min"], update["$max"] = {"min": value}, {"max": value}
+        update = {"$push": {"readings": {"at": at, "bpm": bpm}}}
+        if inc:
+            update["$inc"] = {"count": 1, "sum": bpm} if total else {"count": 1}
         else:
-            update.setdefault("$set", {}).update({"min": value, "max": value})
+            update["$set"] = {"count": 1, "sum": bpm}
+        if not total:
+            update.setdefault("$set", {})["sum"] = bpm  # the listed mistake: no running sum (an average would do)
+        if minmax:
+            update["$min"], update["$max"] = {"min": bpm}, {"max": bpm}
+        else:
+            update.setdefault("$set", {}).update({"min": bpm, "max": bpm})
         coll.update_one(filt, update, upsert=upsert)
-    return add_reading
+    return add_beat
+
+
+def _ward(db, unique=False, index=True):
+    if index:
+        db.heart_buckets.create_index([("patientId", 1), ("day", 1)], unique=unique)
+    return db
 
 
 def test_bucket_upsert_good(db):
-    ex = labkit.exercises.get("10-bucket-upsert")
-    result = ex.check(db, _bucket_writer())
+    result = labkit.exercises.get("10-bucket-upsert").check(_ward(db), _beat_writer())
     assert result.correct, result.message
-    assert "exercise_10_buckets" not in db.list_collection_names() or db.exercise_10_buckets.count_documents({}) == 0
+    assert db.heart_buckets.count_documents({}) == 0  # the checker writes into a sandbox of its own
 
 
 @pytest.mark.parametrize("kwargs, why", [
-    ({"cap": None}, "cap it at 60"),
+    ({"cap": None}, "cap it at 100"),
     ({"truncate": False}, "one per reading"),
     ({"inc": False}, "$inc"),
     ({"minmax": False}, "$min"),
+    ({"total": False}, "sum"),
     ({"upsert": False}, "upsert=True"),
 ])
 def test_bucket_upsert_wrong(db, kwargs, why):
-    ex = labkit.exercises.get("10-bucket-upsert")
-    result = ex.check(db, _bucket_writer(**kwargs))
+    result = labkit.exercises.get("10-bucket-upsert").check(_ward(db), _beat_writer(**kwargs))
     assert not result.correct and why in result.message, result.message
 
 
-def _find_then_insert(coll, sensor_id, ts, value):
-    """Issue 15's example for lesson 10: find the open bucket, insert one when there is none."""
-    start = ts.replace(minute=0, second=0, microsecond=0)
-    open_bucket = coll.find_one({"sensorId": sensor_id, "start": start, "count": {"$lt": 60}})
+def test_bucket_upsert_a_unique_index_with_a_cap_is_named(db):
+    """Listed mistake: a unique index on the bucket key together with a per-bucket cap."""
+    result = labkit.exercises.get("10-bucket-upsert").check(_ward(db, unique=True), _beat_writer())
+    assert not result.correct and "must not be unique" in result.message, result.message
+
+
+def test_bucket_upsert_without_the_index_is_named(db):
+    result = labkit.exercises.get("10-bucket-upsert").check(_ward(db, index=False), _beat_writer())
+    assert not result.correct and "scans the whole collection" in result.message, result.message
+
+
+def _find_then_insert(coll, patient_id, at, bpm):
+    """Listed mistake: find the open bucket, insert one when there is none."""
+    day = at.replace(hour=0, minute=0, second=0, microsecond=0)
+    open_bucket = coll.find_one({"patientId": patient_id, "day": day, "count": {"$lt": 100}})
     if open_bucket is None:
-        coll.insert_one({"sensorId": sensor_id, "start": start, "readings": [{"ts": ts, "temperature": value}],
-                         "count": 1, "min": value, "max": value})
+        coll.insert_one({"patientId": patient_id, "day": day, "readings": [{"at": at, "bpm": bpm}],
+                         "count": 1, "sum": bpm, "min": bpm, "max": bpm})
     else:
-        coll.update_one({"_id": open_bucket["_id"]}, {"$push": {"readings": {"ts": ts, "temperature": value}},
-                                                      "$inc": {"count": 1}, "$min": {"min": value},
-                                                      "$max": {"max": value}})
+        coll.update_one({"_id": open_bucket["_id"]}, {"$push": {"readings": {"at": at, "bpm": bpm}},
+                                                      "$inc": {"count": 1, "sum": bpm}, "$min": {"min": bpm},
+                                                      "$max": {"max": bpm}})
 
 
 def test_bucket_upsert_rejects_find_then_insert(db):
-    result = labkit.exercises.get("10-bucket-upsert").check(db, _find_then_insert)
+    result = labkit.exercises.get("10-bucket-upsert").check(_ward(db), _find_then_insert)
     assert not result.correct and "upsert=True" in result.message and "reads first" in result.message
-
-
-def test_bucket_upsert_leaves_the_learners_database_alone(db):
-    db.exercise_10_buckets.insert_one({"_id": "mine"})
-    labkit.exercises.get("10-bucket-upsert").check(db, _bucket_writer())
-    assert db.exercise_10_buckets.find_one({"_id": "mine"}) == {"_id": "mine"}
 
 
 def test_bucket_upsert_call_shape(db):
     ex = labkit.exercises.get("10-bucket-upsert")
-    assert "ex.check(db, add_reading)" in ex.check(_bucket_writer()).message
+    assert "ex.check(practice, add_beat)" in ex.check(_beat_writer()).message
 
 
-# --- 11 outlier write path ------------------------------------------------------------------------------------
+# --- 11 outlier write path: the manual's book sales (Group Data with the Outlier Pattern) ----------------------
+# The first 50 buyers stay in the book, later ones go to extra_sales with has_extras; no transaction.
 
-def _comment_writer(slice_=True, position=True, move=True, flag=True, count=True):
-    from pymongo import ReturnDocument
-
-    def add_comment(posts, comments, post_id, comment):
-        push = {"$each": [comment]}
-        if position:
-            push["$position"] = 0
-        if slice_:
-            push["$slice"] = 20 if position else 20
-        update = {"$push": {"comments": push}}
-        if count:
-            update["$inc"] = {"commentCount": 1}
-        before = posts.find_one_and_update({"_id": post_id}, update, return_document=ReturnDocument.BEFORE)
-        embedded = before.get("comments", [])
-        if len(embedded) == 20:
-            if move:
-                comments.insert_one(dict(embedded[-1] if position else comment, postId=post_id))
-            if flag:
-                posts.update_one({"_id": post_id}, {"$set": {"hasOverflow": True}})
-    return add_comment
+def _purchase_writer(condition=True, store=True, flag=True, flag_first=True, book_id_field=True):
+    def record_purchase(db, book_id, customer):
+        if condition:
+            added = db.sales.update_one({"_id": book_id, "customers_purchased.49": {"$exists": False}},
+                                        {"$push": {"customers_purchased": customer}}).modified_count
+        else:  # the listed mistake: the room is checked in Python, then pushed
+            book = db.sales.find_one({"_id": book_id})
+            added = 0
+            if len(book["customers_purchased"]) < 50:
+                added = db.sales.update_one({"_id": book_id}, {"$push": {"customers_purchased": customer}})
+                added = added.modified_count
+        if added:
+            return
+        extra = {"book_id": book_id, "customer": customer} if book_id_field else {"customer": customer}
+        if flag and flag_first:
+            db.sales.update_one({"_id": book_id}, {"$set": {"has_extras": True}})
+        if store:
+            db.extra_sales.insert_one(extra)
+        if flag and not flag_first:
+            db.sales.update_one({"_id": book_id}, {"$set": {"has_extras": True}})
+    return record_purchase
 
 
 def test_outlier_write_good(db):
-    result = labkit.exercises.get("11-outlier-write").check(db, _comment_writer())
+    result = labkit.exercises.get("11-outlier-write").check(db, _purchase_writer())
     assert result.correct, result.message
+    assert db.list_collection_names() == []  # the checker's books live in its own sandbox
 
 
 @pytest.mark.parametrize("kwargs, why", [
-    ({"slice_": False}, "$slice"),
-    ({"position": False}, "$position"),
-    ({"move": False}, "dropped, not moved"),
-    ({"flag": False}, "hasOverflow"),
-    ({"count": False}, "commentCount"),
+    ({"store": False}, "not dropped"),                        # listed: capping but dropping what does not fit
+    ({"flag": False}, "has_extras"),                          # listed: forgetting the overflow flag
+    ({"book_id_field": False}, "without `book_id`"),
+    ({"condition": False}, "checking the length in Python"),  # listed: the room checked in Python
+    ({"flag_first": False}, "hidden"),                        # listed: a crash between the writes hides it
 ])
 def test_outlier_write_wrong(db, kwargs, why):
-    result = labkit.exercises.get("11-outlier-write").check(db, _comment_writer(**kwargs))
+    result = labkit.exercises.get("11-outlier-write").check(db, _purchase_writer(**kwargs))
     assert not result.correct and why in result.message, result.message
+
+
+def _push_without_cap(db, book_id, customer):
+    db.sales.update_one({"_id": book_id}, {"$push": {"customers_purchased": customer}})
+
+
+def test_outlier_write_without_a_cap_is_named(db):
+    result = labkit.exercises.get("11-outlier-write").check(db, _push_without_cap)
+    assert not result.correct and "stop at 50" in result.message, result.message
+
+
+def test_outlier_write_call_shape(db):
+    assert "ex.check(practice, record_purchase)" in labkit.exercises.get("11-outlier-write").check(
+        _purchase_writer()).message
 
 
 # --- 12 computed statistics -----------------------------------------------------------------------------------
@@ -179,22 +209,20 @@ def test_computed_stats_call_shape(db):
     assert "ex.check(add_review)" in labkit.exercises.get("12-computed-stats").check(db, _review_writer()).message
 
 
-# --- 13 migration in batches ----------------------------------------------------------------------------------
+# --- 13 migration in batches (customers: address string -> {street, city}) -----------------------------------
 
-def _migrator(limit=True, unset=True, bump=True, split="partition"):
+def _migrator(limit=True, bump=True, split="last-comma"):
     def migrate_batch(coll, batch_size):
         cursor = coll.find({"schemaVersion": 1}).sort("_id", 1)
         todo = list(cursor.limit(batch_size) if limit else cursor)
         for d in todo:
-            if split == "partition":
-                first, _, last = d["name"].partition(" ")
-            else:
-                first, last = d["name"].split(" ")[0], d["name"].split(" ")[-1]
-            update = {"$set": {"firstName": first, "lastName": last}}
+            if split == "last-comma":
+                street, _, city = d["address"].rpartition(", ")
+            else:  # the first comma: a street with a comma in it loses its end to the city
+                street, _, city = d["address"].partition(", ")
+            update = {"$set": {"address": {"street": street, "city": city}}}
             if bump:
                 update["$set"]["schemaVersion"] = 2
-            if unset:
-                update["$unset"] = {"name": ""}
             coll.update_one({"_id": d["_id"]}, update)
         return len(todo)
     return migrate_batch
@@ -207,9 +235,8 @@ def test_migrate_batches_good(db):
 
 @pytest.mark.parametrize("kwargs, why", [
     ({"limit": False}, ".limit(batch_size)"),
-    ({"unset": False}, "$unset"),
     ({"bump": False}, "schemaVersion: 2"),
-    ({"split": "last-word"}, "first word, then the rest"),
+    ({"split": "first-comma"}, "the LAST ', '"),
 ])
 def test_migrate_batches_wrong(db, kwargs, why):
     result = labkit.exercises.get("13-migrate-batches").check(db, _migrator(**kwargs))

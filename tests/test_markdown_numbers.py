@@ -44,15 +44,6 @@ from lesson_checks import (LESSON_NAMES, ROOT, assert_known, assert_known_names,
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {
-    "10_bucket": "2 figure(s) not shown by an output (issue 25)",
-    "11_outlier": "2 figure(s) not shown by an output (issue 25)",
-    "13_schema_versioning": "2 figure(s) not shown by an output (issue 25)",
-    "14_polymorphic": "3 figure(s) not shown by an output (issue 25)",
-    "15_attribute": "5 figure(s) not shown by an output (issue 25)",
-    "16_extended_reference_subset": "1 figure(s) not shown by an output (issue 25)",
-    "17_trees": "6 figure(s) not shown by an output (issue 25)",
-    "18_archive_versioning": "4 figure(s) not shown by an output (issue 25)",
-    "20_which_pattern": "4 figure(s) not shown by an output (issue 25)",
 }
 
 #: a figure: digits, optional thousands groups and decimals, not inside a word or another number

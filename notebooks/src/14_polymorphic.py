@@ -7,12 +7,33 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 35
+#     minutes: 40
 #     exercise_minutes: 10
 #     title: "Polymorphic: articles, videos and tools in one feed collection"
 #     section: Patterns
 #     demo: "Move the video share slider down to 5% and compare the entries of a full durationSeconds index with the partial one."
 #     mistakes: ["one collection per type, then merging three queries in the application for one feed page", "a partial index whose filter the query does not repeat, so it cannot be used", "a validator with anyOf branches that overlap, so a document of one type passes with another type's fields"]
+#     sources:
+#     - title: "MongoDB manual: Polymorphic Data (polymorphic and inheritance patterns)"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/
+#     - title: "MongoDB manual: Use the Inheritance Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/inheritance-schema-pattern/
+#     - title: "MongoDB manual: Use Indexes to Sort Query Results"
+#       url: https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/
+#     - title: "MongoDB manual: $regex (index use)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/regex/
+#     - title: "MongoDB manual: Case-Insensitive Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-case-insensitive/
+#     - title: "MongoDB Atlas: Atlas Search"
+#       url: https://www.mongodb.com/docs/atlas/atlas-search/
+#     - title: "MongoDB manual: Sparse Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-sparse/
+#     - title: "MongoDB manual: Partial Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-partial/
+#     - title: "mongodb/mongo jstests/core/index/index_signature.js (indexes on the same keys that differ in sparse, unique, partialFilterExpression or collation)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js
+#     - title: "MongoDB manual: $jsonSchema (oneOf)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/
 # ---
 
 # %% [markdown]
@@ -25,14 +46,14 @@
 # - partial indexes (`partialFilterExpression`) for fields only one type has, and when a query may use them;
 # - to validate a polymorphic collection (`oneOf`, one branch per type) and the inheritance pattern.
 #
-# **Time:** about 35 minutes.
+# **Time:** about 40 minutes.
 
 # %%
 import datetime as dt
 import random
 
 import pandas as pd
-from pymongo.errors import WriteError
+from pymongo.errors import OperationFailure, WriteError
 
 import labkit
 
@@ -76,14 +97,18 @@ pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$s
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | home feed: newest 20 items of every type | read | 1,500/s | each item rendered its own way |
-# | a type tab: newest 20 videos (or articles, tools) | read | 300/s | one type, newest first |
-# | an author's items of one type | read | 20/s | authorId and type |
-# | publish an item | write | 0.1/s (about 9,000 a day) | must have the fields of its type |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("home feed: newest 20 items of every type", "read", "1,500/s", "each item rendered its own way"),
+    ("a type tab: newest 20 videos (or articles, tools)", "read", "300/s", "one type, newest first"),
+    ("an author's items of one type", "read", "20/s", "authorId and type"),
+    ("search titles and names", "read", "50/s", "any case, anywhere in the text"),
+    ("publish an item", "write", "0.1/s", "must have the fields of its type"),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has
 # fields of its own (`slug`, `durationSeconds`, `stars`...).
 
@@ -109,25 +134,45 @@ def plan(cursor):
             "returned": s["nReturned"]}
 
 
+def separate_feed(d):
+    """The newest 20 of each type, merged in the application."""
+    newest = [doc for kind in ("article", "video", "tool") for doc in d[kind + "s"].find().sort("createdAt", -1).limit(20)]
+    return sorted(newest, key=lambda doc: doc["createdAt"], reverse=True)[:20]
+
+
 per_type = {kind: plan(db[kind + "s"].find().sort("createdAt", -1).limit(20)) for kind in ("article", "video", "tool")}
-merged = sorted((d for kind in ("article", "video", "tool") for d in db[kind + "s"].find().sort("createdAt", -1).limit(20)),
-                key=lambda d: d["createdAt"], reverse=True)[:20]
-separate = {"round trips": 3, "docs examined": sum(p["docs examined"] for p in per_type.values()),
-            "docs shown": len(merged)}
+separate_run = labkit.ledger.measure(db, separate_feed)  # round trips and documents examined, from the run
+separate = {"round trips": separate_run.round_trips, "docs examined": separate_run.docs_examined,
+            "docs shown": len(separate_feed(db))}
 pd.DataFrame(per_type)
 
 # %% [markdown]
 # ## The better design: one collection, a `type` field
 #
-# In one collection the feed is a single query, and one index on `createdAt` serves it:
+# In one collection the feed is a single query
+# ([manual: polymorphic data](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/)).
+# The source indexes its content collection with `{type: 1, createdAt: -1}` and `{authorId: 1, type: 1}`, and
+# pages its feed with `find({}).sort({createdAt: -1}).skip(...).limit(20)`. That feed filters on no `type`, so
+# neither index can give it its order: an index provides a sort on a later field only when the query fixes
+# every field before it ([manual: sort with indexes](https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/)).
+# With only the source's two indexes:
+
+# %%
+db.content.create_index([("type", 1), ("createdAt", -1)])
+db.content.create_index([("authorId", 1), ("type", 1)])
+source_feed = plan(db.content.find().sort("createdAt", -1).limit(20))
+pd.Series(source_feed, name="feed with the source's indexes")
+
+# %% [markdown]
+# A collection scan and a sort of every item, for 20 of them, 1,500 times a second. The index the feed needs is
+# on `createdAt` alone (its `skip` then walks the index, as lesson 11 measured):
 
 # %%
 db.content.create_index([("createdAt", -1)])
-feed = db.content.find().sort("createdAt", -1).limit(20)
-one = plan(feed)
+one_run = labkit.ledger.measure(db, lambda d: list(d.content.find().sort("createdAt", -1).limit(20)))
 pd.DataFrame({"one collection per type": separate,
-              "one polymorphic collection": {"round trips": 1, "docs examined": one["docs examined"],
-                                             "docs shown": one["returned"]}})
+              "one polymorphic collection": {"round trips": one_run.round_trips, "docs examined": one_run.docs_examined,
+                                             "docs shown": len(list(db.content.find().sort("createdAt", -1).limit(20)))}})
 
 # %% [markdown]
 # ## Per-type handling in code
@@ -155,27 +200,50 @@ def render(doc):
 pd.DataFrame([render(d) for d in db.content.find().sort("createdAt", -1).limit(6)])
 
 # %% [markdown]
-# ## The type tab and the author page: two compound indexes
+# ## The type tab and the author page: the source's two compound indexes
 #
-# The source material indexes the polymorphic collection with `{type: 1, createdAt: -1}` (one type, newest
-# first) and `{authorId: 1, type: 1}` (one author's items of one type).
+# The source's indexes serve the other two reads: `{type: 1, createdAt: -1}` the type tab (one type, newest
+# first) and `{authorId: 1, type: 1}` one author's items of one type. What each read would cost without them is
+# measured by forcing the plan with `hint`: the `createdAt` index for the tab, a collection scan (`$natural`) for
+# the author page.
 
 # %%
 videos_tab = {"type": "video"}
 author_videos = {"authorId": "user:112", "type": "video"}
-before = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20)),
-          "user:112's videos": plan(db.content.find(author_videos))}
-db.content.create_index([("type", 1), ("createdAt", -1)])
-db.content.create_index([("authorId", 1), ("type", 1)])
-after = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20)),
-         "user:112's videos": plan(db.content.find(author_videos))}
-pd.concat([pd.DataFrame(before), pd.DataFrame(after)], keys=["before", "after"])
+without = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20).hint("createdAt_-1")),
+           "user:112's videos": plan(db.content.find(author_videos).hint([("$natural", 1)]))}
+chosen_plans = {"videos tab": plan(db.content.find(videos_tab).sort("createdAt", -1).limit(20)),
+                "user:112's videos": plan(db.content.find(author_videos))}
+pd.concat([pd.DataFrame(without), pd.DataFrame(chosen_plans)],
+          keys=["without the compound indexes", "with them (the planner's choice)"])
 
 # %% [markdown]
-# Before, the tab walked the `createdAt` index and fetched items until 20 videos turned up (more than twice as
-# many as it returned; far more for a rare type); now it reads exactly 20 keys. The author page went from a
-# collection scan to reading only that author's videos. Tools have no `authorId`: in `{authorId: 1, type: 1}` each tool still gets an
-# entry, with a null `authorId`.
+# Without its index, the tab walks the `createdAt` index and fetches items until 20 videos turn up (more than twice
+# as many as it returns; far more for a rare type); with it, it reads exactly 20 keys. The author page goes from a
+# collection scan to reading only that author's videos. Tools have no `authorId`: in `{authorId: 1, type: 1}` each
+# tool still gets an entry, with a null `authorId`.
+#
+# ## Search: the source's case-insensitive handlers
+#
+# The source's handler for articles and videos searches with `{title: {$regex: query, $options: "i"}}` (tools
+# search `name` the same way). A regular expression uses an index as a narrow range only when it is
+# case-sensitive and anchored at the start; with the `i` option, or a match anywhere in the text, the server must
+# test every key ([manual: `$regex` index use](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)).
+# Even with an index on `title`:
+
+# %%
+db.content.create_index("title")
+search = {"title": {"$regex": "redis", "$options": "i"}}
+searched = plan(db.content.find(search))
+db.content.drop_index("title_1")  # it did not help
+pd.Series(searched | {"items with a title": db.content.count_documents({"title": {"$exists": True}})},
+          name="title search 'redis', case-insensitive")
+
+# %% [markdown]
+# Every title key is examined (5,392) to return 890. Lesson 37 measures the fixes: a case-insensitive collation
+# index serves exact (not partial) matches ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)),
+# a lower-cased copy of the field serves an anchored prefix, and search "anywhere in the text, any case" is what
+# [Atlas Search](https://www.mongodb.com/docs/atlas/atlas-search/) indexes are built for.
 #
 # ## Sparse or partial indexes for one type's fields
 #
@@ -183,25 +251,38 @@ pd.concat([pd.DataFrame(before), pd.DataFrame(after)], keys=["before", "after"])
 # an entry (a null key) for every article and video. Two kinds of index leave those out, and the fair comparison
 # is between them, not with the normal one:
 #
-# - a **sparse** index holds only the documents that *have* the field;
-# - a **partial** index holds only the documents matching its `partialFilterExpression`, here `type: "tool"`.
+# - a **sparse** index holds only the documents that *have* the field
+#   ([manual: sparse indexes](https://www.mongodb.com/docs/manual/core/index-sparse/));
+# - a **partial** index holds only the documents matching its `partialFilterExpression`, here `type: "tool"`
+#   ([manual: partial indexes](https://www.mongodb.com/docs/manual/core/index-partial/)).
 #
-# The server refuses a sparse and a normal index on the same keys side by side, so the normal one is measured
-# first and dropped:
+# Indexes on the same keys may exist side by side when they differ in one of the options that make up an index's
+# *signature*: `sparse`, `unique`, `partialFilterExpression` or `collation` (and a wildcard index's
+# `wildcardProjection`). An index that differs only in its name, or in an option outside the signature such as
+# `expireAfterSeconds`, is the same index and is refused
+# ([mongo jstest: index_signature.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js)).
+# Each index's entries are counted by scanning the whole of it (`hint`), its bytes come from `$collStats`:
 
 # %%
-def index_figures(name, condition):
-    return {"entries": db.content.count_documents(condition),
-            "bytes": db.command("collStats", "content")["indexSizes"][name]}
+def index_figures(name, query):
+    """Entries: keys examined by a scan of the whole index; bytes: the index's size from $collStats."""
+    entries = db.content.find(query, {"_id": 1}).hint(name).explain()["executionStats"]["totalKeysExamined"]
+    sizes = next(db.content.aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["indexSizes"]
+    return {"entries": entries, "bytes": sizes[name]}
 
 
 db.content.create_index([("stars", -1)], name="stars_all")
-stars_indexes = {"normal": index_figures("stars_all", {})}
-db.content.drop_index("stars_all")
 db.content.create_index([("stars", -1)], name="stars_sparse", sparse=True)
 db.content.create_index([("stars", -1)], name="stars_tools_only", partialFilterExpression={"type": "tool"})
-stars_indexes["sparse"] = index_figures("stars_sparse", {"stars": {"$exists": True}})
-stars_indexes["partial, type: tool"] = index_figures("stars_tools_only", {"type": "tool"})
+print("indexes on {stars: -1}:",
+      sorted(n for n, ix in db.content.index_information().items() if ix["key"] == [("stars", -1)]))
+try:
+    db.content.create_index([("stars", -1)], name="stars_again")
+except OperationFailure as exc:
+    print(f"same keys, same options, another name: refused, code {exc.code} ({exc})")
+stars_indexes = {"normal": index_figures("stars_all", {}), "sparse": index_figures("stars_sparse", {}),
+                 "partial, type: tool": index_figures("stars_tools_only", {"type": "tool"})}
+db.content.drop_index("stars_all")  # the comparison below is between the other two, and every index costs writes
 pd.DataFrame(stars_indexes)
 
 # %% [markdown]
@@ -244,13 +325,15 @@ predict_index.check(choices["stars > 5000"]["index chosen"])
 # The choice between them follows from the data, not from size. A partial index states the rule ("tools"), so
 # it stays right if an article ever gets a `stars` field (the sparse index would then index that article too);
 # queries must repeat `type: "tool"`. A sparse index follows the field, so it serves any query that filters on
-# `stars`, but never a sort or query that may return documents without the field.
+# `stars`, but never a sort or query that may return documents without the field. The manual prefers partial
+# indexes: a partial filter `{stars: {$exists: true}}` does what `sparse` does, and any other filter too.
 #
 # ## Explore: the share of each type
 #
 # For a collection of 100,000 items, the entries and bytes of a normal index versus a partial index on a field
-# only videos have (`durationSeconds`; a sparse index holds the same entries while only videos carry it). Bytes
-# per entry are measured on the two indexes built here.
+# only videos have (`durationSeconds`; a sparse index holds the same entries while only videos carry it),
+# **estimated** from the bytes per entry measured on the two indexes built here (a normal and a partial index on
+# the same keys: their signatures differ).
 
 # %%
 from labkit.widgets import explorer
@@ -258,30 +341,27 @@ from labkit.widgets import explorer
 db.content.create_index([("durationSeconds", 1)], name="duration_all")
 db.content.create_index([("durationSeconds", 1)], name="duration_videos",
                         partialFilterExpression={"type": "video"})
-sizes = db.command("collStats", "content")["indexSizes"]
+sizes = next(db.content.aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["indexSizes"]
 n_all, n_videos = db.content.count_documents({}), db.content.count_documents({"type": "video"})
 per_video_entry = sizes["duration_videos"] / n_videos
 per_null_entry = (sizes["duration_all"] - sizes["duration_videos"]) / (n_all - n_videos)
 
 
-def shares(video_percent, article_percent):
-    article_percent = min(article_percent, 100 - video_percent)
+def shares(video_percent):
     total = 100_000
     videos = total * video_percent // 100
-    return {"articles": total * article_percent // 100, "videos": videos,
-            "tools": total - videos - total * article_percent // 100,
+    return {"items": total, "videos": videos,
             "full index entries": total, "partial index entries": videos,
-            "full index bytes": round(videos * per_video_entry + (total - videos) * per_null_entry),
-            "partial index bytes": round(videos * per_video_entry)}
+            "full index bytes (estimated: bytes per entry of the indexes built here x entries)": round(videos * per_video_entry + (total - videos) * per_null_entry),
+            "partial index bytes (estimated: bytes per entry of the indexes built here x entries)": round(videos * per_video_entry)}
 
 
 def draw(ax, values, r):
-    ax.barh(["full", "partial"], [r["full index bytes"], r["partial index bytes"]])
+    ax.barh(["full", "partial"], [r["full index bytes (estimated: bytes per entry of the indexes built here x entries)"], r["partial index bytes (estimated: bytes per entry of the indexes built here x entries)"]])
     ax.set_xlabel("bytes of the durationSeconds index")
 
 
-explorer(shares, sliders={"video_percent": (0, 100, 30), "article_percent": (0, 100, 60)},
-         title="Type mix", draw=draw)
+explorer(shares, sliders={"video_percent": (0, 100, 30)}, title="Type mix", draw=draw)
 
 # %% [markdown]
 # The rarer the type, the bigger the saving: a field that 5% of documents carry needs 5% of the entries.
@@ -292,7 +372,10 @@ explorer(shares, sliders={"video_percent": (0, 100, 30), "article_percent": (0, 
 # exactly one branch; pinning `type` with `enum` in each branch keeps the branches from overlapping.
 #
 # This is also the **inheritance pattern**: a base shape every item shares (`type`, `createdAt`), extended by
-# each type. In code the base is one dictionary merged into each type's rules:
+# each type ([manual: inheritance pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/inheritance-schema-pattern/)).
+# In code the base is one dictionary merged into each type's rules, and `oneOf` in
+# [`$jsonSchema`](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/) requires exactly one
+# branch to match:
 
 # %%
 base = {"type": {"enum": ["article", "video", "tool"]}, "createdAt": {"bsonType": "date"}}
@@ -374,7 +457,9 @@ ex.check(validator)
 #
 # - Related shapes that are queried together belong in one collection with a `type` field: one query, one
 #   index, one round trip for a mixed feed, and a handler per type in code.
-# - Index shared fields for the common queries (`{type: 1, createdAt: -1}`, `{authorId: 1, type: 1}`).
+# - Index shared fields for the common queries (`{type: 1, createdAt: -1}`, `{authorId: 1, type: 1}`), and check
+#   each query against them: the mixed feed sorted by `createdAt` needs `{createdAt: -1}`, which the source's two
+#   indexes cannot replace. A case-insensitive regex search reads every key of its index.
 # - For fields only one type has, a sparse index (documents with the field) and a partial index (documents of
 #   the type) keep the same entries; the partial one serves queries that repeat its filter, the sparse one
 #   queries with a condition on the field.
@@ -382,6 +467,20 @@ ex.check(validator)
 #   the inheritance pattern.
 #
 # **Next:** 15 · the attribute pattern.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Polymorphic Data (polymorphic and inheritance patterns)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/)
+# 2. [MongoDB manual: Use the Inheritance Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/polymorphic-data/inheritance-schema-pattern/)
+# 3. [MongoDB manual: Use Indexes to Sort Query Results](https://www.mongodb.com/docs/manual/tutorial/sort-results-with-indexes/)
+# 4. [MongoDB manual: \$regex (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 5. [MongoDB manual: Case-Insensitive Indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)
+# 6. [MongoDB Atlas: Atlas Search](https://www.mongodb.com/docs/atlas/atlas-search/)
+# 7. [MongoDB manual: Sparse Indexes](https://www.mongodb.com/docs/manual/core/index-sparse/)
+# 8. [MongoDB manual: Partial Indexes](https://www.mongodb.com/docs/manual/core/index-partial/)
+# 9. [mongodb/mongo jstests/core/index/index_signature.js (indexes on the same keys that differ in sparse, unique, partialFilterExpression or collation)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/index_signature.js)
+# 10. [MongoDB manual: \$jsonSchema (oneOf)](https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/)
 
 # %% [markdown] tags=["navigation"]
 # [← 13 · Schema versioning: v1 name, v2 firstName/lastName, no downtime](13_schema_versioning.ipynb) · [Contents](../CONTENTS.md) · [15 · Attribute pattern: many similar fields, one index →](15_attribute.ipynb)

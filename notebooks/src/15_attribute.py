@@ -12,7 +12,20 @@
 #     title: "Attribute pattern: many similar fields, one index"
 #     section: Patterns
 #     demo: "Create the 40 per-country indexes, then replace them with one compound index on releases.k/releases.v and show the $elemMatch plan's bounds."
-#     mistakes: ["querying releases.k and releases.v without $elemMatch, so the country and the date may come from different array elements", "indexing releases.v before releases.k, which puts the selective equality last", "storing the country code in the value and the date in the key (k/v swapped)"]
+#     mistakes: ["querying releases.k and releases.v without $elemMatch, so the country and the date may come from different array elements", "indexing releases.v before releases.k, which puts the selective equality last", "storing the country code in the value and the date in the key (k/v swapped)", "making the index partial on a field the query does not filter on, so the query cannot use it"]
+#     sources:
+#     - title: "MongoDB manual: Group Data with the Attribute Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/attribute-pattern/
+#     - title: "MongoDB manual: Sparse Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-sparse/
+#     - title: "MongoDB manual: Multikey Index Bounds"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/multikey-index-bounds/
+#     - title: "MongoDB manual: $elemMatch (query)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds (64 indexes per collection)"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
 # ---
 
 # %% [markdown]
@@ -40,7 +53,7 @@ print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
 # A film catalogue: 2,000 movies, each released in the United States and in a varying number of the other
-# 39 markets. The generator is seeded, so every run builds the same catalogue.
+# markets of a list of 40. The generator is seeded, so every run builds the same catalogue.
 
 # %%
 COUNTRIES = ["US", "FR", "DE", "IT", "GB", "ES", "JP", "BR", "CA", "AU", "MX", "KR", "IN", "NL", "SE", "NO", "DK",
@@ -57,17 +70,21 @@ def make_movie(i):
 
 
 catalogue = [make_movie(i) for i in range(1, 2001)]
-print("movies:", len(catalogue), "| release dates:", sum(len(m["dates"]) for m in catalogue))
+print("movies:", len(catalogue), "| markets:", len(COUNTRIES), "| release dates:",
+      sum(len(m["dates"]) for m in catalogue))
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | movies released in country X between two dates | read | 200/s | any of the 40 countries, one index-backed query |
-# | movie page | read | 3,000/s | the movie by `_id` |
-# | add a movie, add a country to a movie | write | 50 a day | cheap, no schema change when a new market opens |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("movies released in country X between two dates", "read", "200/s", "any of the 40 countries, one index-backed query"),
+    ("movie page", "read", "3,000/s", "the movie by _id"),
+    ("add a movie, add a country to a movie", "write", "50 a day", "cheap, no schema change when a new market opens"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The first read is the problem: *any* country may be asked for.
 
 # %% [markdown]
@@ -113,13 +130,19 @@ spring = {"$gte": dt.datetime(2010, 3, 1), "$lt": dt.datetime(2010, 6, 1)}
 pd.DataFrame([cost(wide.find({"releaseFR": spring}))], index=["releaseFR, no index"])
 
 # %% [markdown]
-# To make the query fast for **every** country, each country field needs its own index:
+# To make the query fast for **every** country, each country field needs its own index (sizes from the
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage):
 
 # %%
 for country in COUNTRIES:
     labkit.shared.create_index(wide, f"release{country}")  # staggered on a shared cluster (LABKIT_SHARED=1)
 _ = labkit.shared.note(f"{len(COUNTRIES)} index builds staggered, one at a time")
-wide_stats = db.command("collStats", "movies_wide")
+def storage(name):
+    """nindexes and totalIndexSize of a collection, from the `$collStats` stage's storage statistics."""
+    return next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]
+
+
+wide_stats = storage("movies_wide")
 print("indexes on movies_wide:", wide_stats["nindexes"], "(40 countries + _id)")
 print(f"total index size: {wide_stats['totalIndexSize']:,} bytes")
 
@@ -144,14 +167,15 @@ print("entries in the 40 country indexes:", entries_one * len(COUNTRIES))
 # ### The fair alternative: sparse indexes
 #
 # Those null entries are not a law of the wide design: a **sparse** index holds only the documents that have the
-# field. The same 40 country indexes, sparse, on a copy of the collection:
+# field ([manual: sparse indexes](https://www.mongodb.com/docs/manual/core/index-sparse/)). The same 40 country
+# indexes, sparse, on a copy of the collection:
 
 # %%
 wide_sparse = db.movies_wide_sparse
 wide_sparse.insert_many(list(wide.find()))
 for country in COUNTRIES:
     labkit.shared.create_index(wide_sparse, f"release{country}", sparse=True)
-sparse_stats = db.command("collStats", "movies_wide_sparse")
+sparse_stats = storage("movies_wide_sparse")
 # a query with a condition on the field may use the sparse index; a range covering all dates counts its entries
 every_date = {"$gte": dt.datetime(1900, 1, 1)}
 entries_sparse = sum(wide_sparse.find({f"release{c}": every_date}).hint(f"release{c}_1").explain()
@@ -175,6 +199,9 @@ predict_entries.predict("the same")
 #
 # Move the family of fields into an array of small `{k, v}` subdocuments: `k` names the attribute (the country),
 # `v` holds its value (the date). Fields that are not part of the family (`title`, `runtime`) stay where they are.
+# This is the manual's own example of the
+# [attribute pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/attribute-pattern/)
+# (it names the two fields `location` and `date`; `k` and `v` fit any attribute).
 
 # %%
 movies = db.movies
@@ -187,7 +214,7 @@ movies.find_one({"_id": 1})
 
 # %%
 movies.create_index([("releases.k", 1), ("releases.v", 1)])
-attr_stats = db.command("collStats", "movies")
+attr_stats = storage("movies")
 print("indexes on movies:", attr_stats["nindexes"], "(releases.k_1_releases.v_1 + _id)")
 print(f"total index size: {attr_stats['totalIndexSize']:,} bytes")
 
@@ -195,7 +222,8 @@ print(f"total index size: {attr_stats['totalIndexSize']:,} bytes")
 # ### Querying with `$elemMatch`
 #
 # Both conditions must hold for the **same** array element: the element whose `k` is `"FR"` must be the one whose
-# `v` falls in spring 2010. That is exactly what `$elemMatch` says.
+# `v` falls in spring 2010. That is exactly what
+# [`$elemMatch`](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/) says.
 
 # %%
 fr_spring = {"releases": {"$elemMatch": {"k": "FR", "v": spring}}}
@@ -205,7 +233,8 @@ pd.DataFrame([cost(movies.find(fr_spring)), cost(wide.find({"releaseFR": spring}
 # %% [markdown]
 # The plan is an IXSCAN on the compound index, flagged **multikey** (one document has many keys, one per array
 # element). The bounds show that both fields are constrained: `k` to the single point `"FR"`, `v` to the spring
-# range. The server can combine ("compound") the two bounds only because `$elemMatch` ties them to one element.
+# range. The server can combine ("compound") the two bounds only because `$elemMatch` ties them to one element
+# ([manual: multikey index bounds](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/multikey-index-bounds/)).
 
 # %%
 ixscan = plan_stages(movies.find(fr_spring).explain())[-1]
@@ -238,21 +267,21 @@ fr_sparse = cost(wide_sparse.find({"releaseFR": spring}))
 comparison = pd.DataFrame({
     "one field per country, normal indexes": {"indexes": wide_stats["nindexes"], "total index bytes": wide_stats["totalIndexSize"],
                               "secondary index entries": entries_one * len(COUNTRIES),
-                              "index keys written per new movie": float(wide_stats["nindexes"]),
+                              "index keys written per new movie (average)": float(wide_stats["nindexes"]),
                               "FR spring: keys examined": fr_wide["keys examined"],
                               "FR spring: docs examined": fr_wide["docs examined"],
                               "new country needs a new index": True},
     "one field per country, sparse indexes": {"indexes": sparse_stats["nindexes"],
                                               "total index bytes": sparse_stats["totalIndexSize"],
                                               "secondary index entries": entries_sparse,
-                                              "index keys written per new movie": round(1 + entries_sparse
-                                                                                        / len(catalogue), 2),
+                                              "index keys written per new movie (average)": round(
+                                                  1 + entries_sparse / len(catalogue), 2),
                                               "FR spring: keys examined": fr_sparse["keys examined"],
                                               "FR spring: docs examined": fr_sparse["docs examined"],
                                               "new country needs a new index": True},
     "attribute pattern": {"indexes": attr_stats["nindexes"], "total index bytes": attr_stats["totalIndexSize"],
                           "secondary index entries": entries_attr,
-                          "index keys written per new movie": round(1 + entries_attr / len(catalogue), 2),
+                          "index keys written per new movie (average)": round(1 + entries_attr / len(catalogue), 2),
                           "FR spring: keys examined": fr_attr["keys examined"],
                           "FR spring: docs examined": fr_attr["docs examined"],
                           "new country needs a new index": False},
@@ -278,7 +307,8 @@ predict_entries.check(entries_verdict)
 # carry the country code); what the attribute design removes is the *number* of
 # indexes (2 instead of 41, each with its own catalogue entry, build and cache footprint) and the schema change
 # per market: a new market is a new `k` value, not a new index build. And the wide design has a wall that sparse
-# indexes do not move: a collection holds at most 64 indexes. The 64-index limit, measured on a scratch
+# indexes do not move: a collection holds at most 64 indexes
+# ([manual: limits](https://www.mongodb.com/docs/manual/reference/limits/)). The limit, tried on a scratch
 # collection with one field per market for 70 markets:
 
 # %%
@@ -293,7 +323,7 @@ for n in range(70):
     except OperationFailure as exc:
         refused = f"market {n + 1} refused: code {exc.code}, {exc}"
         break
-print(f"country indexes built: {built} (+ _id = {built + 1})")
+print(f"markets tried: 70 | country indexes built: {built} (+ _id = {built + 1})")
 print(refused)
 
 # %% [markdown]
@@ -383,6 +413,16 @@ ex.check(practice.products, to_attributes)
 #   `k` and `v`. Two separate dotted conditions give wrong matches and loose bounds.
 #
 # **Next:** 16 · extended reference and subset: copy only what the hot read needs.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Group Data with the Attribute Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/attribute-pattern/)
+# 2. [MongoDB manual: Sparse Indexes](https://www.mongodb.com/docs/manual/core/index-sparse/)
+# 3. [MongoDB manual: Multikey Index Bounds](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/multikey-index-bounds/)
+# 4. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
+# 5. [MongoDB manual: MongoDB Limits and Thresholds (64 indexes per collection)](https://www.mongodb.com/docs/manual/reference/limits/)
+# 6. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 
 # %% [markdown] tags=["navigation"]
 # [← 14 · Polymorphic: articles, videos and tools in one feed collection](14_polymorphic.ipynb) · [Contents](../CONTENTS.md) · [16 · Extended reference and subset: copy only what the hot read needs →](16_extended_reference_subset.ipynb)

@@ -12,7 +12,24 @@
 #     title: "Extended reference and subset: copy only what the hot read needs"
 #     section: Patterns
 #     demo: "Build the day's packing list three ways (two queries, $lookup, extended reference) and compare round trips and documents examined; then push reviews with $slice and watch the product document stay small."
-#     mistakes: ["copying the whole customer into every order instead of the two or three fields the read needs", "forgetting the index on the copied reference (customer._id) that a name change has to update", "$push without $slice, so the 'recent' array grows without bound", "$position: 0 without $sort when reviews can arrive out of date order"]
+#     mistakes: ["copying the whole customer into every order instead of the two or three fields the read needs", "forgetting the index on the copied reference (customer._id) that a name change has to update", "finding the copies to rename by the old copied name instead of the copied id, so a namesake's copies are renamed too", "$push without $slice, so the 'recent' array grows without bound", "$position: 0 without $sort when reviews can arrive out of date order"]
+#     sources:
+#     - title: "MongoDB manual: Handle Duplicate Data (copying fields between collections)"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/
+#     - title: "MongoDB manual: Group Data with the Subset Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "mongodb/mongo jstests/noPassthrough/query/lookup/lookup_pushdown.js (EQ_LOOKUP and its join strategies)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js
+#     - title: "MongoDB manual: $push (with $each, $position, $sort and $slice)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/push/
+#     - title: "mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: Iterate a Cursor (cursor batches: 101 documents in the first batch)"
+#       url: https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/
 # ---
 
 # %% [markdown]
@@ -42,7 +59,7 @@ print("engine:", labkit.describe(db.client))
 
 # %% [markdown]
 # An online shop: 500 customers with full profiles (addresses, preferences, marketing flags, notes), and 3,000 orders
-# over 30 days that reference their customer by id. Seeded, so every run builds the same data.
+# over a month that reference their customer by id. Seeded, so every run builds the same data.
 
 # %%
 rng = random.Random(16)
@@ -78,14 +95,17 @@ print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
 
 # %% [markdown]
 # ## Part 1 · Extended reference
-#
-# | operation | type | per second (assumed) | needs |
-# |---|---|---:|---|
-# | order page | read | 200 | order + customer name and address |
-# | packing list: all orders of one day, with customer name and delivery address | read | 1 | order + 2 customer fields |
-# | customer changes name | write | 1 | |
-# | customer moves | write | 1 | past orders keep the address they were shipped to |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("order page", "read", "200", "order + customer name and address"),
+    ("packing list: a day's orders", "read", "1", "order + 2 customer fields"),
+    ("customer changes name", "write", "1", ""),
+    ("customer moves", "write", "1", "past orders keep the address they were shipped to"),
+], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # The rates are this lesson's assumption (the ledger below lets you change them). The customer profile is big and
 # mostly irrelevant to orders: the order views need its name and address only.
 
@@ -107,7 +127,7 @@ def examined(cursor):
 # %% [markdown]
 # ### Design A: reference only, resolved with a second query
 #
-# One query for the day's orders, then one `$in` query for their customers: two round trips, and every customer
+# One query for the day's orders, then one `$in` query for their customers: two queries, and every customer
 # document read in full to use two of its fields.
 
 # %%
@@ -122,7 +142,7 @@ pd.DataFrame(two_queries, index=["1: orders of the day", "2: their customers"])
 # %% [markdown]
 # ### Design B: reference only, resolved with `$lookup`
 #
-# `$lookup` saves the second round trip, but the server still does the join work: for every order it looks up
+# `$lookup` saves the second query, but the server still does the join work: for every order it looks up
 # one customer through the `_id` index.
 
 # %%
@@ -137,11 +157,13 @@ packing_b = [{"order": o["_id"], "name": o["customer"][0]["name"], "city": o["cu
 print("same packing list as design A:", packing_a == packing_b)
 
 # %% [markdown]
-# `explain` of the aggregation shows the join's work. MongoDB 8.0 runs this `$lookup` (the
-# `localField`/`foreignField` form) in its SBE engine: the join is an `EQ_LOOKUP` node in the `$cursor`'s
-# `queryPlan`, with its strategy (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of
-# both sides in its `executionStats`. The classic engine instead lists a `$lookup` stage with its own
-# counters; the helper below reads both forms.
+# `explain` of the aggregation shows the join's work. MongoDB 8.0 runs this
+# [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/) (the
+# `localField`/`foreignField` form) in its slot-based execution engine (SBE, the newer of the server's two query
+# engines; lesson 03): the join is an `EQ_LOOKUP` node in the `$cursor`'s `queryPlan`, with its strategy
+# (`IndexedLoopJoin` on the `_id` index: one lookup per order) and the totals of both sides in its
+# `executionStats` ([mongo jstest: lookup_pushdown.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js)).
+# The classic engine instead lists a `$lookup` stage with its own counters; the helper below reads both forms.
 #
 # **Predict first.** How many documents does the server examine for this packing list (the day's orders are
 # counted above)? Record your guess before running the measuring cell.
@@ -183,7 +205,9 @@ predict_lookup.check(lookup_cost["docs examined"])
 #
 # Keep `customerId`, and copy the two fields the order views need into the order, at the time of the order:
 # `customer: {_id, name, address}`. The address copy is a **snapshot**: it records where this order was shipped, so
-# it must *not* follow later moves.
+# it must *not* follow later moves. The manual weighs such copies the same way: a read without a join against the
+# work of updating every copy when the original changes
+# ([manual: handle duplicate data](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)).
 
 # %%
 snapshot = {c["_id"]: {"_id": c["_id"], "name": c["name"], "address": c["address"]} for c in customers}
@@ -200,20 +224,33 @@ ext_cost
 
 # %% [markdown]
 # ### Side by side
+#
+# The collection sizes come from the
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage.
 
 # %%
-sizes = {name: db.command("collStats", name)["size"] for name in ("orders", "orders_ext")}
+sizes = {name: next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["size"]
+         for name in ("orders", "orders_ext")}
+trips = {design: labkit.ledger.measure(db, run).round_trips for design, run in {  # commands sent, from the run
+    "A: two queries": lambda d: [list(d.orders.find(day)), list(d.customers.find({"_id": {"$in": ids}}))],
+    "B: $lookup": lambda d: list(d.orders.aggregate(lookup_pipeline)),
+    "C: extended reference": lambda d: list(d.orders_ext.find(day))}.items()}
 part1 = pd.DataFrame({
-    "A: two queries": {"round trips": 2, "docs examined": sum(q["docs examined"] for q in two_queries),
+    "A: two queries": {"round trips": trips["A: two queries"],
+                       "docs examined": sum(q["docs examined"] for q in two_queries),
                        "orders collection bytes": sizes["orders"]},
-    "B: $lookup": {"round trips": 1, "docs examined": lookup_cost["docs examined"],
+    "B: $lookup": {"round trips": trips["B: $lookup"], "docs examined": lookup_cost["docs examined"],
                    "orders collection bytes": sizes["orders"]},
-    "C: extended reference": {"round trips": 1, "docs examined": ext_cost["docs examined"],
+    "C: extended reference": {"round trips": trips["C: extended reference"], "docs examined": ext_cost["docs examined"],
                               "orders collection bytes": sizes["orders_ext"]},
 }).T
 part1
 
 # %% [markdown]
+# Each design needs one round trip more than it sends queries: a `find` or an `aggregate` returns at most 101
+# documents in its first batch, so the rest of the day's orders come in a second batch, a `getMore`
+# ([manual: cursor batches](https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/)).
+#
 # The extended reference reads each order once and nothing else. The price is storage (every order carries a copy)
 # and the copies themselves: when a customer changes **name**, past orders may need the new one. The copy lives
 # in many orders, so index it and update them all in one statement:
@@ -290,7 +327,8 @@ ledger.totals()
 # %% [markdown]
 # The copy saves documents examined on every order page and packing list, and costs extra writes on every name
 # change. The break-even name-change rate, from the measured costs (design C against design B); above it, a
-# design without copies wins:
+# design without copies wins. (It counts a document written like a document read; a write also journals and
+# replicates, so the real break-even lies somewhat lower.)
 
 # %%
 designs = ("C: extended reference", "B: $lookup")
@@ -311,13 +349,16 @@ ledger_widget
 
 # %% [markdown]
 # ## Part 2 · Subset
-#
-# | operation | type | per second (assumed) | needs |
-# |---|---|---:|---|
-# | product page | read | 500 | product + its 5 newest reviews |
-# | "all reviews" page | read | 5 | any page of a product's reviews, newest first |
-# | write a review | write | 2 | |
-#
+
+# %%
+workload_subset = pd.DataFrame([
+    ("product page", "read", "500", "product + its 5 newest reviews"),
+    ("\"all reviews\" page", "read", "5", "any page of a product's reviews, newest first"),
+    ("write a review", "write", "2", ""),
+], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
+workload_subset
+
+# %% [markdown]
 # Reviews are a one-to-many that can grow without bound: a popular product collects thousands.
 
 # %%
@@ -351,8 +392,10 @@ embedded_sizes
 # ### Subset: the 5 newest in the product, all of them in `reviews`
 #
 # Every review is written to the `reviews` collection (the full, paginated history). The product keeps a copy of the
-# newest five in `recentReviews`. One `$push` adds the new review at the front (`$position: 0`) and trims the array to
-# five (`$slice: 5`), so the product can never grow past five reviews.
+# newest five in `recentReviews`: the
+# [subset pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/).
+# One [`$push`](https://www.mongodb.com/docs/manual/reference/operator/update/push/) adds the new review at the front
+# (`$position: 0`) and trims the array to five (`$slice: 5`), so the product can never grow past five reviews.
 
 # %%
 db.products.insert_many([p | {"recentReviews": [], "reviewCount": 0} for p in products])
@@ -398,7 +441,8 @@ examined(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20)
 # %% [markdown]
 # Page 2 walks past the 20 keys of page 1 ("keys examined"), but it reads only the documents it returns
 # ("docs examined" equals "returned"): the index answers the whole filter and gives the order, so the server
-# places the SKIP stage below the FETCH (SERVER-13946) and skipped reviews are never fetched:
+# places the SKIP stage below the FETCH and skipped reviews are never fetched
+# ([mongo jstest: add_skip_stage_before_fetch.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)):
 
 # %%
 labkit.plan_summary(db.reviews.find({"productId": "prod:1"}).sort("createdAt", -1).skip(20).limit(20)
@@ -504,6 +548,18 @@ ex.check(practice, add_review)
 #   `$slice`), the child collection holds everything. The hot page reads one small document.
 #
 # **Next:** 17 · trees: parent references, ancestors, materialized paths and `$graphLookup`.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Handle Duplicate Data (copying fields between collections)](https://www.mongodb.com/docs/manual/data-modeling/handle-duplicate-data/)
+# 2. [MongoDB manual: Group Data with the Subset Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/group-data/subset-pattern/)
+# 3. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 4. [mongodb/mongo jstests/noPassthrough/query/lookup/lookup_pushdown.js (EQ_LOOKUP and its join strategies)](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/query/lookup/lookup_pushdown.js)
+# 5. [MongoDB manual: \$push (with \$each, \$position, \$sort and \$slice)](https://www.mongodb.com/docs/manual/reference/operator/update/push/)
+# 6. [mongodb/mongo jstests/core/query/add_skip_stage_before_fetch.js (SKIP placed below FETCH)](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)
+# 7. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 8. [MongoDB manual: Iterate a Cursor (cursor batches: 101 documents in the first batch)](https://www.mongodb.com/docs/manual/tutorial/iterate-a-cursor/)
 
 # %% [markdown] tags=["navigation"]
 # [← 15 · Attribute pattern: many similar fields, one index](15_attribute.ipynb) · [Contents](../CONTENTS.md) · [17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup →](17_trees.ipynb)

@@ -7,25 +7,48 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 35
+#     minutes: 40
 #     exercise_minutes: 20
 #     title: "Trees: parent and child references, ancestors, materialized paths, $graphLookup"
 #     section: Patterns
 #     demo: "Ask 'all descendants of Programming' of each design and count the queries; then show the materialized path's anchored regex turning into a tight index range in explain."
 #     mistakes: ["an unanchored or case-insensitive regex on the path, which cannot use the index as a range", "a path without delimiters on both ends, so ',Books' also matches ',Bookshelves'", "walking a parent-reference tree one query per node instead of one $in query per level", "forgetting the index on connectToField that $graphLookup relies on at every level"]
+#     sources:
+#     - title: "MongoDB manual: Model Tree Structures"
+#       url: https://www.mongodb.com/docs/manual/applications/data-models-tree-structures/
+#     - title: "MongoDB manual: Model Tree Structures with Parent References"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-parent-references/
+#     - title: "MongoDB manual: Model Tree Structures with Child References"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-child-references/
+#     - title: "MongoDB manual: Model Tree Structures with an Array of Ancestors"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-ancestors-array/
+#     - title: "MongoDB manual: Model Tree Structures with Materialized Paths"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-materialized-paths/
+#     - title: "MongoDB manual: Model Tree Structures with Nested Sets"
+#       url: https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-nested-sets/
+#     - title: "MongoDB manual: $regex, index use"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/regex/
+#     - title: "MongoDB manual: $graphLookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/graphLookup/
+#     - title: "mongodb/mongo src/mongo/db/pipeline/document_source_graph_lookup.cpp (what its explain reports)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_graph_lookup.cpp
+#     - title: "MongoDB manual: Multikey Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/
 # ---
 
 # %% [markdown]
 # # 17 · Trees: parent and child references, ancestors, materialized paths, `$graphLookup`
 #
 # **You will learn**
-# - four ways to store a hierarchy in documents: parent references, child references, an array of ancestors and a
-#   materialized path;
-# - to count what the two typical tree questions cost in each: "all descendants of X" and "breadcrumb of Y";
+# - the five ways MongoDB's manual stores a hierarchy in documents
+#   ([manual: model tree structures](https://www.mongodb.com/docs/manual/applications/data-models-tree-structures/)):
+#   parent references, child references, an array of ancestors, a materialized path and nested sets;
+# - to count what the two typical tree questions cost in each: "all descendants of X" and "breadcrumb of Y",
+#   and what a change to the tree costs;
 # - to read the index bounds of an anchored regular expression on a materialized path;
 # - to let the server walk a parent-reference tree with `$graphLookup`.
 #
-# **Time:** about 35 minutes.
+# **Time:** about 40 minutes.
 
 # %%
 import pandas as pd
@@ -80,17 +103,22 @@ for name, parent, _ in nodes:
         children[parent].append(name)
 print("nodes:", len(nodes), "| depth:", max(len(a) for _, _, a in nodes), "| leaves:",
       sum(1 for n, _, _ in nodes if not children[n]))
+print("children per node, level by level:",
+      [len(children[next(n for n, _, a in nodes if len(a) == lvl)]) for lvl in range(4)])
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | breadcrumb of a category (`Catalog > Books > Programming > Databases`) | read | 1,000/s (every product page) | the ancestors, in order |
-# | all descendants of a category (to list its products) | read | 100/s (every category page) | the whole subtree |
-# | move or rename a category | write | a few a month | |
-#
-# Same data, four shapes, one collection each:
+
+# %%
+workload = pd.DataFrame([
+    ("breadcrumb of a category", "read", "1,000/s (every product page)", "the ancestors, in order"),
+    ("all descendants of a category", "read", "100/s (every category page)", "the whole subtree"),
+    ("move or rename a category", "write", "a few a month", ""),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
+# Same data, four shapes, one collection each (the fifth, nested sets, comes after them):
 
 # %%
 db.parent_refs.insert_many([{"_id": n, "parent": p} for n, p, _ in nodes])
@@ -135,8 +163,10 @@ class Meter:
 # %% [markdown]
 # ## Parent references
 #
-# Each node names its parent. The breadcrumb walks up one query per level; the descendants walk down one `$in`
-# query per level (never one query per node), until a level comes back empty.
+# Each node names its parent
+# ([manual: parent references](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-parent-references/)).
+# The breadcrumb walks up one query per level; the descendants walk down one `$in` query per level (never one
+# query per node), until a level comes back empty.
 
 # %%
 def breadcrumb_parent(name):
@@ -165,8 +195,10 @@ print(len(subtree), "descendants of Programming", m.figures())
 # %% [markdown]
 # ## Child references
 #
-# Each node lists its children (an indexed array). Going down reads the node and then one level per query; going up
-# asks "which node lists me as a child?" once per level, and the root's question comes back empty.
+# Each node lists its children, in an indexed array
+# ([manual: child references](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-child-references/)).
+# Going down reads the node and then one level per query; going up asks "which node lists me as a child?" once per
+# level, and the root's question comes back empty.
 
 # %%
 def breadcrumb_child(name):
@@ -196,9 +228,11 @@ print(len(subtree), "descendants of Programming", m.figures())
 # %% [markdown]
 # ## Array of ancestors
 #
-# Each node stores its ancestors in order (plus its parent). Both questions are now one query: the breadcrumb is in
-# the node itself, and the descendants are the nodes whose `ancestors` array contains X, found through the multikey
-# index.
+# Each node stores its ancestors in order, plus its parent
+# ([manual: array of ancestors](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-ancestors-array/)).
+# Both questions are now one query: the breadcrumb is in the node itself, and the descendants are the nodes whose
+# `ancestors` array contains X, found through the index on the array (a **multikey** index: one key per element,
+# [manual: multikey indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)).
 
 # %%
 def breadcrumb_ancestors(name):
@@ -221,8 +255,10 @@ print(len(subtree), "descendants of Programming", m.figures())
 # ## Materialized paths
 #
 # Each node stores the chain of its ancestors as one string with a delimiter on both ends, following the MongoDB
-# manual's example: `Databases` has the path `",Catalog,Books,Programming,"` (the root's path is `null`). The
-# descendants of X are the nodes whose path **starts with** X's path followed by `X,`: an anchored regular expression.
+# manual's example
+# ([manual: materialized paths](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-materialized-paths/)):
+# `Databases` has the path `",Catalog,Books,Programming,"` (the root's path is `null`). The descendants of X are the
+# nodes whose path **starts with** X's path followed by `X,`: an anchored regular expression.
 
 # %%
 db.paths.find_one({"_id": "MongoDB"})
@@ -244,21 +280,25 @@ ixscan = explain["queryPlanner"]["winningPlan"]["inputStage"]
  "keys examined": explain["executionStats"]["totalKeysExamined"], "returned": explain["executionStats"]["nReturned"]}
 
 # %% [markdown]
-# A case-sensitive regex anchored with `^` and starting with literal characters becomes an index **range**: from the
-# prefix up to the next possible prefix (the last character incremented, `,` becomes `-`). Only keys inside that range
-# are read. The second interval, the regex itself, covers documents whose `path` holds a stored regular expression
-# value; there are none here.
+# A case-sensitive regex anchored with `^` and starting with literal characters (a "prefix expression",
+# [manual: `$regex` index use](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)) becomes an
+# index **range**: from the prefix up to the next possible prefix (the last character incremented, `,` becomes
+# `-`). Only keys inside that range are read, plus the first key past it, which ends the scan (29 keys for 28
+# descendants). The second interval, the regex itself, covers documents whose `path` holds a stored regular
+# expression value; there are none here.
 #
-# Without the anchor (or with the `i` option) no prefix bounds the scan.
+# Without the anchor (or with the `i` option) no prefix bounds the scan. The manual's own example query,
+# `{path: /,Programming,/}`, is unanchored, and its page warns that such a query has to inspect the entire index.
 #
 # **Predict** how many index keys the unanchored `{path: {$regex: ",Programming,"}}` examines (the anchored
-# query above examined the number shown in its output):
+# query above examined the number shown in its output; a regular expression can only match strings, and one
+# node's path is not a string):
 
 # %%
 predict_keys = labkit.exercises.get("17-predict-unanchored-keys")
 
 # %% tags=["solution"]
-predict_keys.predict(len(nodes))  # every key of the index
+predict_keys.predict(len(nodes) - 1)  # every string key: every node but the root (null path)
 
 # %% tags=["reveal"]
 loose = db.paths.find({"path": {"$regex": ",Programming,"}}).explain()
@@ -290,12 +330,107 @@ subtree, m = descendants_path("Programming")
 print(len(subtree), "descendants of Programming", m.figures())
 
 # %% [markdown]
+# ## Nested sets
+#
+# The manual's fifth model numbers the stops of a walk around the tree
+# ([manual: nested sets](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-nested-sets/)):
+# going down, a node gets `left` the first time the walk reaches it and `right` when the walk leaves it for good.
+# A node's descendants are then exactly the nodes whose `left` lies between its own `left` and `right`.
+
+# %%
+numbers, stop = {}, 0
+
+
+def number(name):
+    """Depth-first walk from `name`: its `left` on the way down, its `right` on the way back up."""
+    global stop
+    stop += 1
+    left = stop
+    for child in children[name]:
+        number(child)
+    stop += 1
+    numbers[name] = (left, stop)
+
+
+number("Catalog")
+db.nested.insert_many([{"_id": n, "parent": p, "left": numbers[n][0], "right": numbers[n][1]} for n, p, _ in nodes])
+db.nested.create_index("left")
+db.nested.find_one({"_id": "Programming"}), db.nested.find_one({"_id": "Databases"})
+
+# %% [markdown]
+# The manual asks for the descendants with `{left: {$gt: X.left}, right: {$lt: X.right}}`. With an index on `left`
+# only the first condition bounds the scan, which then runs to the end of the tree; because every descendant's
+# `left` is also below X's `right`, `{left: {$gt: X.left, $lt: X.right}}` asks for the same nodes as one tight range:
+
+# %%
+prog = db.nested.find_one({"_id": "Programming"})
+manual_form = {"left": {"$gt": prog["left"]}, "right": {"$lt": prog["right"]}}
+tight_form = {"left": {"$gt": prog["left"], "$lt": prog["right"]}}
+
+
+def range_cost(query):
+    stats = db.nested.find(query, {"_id": 1}).explain()["executionStats"]
+    return {"keys examined": stats["totalKeysExamined"], "docs examined": stats["totalDocsExamined"],
+            "returned": stats["nReturned"]}
+
+
+pd.DataFrame({"manual's form": range_cost(manual_form), "one range on left": range_cost(tight_form)})
+
+# %%
+def breadcrumb_nested(name):
+    meter = Meter()
+    doc = meter.run(db.nested, {"_id": name})[0]
+    above = meter.run(db.nested, {"left": {"$lt": doc["left"]}, "right": {"$gt": doc["right"]}}, {"left": 1})
+    return [d["_id"] for d in sorted(above, key=lambda d: d["left"])] + [name], meter
+
+
+def descendants_nested(name):
+    meter = Meter()
+    doc = meter.run(db.nested, {"_id": name})[0]
+    found = meter.run(db.nested, {"left": {"$gt": doc["left"], "$lt": doc["right"]}}, {"_id": 1})
+    return sorted(d["_id"] for d in found), meter
+
+
+trail, m = breadcrumb_nested("Databases")
+print(" > ".join(trail), m.figures())
+subtree, m = descendants_nested("Programming")
+print(len(subtree), "descendants of Programming", m.figures())
+
+# %% [markdown]
+# Descendants cost what they cost with an array of ancestors. The breadcrumb is a range too (`left` below the
+# node's, `right` above it), but every node to the left of it in the walk lies in that range: cheap for
+# `Databases`, which the walk reaches early, and a scan of most of the tree for a node it reaches late. The price
+# shows on writes. Adding one category under `Databases` shifts the numbers of every node the walk reaches after
+# it (on a copy made on the server with `$out`, so the comparison below keeps the same tree):
+
+# %%
+db.nested.aggregate([{"$out": "nested_copy"}])
+edit = db.nested_copy
+new_leaf = edit.find_one({"_id": "Databases"})["right"]  # the new leaf takes this number and the next
+to_rewrite = edit.count_documents({"$or": [{"right": {"$gte": new_leaf}}, {"left": {"$gte": new_leaf}}]})
+rights = edit.update_many({"right": {"$gte": new_leaf}}, {"$inc": {"right": 2}}).modified_count
+lefts = edit.update_many({"left": {"$gte": new_leaf}}, {"$inc": {"left": 2}}).modified_count
+edit.insert_one({"_id": "DuckDB", "parent": "Databases", "left": new_leaf, "right": new_leaf + 1})
+print(f"documents rewritten to add one leaf under Databases: {to_rewrite} of {len(nodes)} "
+      f"(right shifted on {rights}, left on {lefts}) | with parent references: none, one insert")
+databases = edit.find_one({"_id": "Databases"})
+print("children of Databases now:", [d["_id"] for d in edit.find(
+    {"left": {"$gt": databases["left"], "$lt": databases["right"]}}).sort("left", 1)])
+
+# %% [markdown]
+# That is the manual's verdict on nested sets: fast to read a subtree, expensive to change, so best for a tree that
+# does not change. The side-by-side table below leaves them out of the formulas (their breadcrumb cost depends on
+# where the node sits in the walk, not only on its level) but measures them like the others.
+
+# %% [markdown]
 # ## `$graphLookup`: let the server walk parent references
 #
-# `$graphLookup` repeats a lookup level after level inside one aggregation: from `startWith`, it matches
-# `connectToField` against the values of `connectFromField` it has collected so far, until nothing new turns up (or
-# `maxDepth`). Each level is a lookup on `connectToField`, so that field needs an index (`parent` for descendants,
-# `_id` for ancestors). `depthField` records how far each result is from the start.
+# [`$graphLookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/graphLookup/) repeats a lookup
+# level after level inside one aggregation: from `startWith`, it matches `connectToField` against the values of
+# `connectFromField` it has collected so far, until nothing new turns up (or `maxDepth`). Each level is a lookup on
+# `connectToField`, so that field needs an index (`parent` for descendants, `_id` for ancestors). `depthField`
+# records how far each result is from the start, **counting from 0**: the direct children of Programming have depth
+# 0, their children depth 1, so the largest depth value below is 1 for two levels.
 
 # %%
 down = [{"$match": {"_id": "Programming"}},
@@ -306,19 +441,24 @@ up = [{"$match": {"_id": "Databases"}},
                         "connectToField": "_id", "as": "chain", "depthField": "depth"}}]
 graph_down = next(db.parent_refs.aggregate(down))
 graph_up = next(db.parent_refs.aggregate(up))
-print("descendants:", len(graph_down["subtree"]), "| deepest level below Programming:",
-      max(d["depth"] for d in graph_down["subtree"]))
+print("descendants:", len(graph_down["subtree"]), "| smallest depth value:",
+      min(d["depth"] for d in graph_down["subtree"]), "| largest depth value:",
+      max(d["depth"] for d in graph_down["subtree"]), "| levels below Programming:",
+      1 + max(d["depth"] for d in graph_down["subtree"]))
 print("breadcrumb:", " > ".join(d["_id"] for d in sorted(graph_up["chain"], key=lambda d: -d["depth"])) + " > Databases")
 
 
 # %% [markdown]
-# One round trip each. `explain` does not report the documents `$graphLookup` reads internally, so the comparison
-# counts what it must read at least: the start document plus every document it gathers.
+# One round trip each. Unlike `$lookup`, the explain output of `$graphLookup` does not report the documents it reads
+# in the `from` collection (its explain entry repeats the stage's specification, and its counters are about the
+# documents it outputs, not the keys and documents it read there:
+# [mongo source: document_source_graph_lookup.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_graph_lookup.cpp)),
+# so the comparison counts what it must read at least: the start document plus every document it returns.
 
 # %%
 def graph_figures(pipeline, field):
     result = next(db.parent_refs.aggregate(pipeline))
-    return {"queries": 1, "keys examined": "not reported", "docs examined": 1 + len(result[field])}
+    return {"queries": 1, "keys examined": "not reported", "docs examined": f"{1 + len(result[field])} (at least)"}
 
 
 # %% [markdown]
@@ -330,7 +470,8 @@ def graph_figures(pipeline, field):
 designs = {"parent references": (descendants_parent, breadcrumb_parent),
            "child references": (descendants_child, breadcrumb_child),
            "array of ancestors": (descendants_ancestors, breadcrumb_ancestors),
-           "materialized path": (descendants_path, breadcrumb_path)}
+           "materialized path": (descendants_path, breadcrumb_path),
+           "nested sets": (descendants_nested, breadcrumb_nested)}
 rows, answers = {}, set()
 for label, (down_fn, up_fn) in designs.items():
     found, m_down = down_fn("Programming")
@@ -340,7 +481,7 @@ for label, (down_fn, up_fn) in designs.items():
         f"breadcrumb: {k}": v for k, v in m_up.figures().items()}
 rows["$graphLookup (parent refs)"] = {f"descendants: {k}": v for k, v in graph_figures(down, "subtree").items()} | {
     f"breadcrumb: {k}": v for k, v in graph_figures(up, "chain").items()}
-print("all four designs give the same answers:", len(answers) == 1)
+print("all five designs give the same answers:", len(answers) == 1)
 comparison = pd.DataFrame.from_dict(rows, orient="index")
 comparison
 
@@ -352,13 +493,16 @@ comparison
 #   `ancestors` of every node in it.
 # - **Materialized paths** do the same with one string and an anchored regex range; the path can also be sorted to
 #   list the tree in depth-first order. Moves rewrite the paths of the subtree.
+# - **Nested sets** read a subtree with one range, but the breadcrumb's range grows with the node's place in the
+#   walk, and adding or moving a node renumbers a large part of the tree: for trees that rarely change.
 
 # %% [markdown]
 # ## Explore: depth and fan-out
 #
-# The counts follow from the shape of the tree alone. `tree_costs` computes them for one node at `level`, given the
-# number of children per node at each level (`fanouts`). It is checked first against the measurements on our own
-# tree, whose levels have 5, 4, 4 and 6 children per node, for `Fiction` (level 2).
+# The counts follow from the shape of the tree alone. `tree_costs` computes them (estimated: a formula, not a
+# measurement) for one node at `level`, given the number of children per node at each level (`fanouts`). It is
+# checked first against the measurements on our own tree, whose levels have 5, 4, 4 and 6 children per node, for
+# `Fiction` (level 2). Nested sets are left out: their breadcrumb cost depends on the node's place in the walk.
 
 # %%
 from math import prod
@@ -384,6 +528,8 @@ def tree_costs(fanouts, level):
 
 measured = {}
 for label, (down_fn, up_fn) in designs.items():
+    if label == "nested sets":  # no formula: its breadcrumb depends on the node's place in the walk
+        continue
     for question, fn in (("descendants", down_fn), ("breadcrumb", up_fn)):
         figures = fn("Fiction")[1].figures()
         measured[f"{question}: {label}"] = {"queries": figures["queries"], "docs examined": figures["docs examined"]}
@@ -396,7 +542,7 @@ def explore(depth, fanout, level):
     fanouts = [fanout] * depth
     out = {"nodes in the tree": 1 + sum(prod(fanouts[:i]) for i in range(1, depth + 1)), "node level": level}
     for question, figures in tree_costs(fanouts, level).items():
-        out[question] = f"queries {figures['queries']}, docs {figures['docs examined']:,}"
+        out[question + " (estimated: formula of the tree's shape)"] = f"queries {figures['queries']}, docs {figures['docs examined']:,}"
     return out
 
 
@@ -453,7 +599,7 @@ ex.check(practice.categories)
 # Another tree: an org chart stored with parent references, `{_id, managerId}` (the CEO's `managerId` is
 # `null`). Write `prepare(coll)`, which creates the index your lookups need, and `all_reports(coll, manager_id)`,
 # which returns the `_id`s of everybody below the manager, directly or indirectly, with **at most one query per
-# level** (or one `$graphLookup`). `ex_org.check(prepare, all_reports)` builds its own org chart of 305 people,
+# level** (or one `$graphLookup`). `ex_org.check(prepare, all_reports)` builds its own org chart of a few hundred people,
 # calls `prepare` once, then asks for the reports of people at several levels and counts the queries.
 
 # %%
@@ -487,6 +633,20 @@ ex_org.check(prepare, all_reports)
 #   index range.
 #
 # **Next:** 18 · archiving cold data and keeping a document's revision history.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Model Tree Structures](https://www.mongodb.com/docs/manual/applications/data-models-tree-structures/)
+# 2. [MongoDB manual: Model Tree Structures with Parent References](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-parent-references/)
+# 3. [MongoDB manual: Model Tree Structures with Child References](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-child-references/)
+# 4. [MongoDB manual: Model Tree Structures with an Array of Ancestors](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-ancestors-array/)
+# 5. [MongoDB manual: Model Tree Structures with Materialized Paths](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-materialized-paths/)
+# 6. [MongoDB manual: Model Tree Structures with Nested Sets](https://www.mongodb.com/docs/manual/tutorial/model-tree-structures-with-nested-sets/)
+# 7. [MongoDB manual: \$regex, index use](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 8. [MongoDB manual: \$graphLookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/graphLookup/)
+# 9. [mongodb/mongo src/mongo/db/pipeline/document_source_graph_lookup.cpp (what its explain reports)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_graph_lookup.cpp)
+# 10. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
 
 # %% [markdown] tags=["navigation"]
 # [← 16 · Extended reference and subset: copy only what the hot read needs](16_extended_reference_subset.ipynb) · [Contents](../CONTENTS.md) · [18 · Archive and document versioning: keep the hot collection small →](18_archive_versioning.ipynb)

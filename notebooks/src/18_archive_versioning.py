@@ -7,11 +7,30 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 35
+#     minutes: 40
 #     exercise_minutes: 20
 #     title: "Archive and document versioning: keep the hot collection small"
 #     section: Patterns
 #     demo: "Archive orders older than a year with $match + $merge, then show the support search reading a third of the documents it read before; then save two revisions of a document and read revision 1 back through the unique {docId, rev} index."
+#     sources:
+#     - title: "MongoDB manual: Archive Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/archive/
+#     - title: "MongoDB manual: $merge (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/
+#     - title: "MongoDB manual: $unionWith (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/unionWith/
+#     - title: "MongoDB manual: TTL Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-ttl/
+#     - title: "MongoDB Atlas: Online Archive Overview"
+#       url: https://www.mongodb.com/docs/atlas/online-archive/overview/
+#     - title: "MongoDB manual: Keep a History of Document Versions (document versioning pattern)"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/document-versioning/
+#     - title: "MongoDB manual: Unique Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-unique/
+#     - title: "MongoDB manual: $setOnInsert"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
 #     mistakes: ["deleting from the hot collection before the copy to the archive is confirmed", "expecting archiving to speed up a query that an index already narrows to a few documents", "copying the new revision into the history instead of the one being replaced", "keeping the current document's _id in the history copy, so the second revision collides", "a history _id made of the edit time, so two edits in one minute collide", "a plain insert of the history copy, so a crash between the two writes locks the document for ever"]
 # ---
 
@@ -22,11 +41,12 @@
 # - the **archive** pattern: move documents nobody reads any more (orders older than a cutoff) to an archive
 #   collection with an aggregation ending in `$merge`, then delete them from the hot one;
 # - which queries get faster after archiving (scans and loose filters) and which do not (a tight index lookup);
+# - when a TTL index, which simply deletes old documents, is the simpler choice, and what Atlas Online Archive does;
 # - the **document versioning** pattern: the current revision in `documents`, every earlier one in
 #   `documents_history`, with a unique index on `{docId, rev}`;
 # - to read a past revision with one index lookup.
 #
-# **Time:** about 35 minutes.
+# **Time:** about 40 minutes.
 
 # %%
 import datetime as dt
@@ -35,7 +55,7 @@ from bisect import bisect_left
 
 import bson
 import pandas as pd
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import DuplicateKeyError
 
 import labkit
 
@@ -65,14 +85,22 @@ print("orders:", db.orders.count_documents({}), "| first:", orders[0]["createdAt
 
 # %% [markdown]
 # ## Part 1 · Archive
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | a customer's orders of the last 90 days | read | 500/s | indexed on `{customerId, createdAt}` |
-# | support search: last year's orders containing a SKU | read | 2/s | ad hoc, no index on `items.sku` |
-# | full history of a customer (tax, disputes) | read | 10 a day | may be slower |
-#
+
+# %%
+workload = pd.DataFrame([
+    ("a customer's orders of the last 90 days", "read", "500/s", "indexed on {customerId, createdAt}"),
+    ("support search: last year's orders with a SKU", "read", "2/s", "ad hoc, no index on items.sku"),
+    ("full history of a customer (tax, disputes)", "read", "10 a day", "may be slower"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
 # Orders older than a year are almost never read, yet they fill the collection, its indexes and the server's cache.
+# The manual's [archive pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/archive/) moves
+# them elsewhere: to external file storage (its first choice for cost), to another cluster, or, as here, to another
+# collection. Its tips: keep each archived document self-contained (embedded, not referencing documents that may
+# change) and keep the document's age in one field (`createdAt` here). Sizes come from the
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage.
 
 # %%
 def cost(cursor):
@@ -85,7 +113,8 @@ def cost(cursor):
 
 
 def collection_figures(name):
-    stats = db.command("collStats", name)
+    """Documents, data and index bytes, from the `$collStats` stage's storage statistics."""
+    stats = next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]
     return {"documents": stats["count"], "data bytes": stats["size"], "index bytes": stats["totalIndexSize"]}
 
 
@@ -103,29 +132,19 @@ pd.DataFrame(before).T
 # %% [markdown]
 # ### Moving cold orders with `$merge`
 #
-# The aggregation selects the cold orders and `$merge`s them into `orders_archive` (inserting new ones, keeping any
-# that a previous, interrupted run already copied). Only once the copy is confirmed are the orders deleted from the
-# hot collection. A crash between the two steps leaves an order in both places, never in neither, and running the
-# job again finishes it.
-#
-# An engine without `$merge` (older versions of the embedded engine) reports error code 115; the function then does
-# the same copy from the client (`insert_many` of the orders not yet archived). Either way, the delete only runs once
-# every cold order is found in the archive.
+# The aggregation selects the cold orders and [`$merge`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)s
+# them into `orders_archive` (inserting new ones, keeping any that a previous, interrupted run already copied). Only
+# once every cold order is found in the archive are they deleted from the hot collection. A crash between the two
+# steps leaves an order in both places, never in neither, and running the job again finishes it. (The manual's
+# script deletes right after the `$merge`; checking first costs one indexed read of the archive and protects
+# against a copy that did not complete.)
 
 # %%
 def archive_before(cutoff):
     cold = {"createdAt": {"$lt": cutoff}}
-    try:
-        db.orders.aggregate([{"$match": cold},
-                             {"$merge": {"into": "orders_archive", "on": "_id",
-                                         "whenMatched": "keepExisting", "whenNotMatched": "insert"}}])
-    except OperationFailure as exc:
-        if exc.code != 115:  # 115: $merge not supported by this engine
-            raise
-        done = {d["_id"] for d in db.orders_archive.find(cold, {"_id": 1})}
-        todo = [d for d in db.orders.find(cold).sort("_id", 1) if d["_id"] not in done]
-        if todo:
-            db.orders_archive.insert_many(todo)
+    db.orders.aggregate([{"$match": cold},
+                         {"$merge": {"into": "orders_archive", "on": "_id",
+                                     "whenMatched": "keepExisting", "whenNotMatched": "insert"}}])
     hot_ids = {d["_id"] for d in db.orders.find(cold, {"_id": 1})}
     archived = {d["_id"] for d in db.orders_archive.find(cold, {"_id": 1})}
     if hot_ids - archived:
@@ -155,13 +174,48 @@ pd.DataFrame({"orders before": sizes_before, "orders after": collection_figures(
 # are gone from the hot collection. The customer query did not change at all: archiving helps scans, caches and
 # index sizes, not a query that an index already pins down.
 #
-# The rare full-history read now needs both collections: two indexed queries (or, on a server, one aggregation with
-# `$unionWith`, which the embedded engine does not implement):
+# The rare full-history read now needs both collections: each side is an indexed query, and
+# [`$unionWith`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/unionWith/) runs both in one
+# aggregation, one round trip, returning the documents of the first collection followed by those of the second:
 
 # %%
 history = [("hot", cost(db.orders.find({"customerId": "cust:0042"}))),
            ("archive", cost(db.orders_archive.find({"customerId": "cust:0042"})))]
+full_history = list(db.orders.aggregate([
+    {"$match": {"customerId": "cust:0042"}},
+    {"$unionWith": {"coll": "orders_archive", "pipeline": [{"$match": {"customerId": "cust:0042"}}]}},
+    {"$sort": {"createdAt": -1}}, {"$project": {"createdAt": 1}}]))
+print("one $unionWith aggregation returned", len(full_history), "orders, newest",
+      full_history[0]["createdAt"].date(), "| oldest", full_history[-1]["createdAt"].date())
 pd.DataFrame(dict(history)).T
+
+# %% [markdown]
+# ### When the old data is not needed at all: expire it
+#
+# Archiving keeps the cold orders. If nobody ever needs them again, the simpler tool is a
+# [TTL index](https://www.mongodb.com/docs/manual/core/index-ttl/): a single-field index on a date with
+# `expireAfterSeconds`, whose monitor (a background task of the server, every 60 seconds) deletes each document
+# once its date is older than that. No job to write, no second collection, and nothing to query afterwards.
+#
+# A TTL index acts on the server's clock, so a copy of the orders gets dates *relative to now* (each order keeps
+# its age). `labkit.ttl_pass` runs one pass of the monitor on the embedded engine; on a server it waits for the
+# server's own next pass:
+
+# %%
+now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+db.orders_ttl.insert_many([dict(o, createdAt=now - (TODAY - o["createdAt"])) for o in orders])
+db.orders_ttl.create_index("createdAt", expireAfterSeconds=365 * 86_400)
+ttl_before = db.orders_ttl.count_documents({})
+labkit.ttl_pass(db)
+pd.Series({"orders before the pass": ttl_before, "deleted by the TTL monitor": ttl_before -
+           db.orders_ttl.count_documents({}), "left": db.orders_ttl.count_documents({})}, name="orders_ttl")
+
+# %% [markdown]
+# The same orders leave the hot collection as with the archive, and they are gone for good. On Atlas,
+# [Online Archive](https://www.mongodb.com/docs/atlas/online-archive/overview/) sits between the two: a rule (a date
+# field and an age) makes Atlas move matching documents to cheap cloud object storage on its own, and a read-only
+# federated endpoint queries the cluster and the archive together, which is this section's pattern run by the
+# service (M10 clusters and above).
 
 # %% [markdown]
 # ## Explore: where to put the cutoff
@@ -185,7 +239,7 @@ def cutoff_split(days):
     return {"cutoff": str((TODAY - dt.timedelta(days=days)).date()),
             "hot documents": len(dates) - index, "archived documents": index,
             "hot bytes": cumulative[-1] - cumulative[index], "archive bytes": cumulative[index],
-            "support search docs examined (scan of hot)": len(dates) - index}
+            "support search docs examined (estimated: a scan reads every hot order)": len(dates) - index}
 
 
 def draw_split(ax, values, r):
@@ -200,15 +254,24 @@ split_explorer
 
 # %% [markdown]
 # ## Part 2 · Document versioning
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | read a contract | read | 200/s | the current revision only |
-# | edit a contract | write | 1/s | keep the replaced revision, never lose a concurrent edit |
-# | show revision *n* / the revision list | read | 100 a day | any past revision, by number |
-#
+
+# %%
+workload_versioning = pd.DataFrame([
+    ("read a contract", "read", "200/s", "the current revision only"),
+    ("edit a contract", "write", "1/s", "keep the old revision, lose no edit"),
+    ("show revision *n* / the revision list", "read", "100 a day", "any past revision, by number"),
+], columns=["operation", "type", "rate", "needs"]).set_index("operation")
+workload_versioning
+
+# %% [markdown]
 # The current revisions live in `documents`; each edit first copies the revision it replaces into
-# `documents_history`. A unique index on `{docId, rev}` makes every revision number exist once per document.
+# `documents_history`: the manual's
+# [document versioning pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/document-versioning/),
+# which keeps the current version small and fast to read and the history beside it. (The manual's example
+# updates the current document first and then copies it, new revision included, into the revisions collection;
+# filing the replaced revision first, as here, means a crash between the two writes can never lose a revision.) A
+# [unique index](https://www.mongodb.com/docs/manual/core/index-unique/) on `{docId, rev}` makes every revision
+# number exist once per document.
 
 # %%
 db.documents.insert_many([{"_id": f"doc:{i:03d}", "rev": 1, "title": f"Contract {i:03d}",
@@ -294,7 +357,8 @@ for what, result in flaws.items():
 
 # %% [markdown]
 # **The fix.** Key the history copy by what it is, the pair (document, revision): `_id` = `"<docId>@rev<n>"`, so
-# edit time plays no part. File it with an **upsert that only inserts** (`$setOnInsert`): filing revision *n* a
+# edit time plays no part. File it with an **upsert that only inserts**
+# ([`$setOnInsert`](https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/)): filing revision *n* a
 # second time, after a crash or by a second editor, changes nothing and raises nothing, because revision *n* of a
 # contract has one content for ever. The **conditional update** (`rev` still *n*) then decides who wins: it
 # matches no document when someone else saved first, and that is the conflict the editor is told about. A crash
@@ -378,7 +442,9 @@ pd.DataFrame({"documents": collection_figures("documents"),
               "documents_history": collection_figures("documents_history")}).T
 
 # %% [markdown]
-# Reading the current contract never touches the history; reading revision 1 is one unique-index lookup:
+# Reading the current contract never touches the history; reading revision 1 is one unique-index lookup. (The
+# current contract's plan, `EXPRESS_IXSCAN`, is MongoDB 8.0's fast path for an equality on `_id`: one key, one
+# document, no plan selection; lesson 01 explains it.)
 
 # %%
 reads = {"current doc:007": cost(db.documents.find({"_id": "doc:007"})),
@@ -390,35 +456,7 @@ pd.DataFrame(reads).T
 [(d["rev"], d["body"], d["updatedBy"]) for d in db.documents_history.find({"docId": "doc:007"}).sort("rev", 1).limit(5)]
 
 # %% [markdown]
-# ## Exercise
-#
-# Write `save_revision(db, doc_id, changes)` for the practice database: copy the **current** revision into
-# `db.documents_history` (with `docId` and `rev`, and an `_id` of its own), then apply `changes` to the document in
-# `db.documents` and increase its `rev` by one. Also create the unique index on `{docId, rev}`.
-# `ex.check(practice, save_revision)` copies your index into a database of its own, saves a few revisions of a
-# scratch document watching the writes (two per save, the copy first), then stops the process between the two
-# writes and retries, and runs two editors at once.
-
-# %%
-practice = labkit.fresh_db("18_practice")
-practice.documents.insert_one({"_id": "doc:1", "rev": 1, "title": "Policy", "body": "first draft"})
-ex = labkit.exercises.get("18-versioning")
-ex
-
-
-# %% tags=["solution"]
-def save_revision(db, doc_id, changes):
-    current = db.documents.find_one({"_id": doc_id})
-    copy = {k: v for k, v in current.items() if k != "_id"} | {"docId": doc_id}
-    db.documents_history.update_one({"_id": f"{doc_id}@rev{current['rev']}"}, {"$setOnInsert": copy}, upsert=True)
-    db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
-
-
-practice.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
-ex.check(practice, save_revision)
-
-# %% [markdown]
-# ## Exercise: price history that survives a crash
+# ## Exercise 1: price history that survives a crash
 #
 # A product catalogue keeps every replaced price: the current product in `db.products`
 # (`{_id: "sku:…", rev, price}`), each replaced revision in `db.price_history` with `productId` and `rev`. Write
@@ -446,11 +484,41 @@ def save_price(db, seen, new_price):
 ex_price.check(save_price)
 
 # %% [markdown]
+# ## Exercise 2: the contracts' save, from scratch
+#
+# Write `save_revision(db, doc_id, changes)` for the practice database: copy the **current** revision into
+# `db.documents_history` (with `docId` and `rev`, and an `_id` of its own), then apply `changes` to the document in
+# `db.documents` and increase its `rev` by one. Also create the unique index on `{docId, rev}`.
+# `ex.check(practice, save_revision)` copies your index into a database of its own, saves a few revisions of a
+# scratch document watching the writes (two per save, the copy first), then stops the process between the two
+# writes and retries, and runs two editors at once.
+
+# %%
+practice = labkit.fresh_db("18_practice")
+practice.documents.insert_one({"_id": "doc:1", "rev": 1, "title": "Policy", "body": "first draft"})
+ex = labkit.exercises.get("18-versioning")
+ex
+
+
+# %% tags=["solution"]
+def save_revision(db, doc_id, changes):
+    current = db.documents.find_one({"_id": doc_id})
+    copy = {k: v for k, v in current.items() if k != "_id"} | {"docId": doc_id}
+    db.documents_history.update_one({"_id": f"{doc_id}@rev{current['rev']}"}, {"$setOnInsert": copy}, upsert=True)
+    db.documents.update_one({"_id": doc_id, "rev": current["rev"]}, {"$set": changes, "$inc": {"rev": 1}})
+
+
+practice.documents_history.create_index([("docId", 1), ("rev", 1)], unique=True)
+ex.check(practice, save_revision)
+
+# %% [markdown]
 # ## Summary
 #
 # - Archive: move cold documents with `$match` + `$merge` (copy first, verify, then delete), so scans, caches and
 #   indexes only carry what is still read. Tightly indexed queries were already fast and stay the same.
 # - Reads that span hot and cold data pay for it (two queries or `$unionWith`); choose the cutoff from the workload.
+# - Data nobody will read again needs no archive: a TTL index deletes it. On Atlas, Online Archive moves it to
+#   object storage and still queries it.
 # - Document versioning: current revisions in one collection, replaced revisions in another, keyed and made unique
 #   by `{docId, rev}`. Current reads stay small; a past revision is one index lookup; a concurrent edit of the same
 #   revision is refused.
@@ -459,6 +527,19 @@ ex_price.check(save_price)
 #   writes then leaves nothing to repair, and no edit time enters any key.
 #
 # **Next:** 19 · single-collection design for a many-to-many.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Archive Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/archive/)
+# 2. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 3. [MongoDB manual: \$unionWith (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/unionWith/)
+# 4. [MongoDB manual: TTL Indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)
+# 5. [MongoDB Atlas: Online Archive Overview](https://www.mongodb.com/docs/atlas/online-archive/overview/)
+# 6. [MongoDB manual: Keep a History of Document Versions (document versioning pattern)](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-versioning/document-versioning/)
+# 7. [MongoDB manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)
+# 8. [MongoDB manual: \$setOnInsert](https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/)
+# 9. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 
 # %% [markdown] tags=["navigation"]
 # [← 17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup](17_trees.ipynb) · [Contents](../CONTENTS.md) · [19 · Single-collection design: a many-to-many in one indexed query →](19_single_collection.ipynb)

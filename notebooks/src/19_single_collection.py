@@ -13,6 +13,17 @@
 #     section: Patterns
 #     demo: "Fetch a book with its authors with find({'relatedIds': 'book:1'}) and show the multikey IXSCAN, then the same page with two collections and $lookup."
 #     mistakes: ["leaving a document's own id out of relatedIds, so the book itself is missing from its page", "updating relatedIds on one side only, so the reverse query (an author's books) misses some", "forgetting to filter on docType when only one kind of document is wanted", "using the pattern for an unbounded side (an author with thousands of titles) instead of per-edge documents"]
+#     sources:
+#     - title: "MongoDB manual: Single Collection Pattern"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/single-collection/
+#     - title: "MongoDB University: Advanced Schema Design Patterns, lesson 1 (Single Collection Pattern)"
+#       url: https://learn.mongodb.com/learn/course/advanced-schema-design-patterns/lesson-1-single-collection-pattern/learn
+#     - title: "MongoDB manual: Multikey Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "MongoDB manual: $addToSet (update operator)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/
 # ---
 
 # %% [markdown]
@@ -54,18 +65,24 @@ print("books:", len(books), "| authors:", len(authors), "| authorships:", sum(le
 
 # %% [markdown]
 # ## The workload
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | book page: the book and its authors' names | read | very frequent | book + every author |
-# | author page: the author and their books | read | frequent | author + every book |
-# | add a book with its authors | write | daily | |
+
+# %%
+workload = pd.DataFrame([
+    ("book page: the book and its authors' names", "read", "500/s", "book + every author"),
+    ("author page: the author and their books", "read", "50/s", "author + every book"),
+    ("add a book with its authors", "write", "20 a day", ""),
+], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
+workload
+
+# %% [markdown]
+# The rates are this lesson's assumption: books are read thousands of times for every book added.
 
 # %% [markdown]
 # ## Two collections, joined with `$lookup`
 #
-# The usual shape: `books` holds `authorIds`, `authors` holds the people. A book page is one aggregation that looks
-# up the authors by `_id`; an author page needs an index on `books.authorIds`.
+# The usual shape: `books` holds `authorIds`, `authors` holds the people. A book page is one aggregation whose
+# [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/) finds the authors by
+# `_id`; an author page needs an index on `books.authorIds`.
 
 # %%
 db.books.insert_many(books)
@@ -100,7 +117,10 @@ aggregate_cost("books", book_page_lookup("book:1"))
 #
 # Books and authors go into `library`. Every document lists in `relatedIds` its **own** id and the ids of the
 # documents it belongs with: a book lists itself and its authors, an author lists itself and their books. One
-# multikey index on `relatedIds` then serves both pages.
+# multikey index on `relatedIds` then serves both pages. This is the
+# [single collection pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/single-collection/)
+# of MongoDB's manual; MongoDB University's course names the two fields `docType` and `relatedTo`
+# ([University: single collection pattern](https://learn.mongodb.com/learn/course/advanced-schema-design-patterns/lesson-1-single-collection-pattern/learn)).
 
 # %%
 books_of = {}
@@ -134,8 +154,10 @@ stats = explain["executionStats"]
  "docs examined": stats["totalDocsExamined"], "returned": stats["nReturned"]}
 
 # %% [markdown]
-# The index has one key per element of every `relatedIds` array (that is what **multikey** means), so the single
-# point `["book:1", "book:1"]` finds the book and its authors directly: keys examined = documents returned.
+# The index has one key per element of every `relatedIds` array (that is what **multikey** means:
+# [manual: multikey indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)), so
+# the single point `["book:1", "book:1"]` finds the book and its authors directly: keys examined = documents
+# returned.
 #
 # The author page is the same query with the author's id; no second index is needed:
 
@@ -186,7 +208,7 @@ predict_author.check(int(comparison.loc[("author page", "single collection"), "d
 # `find` and no join stage, and one index serves both directions. The price:
 #
 # - every link is stored twice (in the book's and in the author's `relatedIds`), so adding a book means updating its
-#   authors too, the two-way-reference upkeep of lesson 05;
+#   authors too, the two-way-reference upkeep of lesson 05 (below: two statements);
 # - an author's `relatedIds` grows with their bibliography: fine for a few dozen titles, not for a prolific author
 #   with thousands (then store one small document per authorship instead);
 # - queries that want one kind of document must say so (`docType`), and validators must allow both shapes.
@@ -203,6 +225,16 @@ print("writes to add one book with two authors:", len(add_book), "statements,",
 print("its page:", sorted(d["_id"] for d in db.library.find({"relatedIds": "book:999"})))
 
 # %% [markdown]
+# The two statements are not atomic together: if the process stops between them, the book exists but its authors'
+# pages do not list it. Lesson 05's remedies apply. Both statements can be repeated safely (the insert fails with a
+# duplicate key the second time, and [`$addToSet`](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/)
+# adds an id only if it is missing), so a job that retries the second one repairs the link; or run both in one
+# transaction.
+#
+# MongoDB University also teaches a second variant of the pattern for one-to-many data, such as a book and its
+# reviews: one overloaded key, `"book:1"` for the book and `"book:1/review:7"` for each review, indexed, and read
+# with an anchored prefix regex (lesson 17 shows how such a regex becomes an index range).
+#
 # ## Explore: authors per book, and how often books are added
 #
 # Reading costs the two designs the same documents; writing does not. The explorer adds a book with the chosen
@@ -281,7 +313,31 @@ anthology
 pd.DataFrame([per_book(k, v) for k, v in ((1, 0), (20, 0), (20, 50))]).set_index(["authors", "book"]).T
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1 · Enrolments: courses and students in one collection
+#
+# Another many-to-many: an online school keeps courses and students in one `catalog` collection, each document
+# with `docType` and `relatedIds` (its own id to start with), indexed on `relatedIds`. Write
+# `enrol(catalog, course_id, student_id)` that links a student to a course both ways, so that the course page and
+# the student page stay one `find` each. It must be safe to run twice for the same pair (a retry) and send at most
+# two write statements. `ex_enrol.check(practice, enrol)` runs it on a catalog of its own: 4 courses, 12
+# students, 19 enrolments, one of them repeated.
+
+# %%
+practice = labkit.fresh_db("19_practice")
+ex_enrol = labkit.exercises.get("19-enrol")
+ex_enrol
+
+
+# %% tags=["solution"]
+def enrol(catalog, course_id, student_id):
+    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
+                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
+
+
+ex_enrol.check(practice, enrol)
+
+# %% [markdown]
+# ## Exercise 2 · The library from two collections
 #
 # `practice.books` and `practice.authors` hold a small catalogue in two collections. Build `practice.library`: one
 # document per book (`docType: "book"`) and per author (`docType: "author"`), each with `relatedIds` listing its own
@@ -289,7 +345,6 @@ pd.DataFrame([per_book(k, v) for k, v in ((1, 0), (20, 0), (20, 50))]).set_index
 # `ex.check(practice)` runs book pages and author pages against your collection.
 
 # %%
-practice = labkit.fresh_db("19_practice")
 practice.authors.insert_many(authors[:30])
 practice.books.insert_many([b for b in books[:120] if all(int(a.split(":")[1]) <= 30 for a in b["authorIds"])])
 ex = labkit.exercises.get("19-single-collection").remember(practice, "books", "authors")  # the setup, as it is now
@@ -309,29 +364,6 @@ practice.library.create_index("relatedIds")
 ex.check(practice)
 
 # %% [markdown]
-# ## Exercise 2 · Enrolments: courses and students in one collection
-#
-# Another many-to-many: an online school keeps courses and students in one `catalog` collection, each document
-# with `docType` and `relatedIds` (its own id to start with), indexed on `relatedIds`. Write
-# `enrol(catalog, course_id, student_id)` that links a student to a course both ways, so that the course page and
-# the student page stay one `find` each. It must be safe to run twice for the same pair (a retry) and send at most
-# two write statements. `ex_enrol.check(practice, enrol)` runs it on a catalog of its own: 4 courses, 12
-# students, 19 enrolments, one of them repeated.
-
-# %%
-ex_enrol = labkit.exercises.get("19-enrol")
-ex_enrol
-
-
-# %% tags=["solution"]
-def enrol(catalog, course_id, student_id):
-    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
-                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
-
-
-ex_enrol.check(practice, enrol)
-
-# %% [markdown]
 # ## Summary
 #
 # - Entities read together can share a collection: `docType` says what each document is, `relatedIds` (its own id
@@ -340,7 +372,16 @@ ex_enrol.check(practice, enrol)
 # - The links live on both sides: write both (like two-way references), keep each side bounded, and filter on
 #   `docType` when only one kind is wanted.
 #
-# **Next:** 30 · start from the workload (the anti-pattern lessons).
+# **Next:** 20 · which pattern when: use cases, patterns and a quiz.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Single Collection Pattern](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/single-collection/)
+# 2. [MongoDB University: Advanced Schema Design Patterns, lesson 1 (Single Collection Pattern)](https://learn.mongodb.com/learn/course/advanced-schema-design-patterns/lesson-1-single-collection-pattern/learn)
+# 3. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 4. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 5. [MongoDB manual: \$addToSet (update operator)](https://www.mongodb.com/docs/manual/reference/operator/update/addToSet/)
 
 # %% [markdown] tags=["navigation"]
 # [← 18 · Archive and document versioning: keep the hot collection small](18_archive_versioning.ipynb) · [Contents](../CONTENTS.md) · [20 · Which pattern when: use cases, patterns and a quiz →](20_which_pattern.ipynb)

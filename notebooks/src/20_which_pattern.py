@@ -12,6 +12,15 @@
 #     section: Patterns
 #     exercise_minutes: 15
 #     demo: "Pick 'IoT' and then 'mobile' in the dropdown and discuss why the same computed pattern appears for different reasons."
+#     sources:
+#     - title: "MongoDB manual: Schema Design Patterns"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/
+#     - title: "MongoDB manual: Embedded Data Versus References"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/
+#     - title: "MongoDB manual: Time Series"
+#       url: https://www.mongodb.com/docs/manual/core/timeseries-collections/
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds (16 MiB documents)"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
 #     mistakes: ["choosing a pattern by the data's nouns instead of the workload's numbers", "applying every pattern of a use case at once instead of the one that removes the measured cost", "confusing schema versioning (shape changes) with document versioning (old revisions)", "giving an unbounded relationship a guessed maximum, so the helper embeds what will keep growing"]
 # ---
 
@@ -46,9 +55,10 @@ LESSONS = {
 #
 # Every pattern in this section removes one specific cost that you can measure: too many documents, one
 # document far too big, the same aggregation on every read, an awkward migration, a query split over many
-# collections. An application type tends to meet the same costs, so a first guess of useful patterns can
-# start from it. Each row below says *why* a pattern tends to help in that kind of application; measure before
-# applying it.
+# collections ([manual: schema design patterns](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/)).
+# An application type tends to meet the same costs, so a first guess of useful patterns can start from it. The
+# matrix below is this course's map, not a rule: each row says *why* a pattern tends to help in that kind of
+# application; measure before applying it.
 
 # %%
 USE_CASES = {
@@ -141,22 +151,29 @@ pd.DataFrame([{"use case": uc, "pattern": p, "lesson": LESSONS[p], "why": why}
 # %% [markdown]
 # ## The source material's quick reference, with this section's measurements
 #
-# The source lists a scenario, a pattern and its main benefit for each pattern. The last column names the
-# lesson that measures it (the bucket arithmetic is recomputed here).
+# The source lists a scenario, a pattern and its main benefit for each pattern (the benefits paraphrased here,
+# except its one figure). The last column is what this course measured, and where.
 
 # %%
-seconds_per_day, hours_per_day = 86_400, 24
+seconds_per_day, hours_per_day, per_bucket = 86_400, 24, 60
 pd.DataFrame([
-    ("time-series data", "bucket", "far fewer documents",
-     f"{seconds_per_day:,} vs {hours_per_day} documents per sensor per day "
-     f"({seconds_per_day // hours_per_day:,}x fewer)"),
+    ("time-series data", "bucket", "100x fewer documents",
+     f"10_bucket: {seconds_per_day:,} vs {hours_per_day} documents per sensor per day at one reading a second "
+     f"({seconds_per_day // hours_per_day:,}x fewer); {seconds_per_day // (seconds_per_day // per_bucket):,}x fewer "
+     f"with the source's {per_bucket} readings per bucket"),
     ("viral content with huge arrays", "outlier", "no document bloat", "11_outlier"),
     ("expensive aggregations", "computed", "compute once, read fast", "12_computed"),
     ("multiple content types", "polymorphic", "one collection, shared queries", "14_polymorphic"),
     ("evolving schema", "schema versioning", "old and new shapes coexist", "13_schema_versioning"),
     ("one-to-few", "embedding", "one read, atomic updates", "01_embed_one_to_few"),
     ("one-to-many, unbounded", "referencing", "stays under 16 MiB", "02_one_to_many, 04_follows"),
-], columns=["scenario", "pattern", "benefit", "measured in"]).set_index("scenario")
+], columns=["scenario", "pattern", "benefit (source)", "shown in lesson"]).set_index("scenario")
+
+# %% [markdown]
+# The source's "100x fewer documents" is a round figure: the saving is the number of readings a bucket holds,
+# which its own example puts at 3,600 (an hour of one reading a second) in one place and at 60 ("up to 60
+# measurements per document") in another. Lesson 10 works out both cases, and shows how MongoDB's time-series
+# collections cap their own buckets.
 
 # %% [markdown]
 # ## Quiz
@@ -200,6 +217,26 @@ ex.check(answers)
 # with its cardinality as **[min, likely, max]** (leave max empty for "no bound"). Press the button: the helper
 # recommends embedding, a child reference or a relationship collection, suggests patterns, and gives its reasons
 # with the numbers it used and the lessons that show each one. It starts with the source's users and posts.
+#
+# Its rules follow the source's embed-or-reference lists (and the manual's,
+# [embedded data versus references](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)):
+# embed what is read with the parent, bounded, and not queried on its own; reference what is large, unbounded,
+# queried on its own or written independently. Its thresholds, and where each comes from:
+
+# %%
+from labkit import decision
+
+pd.DataFrame([
+    ("bounded array", f"fewer than {decision.EMBED_BOUND} elements",
+     "the source: embed when the array is bounded (< 100 items)"),
+    ("small enough to embed", f"max x child size under {decision.EMBED_MAX_BYTES // 1024 ** 2} MiB",
+     "the helper's margin: 1/16 of the 16 MiB document limit"),
+    ("computed pattern", f"at least {decision.COMPUTED_MIN_READS_PER_WRITE} reads per write",
+     "the helper's choice; lesson 12 measures the real break-even of a given design"),
+    ("outlier pattern", f"max at least {decision.OUTLIER_RATIO}x the likely count", "the helper's choice"),
+    ("extended reference", f"a read of at least {decision.HOT_READS_PER_SECOND}/s needing at most "
+     f"{decision.EXTENDED_MAX_FIELDS} fields", "the helper's choice"),
+], columns=["rule", "threshold", "where it comes from"]).set_index("rule")
 
 # %%
 helper = labkit.decision_widget()
@@ -208,9 +245,10 @@ helper
 # %% [markdown]
 # The form also takes a write (its rate feeds the reads-per-write rules), a "max parents per child" above 1 for a
 # many-to-many relationship, and a "time series" box for measurements arriving over time (which brings in
-# MongoDB's time-series collections). The same rules are a plain function,
+# MongoDB's [time-series collections](https://www.mongodb.com/docs/manual/core/timeseries-collections/)). The
+# same rules are a plain function,
 # `labkit.recommend(access_patterns, relationships)`, for your own scripts. A many-to-many with writes: students
-# take up to 12 courses, a course has up to 400 students, and enrolments are written 30 times a second.
+# take up to 12 courses, a course has up to 400 students, and enrolments are frequent writes.
 
 # %%
 labkit.recommend(
@@ -246,14 +284,18 @@ ex_model.check(chat.model_for("channels", "messages").name)
 # %% [markdown]
 # ## Exercise 2: describe another application by its numbers
 #
-# The helper is only as good as the numbers it gets. Describe the whole chat app:
-#
-# - opening a channel (2,000 per second) reads the channel's name, its members and its newest messages;
-# - posting a message happens 200 times a second;
-# - a channel has at least 2 members, typically 8, at most 50 (about 60 bytes each), shown only with the channel;
-# - a channel has no messages at first, about 2,000 typically and no upper bound (about 300 bytes each), and
-#   messages are also searched on their own.
-#
+# The helper is only as good as the numbers it gets. Describe the whole chat app, whose numbers follow:
+
+# %%
+chat_app = pd.DataFrame([
+    ("open a channel", "read, 2,000/s", "the channel's name, its members and its newest messages"),
+    ("post a message", "write, 200/s", ""),
+    ("members of a channel", "min 2, typically 8, max 50; 60 bytes each", "shown only with the channel"),
+    ("messages of a channel", "min 0, typically 2,000, no max; 300 bytes each", "also searched on their own"),
+], columns=["what", "numbers", "notes"]).set_index("what")
+chat_app
+
+# %% [markdown]
 # Write `access_patterns` and `relationships` in the form used above; `ex2.check(access_patterns,
 # relationships)` runs the helper on them and checks what you told it.
 
@@ -282,9 +324,20 @@ ex2.check(access_patterns, relationships)
 # - Each pattern removes one measurable cost: documents per day (bucket), document size (outlier, subset),
 #   work per read (computed, approximation), migration pain (schema versioning), queries per page
 #   (polymorphic, extended reference, single collection).
-# - Check with the numbers: `collStats`, `explain()` and round trips, as in each lesson of this section.
+# - Check with the numbers: `$collStats`, `explain()` and round trips, as in each lesson of this section.
+# - The helper's one bound from the sources is "an array stays under 100 items"; its other thresholds are its own
+#   choices, and the 16 MiB document limit ([manual: limits](https://www.mongodb.com/docs/manual/reference/limits/))
+#   is a wall to stay far away from.
 #
 # **Next:** 30 · the anti-patterns section starts with the workload.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Design Patterns](https://www.mongodb.com/docs/manual/data-modeling/design-patterns/)
+# 2. [MongoDB manual: Embedded Data Versus References](https://www.mongodb.com/docs/manual/data-modeling/concepts/embedding-vs-references/)
+# 3. [MongoDB manual: Time Series](https://www.mongodb.com/docs/manual/core/timeseries-collections/)
+# 4. [MongoDB manual: MongoDB Limits and Thresholds (16 MiB documents)](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 19 · Single-collection design: a many-to-many in one indexed query](19_single_collection.ipynb) · [Contents](../CONTENTS.md) · [30 · Start from the workload →](30_workload.ipynb)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from labkit.exercises import steps
+from labkit.exercises import observe, steps
 from labkit.exercises.kinds import BehaviourCheck, Lab, Prediction
 from labkit.exercises.outcomes import NotYet
 from labkit.exercises.registry import Lesson
@@ -14,86 +14,108 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-def _reading_value(reading: dict) -> Any:
-    """The numeric value of one stored reading (``temperature``, ``v``, ``value`` ...: the first number)."""
-    for key in ("temperature", "value", "v"):
-        if isinstance(reading.get(key), (int, float)) and not isinstance(reading.get(key), bool):
-            return reading[key]
-    return next((v for k, v in reading.items() if k != "ts" and isinstance(v, (int, float))
-                 and not isinstance(v, bool)), None)
+PATIENTS_10 = ("patient:a", "patient:b")
+CAP_10 = 100
 
 
-def _fresh_buckets(db: Any) -> None:
-    db["buckets"].create_index([("sensorId", 1), ("start", 1)])
+def _beats() -> list[tuple[str, Any, int]]:
+    """Two patients, one reading every 5 minutes from 00:00 on one day to 02:00 the next (26 hours)."""
+    import datetime as dt
+    start = dt.datetime(2026, 10, 2)
+    out = []
+    for i in range(26 * 12):
+        at = start + dt.timedelta(minutes=5 * i)
+        for k, pid in enumerate(PATIENTS_10):
+            out.append((pid, at, 60 + (i * 7 + k * 11) % 41))
+    return out
 
 
-@LESSON.exercise(BehaviourCheck, "10-bucket-upsert",
-                 takes=steps.db_and_function("add_reading"), fresh=_fresh_buckets)
-def _check_bucket_upsert(lab: Lab, db: Any, add_reading: Callable) -> str:
+def _beat_value(reading: Any) -> Any:
+    value = reading.get("bpm") if isinstance(reading, dict) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@LESSON.exercise(BehaviourCheck, "10-bucket-upsert", takes=steps.db_and_function("add_beat", "practice"))
+def _check_bucket_upsert(lab: Lab, db: Any, add_beat: Callable) -> str:
+    """Daily buckets of at most 100 heart-rate readings per patient, written with one upsert each (a transfer
+    of the lesson's hourly sensor buckets). The learner's index on practice.heart_buckets is copied into the
+    checker's sandbox, so a unique index that forbids a second bucket per day shows up."""
     import datetime as dt
 
-    box = lab.sandbox()
-    coll = box.db["buckets"]
-    start = dt.datetime(2026, 10, 2, 10, 0)
-    fed: dict[str, list[tuple[dt.datetime, float]]] = {"sensor:a": [], "sensor:b": []}
-    try:
-        for i in range(150):  # 75 minutes, one reading per sensor every 30 s
-            ts = start + dt.timedelta(seconds=30 * i)
-            for k, sid in enumerate(fed):
-                value = round(20.0 + ((i * 7 + k * 3) % 23) / 10, 2)
-                fed[sid].append((ts, value))
-                add_reading(coll, sid, ts, value)
+    from pymongo.errors import DuplicateKeyError
+
+    learners = {"heart_buckets": db["heart_buckets"]} if hasattr(db, "list_collection_names") else None
+    beats = _beats()
+    unique = ("a second bucket for the same patient and day was refused by a unique index: with a cap of 100 a "
+              "day needs several buckets, so the index on {patientId, day} must not be unique (the source's "
+              "unique index fits only uncapped buckets).")
+    with lab.sandbox(indexes=learners) as box:
+        coll = box.db["heart_buckets"]
+        for pid, at, bpm in beats:
+            lab.call(add_beat, coll, pid, at, bpm, raises={DuplicateKeyError: unique})
         names = box.recorder.names()
         writes = box.recorder.write_statements()
-        docs = list(coll.find().sort([("sensorId", 1), ("start", 1), ("_id", 1)]))
-    finally:
-        box.close()
-    reads = sum(n in ("find", "aggregate", "count", "distinct") for n in names)
+        docs = list(coll.find().sort([("patientId", 1), ("day", 1), ("_id", 1)]))
+        keys = [tuple(ix["key"]) for ix in coll.list_indexes()]
+        plan = observe.plan_figures(coll.find({"patientId": PATIENTS_10[0], "day": dt.datetime(2026, 10, 2),
+                                               "count": {"$lt": CAP_10}}).explain())
+    n = len(beats)
+    reads = sum(x in ("find", "aggregate", "count", "distinct") for x in names)
     if reads and "insert" in names:
-        raise NotYet(f"your function reads first ({reads} reads for 300 readings) and then inserts or updates: two "
+        raise NotYet(f"your function reads first ({reads} reads for {n} readings) and then inserts or updates: two "
                      "round trips per reading, and two readings arriving together can both find no open bucket and "
                      "create two. One `update_one(filter, update, upsert=True)` finds-or-creates atomically.")
     if reads:
-        raise NotYet(f"your function sent {reads} reads for 300 readings: the upsert's filter already finds the "
+        raise NotYet(f"your function sent {reads} reads for {n} readings: the upsert's filter already finds the "
                      "open bucket, so no read is needed (one round trip per reading).")
-    if writes > 300:
-        raise NotYet(f"{writes} writes for 300 readings: put `$push`, `$inc`, `$min` and `$max` in ONE update.")
+    if writes > n:
+        raise NotYet(f"{writes} writes for {n} readings: put `$push`, `$inc`, `$min` and `$max` in ONE update.")
     if not docs:
-        raise NotYet("the scratch collection is empty after 300 calls: pass `upsert=True` to update_one.")
-    missing = [f for f in ("sensorId", "start", "readings", "count", "min", "max") if any(f not in d for d in docs)]
+        raise NotYet(f"the scratch collection is empty after {n} calls: pass `upsert=True` to update_one.")
+    fields = ("patientId", "day", "readings", "count", "sum", "min", "max")
+    missing = [f for f in fields if any(f not in d for d in docs)]
     if missing:
-        raise NotYet(f"some buckets lack field(s) {missing}; each bucket needs sensorId, start, readings, count, "
-                     "min and max.")
+        raise NotYet(f"some buckets lack field(s) {missing}; each bucket needs {', '.join(fields)}.")
     stored = sum(len(d["readings"]) for d in docs if isinstance(d["readings"], list))
-    if stored != 300:
-        raise NotYet(f"the buckets hold {stored} readings, but 300 were written; `$push` each reading once.")
-    if len(docs) >= 150:
-        raise NotYet(f"{len(docs)} documents for 300 readings: almost one per reading. The filter must name the "
-                     "bucket (sensor and hour start), not the reading's exact timestamp.")
+    if stored != n:
+        raise NotYet(f"the buckets hold {stored} readings, but {n} were written; `$push` each reading once.")
+    if len(docs) >= n // 2:
+        raise NotYet(f"{len(docs)} documents for {n} readings: almost one per reading. The filter must name the "
+                     "bucket (patient and day), not the reading's exact time.")
     for d in docs:
-        shapeless = [r for r in d["readings"] if not isinstance(r, dict) or not isinstance(r.get("ts"), dt.datetime)
-                     or _reading_value(r) is None]
+        shapeless = [r for r in d["readings"] if not isinstance(r, dict) or not isinstance(r.get("at"), dt.datetime)
+                     or _beat_value(r) is None]
         if shapeless:
             raise NotYet(f"bucket {d.get('_id')} holds a reading {shapeless[0]!r}: each reading is a subdocument "
-                         "with its `ts` (a datetime) and its numeric value, e.g. {ts, temperature}.")
-        hours = {r["ts"].replace(minute=0, second=0, microsecond=0) for r in d["readings"]}
-        if len(hours) != 1 or d["start"] not in hours:
-            raise NotYet(f"bucket {d.get('_id')} mixes hours or has a `start` ({d['start']}) that is not the hour of "
-                         "its readings: truncate ts to the hour with `ts.replace(minute=0, second=0, microsecond=0)`.")
+                         "{at, bpm}.")
+        days = {r["at"].replace(hour=0, minute=0, second=0, microsecond=0) for r in d["readings"]}
+        if len(days) != 1 or d["day"] not in days:
+            raise NotYet(f"bucket {d.get('_id')} mixes days or has a `day` ({d['day']}) that is not the day of its "
+                         "readings: truncate `at` to the day, `at.replace(hour=0, minute=0, second=0, "
+                         "microsecond=0)`.")
         if d["count"] != len(d["readings"]):
             raise NotYet(f"bucket {d.get('_id')} says count={d['count']} but holds {len(d['readings'])} readings: "
                          "use `$inc: {count: 1}` in the same update as the `$push`.")
-        if len(d["readings"]) > 60:
-            raise NotYet(f"a bucket holds {len(d['readings'])} readings; cap it at 60 with `\"count\": {{\"$lt\": 60}}` "
-                         "in the upsert filter (and no unique index that would forbid a second bucket per hour).")
-        values = [_reading_value(r) for r in d["readings"]]
+        if len(d["readings"]) > CAP_10:
+            raise NotYet(f"a bucket holds {len(d['readings'])} readings; cap it at {CAP_10} with "
+                         f"`\"count\": {{\"$lt\": {CAP_10}}}` in the upsert filter.")
+        values = [_beat_value(r) for r in d["readings"]]
         if d["min"] != min(values) or d["max"] != max(values):
             raise NotYet(f"bucket {d.get('_id')} stores min={d['min']}, max={d['max']} but its readings range "
                          f"{min(values)}..{max(values)}: use `$min` and `$max`, not `$set`.")
-    if len(docs) != 6:
-        raise NotYet(f"{len(docs)} buckets; expected 6 (per sensor: two full buckets of 60 for 10:00-10:59 and "
-                     "one of 30 for 11:00-11:14).")
-    return "6 buckets for 300 readings, each within one hour, at most 60 readings, with a correct summary."
+        if d["sum"] != sum(values):
+            raise NotYet(f"bucket {d.get('_id')} stores sum={d['sum']} but its readings add up to {sum(values)}: "
+                         "`$inc` the sum by the reading's bpm in the same update (the average is sum / count).")
+    expected = 8  # per patient: 288 readings on the first day (100 + 100 + 88), 24 on the second
+    if len(docs) != expected:
+        raise NotYet(f"{len(docs)} buckets; expected {expected} (per patient: 100 + 100 + 88 readings on the first "
+                     "day, 24 on the second).")
+    if not any(k[:2] in (("patientId", "day"), ("day", "patientId")) for k in keys) or plan.collscan:
+        raise NotYet("every upsert looks for its open bucket by patient and day, and without an index on them "
+                     "each reading scans the whole collection: create `[(\"patientId\", 1), (\"day\", 1)]` on "
+                     "practice.heart_buckets (not unique).")
+    return (f"{len(docs)} daily buckets for {n} readings, at most {CAP_10} each, with count, sum, min and max right, "
+            "written with one upsert per reading through the {patientId, day} index.")
 
 
 LESSON.add(Prediction, "10-predict-ts-buckets")

@@ -14,87 +14,96 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-def _fresh_posts(db: Any) -> None:
-    db["posts"].insert_many([{"_id": "post:busy", "title": "Busy", "commentCount": 0, "comments": [],
-                              "hasOverflow": False},
-                             {"_id": "post:quiet", "title": "Quiet", "commentCount": 0, "comments": [],
-                              "hasOverflow": False}])
+CAP_11 = 50  # the manual's threshold: a book with more than 50 sales is an outlier
 
 
-@LESSON.exercise(BehaviourCheck, "11-outlier-write",
-                 takes=steps.db_and_function("add_comment"), fresh=_fresh_posts)
-def _check_outlier_write(lab: Lab, db: Any, add_comment: Callable) -> str:
-    import datetime as dt
-
-    if not hasattr(db, "list_collection_names"):
-        raise NotYet(f"pass the lesson's database (`db`) first, not {type(db).__name__}.")
-    box = lab.sandbox()  # pristine posts of the checker's own, never the learner's
-    posts, comments = box.db["posts"], box.db["comments"]
-    base = dt.datetime(2026, 10, 3, 9, 0)
-    made = {"post:busy": 25, "post:quiet": 3}
-    try:
-        for post_id, n in made.items():
-            for i in range(n):
-                add_comment(posts, comments, post_id,
-                            {"userId": f"user:{i}", "text": f"comment {i}", "createdAt": base + dt.timedelta(minutes=i)})
-        busy, quiet = posts.find_one({"_id": "post:busy"}), posts.find_one({"_id": "post:quiet"})
-        overflow = list(comments.find({}, {"_id": 0}).sort("createdAt", 1))
-        # two comments arrive at once on a full post: the second runs right after the first one's first read
-        posts.insert_one({"_id": "post:race", "title": "Race", "commentCount": 20, "hasOverflow": False,
-                          "comments": [{"userId": f"user:{i}", "text": f"old {i}",
-                                        "createdAt": base + dt.timedelta(minutes=i)} for i in reversed(range(20))]})
-        late = base + dt.timedelta(hours=1)
-        lab.interleaved(
-            lambda: add_comment(posts, comments, "post:race", {"userId": "user:a", "text": "race a",
-                                                               "createdAt": late}),
-            lambda: add_comment(posts, comments, "post:race", {"userId": "user:b", "text": "race b",
-                                                               "createdAt": late + dt.timedelta(seconds=1)}),
-            box.recorder)
-        race = posts.find_one({"_id": "post:race"}) or {}
-        raced = {c.get("text") for c in race.get("comments", []) if isinstance(c, dict)}
-        raced |= {c.get("text") for c in comments.find({"postId": "post:race"})}
-    finally:
-        box.close()
-    if busy is None or quiet is None:
-        raise NotYet("a test post disappeared; update the existing post (filter on `_id`), do not replace or "
-                     "delete it.")
-    texts = [c.get("text") for c in busy.get("comments", []) if isinstance(c, dict)]
-    if len(texts) > 20:
-        raise NotYet(f"the busy post embeds {len(texts)} comments after 25 calls; keep at most 20 with "
-                     "`$slice` inside the `$push`.")
-    newest = {f"comment {i}" for i in range(5, 25)}
-    if set(texts) != newest:
-        kept = sorted(set(texts) - newest)
-        raise NotYet(f"the busy post should embed the 20 newest comments (5..24); it keeps {kept[:3]}... instead. "
-                     "Push to the front (`$position: 0`) and `$slice: 20`, so the oldest falls off the end.")
-    if busy.get("commentCount") != 25 or quiet.get("commentCount") != 3:
-        raise NotYet(f"commentCount is {busy.get('commentCount')} and {quiet.get('commentCount')}; expected 25 and 3: "
-                     "`$inc` it on every comment, embedded or not.")
-    moved = [c.get("text") for c in overflow if c.get("postId") == "post:busy"]
-    if sorted(moved) != [f"comment {i}" for i in range(5)]:
-        if not moved and len(overflow) == 5 and all("postId" not in c for c in overflow):
-            raise NotYet("the 5 oldest comments were moved to `comments` without a `postId`: nobody can find them "
-                         "by post. Insert each one with the post's id (`dict(comment, postId=post_id)`).")
-        if not moved:
-            raise NotYet("the 5 oldest comments of the busy post were dropped, not moved: insert the comment that "
-                         "falls off the array into `comments` (read the document BEFORE the update to see it).")
-        raise NotYet(f"the overflow collection holds {sorted(moved)} for the busy post; expected comments 0..4, "
-                     "each once, with `postId`.")
-    if any(c.get("postId") == "post:quiet" for c in overflow) or len(overflow) != 5:
-        raise NotYet("the quiet post (3 comments) must not use the overflow collection at all.")
-    if busy.get("hasOverflow") is not True:
-        raise NotYet("the busy post does not say `hasOverflow: True`, so readers never look in `comments`.")
-    if quiet.get("hasOverflow"):
-        raise NotYet("the quiet post says `hasOverflow: True` with only 3 comments; set it only when a comment "
-                     "moves to the overflow collection.")
-    lost = sorted({"race a", "race b", "old 0", "old 1"} - raced)
-    if lost or race.get("commentCount") != 22:
-        raise NotYet(f"two comments arrived at once on a full post: afterwards {lost or 'no comment'} is missing "
-                     f"and commentCount is {race.get('commentCount')!r} (expected 22). Reading the post, building "
-                     "the new array in Python and writing it back loses the other call's comment; let one "
-                     "`find_one_and_update` with `$push`/`$slice` and `$inc` change the post atomically.")
-    return ("20 newest embedded, 5 oldest moved to the overflow collection, counts and flags right, and two "
-            "comments at once on a full post both kept.")
+def _fresh_sales(db: Any) -> None:
+    db["sales"].insert_many([
+        {"_id": 1, "title": "Invisible Cities", "customers_purchased": [], "has_extras": False},
+        {"_id": 2, "title": "The Wooden Amulet", "customers_purchased": [], "has_extras": False},
+        {"_id": 3, "title": "Almost Full", "customers_purchased": [f"early{i:02d}" for i in range(CAP_11 - 1)],
+         "has_extras": False},
+        {"_id": 4, "title": "Full", "customers_purchased": [f"first{i:02d}" for i in range(CAP_11)],
+         "has_extras": False}])
 
 
-LESSON.add(Prediction, "11-predict-deep-page-keys", tolerance=0.02)
+def _everywhere(db: Any, book_id: int) -> list[str]:
+    """Every purchase of a book, as a reader who trusts has_extras finds it: the array, then extra_sales."""
+    book = db["sales"].find_one({"_id": book_id}) or {}
+    found = list(book.get("customers_purchased") or [])
+    if book.get("has_extras"):
+        found += [e.get("customer") for e in db["extra_sales"].find({"book_id": book_id}).sort("_id", 1)]
+    return found
+
+
+@LESSON.exercise(BehaviourCheck, "11-outlier-write", fresh=_fresh_sales,
+                 takes=steps.db_and_function("record_purchase", "practice"))
+def _check_outlier_write(lab: Lab, db: Any, record_purchase: Callable) -> str:
+    """The manual's outlier example (book sales; the first 50 buyers in the book, later ones in extra_sales,
+    has_extras set): sequential purchases, two at once on a nearly full book, and a crash between the writes."""
+    with lab.sandbox() as box:
+        sdb = box.db
+        for i in range(60):
+            lab.call(record_purchase, sdb, 2, f"user{i:02d}")
+        for i in range(3):
+            lab.call(record_purchase, sdb, 1, f"reader{i}")
+        busy, quiet = sdb["sales"].find_one({"_id": 2}) or {}, sdb["sales"].find_one({"_id": 1}) or {}
+        extras = list(sdb["extra_sales"].find({}, {"_id": 0}))
+        arrays = busy.get("customers_purchased") or []
+        if len(arrays) > CAP_11:
+            raise NotYet(f"the book's customers_purchased holds {len(arrays)} buyers after 60 purchases: stop at "
+                         f"{CAP_11}. Put the condition in the update's filter (`\"customers_purchased.49\": "
+                         "{\"$exists\": False}`), so the server pushes only while there is room.")
+        if arrays != [f"user{i:02d}" for i in range(CAP_11)]:
+            raise NotYet(f"the book should keep its first {CAP_11} buyers (user00..user49) and send later ones to "
+                         f"extra_sales, as the manual's example does; it holds {arrays[:3]}... instead.")
+        mine = [e for e in extras if e.get("book_id") == 2]
+        if not mine and any("book_id" not in e for e in extras):
+            raise NotYet("the extra purchases are in extra_sales without `book_id`: nobody can find them by book. "
+                         "Insert `{book_id, customer}`.")
+        if sorted(e.get("customer") for e in mine) != [f"user{i:02d}" for i in range(CAP_11, 60)]:
+            raise NotYet(f"extra_sales holds {len(mine)} purchases of book 2, expected the 10 buyers after the "
+                         "first 50 (user50..user59), each once: a purchase that does not fit the book must be "
+                         "stored in extra_sales, not dropped.")
+        if busy.get("has_extras") is not True:
+            raise NotYet("book 2 has extra purchases but `has_extras` is not True, so readers never look in "
+                         "extra_sales: set it when a purchase goes there.")
+        if quiet.get("has_extras") or any(e.get("book_id") == 1 for e in extras):
+            raise NotYet("book 1, with 3 purchases, must not use extra_sales or say `has_extras: True`.")
+        # two purchases at once on a book with room for one
+        lab.interleaved(lambda: record_purchase(sdb, 3, "racer-a"), lambda: record_purchase(sdb, 3, "racer-b"),
+                        box.recorder)
+        almost = sdb["sales"].find_one({"_id": 3}) or {}
+        if len(almost.get("customers_purchased") or []) > CAP_11:
+            raise NotYet(f"two purchases arrived at once on a book with {CAP_11 - 1} buyers and the array now "
+                         f"holds {len(almost['customers_purchased'])}: checking the length in Python and then "
+                         "pushing lets both in. Make the room check part of the update's filter, so the server "
+                         "decides atomically.")
+        if sorted(x for x in _everywhere(sdb, 3) if x.startswith("racer")) != ["racer-a", "racer-b"]:
+            raise NotYet("of two purchases that arrived at once on a nearly full book, a reader trusting "
+                         f"has_extras finds {sorted(x for x in _everywhere(sdb, 3) if x.startswith('racer'))}: "
+                         "both must be recorded, one in the book, one in extra_sales with has_extras set.")
+    # the process stops after each possible write, then the caller retries the same purchase
+    for allowed in (1, 2):
+        with lab.sandbox() as box:
+            sdb = box.db
+            with lab.until_crash():
+                record_purchase(steps.CrashingDb(sdb, allowed), 4, "late")
+            book = sdb["sales"].find_one({"_id": 4}) or {}
+            hidden = sdb["extra_sales"].count_documents({"book_id": 4, "customer": "late"})
+            if hidden and not book.get("has_extras"):
+                raise NotYet("the process stopped after the purchase went into extra_sales but before has_extras "
+                             "was set: readers never look there, so the purchase is hidden (and a retry stores it "
+                             "twice). Set `has_extras: True` first (it is harmless before the insert), then insert "
+                             "the purchase.")
+            lab.call(record_purchase, sdb, 4, "late")
+            times = _everywhere(sdb, 4).count("late")
+            if times != 1:
+                raise NotYet(f"after a stop between your writes and the caller's retry, the purchase is recorded "
+                             f"{times} times: order the writes so that a stop leaves nothing a retry would repeat "
+                             "(the flag first, then the insert).")
+    return (f"the first {CAP_11} buyers stay in the book, later ones go to extra_sales with has_extras set; two "
+            "purchases at once never overfill the book, and a stop between the writes hides or doubles nothing.")
+
+
+LESSON.add(Prediction, "11-predict-deep-page-keys")

@@ -74,7 +74,7 @@ def _judge_stats(db: Any, rec: Any, add_review: Callable) -> str:
     return "count, sum, min, max and the distribution match an aggregation over the reviews."
 
 
-LESSON.add(Prediction, "12-predict-aggregate-keys", tolerance=0.02)
+LESSON.add(Prediction, "12-predict-aggregate-keys")
 
 
 def _fresh_threads(db: Any) -> None:

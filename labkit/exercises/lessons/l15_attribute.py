@@ -90,15 +90,51 @@ def _check_attribute(lab: Lab, coll: Any, to_attributes: Callable) -> str:
         raise NotYet("no index on the specs array yet: create the compound index on specs.k, then specs.v.")
     if len(on_specs) > 1:
         raise NotYet(f"{len(on_specs)} indexes on specs ({on_specs}); the compound one serves every name, drop the others.")
-    some = docs[0]["specs"][0]
-    lo, hi = some["v"] - 100, some["v"] + 100
-    query = {"specs": {"$elemMatch": {"k": some["k"], "v": {"$gte": lo, "$lte": hi}}}}
-    expect = sum(1 for d in docs if any(s.get("k") == some["k"] and lo <= s.get("v") <= hi for s in d["specs"]))
-    got = coll.count_documents(query)
-    if got != expect:
-        raise NotYet(f"the $elemMatch query for {some['k']} finds {got} products, expected {expect}: check the values.")
-    return (f"{len(docs)} products in attribute form and one compound index that serves any spec name "
-            f"({got} products with {some['k']} in {lo}..{hi}).")
+    # every spec name is searched: an index that serves one name only (partial on it) is not the pattern's index
+    firsts: dict = {}
+    for d in docs:
+        for spec in d["specs"]:
+            if isinstance(spec, dict):
+                firsts.setdefault(spec.get("k"), spec.get("v"))
+    for name in sorted(firsts, key=str):
+        lo, hi = firsts[name] - 100, firsts[name] + 100
+        query = {"specs": {"$elemMatch": {"k": name, "v": {"$gte": lo, "$lte": hi}}}}
+        expect = sum(1 for d in docs if any(s.get("k") == name and lo <= s.get("v") <= hi for s in d["specs"]))
+        got = coll.count_documents(query)
+        if got != expect:
+            raise NotYet(f"the $elemMatch query for {name} finds {got} products, expected {expect}: check the values.")
+        _index_serves(coll, query, name)
+    return (f"{len(docs)} products in attribute form and one compound index that serves every spec name "
+            f"({', '.join(map(str, sorted(firsts, key=str)))}) as an index range.")
+
+
+def _index_serves(coll: Any, query: dict, name: Any) -> None:
+    """The search must run as an index scan bounded on specs.k and specs.v: a key pattern is not enough (a
+    partial, hidden or collated index with the right keys may be one the planner cannot use for this query)."""
+    from labkit.exercises import observe
+
+    plan = coll.find(query).explain().get("queryPlanner", {}).get("winningPlan", {})
+    scans = [s for s in observe.plan_stages(plan)
+             if s.get("stage") in ("IXSCAN", "EXPRESS_IXSCAN") and "specs.k" in (s.get("keyPattern") or {})]
+    bounds = scans[0].get("indexBounds", {}) if scans else {}
+    if scans and bounds.get("specs.v") not in (None, ["[MinKey, MaxKey]"]):
+        return
+    spec = next((ix for ix in coll.list_indexes() if "specs.k" in ix["key"]), {})
+    search = f"the search {{specs: {{$elemMatch: {{k: {name!r}, v: <range>}}}}}}"
+    if spec.get("partialFilterExpression") is not None:
+        raise NotYet(f"your specs index is partial (partialFilterExpression {spec['partialFilterExpression']}), and "
+                     f"{search} does not include that condition, so the planner may not use the index: the search "
+                     "scans every product. A partial index serves only the queries whose filter implies its own; "
+                     "create the index on specs.k and specs.v without a partialFilterExpression.")
+    if spec.get("hidden"):
+        raise NotYet("your specs index is hidden, so the planner ignores it and the search scans every product: "
+                     "`coll.unhide_index(...)` or create it again without `hidden`.")
+    if spec.get("collation") and spec["collation"].get("locale") != "simple":
+        raise NotYet(f"your specs index has collation {spec['collation']}; a search without that collation cannot "
+                     "use it for the string k, so it scans every product. Create it without a collation.")
+    raise NotYet(f"{search} does not run as an index scan bounded on both specs.k and specs.v "
+                 f"(plan: {' > '.join(s.get('stage', '') for s in observe.plan_stages(plan))}): check the index "
+                 "keys and options.")
 
 
 LESSON.add(Prediction, "15-predict-entries-vs-sparse", choices=("fewer", "the same", "more"))

@@ -81,17 +81,22 @@ def _check_subset(lab: Lab, db: Any, add_review: Callable) -> str:
     return "the product keeps exactly the five newest reviews, newest first, and every review is in db.reviews."
 
 
-LESSON.add(Prediction, "16-predict-lookup-docs", tolerance=0.05)
+LESSON.add(Prediction, "16-predict-lookup-docs")
 
 
 _AGENT_PROFILE = {"bio": "Support engineer since 2018; speaks three languages. " * 8,
                   "skills": ["billing", "shipping", "returns", "accounts"], "shifts": ["mon", "tue", "wed"]}
 
 
+#: six agents; agent:3 and agent:6 are namesakes, so a rename that finds the copies by the old copied name
+#: renames the other agent's tickets too (issue 25: with unique names that wrong filter passed)
+_AGENT_NAMES_16 = ["Ana Silva", "Ben Moore", "Sam Lee", "Chloe Martin", "Dev Patel", "Sam Lee"]
+
+
 def _agents_16() -> list[dict]:
-    teams = ["billing", "shipping", "billing", "returns", "shipping"]
-    return [{"_id": f"agent:{i}", "name": f"Agent {i}", "team": teams[i - 1], "email": f"agent{i}@example.com",
-             **_AGENT_PROFILE} for i in range(1, 6)]
+    teams = ["billing", "shipping", "billing", "returns", "shipping", "returns"]
+    return [{"_id": f"agent:{i}", "name": _AGENT_NAMES_16[i - 1], "team": teams[i - 1],
+             "email": f"agent{i}@example.com", **_AGENT_PROFILE} for i in range(1, 7)]
 
 
 def _fresh_agents(db: Any) -> None:
@@ -106,8 +111,8 @@ def _check_ticket_reference(lab: Lab, db: Any, open_ticket: Callable, rename_age
     learners = {"tickets": db["tickets"]} if hasattr(db, "list_collection_names") else None
     with lab.sandbox(indexes=learners) as box:
         sdb, rec = box.db, box.recorder
-        # 1. open 40 tickets: agent 3 gets 12 of them, the others 7 each
-        plan = [3] * 12 + [1, 2, 4, 5] * 7
+        # 1. open 42 tickets: agent 3 gets 12 of them, the others 6 each (agent 6 is agent 3's namesake)
+        plan = [3] * 12 + [1, 2, 4, 5, 6] * 6
         rec.clear()
         for n, agent in enumerate(plan):
             lab.call(open_ticket, sdb, {"_id": f"ticket:{n:03d}", "subject": f"Question {n}",
@@ -134,27 +139,38 @@ def _check_ticket_reference(lab: Lab, db: Any, open_ticket: Callable, rename_age
         if missing:
             raise NotYet(f"the ticket's `agent` copy lacks {missing}: the list shows the agent's name and team, and "
                          "the copy keeps the agent's `_id` as its reference.")
-        if agent != {"_id": "agent:3", "name": "Agent 3", "team": _agents_16()[2]["team"]}:
+        if agent != {"_id": "agent:3", "name": "Sam Lee", "team": _agents_16()[2]["team"]}:
             raise NotYet(f"ticket:000 (agent:3) carries agent={agent}; expected agent:3's own _id, name and team.")
-        # 2. agent 3 changes name
-        rec.clear()
-        lab.call(rename_agent, sdb, "agent:3", "Dana Okafor")
-        statements = rec.write_statements()
-        renamed = sdb.tickets.count_documents({"agent._id": "agent:3", "agent.name": "Dana Okafor"})
-        others = sdb.tickets.count_documents({"agent._id": {"$ne": "agent:3"}, "agent.name": "Dana Okafor"})
-        profile = sdb.agents.find_one({"_id": "agent:3"}) or {}
-        if profile.get("name") != "Dana Okafor":
-            raise NotYet("rename_agent left the agent's own document with the old name: update db.agents too.")
-        if others:
-            raise NotYet(f"{others} tickets of other agents now show 'Dana Okafor': filter the tickets on the copied "
-                         "reference, `{\"agent._id\": agent_id}`.")
-        if renamed != 12:
-            raise NotYet(f"{renamed} of agent:3's 12 tickets show the new name: update every copy, "
-                         "`update_many({\"agent._id\": agent_id}, {\"$set\": {\"agent.name\": new_name}})`.")
-        if statements > 2:
-            raise NotYet(f"the rename sent {statements} write statements (one per ticket?): two are enough, one "
-                         "`update_one` on the agent and one `update_many` on its tickets; the server finds them "
-                         "through the index on the copied id.")
+        # 2. agent 3 changes name twice (several calls); agent 6, its namesake, must keep its name
+        old_name = "Sam Lee"
+        for new_name in ("Dana Okafor", "Dana Okafor-Lee"):
+            rec.clear()
+            lab.call(rename_agent, sdb, "agent:3", new_name)
+            statements = rec.write_statements()
+            renamed = sdb.tickets.count_documents({"agent._id": "agent:3", "agent.name": new_name})
+            hit = {t["agent"]["_id"] for t in sdb.tickets.find({"agent._id": {"$ne": "agent:3"},
+                                                                "agent.name": new_name}, {"agent._id": 1})}
+            namesakes = {a["_id"] for a in _agents_16() if a["name"] == old_name and a["_id"] != "agent:3"}
+            profile = sdb.agents.find_one({"_id": "agent:3"}) or {}
+            if profile.get("name") != new_name:
+                raise NotYet("rename_agent left the agent's own document with the old name: update db.agents too.")
+            if hit and hit <= namesakes:
+                raise NotYet(f"{sorted(hit)[0]} is also called {old_name!r}, and its tickets now show {new_name!r} "
+                             "too: your rename finds the copies by the old copied name, and names are not unique. "
+                             "Find them by the copied id, `{\"agent._id\": agent_id}`.")
+            if hit:
+                others = sdb.tickets.count_documents({"agent._id": {"$ne": "agent:3"}, "agent.name": new_name})
+                raise NotYet(f"{others} tickets of other agents now show {new_name!r}: filter the tickets on the "
+                             "copied reference, `{\"agent._id\": agent_id}`.")
+            old_name = new_name
+            if renamed != 12:
+                raise NotYet(f"after renaming agent:3 to {new_name!r}, {renamed} of its 12 tickets show the new name: "
+                             "update every copy, `update_many({\"agent._id\": agent_id}, "
+                             "{\"$set\": {\"agent.name\": new_name}})`.")
+            if statements > 2:
+                raise NotYet(f"the rename sent {statements} write statements (one per ticket?): two are enough, one "
+                             "`update_one` on the agent and one `update_many` on its tickets; the server finds them "
+                             "through the index on the copied id.")
         fig = observe.plan_figures(sdb.tickets.find({"agent._id": "agent:3"}).explain())
         if fig.collscan or fig.keys_examined > fig.returned:
             raise NotYet(f"the rename's filter {{'agent._id': 'agent:3'}} examines {fig.docs_examined} tickets "

@@ -86,7 +86,7 @@ def _check_materialized_path(lab: Lab, coll: Any) -> str:
             f"from an index range ({stats['totalKeysExamined']} keys).")
 
 
-LESSON.add(Prediction, "17-predict-unanchored-keys", tolerance=0.02)
+LESSON.add(Prediction, "17-predict-unanchored-keys")
 
 
 # The org chart of the changed scenario: 1 CEO, 4 VPs, 3 directors each, 4 managers each, 5 staff each.

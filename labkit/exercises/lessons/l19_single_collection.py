@@ -51,7 +51,7 @@ def _check_single_collection(lab: Lab, db: Any) -> str:
     for b in books.values():
         for a in b["authorIds"]:
             books_of.setdefault(a, set()).add(b["_id"])
-    for book_id in sorted(books)[:15] + [max(books, key=lambda i: (len(books[i]["authorIds"]), i))]:
+    for book_id in sorted(books):  # every page, not a sample: a link missing on a later book is a wrong page
         want = {book_id, *books[book_id]["authorIds"]}
         got = {d["_id"] for d in db.library.find({"relatedIds": book_id}, {"_id": 1})}
         if got == want - {book_id}:
@@ -60,7 +60,7 @@ def _check_single_collection(lab: Lab, db: Any) -> str:
         if got != want:
             raise NotYet(f"find({{'relatedIds': {book_id!r}}}) returns {sorted(got)}, expected the book and its "
                          f"authors {sorted(want)}: authors list the ids of their books in relatedIds.")
-    for author_id in sorted(authors)[:15]:
+    for author_id in sorted(authors):
         want = {author_id, *books_of.get(author_id, ())}
         got = {d["_id"] for d in db.library.find({"relatedIds": author_id}, {"_id": 1})}
         if got != want:
