@@ -350,3 +350,23 @@ def test_client_bulk_write_error_in_a_transaction_aborts_it(client):
             s.commit_transaction()
         assert info.value.code == 251
     assert client.db.c.count_documents({}) == 1
+
+
+def test_insert_many_of_a_cursor_or_generator_while_commands_are_watched():
+    """pymongo's insert_many takes any iterable of documents (collection.py: ``gen()`` over ``documents``); with a
+    command listener registered the documents are still read once and all inserted (the monitor used to exhaust
+    a generator or cursor first)."""
+    from pymongo import monitoring
+
+    class Quiet(monitoring.CommandListener):
+        def started(self, event): self.seen = getattr(self, "seen", 0) + 1
+        def succeeded(self, event): pass
+        def failed(self, event): pass
+
+    listener = Quiet()
+    client = EmbeddedClient(event_listeners=[listener])
+    db = client.iter_docs
+    db.a.insert_many([{"_id": i} for i in range(5)])
+    assert db.b.insert_many(db.a.find()).inserted_ids == [0, 1, 2, 3, 4]
+    assert db.c.insert_many({"_id": i} for i in range(3)).inserted_ids == [0, 1, 2]
+    assert db.b.count_documents({}) == 5 and db.c.count_documents({}) == 3 and listener.seen > 0

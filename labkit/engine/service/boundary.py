@@ -27,6 +27,7 @@ import functools
 import linecache
 import threading
 import time
+from collections import abc
 from typing import Any, Callable
 
 import bson.errors
@@ -380,6 +381,8 @@ def operation(name: str, method: Callable) -> Callable:
             if outer.hist is None:
                 return method(self, *args, **kwargs)
             return _run_waiting(outer, method, self, args, kwargs, nested=True)  # a statement that may wait
+        if name == "insert_many" and (args or "documents" in kwargs):
+            args, kwargs = _documents_once(args, kwargs)
         client = client_of(self)
         cd = client.__dict__
         store = cd["_store"]
@@ -427,6 +430,19 @@ def operation(name: str, method: Callable) -> Callable:
 
     guarded._lab_boundary = name  # type: ignore[attr-defined]
     return guarded
+
+
+def _documents_once(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``insert_many``'s documents read once: pymongo accepts any iterable (a generator, a cursor), which the
+    command monitor, the argument checks and a statement run again after waiting for a transaction would each
+    exhaust. A list (or an empty iterator, which pymongo then refuses as it does) is passed on instead."""
+    docs = args[0] if args else kwargs["documents"]
+    if isinstance(docs, (list, tuple, str, bytes, abc.Mapping)) or not isinstance(docs, abc.Iterable):
+        return args, kwargs
+    docs = list(docs) or iter(())
+    if args:
+        return (docs,) + tuple(args[1:]), kwargs
+    return args, {**kwargs, "documents": docs}
 
 
 def _run_waiting(op: Op, method: Callable, target: Any, args: tuple, kwargs: dict, nested: bool = False) -> Any:
