@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import decimal
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
@@ -891,9 +892,11 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
             if val:
                 raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
+        if cursor_type not in (None, 0, 2, 34, 64):  # pymongo's CursorType values
+            raise ValueError("not a valid value for cursor_type")
         for name, val in (("collation", collation), ("max", max), ("min", min), ("return_key", return_key),
                           ("show_record_id", show_record_id), ("session", session),
-                          ("cursor_type", cursor_type)):
+                          ("cursor_type", cursor_type == 64)):
             if val:
                 raise unsupported("find(%s=...)" % name)
         if filter is None:
@@ -907,6 +910,8 @@ class EmbeddedCollection(mm_collection.Collection):
             c.allow_disk_use(allow_disk_use)
         if max_time_ms is not None:
             c.max_time_ms(max_time_ms)
+        if cursor_type:
+            c._query_flags = cursor_type  # tailable (2) / tailable await (34): capped.Tail when it runs
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -1537,6 +1542,13 @@ def _run_express(st, ix, q: Query):
     return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
 
 
+_TAILABLE_FLAGS = 2 | 32  # tailable, awaitData (pymongo's CursorType.TAILABLE_AWAIT); awaitData alone is an error
+# getMore errors after which pymongo stops a tailable cursor without raising (pymongo's cursor_shared.py
+# _CURSOR_CLOSED_ERRORS: CursorNotFound, QueryPlanKilled, CursorKilled, older servers' roll-over codes,
+# CappedPositionLost)
+_CURSOR_CLOSED_ERRORS = frozenset({43, 175, 237, 28617, 17406, 96, 136})
+
+
 class Cursor(CursorProtocol):
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
@@ -1576,6 +1588,8 @@ class Cursor(CursorProtocol):
                      allow_disk_use=getattr(self, "_allow_disk_use", None))
 
     def _execute(self) -> None:
+        if self._query_flags & _TAILABLE_FLAGS:
+            return self._open_tail()
         coll = self.collection
         op = current_op()
         if op is not None and self._max_time_ms:
@@ -1605,8 +1619,11 @@ class Cursor(CursorProtocol):
     def __next__(self) -> dict:
         if self._results is None:
             self._execute()
-        if self._killed or self._i >= len(self._results):
+        if self._killed:
             raise StopIteration
+        if self._i >= len(self._results):
+            if self._tail is None or not self._tail_refresh():
+                raise StopIteration
         if self._i == self._lab_more:
             from ..stats.monitoring import get_more
             get_more(self)
@@ -1621,18 +1638,103 @@ class Cursor(CursorProtocol):
             from ..stats.monitoring import kill_cursor
             kill_cursor(self)
         self._killed = True
+        self._tail = None
 
     @property
     def alive(self) -> bool:
         if self._killed:
             return False
-        return self._results is None or self._i < len(self._results)
+        if self._results is not None and self._i < len(self._results):
+            return True
+        return self._results is None or self._tail is not None  # a tailable cursor stays alive while open
+
+    # tailable cursors (capped.py ``Tail``) -----------------------------------------------------------
+    _tail = None          # the open tailable scan; None before the query ran and once the cursor closed
+    _tail_first = None    # the find command's batchSize when it came over the wire (0: an empty first batch)
+    _tail_seen = 0        # documents returned by earlier batches (``retrieved``)
+    _max_await_ms = None
+
+    def _open_tail(self) -> None:
+        """Run a tailable find: the options' checks, the first batch, and the cursor kept open unless the
+        collection is empty or missing (capped.py)."""
+        from .capped import AWAIT_DATA, TAILABLE, Tail, check_tailable_options, is_capped
+        flags = self._query_flags
+        lim = self._limit
+        check_tailable_options(bool(flags & TAILABLE), bool(flags & AWAIT_DATA), self._sort, lim < 0)
+        coll = self.collection
+        st = coll._db_store._collections.get(coll.name)
+        if st is not None and st.options.get("viewOn"):
+            # a find on a view runs as an aggregation (query_request_helper.cpp asAggregationCommand)
+            raise OperationFailure("Tailable cursors are not supported in aggregation.", 168)
+        if st is not None and st.is_created and not is_capped(st):
+            raise OperationFailure("error processing query: tailable cursor requested on non capped collection", 2)
+        let = self._let
+        match = fast_matcher(self._filter, _collation(), let)
+        tail = Tail(coll._db_store, coll.name, coll._ns(), match, coll._projector(self._projection, self._filter),
+                    self._skip, abs(lim))
+        first = self._tail_first
+        if first is None:
+            first = self._batch_size or 101
+        docs = tail.next_batch(first, getmore=False) if first else []
+        self._results = docs
+        self._i = 0
+        self._tail = tail if tail.keep_open() else None
+
+    def _tail_get_more(self, n: int = 0) -> tuple[list, Any]:
+        """One getMore on the tailable cursor (under the engine's lock): the new documents, and when there are
+        none on an awaitData cursor the mark to wait past (``Oplog.wait_pulse``), else None. A lost position or
+        a dropped collection kills the cursor and raises the server's error."""
+        tail = self._tail
+        try:
+            docs = tail.next_batch(n or self._batch_size)
+        except OperationFailure:
+            self._tail = None
+            self._killed = True
+            raise
+        wait = None
+        if not docs and self._query_flags & 32 and tail.log is not None:
+            wait = tail.mark()
+        return docs, wait
+
+    def _tail_refresh(self) -> bool:
+        """pymongo's ``_refresh`` for a tailable cursor: one getMore; an awaitData one waits up to
+        ``max_await_time_ms`` (the server's 1 second when not given) for an insert, outside the engine's lock."""
+        self._tail_seen += len(self._results)
+        self._results, self._i = [], 0
+        try:
+            docs, mark = self._tail_get_more()
+        except OperationFailure as e:
+            if e.code in _CURSOR_CLOSED_ERRORS:  # pymongo ends a tailable cursor quietly on these
+                return False                     # ("the capped collection rolled over"): alive is False
+            raise
+        if not docs and mark is not None:
+            from ..pipeline.change_stream import DEFAULT_AWAIT_S
+            from ..repl.oplog import wait_for
+            log = self._tail.log
+
+            def attempt() -> Any:
+                nonlocal docs
+                try:
+                    docs, again = self._tail_get_more()
+                except OperationFailure as e:
+                    if e.code in _CURSOR_CLOSED_ERRORS:
+                        return None
+                    raise
+                return None if docs or again is None else functools.partial(log.wait_pulse, again)
+
+            ms = self._max_await_ms
+            wait_for(functools.partial(log.wait_pulse, mark), DEFAULT_AWAIT_S if ms is None else ms / 1000.0,
+                     attempt)
+        self._results = docs
+        return bool(docs)
 
     def rewind(self) -> "Cursor":
         self._lab_more = -1
         self._results = None
         self._i = 0
         self._killed = False
+        self._tail = None
+        self._tail_seen = 0
         return self
 
     def clone(self) -> "Cursor":
@@ -1640,6 +1742,8 @@ class Cursor(CursorProtocol):
                    self._batch_size, self._hint)
         c._let = self._let
         c._max_time_ms = self._max_time_ms
+        c._query_flags = self._query_flags
+        c._max_await_ms = self._max_await_ms
         return c
 
     __copy__ = clone
@@ -1709,12 +1813,13 @@ class Cursor(CursorProtocol):
 
     def add_option(self, mask: int) -> "Cursor":
         """pymongo's query flags: no-timeout (16), partial (128), oplog-replay (8) and secondary-ok (4) change
-        nothing on a one-member replica set; tailable (2), await-data (32) and exhaust (64) are not modelled."""
+        nothing on a one-member replica set; tailable (2) and await-data (32) make a tailable cursor (capped.py);
+        exhaust (64) is not modelled."""
         if not isinstance(mask, int):
             raise TypeError("mask must be an int, not %s" % type(mask))
         self._check_okay_to_chain()
-        if mask & (2 | 32 | 64):
-            raise unsupported("Tailable / await-data / exhaust cursors (Cursor.add_option(%d))" % mask)
+        if mask & 64:
+            raise unsupported("Exhaust cursors (Cursor.add_option(%d))" % mask)
         self._query_flags |= mask
         return self
 
@@ -1733,11 +1838,13 @@ class Cursor(CursorProtocol):
         raise OperationFailure("BSON field 'FindCommandRequest.maxScan' is an unknown field.", 40415)
 
     def max_await_time_ms(self, ms) -> "Cursor":
-        """pymongo applies it to tailable-await cursors only and ignores it otherwise (as here: the engine has
-        no tailable cursors)."""
+        """How long an awaitData getMore waits for an insert; pymongo keeps it for tailable cursors only and
+        ignores it otherwise."""
         if not isinstance(ms, int) and ms is not None:
             raise TypeError("max_await_time_ms must be an integer or None, not %s" % type(ms))
         self._check_okay_to_chain()
+        if self._query_flags & 34:
+            self._max_await_ms = ms
         return self
 
     @property
@@ -1746,6 +1853,8 @@ class Cursor(CursorProtocol):
         default), each later one ``batch_size`` (all the rest by default), as the server sends them."""
         if self._results is None:
             return 0
+        if self._query_flags & _TAILABLE_FLAGS:
+            return self._tail_seen + len(self._results)
         total, i, bs = len(self._results), self._i, self._batch_size
         first = min(total, bs or 101)
         if i <= first or total == first:
@@ -1760,6 +1869,8 @@ class Cursor(CursorProtocol):
         or the cursor closed); otherwise a cursor id."""
         if self._results is None:
             return None
+        if self._query_flags & _TAILABLE_FLAGS:
+            return (id(self) & 0x7FFFFFFFFFFF) or 1 if self._tail is not None and not self._killed else 0
         if self._killed or self.retrieved >= len(self._results) or self._limit < 0:
             return 0
         return (id(self) & 0x7FFFFFFFFFFF) or 1

@@ -25,7 +25,6 @@ import socket
 import struct
 import sys
 import threading
-import time
 from typing import Any
 
 import bson
@@ -330,24 +329,12 @@ class Server:
             return reply
         ctx.begin(conn_id, db_name, cmd)  # $currentOp shows it, waiting for the engine or running
         try:
-            with self._lock:
-                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
-            wait = commands.pop_await(reply)
-            if wait is not None:  # a change stream's getMore with no event yet: wait for one without the lock
-                log, seq, seconds = wait
-                deadline = time.monotonic() + seconds
-                while not self._stopped.is_set():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    if not log.wait(seq, min(left, 0.5)):
-                        continue  # look at the deadline and the server's stop again
-                    with self._lock:
-                        reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
-                    wait = commands.pop_await(reply)
-                    if wait is None:
-                        break
-                    seq = wait[1]
+            def run() -> dict:
+                with self._lock:
+                    return commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+
+            # an awaitData getMore (change stream, tailable cursor) with nothing yet waits without the lock
+            reply = commands.await_more(run(), run, self._stopped)
         finally:
             ctx.end(conn_id)
         with self._lock:
