@@ -291,7 +291,7 @@ class EmbeddedCollection(mm_collection.Collection):
                 keys, arrays = ix.keys_for(doc)
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
-            if ix.spec.unique:
+            if ix.spec.checks_dups:
                 if keys and name != "_id_":
                     for k in keys:
                         other = ix.place(k, rid)[1]
@@ -453,7 +453,7 @@ class EmbeddedCollection(mm_collection.Collection):
         errors: list[dict] = []
         seen_ids: set = set()
         rid_by_key = st.rid_by_key
-        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.unique and name != "_id_"]
+        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.checks_dups and name != "_id_"]
         flat_staged: list[tuple[dict, int]] = []
         flat_uniq: dict[str, list] = {name: [] for name, _ in uniq}
         names: dict = {}
@@ -788,8 +788,9 @@ class EmbeddedCollection(mm_collection.Collection):
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
             old_keys, _ = ix.keys_for(old)
-            if ix.spec.unique:
-                for k in new_keys:
+            if ix.spec.checks_dups:
+                # a key the document already had is no new duplicate (prepareUnique keeps the old ones)
+                for k in (new_keys if ix.spec.unique else [k for k in new_keys if k not in old_keys]):
                     if ix.place(k, rid)[1] is not None:
                         raise self._dup_error(ix, new, k)
             plans.append((ix, old_keys, new_keys, arrays))
@@ -1135,6 +1136,12 @@ class EmbeddedCollection(mm_collection.Collection):
         partial = opts.pop("partialFilterExpression", None)
         hidden = opts.pop("hidden", False)
         expire = opts.pop("expireAfterSeconds", None)
+        prepare_unique = opts.pop("prepareUnique", False)
+        if prepare_unique and unique:  # index_key_validate.cpp; jstests/core/ddl/index_prepareUnique.js
+            raise OperationFailure("Invalid index specification %s; cannot create an index with the 'unique' option "
+                                   "and the 'prepareUnique' option" % K.fmt_value(
+                                       {"key": dict(key), "name": name, "unique": unique,
+                                        "prepareUnique": prepare_unique}), 67)
         if not isinstance(name, str):  # index_key_validate.cpp: the index spec's name must be a string
             raise OperationFailure("The field 'name' must be a string, but got %s" % _type_name(name), 14)
         if expire is not None:  # index_key_validate.cpp validateExpireAfterSeconds: CannotCreateIndex 67
@@ -1163,7 +1170,7 @@ class EmbeddedCollection(mm_collection.Collection):
             if not (isinstance(d, (int, float)) and not isinstance(d, bool) and d != 0) and d not in ("hashed", "text", "2d", "2dsphere"):
                 raise OperationFailure("Values in the index key pattern can only be numbers or strings", 67)
         spec = IndexSpec(name, key, unique=unique, sparse=sparse, partial=partial, hidden=hidden, expire=expire,
-                         collation=collation)
+                         collation=collation, prepare_unique=prepare_unique)
         st = self._store
         if self._existing_index(spec):
             return name

@@ -59,7 +59,7 @@ CODE_NAMES = {
     61: "ShardKeyNotFound", 66: "ImmutableField", 67: "CannotCreateIndex", 68: "IndexAlreadyExists",
     72: "InvalidOptions", 73: "InvalidNamespace", 85: "IndexOptionsConflict", 86: "IndexKeySpecsConflict",
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
-    136: "CappedPositionLost", 175: "QueryPlanKilled",
+    136: "CappedPositionLost", 175: "QueryPlanKilled", 359: "CannotConvertIndexToUnique",
     166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 181: "AmbiguousIndexKeyPattern",
     197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
@@ -1521,7 +1521,7 @@ def error_reply(exc: BaseException) -> dict:
         code = exc.code if exc.code is not None else 2
         out: dict[str, Any] = {"ok": 0.0, "errmsg": _server_message(det.get("errmsg") or str(exc)), "code": code,
                                "codeName": det.get("codeName") or code_name(code)}
-        for k in ("errInfo", "keyPattern", "keyValue", "errorLabels"):
+        for k in ("errInfo", "keyPattern", "keyValue", "errorLabels", "violations"):
             if k in det:
                 out[k] = det[k]
         return out
