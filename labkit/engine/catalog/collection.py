@@ -641,8 +641,7 @@ class EmbeddedCollection(mm_collection.Collection):
             norm = _collation()
             mk = fast_matcher if norm is None and not variables else (lambda f: fast_matcher(f, norm, variables))
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
-        else:
-            U.check_replacement(document)
+        else:  # a replacement's top-level $-prefixed names fail when it replaces a document (U.replace)
             document = U.fill_empty_timestamps(dict(document))  # top-level Timestamp(0, 0), as the server
             if array_filters:
                 U.parse_array_filters(array_filters)
@@ -761,10 +760,8 @@ class EmbeddedCollection(mm_collection.Collection):
             elif not U.same(old["_id"], new["_id"]):
                 raise _write_error("After applying the update, the (immutable) field '_id' was found to have "
                                    "been altered to %s" % U.fmt_elem("_id", new["_id"]), 66)
-        for k in new:
-            if isinstance(k, str) and k.startswith("$"):
-                raise _write_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
-                                   % (k, k), 52)
+        # $-prefixed names are stored at every level (pipeline_executor.cpp allows top-level ones; manual
+        # "Updates Using Aggregation Pipelines"); the _id cannot change here, so it stays valid
         return U.id_first(new)
 
     def _validates_updates(self, st) -> bool:

@@ -907,7 +907,10 @@ def _insert(c: _Call) -> dict:
 
 
 def _is_replacement(u: Any) -> bool:
-    return isinstance(u, Mapping) and not any(isinstance(k, str) and k.startswith("$") for k in u)
+    """A replacement document, not an operator update: decided by the first field alone, as the server's
+    write_ops parser does (``{z: 1, $set: {...}}`` is a replacement whose ``$set`` fails with 52 when it
+    replaces a document; ``{$set: {...}, z: 1}`` is an operator update with the unknown modifier ``z``)."""
+    return isinstance(u, Mapping) and not (u and str(next(iter(u))).startswith("$"))
 
 
 def _update(c: _Call) -> dict:
