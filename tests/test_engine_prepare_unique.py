@@ -11,26 +11,16 @@ src/mongo/db/index/index_key_validate.cpp (unique with prepareUnique)."""
 from __future__ import annotations
 
 import pytest
-from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from labkit.engine import EmbeddedClient
-from labkit.engine.transport.wire import serve_in_thread
+from both_paths import client, server  # noqa: F401 - the fixtures: every test below runs both ways
 
 
-@pytest.fixture(params=["in-process", "wire"])
-def db(request):
-    engine = EmbeddedClient()
-    if request.param == "in-process":
-        yield engine.pu
-        return
-    server = serve_in_thread(client=engine)
-    c = MongoClient(server.uri, serverSelectionTimeoutMS=5000)
-    try:
-        yield c.pu
-    finally:
-        c.close()
-        server.stop()
+@pytest.fixture
+def db(client):
+    """The test database, emptied, on ``client`` (both_paths: in-process, and pymongo on the served engine)."""
+    client.drop_database("pu")
+    return client.pu
 
 
 def _fails(db, cmd, code):

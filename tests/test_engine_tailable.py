@@ -19,26 +19,20 @@ import threading
 import time
 
 import pytest
-from pymongo import CursorType, MongoClient
+from pymongo import CursorType
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
-from labkit.engine.transport.wire import serve_in_thread
+
+from both_paths import client, server  # noqa: F401 - the fixtures: every test below runs both ways
 
 
-@pytest.fixture(params=["in-process", "wire"])
-def client(request):
-    engine = EmbeddedClient()
-    if request.param == "in-process":
-        yield engine
-        return
-    server = serve_in_thread(client=engine)
-    c = MongoClient(server.uri, serverSelectionTimeoutMS=5000)
-    try:
-        yield c
-    finally:
-        c.close()
-        server.stop()
+@pytest.fixture
+def cl(client):
+    """``client`` (both_paths: in-process, and pymongo on the served engine shared by this module) with the
+    test database emptied."""
+    client.drop_database("t")
+    return client
 
 
 def _capped(db, name="cap", n=0, **opts):
@@ -63,9 +57,9 @@ def _insert_later(coll, docs, delay=0.2):
 
 
 # ---------------------------------------------------------------------------------------------- pymongo's API
-def test_tailable_cursor_returns_later_inserts_in_insertion_order(client):
+def test_tailable_cursor_returns_later_inserts_in_insertion_order(cl):
     # manual "Tailable Cursors": iteration stops at the end, the cursor stays alive, later inserts come next
-    coll = _capped(client.t, n=3)
+    coll = _capped(cl.t, n=3)
     cur = coll.find(cursor_type=CursorType.TAILABLE)
     assert _ids(cur) == [0, 1, 2]
     assert cur.alive and cur.cursor_id
@@ -78,9 +72,9 @@ def test_tailable_cursor_returns_later_inserts_in_insertion_order(client):
     assert not cur.alive
 
 
-def test_tailable_await_cursor_is_woken_by_an_insert_from_another_thread(client):
+def test_tailable_await_cursor_is_woken_by_an_insert_from_another_thread(cl):
     # awaitdata_getmore_cmd.js: the waiting getMore returns the inserted document (no change stream is open)
-    coll = _capped(client.t, n=2)
+    coll = _capped(cl.t, n=2)
     cur = coll.find(cursor_type=CursorType.TAILABLE_AWAIT).max_await_time_ms(30_000)
     assert _ids([next(cur), next(cur)]) == [0, 1]
     t = _insert_later(coll, [{"_id": 2}])
@@ -89,9 +83,9 @@ def test_tailable_await_cursor_is_woken_by_an_insert_from_another_thread(client)
     assert cur.alive
 
 
-def test_tailable_cursor_filter_projection_skip_and_limit(client):
+def test_tailable_cursor_filter_projection_skip_and_limit(cl):
     # tailable_skip_limit.js: skip and limit apply to the cursor as a whole
-    coll = _capped(client.t, n=5)
+    coll = _capped(cl.t, n=5)
     cur = coll.find({}, cursor_type=CursorType.TAILABLE).skip(4)
     assert _ids(cur) == [4]
     coll.insert_one({"_id": 5})
@@ -110,19 +104,19 @@ def test_tailable_cursor_filter_projection_skip_and_limit(client):
     assert e.value.code == 2 and "singleBatch" in str(e.value)
 
 
-def test_no_cursor_on_an_empty_or_missing_collection(client):
+def test_no_cursor_on_an_empty_or_missing_collection(cl):
     # find.cpp shouldSaveCursor; tailable_cursor_invalidation.js: cursor id 0 on a missing collection
-    _capped(client.t, "empty")
+    _capped(cl.t, "empty")
     for name in ("empty", "missing"):
-        cur = client.t[name].find(cursor_type=CursorType.TAILABLE_AWAIT)
+        cur = cl.t[name].find(cursor_type=CursorType.TAILABLE_AWAIT)
         assert list(cur) == []
         assert not cur.alive and cur.cursor_id == 0
-        reply = client.t.command({"find": name, "tailable": True, "awaitData": True})
+        reply = cl.t.command({"find": name, "tailable": True, "awaitData": True})
         assert reply["cursor"]["id"] == 0 and reply["cursor"]["firstBatch"] == []
 
 
-def test_tailable_option_errors(client):
-    db = client.t
+def test_tailable_option_errors(cl):
+    db = cl.t
     db.plain.insert_many([{"a": i} for i in range(3)])
     _capped(db, n=2)
     # awaitdata_getmore_cmd.js / tailable_mode.cpp / query_request_helper.cpp
@@ -146,8 +140,8 @@ def test_tailable_option_errors(client):
 
 
 # ---------------------------------------------------------------------------------------------- the commands
-def test_getmore_returns_new_documents_and_keeps_the_cursor_open(client):
-    db = client.t
+def test_getmore_returns_new_documents_and_keeps_the_cursor_open(cl):
+    db = cl.t
     _capped(db, n=4)
     r = db.command({"find": "cap", "tailable": True, "batchSize": 3})
     cid = r["cursor"]["id"]
@@ -167,9 +161,9 @@ def test_getmore_returns_new_documents_and_keeps_the_cursor_open(client):
     assert e.value.code == 2 and "non-awaitData" in str(e.value)
 
 
-def test_await_data_getmore_waits_for_a_matching_insert(client):
+def test_await_data_getmore_waits_for_a_matching_insert(cl):
     # awaitdata_getmore_cmd.js: a non-matching insert does not end the wait, a matching one does
-    db = client.t
+    db = cl.t
     coll = _capped(db, n=3)
     r = db.command({"find": "cap", "filter": {"x": 1}, "tailable": True, "awaitData": True})
     cid = r["cursor"]["id"]
@@ -183,9 +177,9 @@ def test_await_data_getmore_waits_for_a_matching_insert(client):
     assert r["cursor"]["nextBatch"] == [] and r["cursor"]["id"] == cid
 
 
-def test_capped_position_lost_when_the_last_document_is_overwritten(client):
+def test_capped_position_lost_when_the_last_document_is_overwritten(cl):
     # captrunc_cursor_invalidation.js and the manual: the cursor dies with CappedPositionLost, then is gone (43)
-    db = client.t
+    db = cl.t
     _capped(db, n=4, max=4)
     r = db.command({"find": "cap", "tailable": True})
     cid = r["cursor"]["id"]
@@ -207,8 +201,8 @@ def test_capped_position_lost_when_the_last_document_is_overwritten(client):
     assert not cur.alive
 
 
-def test_an_overwrite_that_keeps_the_last_document_is_no_loss(client):
-    db = client.t
+def test_an_overwrite_that_keeps_the_last_document_is_no_loss(cl):
+    db = cl.t
     _capped(db, n=4, max=4)
     cur = db.cap.find(cursor_type=CursorType.TAILABLE)
     assert _ids(cur) == [0, 1, 2, 3]
@@ -216,9 +210,9 @@ def test_an_overwrite_that_keeps_the_last_document_is_no_loss(client):
     assert _ids(cur) == [4, 5]
 
 
-def test_drop_kills_the_tailable_cursor(client):
+def test_drop_kills_the_tailable_cursor(cl):
     # tailable_cursor_invalidation.js: getMore after a drop (and re-create) is QueryPlanKilled (175)
-    db = client.t
+    db = cl.t
     for await_data in (False, True):
         _capped(db, n=4)
         r = db.command({"find": "cap", "tailable": True, "awaitData": await_data})
@@ -231,25 +225,28 @@ def test_drop_kills_the_tailable_cursor(client):
         db.drop_collection("cap")
 
 
-def test_tailable_cursor_shows_in_current_op(client):
+def test_tailable_cursor_shows_in_current_op(cl):
     # currentop_cursors.js: idle cursors report tailable / awaitData
-    db = client.t
+    db = cl.t
     _capped(db, n=2)
     r = db.command({"find": "cap", "tailable": True, "awaitData": True, "batchSize": 1})
-    ops = list(client.admin.aggregate([{"$currentOp": {"idleCursors": True}},
+    ops = list(cl.admin.aggregate([{"$currentOp": {"idleCursors": True}},
                                        {"$match": {"type": "idleCursor"}}]))
     mine = [o for o in ops if o["cursor"]["cursorId"] == r["cursor"]["id"]]
-    if mine:  # the in-process engine has no cursor registry for pymongo cursors: only commands' cursors show
-        assert mine[0]["cursor"]["tailable"] is True and mine[0]["cursor"]["awaitData"] is True
+    if not isinstance(cl, EmbeddedClient):  # served: the cursor is in the server's registry
+        assert mine
+    for op in mine:
+        assert op["cursor"]["tailable"] is True and op["cursor"]["awaitData"] is True
 
 
 # ---------------------------------------------------------------------------------------------- mongosh
-def test_mongosh_tailable_cursor_over_the_wire():
+def test_mongosh_tailable_cursor_over_the_wire(server):
     from served_helpers import mongosh_path, unavailable
     path = mongosh_path()
     if path is None:
         unavailable("mongosh is not installed (tools/install_mongosh.sh)")
     js = r'''
+    db.dropDatabase();
     db.createCollection("cap", {capped: true, size: 100000});
     db.cap.insertMany([{_id: 0}, {_id: 1}]);
     const cur = db.cap.find().tailable({awaitData: true}).maxAwaitTimeMS(50);
@@ -259,9 +256,45 @@ def test_mongosh_tailable_cursor_over_the_wire():
     const after = cur.tryNext();
     print(EJSON.stringify({first, more, after, closed: cur.isClosed()}));
     '''
-    with serve_in_thread() as server:
-        out = subprocess.run([path, server.direct_uri, "--quiet", "--eval", js],
-                             capture_output=True, text=True, timeout=120)
+    out = subprocess.run([path, server.direct_uri, "--quiet", "--eval", js], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"first": [0, 1], "more": None, "after": {"_id": 2}, "closed": False}
+
+
+def test_in_process_command_monitoring_of_a_tailable_cursor():
+    # the events pymongo publishes for a tailable cursor against a server: find with tailable/awaitData and an
+    # open cursor id, one getMore per refresh (maxTimeMS from max_await_time_ms, the await inside it), then
+    # killCursors on close (pymongo's message._gen_find_command / _GetMore; the driver's command monitoring)
+    from pymongo import monitoring
+
+    class Events(monitoring.CommandListener):
+        def __init__(self):
+            self.started_events, self.replies = [], []
+
+        def started(self, e):
+            self.started_events.append(e.command)
+
+        def succeeded(self, e):
+            self.replies.append((e.command_name, e.reply))
+
+        def failed(self, e):
+            self.replies.append((e.command_name, e.failure))
+
+    ev = Events()
+    engine = EmbeddedClient(event_listeners=[ev])
+    coll = _capped(engine.t, n=2)
+    cur = coll.find(cursor_type=CursorType.TAILABLE_AWAIT).max_await_time_ms(20)
+    assert _ids(cur) == [0, 1]
+    find = next(c for c in ev.started_events if "find" in c)
+    assert find["tailable"] is True and find["awaitData"] is True
+    find_reply = next(r for n, r in ev.replies if n == "find")
+    cid = find_reply["cursor"]["id"]
+    assert cid != 0 and cid == cur.cursor_id
+    more = [c for c in ev.started_events if "getMore" in c]
+    assert len(more) == 1 and more[0]["getMore"] == cid and more[0]["maxTimeMS"] == 20
+    assert [r["cursor"]["nextBatch"] for n, r in ev.replies if n == "getMore"] == [[]]
+    cur.close()
+    kill = [c for c in ev.started_events if "killCursors" in c]
+    assert kill and kill[0]["cursors"] == [cid]

@@ -1641,6 +1641,12 @@ class Cursor(CursorProtocol):
         if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
             from ..stats.monitoring import kill_cursor
             kill_cursor(self)
+        elif self._tail is not None and not self._killed:  # an open tailable cursor, the same when listened to
+            from ..service.boundary import client_of
+            if client_of(self).__dict__.get("_lab_listeners"):
+                from ..stats.monitoring import kill_cursor
+                self._lab_cursor_id = self.cursor_id
+                kill_cursor(self)
         self._killed = True
         self._tail = None
 
@@ -1684,51 +1690,63 @@ class Cursor(CursorProtocol):
         self._i = 0
         self._tail = tail if tail.keep_open() else None
 
-    def _tail_get_more(self, n: int = 0) -> tuple[list, Any]:
-        """One getMore on the tailable cursor (under the engine's lock): the new documents, and when there are
-        none on an awaitData cursor the mark to wait past (``Oplog.wait_pulse``), else None. A lost position or
-        a dropped collection kills the cursor and raises the server's error."""
+    def _tail_fetch(self, n: int) -> tuple[list, Any]:
+        """The new documents of the tailable cursor (under the engine's lock), and when there are none on an
+        awaitData cursor the mark to wait past (``Oplog.wait_pulse``), else None. A lost position or a dropped
+        collection kills the cursor and raises the server's error."""
         tail = self._tail
+        if tail is None:  # killed while a getMore waited
+            return [], None
         try:
             docs = tail.next_batch(n or self._batch_size)
         except OperationFailure:
             self._tail = None
             self._killed = True
             raise
-        wait = None
+        mark = None
         if not docs and self._query_flags & 32 and tail.log is not None:
-            wait = tail.mark()
-        return docs, wait
+            mark = tail.mark()
+        return docs, mark
+
+    def _tail_get_more(self, n: int = 0, wait: bool = False) -> tuple[list, Any]:
+        """One getMore on the tailable cursor (an operation of the boundary: monitoring and the profiler see
+        one getMore). ``wait`` (in-process iteration): an awaitData getMore with nothing new waits up to
+        ``max_await_time_ms`` (the server's 1 second when not given) for an insert its filter matches, with the
+        engine's lock released meanwhile (the served engine waits in the wire server instead: ``wait`` False
+        returns the mark)."""
+        docs, mark = self._tail_fetch(n)
+        if not wait or docs or mark is None:
+            return docs, mark
+        from ..pipeline.change_stream import DEFAULT_AWAIT_S
+        from ..repl.oplog import wait_for
+        from ..service.boundary import lock_for_store, unlocked
+        log = self._tail.log
+        lock = lock_for_store(self.collection.database.client._store)
+
+        def attempt() -> Any:
+            nonlocal docs
+            with lock:
+                docs, again = self._tail_fetch(n)
+            return None if docs or again is None else functools.partial(log.wait_pulse, again)
+
+        ms = self._max_await_ms
+        with unlocked(lock):
+            wait_for(functools.partial(log.wait_pulse, mark), DEFAULT_AWAIT_S if ms is None else ms / 1000.0,
+                     attempt)
+        return docs, None
 
     def _tail_refresh(self) -> bool:
-        """pymongo's ``_refresh`` for a tailable cursor: one getMore; an awaitData one waits up to
-        ``max_await_time_ms`` (the server's 1 second when not given) for an insert, outside the engine's lock."""
+        """pymongo's ``_refresh`` for a tailable cursor: one getMore (waiting on an awaitData cursor). pymongo
+        ends a tailable cursor quietly when the getMore reports it closed (CappedPositionLost, QueryPlanKilled
+        ...: "the capped collection rolled over"); ``alive`` is then False."""
         self._tail_seen += len(self._results)
         self._results, self._i = [], 0
         try:
-            docs, mark = self._tail_get_more()
+            docs, _ = self._tail_get_more(0, True)
         except OperationFailure as e:
-            if e.code in _CURSOR_CLOSED_ERRORS:  # pymongo ends a tailable cursor quietly on these
-                return False                     # ("the capped collection rolled over"): alive is False
+            if e.code in _CURSOR_CLOSED_ERRORS:
+                return False
             raise
-        if not docs and mark is not None:
-            from ..pipeline.change_stream import DEFAULT_AWAIT_S
-            from ..repl.oplog import wait_for
-            log = self._tail.log
-
-            def attempt() -> Any:
-                nonlocal docs
-                try:
-                    docs, again = self._tail_get_more()
-                except OperationFailure as e:
-                    if e.code in _CURSOR_CLOSED_ERRORS:
-                        return None
-                    raise
-                return None if docs or again is None else functools.partial(log.wait_pulse, again)
-
-            ms = self._max_await_ms
-            wait_for(functools.partial(log.wait_pulse, mark), DEFAULT_AWAIT_S if ms is None else ms / 1000.0,
-                     attempt)
         self._results = docs
         return bool(docs)
 

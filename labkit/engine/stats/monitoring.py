@@ -334,6 +334,22 @@ def _cursor_command(cur: Any) -> dict:
         cmd["maxTimeMS"] = cur._max_time_ms
     if getattr(cur, "_lab_collation", None):
         cmd["collation"] = dict(cur._lab_collation)
+    flags = getattr(cur, "_query_flags", 0)
+    if flags & 2:  # pymongo appends the query flags last (message._gen_find_command)
+        cmd["tailable"] = True
+    if flags & 32:
+        cmd["awaitData"] = True
+    return cmd
+
+
+def _tail_get_more_command(cur: Any) -> dict:
+    """The getMore pymongo sends for a tailable cursor (``maxTimeMS`` from ``max_await_time_ms`` on an awaitData
+    one)."""
+    cmd: dict = {"getMore": Int64(cur.cursor_id or 0), "collection": cur.collection.name}
+    if cur._batch_size:
+        cmd["batchSize"] = cur._batch_size
+    if cur._query_flags & 32 and cur._max_await_ms is not None:
+        cmd["maxTimeMS"] = cur._max_await_ms
     return cmd
 
 
@@ -392,6 +408,8 @@ def describe(op: boundary.Op) -> tuple[str, list[dict]]:
     t = op.target
     if op.name == "find" and "_filter" in t.__dict__:
         return t.collection.database.name, [_cursor_command(t)]
+    if op.name == "tail_get_more":
+        return t.collection.database.name, [_tail_get_more_command(t)]
     if op.name == "explain" and "_filter" in t.__dict__:  # Cursor.explain(): pymongo sends the explain command
         verbosity = op.args[0] if op.args else op.kwargs.get("verbosity", "allPlansExecution")
         return t.collection.database.name, [{"explain": _cursor_command(t), "verbosity": verbosity}]
@@ -453,6 +471,8 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
         cur = t
         docs = cur._results or []
         ns = "%s.%s" % (cur.collection.database.name, cur.collection.name)
+        if cur._query_flags & 2:  # a tailable cursor: one first batch, the cursor open while its tail is
+            return _cursor_reply(ns, docs, True, cur.cursor_id or 0)
         lim = abs(cur._limit or 0)
         first = cur._batch_size or FIRST_BATCH
         if lim:
@@ -468,6 +488,9 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
             cur._lab_cursor_id = cid
             cur._lab_ns = ns
         return _cursor_reply(ns, docs[:ends[0]], True, cid)
+    if name == "getMore" and op.name == "tail_get_more":
+        ns = "%s.%s" % (t.collection.database.name, t.collection.name)
+        return _cursor_reply(ns, list(result[0]), False, t.cursor_id or 0)
     if name == "insert":
         return {"n": len(cmd["documents"]), "ok": 1.0}
     if name in ("update", "delete"):
