@@ -298,3 +298,41 @@ def test_in_process_command_monitoring_of_a_tailable_cursor():
     cur.close()
     kill = [c for c in ev.started_events if "killCursors" in c]
     assert kill and kill[0]["cursors"] == [cid]
+
+
+def test_node_driver_tailable_await_cursor_over_the_wire(server):
+    # the Node.js driver's find({}, {tailable: true, awaitData: true}) (mongosh's own `mongodb` package): it
+    # reads the collection, waits in awaitData getMores, and gets the document another connection inserts
+    import os
+    import shutil
+    from pathlib import Path
+
+    from served_helpers import mongosh_path, unavailable
+    path = mongosh_path()
+    if path is None or shutil.which("node") is None:
+        unavailable("mongosh (and with it the Node.js driver) or node is not installed (tools/install_mongosh.sh)")
+    modules = Path(path).parent.parent
+    if not (modules / "mongodb" / "package.json").is_file():
+        unavailable("the Node.js driver (npm package mongodb) is not next to mongosh in %s" % modules)
+    js = r'''
+    const { MongoClient } = require("mongodb");
+    (async () => {
+      const client = new MongoClient(process.argv[1]);
+      const other = new MongoClient(process.argv[1]);
+      await client.connect(); await other.connect();
+      const db = client.db("nt");
+      await db.dropDatabase();
+      await db.createCollection("cap", { capped: true, size: 100000 });
+      await db.collection("cap").insertMany([{ _id: 0 }, { _id: 1 }]);
+      const cur = db.collection("cap").find({}, { tailable: true, awaitData: true, maxAwaitTimeMS: 5000 });
+      const got = [(await cur.next())._id, (await cur.next())._id];
+      setTimeout(() => other.db("nt").collection("cap").insertOne({ _id: 2 }), 300);
+      got.push((await cur.next())._id);
+      console.log(JSON.stringify({ got, closed: cur.closed, id: cur.id ? "open" : "none" }));
+      await cur.close(); await other.close(); await client.close();
+    })().catch((e) => { console.error(e); process.exit(1); });
+    '''
+    env = dict(os.environ, NODE_PATH=str(modules))
+    out = subprocess.run(["node", "-e", js, server.uri], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"got": [0, 1, 2], "closed": False, "id": "open"}
