@@ -14,6 +14,7 @@ Waits are checked by what comes back (an insert made by another thread during th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import time
@@ -129,6 +130,16 @@ def test_tailable_option_errors(cl):
         with pytest.raises(OperationFailure) as e:
             db.command(cmd)
         assert e.value.code == code and words in str(e.value), cmd
+    # a view: the find runs as an aggregation (query_request_helper.cpp asAggregationCommand), after the find's checks
+    db.create_collection("v", viewOn="cap", pipeline=[])
+    _fails_with = [({"find": "v", "tailable": True}, 168), ({"find": "v", "awaitData": True}, 9)]
+    for cmd, code in _fails_with:
+        with pytest.raises(OperationFailure) as e:
+            db.command(cmd)
+        assert e.value.code == code, cmd
+    with pytest.raises(OperationFailure) as e:
+        list(db.v.find(cursor_type=CursorType.TAILABLE))
+    assert e.value.code == 168
     # {$natural: 1} is the one sort allowed
     assert _ids(db.command({"find": "cap", "tailable": True, "sort": {"$natural": 1}})["cursor"]["firstBatch"]) \
         == [0, 1]
@@ -221,7 +232,10 @@ def test_drop_kills_the_tailable_cursor(cl):
         _capped(db, n=4)
         with pytest.raises(OperationFailure) as e:
             db.command({"getMore": cid, "collection": "cap"})
-        assert e.value.code == 175 and "collection dropped" in str(e.value)
+        # requires_collection_stage.cpp: "collection dropped. UUID <the dropped collection's UUID>"
+        assert e.value.code == 175
+        assert re.search(r"collection dropped\. UUID [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                         e.value.details["errmsg"]), e.value.details["errmsg"]
         db.drop_collection("cap")
 
 

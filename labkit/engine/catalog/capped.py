@@ -257,6 +257,7 @@ class Tail:
         self.ns = ns
         self.st = st
         self.incarnation = st.incarnation
+        self.uuid = st.uuid  # a drop gives the store a new UUID: the error names the dropped one
         self.match = match
         self.project = project
         self.skip = skip
@@ -280,9 +281,9 @@ class Tail:
         if self.db_store._collections.get(self.name) is not st or st.incarnation != self.incarnation:
             if st.name != self.name and self.db_store._collections.get(st.name) is st:
                 msg = "collection renamed from '%s' to '%s.%s'. UUID %s" % (
-                    self.ns, self.ns.split(".", 1)[0], st.name, _uuid_text(st.uuid))
+                    self.ns, self.ns.split(".", 1)[0], st.name, _uuid_text(self.uuid))
             else:
-                msg = "collection dropped. UUID %s" % _uuid_text(st.uuid)
+                msg = "collection dropped. UUID %s" % _uuid_text(self.uuid)
             raise OperationFailure("Executor error during getMore :: caused by :: " + msg, QUERY_PLAN_KILLED)
         if self.last and self.last not in st.docs:
             raise OperationFailure("Executor error during getMore :: caused by :: CollectionScan died due to "

@@ -1672,10 +1672,7 @@ class Cursor(CursorProtocol):
         lim = self._limit
         check_tailable_options(bool(flags & TAILABLE), bool(flags & AWAIT_DATA), self._sort, lim < 0)
         coll = self.collection
-        st = coll._db_store._collections.get(coll.name)
-        if st is not None and st.options.get("viewOn"):
-            # a find on a view runs as an aggregation (query_request_helper.cpp asAggregationCommand)
-            raise OperationFailure("Tailable cursors are not supported in aggregation.", 168)
+        st = coll._db_store._collections.get(coll.name)  # a view's cursor is a ViewCursor (views.py: 168)
         if st is not None and st.is_created and not is_capped(st):
             raise OperationFailure("error processing query: tailable cursor requested on non capped collection", 2)
         let = self._let
