@@ -340,8 +340,11 @@ def test_node_driver_tailable_await_cursor_over_the_wire(server):
       await db.collection("cap").insertMany([{ _id: 0 }, { _id: 1 }]);
       const cur = db.collection("cap").find({}, { tailable: true, awaitData: true, maxAwaitTimeMS: 5000 });
       const got = [(await cur.next())._id, (await cur.next())._id];
-      setTimeout(() => other.db("nt").collection("cap").insertOne({ _id: 2 }), 300);
+      // the insert's own reply may come after the cursor's getMore (the insert wakes it): awaited before closing
+      const inserted = new Promise((r) => setTimeout(r, 300)).then(
+        () => other.db("nt").collection("cap").insertOne({ _id: 2 }));
       got.push((await cur.next())._id);
+      await inserted;
       console.log(JSON.stringify({ got, closed: cur.closed, id: cur.id ? "open" : "none" }));
       await cur.close(); await other.close(); await client.close();
     })().catch((e) => { console.error(e); process.exit(1); });
