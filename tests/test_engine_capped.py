@@ -149,10 +149,14 @@ def test_bulk_insert_into_capped(db):
     assert [d["_id"] for d in c.find()] == [5, 6, 7]
 
 
-def test_tailable_cursors_are_refused_clearly(db):
-    # tailable cursors are not modelled: a clear 115, never a silent ordinary cursor
+def test_tailable_cursors_work_and_exhaust_cursors_are_refused_clearly(db):
+    # tailable cursors are modelled (tests/test_engine_tailable.py); exhaust cursors are not: a clear 115,
+    # never a silent ordinary cursor
     from pymongo import CursorType
     c = db.create_collection("log", capped=True, size=4096)
+    c.insert_one({"_id": 1})
+    cur = c.find(cursor_type=CursorType.TAILABLE)
+    assert list(cur) == [{"_id": 1}] and cur.alive
     with pytest.raises(OperationFailure) as e:
-        c.find(cursor_type=CursorType.TAILABLE)
+        c.find(cursor_type=CursorType.EXHAUST)
     assert e.value.code == 115

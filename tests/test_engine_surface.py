@@ -111,11 +111,15 @@ def test_find_argument_errors_are_pymongos(coll):
 
 def test_cursor_flags(coll):
     # pymongo docs, cursor.Cursor.add_option / remove_option; manual "find" (noCursorTimeout, allowPartialResults
-    # change nothing on an unsharded set; tailable cursors need a capped collection and are not modelled).
+    # change nothing on an unsharded set; a tailable cursor needs a capped collection: BadValue when it runs,
+    # jstests/core/awaitdata_getmore_cmd.js; exhaust cursors are not modelled).
     cur = coll.find().add_option(16).add_option(128)
     assert len(list(cur)) == 5
     with pytest.raises(OperationFailure) as e:
-        coll.find().add_option(2)
+        list(coll.find().add_option(2))
+    assert _code(e) == 2
+    with pytest.raises(OperationFailure) as e:
+        coll.find().add_option(64)
     assert _code(e) == 115
     with pytest.raises(TypeError):
         coll.find().add_option("2")

@@ -16,7 +16,15 @@ jstests/core/capped/ (capped_max1.js, capped_large_docs.js, capped_update.js, ca
   next insert trims the collection again, as on the server.
 * ``collStats``: ``capped: true``, ``max``, ``maxSize``; ``options()``/``listCollections``: ``capped``, ``size``,
   ``max``; ``collMod`` ``cappedSize``/``cappedMax`` (6.0+); ``convertToCapped`` and ``cloneCollectionAsCapped``.
-* Tailable cursors are not modelled (refused with 115), nor capped writes in transactions.
+* Tailable cursors (manual "Tailable Cursors"; jstests/core/tailable_skip_limit.js, tailable_cursor_invalidation.js,
+  captrunc_cursor_invalidation.js, awaitdata_getmore_cmd.js; src/mongo/db/query/query_request_helper.cpp,
+  tailable_mode.cpp, find.cpp ``shouldSaveCursor``, requires_collection_stage.cpp, collection_scan.cpp): ``Tail``
+  below is the collection scan that stays open at the end of the collection. It returns the matching documents in
+  natural order, remembers the last record it scanned and later returns only records inserted after it; the
+  cursor stays open after the first batch unless the collection is empty or does not exist; when that last record
+  is gone (trimmed or deleted) the next getMore fails with CappedPositionLost (136), when the collection was
+  dropped or renamed with QueryPlanKilled (175). An insert into the collection wakes an awaitData getMore
+  (``Oplog.pulse``, repl/oplog.py). Not modelled: capped writes in transactions are not refused.
 """
 from __future__ import annotations
 
@@ -146,10 +154,14 @@ def remove_record(st: Any, rid: int) -> None:
 
 
 def after_insert(st: Any) -> None:
-    """Hook for the engine's insert paths: trim a capped collection; keep a clustered one in ``_id`` order."""
+    """Hook for the engine's insert paths: trim a capped collection (and wake the awaitData getMores of its
+    tailable cursors); keep a clustered one in ``_id`` order."""
     opts = st.options
     if opts.get("capped"):
         trim(st)
+        log = st.__dict__.get("_lab_tail_log")  # set once a tailable cursor was opened on this collection
+        if log is not None:
+            log.pulse()
     elif "clusteredIndex" in opts:
         from .clustered import after_insert as keep_order
         keep_order(st)
@@ -209,6 +221,122 @@ def convert_to_capped(db: Any, name: str, size: Any, target: str | None = None) 
     for d in docs:
         if len(bson.encode(d)) <= opts["size"]:
             dst._insert_one_doc(d)
+
+
+# ---------------------------------------------------------------------------------------------- tailable cursors
+TAILABLE, AWAIT_DATA = 2, 32  # the query flags (pymongo's CursorType.TAILABLE / TAILABLE_AWAIT = 2 | 32)
+BATCH_BYTES = 16 * 1024 * 1024  # a batch stops once it passes the 16 MiB reply size (as the find layer's batches)
+QUERY_PLAN_KILLED = 175
+CAPPED_POSITION_LOST = 136
+
+
+def check_tailable_options(tailable: bool, await_data: bool, sort: Any, single_batch: bool) -> None:
+    """The find command's checks of ``tailable`` / ``awaitData`` (tailable_mode.cpp,
+    query_request_helper.cpp ``validateFindCommandRequest``), made before the collection is looked at."""
+    if await_data and not tailable:
+        raise OperationFailure("Cannot set 'awaitData' without also setting 'tailable'", 9)
+    if not tailable:
+        return
+    if sort and list(sort) != [("$natural", 1)]:
+        raise OperationFailure("cannot use tailable option with a sort other than {$natural: 1}", 2)
+    if single_batch:
+        raise OperationFailure("cannot use tailable option with the 'singleBatch' option", 2)
+
+
+class Tail:
+    """A tailable cursor's collection scan over a capped collection (the server's CollectionScan with
+    ``tailable``): it stays open at the end of the collection and later returns only the records inserted after
+    the last one it scanned, in natural (insertion) order. Record ids grow with insertion order, so the records
+    after ``last`` are found from the end of the collection without scanning what was already read.
+
+    ``match``/``project``: the compiled filter and projection; ``skip``/``limit`` apply to the whole cursor, as
+    on the server (jstests/core/tailable_skip_limit.js): a reached limit ends the results for good."""
+
+    def __init__(self, db_store: Any, name: str, ns: str, match: Any, project: Any, skip: int, limit: int) -> None:
+        st = db_store[name]
+        self.db_store = db_store
+        self.name = name
+        self.ns = ns
+        self.st = st
+        self.incarnation = st.incarnation
+        self.uuid = st.uuid  # a drop gives the store a new UUID: the error names the dropped one
+        self.match = match
+        self.project = project
+        self.skip = skip
+        self.left = limit or -1  # documents the limit still allows (-1: no limit)
+        self.last = 0            # record id of the last record scanned (0: none yet)
+        self.log = db_store.oplog
+        if self.log is not None:
+            st.__dict__["_lab_tail_log"] = self.log  # inserts into this collection now wake waiting getMores
+
+    def keep_open(self) -> bool:
+        """Whether the cursor is kept after its first batch: only when the collection has records (find.cpp
+        ``shouldSaveCursor``: "we do not keep a cursor if the collection has zero records", SERVER-13955)."""
+        return bool(self.st.docs) and self.st.is_created
+
+    def mark(self) -> int:
+        """The capped-insert count now (read under the engine's lock): ``Oplog.wait_pulse`` waits past it."""
+        return self.log.pulses if self.log is not None else 0
+
+    def _check(self) -> None:
+        st = self.st
+        if self.db_store._collections.get(self.name) is not st or st.incarnation != self.incarnation:
+            if st.name != self.name and self.db_store._collections.get(st.name) is st:
+                msg = "collection renamed from '%s' to '%s.%s'. UUID %s" % (
+                    self.ns, self.ns.split(".", 1)[0], st.name, _uuid_text(self.uuid))
+            else:
+                msg = "collection dropped. UUID %s" % _uuid_text(self.uuid)
+            raise OperationFailure("Executor error during getMore :: caused by :: " + msg, QUERY_PLAN_KILLED)
+        if self.last and self.last not in st.docs:
+            raise OperationFailure("Executor error during getMore :: caused by :: CollectionScan died due to "
+                                   "position in capped collection being deleted. Last seen record id: "
+                                   "RecordId(%d)" % self.last, CAPPED_POSITION_LOST)
+
+    def next_batch(self, n: int, getmore: bool = True) -> list:
+        """Up to ``n`` matching documents (0: no count limit) after the last record scanned, stopping once
+        the batch passes 16 MiB. A getMore first checks that the cursor's position still exists."""
+        if getmore:
+            self._check()
+        docs = self.st.docs
+        if not docs:
+            return []
+        after = []
+        last = self.last
+        for rid in reversed(docs):
+            if rid <= last:
+                break
+            after.append(rid)
+        out: list = []
+        size = 0
+        for rid in reversed(after):
+            if (n and len(out) >= n) or self.left == 0:
+                break
+            doc = docs[rid]
+            if not self.match(doc):
+                self.last = rid
+                continue
+            if self.skip:
+                self.skip -= 1
+                self.last = rid
+                continue
+            d = self.project(doc)
+            ln = len(bson.encode(d))
+            if out and size + ln > BATCH_BYTES:
+                break
+            self.last = rid
+            size += ln
+            out.append(d)
+            if self.left > 0:
+                self.left -= 1
+        return out
+
+
+def _uuid_text(u: Any) -> str:
+    import uuid as _uuid
+    try:
+        return str(_uuid.UUID(bytes=bytes(u)))
+    except (TypeError, ValueError):
+        return str(u)
 
 
 from ..base import hooks  # noqa: E402

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import decimal
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
@@ -295,7 +296,7 @@ class EmbeddedCollection(mm_collection.Collection):
                 keys, arrays = ix.keys_for(doc)
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
-            if ix.spec.unique:
+            if ix.spec.checks_dups:
                 if keys and name != "_id_":
                     for k in keys:
                         other = ix.place(k, rid)[1]
@@ -457,7 +458,7 @@ class EmbeddedCollection(mm_collection.Collection):
         errors: list[dict] = []
         seen_ids: set = set()
         rid_by_key = st.rid_by_key
-        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.unique and name != "_id_"]
+        uniq = [(name, ix) for name, ix in st.ix.items() if ix.spec.checks_dups and name != "_id_"]
         flat_staged: list[tuple[dict, int]] = []
         flat_uniq: dict[str, list] = {name: [] for name, _ in uniq}
         names: dict = {}
@@ -647,8 +648,7 @@ class EmbeddedCollection(mm_collection.Collection):
             norm = _collation()
             mk = fast_matcher if norm is None and not variables else (lambda f: fast_matcher(f, norm, variables))
             compiled = U.Update(document, array_filters, mk)  # parse errors come first, as on the server
-        else:
-            U.check_replacement(document)
+        else:  # a replacement's top-level $-prefixed names fail when it replaces a document (U.replace)
             document = U.fill_empty_timestamps(dict(document))  # top-level Timestamp(0, 0), as the server
             if array_filters:
                 U.parse_array_filters(array_filters)
@@ -774,10 +774,8 @@ class EmbeddedCollection(mm_collection.Collection):
             elif not U.same(old["_id"], new["_id"]):
                 raise _write_error("After applying the update, the (immutable) field '_id' was found to have "
                                    "been altered to %s" % U.fmt_elem("_id", new["_id"]), 66)
-        for k in new:
-            if isinstance(k, str) and k.startswith("$"):
-                raise _write_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
-                                   % (k, k), 52)
+        # $-prefixed names are stored at every level (pipeline_executor.cpp allows top-level ones; manual
+        # "Updates Using Aggregation Pipelines"); the _id cannot change here, so it stays valid
         return U.id_first(new)
 
     def _validates_updates(self, st) -> bool:
@@ -803,8 +801,9 @@ class EmbeddedCollection(mm_collection.Collection):
             except K.ParallelArrays as e:
                 raise WriteError(str(e), 171, {"code": 171, "errmsg": str(e)}) from None
             old_keys, _ = ix.keys_for(old)
-            if ix.spec.unique:
-                for k in new_keys:
+            if ix.spec.checks_dups:
+                # a key the document already had is no new duplicate (prepareUnique keeps the old ones)
+                for k in (new_keys if ix.spec.unique else [k for k in new_keys if k not in old_keys]):
                     if ix.place(k, rid)[1] is not None:
                         raise self._dup_error(ix, new, k)
             plans.append((ix, old_keys, new_keys, arrays))
@@ -910,9 +909,11 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, field, val in (("max_scan", "maxScan", max_scan), ("snapshot", "snapshot", snapshot)):
             if val:
                 raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
+        if cursor_type not in (None, 0, 2, 34, 64):  # pymongo's CursorType values
+            raise ValueError("not a valid value for cursor_type")
         for name, val in (("collation", collation), ("return_key", return_key),
                           ("show_record_id", show_record_id), ("session", session),
-                          ("cursor_type", cursor_type)):
+                          ("cursor_type", cursor_type == 64)):
             if val:
                 raise unsupported("find(%s=...)" % name)
         if filter is None:
@@ -936,6 +937,8 @@ class EmbeddedCollection(mm_collection.Collection):
             c.allow_disk_use(allow_disk_use)
         if max_time_ms is not None:
             c.max_time_ms(max_time_ms)
+        if cursor_type:
+            c._query_flags = cursor_type  # tailable (2) / tailable await (34): capped.Tail when it runs
         return c
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -1162,6 +1165,12 @@ class EmbeddedCollection(mm_collection.Collection):
         partial = opts.pop("partialFilterExpression", None)
         hidden = opts.pop("hidden", False)
         expire = opts.pop("expireAfterSeconds", None)
+        prepare_unique = opts.pop("prepareUnique", False)
+        if prepare_unique and unique:  # index_key_validate.cpp; jstests/core/ddl/index_prepareUnique.js
+            raise OperationFailure("Invalid index specification %s; cannot create an index with the 'unique' option "
+                                   "and the 'prepareUnique' option" % K.fmt_value(
+                                       {"key": dict(key), "name": name, "unique": unique,
+                                        "prepareUnique": prepare_unique}), 67)
         if not isinstance(name, str):  # index_key_validate.cpp: the index spec's name must be a string
             raise OperationFailure("The field 'name' must be a string, but got %s" % _type_name(name), 14)
         if expire is not None:  # index_key_validate.cpp validateExpireAfterSeconds: CannotCreateIndex 67
@@ -1190,7 +1199,7 @@ class EmbeddedCollection(mm_collection.Collection):
             if not (isinstance(d, (int, float)) and not isinstance(d, bool) and d != 0) and d not in ("hashed", "text", "2d", "2dsphere"):
                 raise OperationFailure("Values in the index key pattern can only be numbers or strings", 67)
         spec = IndexSpec(name, key, unique=unique, sparse=sparse, partial=partial, hidden=hidden, expire=expire,
-                         collation=collation)
+                         collation=collation, prepare_unique=prepare_unique)
         st = self._store
         if self._existing_index(spec):
             return name
@@ -1602,6 +1611,13 @@ def _bound_doc(value: Any, name: str) -> dict | None:
     return dict(value)
 
 
+_TAILABLE_FLAGS = 2 | 32  # tailable, awaitData (pymongo's CursorType.TAILABLE_AWAIT); awaitData alone is an error
+# getMore errors after which pymongo stops a tailable cursor without raising (pymongo's cursor_shared.py
+# _CURSOR_CLOSED_ERRORS: CursorNotFound, QueryPlanKilled, CursorKilled, older servers' roll-over codes,
+# CappedPositionLost)
+_CURSOR_CLOSED_ERRORS = frozenset({43, 175, 237, 28617, 17406, 96, 136})
+
+
 class Cursor(CursorProtocol):
     """A pymongo-like cursor; the query runs through the planner on first iteration."""
 
@@ -1659,6 +1675,8 @@ class Cursor(CursorProtocol):
                                    "the query utilizes the correct index")
 
     def _execute(self) -> None:
+        if self._query_flags & _TAILABLE_FLAGS:
+            return self._open_tail()
         coll = self.collection
         op = current_op()
         if op is not None and self._max_time_ms:
@@ -1689,8 +1707,11 @@ class Cursor(CursorProtocol):
         if self._results is None:
             self._driver_checks()
             self._execute()
-        if self._killed or self._i >= len(self._results):
+        if self._killed:
             raise StopIteration
+        if self._i >= len(self._results):
+            if self._tail is None or not self._tail_refresh():
+                raise StopIteration
         if self._i == self._lab_more:
             from ..stats.monitoring import get_more
             get_more(self)
@@ -1704,19 +1725,119 @@ class Cursor(CursorProtocol):
         if self._lab_more != -1 and not self._killed:  # an open server cursor: the driver sends killCursors
             from ..stats.monitoring import kill_cursor
             kill_cursor(self)
+        elif self._tail is not None and not self._killed:  # an open tailable cursor, the same when listened to
+            from ..service.boundary import client_of
+            if client_of(self).__dict__.get("_lab_listeners"):
+                from ..stats.monitoring import kill_cursor
+                self._lab_cursor_id = self.cursor_id
+                kill_cursor(self)
         self._killed = True
+        self._tail = None
 
     @property
     def alive(self) -> bool:
         if self._killed:
             return False
-        return self._results is None or self._i < len(self._results)
+        if self._results is not None and self._i < len(self._results):
+            return True
+        return self._results is None or self._tail is not None  # a tailable cursor stays alive while open
+
+    # tailable cursors (capped.py ``Tail``) -----------------------------------------------------------
+    _tail = None          # the open tailable scan; None before the query ran and once the cursor closed
+    _tail_first = None    # the find command's batchSize when it came over the wire (0: an empty first batch)
+    _tail_seen = 0        # documents returned by earlier batches (``retrieved``)
+    _max_await_ms = None
+
+    def _open_tail(self) -> None:
+        """Run a tailable find: the options' checks, the first batch, and the cursor kept open unless the
+        collection is empty or missing (capped.py)."""
+        from .capped import AWAIT_DATA, TAILABLE, Tail, check_tailable_options, is_capped
+        flags = self._query_flags
+        lim = self._limit
+        check_tailable_options(bool(flags & TAILABLE), bool(flags & AWAIT_DATA), self._sort, lim < 0)
+        coll = self.collection
+        st = coll._db_store._collections.get(coll.name)  # a view's cursor is a ViewCursor (views.py: 168)
+        if st is not None and st.is_created and not is_capped(st):
+            raise OperationFailure("error processing query: tailable cursor requested on non capped collection", 2)
+        let = self._let
+        match = fast_matcher(self._filter, _collation(), let)
+        tail = Tail(coll._db_store, coll.name, coll._ns(), match, coll._projector(self._projection, self._filter),
+                    self._skip, abs(lim))
+        first = self._tail_first
+        if first is None:
+            first = self._batch_size or 101
+        docs = tail.next_batch(first, getmore=False) if first else []
+        self._results = docs
+        self._i = 0
+        self._tail = tail if tail.keep_open() else None
+
+    def _tail_fetch(self, n: int) -> tuple[list, Any]:
+        """The new documents of the tailable cursor (under the engine's lock), and when there are none on an
+        awaitData cursor the mark to wait past (``Oplog.wait_pulse``), else None. A lost position or a dropped
+        collection kills the cursor and raises the server's error."""
+        tail = self._tail
+        if tail is None:  # killed while a getMore waited
+            return [], None
+        try:
+            docs = tail.next_batch(n or self._batch_size)
+        except OperationFailure:
+            self._tail = None
+            self._killed = True
+            raise
+        mark = None
+        if not docs and self._query_flags & 32 and tail.log is not None:
+            mark = tail.mark()
+        return docs, mark
+
+    def _tail_get_more(self, n: int = 0, wait: bool = False) -> tuple[list, Any]:
+        """One getMore on the tailable cursor (an operation of the boundary: monitoring and the profiler see
+        one getMore). ``wait`` (in-process iteration): an awaitData getMore with nothing new waits up to
+        ``max_await_time_ms`` (the server's 1 second when not given) for an insert its filter matches, with the
+        engine's lock released meanwhile (the served engine waits in the wire server instead: ``wait`` False
+        returns the mark)."""
+        docs, mark = self._tail_fetch(n)
+        if not wait or docs or mark is None:
+            return docs, mark
+        from ..pipeline.change_stream import DEFAULT_AWAIT_S
+        from ..repl.oplog import wait_for
+        from ..service.boundary import lock_for_store, unlocked
+        log = self._tail.log
+        lock = lock_for_store(self.collection.database.client._store)
+
+        def attempt() -> Any:
+            nonlocal docs
+            with lock:
+                docs, again = self._tail_fetch(n)
+            return None if docs or again is None else functools.partial(log.wait_pulse, again)
+
+        ms = self._max_await_ms
+        with unlocked(lock):
+            wait_for(functools.partial(log.wait_pulse, mark), DEFAULT_AWAIT_S if ms is None else ms / 1000.0,
+                     attempt)
+        return docs, None
+
+    def _tail_refresh(self) -> bool:
+        """pymongo's ``_refresh`` for a tailable cursor: one getMore (waiting on an awaitData cursor). pymongo
+        ends a tailable cursor quietly when the getMore reports it closed (CappedPositionLost, QueryPlanKilled
+        ...: "the capped collection rolled over"); ``alive`` is then False."""
+        self._tail_seen += len(self._results)
+        self._results, self._i = [], 0
+        try:
+            docs, _ = self._tail_get_more(0, True)
+        except OperationFailure as e:
+            if e.code in _CURSOR_CLOSED_ERRORS:
+                return False
+            raise
+        self._results = docs
+        return bool(docs)
 
     def rewind(self) -> "Cursor":
         self._lab_more = -1
         self._results = None
         self._i = 0
         self._killed = False
+        self._tail = None
+        self._tail_seen = 0
         return self
 
     def clone(self) -> "Cursor":
@@ -1728,6 +1849,8 @@ class Cursor(CursorProtocol):
                      "_lab_flags"):
             if attr in self.__dict__:
                 setattr(c, attr, self.__dict__[attr])
+        c._query_flags = self._query_flags
+        c._max_await_ms = self._max_await_ms
         return c
 
     __copy__ = clone
@@ -1797,12 +1920,13 @@ class Cursor(CursorProtocol):
 
     def add_option(self, mask: int) -> "Cursor":
         """pymongo's query flags: no-timeout (16), partial (128), oplog-replay (8) and secondary-ok (4) change
-        nothing on a one-member replica set; tailable (2), await-data (32) and exhaust (64) are not modelled."""
+        nothing on a one-member replica set; tailable (2) and await-data (32) make a tailable cursor (capped.py);
+        exhaust (64) is not modelled."""
         if not isinstance(mask, int):
             raise TypeError("mask must be an int, not %s" % type(mask))
         self._check_okay_to_chain()
-        if mask & (2 | 32 | 64):
-            raise unsupported("Tailable / await-data / exhaust cursors (Cursor.add_option(%d))" % mask)
+        if mask & 64:
+            raise unsupported("Exhaust cursors (Cursor.add_option(%d))" % mask)
         self._query_flags |= mask
         return self
 
@@ -1821,11 +1945,13 @@ class Cursor(CursorProtocol):
         raise OperationFailure("BSON field 'FindCommandRequest.maxScan' is an unknown field.", 40415)
 
     def max_await_time_ms(self, ms) -> "Cursor":
-        """pymongo applies it to tailable-await cursors only and ignores it otherwise (as here: the engine has
-        no tailable cursors)."""
+        """How long an awaitData getMore waits for an insert; pymongo keeps it for tailable cursors only and
+        ignores it otherwise."""
         if not isinstance(ms, int) and ms is not None:
             raise TypeError("max_await_time_ms must be an integer or None, not %s" % type(ms))
         self._check_okay_to_chain()
+        if self._query_flags & 34:
+            self._max_await_ms = ms
         return self
 
     @property
@@ -1834,6 +1960,8 @@ class Cursor(CursorProtocol):
         default), each later one ``batch_size`` (all the rest by default), as the server sends them."""
         if self._results is None:
             return 0
+        if self._query_flags & _TAILABLE_FLAGS:
+            return self._tail_seen + len(self._results)
         total, i, bs = len(self._results), self._i, self._batch_size
         first = min(total, bs or 101)
         if i <= first or total == first:
@@ -1848,6 +1976,8 @@ class Cursor(CursorProtocol):
         or the cursor closed); otherwise a cursor id."""
         if self._results is None:
             return None
+        if self._query_flags & _TAILABLE_FLAGS:
+            return (id(self) & 0x7FFFFFFFFFFF) or 1 if self._tail is not None and not self._killed else 0
         if self._killed or self.retrieved >= len(self._results) or self._limit < 0:
             return 0
         return (id(self) & 0x7FFFFFFFFFFF) or 1

@@ -340,7 +340,7 @@ class ViewCollection(LabCollection):
             return LabCollection.find(self, *args, **kwargs)
         refuse_min_max_as_aggregation(kwargs.get("min"), kwargs.get("max"))  # before anything else, as the server
         for k in ("hint", "return_key", "show_record_id", "cursor_type", "let"):
-            if kwargs.get(k):
+            if kwargs.get(k) and not (k == "cursor_type" and kwargs[k] in (2, 34)):  # tailable: 168 when run
                 from ..query.planner import unsupported
                 raise unsupported("find(%s=...) on a view" % k)
         cur = LabCollection.find(self, *args, **kwargs)
@@ -427,6 +427,11 @@ class ViewCursor(LabCursor):
 
     def _execute(self) -> None:
         refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
+        flags = self._query_flags
+        if flags & 34:  # the find's own checks first, then it runs as an aggregation, which has no tailable
+            from .capped import check_tailable_options  # cursors (query_request_helper.cpp asAggregationCommand)
+            check_tailable_options(bool(flags & 2), bool(flags & 32), self._sort, self._limit < 0)
+            raise OperationFailure("Tailable cursors are not supported in aggregation.", 168)
         if self._max_time_ms:
             _check_kwargs("find", {"maxTimeMS": self._max_time_ms})
         docs = run_on_base(self.collection, self._stages(), self._lab_collation)

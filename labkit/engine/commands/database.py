@@ -9,7 +9,7 @@ from mongomock import OperationFailure, helpers
 from mongomock import database as mm_database
 from mongomock import read_preferences
 
-from ..bson.values import client_value as _client_value
+from ..bson.values import client_value as _client_value, type_name as _type_name
 from ..service.boundary import DATABASE_OPERATIONS, guard
 from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list, set_min_max
 from ..catalog.rules import COMMANDS as _RULES_COMMANDS, LabCollection
@@ -339,11 +339,138 @@ def _index_by_key_pattern(coll, key: Any) -> str:
     return found[0].spec.name
 
 
+# collMod's modifications (src/mongo/db/catalog/coll_mod.cpp parseCollModRequest counts them): a prepareUnique
+# change and a dry run may not be combined with another one
+_COLLMOD_TOP = ("validator", "validationLevel", "validationAction", "pipeline", "viewOn", "recordPreImages",
+                "changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries")
+_COLLMOD_INDEX = ("expireAfterSeconds", "hidden", "unique", "prepareUnique", "forceNonUnique")
+
+
+def _collmod_failure(msg: str, code: int, **extra: Any) -> OperationFailure:
+    from .dispatch import code_name
+    return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": code_name(code),
+                                        **extra})
+
+
+def _unique_violations(coll, iname: str) -> list[dict]:
+    """The documents a unique index would refuse, as ``scanIndexForDuplicates`` (coll_mod_index.cpp) reports
+    them: the index entries in key order, each run of equal keys one ``{ids: [...]}`` (the ``_id`` of each
+    document, in record order); jstests/core/ddl/collmod_convert_to_unique_violations.js."""
+    st = coll._store
+    out: list[dict] = []
+    run: list = []
+    prev = None
+    for key, rid in st.ix[iname].entries:
+        if run and key == prev:
+            run.append(rid)
+            continue
+        if len(run) > 1:
+            out.append(run)
+        run, prev = [rid], key
+    if len(run) > 1:
+        out.append(run)
+    return [{"ids": [st.docs[rid]["_id"] for rid in group]} for group in out]
+
+
+def _cannot_convert(violations: list[dict]) -> OperationFailure:
+    """CannotConvertIndexToUnique (359) with ``violations``; past 8 MB of ``_id`` values the list is cut and the
+    message says so (coll_mod_index.cpp buildConvertUniqueErrorStatus)."""
+    size, kept = 0, []
+    for group in violations:
+        ids = []
+        for _id in group["ids"]:
+            size += len(bson.encode({"": _id})) - 6  # the element's value bytes
+            if size > 8 * 1024 * 1024:
+                if not kept and not ids:
+                    ids.append(_id)
+                if ids:
+                    kept.append({"ids": ids})
+                return _collmod_failure("Cannot convert the index to unique. Too many conflicting documents were "
+                                        "detected. Please resolve them and rerun collMod.", 359, violations=kept)
+            ids.append(_id)
+        kept.append({"ids": ids})
+    return _collmod_failure("Cannot convert the index to unique. Please resolve conflicting documents before "
+                            "running collMod again.", 359, violations=kept)
+
+
+def _parse_index_mod(coll, v: Any, cmd: dict) -> tuple[str, dict]:
+    """collMod's ``index`` document checked as parseCollModRequest does (coll_mod.cpp): the index it names and the
+    changes that are not no-ops (``unique`` / ``prepareUnique`` / ``forceNonUnique`` among them)."""
+    if not isinstance(v, Mapping):
+        raise _collmod_failure("BSON field 'collMod.index' is the wrong type '%s', expected type 'object'"
+                               % _type_name(v), 14)
+    for opt in v:  # jstests/core/ddl/collMod_index_invalid_option.js: IDLUnknownField
+        if opt not in ("name", "keyPattern") + _COLLMOD_INDEX:
+            raise _collmod_failure("BSON field 'collMod.index.%s' is an unknown field." % opt, 40415)
+    for f in ("unique", "prepareUnique", "forceNonUnique", "hidden"):
+        if f in v and not isinstance(v[f], bool):
+            raise _collmod_failure("BSON field 'collMod.index.%s' is the wrong type '%s', expected type 'bool'"
+                                   % (f, _type_name(v[f])), 14)
+    if not any(f in v for f in _COLLMOD_INDEX):
+        raise _collmod_failure("no expireAfterSeconds, hidden, unique, or prepareUnique field", 72)
+    if "unique" in v and "forceNonUnique" in v:
+        raise _collmod_failure("collMod does not support 'unique' and 'forceNonUnique' options at the same time",
+                               72)
+    iname = v.get("name")
+    if iname is None and "keyPattern" in v:
+        iname = _index_by_key_pattern(coll, v["keyPattern"])
+    if iname is None:
+        raise OperationFailure("no index specified", 2)
+    if iname not in coll._store.ix:
+        raise OperationFailure("cannot find index %s for ns %s" % (iname, coll._ns()), 27)
+    spec = coll._store.ix[iname].spec
+    changes: dict = {}
+    if "unique" in v:
+        if not v["unique"]:
+            raise _collmod_failure("Cannot make index non-unique", 2)
+        if not spec.unique:  # making a unique index unique is a no-op
+            if not spec.prepare_unique:
+                raise _collmod_failure("Cannot make index unique with 'prepareUnique=false'. Run collMod to set it "
+                                       "first.", 72)
+            changes["unique"] = True
+    if "prepareUnique" in v and v["prepareUnique"] != spec.prepare_unique and not spec.unique:
+        changes["prepareUnique"] = v["prepareUnique"]
+    if "forceNonUnique" in v:
+        if not v["forceNonUnique"]:
+            raise _collmod_failure("'forceNonUnique: false' is not supported", 2)
+        if spec.unique and iname != "_id_":
+            changes["forceNonUnique"] = True
+    mods = sum(f in v for f in _COLLMOD_INDEX) + sum(f in cmd for f in _COLLMOD_TOP) + \
+        ("cappedSize" in cmd or "cappedMax" in cmd)
+    if "prepareUnique" in changes and mods > 1:
+        raise _collmod_failure("prepareUnique cannot be combined with any other modification.", 72)
+    if cmd.get("dryRun") and mods > 1:
+        raise _collmod_failure("unique: true cannot be combined with any other modification in dry run mode.", 72)
+    return iname, changes
+
+
 def _cmd_collmod(db, cmd):
     name = cmd["collMod"]
     coll = db.get_collection(name)
+    index = cmd.get("index")
+    converts = isinstance(index, Mapping) and index.get("unique") is True
+    if cmd.get("dryRun"):  # coll_mod.cpp _processCollModDryRunMode: only the unique conversion's check
+        if not isinstance(index, Mapping):
+            raise _collmod_failure("dry run mode requires an valid index modification.", 72)
+        if not converts:
+            raise _collmod_failure("dry run mode requires an index modification with unique: true.", 72)
     if not coll._store.is_created:
+        if converts:
+            raise OperationFailure("ns does not exist for unique index conversion: %s" % coll._ns(), 26)
         raise OperationFailure("ns does not exist", 26)
+    if cmd.get("dryRun"):
+        iname, changes = _parse_index_mod(coll, index, cmd)
+        violations = _unique_violations(coll, iname)
+        if violations:
+            raise _cannot_convert(violations)
+        return {"ok": 1.0}
+    index_mod = None
+    if isinstance(index, Mapping) or index is not None:
+        index_mod = _parse_index_mod(coll, index, cmd)  # every check before anything changes
+        if "unique" in index_mod[1]:
+            violations = _unique_violations(coll, index_mod[0])
+            if violations:
+                raise _cannot_convert(violations)
     out: dict[str, Any] = {"ok": 1.0}
     from ..catalog.views import collmod as view_collmod, view_def
     if view_def(coll._store) or "viewOn" in cmd or "pipeline" in cmd:
@@ -358,12 +485,24 @@ def _cmd_collmod(db, cmd):
     for k, v in cmd.items():
         if k in ("collMod", "cappedSize", "cappedMax") or k in VALIDATION_KEYS:
             continue
+        if k == "dryRun":
+            continue
         if k == "index":
-            iname = v.get("name")
-            if iname is None and "keyPattern" in v:
-                iname = _index_by_key_pattern(coll, v["keyPattern"])
-            if iname is None:
-                raise OperationFailure("no index specified", 2)
+            iname, changes = index_mod
+            if changes:  # coll_mod_index.cpp: unique resets prepareUnique; forceNonUnique makes it plain
+                spec = coll._store.ix[iname].spec
+                old_prepare = spec.prepare_unique
+                if "unique" in changes:
+                    spec.set_unique(True, False)
+                    out["unique_new"] = True
+                if "prepareUnique" in changes:
+                    spec.set_unique(spec.unique, changes["prepareUnique"])
+                    out["prepareUnique_old"] = old_prepare
+                    out["prepareUnique_new"] = changes["prepareUnique"]
+                if "forceNonUnique" in changes:
+                    spec.set_unique(False, False)
+                    out["forceNonUnique_new"] = True
+                coll._store.version += 1
             if "hidden" in v:
                 old = coll._set_hidden(iname, v["hidden"])
                 out["hidden_old"] = old
@@ -373,8 +512,6 @@ def _cmd_collmod(db, cmd):
                 out["expireAfterSeconds_old"] = ix.spec.expire
                 ix.spec.expire = v["expireAfterSeconds"]
                 out["expireAfterSeconds_new"] = v["expireAfterSeconds"]
-            for opt in set(v) - {"name", "keyPattern", "hidden", "expireAfterSeconds"}:
-                raise unsupported("collMod index option '%s'" % opt)
         elif k == "changeStreamPreAndPostImages":
             from ..catalog.rules import pre_and_post_images
             opts = coll._store.options

@@ -14,6 +14,7 @@ This module is a thin adapter over the engine's collection/database methods; the
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 import os
 import platform
@@ -39,6 +40,7 @@ from ..service.boundary import aborts_transaction, command_deadline as _command_
 from ..session import sessions
 from . import current_op as _cur
 from ..pipeline.change_stream import DEFAULT_AWAIT_S as _DEFAULT_AWAIT_S
+from ..repl.oplog import wait_for
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -59,6 +61,7 @@ CODE_NAMES = {
     61: "ShardKeyNotFound", 66: "ImmutableField", 67: "CannotCreateIndex", 68: "IndexAlreadyExists",
     72: "InvalidOptions", 73: "InvalidNamespace", 85: "IndexOptionsConflict", 86: "IndexKeySpecsConflict",
     96: "OperationFailed", 112: "WriteConflict", 115: "CommandNotSupported", 121: "DocumentValidationFailure",
+    136: "CappedPositionLost", 175: "QueryPlanKilled", 359: "CannotConvertIndexToUnique",
     166: "CommandNotSupportedOnView", 168: "InvalidPipelineOperator", 181: "AmbiguousIndexKeyPattern",
     197: "InvalidIndexSpecificationOption",
     225: "TransactionTooOld", 238: "NotImplemented", 251: "NoSuchTransaction", 256: "TransactionCommitted",
@@ -166,6 +169,8 @@ class _ServerCursor:
         self.last_used = time.monotonic()
         self.session_key = session_key
 
+    tailable = await_data = False
+
     def close(self) -> None:
         """Release what the cursor holds (a change stream's place in the oplog)."""
 
@@ -174,6 +179,7 @@ class _StreamCursor(_ServerCursor):
     """A change stream's cursor (tailable, awaitData): its events come from the engine's oplog."""
 
     __slots__ = ("stream",)
+    tailable = await_data = True
 
     def __init__(self, cid: int, ns: str, stream: Any, session_key: Any, codec: bson.CodecOptions) -> None:
         super().__init__(cid, ns, [], 0, session_key, codec)
@@ -181,6 +187,25 @@ class _StreamCursor(_ServerCursor):
 
     def close(self) -> None:
         self.stream.close()
+
+
+class _TailCursor(_ServerCursor):
+    """A tailable cursor on a capped collection: the engine's cursor (``Cursor`` with its ``Tail``) stays
+    open and each getMore reads what was inserted since (capped.py)."""
+
+    __slots__ = ("cursor",)
+    tailable = True
+
+    def __init__(self, cid: int, ns: str, cursor: Any, session_key: Any, codec: bson.CodecOptions) -> None:
+        super().__init__(cid, ns, [], 0, session_key, codec)
+        self.cursor = cursor
+
+    @property
+    def await_data(self) -> bool:
+        return bool(self.cursor._query_flags & 32)
+
+    def close(self) -> None:
+        self.cursor._tail = None
 
 
 class _ServerSession:
@@ -267,12 +292,16 @@ class ServerContext:
     def new_cursor(self, ns: str, docs: list, pos: int, session_key: Any,
                    codec: bson.CodecOptions | None = None) -> int:
         self._prune()
+        cid = self.new_id()
+        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key, codec or bson.CodecOptions())
+        return cid
+
+    def new_id(self) -> int:
+        """A cursor id not in use (random 62-bit, never 0)."""
         while True:
             cid = random.getrandbits(62) + 1
             if cid not in self.cursors:
-                break
-        self.cursors[cid] = _ServerCursor(cid, ns, docs, pos, session_key, codec or bson.CodecOptions())
-        return cid
+                return cid
 
     def _prune(self) -> None:
         now = time.monotonic()
@@ -475,13 +504,7 @@ def _find(c: _Call) -> dict:
                                 "allowPartialResults", "readOnce", "allowSpeculativeMajorityRead",
                                 "singleBatch", "maxScan", "snapshot"})
     coll = c.coll(name)
-    for opt in ("tailable", "awaitData"):
-        if cmd.get(opt):
-            if coll._store.options.get("capped"):  # capped.py: tailable cursors are not modelled
-                raise CommandError(not_modelled("A tailable cursor (find with tailable: true)",
-                                                "poll with find, sorting by _id and starting after the last one "
-                                                "seen"), 115)
-            raise CommandError("error processing query: tailable cursor requested on non capped collection", 2)
+    flags = (2 if cmd.get("tailable") else 0) | (32 if cmd.get("awaitData") else 0)  # capped.py: Tail
     kw: dict[str, Any] = dict(c.kw())
     flt = cmd.get("filter")
     if flt is not None and not isinstance(flt, Mapping):
@@ -505,11 +528,61 @@ def _find(c: _Call) -> dict:
     for key in ("sort", "projection", "hint"):
         if key in kw and isinstance(kw[key], Mapping) and not kw[key]:
             kw.pop(key)  # {} means "none" on the server
+    if flags:
+        return _tailable_find(c, coll, flt, int(skip), int(limit), kw, flags, first, bool(cmd.get("singleBatch")))
     cur = coll.find(flt or {}, skip=int(skip), limit=int(limit), **kw)
     cur._lab_served = True  # the server's own errors (min/max without a hint: 51173), no driver-side checks
     docs = list(cur)
     return _cursor_reply(c.ctx, c.ns(name), docs, first, bool(cmd.get("singleBatch")), _session_key(cmd),
                          c.codec, lazy=True)
+
+
+def _tailable_find(c: _Call, coll: Any, flt: Any, skip: int, limit: int, kw: dict, flags: int, first: int | None,
+                   single: bool) -> dict:
+    """``find`` with ``tailable`` (and ``awaitData``): the engine's tailable cursor (capped.py ``Tail``), kept
+    in the registry for getMore unless the collection is empty or missing (find.cpp ``shouldSaveCursor``)."""
+    cur = coll.find(flt or {}, skip=skip, limit=-limit if single and limit else limit, **kw)
+    cur._query_flags = flags
+    if single and not limit:
+        from ..catalog.capped import check_tailable_options
+        check_tailable_options(bool(flags & 2), bool(flags & 32), None, True)
+    cur._tail_first = DEFAULT_BATCH if first is None else first
+    cur._execute()
+    ns = c.ns(coll.name)
+    batch, _ = _take_batch(_encode_docs(cur._results, c.codec), 0, 0, c.codec)
+    cid = 0
+    if cur._tail is not None:
+        c.ctx._prune()
+        cid = c.ctx.new_id()
+        c.ctx.cursors[cid] = _TailCursor(cid, ns, cur, _session_key(c.cmd), c.codec)
+    return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
+
+
+def _tail_get_more(c: _Call, cur: "_TailCursor", n: int) -> dict:
+    """A tailable cursor's getMore: the documents inserted since the last batch; with none on an awaitData
+    cursor the reply says how long the caller may wait for an insert (maxTimeMS, else the server's 1 second)
+    outside the server's lock (``pop_await``). A lost position or a dropped collection ends the cursor."""
+    cur.last_used = time.monotonic()
+    t0 = time.perf_counter()
+    try:
+        docs, mark = cur.cursor._tail_get_more(n)
+    except OperationFailure:
+        c.ctx.cursors.pop(cur.id, None)
+        raise
+    from ..service.boundary import record_top
+    record_top(c.client._store, cur.ns, "getmore", time.perf_counter() - t0, False)
+    batch, _ = _take_batch(_encode_docs(docs, cur.codec), 0, 0, cur.codec)
+    reply: dict = {"cursor": {"nextBatch": batch, "id": Int64(cur.id), "ns": cur.ns}, "ok": 1.0}
+    if mark is not None:
+        log = cur.cursor._tail.log
+        reply[AWAIT_KEY] = (functools.partial(log.wait_pulse, mark), _await_seconds(c.cmd))
+    return reply
+
+
+def _await_seconds(cmd: dict) -> float:
+    """How long an awaitData getMore waits: its maxTimeMS, else the server's default of 1 second."""
+    ms = cmd.get("maxTimeMS")
+    return ms / 1000.0 if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else _DEFAULT_AWAIT_S
 
 
 def _get_more(c: _Call) -> dict:
@@ -529,8 +602,12 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
+    if cmd.get("maxTimeMS") and not cur.await_data:  # getmore_cmd.cpp
+        raise CommandError("cannot set maxTimeMS on getMore command for a non-awaitData cursor", 2)
     if isinstance(cur, _StreamCursor):
         return _stream_get_more(c, cur, n)
+    if isinstance(cur, _TailCursor):
+        return _tail_get_more(c, cur, n)
     t0 = time.perf_counter()
     batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
     if not cur.ns.split(".", 1)[1].startswith("$cmd"):
@@ -589,18 +666,35 @@ def _stream_get_more(c: _Call, cur: _StreamCursor, n: int) -> dict:
     reply: dict = {"cursor": {"nextBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(out_id),
                               "ns": cur.ns}, "ok": 1.0}
     if not batch and out_id:
-        ms = c.cmd.get("maxTimeMS")
-        wait_s = ms / 1000.0 if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else \
-            _DEFAULT_AWAIT_S
-        reply[AWAIT_KEY] = (stream.log, stream.seq, wait_s)
+        reply[AWAIT_KEY] = (functools.partial(stream.log.wait, stream.seq), _await_seconds(c.cmd))
     return reply
 
 
 def pop_await(reply: dict) -> tuple | None:
-    """``(oplog, sequence number, seconds)`` when this reply is an empty change-stream batch the caller may wait
-    for (then run the same getMore again once ``oplog.wait`` saw a new entry); removed from the reply."""
+    """``(wait, seconds)`` when this reply is an empty batch of an awaitData cursor (a change stream, or a
+    tailable cursor on a capped collection) the caller may wait for: ``wait(timeout)`` blocks on the engine's
+    oplog (``Oplog.wait`` for a new entry, ``Oplog.wait_pulse`` for a capped insert) and says whether something
+    came, then the caller runs the same getMore again. Removed from the reply."""
     return reply.pop(AWAIT_KEY, None)
 
+
+def await_more(reply: dict, rerun: Callable[[], dict], stopped: Any = None) -> dict:
+    """The reply of an awaitData getMore (a change stream's or a tailable cursor's): when it came back empty,
+    wait without the server's lock for what it awaits and run it again (``rerun``) until it returns something
+    or its time (maxTimeMS, 1 second by default) is up; ``stopped``: an Event that ends the wait (the server
+    stops). Any other reply is returned as it is (the private await field removed)."""
+    wait = pop_await(reply)
+    if wait is None:
+        return reply
+    last = [reply]
+
+    def attempt() -> Any:
+        last[0] = rerun()
+        again = pop_await(last[0])
+        return None if again is None else again[0]
+
+    wait_for(wait[0], wait[1], attempt, stopped)
+    return last[0]
 
 def _change_stream(c: _Call, target: Any, pipeline: list, first: int | None) -> dict:
     """``aggregate`` with a first stage ``$changeStream``: a tailable awaitData cursor over change events, with
@@ -625,10 +719,7 @@ def _change_stream(c: _Call, target: Any, pipeline: list, first: int | None) -> 
     cid = 0
     if not (stream.invalidated or stream.closed):
         c.ctx._prune()
-        while True:
-            cid = random.getrandbits(62) + 1
-            if cid not in c.ctx.cursors:
-                break
+        cid = c.ctx.new_id()
         c.ctx.cursors[cid] = _StreamCursor(cid, ns, stream, _session_key(c.cmd), c.codec)
     return {"cursor": {"firstBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(cid), "ns": ns},
             "ok": 1.0}
@@ -825,7 +916,10 @@ _TXN_TRANSIENT = frozenset({112, 251, 246, 239})
 
 
 def _is_replacement(u: Any) -> bool:
-    return isinstance(u, Mapping) and not any(isinstance(k, str) and k.startswith("$") for k in u)
+    """A replacement document, not an operator update: decided by the first field alone, as the server's
+    write_ops parser does (``{z: 1, $set: {...}}`` is a replacement whose ``$set`` fails with 52 when it
+    replaces a document; ``{$set: {...}, z: 1}`` is an operator update with the unknown modifier ``z``)."""
+    return isinstance(u, Mapping) and not (u and str(next(iter(u))).startswith("$"))
 
 
 def _update(c: _Call) -> dict:
@@ -1478,7 +1572,7 @@ def error_reply(exc: BaseException) -> dict:
         code = exc.code if exc.code is not None else 2
         out: dict[str, Any] = {"ok": 0.0, "errmsg": _server_message(det.get("errmsg") or str(exc)), "code": code,
                                "codeName": det.get("codeName") or code_name(code)}
-        for k in ("errInfo", "keyPattern", "keyValue", "errorLabels"):
+        for k in ("errInfo", "keyPattern", "keyValue", "errorLabels", "violations"):
             if k in det:
                 out[k] = det[k]
         return out
@@ -1662,13 +1756,22 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     if ctx is None:
         ctx = client.__dict__["_labkit_command_ctx"] = ServerContext("labkit-embedded", 0)
     codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
-    with sessions.bind(session, db, command=next(iter(cmd))):
-        reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
-    wait = pop_await(reply)
-    if wait is not None and wait[0].wait(wait[1], wait[2]):  # a change stream's getMore: an event came
-        with sessions.bind(session, db):
-            reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
-        pop_await(reply)
+
+    def run() -> dict:
+        with sessions.bind(session, db, command=next(iter(cmd))):
+            return run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+
+    reply = run()
+    if AWAIT_KEY in reply:  # an awaitData getMore waits for an event or an insert, as the wire server does:
+        from ..service.boundary import lock_for_store, unlocked  # without the engine's lock (the writer
+        lock = lock_for_store(client._store)                       # it waits for needs it)
+
+        def rerun() -> dict:
+            with lock:
+                return run()
+
+        with unlocked(lock):
+            reply = await_more(reply, rerun)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:
             session._txn.server_abort()  # a failed command aborts its transaction (sessions.bind)
@@ -1676,5 +1779,5 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     return _decoded(reply, codec)
 
 
-__all__ = ["run_command", "run_in_process", "pop_await", "ServerContext", "CommandError", "error_reply", "hello_reply",
+__all__ = ["run_command", "run_in_process", "pop_await", "await_more", "ServerContext", "CommandError", "error_reply", "hello_reply",
            "build_info", "code_name", "HANDLERS"]

@@ -72,7 +72,7 @@ class IndexSpec:
 
     def __init__(self, name: str, key: list[tuple[str, Any]], unique: bool = False, sparse: bool = False,
                  partial: dict | None = None, hidden: bool = False, expire: Any = None,
-                 collation: dict | None = None, extra: dict | None = None) -> None:
+                 collation: dict | None = None, extra: dict | None = None, prepare_unique: bool = False) -> None:
         self.name = name
         self.key = [(f, d) for f, d in key]
         self.fields = [f for f, _ in self.key]
@@ -82,6 +82,8 @@ class IndexSpec:
         self.simple = all(len(p) == 1 for p in self.parts)
         self.any_desc = any(self.desc)
         self.unique = bool(unique) or name == "_id_"
+        self.prepare_unique = bool(prepare_unique) and not self.unique
+        self.checks_dups = self.unique or self.prepare_unique  # writes refuse a new duplicate key (set_unique)
         self.sparse = bool(sparse)
         self.partial = partial
         self.hidden = bool(hidden)
@@ -110,6 +112,8 @@ class IndexSpec:
             d["partialFilterExpression"] = self.partial
         if self.hidden:
             d["hidden"] = True
+        if self.prepare_unique:
+            d["prepareUnique"] = True
         if self.expire is not None:
             d["expireAfterSeconds"] = self.expire
         if self.collation is not None:
@@ -136,9 +140,17 @@ class IndexSpec:
             from ..matcher.subset import equivalent
             if not equivalent(self.partial, existing.partial):
                 return "different"
-        if (self.expire, self.hidden, self.extra) != (existing.expire, existing.hidden, existing.extra):
+        if (self.expire, self.hidden, self.prepare_unique, self.extra) != \
+                (existing.expire, existing.hidden, existing.prepare_unique, existing.extra):
             return "equivalent"
         return "identical"
+
+    def set_unique(self, unique: bool, prepare_unique: bool) -> None:
+        """``collMod`` ``index: {unique / prepareUnique / forceNonUnique}`` (coll_mod_index.cpp): the index's
+        uniqueness, and whether writes refuse new duplicate keys while it is not unique yet."""
+        self.unique = bool(unique)
+        self.prepare_unique = bool(prepare_unique) and not self.unique
+        self.checks_dups = self.unique or self.prepare_unique
 
     def is_unique(self) -> bool:
         """``unique: true``, or the ``_id`` key pattern (always unique, whatever the index is called)."""
@@ -341,13 +353,13 @@ class Index:
             e.add((k, rid))
 
     def place(self, key: tuple, rid: int) -> tuple[Any, int | None]:
-        """Where the entry ``(key, rid)`` belongs (an opaque location for ``insert_at``), and (unique indexes)
-        the record id of another entry with the same key, else None: one search serving both the unique check
+        """Where the entry ``(key, rid)`` belongs (an opaque location for ``insert_at``), and (unique and
+        prepareUnique indexes) the record id of another entry with the same key, else None: one search serving both the unique check
         and the insertion (which ``insert_at`` does later, once every index has been checked)."""
         e = self._entries
         if not e or e.last()[0] < key:
             return e.end_loc(), None  # past the end (increasing _id values): one comparison, no search
-        if self.spec.unique:
+        if self.spec.checks_dups:  # unique, or prepareUnique (new duplicates refused, old ones kept)
             loc = e.locate((key,))
             item = e.at(loc)
             if item is None or item[0] != key:

@@ -23,6 +23,10 @@ change streams need:
   the server's ``applyOps`` entry of a committed transaction.
 * ``wait(after, timeout)`` blocks until an entry newer than ``after`` is recorded (a ``getMore`` with
   ``awaitData``); ``notify`` wakes the waiters.
+* Tailable cursors on capped collections wait on the same condition: an insert into a capped collection that a
+  tailable cursor is open on counts a ``pulse`` (recorded or not, so with no change stream open too), and
+  ``wait_pulse(mark, timeout)`` blocks until the count passes ``mark`` (the server's ``CappedInsertNotifier``,
+  ``src/mongo/db/catalog/collection.h``, which every insert into the capped collection notifies).
 """
 from __future__ import annotations
 
@@ -96,6 +100,7 @@ class Oplog:
         # re-entrant: a stream left open is closed by the garbage collector, which may run inside a write
         self.cond = threading.Condition(threading.RLock())
         self.waiters = 0            # threads in wait(): only then does a write notify
+        self.pulses = 0             # inserts into capped collections with a tailable cursor (wait_pulse)
 
     # -- clock --------------------------------------------------------------------------------------
     @staticmethod
@@ -234,11 +239,27 @@ class Oplog:
 
     def wait(self, seq: int, timeout: float) -> bool:
         """Block up to ``timeout`` seconds until an entry with sequence number >= ``seq`` exists."""
+        return self._wait_until(lambda: self.next_seq > seq, timeout)
+
+    def wait_pulse(self, mark: int, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until a capped insert was counted after ``mark`` (``pulses`` read
+        under the engine's lock when the tailable cursor found nothing new)."""
+        return self._wait_until(lambda: self.pulses != mark, timeout)
+
+    def pulse(self) -> None:
+        """An insert into a capped collection a tailable cursor reads (called under the engine's lock): counted
+        always, so a cursor that found nothing just before sees it; the waiters are woken if there are any."""
+        self.pulses += 1
+        if self.waiters:
+            with self.cond:
+                self.cond.notify_all()
+
+    def _wait_until(self, ready: Any, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         with self.cond:
             self.waiters += 1
             try:
-                while self.next_seq <= seq:
+                while not ready():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return False
@@ -251,6 +272,21 @@ class Oplog:
         """Wake every waiter (a cursor was closed, the server stops)."""
         with self.cond:
             self.cond.notify_all()
+
+
+def wait_for(waiter: Any, seconds: float, attempt: Any, stopped: Any = None) -> None:
+    """An awaitData getMore's wait: block on ``waiter(timeout)`` (``Oplog.wait`` / ``Oplog.wait_pulse`` bound to
+    a mark) for at most ``seconds`` in all; each time it reports something new, ``attempt()`` runs the getMore
+    again and returns the next waiter, or None once it has what it waited for (a write that the cursor's filter
+    does not match keeps it waiting, jstests/core/awaitdata_getmore_cmd.js). ``stopped``: an Event that ends the
+    wait early (the wire server stopping)."""
+    deadline = time.monotonic() + seconds
+    while waiter is not None and (stopped is None or not stopped.is_set()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if waiter(min(left, 0.5)):  # in slices, so a stop is seen
+            waiter = attempt()
 
 
 def record_command(db_store: Any, db: str, coll: str | None, o: dict) -> None:

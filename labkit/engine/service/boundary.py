@@ -23,12 +23,13 @@ One wrapper, applied to the public methods of the collection, cursor, database, 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import threading
 import time
 from collections import abc
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import bson.errors
 from pymongo.errors import (BulkWriteError, ExecutionTimeout, OperationFailure, PyMongoError, WriteError)
@@ -90,6 +91,18 @@ class WaitForTransaction(BaseException):
     def __init__(self, holder: Any) -> None:
         super().__init__("waiting for a transaction")
         self.holder = holder
+
+
+@contextlib.contextmanager
+def unlocked(lock: Any) -> Iterator[None]:
+    """Release ``lock`` (a store's re-entrant lock, held by this thread's operation) for the block and take it
+    back after, as ``threading.Condition.wait`` does: an awaitData getMore run through ``Database.command``
+    waits for another thread's write without blocking it."""
+    state = lock._release_save()
+    try:
+        yield
+    finally:
+        lock._acquire_restore(state)
 
 
 def client_of(obj: Any) -> Any:
@@ -544,7 +557,8 @@ COLLECTION_OPERATIONS = {m: m for m in (
     "create_index", "create_indexes", "drop_index", "drop_indexes", "list_indexes", "index_information",
     "drop", "options", "rename", "watch", "list_search_indexes")}
 
-CURSOR_OPERATIONS = {"_execute": "find", "distinct": "cursor_distinct", "explain": "explain"}
+CURSOR_OPERATIONS = {"_execute": "find", "distinct": "cursor_distinct", "explain": "explain",
+                     "_tail_get_more": "tail_get_more"}
 
 DATABASE_OPERATIONS = {m: m for m in (
     "command", "drop_collection", "create_collection", "list_collections", "list_collection_names",

@@ -445,7 +445,7 @@ def _find_command(coll: Any, filter_: Any, o: dict, cursor: Any = None) -> dict:
     session = o.get("session")
     rc = coll._read_concern if coll._read_concern is not None else ReadConcern()
     return _gen_find_command(coll.name, spec, p, o.get("skip") or 0, o.get("limit") or 0, o.get("batch_size") or 0,
-                             None, rc, o.get("collation"), session, o.get("allow_disk_use"))
+                             o.get("query_flags") or None, rc, o.get("collation"), session, o.get("allow_disk_use"))
 
 
 class _BulkOps:
@@ -553,7 +553,19 @@ def _cursor_command(cur: Any) -> dict:
          "allow_disk_use": getattr(cur, "_allow_disk_use", None), "session": getattr(cur, "_session", None),
          "min": getattr(cur, "_lab_min", None), "max": getattr(cur, "_lab_max", None)}
     o["return_key"], o["show_record_id"] = cur.__dict__.get("_lab_flags", (None, None))
+    o["query_flags"] = getattr(cur, "_query_flags", 0)  # tailable / awaitData, appended last by pymongo
     return _find_command(cur.collection, cur._filter, o)
+
+
+def _tail_get_more_command(cur: Any) -> dict:
+    """The getMore pymongo sends for a tailable cursor (``maxTimeMS`` from ``max_await_time_ms`` on an awaitData
+    one)."""
+    cmd: dict = {"getMore": Int64(cur.cursor_id or 0), "collection": cur.collection.name}
+    if cur._batch_size:
+        cmd["batchSize"] = cur._batch_size
+    if cur._query_flags & 32 and cur._max_await_ms is not None:
+        cmd["maxTimeMS"] = cur._max_await_ms
+    return cmd
 
 
 def _db_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
@@ -730,6 +742,8 @@ def describe(op: boundary.Op) -> tuple[str, list[tuple[dict, dict]]]:
     t = op.target
     if op.name == "find" and "_filter" in t.__dict__:
         return t.collection.database.name, [(_cursor_command(t), _net(read_concern=t.collection._read_concern))]
+    if op.name == "tail_get_more":
+        return t.collection.database.name, [(_tail_get_more_command(t), _net())]
     if op.name == "explain" and "_filter" in t.__dict__:  # Cursor.explain(): pymongo sends the explain command
         cmd = {"explain": _cursor_command(t)}  # pymongo's Cursor.explain() has no verbosity (the server's default)
         verbosity = op.args[0] if op.args else op.kwargs.get("verbosity")
@@ -871,6 +885,8 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
         cur = t
         docs = cur._results or []
         ns = "%s.%s" % (cur.collection.database.name, cur.collection.name)
+        if cur._query_flags & 2:  # a tailable cursor: one first batch, the cursor open while its tail is
+            return _cursor_reply(ns, docs, True, cur.cursor_id or 0)
         lim = abs(cur._limit or 0)
         first = cur._batch_size or FIRST_BATCH
         if lim:
@@ -886,6 +902,9 @@ def _reply_for(op: boundary.Op, cmd: dict, result: Any, index: int) -> dict:
             cur._lab_cursor_id = cid
             cur._lab_ns = ns
         return _cursor_reply(ns, docs[:ends[0]], True, cid, op.facts.get("atClusterTime"))
+    if name == "getMore" and op.name == "tail_get_more":
+        ns = "%s.%s" % (t.collection.database.name, t.collection.name)
+        return _cursor_reply(ns, list(result[0]), False, t.cursor_id or 0)
     nets = op.command.get("_nets") or []
     net = nets[index] if index < len(nets) else {}
     if name in ("insert", "update", "delete") and (op.name in ("bulk_write", "insert_many")):

@@ -25,7 +25,6 @@ import socket
 import struct
 import sys
 import threading
-import time
 from typing import Any
 
 import bson
@@ -162,7 +161,8 @@ class Server:
         self._closed = False
         # one command at a time: the engine's own store lock, so that a write waiting for a transaction
         # (boundary.py) releases it for the connection that will commit or abort that transaction
-        self._lock = lock_for_store(self.client._store)
+        store = getattr(self.client, "_store", None)  # a simulated mongos (s/) has none: its shards have theirs
+        self._lock = lock_for_store(store) if store is not None else threading.RLock()
         self._ctx_lock = threading.RLock()  # the server context's counters and clock (taken inside _lock too)
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
@@ -340,24 +340,12 @@ class Server:
             return reply
         ctx.begin(conn_id, db_name, cmd)  # $currentOp shows it, waiting for the engine or running
         try:
-            with self._lock:
-                reply = self._dispatch(db_name, cmd, ctx, conn_id)
-            wait = commands.pop_await(reply)
-            if wait is not None:  # a change stream's getMore with no event yet: wait for one without the lock
-                log, seq, seconds = wait
-                deadline = time.monotonic() + seconds
-                while not self._stopped.is_set():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    if not log.wait(seq, min(left, 0.5)):
-                        continue  # look at the deadline and the server's stop again
-                    with self._lock:
-                        reply = self._dispatch(db_name, cmd, ctx, conn_id)
-                    wait = commands.pop_await(reply)
-                    if wait is None:
-                        break
-                    seq = wait[1]
+            def run() -> dict:
+                with self._lock:
+                    return self._dispatch(db_name, cmd, ctx, conn_id)
+
+            # an awaitData getMore (change stream, tailable cursor) with nothing yet waits without the lock
+            reply = commands.await_more(run(), run, self._stopped)
         finally:
             ctx.end(conn_id)
         with self._lock:

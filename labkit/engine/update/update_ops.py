@@ -119,27 +119,6 @@ def _is_num(v: Any) -> bool:
     return type(v) is not bool and isinstance(v, _NUMERIC)
 
 
-def check_storage(value: Any, path: str) -> None:
-    """Storage validation of a value an update writes: ``$``-prefixed field names inside it fail with 52."""
-    if type(value) is not dict and type(value) is not list:
-        return
-    stack = [(value, path)]
-    while stack:
-        v, p = stack.pop()
-        if isinstance(v, dict):
-            for k, x in v.items():
-                full = "%s.%s" % (p, k) if p else k
-                if isinstance(k, str) and k.startswith("$"):
-                    raise update_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage."
-                                       % (k, full), 52)
-                if isinstance(x, (dict, list)):
-                    stack.append((x, full))
-        elif isinstance(v, list):
-            for i, x in enumerate(v):
-                if isinstance(x, (dict, list)):
-                    stack.append((x, "%s.%d" % (p, i)))
-
-
 def check_id_value(v: Any) -> None:
     """The ``_id`` of an updated/replaced/upserted document (storage validation, code 53)."""
     if isinstance(v, (list, tuple)):
@@ -472,9 +451,7 @@ class Update:
         if op in ("$inc", "$mul") and not _is_num(a):
             verb = "increment" if op == "$inc" else "multiply"
             raise update_error("Cannot %s with non-numeric argument: {%s}" % (verb, fmt_elem(o.path, a)), 14)
-        if op in ("$set", "$setOnInsert", "$min", "$max"):
-            check_storage(a, o.path)
-        elif op == "$rename":
+        if op == "$rename":
             if not isinstance(a, str):
                 raise update_error("The 'to' field for $rename must be a string: %s" % fmt_elem(o.path, a), 2)
             if a == o.path:
@@ -514,7 +491,6 @@ class Update:
                 vals = a["$each"]
             else:
                 vals = [a]
-            check_storage(vals, o.path)
             o.arg = vals
         elif op == "$pull":
             o.arg = _pull_matcher(a, self.make_matcher)
@@ -533,7 +509,40 @@ class Update:
     # -- application -----------------------------------------------------------------------------------
     def apply(self, doc: dict, query: Any = None, inserting: bool = False) -> None:
         """Apply the update to ``doc`` in place (``query``: the filter that matched, for ``$``;
-        ``inserting``: an upsert's new document, where ``$setOnInsert`` applies)."""
+        ``inserting``: an upsert's new document, where ``$setOnInsert`` applies and which is validated as an
+        insert). A top-level ``$``-prefixed field the update writes into an existing document fails with 52
+        (storage_validation.cpp: with FCV >= 5.0 only the top level is checked; ``modifier_node.cpp``
+        validates the modified element, or the first one a new path creates, at its depth)."""
+        tops = self._dtops
+        if tops is None:
+            tops = self._dtops = self._dollar_tops()
+        if not tops or inserting:
+            self._apply(doc, query, inserting)
+            return
+        before = {name: _copy(doc[name]) if name in doc else MISSING for name, _ in tops}
+        self._apply(doc, query, inserting)
+        for name, whole in tops:
+            now = doc.get(name, MISSING)
+            was = before[name]
+            if now is not MISSING and (was is MISSING or (whole and not same(was, now))):
+                raise update_error(dollar_field_message(name, name), 52)
+
+    _dtops = None
+
+    def _dollar_tops(self) -> tuple:
+        """``(name, whole)`` for each top-level ``$``-prefixed field the update writes (``$unset`` only removes;
+        a ``$rename`` writes its destination); ``whole``: the path is that field itself, so changing it counts,
+        while a longer path counts only when it creates the field."""
+        out = []
+        for o in self.ops:
+            if o.op == "$unset":
+                continue
+            parts = o.to_parts if o.op == "$rename" else o.parts
+            if parts and parts[0][:1] == "$" and _positional_kind(parts[0]) is None:
+                out.append((parts[0], len(parts) == 1))
+        return tuple(out)
+
+    def _apply(self, doc: dict, query: Any, inserting: bool) -> None:
         if self._plain is not None and not (inserting and self.has_set_on_insert):
             for parts, o, to_parts in self._plain:
                 _APPLY[o.op](self, doc, parts, o, to_parts)
@@ -608,17 +617,13 @@ def _resolve_create(doc: dict, parts: tuple) -> tuple[Any, str]:
     """Walk to the parent of the last component, creating embedded documents on the way. Fails with 28
     (PathNotViable) through a scalar, null or a non-numeric field of an array."""
     if len(parts) == 1:
-        last = parts[0]
-        if last[0] == "$" and last not in doc:
-            _check_new_name(parts, last)
-        return doc, last
+        return doc, parts[0]
     cur: Any = doc
     name = ""
     for p in parts[:-1]:
         if isinstance(cur, dict):
             nxt = cur.get(p, MISSING)
             if nxt is MISSING:
-                _check_new_name(parts, p)
                 nxt = cur[p] = {}
         elif isinstance(cur, list):
             if not _is_index(p):
@@ -636,15 +641,7 @@ def _resolve_create(doc: dict, parts: tuple) -> tuple[Any, str]:
     last = parts[-1]
     if not isinstance(cur, (dict, list)) or (isinstance(cur, list) and not _is_index(last)):
         raise update_error("Cannot create field '%s' in element %s" % (last, _element_desc(cur, name)), 28)
-    if isinstance(cur, dict) and last not in cur:
-        _check_new_name(parts, last)
     return cur, last
-
-
-def _check_new_name(parts: tuple, p: str) -> None:
-    if p.startswith("$"):
-        full = ".".join(parts[:parts.index(p) + 1])
-        raise update_error("The dollar ($) prefixed field '%s' in '%s' is not valid for storage." % (p, full), 52)
 
 
 def _lookup(doc: dict, parts: tuple, strict: bool = False) -> tuple[Any, str]:
@@ -863,7 +860,6 @@ def _int_arg(v: Any) -> int | None:
 def _parse_push(a: Any, path: str) -> _Push:
     p = _Push()
     if not (isinstance(a, dict) and "$each" in a):
-        check_storage(a, path)
         p.each = [a]
         return p
     for k, v in a.items():
@@ -871,7 +867,6 @@ def _parse_push(a: Any, path: str) -> _Push:
             if not isinstance(v, list):
                 raise update_error("The argument to $each in $push must be an array but it was of type: %s"
                                    % type_name(v), 2)
-            check_storage(v, path)
             p.each = v
         elif k == "$slice":
             n = _int_arg(v)
@@ -1048,13 +1043,19 @@ def is_operator_update(update: Any) -> bool:
     return isinstance(update, dict) and bool(update) and str(next(iter(update))).startswith("$")
 
 
+def dollar_field_message(name: str, full: str) -> str:
+    """DollarPrefixedFieldName (52) for a top-level ``$``-prefixed field an update writes (storage_validation.cpp
+    ``validateDollarPrefixElement``, FCV >= 5.0)."""
+    return ("The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement "
+            "document. Consider using an aggregation pipeline with $replaceWith." % (name, full))
+
+
 def check_replacement(doc: dict) -> None:
-    """Storage validation of a replacement document (``$``-prefixed names fail with 52)."""
+    """Storage validation of a replacement of an existing document: a top-level ``$``-prefixed name fails with
+    52 (nested ones are stored, jstests/core/field_name_validation.js)."""
     for k, v in doc.items():
         if isinstance(k, str) and k.startswith("$"):
-            raise update_error("The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an "
-                               "update's replacement document. Consider using an aggregation pipeline with "
-                               "$replaceWith." % (k, k), 52)
+            raise update_error(dollar_field_message(k, k), 52)
     if "_id" in doc:
         check_id_value(doc["_id"])
 
@@ -1189,8 +1190,7 @@ def upsert_document(query: Any, update: Any, array_filters: Any = None,
         u.apply(new, None, inserting=True)
         if "_id" in seed:
             check_id_unchanged(seed, new, update)
-    else:
-        check_replacement(update)
+    else:  # validated as an insert (manual "Dollar-Prefixed Field Names"): only the _id below
         new = {k: _copy(v) for k, v in update.items()}
         if "_id" not in new and "_id" in seed:
             new = {"_id": seed["_id"], **new}
