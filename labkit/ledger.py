@@ -124,6 +124,15 @@ def _examined(plan: Any) -> tuple[int, int]:
     return fig.keys_examined, fig.docs_examined
 
 
+def examined_by(db: Any, command: dict) -> tuple[int, int]:
+    """Keys and documents a command examines, from the explain of what it reads (``_as_queries``)."""
+    keys = docs = 0
+    for cmd in _as_queries(command):
+        k, d = _examined(_explained(db, cmd))
+        keys, docs = keys + k, docs + d
+    return keys, docs
+
+
 def _as_queries(command: dict) -> list[dict]:
     """The read commands whose explain measures ``command``: itself for a read; for an update or delete, a
     ``find`` of each statement's filter (what the write had to find), since not every engine explains writes."""

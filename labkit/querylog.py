@@ -77,9 +77,9 @@ class QueryLog:
                 row["keys examined per run"] = round(r["keys"] / r["counted"], 1)
                 row["docs examined per run"] = round(r["docs"] / r["counted"], 1)
             elif db is not None:
-                from labkit.ledger import _examined
+                from labkit.ledger import examined_by
 
-                keys, docs = _examined(db, r["first"])
+                keys, docs = examined_by(db, r["first"])
                 row["keys examined per run"], row["docs examined per run"] = float(keys), float(docs)
             out.append(row)
         frame = pd.DataFrame(out)
