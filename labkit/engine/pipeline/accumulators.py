@@ -21,6 +21,7 @@ from pymongo.errors import OperationFailure
 
 from ..bson import keys as K
 from ..bson.values import MISSING, type_name
+from .expression.expr_base import idl_fields
 
 INT32_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1
@@ -540,12 +541,7 @@ class Percentile(Accumulator):
     def parse(cls, arg: Any, compile_expr: Callable) -> dict:
         if not isinstance(arg, dict):
             raise _fail("specification must be an object; found %s" % _show(arg), 7429703)
-        for k in arg:
-            if k not in ("input", "p", "method"):
-                raise _fail("BSON field '$percentile.%s' is an unknown field." % k, 40415)
-        for k in ("input", "p"):
-            if k not in arg:
-                raise _fail("BSON field '$percentile.%s' is missing but a required field" % k, 40414)
+        idl_fields(arg, "$percentile", ("input", "p", "method"), ("input", "p"), None)
         _check_method(arg, "$percentile")
         p = arg["p"]
         if isinstance(p, str) and p.startswith("$"):
@@ -585,11 +581,7 @@ class Median(Percentile):
     def parse(cls, arg: Any, compile_expr: Callable) -> dict:
         if not isinstance(arg, dict):
             raise _fail("specification must be an object; found %s" % _show(arg), 7436100)
-        for k in arg:
-            if k not in ("input", "method"):
-                raise _fail("BSON field '$median.%s' is an unknown field." % k, 40415)
-        if "input" not in arg:
-            raise _fail("BSON field '$median.input' is missing but a required field", 40414)
+        idl_fields(arg, "$median", ("input", "method"), ("input",), None)
         _check_method(arg, "$median")
         return {"input": compile_expr(arg["input"]), "ps": [0.5]}
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from bson import Int64, ObjectId, Timestamp
 
-from .expr_base import date_ms, eval_args, fail, int_value, is_date, ms_date, nullish, num_kind, num_str, tname
+from .expr_base import (date_ms, eval_args, fail, int_value, is_date, ms_date, named_args, nullish, num_kind, num_str,
+                        tname)
 
 _UTC = datetime.timezone.utc
 _TZ_CACHE: dict[str, Any] = {}
@@ -205,13 +206,10 @@ def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
 
 def op_date_to_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateToString: {date, format, timezone, onNull}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateToString only supports an object as its argument", 18629)
-    for k in arg:
-        if k not in ("date", "format", "timezone", "onNull"):
-            raise fail("Unrecognized argument to $dateToString: %s" % k, 18534)
-    if "date" not in arg:
-        raise fail("Missing 'date' parameter to $dateToString", 18628)
+    named_args(arg, ("date", "format", "timezone", "onNull"),
+               ("$dateToString only supports an object as its argument", 18629),
+               ("Unrecognized argument to $dateToString: %(key)s", 18534),
+               {"date": ("Missing 'date' parameter to $dateToString", 18628)})
     fmt = None
     if "format" in arg:
         fmt = ev.ev(arg["format"], doc)
@@ -298,13 +296,10 @@ def parse_date_string(s: str, fmt: str | None, tz: Any) -> datetime.datetime:
 
 def op_date_from_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateFromString: {dateString, format, timezone, onError, onNull}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateFromString only supports an object as an argument, found: %s" % tname(arg), 40540)
-    for k in arg:
-        if k not in ("dateString", "format", "timezone", "onError", "onNull"):
-            raise fail("Unrecognized argument to $dateFromString: %s" % k, 40541)
-    if "dateString" not in arg:
-        raise fail("Missing 'dateString' parameter to $dateFromString", 40542)
+    named_args(arg, ("dateString", "format", "timezone", "onError", "onNull"),
+               ("$dateFromString only supports an object as an argument, found: %(type)s", 40540),
+               ("Unrecognized argument to $dateFromString: %(key)s", 40541),
+               {"dateString": ("Missing 'dateString' parameter to $dateFromString", 40542)})
     s = ev.ev(arg["dateString"], doc)
     fmt = ev.ev(arg["format"], doc) if "format" in arg else None
     if "format" in arg and nullish(fmt):
@@ -333,13 +328,9 @@ def op_date_from_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------ parts <-> dates
 def op_date_to_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    if not isinstance(arg, dict):
-        raise fail("$dateToParts only supports an object as its argument", 40524)
-    for k in arg:
-        if k not in ("date", "timezone", "iso8601"):
-            raise fail("Unrecognized argument to $dateToParts: %s" % k, 40520)
-    if "date" not in arg:
-        raise fail("Missing 'date' parameter to $dateToParts", 40522)
+    named_args(arg, ("date", "timezone", "iso8601"), ("$dateToParts only supports an object as its argument", 40524),
+               ("Unrecognized argument to $dateToParts: %(key)s", 40520),
+               {"date": ("Missing 'date' parameter to $dateToParts", 40522)})
     d = ev.ev(arg["date"], doc)
     tzv = ev.ev(arg["timezone"], doc) if "timezone" in arg else None
     iso = ev.ev(arg["iso8601"], doc) if "iso8601" in arg else False
@@ -358,14 +349,12 @@ def op_date_to_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_date_from_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateFromParts``: calendar or ISO week parts; out-of-range parts carry into the next unit."""
-    if not isinstance(arg, dict):
-        raise fail("$dateFromParts only supports an object as its argument", 40519)
     cal = ("year", "month", "day")
     iso = ("isoWeekYear", "isoWeek", "isoDayOfWeek")
     time_parts = ("hour", "minute", "second", "millisecond")
-    for k in arg:
-        if k not in cal + iso + time_parts + ("timezone",):
-            raise fail("Unrecognized argument to $dateFromParts: %s" % k, 40518)
+    named_args(arg, cal + iso + time_parts + ("timezone",),
+               ("$dateFromParts only supports an object as its argument", 40519),
+               ("Unrecognized argument to $dateFromParts: %(key)s", 40518))
     has_cal = any(k in arg for k in cal)
     has_iso = any(k in arg for k in iso)
     if has_cal and has_iso:
@@ -447,24 +436,12 @@ def add_units(d: datetime.datetime, unit: str, amount: int, tz: Any) -> datetime
         raise fail("Date overflow", 5166406) from None
 
 
-def _named_date_args(op: str, arg: Any, allowed: tuple, required: tuple, obj_code: int, obj_msg: str,
-                     unknown_code: int, missing_code: int) -> dict:
-    if not isinstance(arg, dict):
-        raise fail(obj_msg, obj_code)
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to %s: %s. Expected arguments are %s" % (op, k, ", ".join(allowed)),
-                       unknown_code)
-    for k in required:
-        if k not in arg:
-            raise fail("Missing '%s' parameter to %s" % (k, op), missing_code)
-    return arg
-
-
 def op_date_add(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateAdd`` / ``$dateSubtract: {startDate, unit, amount, timezone}``."""
-    _named_date_args(op, arg, ("startDate", "unit", "amount", "timezone"), ("startDate", "unit", "amount"),
-                     5166400, "%s expects an object as its argument" % op, 5166401, 5166402)
+    allowed = ("startDate", "unit", "amount", "timezone")
+    named_args(arg, allowed, (op + " expects an object as its argument", 5166400),
+               ("Unrecognized argument to %s: %%(key)s. Expected arguments are %s" % (op, ", ".join(allowed)),
+                5166401), {k: ("Missing '%%(key)s' parameter to %s" % op, 5166402) for k in allowed[:3]})
     start = ev.ev(arg["startDate"], doc)
     unit = ev.ev(arg["unit"], doc)
     amount = ev.ev(arg["amount"], doc)
@@ -516,15 +493,11 @@ def diff_units(a: datetime.datetime, b: datetime.datetime, unit: str, tz: Any, w
 
 def op_date_diff(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateDiff: {startDate, endDate, unit, timezone, startOfWeek}`` (a long)."""
-    if not isinstance(arg, dict):
-        raise fail("$dateDiff only supports an object as its argument", 5166301)
-    allowed = ("startDate", "endDate", "unit", "timezone", "startOfWeek")
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to $dateDiff: %s" % k, 5166302)
-    for k, code in (("startDate", 5166303), ("endDate", 5166304), ("unit", 5166305)):
-        if k not in arg:
-            raise fail("Missing '%s' parameter to $dateDiff" % k, code)
+    missing = "Missing '%(key)s' parameter to $dateDiff"
+    named_args(arg, ("startDate", "endDate", "unit", "timezone", "startOfWeek"),
+               ("$dateDiff only supports an object as its argument", 5166301),
+               ("Unrecognized argument to $dateDiff: %(key)s", 5166302),
+               {"startDate": (missing, 5166303), "endDate": (missing, 5166304), "unit": (missing, 5166305)})
     a = ev.ev(arg["startDate"], doc)
     b = ev.ev(arg["endDate"], doc)
     unit = ev.ev(arg["unit"], doc)
@@ -573,16 +546,12 @@ def trunc_date(d: datetime.datetime, unit: str, bin_size: int, tz: Any, week_sta
 
 def op_date_trunc(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateTrunc: {date, unit, binSize, timezone, startOfWeek}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateTrunc only supports an object as its argument", 5439007)
-    allowed = ("date", "unit", "binSize", "timezone", "startOfWeek")
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to $dateTrunc: %s. Expected arguments are date, unit, and optionally, "
-                       "binSize, timezone, startOfWeek" % k, 5439008)
-    for k, code in (("date", 5439009), ("unit", 5439010)):
-        if k not in arg:
-            raise fail("Missing '%s' parameter to $dateTrunc" % k, code)
+    named_args(arg, ("date", "unit", "binSize", "timezone", "startOfWeek"),
+               ("$dateTrunc only supports an object as its argument", 5439007),
+               ("Unrecognized argument to $dateTrunc: %(key)s. Expected arguments are date, unit, and optionally, "
+                "binSize, timezone, startOfWeek", 5439008),
+               {"date": ("Missing 'date' parameter to $dateTrunc", 5439009),
+                "unit": ("Missing 'unit' parameter to $dateTrunc", 5439010)})
     d = ev.ev(arg["date"], doc)
     unit = ev.ev(arg["unit"], doc)
     size = ev.ev(arg["binSize"], doc) if "binSize" in arg else 1
