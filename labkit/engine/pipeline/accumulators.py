@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from bson import Decimal128, Int64
 from pymongo.errors import OperationFailure
@@ -635,10 +635,7 @@ def group(docs: list[dict], spec: dict, compile_expr: Callable) -> list[dict]:
     key_f = compile_expr(spec["_id"])
     groups: dict[Any, tuple[Any, list]] = {}
     for doc in docs:
-        try:
-            kv = key_f(doc)
-        except KeyError:
-            kv = None
+        kv = key_value(key_f, doc)
         gk = group_key(kv)
         g = groups.get(gk)
         if g is None:
@@ -646,10 +643,18 @@ def group(docs: list[dict], spec: dict, compile_expr: Callable) -> list[dict]:
             groups[gk] = g
         for s, acc in zip(statements, g[1]):
             acc.process(s.value(doc))
-    out = []
-    for kv, accs in groups.values():
-        d = {"_id": kv}
-        for s, acc in zip(statements, accs):
-            d[s.field] = acc.result()
-        out.append(d)
-    return out
+    return group_documents(groups.values(), statements)
+
+
+def key_value(key_f: Callable[[dict], Any], doc: dict) -> Any:
+    """The group key's value for ``doc``: null where the key expression finds nothing."""
+    try:
+        return key_f(doc)
+    except KeyError:
+        return None
+
+
+def group_documents(groups: Iterable[tuple[Any, list]], statements: list) -> list[dict]:
+    """One output document per ``(key, accumulators)`` group: ``_id`` the key, then each statement's field with
+    its accumulator's result, in the spec's order."""
+    return [{"_id": key, **{s.field: acc.result() for s, acc in zip(statements, accs)}} for key, accs in groups]

@@ -21,7 +21,7 @@ from pymongo.errors import OperationFailure
 from ..bson import keys as K
 from .accumulators import is_num, to_float
 from .stage_window import UNITS_MONTHS, UNITS_MS, _add_units, set_window_fields_stage
-from ..bson.values import MISSING, type_name
+from ..bson.values import MISSING, type_name, with_path
 from .expression.expr_base import idl_fields
 
 
@@ -36,16 +36,6 @@ def _get(doc: Any, parts: list[str]) -> Any:
             return MISSING
         cur = cur[p]
     return cur
-
-
-def _set(doc: dict, parts: list[str], v: Any) -> None:
-    cur = doc
-    for p in parts[:-1]:
-        nxt = cur.get(p)
-        nxt = dict(nxt) if isinstance(nxt, dict) else {}
-        cur[p] = nxt
-        cur = nxt
-    cur[parts[-1]] = v
 
 
 def _num(v: Any) -> Any:
@@ -162,8 +152,8 @@ def densify_stage(arg: Any, docs: list[dict]) -> list[dict]:
             g: dict = {}
             for pp, pv in zip(ppaths, pvals):
                 if pv is not MISSING:
-                    _set(g, pp, pv)
-            _set(g, parts_f, v)
+                    g = with_path(g, pp, pv)
+            g = with_path(g, parts_f, v)
             generated.append(g)
             if len(generated) > 500_000:
                 raise _fail("$densify would generate more than 500000 documents", 5897900)
@@ -240,6 +230,6 @@ def fill_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> list[dict]
                     v = ev(d)
                 except KeyError:
                     v = None
-                _set(nd, pp, v)
+                nd = with_path(nd, pp, v)
         out.append(nd)
     return out

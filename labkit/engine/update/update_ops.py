@@ -323,13 +323,13 @@ def matched_index(query: Any, doc: dict, array_parts: tuple, make_matcher: Calla
         return None
     matcher = make_matcher(dict(related))
     for i, e in enumerate(arr):
-        probe = _with_value(doc, array_parts, [e])
+        probe = with_value(doc, array_parts, [e])
         if matcher(probe):
             return i
     return None
 
 
-def _with_value(doc: dict, parts: tuple, value: Any) -> dict:
+def with_value(doc: dict, parts: tuple | list, value: Any) -> dict:
     """A shallow-copied ``doc`` whose value at ``parts`` (a path without arrays before it) is ``value``."""
     top = dict(doc)
     cur = top
