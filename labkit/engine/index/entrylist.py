@@ -364,11 +364,9 @@ class SortedEntries:
         if found is None:
             return iter(())
         b, i = found
-        keys = self._keys
-        rids = self._rids
-        kb = keys[b]
+        keys, rids = self._keys, self._rids
         # lazy views (no copy of the block): a unique check usually reads one or two pairs
-        return zip(self._keycol(chain(islice(kb, i, None), chain.from_iterable(islice(keys, b + 1, None)))),
+        return zip(self._keycol(chain(islice(keys[b], i, None), chain.from_iterable(islice(keys, b + 1, None)))),
                    chain(islice(rids[b], i, None), chain.from_iterable(islice(rids, b + 1, None))))
 
     # -- changes --------------------------------------------------------------------------------

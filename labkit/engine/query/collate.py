@@ -212,12 +212,11 @@ class CollationPlanner(Planner):
         return CollationPlanner(self.store, Query(branch, hint=None, let=self.q.let), self.collation)
 
     def _or_candidate(self, branches: list) -> Candidate | None:
-        store = self.store
+        """A SUBPLAN of the branches' scans (no SORT_MERGE: collated keys do not give the sort order)."""
         subs = self._or_branches(branches)
         if subs is None:
             return None
-        q = self.q
-        match = self.match_all
+        store, q, match = self.store, self.q, self.match_all
 
         def build() -> Stage:
             scans = []

@@ -147,23 +147,18 @@ class Projection:
                     has_elem = True
             elif type(val) is bool or _num(val):
                 truthy = bool(val) if not type(val).__name__ == "Decimal128" else val.to_decimal() != 0
-                if truthy:
-                    if pos:
-                        self._positional(key)
-                    else:
-                        _check_field_path(key)
-                        _add(self.tree, key.split("."), _INCL)
-                    if is_top_id:
-                        id_in = True
-                    else:
-                        self._set_kind(_INCL, key)
+                kind = _INCL if truthy else _EXCL
+                if truthy and pos:
+                    self._positional(key)
                 else:
                     _check_field_path(key)  # "a.$": 0 included: no positional exclusion
-                    _add(self.tree, key.split("."), _EXCL)
-                    if is_top_id:
-                        id_out = True
-                    else:
-                        self._set_kind(_EXCL, key)
+                    _add(self.tree, key.split("."), kind)
+                if not is_top_id:
+                    self._set_kind(kind, key)
+                elif truthy:
+                    id_in = True
+                else:
+                    id_out = True
             else:
                 if pos:
                     raise OperationFailure("positional projection cannot be used with a literal", 31308)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import re
-from typing import Any
+from typing import Any, Callable
 
 from bson import Int64, ObjectId, Timestamp
 
@@ -88,34 +88,28 @@ def iso_parts(local: datetime.datetime) -> tuple[int, int, int]:
     return y, w, d
 
 
+_PARTS: dict[str, Callable[[datetime.datetime], int]] = {  # each date-part operator on the local time
+    "$year": lambda d: d.year,
+    "$month": lambda d: d.month,
+    "$dayOfMonth": lambda d: d.day,
+    "$hour": lambda d: d.hour,
+    "$minute": lambda d: d.minute,
+    "$second": lambda d: d.second,
+    "$millisecond": lambda d: d.microsecond // 1000,
+    "$dayOfYear": lambda d: d.timetuple().tm_yday,
+    "$dayOfWeek": lambda d: (d.weekday() + 1) % 7 + 1,  # Sunday 1 .. Saturday 7
+    "$week": lambda d: int(d.strftime("%U")),
+    "$isoWeek": lambda d: d.isocalendar()[1],
+    "$isoWeekYear": lambda d: d.isocalendar()[0],
+    "$isoDayOfWeek": lambda d: d.isocalendar()[2],
+}
+
+
 def _part(local: datetime.datetime, op: str) -> int:
-    if op == "$year":
-        return local.year
-    if op == "$month":
-        return local.month
-    if op == "$dayOfMonth":
-        return local.day
-    if op == "$hour":
-        return local.hour
-    if op == "$minute":
-        return local.minute
-    if op == "$second":
-        return local.second
-    if op == "$millisecond":
-        return local.microsecond // 1000
-    if op == "$dayOfYear":
-        return local.timetuple().tm_yday
-    if op == "$dayOfWeek":
-        return (local.weekday() + 1) % 7 + 1  # Sunday 1 .. Saturday 7
-    if op == "$week":
-        return int(local.strftime("%U"))
-    if op == "$isoWeek":
-        return local.isocalendar()[1]
-    if op == "$isoWeekYear":
-        return local.isocalendar()[0]
-    if op == "$isoDayOfWeek":
-        return local.isocalendar()[2]
-    raise fail("unknown date part %s" % op, 2)
+    part = _PARTS.get(op)
+    if part is None:
+        raise fail("unknown date part %s" % op, 2)
+    return part(local)
 
 
 def op_date_part(ev: Any, op: str, arg: Any, doc: Any) -> Any:
@@ -145,6 +139,14 @@ _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augu
            "November", "December"]
 
 
+_SPECIFIERS = {  # the numeric format specifiers: the date part each shows, and how
+    "Y": ("$year", "%04d"), "m": ("$month", "%02d"), "d": ("$dayOfMonth", "%02d"), "H": ("$hour", "%02d"),
+    "M": ("$minute", "%02d"), "S": ("$second", "%02d"), "L": ("$millisecond", "%03d"), "j": ("$dayOfYear", "%03d"),
+    "w": ("$dayOfWeek", "%d"), "u": ("$isoDayOfWeek", "%d"), "U": ("$week", "%02d"), "V": ("$isoWeek", "%02d"),
+    "G": ("$isoWeekYear", "%04d"),
+}
+
+
 def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
     """``$dateToString``'s format specifiers (manual "Format Specifiers")."""
     local = to_local(d, tz)
@@ -160,34 +162,11 @@ def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
             raise fail("Unmatched '%' at end of format string", 18535)
         s = fmt[i + 1]
         i += 2
-        if s == "%":
+        if s in _SPECIFIERS:
+            part, form = _SPECIFIERS[s]
+            out.append(form % _part(local, part))
+        elif s == "%":
             out.append("%")
-        elif s == "Y":
-            out.append("%04d" % local.year)
-        elif s == "m":
-            out.append("%02d" % local.month)
-        elif s == "d":
-            out.append("%02d" % local.day)
-        elif s == "H":
-            out.append("%02d" % local.hour)
-        elif s == "M":
-            out.append("%02d" % local.minute)
-        elif s == "S":
-            out.append("%02d" % local.second)
-        elif s == "L":
-            out.append("%03d" % (local.microsecond // 1000))
-        elif s == "j":
-            out.append("%03d" % local.timetuple().tm_yday)
-        elif s == "w":
-            out.append("%d" % _part(local, "$dayOfWeek"))
-        elif s == "u":
-            out.append("%d" % local.isocalendar()[2])
-        elif s == "U":
-            out.append("%02d" % _part(local, "$week"))
-        elif s == "V":
-            out.append("%02d" % local.isocalendar()[1])
-        elif s == "G":
-            out.append("%04d" % local.isocalendar()[0])
         elif s == "b":
             out.append(_MONTHS[local.month - 1][:3])
         elif s == "B":
