@@ -9,6 +9,8 @@ Public API (everything else is private):
 - ``progress``: which exercises this learner has passed                (labkit.tracking, notebook 00)
 - ``Ledger``: measured cost per operation x the workload's rates       (labkit.ledger, notebook 00)
 - ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
+- ``labkit.querylog.capture``: a query log from the profiler, or from command monitoring where the profiler
+  is refused (Atlas Free/Flex)                                         (labkit.querylog, notebook 38)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -24,7 +26,7 @@ from labkit.review import Finding, Review, review
 from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared", "workshop", "demo"}
+               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
          "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}

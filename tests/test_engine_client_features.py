@@ -163,7 +163,7 @@ def test_database_aggregate_documents(client):
     out = list(client.db.aggregate([{"$documents": [{"x": 10}, {"x": 2}, {"x": 5}]},
                                     {"$match": {"x": {"$gt": 3}}}, {"$sort": {"x": 1}}]))
     assert out == [{"x": 5}, {"x": 10}]
-    assert client.list_database_names() == []
+    assert "db" not in client.list_database_names()  # $documents reads no collection and creates none
 
 
 def test_database_aggregate_documents_lookup(client):
@@ -183,8 +183,9 @@ def test_database_aggregate_documents_lookup(client):
     ([{"$documents": 5}], 5858203),
     ([{"$documents": [{"a": 1}, 3]}], 5858203),
     ([{"$documents": [{}]}, {"$documents": [{}]}], 40602),
-    ([{"$listLocalSessions": {}}], 115),
-    ([{"$currentOp": {}}], 115),
+    # $currentOp runs on admin only (document_source_current_op.cpp: InvalidNamespace); $listLocalSessions runs
+    # on any database, so it is not here (tests/test_wire_server_tools.py)
+    ([{"$currentOp": {}}], 73),
 ])
 def test_database_aggregate_errors(client, pipeline, code):
     with pytest.raises(OperationFailure) as info:

@@ -182,7 +182,11 @@ def test_bypass_document_validation(db):
     c.insert_many([{"name": "Carol"}], bypass_document_validation=True)
     c.update_one({"name": "Bob"}, {"$set": {"gpa": 2}}, bypass_document_validation=True)
     c.bulk_write([InsertOne({"name": "Dan"})], bypass_document_validation=True)
-    c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 1}}, bypass_document_validation=True)
+    # pymongo's find_one_and_* pass extra keyword arguments as findAndModify fields: bypassDocumentValidation
+    c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 1}}, bypassDocumentValidation=True)
+    with pytest.raises(OperationFailure) as err:  # not a pymongo argument: an unknown command field (IDL 40415)
+        c.find_one_and_update({"name": "Dan"}, {"$set": {"gpa": 0}}, bypass_document_validation=True)
+    assert err.value.code == 40415
     assert c.count_documents({}) == 3
     with pytest.raises(WriteError):
         c.insert_one({"name": "Eve"})
@@ -312,13 +316,18 @@ def _nest(depth: int) -> dict:
 
 
 def test_nesting_depth_limit_fails_cleanly(db):
-    """Manual, *Nested Depth for BSON Documents*: "MongoDB supports no more than 100 levels of nesting";
-    deeper documents fail with code 15 (Overflow) on insert and on update -- even 5,000 levels give a clean
-    WriteError, never a RecursionError -- and nothing changes."""
+    """The manual documents "no more than 100 levels of nesting" (*Nested Depth for BSON Documents*); an 8.0
+    server stores up to BSONDepth::getMaxDepthForUserStorage() = 180 levels (src/mongo/bson/bson_depth.h,
+    src/mongo/db/ops/insert.cpp). Deeper documents fail with code 15 (Overflow) on insert ("cannot insert
+    document because it exceeds 180 levels of nesting") and on update ("Document exceeds maximum nesting depth
+    of 180", src/mongo/db/update/storage_validation.cpp) -- even 5,000 levels give a clean WriteError, never a
+    RecursionError -- and nothing changes."""
     c = db.deep
-    c.insert_one(_nest(100))
+    c.insert_one(_nest(101))   # past the documented 100: a server stores it
+    c.delete_many({})
+    c.insert_one(_nest(180))
     before = state(c)
-    for depth in (101, 5000):
+    for depth in (181, 5000):
         with pytest.raises(WriteError) as ei:
             c.insert_one(_nest(depth))
         assert ei.value.code == 15
@@ -326,8 +335,11 @@ def test_nesting_depth_limit_fails_cleanly(db):
         c.update_one({}, {"$set": {"deeper": _nest(5000)}})
     assert ei.value.code == 15
     with pytest.raises(WriteError) as ei:
-        c.update_one({}, {"$set": {"x": _nest(100)}})
+        c.update_one({}, {"$set": {"x": _nest(180)}})   # the result would nest 181 levels
     assert ei.value.code == 15
+    assert ei.value.details["errmsg"] == "Document exceeds maximum nesting depth of 180"
+    c.update_one({}, {"$set": {"x": _nest(179)}})         # 180 levels: accepted
+    c.update_one({}, {"$unset": {"x": 1}})
     assert state(c) == before
 
 

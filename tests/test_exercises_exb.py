@@ -332,55 +332,7 @@ def test_a_function_with_the_wrong_signature_gets_a_learner_message():
     assert r.outcome == "error" and "parameters" in r.message and "TypeError" in r.message
 
 
-# --- 32 · capped subset: $sort and $slice together, two writes instead of one ----------------------------------
-
-def _recorder32(push):
-    def record_event(db, device_id, event):
-        db.events.insert_one({"deviceId": device_id, **event})
-        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": push(event)}})
-    return record_event
-
-
-def test_32_sort_descending_with_negative_slice_keeps_the_oldest():
-    # manual, $push / $slice modifier: after $sort, a negative $slice keeps the last elements
-    ex = labkit.exercises.get("32-capped-subset")
-    r = ex.check(_recorder32(lambda e: {"$each": [e], "$sort": {"at": -1}, "$slice": -10}))
-    assert not r.correct and "with `$sort: {at: -1}` the newest come first" in r.message
-
-
-def test_32_newest_first_is_not_the_order_asked_for():
-    ex = labkit.exercises.get("32-capped-subset")
-    r = ex.check(_recorder32(lambda e: {"$each": [e], "$sort": {"at": -1}, "$slice": 10}))
-    assert not r.correct and "newest first" in r.message
-
-
-def test_32_right_answers_pass():
-    ex = labkit.exercises.get("32-capped-subset")
-    assert ex.check(_recorder32(lambda e: {"$each": [e], "$slice": -10})).correct
-    assert ex.check(_recorder32(lambda e: {"$each": [e], "$sort": {"at": 1}, "$slice": -10})).correct
-
-
-def test_32_push_then_trim_in_a_second_write_is_refused():
-    ex = labkit.exercises.get("32-capped-subset")
-
-    def two_writes(db, device_id, event):
-        db.events.insert_one({"deviceId": device_id, **event})
-        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": event}})
-        db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [], "$slice": -10}}})
-
-    r = ex.check(two_writes)
-    assert not r.correct and "50 write statements on the device" in r.message
-
-
-def test_32_read_modify_write_loses_a_concurrent_event():
-    ex = labkit.exercises.get("32-capped-subset")
-
-    def rmw(db, device_id, event):
-        db.events.insert_one({"deviceId": device_id, **event})
-        recent = (db.devices.find_one({"_id": device_id}) or {}).get("recentEvents", [])
-        db.devices.update_one({"_id": device_id}, {"$set": {"recentEvents": (recent + [event])[-10:]}})
-
-    assert "two events arrived at once" in ex.check(rmw).message
+# (lesson 32's capped-subset checks are in test_exercises_antipatterns_issue25.py)
 
 
 # --- 33 · save_user split -----------------------------------------------------------------------------------------

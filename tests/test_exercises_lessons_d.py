@@ -427,28 +427,7 @@ def test_predictions_explain_the_measurement(ex_id, right, wrong, why):
     assert ex.check(right).correct
 
 
-# --- 32: capped subset, with two events at once ----------------------------------------------------------------
-# Manual, "$push" with "$each" and "$slice" (a negative $slice keeps the last elements), one atomic update.
-
-def record_event_good(db, device_id, event):
-    db.events.insert_one(dict(event, deviceId=device_id))
-    db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
-
-
-def record_event_read_modify_write(db, device_id, event):
-    db.events.insert_one(dict(event, deviceId=device_id))
-    device = db.devices.find_one({"_id": device_id})
-    db.devices.update_one({"_id": device_id}, {"$set": {"recentEvents": (device["recentEvents"] + [event])[-10:]}})
-
-
-def test_32_capped_subset_solution_passes():
-    result = _check("32-capped-subset", record_event_good)
-    assert result.correct, result.message
-
-
-def test_32_read_modify_write_loses_an_event():
-    result = _check("32-capped-subset", record_event_read_modify_write)
-    assert not result.correct and "two events arrived at once" in result.message, result.message
+# (lesson 32's capped-subset checks are in test_exercises_antipatterns_issue25.py)
 
 
 # --- 19: enrolments in a single collection (courses and students, a changed scenario) -------------------------

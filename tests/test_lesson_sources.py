@@ -27,7 +27,8 @@ from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, autho
                            lesson_source, main, notebook_meta)
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
-KNOWN: dict[str, str] = {name: "no sources: list yet (issue 25)" for name in LESSON_NAMES}
+DONE = {f"{n}_" for n in range(30, 40)}  # lessons 30-39 list and cite their sources (lanti, issue 25)
+KNOWN: dict[str, str] = {name: "no sources: list yet (issue 25)" for name in LESSON_NAMES if name[:3] not in DONE}
 
 #: a link to MongoDB's own material, which must then be a listed source
 MONGODB_LINK = re.compile(r"https?://(?:[\w-]+\.)*mongodb\.(?:com|org)\b[^\s)>\]\"']*|"

@@ -79,17 +79,28 @@ def test_depth_counts_objects_and_arrays():
     assert limits.nesting_depth({"a": {}, "b": []}) == 1
 
 
-def test_depth_100_accepted_101_rejected_with_overflow():
-    """Manual, "Nested Depth for BSON Documents": no more than 100 levels; the server's
-    insert error is code 15 (Overflow) "cannot insert document because it exceeds N levels
-    of nesting"."""
-    limits.check_depth({"a": _nested(99)})
+def test_depth_180_accepted_181_rejected_with_overflow():
+    """The manual documents 100 levels ("Nested Depth for BSON Documents"); an 8.0 server enforces
+    BSONDepth::getMaxDepthForUserStorage() = 180 on stored documents (src/mongo/bson/bson_depth.h;
+    src/mongo/db/ops/insert_test.cpp accepts exactly that many levels and refuses one more). The insert error is
+    code 15 (Overflow) "cannot insert document because it exceeds 180 levels of nesting"; an update's result
+    that is too deep fails in storageValid (src/mongo/db/update/storage_validation.cpp) with "Document exceeds
+    maximum nesting depth of 180"."""
+    limits.check_depth({"a": _nested(100)})          # 101 levels: past the documented 100, stored by a server
+    limits.check_depth({"a": _nested(179)})          # 180 levels
     with pytest.raises(WriteError) as info:
-        limits.check_depth({"a": {"b": _nested(99)}})
+        limits.check_depth({"a": {"b": _nested(179)}})   # 181
     assert info.value.code == 15
     assert info.value.details["errmsg"] == (
-        "cannot insert document because it exceeds 100 levels of nesting")
+        "cannot insert document because it exceeds 180 levels of nesting")
     assert isinstance(info.value, OperationFailure)
+    with pytest.raises(WriteError) as info:
+        limits.check_depth({"a": {"b": _nested(179)}}, update=True)
+    assert info.value.details["errmsg"] == "Document exceeds maximum nesting depth of 180"
+    # the documented limit stays available to lessons and the schema review
+    with pytest.raises(WriteError) as info:
+        limits.check_depth({"a": {"b": _nested(99)}}, max_depth=limits.MAX_NESTING_DEPTH)
+    assert "exceeds 100 levels" in info.value.details["errmsg"]
 
 
 def test_depth_check_is_iterative_at_10000_levels():

@@ -60,15 +60,6 @@ KNOWN: dict[str, str] = {
     "17_trees": "6 figure(s) not shown by an output (issue 25)",
     "18_archive_versioning": "4 figure(s) not shown by an output (issue 25)",
     "20_which_pattern": "4 figure(s) not shown by an output (issue 25)",
-    "30_workload": "1 figure(s) not shown by an output (issue 25)",
-    "31_hard_limits": "1 figure(s) not shown by an output (issue 25)",
-    "32_unbounded_arrays": "5 figure(s) not shown by an output (issue 25)",
-    "34_massive_collections": "1 figure(s) not shown by an output (issue 25)",
-    "35_unnecessary_indexes": "5 figure(s) not shown by an output (issue 25)",
-    "36_separate_data": "2 figure(s) not shown by an output (issue 25)",
-    "37_case_insensitive": "2 figure(s) not shown by an output (issue 25)",
-    "38_lookup_overuse": "2 figure(s) not shown by an output (issue 25)",
-    "39_schema_review": "1 figure(s) not shown by an output (issue 25)",
 }
 
 #: a figure: digits, optional thousands groups and decimals, not inside a word or another number

@@ -357,10 +357,15 @@ def test_operations_burst_against_the_free_rate_limit():
     assert not any(c["limit"].startswith("operations") for c in workshop.plan(30, "m10", footprint=data)["checks"])
 
 
-def test_the_profiler_lessons_are_listed_against_free_and_flex():
-    """Atlas Free and Flex do not support the profile command (Unsupported Commands in Atlas)."""
-    users = workshop.profiler_lessons()
-    assert "38" in users and "00" not in users
+def test_the_profiler_lessons_are_listed_against_free_and_flex(tmp_path, monkeypatch):
+    """Atlas Free and Flex do not support the profile command (Unsupported Commands in Atlas). Lessons 38 and 39
+    capture their query log with ``labkit.querylog.capture``, which falls back to command monitoring where the
+    profiler is refused, so no lesson of the course turns the profiler on itself; a lesson that did is listed."""
+    assert workshop.profiler_lessons() == []
+    (tmp_path / "38_x.py").write_text('db.command("profile", 2)\n# db.command("profile", 0) in a comment\n')
+    (tmp_path / "39_y.py").write_text('log = labkit.querylog.capture(db, run)\n')
+    assert workshop.profiler_lessons(tmp_path) == ["38"]
+    monkeypatch.setattr(workshop, "profiler_lessons", lambda notebooks=None: ["38"])
     free = workshop.plan(30, "free", lessons=["38"])
     row = next(c for c in free["checks"] if c["limit"].startswith("database profiler"))
     assert "38" in row["limit"] and not row["enforced"]

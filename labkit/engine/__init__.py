@@ -21,6 +21,7 @@ from .catalog.collection import EmbeddedCollection, Cursor
 from .stats import monitoring  # noqa: F401,E402
 from .pipeline import extra_stages
 from .catalog import views, timeseries
+from . import change_streams  # noqa: F401 - registers watch() (hooks.py)
 
 MODELED_SERVER_VERSION = "8.0"
 MAX_DB_NAME_BYTES = 63
@@ -128,9 +129,9 @@ class EmbeddedClient(mongomock.MongoClient):
         return db
 
     def watch(self, *args, **kwargs):
-        """Change streams are not modelled (the replica set labkit announces would support them)."""
-        from .query.planner import unsupported
-        raise unsupported("Change streams (MongoClient.watch)")
+        """pymongo's ``MongoClient.watch``: a change stream on the whole cluster (labkit/engine/change_streams.py)."""
+        from .change_streams import watch
+        return watch(self, "cluster", args, kwargs)
 
     # -- the rest of pymongo's MongoClient surface, as for a one-member replica set ----------------------
     @property
@@ -221,12 +222,28 @@ class EmbeddedClient(mongomock.MongoClient):
 
     next = __next__
 
+    def list_database_names(self, session=None, comment=None) -> list:
+        """pymongo's ``list_database_names``: with ``admin``, ``config`` and ``local``, as on a replica set
+        (labkit/engine/catalog/system_dbs.py)."""
+        from .catalog import system_dbs
+        system_dbs.ensure(self)
+        return super().list_database_names()
+
     def drop_database(self, name_or_database, session=None, comment=None):
         """Drop a database; its incarnation changes, so marks tied to the old one (``fresh_db``) vanish."""
         name = getattr(name_or_database, "name", name_or_database)
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
+        from .catalog import system_dbs
+        system_dbs.check_drop(name)
         self._store[name].incarnation += 1
+        if name in self._store:  # the change streams' drop events, then dropDatabase (repl/oplog.py)
+            from .repl.oplog import record_command
+            dbs = self._store[name]
+            for cname in [n for n, st in dbs._collections.items() if st.is_created and not n.startswith("system.")]:
+                record_command(dbs, name, cname, {"drop": cname})
+            if dbs.oplog is not None and dbs.oplog.streams:
+                record_command(dbs, name, None, {"dropDatabase": 1})
         return super().drop_database(name_or_database)
 
     def bulk_write(self, models, session=None, ordered=True, verbose_results=False,

@@ -12,21 +12,43 @@
 #     title: "The hard limits, live"
 #     section: Anti-patterns
 #     demo: "Push into one document until the server refuses the write, after predicting the exact push."
-#     mistakes: ["Treating 16 MiB as a target rather than a wall", "Storing comment threads as nested replies", "Indexing two arrays of the same document together"]
+#     mistakes: ["Treating 16 MiB as a target rather than a wall", "Storing comment threads as nested replies", "Indexing two arrays of the same document together", "Taking a server parameter (transaction lifetime) for a fixed limit"]
+#     sources:
+#     - title: "MongoDB manual: MongoDB Limits and Thresholds"
+#       url: https://www.mongodb.com/docs/manual/reference/limits/
+#     - title: "MongoDB manual: MongoDB Server Parameters"
+#       url: https://www.mongodb.com/docs/manual/reference/parameters/
+#     - title: "MongoDB manual: Time Series Collection Limitations"
+#       url: https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: collStats (command, deprecated since 6.2)"
+#       url: https://www.mongodb.com/docs/manual/reference/command/collStats/
+#     - title: "MongoDB manual: $bsonSize (aggregation)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/
+#     - title: "MongoDB manual: Multikey Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/
+#     - title: "mongodb/mongo src/mongo/bson/bson_depth.h (maxBSONDepth, storage depth)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/bson/bson_depth.h
+#     - title: "MongoDB Atlas: Unsupported Commands (Free and Flex clusters)"
+#       url: https://www.mongodb.com/docs/atlas/unsupported-commands/
 # ---
 
 # %% [markdown]
 # # 31 · The hard limits, live
 #
 # **You will learn**
-# - which limits the server enforces and which design choice each one punishes;
+# - which limits the server enforces, which are settings, and which design choice each one punishes;
 # - to predict the write that breaks the 16 MiB document limit, then watch it fail;
-# - what happens with deep nesting, too many indexes, too many fields in an index, and two indexed arrays;
-# - to check document sizes with `$bsonSize` and `avgObjSize` long before the wall.
+# - what happens with deep nesting, too many indexes, too many fields in an index, two indexed arrays, a
+#   too-large time-series measurement, and where the transaction lifetime comes from;
+# - to check document sizes with `$bsonSize` and `$collStats` long before the wall.
 #
 # **Time:** about 25 minutes.
 
 # %%
+import datetime as dt
+
 import bson
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -42,20 +64,30 @@ print("engine:", labkit.describe(db.client))
 # %% [markdown]
 # ## The limits
 #
-# These are fixed by the server; no setting raises them.
+# The manual's "Limits and Thresholds" page
+# ([manual: limits](https://www.mongodb.com/docs/manual/reference/limits/)) lists most of them. They are not all
+# of one kind: five are built into the server, one is a documented design limit that the server binary enforces
+# more loosely, and the transaction lifetime is a server parameter with a default
+# ([manual: server parameters](https://www.mongodb.com/docs/manual/reference/parameters/)). The time-series figure
+# comes from the time-series limitations page
+# ([manual: time series limitations](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/)).
 
 # %%
 limits = pd.DataFrame(
     [
-        ("maximum BSON document size", "16 MiB (16,777,216 bytes)", "an array that never stops growing will fail writes"),
-        ("nesting depth", "100 levels", "recursive shapes (replies inside replies) reach it"),
-        ("indexes per collection", "64", "needing an index per attribute means the shape is wrong"),
-        ("fields in a compound index", "32", "rarely a constraint"),
-        ("array fields per compound multikey index", "one per document", "two parallel arrays cannot be indexed together"),
-        ("transaction lifetime", "60 s by default", "transactions are for short multi-document writes"),
-        ("time series document size", "4 MB", "applies to time series collections only"),
+        ("maximum BSON document size", "16 MiB (16,777,216 bytes)", "fixed",
+         "an array that never stops growing will fail writes"),
+        ("nesting depth", "100 levels documented", "design limit (8.0 stores up to 180 levels)",
+         "recursive shapes (replies inside replies) reach it"),
+        ("indexes per collection", "64", "fixed", "needing an index per attribute means the shape is wrong"),
+        ("fields in a compound index", "32", "fixed", "rarely a constraint"),
+        ("array fields per compound multikey index", "one per document", "fixed",
+         "two parallel arrays cannot be indexed together"),
+        ("transaction lifetime", "60 s by default", "parameter transactionLifetimeLimitSeconds",
+         "transactions are for short multi-document writes"),
+        ("time series measurement size", "4 MB", "fixed", "applies to time series collections only"),
     ],
-    columns=["limit", "value", "what it punishes"],
+    columns=["limit", "value", "kind", "what it punishes"],
 )
 limits
 
@@ -118,16 +150,20 @@ predict_pushes.check(pushes)
 #
 # ### Checking sizes before the wall
 #
-# `collStats` reports the average document size without scanning anything:
+# The `$collStats` stage with `storageStats` reports the average document size without scanning the documents
+# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)). (The
+# `collStats` command gives the same figures but is deprecated since MongoDB 6.2 in favour of the stage,
+# [manual: `collStats` command](https://www.mongodb.com/docs/manual/reference/command/collStats/).)
 
 # %%
-stats = wall_db.command("collStats", "accounts")
+stats = next(wall_db.accounts.aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]
 print(f"count: {stats['count']}, avgObjSize: {stats['avgObjSize']:,} bytes "
       f"({stats['avgObjSize'] / MAX_BSON_SIZE:.1%} of the limit)")
 
 # %% [markdown]
-# The largest documents need a scan with `$bsonSize`. It reads every document, so on a real cluster run it on a
-# secondary or off peak:
+# The largest documents need a scan with `$bsonSize`
+# ([manual: `$bsonSize`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)). It reads
+# every document, so on a real cluster run it on a secondary or off peak:
 
 # %%
 list(wall_db.accounts.aggregate([
@@ -155,10 +191,12 @@ depths = pd.DataFrame([{"nested replies": n, "depth": nesting_depth(thread(n))} 
 depths
 
 # %% [markdown]
-# The documented limit is 100 levels, so 50 nested replies is already over it. We try one thread just over
-# the documented limit and one far beyond it, and print what the server answers. (The server binary's own
-# check for stored documents is a little more generous than the manual's 100, so a real server may accept the
-# first one; the manual's figure is the one to design for. The embedded engine applies the documented 100.)
+# The manual documents 100 levels, so 50 nested replies is already over it. The 8.0 server binary is looser: it
+# accepts stored documents up to 180 levels (its `maxBSONDepth` of 200 minus 20 levels kept for the server's own
+# wrapping, [bson_depth.h](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/bson/bson_depth.h)) and refuses
+# deeper ones with code 15 (Overflow). We try one thread just over the documented 100 (depth 101) and one past
+# 180 (depth 301). A MongoDB 8.0 server accepts the first and refuses the second. Design for the manual's
+# figure all the same.
 
 # %%
 def try_insert(collection, doc):
@@ -180,7 +218,7 @@ deep
 # %% [markdown]
 # ## 64 indexes per collection
 #
-# The `_id` index counts. Create 63 more, then a 65th:
+# The `_id` index counts. Create one per attribute until there are 64, then try one more:
 
 # %%
 for i in range(63):
@@ -195,8 +233,9 @@ except OperationFailure as exc:
 print("the 65th index:", index65)
 
 # %% [markdown]
-# A real server refuses the 65th index. A collection that wants an index per attribute wants a different
-# shape: the attribute pattern, `attrs: [{k, v}]` with one index on `{"attrs.k": 1, "attrs.v": 1}`.
+# A real server refuses the 65th index (code 67, CannotCreateIndex). A collection that wants an index per
+# attribute wants a different shape: the attribute pattern, `attrs: [{k, v}]` with one index on
+# `{"attrs.k": 1, "attrs.v": 1}`.
 #
 # ## 32 fields in a compound index
 
@@ -216,8 +255,10 @@ wide
 # ## One array per compound multikey index
 #
 # A product with a `colors` array and a `sizes` array cannot have both in one index: the server would have to
-# store every color × size pair. The error code is 171, both when building the index over existing documents
-# and when inserting such a document under an existing index.
+# store every color × size pair
+# ([manual: multikey indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)).
+# The error code is 171 (CannotIndexParallelArrays), both when building the index over existing documents and
+# when inserting such a document under an existing index.
 
 # %%
 db.shirts.insert_one({"_id": "shirt:1", "colors": ["red", "blue"], "sizes": ["S", "M", "L"]})
@@ -229,6 +270,43 @@ print("insert under an existing index:", parallel)
 # %% [markdown]
 # One array of objects holds both facts and indexes fine: `variants: [{color, size}]`. The exercise does this.
 #
+# ## Time series: 4 MB per measurement
+#
+# A time-series collection stores measurements in buckets, and a bucket keeps each value twice more, in its
+# `control.min` and `control.max` summaries. The manual gives 4 MB as the largest measurement. A 3 MB reading
+# is accepted; a 6 MB one is refused with code 10334 (BSONObjectTooLarge). (In shared-cluster mode this runs in
+# the embedded engine on your machine too.)
+
+# %%
+readings = wall_db.create_collection("readings", timeseries={"timeField": "at", "metaField": "sensor"})
+
+
+def try_reading(megabytes):
+    doc = {"at": dt.datetime(2026, 1, 1), "sensor": "s1", "trace": "x" * (megabytes * 1000 * 1000)}
+    return try_insert(readings, doc)
+
+
+timeseries_sizes = pd.DataFrame([{"measurement": f"{mb} MB", "insert": try_reading(mb)} for mb in (3, 6)])
+timeseries_sizes
+
+# %% [markdown]
+# ## Transaction lifetime: a parameter, not a wall
+#
+# A multi-document transaction that stays open longer than `transactionLifetimeLimitSeconds` (60 by default) is
+# aborted by the server. It is a server parameter: `getParameter` reads it and, on a self-managed deployment,
+# `setParameter` changes it. Atlas Free and Flex clusters refuse `getParameter` for it
+# ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)); the cell then says
+# so. Waiting 60 seconds to watch a transaction die would teach nothing more: keep transactions short.
+
+# %%
+try:
+    lifetime = db.client.admin.command("getParameter", 1, transactionLifetimeLimitSeconds=1)
+    lifetime = f"{lifetime['transactionLifetimeLimitSeconds']} s (getParameter)"
+except OperationFailure as exc:
+    lifetime = f"not readable here (code {exc.code}); the documented default is 60 s"
+print("transactionLifetimeLimitSeconds:", lifetime)
+
+# %% [markdown]
 # ## Measured: what each limit did on this engine
 
 # %% tags=["reveal"]
@@ -239,13 +317,15 @@ measured = pd.DataFrame([
     {"limit": "64 indexes", "what we tried": "65th index", "result": index65},
     {"limit": "32 index fields", "what we tried": "33 fields", "result": wide.loc[1, "create_index"]},
     {"limit": "one array per multikey index", "what we tried": "insert with two indexed arrays", "result": parallel},
+    {"limit": "time series 4 MB", "what we tried": "6 MB measurement", "result": timeseries_sizes.loc[1, "insert"]},
+    {"limit": "transaction lifetime", "what we tried": "getParameter", "result": lifetime},
 ]).set_index("limit")
 measured
 
 # %% [markdown]
-# A real MongoDB 8.0 server refuses all five, and the embedded engine reproduces each refusal with the server's
-# error code. Should a row ever read *accepted*, the engine running the notebook does not enforce that limit:
-# set `MONGODB_URI` and re-run against a real server.
+# A real MongoDB 8.0 server refuses the first six with these error codes, and reports the lifetime as a
+# setting. Should one of the first six rows ever read *accepted*, the engine running the notebook does not
+# enforce that limit: set `MONGODB_URI` and re-run against a real server.
 
 # %% tags=["reveal"]
 sizes_mib = [doc_size_with_array(account, "events", n, lambda i: CHUNK) / 2**20 for n in range(0, fits + 2)]
@@ -339,11 +419,27 @@ ex_flat.check(flatten)
 # ## Summary
 #
 # - 16 MiB is a wall: the write that crosses it fails (code 17419 for an update) and so does every later one.
-#   Predict it with size arithmetic; watch `avgObjSize` and `$bsonSize` long before.
-# - Recursive nesting and per-attribute indexes run into fixed limits; both signal a shape problem.
+#   Predict it with size arithmetic; watch `avgObjSize` (`$collStats`) and `$bsonSize` long before.
+# - Recursive nesting and per-attribute indexes run into limits; both signal a shape problem. Design for the
+#   documented 100 levels even though an 8.0 server stores up to 180.
 # - A compound index may span at most one array per document (code 171); use one array of objects instead.
+# - A time-series measurement may be at most 4 MB; a transaction lives 60 s by default, a parameter you can read
+#   (and on a self-managed server change), not a reason to run long transactions.
 #
 # **Next:** 32 · unbounded arrays, detected and fixed.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 2. [MongoDB manual: MongoDB Server Parameters](https://www.mongodb.com/docs/manual/reference/parameters/)
+# 3. [MongoDB manual: Time Series Collection Limitations](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/)
+# 4. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 5. [MongoDB manual: collStats (command, deprecated since 6.2)](https://www.mongodb.com/docs/manual/reference/command/collStats/)
+# 6. [MongoDB manual: \$bsonSize (aggregation)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 7. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 8. [mongodb/mongo src/mongo/bson/bson_depth.h (maxBSONDepth, storage depth)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/bson/bson_depth.h)
+# 9. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
 
 # %% [markdown] tags=["navigation"]
 # [← 30 · Start from the workload](30_workload.ipynb) · [Contents](../CONTENTS.md) · [32 · Anti-pattern: unbounded arrays →](32_unbounded_arrays.ipynb)

@@ -12,7 +12,28 @@
 #     title: "Anti-pattern: unbounded arrays"
 #     section: Anti-patterns
 #     demo: "Compare the max and average array size, then migrate the events to a child collection and show the device page cost drop."
-#     mistakes: ["Judging array growth from the average instead of the maximum", "Using $slice: 10 (keeps the oldest) instead of $slice: -10", "Keeping the capped subset but forgetting to write the full history to the child collection"]
+#     mistakes: ["Judging array growth from the average instead of the maximum", "Keeping the oldest elements: a $slice whose sign does not match where the new element goes", "Keeping the capped subset but forgetting to write the full history to the child collection", "Trimming in a second write, or rebuilding the array in the application (a concurrent write is lost)", "Migrating with $out into a collection that already receives new writes"]
+#     sources:
+#     - title: "MongoDB manual: Avoid Unbounded Arrays"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unbounded-arrays/
+#     - title: "MongoDB manual: Multikey Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: $bsonSize (aggregation)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/
+#     - title: "MongoDB manual: $out (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/
+#     - title: "MongoDB manual: $merge (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/
+#     - title: "MongoDB manual: Updates with Aggregation Pipeline"
+#       url: https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/
+#     - title: "MongoDB manual: $slice (update modifier)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/update/slice/
+#     - title: "MongoDB manual: Replica Set Oplog"
+#       url: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
+#     - title: "mongodb/mongo jstests/replsets/v2_delta_oplog_entries.js ($v: 2 delta update entries)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/replsets/v2_delta_oplog_entries.js
 # ---
 
 # %% [markdown]
@@ -20,7 +41,7 @@
 #
 # **You will learn**
 # - to spot an array with nothing bounding it: compare its **maximum** length and size with the average;
-# - what such an array costs on every write and every read, long before 16 MiB;
+# - what such an array costs on every read, and in an index on it, long before 16 MiB;
 # - to move the elements to a child collection keyed by the parent `_id` and keep a capped subset with
 #   `$push` + `$each` + `$slice`;
 # - to migrate existing documents in place.
@@ -66,12 +87,15 @@ print(f"{db.devices.count_documents({})} devices")
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | record an event | write | 50/s | append one event to the device |
-# | show device page | read | 200/s | device fields and its 10 newest events |
-# | event history of a device for a period | read | a few per hour | events in a time range |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('record an event', 'write', '50/s', 'append one event to the device'),
+    ('show device page', 'read', '200/s', 'device fields and its 10 newest events'),
+    ('event history of a device for a period', 'read', 'a few per hour', 'events in a time range'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: maximum vs average
 #
@@ -87,15 +111,21 @@ array_stats["avg events"] = round(array_stats["avg events"], 1)
 array_stats
 
 # %% [markdown]
-# `collStats` gives the average document size without a scan:
+# `$collStats` gives the average document size without a scan
+# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)):
 
 # %%
-before_stats = db.command("collStats", "devices")
+def storage(collection):
+    return next(collection.aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]
+
+
+before_stats = storage(db.devices)
 print(f"avgObjSize: {before_stats['avgObjSize']:,} bytes, total data: {before_stats['size']:,} bytes")
 
 # %% [markdown]
-# The size of every document comes from `$bsonSize` (it scans the collection, so on a real cluster run it on a
-# secondary or off peak):
+# The size of every document comes from `$bsonSize`
+# ([manual: `$bsonSize`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)); it scans
+# the collection, so on a real cluster run it on a secondary or off peak:
 
 # %%
 sizes = pd.DataFrame(db.devices.aggregate([
@@ -108,12 +138,13 @@ sizes.head(5)
 
 # %% [markdown]
 # A maximum this far above the average means some documents are already in trouble, and nothing stops them
-# from growing: every event adds one element for as long as the device lives.
+# from growing: every event adds one element for as long as the device lives
+# ([manual: avoid unbounded arrays](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unbounded-arrays/)).
 #
 # ## What the array costs today
 #
-# The device page needs the 10 newest events but the server reads the whole document to produce them, and
-# every recorded event rewrites (and replicates) a bigger document.
+# The device page needs the 10 newest events, but the server loads the whole document to cut them out with a
+# `$slice` projection: one document examined, and that document is device:007's full size.
 
 # %%
 def largest_bytes(collection, match=None):
@@ -122,14 +153,35 @@ def largest_bytes(collection, match=None):
                                       {"$group": {"_id": None, "b": {"$max": {"$bsonSize": "$$ROOT"}}}}]))["b"]
 
 
-def naive_costs(device_id):
-    doc_bytes = largest_bytes(db.devices, {"_id": device_id})
-    page = db.devices.find({"_id": device_id}, {"site": 1, "events": {"$slice": -10}}).explain()["executionStats"]
-    return {"document bytes read per page view": doc_bytes, "docs examined per page view": page["totalDocsExamined"],
-            "document bytes touched per recorded event": doc_bytes}
+page = db.devices.find({"_id": "device:007"}, {"site": 1, "events": {"$slice": -10}}).explain()["executionStats"]
+{"docs examined per page view": page["totalDocsExamined"],
+ "size of that document ($bsonSize, bytes)": largest_bytes(db.devices, {"_id": "device:007"})}
 
+# %% [markdown]
+# Each recorded event is a `$push` on that document: the server loads it to apply the update, and the stored
+# document grows. What a `$push` does **not** do since MongoDB 5.0 is replicate the whole document: the oplog
+# entry of an update is a delta (`$v: 2` with a `diff` of the changed fields,
+# [v2_delta_oplog_entries.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/replsets/v2_delta_oplog_entries.js),
+# [manual: oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)). The source material says a growing
+# array makes every push more expensive to *replicate*; for the oplog entry that is no longer so, for reads,
+# cache and the index below it still is.
+#
+# ### An index on the array: one entry per element
+#
+# If the array is indexed, the index is **multikey**: it holds one key per distinct element of every document's
+# array ([manual: multikey indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)).
+# An index on `events.at` (every event time is different), scanned whole with `hint` to count its keys:
 
-naive_costs("device:007")
+# %%
+db.devices.create_index([("events.at", 1)])
+scan = db.devices.find({"events.at": {"$gte": START}}, {"_id": 1}).hint("events.at_1").explain()["executionStats"]
+print(f"index keys: {scan['totalKeysExamined']:,} for {scan['nReturned']} devices "
+      f"(array elements in the collection: {int(sizes['events'].sum()):,})")
+db.devices.drop_index("events.at_1")
+
+# %% [markdown]
+# Every recorded event adds one more key to such an index, and device:007 alone holds 12,000 of them. The
+# index is dropped again: the fix below makes it unnecessary.
 
 # %% [markdown]
 # ## The fix: a child collection and a capped subset
@@ -140,23 +192,29 @@ naive_costs("device:007")
 # ### Migration
 #
 # Step 1: copy every array element into `events`. An aggregation unwinds the arrays on the server and writes
-# the result with `$out` (the ids are built from the device id and the element's position, so re-running it
-# gives the same documents).
+# the result with `$merge`, inserting only the ids `events` does not hold yet
+# ([manual: `$merge`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)). The ids are
+# built from the device id and the element's position, so re-running the step inserts nothing twice and keeps
+# what step 3 records. `$out` would be the wrong stage here: it *replaces* the whole target collection
+# ([manual: `$out`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/)), so re-running it
+# after step 3 would drop the newly recorded events (and after step 2, which removes the arrays, it would leave
+# `events` empty).
 
 # %%
 db.devices.aggregate([
     {"$unwind": {"path": "$events", "includeArrayIndex": "n"}},
     {"$project": {"_id": {"$concat": ["$_id", ":", {"$toString": "$n"}]}, "deviceId": "$_id",
                   "at": "$events.at", "type": "$events.type", "value": "$events.value"}},
-    {"$out": "events"},
+    {"$merge": {"into": "events", "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
 ])
 db.events.create_index([("deviceId", 1), ("at", -1)])
 print(f"events copied: {db.events.count_documents({}):,} (array elements: {int(sizes['events'].sum()):,})")
 
 # %% [markdown]
 # Step 2: keep the newest 10 in the parent and remove the big array, in one update with a pipeline: `$set`
-# computes `recentEvents` from the document's own array, then `$unset` removes `events`. (A `$slice`
-# projection on its own keeps every other field, as on a server.)
+# computes `recentEvents` from the document's own array, then `$unset` removes `events`
+# ([manual: updates with a pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)).
+# (The `$slice` projection below keeps every other field, as on a server.)
 
 # %%
 db.devices.update_many({}, [{"$set": {"recentEvents": {"$slice": ["$events", -10]}}}, {"$unset": "events"}])
@@ -164,7 +222,8 @@ db.devices.find_one({"_id": "device:007"}, {"recentEvents": {"$slice": -2}})
 
 # %% [markdown]
 # Step 3: from now on, recording an event is one insert into the child plus one capped `$push` on the
-# parent. `$slice: -10` keeps the last 10 elements after the push, so the array can never grow past 10:
+# parent. `$slice: -10` keeps the last 10 elements after the push, so the array can never grow past 10
+# ([manual: `$slice` modifier](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)):
 
 # %%
 def record(device_id, ev, n):
@@ -191,20 +250,20 @@ predict_history = labkit.exercises.get("32-predict-history-docs")
 predict_history.predict(10)
 
 # %% tags=["reveal"]
-after_stats = db.command("collStats", "devices")
+after_stats = storage(db.devices)
 hist = db.events.find({"deviceId": "device:007"}).sort("at", -1).limit(10).explain()["executionStats"]
 after_bytes = largest_bytes(db.devices, {"_id": "device:007"})
 compare = pd.DataFrame({
     "events array (before)": {
         "devices avgObjSize (bytes)": before_stats["avgObjSize"],
         "largest device document (bytes)": int(sizes["bytes"].max()),
-        "bytes read for device:007's page": int(sizes.loc[sizes["device"] == "device:007", "bytes"].iloc[0]),
+        "device:007 document, loaded by its page (bytes)": int(sizes.loc[sizes["device"] == "device:007", "bytes"].iloc[0]),
         "max array length": array_stats["max events"],
     },
     "child collection + recentEvents (after)": {
         "devices avgObjSize (bytes)": after_stats["avgObjSize"],
         "largest device document (bytes)": largest_bytes(db.devices),
-        "bytes read for device:007's page": after_bytes,
+        "device:007 document, loaded by its page (bytes)": after_bytes,
         "max array length": next(db.devices.aggregate([{"$group": {"_id": None, "m": {"$max": {"$size": "$recentEvents"}}}}]))["m"],
     },
 })
@@ -255,46 +314,67 @@ def wall(events_per_day):
     return {"bytes per event in the array": len(bson.encode({"0": one_event})) - 5,
             "events that fit in 16 MiB": capacity,
             "days until writes fail": int(days), "years until writes fail": round(days / 365, 1),
-            "parent size after one year (bytes)": doc_size_with_array(parent, "events", events_per_day * 365,
+            "parent size after one year if nothing stopped it (bytes, computed)": doc_size_with_array(parent, "events", events_per_day * 365,
                                                                       lambda i: one_event)}
 
 
-walls = explorer(wall, sliders={"events_per_day": (100, 50_000, 2_000, 100)}, title="One device's event rate",
-                 draw=lambda ax, v, r: bars_against_limit(ax, ["after one year"], [r["parent size after one year (bytes)"]]))
+walls = explorer(wall, sliders={"events_per_day": (100, 50_000, 2_880, 20)}, title="One device's event rate",
+                 draw=lambda ax, v, r: bars_against_limit(ax, ["after one year"], [r["parent size after one year if nothing stopped it (bytes, computed)"]]))
 walls
 
 # %% [markdown]
-# A heartbeat every 30 seconds (2,880 events a day) fills the document in a matter of months.
+# The slider starts at a heartbeat twice a minute (2,880 events a day): the document fills in about 101 days.
+
+# %% [markdown]
+# ## Exercise · The same idea in a chat app
 #
-# ## Exercise
-#
-# Write `record_event(db, device_id, event)` for the fixed design: the event goes into `db.events` with its
-# `deviceId`, and the device's `recentEvents` keeps only the 10 newest (newest last). `ex.check(record_event)`
-# calls your function 25 times on a scratch database (each event it passes carries its own `_id`) and
-# inspects both collections.
+# A chat app shows, for each room, its 5 newest messages, **newest first**, and keeps every message for the
+# history page. Write `post_message(db, room_id, message)`: the message goes into `db.messages` with its
+# `roomId`, and the room's `latest` array keeps only the 5 newest, newest first. (`$position: 0` in a `$push`
+# puts the new element at the front of the array; think about what `$slice` must keep then.)
+# `ex.check(post_message)` calls your function for a stream of messages on a scratch database (each message
+# carries its own `_id`), then twice at once on another room, and inspects both collections.
 
 # %%
 ex = labkit.exercises.get("32-capped-subset")
 ex
 
+
 # %% tags=["solution"]
-def record_event(db, device_id, event):
-    db.events.insert_one({"deviceId": device_id, **event})
-    db.devices.update_one({"_id": device_id}, {"$push": {"recentEvents": {"$each": [event], "$slice": -10}}})
+def post_message(db, room_id, message):
+    db.messages.insert_one({"roomId": room_id, **message})
+    db.rooms.update_one({"_id": room_id}, {"$push": {"latest": {"$each": [message], "$position": 0, "$slice": 5}}})
 
 
-ex.check(record_event)
+ex.check(post_message)
 
 # %% [markdown]
 # ## Summary
 #
 # - Detect: compare the maximum array length and document size with the average (`$size`, `$bsonSize`,
-#   `avgObjSize`). Ask what bounds the array; if nothing does, it is unbounded.
+#   `avgObjSize` from `$collStats`). Ask what bounds the array; if nothing does, it is unbounded.
+# - The cost grows with the array: the whole document is loaded for 10 elements, and an index on the array
+#   holds one key per element. (The oplog entry of a `$push` is a delta since 5.0, not the whole document.)
 # - Fix: a child collection keyed by the parent `_id`, indexed for the hot query, plus a capped subset in the
 #   parent maintained with `$push` + `$each` + `$slice`.
-# - Migrate on the server: unwind into the child collection, compute the subset, remove the array.
+# - Migrate on the server: unwind into the child collection with `$merge` (not `$out`, which replaces it),
+#   compute the subset, remove the array.
 #
 # **Next:** 33 · bloated documents.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Avoid Unbounded Arrays](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unbounded-arrays/)
+# 2. [MongoDB manual: Multikey Indexes](https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/)
+# 3. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 4. [MongoDB manual: \$bsonSize (aggregation)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/bsonSize/)
+# 5. [MongoDB manual: \$out (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/)
+# 6. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
+# 7. [MongoDB manual: Updates with Aggregation Pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)
+# 8. [MongoDB manual: \$slice (update modifier)](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)
+# 9. [MongoDB manual: Replica Set Oplog](https://www.mongodb.com/docs/manual/core/replica-set-oplog/)
+# 10. [mongodb/mongo jstests/replsets/v2_delta_oplog_entries.js (\$v: 2 delta update entries)](https://github.com/mongodb/mongo/blob/v8.0/jstests/replsets/v2_delta_oplog_entries.js)
 
 # %% [markdown] tags=["navigation"]
 # [← 31 · The hard limits, live](31_hard_limits.ipynb) · [Contents](../CONTENTS.md) · [33 · Anti-pattern: bloated documents →](33_bloated_documents.ipynb)

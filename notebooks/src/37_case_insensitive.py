@@ -13,6 +13,19 @@
 #     section: Anti-patterns
 #     demo: "Explain /^sam$/i (every key examined) next to a lower-case field lookup (one key)."
 #     mistakes: ["Writing /^x$/i and assuming the index on the field helps", "Creating a collation index but querying without the same collation", "Expecting a collation index to speed up $regex"]
+#     sources:
+#     - title: "MongoDB manual: $regex (index use)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/query/regex/
+#     - title: "MongoDB manual: Case-Insensitive Indexes"
+#       url: https://www.mongodb.com/docs/manual/core/index-case-insensitive/
+#     - title: "MongoDB manual: Collation"
+#       url: https://www.mongodb.com/docs/manual/reference/collation/
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: Updates with Aggregation Pipeline"
+#       url: https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/
+#     - title: "MongoDB Atlas Search: Process Data with Analyzers"
+#       url: https://www.mongodb.com/docs/atlas/atlas-search/analyzers/
 # ---
 
 # %% [markdown]
@@ -58,11 +71,14 @@ print(db.accounts.count_documents({}), "accounts")
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | log in / look up by user name, ignoring case | read | 300/s | one account |
-# | sign up | write | 1/s | user name unique regardless of case |
+# What the application does, how often, and what each operation needs:
 
+# %%
+workload_table = pd.DataFrame([
+    ('log in / look up by user name, ignoring case', 'read', '300/s', 'one account'),
+    ('sign up', 'write', '1/s', 'user name unique regardless of case'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
 # %% [markdown]
 # ## Detect: keys examined vs returned
 
@@ -81,7 +97,7 @@ def plan(cursor):
 
 # %% [markdown]
 # **Predict.** The index on `username` holds one key per account. How many index keys will `/^sam$/i` examine
-# to return its 3 accounts? (Within 5% counts as right.)
+# to return its 3 accounts? Record an exact number with `predict_keys.predict(...)`.
 
 # %%
 predict_keys = labkit.exercises.get("37-predict-regex-keys")
@@ -100,14 +116,18 @@ predict_keys.check(regex_i["keys examined"])
 
 # %% [markdown]
 # The case-sensitive prefix turns into a range of the index (`["Sam", "Sao")`), so the server reads only the
-# keys that start with "Sam". With the `i` option no range can be computed: every key in the index is read and
-# tested. That is the signature: keys examined ≈ the whole collection, returned = 3.
+# keys that start with "Sam" (and the first key after them, where it stops). With the `i` option no range can be
+# computed: every string key in the index is read and tested against the pattern, and only the matches are
+# fetched ([manual: `$regex` index use](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)).
+# That is the signature in `explain("executionStats")`: keys examined ≈ the whole collection, returned = 3
+# ([manual: explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
 # %% [markdown]
 # ## Fix 1: a case-insensitive collation index
 #
 # A collation at strength 2 compares base letters and accents but ignores case (strength 1 also ignores
-# accents). labkit's collation module shows what that means for single strings:
+# accents, [manual: collation](https://www.mongodb.com/docs/manual/reference/collation/)). labkit's collation
+# module shows what that means for single strings:
 
 # %%
 pairs = [("sam", "SAM"), ("sam", "Sâm"), ("sam", "sams")]
@@ -118,8 +138,9 @@ pd.DataFrame([{"a": a, "b": b, **{f"equal at strength {s}": strings_equal(a, b, 
 # The index must be created with the collation, and each query must name **the same** collation, or the
 # index is not used for the string comparison. A collation index never helps `$regex`.
 #
-# The example of MongoDB's case-insensitive index documentation: three spellings of "apple", an index at
-# strength 2, and three queries.
+# The example of MongoDB's case-insensitive index documentation
+# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)): three
+# spellings of "apple", an index at strength 2, and three queries.
 
 # %%
 db.fruit.insert_many([{"_id": 1, "type": "apple"}, {"_id": 2, "type": "Apple"}, {"_id": 3, "type": "APPLE"}])
@@ -148,10 +169,11 @@ with_collation
 plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collation={"locale": "en", "strength": 2}))
 
 # %% [markdown]
-# The planner skips only the collation index for a `$regex` (a regular expression compares bytes, not
-# collation keys). The plain index on `username` has no collation, so it is still eligible, whatever the
-# query's collation: the plan is an IXSCAN of that index that reads every key to test the pattern and fetches
-# only the matches, the same signature as `/^sam$/i` without a collation. Which index it scanned:
+# `$regex` is not collation-aware, so it cannot use a case-insensitive index
+# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). The
+# plain index on `username` has no collation, so it is still eligible, whatever the query's collation: the
+# plan is an IXSCAN of that index that reads every key to test the pattern and fetches only the matches, the
+# same signature as `/^sam$/i` without a collation. Which index it scanned:
 
 # %%
 e = db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}},
@@ -162,7 +184,8 @@ labkit.plan_summary(e)["index"]
 # ## Fix 2: a normalized field
 #
 # When one field needs it, a lower-case copy is simpler: set it on every write, index it, query it with the
-# lower-cased input. Migration for the existing accounts, in one update with a pipeline:
+# lower-cased input. Migration for the existing accounts, in one update with a pipeline
+# ([manual: updates with a pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)):
 
 # %%
 db.accounts.update_many({}, [{"$set": {"usernameLower": {"$toLower": "$username"}}}])
@@ -173,6 +196,12 @@ sorted(d["username"] for d in db.accounts.find({"usernameLower": "sam"}))
 # %% [markdown]
 # A unique index on `usernameLower` would also make sign-up reject "SAM" when "sam" exists (here three such
 # accounts already exist, so it is left non-unique).
+#
+# **Beyond whole-value matches.** Both fixes serve equality (and ranges) on the whole value. A search box that
+# must ignore case *and* match part of a value ("sam" inside "samantha_k", fuzzy spellings) is a text-search
+# problem: on Atlas, an Atlas Search index analyzes the field into lower-cased terms and a `$search` stage
+# queries them ([Atlas Search: analyzers](https://www.mongodb.com/docs/atlas/atlas-search/analyzers/)), instead
+# of a regular expression reading every key.
 #
 # ## Measured: before and after
 
@@ -280,9 +309,19 @@ ex_teams.check(prepare, add_team, find_team)
 # - `/^x$/i` cannot be turned into an index range: keys examined ≈ the whole index for a handful of results.
 # - Fix with an index at `{locale: "en", strength: 2}` and the same collation on every query, or with a
 #   normalized lower-case field and a plain (possibly unique) index.
-# - Collation indexes do not help `$regex`.
+# - Collation indexes do not help `$regex`. For case-insensitive partial-match search, Atlas Search is the tool.
 #
 # **Next:** 38 · overuse of `$lookup`.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: \$regex (index use)](https://www.mongodb.com/docs/manual/reference/operator/query/regex/)
+# 2. [MongoDB manual: Case-Insensitive Indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)
+# 3. [MongoDB manual: Collation](https://www.mongodb.com/docs/manual/reference/collation/)
+# 4. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 5. [MongoDB manual: Updates with Aggregation Pipeline](https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/)
+# 6. [MongoDB Atlas Search: Process Data with Analyzers](https://www.mongodb.com/docs/atlas/atlas-search/analyzers/)
 
 # %% [markdown] tags=["navigation"]
 # [← 36 · Anti-pattern: separating data that is accessed together](36_separate_data.ipynb) · [Contents](../CONTENTS.md) · [38 · Anti-pattern: overuse of \$lookup →](38_lookup_overuse.ipynb)

@@ -7,12 +7,33 @@
 #     language: python
 #     name: python3
 #   labkit:
-#     minutes: 25
+#     minutes: 30
 #     exercise_minutes: 10
 #     title: "Anti-pattern: overuse of $lookup"
 #     section: Anti-patterns
 #     demo: "Rank the query log by frequency × duration, then replace the hot join with an extended reference."
-#     mistakes: ["Ranking slow queries by duration instead of frequency × duration", "Copying the whole referenced document instead of the few fields the read needs", "Dropping the reference after copying fields"]
+#     mistakes: ["Ranking slow queries by duration instead of frequency × duration", "Copying the whole referenced document instead of the few fields the read needs", "Dropping the reference after copying fields", "Counting on the profiler where the deployment refuses it (Atlas Free and Flex)"]
+#     sources:
+#     - title: "MongoDB manual: Reduce $lookup Operations"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-lookup-operations/
+#     - title: "MongoDB manual: Schema Design Anti-Patterns (Performance Advisor)"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/
+#     - title: "MongoDB manual: Database Profiler"
+#       url: https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/
+#     - title: "MongoDB manual: Database Profiler Output"
+#       url: https://www.mongodb.com/docs/manual/reference/database-profiler/
+#     - title: "MongoDB Atlas: Unsupported Commands (Free and Flex clusters)"
+#       url: https://www.mongodb.com/docs/atlas/unsupported-commands/
+#     - title: "MongoDB Atlas: Query Shape Insights"
+#       url: https://www.mongodb.com/docs/atlas/query-shape-insights/
+#     - title: "MongoDB manual: $lookup (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
+#     - title: "mongodb/mongo jstests/noPassthrough/lookup_pushdown.js (join strategies)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/lookup_pushdown.js
+#     - title: "MongoDB manual: Explain Results"
+#       url: https://www.mongodb.com/docs/manual/reference/explain-results/
+#     - title: "MongoDB manual: $merge (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/
 # ---
 
 # %% [markdown]
@@ -20,11 +41,12 @@
 #
 # **You will learn**
 # - that `$lookup` is fine for occasional joins and an anti-pattern when the most frequent read depends on it;
-# - to rank joins by **frequency × cost**, not by duration;
+# - to find joins in a query log (the profiler, or the driver's command monitoring where the profiler is
+#   refused) and rank them by **frequency**, then frequency × cost, not by duration;
 # - what a join costs per input document, and why an unindexed `foreignField` is the worst case;
 # - the extended reference: copy the few fields the hot read needs, and keep the reference for the rest.
 #
-# **Time:** about 25 minutes.
+# **Time:** about 30 minutes.
 
 # %%
 import datetime as dt
@@ -55,17 +77,34 @@ print(db.customers.count_documents({}), "customers,", db.orders.count_documents(
 # %% [markdown]
 # ## The workload
 #
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | support queue: 20 newest open orders with customer name and tier | read | 500/s | order fields, customer name and tier |
-# | nightly revenue report by tier | read | 1/day | may take seconds |
-# | customer renames themselves | write | 5/day (0.00006/s) | name must eventually show everywhere |
+# What the application does, how often, and what each operation needs:
+
+# %%
+workload_table = pd.DataFrame([
+    ('support queue: 20 newest open orders with customer name and tier', 'read', '500/s', 'order fields, customer name and tier'),
+    ('customer detail page', 'read', '20/s', 'one customer by _id'),
+    ('nightly revenue report by tier', 'read', '1/day', 'may take seconds'),
+    ('customer renames themselves', 'write', '5/day (0.00006/s)', 'name must eventually show everywhere'),
+], columns=["operation", "type", "rate", "needs"])
+workload_table
+
+# %% [markdown]
+# ## Detect: a query log, sorted by frequency
 #
-# ## Detect: frequency × cost, not duration
+# The table above is what the team believes. The database can tell what actually runs: the **database
+# profiler** records each operation in `<db>.system.profile`, with its command, duration (`millis`) and the
+# keys and documents it examined ([manual: profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/),
+# [manual: profiler output](https://www.mongodb.com/docs/manual/reference/database-profiler/)); the slow-query
+# log holds the same fields for slow operations. Look for pipelines containing `$lookup` and sort them by
+# **frequency**, not by duration
+# ([manual: reduce `$lookup` operations](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-lookup-operations/)).
 #
-# Turn on the database profiler (level 2 records every operation; on a production server you would use level 1
-# with `slowms`, or a `filter`), run each operation of the workload once, and read what the profiler recorded
-# in `system.profile`: one document per operation, with the keys and documents it examined.
+# Atlas Free and Flex clusters refuse the `profile` command
+# ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)).
+# `labkit.querylog.capture(db, run)` therefore runs `run(db)` under the profiler where it is allowed (level 2
+# for the run, then the previous level again) and, where it is refused, records the same operations from the
+# driver's own command monitoring, a log any application can produce. Its `summary()` groups the log by
+# **query shape**: the command, the collection, the filter's fields and the pipeline's stages, without values.
 
 # %%
 queue_pipeline = [
@@ -79,31 +118,73 @@ report_pipeline = [
     {"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "_id", "as": "customer"}},
     {"$group": {"_id": {"$first": "$customer.tier"}, "revenue": {"$sum": "$total"}}},
 ]
-db.command("profile", 2)
-list(db.orders.aggregate(queue_pipeline, comment="support queue"))
-list(db.orders.aggregate(report_pipeline, comment="nightly tier report"))
-db.customers.find_one({"_id": "cust:0042"}, comment="customer detail")
-db.command("profile", 0)
-profile = pd.DataFrame([{"operation": p["command"].get("comment"), "op": p["op"], "ns": p["ns"],
-                         "planSummary": p.get("planSummary", ""), "keysExamined": p.get("keysExamined", 0),
-                         "docsExamined": p.get("docsExamined", 0), "nreturned": p.get("nreturned", 0)}
-                        for p in db["system.profile"].find({"command.comment": {"$exists": True}}).sort("ts", 1)])
-profile
+WINDOW_SECONDS = 0.2
+
+
+def traffic(d):
+    """0.2 seconds of the support tool at the table's rates (100 queue views, 4 customer pages), in the moment
+    the nightly report starts."""
+    for i in range(100):
+        list(d.orders.aggregate(queue_pipeline))
+        if i % 25 == 0:
+            d.customers.find_one({"_id": f"cust:{(i * 37) % 1000:04d}"})
+    list(d.orders.aggregate(report_pipeline))
+
+
+log = labkit.querylog.capture(db, traffic)
+print(f"{len(log)} operations recorded in a window of {WINDOW_SECONDS} s, from the {log.source}")
+print(f"windows in a day: {86_400 / WINDOW_SECONDS:,.0f}")
 
 # %% [markdown]
-# The profiler says what one run costs. The workload table says how often each runs. Sorting by cost per run
-# puts the nightly report first; multiplying by the runs per day tells a different story:
+# The log per query shape, the most frequent first (names added for reading; the log itself knows only shapes):
 
 # %%
-runs_per_day = {"support queue": 500 * 86_400, "nightly tier report": 1, "customer detail": 20 * 86_400}
-log = profile.assign(examined=profile["keysExamined"] + profile["docsExamined"])
-log["runs per day"] = log["operation"].map(runs_per_day)
-log["examined per day"] = log["examined"] * log["runs per day"]
-log.sort_values("examined", ascending=False)[["operation", "examined", "runs per day"]]
+OPERATIONS = {
+    labkit.querylog.shape({"command": {"aggregate": "orders", "pipeline": queue_pipeline}}): "support queue",
+    labkit.querylog.shape({"command": {"find": "customers", "filter": {"_id": 1}}}): "customer detail",
+    labkit.querylog.shape({"command": {"aggregate": "orders", "pipeline": report_pipeline}}): "nightly tier report",
+}
+shapes = log.summary(db=db)
+shapes.insert(0, "operation", shapes["shape"].map(OPERATIONS))
+shapes[["operation", "shape", "runs", "keys examined per run", "docs examined per run"]]
+
+# %% [markdown]
+# The same window recorded from command monitoring (what the fallback sees: the same operations and counts; the
+# examined columns come from `explain`, since the driver never sees them):
+
+# %%
+monitored = labkit.querylog.capture(db, traffic, source="monitoring").summary(db=db)
+monitored.insert(0, "operation", monitored["shape"].map(OPERATIONS))
+monitored[["operation", "runs", "keys examined per run", "docs examined per run"]]
+
+# %% [markdown]
+# Durations vary with the machine, so they are printed rather than tabled: the profiler's `millis` (whole
+# milliseconds, so a join faster than 1 ms often shows 0) and the duration the driver measured (microseconds,
+# the network included). Sorted by time per run, the nightly report comes first; that is the order a
+# slow-query log shows, and the wrong one to act on:
+
+# %%
+client_ms = monitored.set_index("operation")["ms per run"]
+for _, r in shapes.sort_values("ms per run", ascending=False).iterrows():
+    runs = f"{r['runs']} run" + ("s" if r["runs"] != 1 else "")
+    print(f"{r['operation']}: {r['ms per run']:.1f} ms per run in the profiler, {client_ms[r['operation']]:.2f} ms "
+          f"at the client; {runs} in the window")
+
+# %% [markdown]
+# Frequency is what the log adds. The queue and the customer page run all day at the window's rate (one window
+# is 0.2 seconds, so a day holds 432,000 of them, as printed above); the report runs once a night. Per day, each operation's runs
+# times its cost per run:
+
+# %%
+per_day = shapes.set_index("operation")
+per_day["runs per day"] = [1 if op == "nightly tier report" else int(runs * 86_400 / WINDOW_SECONDS)
+                           for op, runs in per_day["runs"].items()]
+per_day["examined per run"] = (per_day["keys examined per run"] + per_day["docs examined per run"]).astype(int)
+per_day["examined per day"] = per_day["examined per run"] * per_day["runs per day"]
 
 # %% [markdown]
 # **Predict.** Which operation examines the most keys and documents **per day**: "support queue", "nightly tier
-# report" or "customer detail"?
+# report" or "customer detail"? Record the name with `predict_top.predict("...")`.
 
 # %%
 predict_top = labkit.exercises.get("38-predict-top-daily")
@@ -113,16 +194,23 @@ predict_top
 predict_top.predict("support queue")
 
 # %% tags=["reveal"]
-log.sort_values("examined per day", ascending=False)[["operation", "examined", "runs per day", "examined per day"]]
+per_day.sort_values("examined per day", ascending=False)[["examined per run", "runs per day", "examined per day"]]
 
 # %% tags=["reveal"]
-predict_top.check(log.sort_values("examined per day", ascending=False)["operation"].iloc[0])
+predict_top.check(per_day["examined per day"].idxmax())
 
 # %% tags=["reveal"]
-per_day = log.set_index("operation")["examined per day"]
-print(f"the support queue's join examines {per_day['support queue']:,} keys and documents a day; the nightly "
-      f"report {per_day['nightly tier report']:,}: {per_day['support queue'] / per_day['nightly tier report']:,.0f} "
-      "times more")
+print(f"the support queue examines {per_day.loc['support queue', 'examined per day']:,} keys and documents a day, "
+      f"the nightly report {per_day.loc['nightly tier report', 'examined per day']:,}")
+for op, r in per_day.iterrows():
+    print(f"{op}: {client_ms[op] * r['runs per day'] / 1000:.1f} s per day on this machine (client-side durations)")
+
+# %% [markdown]
+# In time as in documents, the frequent small join outweighs the rare big one. On Atlas (M10 and above, 8.0),
+# Query Shape Insights shows this view for you: query shapes with their counts and total execution time
+# ([Atlas: Query Shape Insights](https://www.mongodb.com/docs/atlas/query-shape-insights/)), and the Performance
+# Advisor flags schema anti-patterns such as frequent `$lookup` operations
+# ([manual: anti-patterns](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)).
 
 # %% [markdown]
 # ## What the hot join does
@@ -135,8 +223,10 @@ queue = list(db.orders.aggregate(queue_pipeline))
 
 # %% [markdown]
 # For every order that reaches `$lookup`, the server runs an equality query on the `from` collection. We can
-# measure that inner query with `explain()`: here on `_id`, indexed, then on `email`, which has no index (the
-# case the manual warns about).
+# measure that inner query with `explain()`
+# ([manual: explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)): here on `_id`,
+# indexed, then on `email`, which has no index (the case the manual warns about,
+# [manual: `$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)).
 
 # %%
 def show(doc):
@@ -165,8 +255,10 @@ print(f"with an unindexed foreignField, one scan per order would be "
 # %% [markdown]
 # That last figure is what the **classic** engine does with an unindexed `foreignField`: one collection scan
 # per order. It is what our queue pipeline gets, because a `$lookup` with a `pipeline` inside stays in the
-# classic engine. MongoDB 8.0 runs the plain equality form (`localField`/`foreignField`, no `pipeline`) in its
-# slot-based engine and picks a **join strategy** (`explain` shows it as `strategy` on an `EQ_LOOKUP` node):
+# classic engine. MongoDB 8.0 can run the plain equality form (`localField`/`foreignField`, no `pipeline`) in
+# its newer **slot-based execution engine** (SBE; its explain has `explainVersion: "2"`), which picks a **join
+# strategy**, shown as `strategy` on an `EQ_LOOKUP` node
+# ([lookup_pushdown.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/lookup_pushdown.js)):
 #
 # - `IndexedLoopJoin` when an index starts with `foreignField`: one index lookup per order;
 # - otherwise `HashJoin` when the foreign collection is small enough (at most 10,000 documents and 100 MB) and
@@ -203,6 +295,9 @@ pd.DataFrame({"equality form": join_cost(plain),
 # The hash join reads each customer once, the two loop joins once per order. A hash join only hides the
 # missing index while the foreign collection stays under its limits; past 10,000 customers the same query
 # falls back to the nested loop. The index (or no join at all) is the fix.
+#
+# One more condition for a join on a sharded cluster: a sharded collection can be the `from` collection of a
+# `$lookup` only since MongoDB 5.1 (the `$lookup` page, "Sharded Collections").
 
 # %% [markdown]
 # ## The fix: an extended reference
@@ -211,7 +306,7 @@ pd.DataFrame({"equality form": join_cost(plain),
 # reference, which stays for everything else (the detail page, the report).
 #
 # Migration with one aggregation that ends in `$merge` back into `orders`, adding the copy to each order in
-# place:
+# place ([manual: `$merge`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)):
 
 # %%
 copy_stages = [
@@ -324,10 +419,13 @@ pd.DataFrame({f"{r:,.0f} renames/s": ledger.totals({"customer rename": r})["docs
 # %%
 ledger_widget = ledger.widget("docs examined", max_rate=5000)
 ledger_widget
-#
+
+# %% [markdown]
 # ## Explore: frequency × cost
 #
-# Set the duration and rate of a join and of a report; the readout gives each one's server time per day.
+# Set the duration and rate of a join and of a report; the readout gives each one's server time per day. The
+# defaults are the source material's example: a 15 ms join 500 times a second against a 3-second report once a
+# night.
 
 # %%
 from labkit.widgets import explorer
@@ -352,7 +450,28 @@ freq = explorer(daily, sliders={"join_ms": (1, 100, 15, 1), "joins_per_second": 
 freq
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1 · A help desk, the same idea on other data
+#
+# A help desk copies each agent's `name` and `team` into their tickets (`agent: {name, team}`, next to the
+# reference `agentId`, which is indexed). Agents rename themselves. Write `rename_agent(db, agent_id, new_name)`
+# that keeps the agent and every copy right. `ex_rename.check(rename_agent)` runs it on its own help desk (two of
+# its agents share a name) and watches the commands it sends.
+
+# %%
+ex_rename = labkit.exercises.get("38-rename-agent")
+ex_rename
+
+
+# %% tags=["solution"]
+def rename_agent(d, agent_id, new_name):
+    d.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
+    d.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})
+
+
+ex_rename.check(rename_agent)
+
+# %% [markdown]
+# ## Exercise 2 · The extended reference on a practice copy
 #
 # `practice.orders` references `practice.customers`. Give every order an extended reference
 # `customer: {"name": ..., "tier": ...}` copied from its customer, keep `customerId`, and copy nothing else.
@@ -372,37 +491,32 @@ practice.orders.aggregate(copy_stages)
 ex.check(practice)
 
 # %% [markdown]
-# ## Exercise: the same idea on other data
-#
-# A help desk copies each agent's `name` and `team` into their tickets (`agent: {name, team}`, next to the
-# reference `agentId`, which is indexed). Agents rename themselves. Write `rename_agent(db, agent_id, new_name)`
-# that keeps the agent and every copy right. `ex_rename.check(rename_agent)` runs it on its own help desk (40
-# agents, two of them with the same name, 1,200 tickets) and watches the commands it sends.
-
-# %%
-ex_rename = labkit.exercises.get("38-rename-agent")
-ex_rename
-
-
-# %% tags=["solution"]
-def rename_agent(d, agent_id, new_name):
-    d.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    d.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})
-
-
-ex_rename.check(rename_agent)
-
-# %% [markdown]
 # ## Summary
 #
 # - `$lookup` runs a query per document that enters it; an unindexed `foreignField` turns each into a scan
 #   (in 8.0 a hash join over a small foreign collection reads it once instead; the strategy is in `explain`).
-# - Rank joins by frequency × cost, from the profiler: a cheap join run 500 times a second outweighs an expensive
-#   report run once a night.
+# - Find joins in a query log (the profiler; where it is refused, command monitoring) and rank them by
+#   frequency, then frequency × cost: a cheap join run 500 times a second outweighs an expensive report run once
+#   a night. On Atlas, Query Shape Insights and the Performance Advisor show the same.
+# - A sharded `from` collection needs MongoDB 5.1 or later.
 # - Fix the hot path with an extended reference: copy the few fields it needs, keep the reference, and update
 #   the copies on the rare change.
 #
 # **Next:** 39 · a schema review of a legacy dataset.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Reduce \$lookup Operations](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-lookup-operations/)
+# 2. [MongoDB manual: Schema Design Anti-Patterns (Performance Advisor)](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)
+# 3. [MongoDB manual: Database Profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/)
+# 4. [MongoDB manual: Database Profiler Output](https://www.mongodb.com/docs/manual/reference/database-profiler/)
+# 5. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
+# 6. [MongoDB Atlas: Query Shape Insights](https://www.mongodb.com/docs/atlas/query-shape-insights/)
+# 7. [MongoDB manual: \$lookup (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
+# 8. [mongodb/mongo jstests/noPassthrough/lookup_pushdown.js (join strategies)](https://github.com/mongodb/mongo/blob/v8.0/jstests/noPassthrough/lookup_pushdown.js)
+# 9. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
+# 10. [MongoDB manual: \$merge (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/)
 
 # %% [markdown] tags=["navigation"]
 # [← 37 · Anti-pattern: case-insensitive queries without a matching index](37_case_insensitive.ipynb) · [Contents](../CONTENTS.md) · [39 · Schema review: run the checklist on a legacy store →](39_schema_review.ipynb)

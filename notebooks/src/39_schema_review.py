@@ -12,7 +12,26 @@
 #     title: "Schema review: run the checklist on a legacy store"
 #     section: Anti-patterns
 #     demo: "Review the legacy store with labkit.review, fix the two hottest findings, and re-run the review to watch them go."
-#     mistakes: ["Judging an array by its length today instead of by what bounds it", "Dropping a unique or partial index because its keys look like a prefix", "Treating every $lookup as a problem, whatever its frequency", "Trusting $indexStats counters that started a minute ago"]
+#     mistakes: ["Judging an array by its length today instead of by what bounds it", "Dropping a unique or partial index because its keys look like a prefix", "Treating every $lookup as a problem, whatever its frequency", "Trusting $indexStats counters that started a minute ago", "Creating the new collection without the validator the shape now deserves"]
+#     sources:
+#     - title: "MongoDB manual: Schema Design Anti-Patterns"
+#       url: https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/
+#     - title: "MongoDB manual: Database Profiler"
+#       url: https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/
+#     - title: "MongoDB manual: Database Profiler Output"
+#       url: https://www.mongodb.com/docs/manual/reference/database-profiler/
+#     - title: "MongoDB Atlas: Unsupported Commands (Free and Flex clusters)"
+#       url: https://www.mongodb.com/docs/atlas/unsupported-commands/
+#     - title: "MongoDB manual: $sample (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/sample/
+#     - title: "MongoDB manual: $collStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: $indexStats (aggregation stage)"
+#       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/
+#     - title: "MongoDB manual: Schema Validation"
+#       url: https://www.mongodb.com/docs/manual/core/schema-validation/
+#     - title: "MongoDB manual: MongoDB Extended JSON (v2)"
+#       url: https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/
 # ---
 
 # %% [markdown]
@@ -20,9 +39,14 @@
 #
 # **You will learn**
 # - to review an existing schema with measurements instead of opinions, read-only, with `labkit.review`;
-# - where each kind of evidence comes from: `$sample`, `$collStats`, `$indexStats`, validators, and the
-#   profiler's record of the queries that ran;
+# - where each kind of evidence comes from: `$sample`, `$collStats`, `$indexStats`, validators, and a query log
+#   of what actually ran (the profiler, or command monitoring where the profiler is refused);
+# - the source material's review checklist, item by item, and which finding answers each;
 # - to fix findings in order of the traffic they touch, and re-run the review to see them go.
+#
+# The review looks for the manual's schema design anti-patterns
+# ([manual: anti-patterns](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)) and the two
+# the source material adds (data accessed together but stored apart, case-insensitive regular expressions).
 #
 # **Time:** about 40 minutes.
 
@@ -46,8 +70,9 @@ print("engine:", labkit.describe(db.client))
 # ## The legacy store
 #
 # A small shop's database, inherited from another team: its collections, its indexes, and its workload (each
-# query with how often it runs). It ships as MongoDB Extended JSON in `data/legacy_store.json`. This code is
-# what generated the file (fixed seed):
+# query the application sends, with how often it sends it). It ships as MongoDB Extended JSON
+# ([manual: Extended JSON](https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/)) in
+# `data/legacy_store.json`. This code is what generated the file (fixed seed):
 
 # %%
 LEGACY_JSON = JSONOptions(json_mode=JSONMode.RELAXED, tz_aware=False)
@@ -142,60 +167,70 @@ pd.DataFrame([{"collection": q["collection"], "op": q["op"], "per second": q["pe
                "query": str(q.get("filter") or [list(s)[0] for s in q["pipeline"]])} for q in workload])
 
 # %% [markdown]
-# ## What the queries look like to the server: the profiler
+# ## What runs: a query log
 #
-# A review needs to know what runs, and how often. On a server the **database profiler** records it: with
-# `db.setProfilingLevel(2)` (or `db.command("profile", 1, slowms=..., sampleRate=...)` on a busy one) every
-# operation becomes a document in `<db>.system.profile`, shaped as the manual's "Database Profiler Output":
-# `op`, `ns`, the `command` itself, `ts`, and counters such as `keysExamined` and `docsExamined`.
+# A review needs to know what runs, and how often. The application does not know that reliably; the server
+# does. The **database profiler** records every operation as a document of `<db>.system.profile`: `op`, `ns`,
+# the `command` itself, `ts`, `millis`, and counters such as `keysExamined` and `docsExamined`
+# ([manual: profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/),
+# [manual: profiler output](https://www.mongodb.com/docs/manual/reference/database-profiler/)). On a busy
+# server use level 1 with `slowms`/`sampleRate`, or a `filter`, rather than level 2.
 #
-# This store's workload table says how often each query runs; here is what five seconds of it look like to
-# the profiler, as documents of that shape. The counters come from one `explain()` per query:
+# Here the application's traffic runs for one second at the workload's rates (the nightly report once, as if
+# the second were the one it started in), and `labkit.querylog.capture` records it (lesson 38): with the
+# profiler where the deployment allows it, otherwise from the driver's command monitoring, because Atlas Free
+# and Flex clusters refuse `profile`
+# ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)). Nothing in the log is
+# typed in: every entry is an operation the server ran.
 
 # %%
-T0 = dt.datetime(2026, 3, 2, 9, 0)
+def traffic(workload, seconds=1):
+    """The application: each query of `workload`, at its rate, for `seconds` (at least once each)."""
+    def run(d):
+        runs = {i: max(1, round(q["perSecond"] * seconds)) for i, q in enumerate(workload)}
+        for step in range(max(runs.values())):
+            for i, q in enumerate(workload):
+                if step < runs[i]:
+                    coll = d[q["collection"]]
+                    if q["op"] == "find":
+                        cursor = coll.find(q["filter"], q.get("projection"))
+                        list(cursor.collation(q["collation"]) if q.get("collation") else cursor)
+                    else:
+                        list(coll.aggregate(q["pipeline"]))
+    return run
 
 
-def profile_log(target, workload, seconds=5):
-    """system.profile-shaped documents for `seconds` of `workload` (the counters measured by explain)."""
-    entries = []
-    for q in workload:
-        name = q["collection"]
-        if q["op"] == "find":
-            command = {"find": name, "filter": q["filter"]}
-            cursor = target[name].find(q["filter"], q.get("projection"))
-            if q.get("projection"):
-                command["projection"] = q["projection"]
-            if q.get("collation"):
-                command["collation"] = q["collation"]
-                cursor = cursor.collation(q["collation"])
-            s = cursor.explain()["executionStats"]
-            counters = {"keysExamined": s["totalKeysExamined"], "docsExamined": s["totalDocsExamined"],
-                        "nreturned": s["nReturned"]}
-            op = "query"
-        else:
-            command, counters, op = {"aggregate": name, "pipeline": q["pipeline"], "cursor": {}}, {}, "command"
-        n = max(1, round(q["perSecond"] * seconds))
-        for i in range(n):
-            entries.append({"op": op, "ns": f"{target.name}.{name}", "command": command, **counters,
-                            "ts": T0 + dt.timedelta(seconds=seconds * i / n)})
-    return sorted(entries, key=lambda e: e["ts"])
+def profile_log(target, workload, seconds=1):
+    """Run `seconds` of `workload` against `target` and return what ran, as profiler documents."""
+    return labkit.querylog.capture(target, traffic(workload, seconds)).entries
 
 
-log = profile_log(db, workload)
-print(f"{len(log):,} profiler documents; one of them:")
-{k: v for k, v in log[0].items()}
+captured = labkit.querylog.capture(db, traffic(workload))
+log = captured.entries
+print(f"{len(log):,} operations recorded, from the {captured.source}")
+captured.summary()[["shape", "runs"]]
 
 # %% [markdown]
-# With MongoDB running, you would read them with `db.system.profile.find()` (or save them as JSON lines
-# with `mongoexport -c system.profile` for `python -m labkit review --query-log`); `labkit.review` reads
+# One entry, as the server wrote it (the command, the counters, the time; fields that vary from run to run left
+# out):
+
+# %%
+{k: v for k, v in log[0].items() if k in ("op", "ns", "command", "keysExamined", "docsExamined", "nreturned",
+                                           "planSummary")}
+
+# %% [markdown]
+# On a server you can also read the log yourself with `db.system.profile.find()`, or save it as JSON lines with
+# `mongoexport -c system.profile` for `python -m labkit review --query-log`; `labkit.review` reads
 # `system.profile` by itself when no log is given.
 #
 # ## Run the review
 #
 # `labkit.review(db, query_log=log)` reads, and never writes: up to 1,000 documents per collection with
-# `$sample`, `$collStats`, `$indexStats`, the validators and index specs, and the log. Every finding has a
-# kind, a place, a severity, the measured evidence, a fix with the commands, and the lesson that teaches it.
+# `$sample` ([manual: `$sample`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/sample/)),
+# `$collStats` ([manual](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)),
+# `$indexStats` ([manual](https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/)), the
+# validators and index specs, and the log. Every finding has a kind, a place, a severity, the measured evidence,
+# a fix with the commands, and the lesson that teaches it.
 
 # %%
 before = labkit.review(db, query_log=log)
@@ -221,12 +256,47 @@ for f in before.findings:
 # - a unique or partial index is never proposed as redundant, even when its keys are a prefix of another;
 # - the nightly `$lookup` on `orders_globex` runs once in the log: not a finding.
 #
-# Without query data, the checks that need it say so, and the rest still run:
+# Without query data, the checks that need it say so, and the rest still run. An untouched copy of the store,
+# whose profiler has recorded nothing (it also serves the thresholds explorer below):
 
 # %%
-blind = labkit.review(db)
+original = labkit.fresh_db("39_schema_review_original")
+load(original)
+blind = labkit.review(original)
 print(blind.summary())
 sorted(before.kinds() - blind.kinds())
+
+# %% [markdown]
+# ## The checklist behind the review
+#
+# The source material ends its anti-patterns with a review checklist. Each item, in short, and what answers it
+# here:
+#
+# | checklist item | how the review (or the lesson) answers it |
+# |---|---|
+# | list every operation with its type, frequency and fields; rank by frequency | the query log, ranked by runs (lesson 30 builds the table) |
+# | make each top operation read one document through one index | `separate-data`, `lookup-overuse` (lessons 36, 38) |
+# | name what bounds every array; move unbounded ones out, keep a capped subset | `unbounded-array` (32) |
+# | compare `avgObjSize` with what the hot queries return; split cold fields | `bloated-document` (33) |
+# | count collections; look for names holding ids or dates | `many-collections` (34) |
+# | `$indexStats` on every member; hide unused and prefix-redundant indexes, then drop | `unused-index`, `redundant-index` (35); the review reads the member it is connected to |
+# | replace `$lookup` and repeated same-key reads on hot paths with embedded or copied fields | `lookup-overuse`, `separate-data` (lessons 36, 38) |
+# | replace case-insensitive regular expressions with a collation index or a normalized field | `case-insensitive-regex` (37) |
+# | add `$jsonSchema` validation once the shape is settled | `no-validation` (07) |
+#
+# The kinds this first review reported, against that list:
+
+# %%
+CHECKLIST = {
+    "separate-data": "one document through one index", "lookup-overuse": "no $lookup on hot paths",
+    "unbounded-array": "what bounds every array", "bloated-document": "avgObjSize vs the hot queries",
+    "many-collections": "count collections", "unused-index": "$indexStats, hide, drop",
+    "redundant-index": "$indexStats, hide, drop", "case-insensitive-regex": "no case-insensitive regex",
+    "no-validation": "$jsonSchema validation",
+}
+found = before.to_frame().groupby("kind").size().rename("findings").to_frame()
+found["checklist item"] = found.index.map(CHECKLIST)
+found
 
 # %% [markdown]
 # ## The evidence side by side
@@ -251,7 +321,8 @@ plt.show()
 #
 # **Products** (`bloated-document`, `unbounded-array` on `revisions`, `redundant-index`): the hot query reads
 # name and price, so the description and spec sheet move to `product_details` (same `_id`), each revision
-# becomes a document of `product_revisions`, the redundant index goes, and a validator writes the shape down.
+# becomes a document of `product_revisions`, the redundant index goes, and a validator on each of the three
+# collections writes the shape down ([manual: schema validation](https://www.mongodb.com/docs/manual/core/schema-validation/)).
 
 # %%
 db.products.aggregate([{"$project": {"description": 1, "specSheet": 1}}, {"$merge": {"into": "product_details"}}])
@@ -260,11 +331,12 @@ db.product_revisions.insert_many([{"_id": f"{p['_id']}:{r['rev']}", "productId":
 db.product_revisions.create_index([("productId", 1), ("rev", -1)])
 db.products.update_many({}, {"$unset": {"description": "", "specSheet": "", "revisions": ""}})
 db.products.drop_index("category_1")
-OBJECT = {"$jsonSchema": {"bsonType": "object"}}
 db.command("collMod", "products", validator={"$jsonSchema": {
     "bsonType": "object", "required": ["name", "price", "category"],
     "properties": {"price": {"bsonType": ["double", "int"]}}}})
-db.command("collMod", "product_details", validator=OBJECT)
+db.command("collMod", "product_details", validator={"$jsonSchema": {
+    "bsonType": "object", "required": ["description", "specSheet"],
+    "properties": {"description": {"bsonType": "string"}, "specSheet": {"bsonType": "object"}}}})
 db.command("collMod", "product_revisions", validator={"$jsonSchema": {"bsonType": "object",
                                                                       "required": ["productId", "rev"]}})
 print({n: db[n].estimated_document_count() for n in ("products", "product_details", "product_revisions")})
@@ -335,9 +407,7 @@ predict_gone.check(len(gone))
 from labkit.review import judge, measure
 from labkit.widgets import explorer, measured
 
-original = labkit.fresh_db("39_schema_review_original")
-load(original)
-original_log = profile_log(original, workload, seconds=2)  # two seconds of the workload keep each step fast
+original_log = profile_log(original, workload)  # one second of the workload on the untouched copy
 # the review reads the store once (measure); each step judges that reading with the slider's thresholds
 reading = measured(lambda: measure(original, query_log=original_log), data=original)
 
@@ -442,6 +512,19 @@ ex_blog.check(fix)
 # - Fix in order of traffic, change the workload with the schema, and re-run the review to see the findings go.
 #
 # **Next:** back to the workload table (30): the review is only as good as the workload it was given.
+
+# %% [markdown] tags=["sources"]
+# ## Sources
+#
+# 1. [MongoDB manual: Schema Design Anti-Patterns](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/)
+# 2. [MongoDB manual: Database Profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/)
+# 3. [MongoDB manual: Database Profiler Output](https://www.mongodb.com/docs/manual/reference/database-profiler/)
+# 4. [MongoDB Atlas: Unsupported Commands (Free and Flex clusters)](https://www.mongodb.com/docs/atlas/unsupported-commands/)
+# 5. [MongoDB manual: \$sample (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/sample/)
+# 6. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 7. [MongoDB manual: \$indexStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/)
+# 8. [MongoDB manual: Schema Validation](https://www.mongodb.com/docs/manual/core/schema-validation/)
+# 9. [MongoDB manual: MongoDB Extended JSON (v2)](https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/)
 
 # %% [markdown] tags=["navigation"]
 # [← 38 · Anti-pattern: overuse of \$lookup](38_lookup_overuse.ipynb) · [Contents](../CONTENTS.md)

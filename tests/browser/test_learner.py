@@ -51,7 +51,9 @@ def test_learner_opens_contents_follows_a_lesson_runs_it_and_moves_a_slider(dev_
     wait_for(page, lambda: _current_path(page) == "CONTENTS.md", 30, "CONTENTS.md to open")
     preview = page.locator(".jp-RenderedMarkdown:visible").first
     preview.wait_for(state="visible", timeout=30_000)
-    assert preview.locator("a", has_text="with answers").count() > 0, "the instructors' column is there, apart"
+    # the table renders after the panel shows: wait for it rather than count at once
+    answers = preview.locator("a", has_text="with answers").first
+    answers.wait_for(state="attached", timeout=30_000)  # the instructors' column is there, apart
     preview.locator("a", has_text=LINK_TEXT).first.click()
     wait_for(page, lambda: _current_path(page) == LESSON, 60, f"{LESSON} to open from its CONTENTS link")
 

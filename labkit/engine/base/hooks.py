@@ -28,6 +28,8 @@ timeseries_list_entry    timeseries.py     rules.py (listCollections): a time-se
 timeseries_create        timeseries.py     rules.py (create): a new time-series collection
 timeseries_coll_stats    timeseries.py     stats.py: collStats of a time-series collection
 capped_stats_fields      capped.py         stats.py: collStats' capped / max / maxSize
+document_by_id           store.py          change_stream.py: a change stream's updateLookup
+watch                    change_streams.py rules.py, database.py: Collection.watch / Database.watch
 =======================  ================  =====================================================================
 
 ``EXTRA_STAGES`` (stage name -> ``handler(coll, docs, arg, pipeline, i)``) is filled by extra_stages.py and read
@@ -43,6 +45,7 @@ NAMES = frozenset({
     "filter_applies", "client_class", "collection_class", "monitor_begin", "monitor_succeed", "monitor_fail",
     "view_check_source", "view_def", "view_run_on_base", "view_list_entry", "view_parse_create", "view_create",
     "timeseries_list_entry", "timeseries_create", "timeseries_coll_stats", "capped_stats_fields",
+    "document_by_id", "watch",
 })
 
 EXTRA_STAGES: dict[str, Callable[..., list]] = {}  # $out, $merge, $graphLookup, ... (extra_stages.py)

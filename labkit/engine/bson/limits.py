@@ -11,17 +11,23 @@ Sources
   reports as ``maxBsonObjectSize`` (16777216).
 * ``MAX_NESTING_DEPTH``: "MongoDB supports no more than 100 levels of nesting for BSON
   documents. Each object or array adds a level." (same page, *Nested Depth for BSON
-  Documents*). The server source is more lenient: ``BSONDepth::kDefaultMaxAllowableDepth``
-  is 200 (``src/mongo/bson/bson_depth.h``) and user storage gets 20 levels less
-  (``getMaxDepthForUserStorage()`` = 180). The lab teaches the *documented* limit, so
-  ``check_depth`` uses 100 by default; pass ``max_depth=SERVER_MAX_USER_STORAGE_DEPTH``
-  to model the binary instead.
-* Too-deep error: the server's insert path (``validateDepth`` in
-  ``src/mongo/db/ops/insert.cpp``) fails with ``ErrorCodes::Overflow`` (code 15) and
-  "cannot insert document because it exceeds 180 levels of nesting"; ``check_depth``
-  uses that wording with the limit in force. Empty embedded documents/arrays do not count
-  toward the depth there, and neither do they here. (The wire-level BSON validator's
-  "BSONObj exceeds maximum nested object depth" applies past 200 levels.)
+  Documents*): the documented design limit, which lessons teach as the bound to design
+  within. What an 8.0 server *enforces* on stored documents is more lenient:
+  ``BSONDepth::kDefaultMaxAllowableDepth`` is 200 (``src/mongo/bson/bson_depth.h``, server
+  parameter ``maxBSONDepth``) and user storage gets ``kExtraSystemDepthLevels`` (20) less,
+  ``getMaxDepthForUserStorage()`` = 180, the room the server keeps for embedding a document
+  in an oplog entry or a reply. The engine enforces what the server does:
+  ``SERVER_MAX_USER_STORAGE_DEPTH`` (180) is ``check_depth``'s default, so 101..180 levels
+  are stored as on a server (``jstests/replsets/v2_delta_oplog_entries.js`` stores and
+  updates a document 147 levels deep; ``src/mongo/db/ops/insert_test.cpp`` accepts exactly
+  ``getMaxDepthForUserStorage()`` levels and refuses one more).
+* Too-deep errors (``ErrorCodes::Overflow``, code 15): an insert fails in
+  ``fixDocumentForInsert`` (``src/mongo/db/ops/insert.cpp``) with "cannot insert document
+  because it exceeds 180 levels of nesting"; an update whose result is too deep fails in
+  ``storageValid`` (``src/mongo/db/update/storage_validation.cpp``) with "Document exceeds
+  maximum nesting depth of 180". Empty embedded documents/arrays do not count toward the
+  depth there, and neither do they here. (The wire-level BSON validator's "BSONObj exceeds
+  maximum nested object depth" applies past 200 levels.)
 * Too-large insert: the server's ``fixDocumentForInsert`` answers BadValue "object to
   insert too large. size in bytes: N, max size: 16777216" (``check_insert_size(...,
   as_server=True)``); pymongo refuses oversized documents itself with
@@ -114,10 +120,13 @@ def nesting_depth(doc: Any, stop_after: int | None = None) -> int:
     return deepest
 
 
-def check_depth(doc: Mapping[str, Any], max_depth: int = MAX_NESTING_DEPTH) -> None:
-    """Raise WriteError (code 15, Overflow) if ``doc`` nests deeper than ``max_depth``."""
+def check_depth(doc: Mapping[str, Any], max_depth: int = SERVER_MAX_USER_STORAGE_DEPTH,
+                update: bool = False) -> None:
+    """Raise WriteError (code 15, Overflow) if ``doc`` nests deeper than ``max_depth``: the insert path's
+    message, or with ``update`` the update path's (``storageValid``)."""
     if nesting_depth(doc, stop_after=max_depth) > max_depth:
-        message = f"cannot insert document because it exceeds {max_depth} levels of nesting"
+        message = (f"Document exceeds maximum nesting depth of {max_depth}" if update
+                   else f"cannot insert document because it exceeds {max_depth} levels of nesting")
         raise WriteError(
             message,
             ERR_OVERFLOW,
@@ -135,7 +144,7 @@ def bson_size(doc: Mapping[str, Any]) -> int:
         return len(bson.encode(doc))
     except RecursionError:
         check_depth(doc)
-        raise  # pragma: no cover - the encoder's limit is far above MAX_NESTING_DEPTH
+        raise  # pragma: no cover - the encoder's limit is far above SERVER_MAX_USER_STORAGE_DEPTH
 
 
 def check_insert_size(doc: Mapping[str, Any], max_size: int = MAX_BSON_SIZE,

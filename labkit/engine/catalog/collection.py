@@ -35,6 +35,7 @@ from ..base.docutil import CursorProtocol, check_sort as _check_sort, fast_copy,
 from ..base.docutil import new_object_id  # noqa: F401 - moved to docutil.py so the profiler need not import this module
 from ..base import hooks
 from ..base.errors import errmsg_of
+from ..repl.oplog import Entry as OplogEntry
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_INDEXES = 64          # manual "Limits": a collection has at most 64 indexes (the _id index included)
@@ -213,6 +214,40 @@ class EmbeddedCollection(mm_collection.Collection):
     def _ns(self) -> str:
         return "%s.%s" % (self.database.name, self._name)
 
+    # ------------------------------------------------------------------------------ the oplog (change streams)
+    def _oplog(self):
+        """The engine's oplog while a change stream is open (writes are then recorded), else None: with no
+        stream open a write costs this one check (repl/oplog.py)."""
+        log = self._db_store.oplog
+        return log if log is not None and log.recording() else None
+
+    def _record(self, log, op: str, pre: Any = None, post: Any = None, kind: str | None = None,
+                paths: Any = None, o: Any = None, many: list | None = None) -> None:
+        """Record one write for change streams (the server's OpObserver writing the oplog entry); ``many``: the
+        documents of a batch of inserts, one entry each. Inside a transaction the transaction keeps them until
+        it commits; the commit's own replay is not recorded again."""
+        txn = _active_txn()
+        if txn is not None and txn.override is not None:
+            return
+        if self._name.startswith("system."):
+            return
+        st = self._db_store[self._name]
+        images = bool(((st.options or {}).get("changeStreamPreAndPostImages") or {}).get("enabled"))
+        db, name, uuid = self.database.name, self._name, st.uuid
+        if many is None:
+            log.record(OplogEntry(op, db, name, uuid, pre, post, kind, paths, images, o), txn)
+            return
+        entries = [OplogEntry("i", db, name, uuid, None, d, None, None, images) for d in many]
+        if txn is not None:
+            for e in entries:
+                log.record(e, txn)
+        else:
+            log.append_each(entries)
+
+    def _record_create(self, log) -> None:
+        """The ``create`` entry of a collection a write creates implicitly (its event with showExpandedEvents)."""
+        self._record(log, "c", o={"create": self._name, "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}})
+
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         c = super().with_options(codec_options, read_preference, write_concern, read_concern)
         if type(c) is mm_collection.Collection:
@@ -312,12 +347,17 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def _commit_insert(self, doc: dict, rid: int, keys: dict) -> None:
         st = self._store
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.put(rid, store_key(doc["_id"]), doc)
         for name, (ks, arrays) in keys.items():
             ix = st.ix[name]
             ix.note_arrays(arrays)
             ix.add(ks, rid)
         st.version += 1
+        if log is not None:
+            self._record(log, "i", post=doc)
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
@@ -372,10 +412,15 @@ class EmbeddedCollection(mm_collection.Collection):
                     raise self._dup_error(ix, doc, k)
                 staged.append((ix, pos, k))
         st.next_rid = rid + 1
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.put(rid, sk, doc)
         for ix, pos, k in staged:
             ix.insert_at(pos, k, rid)
         st.version += 1
+        if log is not None:
+            self._record(log, "i", post=doc)
         if st.options:
             after_insert(st)
         return _id
@@ -481,6 +526,9 @@ class EmbeddedCollection(mm_collection.Collection):
         if not staged:
             return
         st = self._store
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         per_index: dict[str, list] = {n: [] for n in st.ix}
         put = st.put
         for doc, rid, sk, keys in staged:
@@ -507,6 +555,8 @@ class EmbeddedCollection(mm_collection.Collection):
         for name, items in per_index.items():
             st.ix[name].add_bulk(items)
         st.version += 1
+        if log is not None:
+            self._record(log, "i", many=[doc for doc, *_ in staged])
         if st.options:
             after_insert(st)  # capped: trim the oldest documents; clustered: keep _id order (capped.py)
 
@@ -610,6 +660,11 @@ class EmbeddedCollection(mm_collection.Collection):
         # is only storing it (what _replace_doc does then, without its per-index loop)
         lean = scalar is not None and not self._validates_updates(st) and all(
             ix.spec.partial is None and touched.isdisjoint(ix.spec.tops) for ix in st.ix.values())
+        log = self._oplog()
+        if log is not None:  # each change is recorded for change streams (so none is made by the batch loop)
+            lean = False
+            cs_kind = "pipeline" if pipeline else "replace" if compiled is None else "update"
+            cs_paths = _update_paths(compiled)
         docs = st.docs
         i, nr = 0, len(rids)
         while i < nr:
@@ -638,6 +693,8 @@ class EmbeddedCollection(mm_collection.Collection):
                             st.version += 1
                         else:
                             self._replace_doc(rid, old, new, touched, shallow)
+                            if log is not None:
+                                self._record(log, "u", old, new, cs_kind, cs_paths)
                         n_modified += 1
                         continue
                 if pipeline:
@@ -676,6 +733,8 @@ class EmbeddedCollection(mm_collection.Collection):
                     self._replace_doc(rid, old, new)
                 else:
                     self._replace_doc(rid, old, new, touched, shallow)
+                if log is not None:
+                    self._record(log, "u", old, new, cs_kind, cs_paths)
                 n_modified += 1
         if upsert and not n_matched:
             to_insert = U.upsert_document(spec, document, array_filters,
@@ -802,6 +861,9 @@ class EmbeddedCollection(mm_collection.Collection):
             n += len(keys)
         note("keysDeleted", n)
         st.version += 1
+        log = self._oplog()
+        if log is not None:
+            self._record(log, "d", pre=doc)
         return True
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
@@ -1139,10 +1201,15 @@ class EmbeddedCollection(mm_collection.Collection):
                 items.append((k, rid))
         ix.sort_entries(items)
         ix.entries = items
+        log = self._oplog()
+        if log is not None and not st.is_created:
+            self._record_create(log)
         st.ix[name] = ix
         st.indexes[name] = {"key": key}
         st._is_force_created = True
         st.version += 1
+        if log is not None:  # the commitIndexBuild entry: createIndexes with showExpandedEvents
+            self._record(log, "c", o={"createIndexes": self._name, "indexes": [ix.spec.info()]})
         return name
 
     def _existing_index(self, spec: IndexSpec) -> bool:
@@ -1208,9 +1275,12 @@ class EmbeddedCollection(mm_collection.Collection):
             raise OperationFailure("cannot drop _id index", 72)
         if name not in st.ix:
             raise OperationFailure("index not found with name [%s]" % name, 27)
-        del st.ix[name]
+        gone = st.ix.pop(name)
         st.indexes.pop(name, None)
         st.version += 1
+        log = self._oplog()
+        if log is not None:  # dropIndexes with showExpandedEvents
+            self._record(log, "c", o={"dropIndexes": self._name, "indexes": [gone.spec.info()]})
 
     def _indexes_with_key(self, key: Any) -> list:
         """The indexes whose key pattern is ``key`` (a mapping), in catalog order: since 5.0 there can be
@@ -1237,9 +1307,12 @@ class EmbeddedCollection(mm_collection.Collection):
         _command_options("dropIndexes", kwargs, ("maxTimeMS",))
         _arm_max_time(kwargs.get("maxTimeMS"))
         st = self._store
+        log = self._oplog()
         for name in [n for n in st.ix if n != "_id_"]:
-            del st.ix[name]
+            gone = st.ix.pop(name)
             st.indexes.pop(name, None)
+            if log is not None:  # one dropIndexes entry per index, as the server logs them
+                self._record(log, "c", o={"dropIndexes": self._name, "indexes": [gone.spec.info()]})
         st.version += 1
 
     def list_indexes(self, session=None, comment=None):
@@ -1280,6 +1353,12 @@ class EmbeddedCollection(mm_collection.Collection):
 
     def aggregate(self, pipeline, session=None, **kwargs):
         from ..pipeline.aggregation import run_pipeline
+        from ..pipeline.change_stream import split_pipeline
+        cs = split_pipeline(pipeline)  # a change stream: pymongo's tailable cursor (change_streams.py)
+        if cs is not None:
+            return hooks.get("watch")(self, "collection", (cs[1],), {
+                "_spec": cs[0], "batch_size": kwargs.get("batchSize"), "session": session,
+                "max_await_time_ms": kwargs.get("maxAwaitTimeMS"), "collation": kwargs.get("collation")})
         if session:
             raise unsupported("Sessions")
         if kwargs.get("explain"):
@@ -1321,6 +1400,18 @@ class EmbeddedCollection(mm_collection.Collection):
     def explain_find(self, q: Query, verbosity: str = "allPlansExecution", command: dict | None = None) -> dict:
         from ..query.explain_doc import explain_query
         return explain_query(self, q, verbosity, command)
+
+
+def _update_paths(compiled: Any) -> list[str] | None:
+    """The paths an operator update names (a $rename's source and target), for its change event."""
+    if compiled is None:
+        return None
+    out = []
+    for o in compiled.ops:
+        out.append(o.path)
+        if o.op == "$rename" and o.to_parts:
+            out.append(".".join(o.to_parts))
+    return out
 
 
 def _index_infos(st: Any) -> list[dict]:

@@ -28,7 +28,7 @@ from typing import Any
 from mongomock import OperationFailure, WriteError
 from mongomock.results import InsertOneResult
 
-from ..bson.values import client_value as _client_value
+from ..bson.values import client_value as _client_value, type_name as _type_name
 from ..bson import limits
 from ..matcher import validation
 
@@ -45,7 +45,7 @@ from ..service import boundary
 _BYPASS: contextvars.ContextVar[bool] = contextvars.ContextVar("labkit_bypass_validation", default=False)
 
 # The depth limit the engine enforces: the manual's documented limit (100 levels, labkit.limits).
-MAX_DEPTH = limits.MAX_NESTING_DEPTH
+MAX_DEPTH = limits.SERVER_MAX_USER_STORAGE_DEPTH  # what an 8.0 server enforces on stored documents (limits.py)
 
 VALIDATION_KEYS = ("validator", "validationLevel", "validationAction")
 
@@ -135,9 +135,9 @@ def _within_depth(doc: Any, max_depth: int) -> bool:
     return True
 
 
-def check_depth(doc: Any) -> None:
+def check_depth(doc: Any, update: bool = False) -> None:
     if type(doc) is not dict or not _within_depth(doc, MAX_DEPTH):
-        limits.check_depth(doc, MAX_DEPTH)
+        limits.check_depth(doc, MAX_DEPTH, update=update)
 
 
 def check_validation(coll, doc: Mapping, old: Mapping | None = None) -> None:
@@ -155,7 +155,7 @@ def check_insert_doc(coll, doc: Mapping) -> None:
 
 def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
     """Depth, size (17419) and validation for the result of an update (``old`` is the stored document)."""
-    check_depth(new)
+    check_depth(new, update=True)
     limits.check_update_size(new)
     check_validation(coll, new, old)
 
@@ -163,7 +163,7 @@ def check_update_doc(coll, old: Mapping, new: Mapping) -> None:
 def _check_update_spec_depth(update: Any) -> None:
     """Refuse absurdly deep update documents before the update machinery recurses into them."""
     if isinstance(update, (Mapping, list)) and limits.nesting_depth(update, stop_after=MAX_DEPTH + 2) > MAX_DEPTH + 1:
-        msg = "cannot update document because it would exceed %d levels of nesting" % MAX_DEPTH
+        msg = "Document exceeds maximum nesting depth of %d" % MAX_DEPTH  # the result would be deeper still
         raise WriteError(msg, limits.ERR_OVERFLOW, {"index": 0, "code": limits.ERR_OVERFLOW, "codeName": "Overflow",
                                                     "errmsg": msg})
 
@@ -305,6 +305,8 @@ def _unacknowledged(name: str, args: tuple, kwargs: dict) -> Any:
         return UpdateResult(None, acknowledged=False)
     if name in ("delete_one", "delete_many"):
         return DeleteResult(None, acknowledged=False)
+    if name.startswith("find_one_and_"):  # pymongo gets no reply (moreToCome), so no document
+        return None
     return BulkWriteResult({}, acknowledged=False)
 
 
@@ -455,7 +457,9 @@ class LabCollection(EmbeddedCollection):
     def _fam(self, name, filter, doc, args, kwargs):
         session = kwargs.pop("session", None)
         norm = collate.normalize(kwargs.pop("collation", None))
-        flag = kwargs.pop("bypass_document_validation", False) or _BYPASS.get()
+        # pymongo has no bypass_document_validation argument here: extra keyword arguments are fields of the
+        # findAndModify command, so the flag is ``bypassDocumentValidation=True`` (any other name is 40415)
+        flag = bool(kwargs.pop("bypassDocumentValidation", False)) or _BYPASS.get()
         base = getattr(EmbeddedCollection, name)
         with sessions.bind(session, self), bypassing(flag), collate.using(norm):
             if doc is None:
@@ -575,11 +579,19 @@ class LabCollection(EmbeddedCollection):
                 raise OperationFailure("target namespace exists", 48,
                                        {"ok": 0.0, "errmsg": "target namespace exists", "code": 48,
                                         "codeName": "NamespaceExists"})
-            return super().rename(new_name, **kwargs)
+            from ..repl.oplog import record_command
+            target = dbs._collections.get(new_name)
+            o = {"renameCollection": "%s.%s" % (self.database.name, self.name),
+                 "to": "%s.%s" % (self.database.name, new_name), "stayTemp": False}
+            if kwargs.get("dropTarget") and target is not None and target.is_created:
+                o["dropTarget"] = target.uuid
+            out = super().rename(new_name, **kwargs)
+            record_command(dbs, self.database.name, new_name, o)  # the change streams' rename event
+            return out
 
     def watch(self, *args, **kwargs):
-        """Change streams are not modelled (the server supports them on the replica set labkit announces)."""
-        raise unsupported("Change streams (watch)")
+        """pymongo's ``Collection.watch``: a change stream on this collection (labkit/engine/change_streams.py)."""
+        return hooks.get("watch")(self, "collection", args, kwargs)
 
     def find_raw_batches(self, *args, **kwargs):
         """Raw BSON batches are not modelled."""
@@ -631,6 +643,7 @@ def _insert_one_entry(full):
                     st = self._db_store[self._name]  # under the lock: the first insert creates the store
                     opts = st.options
                     if not opts or not (opts.get("validator") or opts.get("capped")):
+                        t0 = boundary._clock()
                         try:
                             _id = self._insert_flat(st, document)
                         except BaseException as exc:
@@ -638,6 +651,8 @@ def _insert_one_entry(full):
                             if err is exc:
                                 raise
                             raise err from exc
+                        if _id is not NOT_FLAT:  # the top command's insert counter, as the boundary keeps it
+                            boundary.record_top(store, self._ns(), "insert", boundary._clock() - t0, True)
                 if _id is not NOT_FLAT:
                     return InsertOneResult(_id, acknowledged=True)
         return full(self, document, bypass_document_validation=bypass_document_validation, session=session,
@@ -716,7 +731,6 @@ _CREATE_UNSUPPORTED = {
     "pipeline": "Views (create_collection(pipeline=...))",
     "collation": "A collection default collation (create_collection(collation=...)); pass collation= to each "
                  "query or index instead",
-    "changeStreamPreAndPostImages": "create_collection(changeStreamPreAndPostImages=...)",
     "encryptedFields": "Queryable encryption (create_collection(encryptedFields=...))",
 }
 
@@ -736,6 +750,8 @@ def create_collection(db, name: str, kwargs: dict):
     extra_opts = capped.parse_create(kwargs) or {}  # capped/size/max
     extra_opts.update(clustered.parse_create(kwargs) or {})  # clusteredIndex (+ expireAfterSeconds)
     vopts = {k: kwargs.pop(k) for k in VALIDATION_KEYS if k in kwargs}
+    if "changeStreamPreAndPostImages" in kwargs:  # change streams' pre- and post-images
+        extra_opts.update(pre_and_post_images("create", kwargs.pop("changeStreamPreAndPostImages")))
     for k in kwargs:
         if k in _CREATE_UNSUPPORTED:
             if k == "capped" and not kwargs[k]:
@@ -763,7 +779,31 @@ def create_collection(db, name: str, kwargs: dict):
             coll._store.options.update(opts)
         if extra_opts:
             coll._store.options.update(extra_opts)
+        log = coll._oplog()
+        if log is not None:  # the create entry: a create event with showExpandedEvents
+            o = {"create": name, **collection_options(coll._store)}
+            if "clusteredIndex" not in o:
+                o["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+            coll._record(log, "c", o=o)
     return coll
+
+
+def pre_and_post_images(command: str, value: Any) -> dict:
+    """The ``changeStreamPreAndPostImages: {enabled: <bool>}`` option of create / collMod, as stored options
+    (shown by listCollections only when enabled); the server's IDL errors for a wrong shape."""
+    field = "%s.changeStreamPreAndPostImages" % command
+    if not isinstance(value, Mapping):
+        raise OperationFailure("BSON field '%s' is the wrong type '%s', expected type 'object'"
+                               % (field, _type_name(value)), 14)
+    for k in value:
+        if k != "enabled":
+            raise OperationFailure("BSON field '%s.%s' is an unknown field." % (field, k), 40415)
+    if "enabled" not in value:
+        raise OperationFailure("BSON field '%s.enabled' is missing but a required field" % field, 40414)
+    if not isinstance(value["enabled"], bool):
+        raise OperationFailure("BSON field '%s.enabled' is the wrong type '%s', expected type 'bool'"
+                               % (field, _type_name(value["enabled"])), 14)
+    return {"changeStreamPreAndPostImages": {"enabled": True}} if value["enabled"] else {}
 
 
 def collmod_validation(coll, cmd: dict) -> dict:

@@ -1,13 +1,17 @@
 """Storage: mongomock's store classes extended with record ids, maintained indexes and a version counter."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from bson.binary import Binary, UUID_SUBTYPE
 from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 
+from ..base import hooks
 from ..index.indexes import Index, IndexSpec
 from ..bson.keys import encode
+from ..repl.oplog import Oplog, oplog_of
 
 
 class _BoolId(tuple):
@@ -117,6 +121,7 @@ class EngineCollectionStore(CollectionStore):
         self.ix: dict[str, Index] = {"_id_": Index(IndexSpec("_id_", [("_id", 1)], unique=True))}
         self.version = 0
         self.options: dict[str, Any] = {}
+        self.uuid = Binary(uuid.uuid4().bytes, UUID_SUBTYPE)  # a new collection (or a re-created one) has a new UUID
 
     incarnation = 0  # bumped by every drop: a transaction's snapshot of an older incarnation cannot commit
 
@@ -157,6 +162,8 @@ class EngineCollectionStore(CollectionStore):
 
 
 class EngineDatabaseStore(DatabaseStore):
+    oplog: Oplog | None = None  # the engine's oplog (repl/oplog.py), set by EngineServerStore
+
     # Bumped by every dropDatabase: anything tied to "this database" (labkit's fresh_db mark) records the
     # incarnation it saw and is void once the database has been dropped, like a marker collection on a server.
     incarnation = 0
@@ -180,4 +187,14 @@ class EngineServerStore(ServerStore):
             return self._databases[db_name]
         except KeyError:
             db = self._databases[db_name] = EngineDatabaseStore()
+            db.oplog = oplog_of(self)
             return db
+
+
+def document_by_id(st: EngineCollectionStore, _id: Any) -> dict | None:
+    """The stored document with this ``_id``, or None (a change stream's updateLookup)."""
+    rid = st.rid_by_key.get(store_key(_id))
+    return None if rid is None else st.docs.get(rid)
+
+
+hooks.register("document_by_id", document_by_id)

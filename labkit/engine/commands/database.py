@@ -65,11 +65,24 @@ class EmbeddedDatabase(mm_database.Database):
             from ..catalog.timeseries import on_drop  # a time-series collection's buckets go with it
             from ..catalog.views import on_drop as on_drop_view
             on_drop_view(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
-            on_drop(self, name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name)
+            name = name_or_collection if isinstance(name_or_collection, str) else name_or_collection.name
+            on_drop(self, name)
+            from ..repl.oplog import record_command
+            st = self._store._collections.get(name)
+            if st is not None and st.is_created and not name.startswith("system."):
+                record_command(self._store, self.name, name, {"drop": name})  # the change streams' drop event
             return super().drop_collection(name_or_collection)
 
     def aggregate(self, pipeline, session=None, **kwargs):
         """Database-level aggregation ({aggregate: 1}): ``$documents`` first (labkit/engine/commands/db_aggregate.py)."""
+        from ..pipeline.change_stream import split_pipeline
+        cs = split_pipeline(pipeline)  # a change stream on the database or the cluster (change_streams.py)
+        if cs is not None:
+            from ..base import hooks
+            kind = "cluster" if self.name == "admin" else "database"
+            return hooks.get("watch")(self.client if kind == "cluster" else self, kind, (cs[1],), {
+                "_spec": cs[0], "batch_size": kwargs.get("batchSize"), "session": session,
+                "max_await_time_ms": kwargs.get("maxAwaitTimeMS"), "collation": kwargs.get("collation")})
         from .db_aggregate import run_database_pipeline
         from ..session.sessions import bind
         for k, v in kwargs.items():
@@ -102,8 +115,9 @@ class EmbeddedDatabase(mm_database.Database):
         return db
 
     def watch(self, *args, **kwargs):
-        """Change streams are not modelled (the replica set labkit announces would support them)."""
-        raise unsupported("Change streams (Database.watch)")
+        """pymongo's ``Database.watch``: a change stream on this database (labkit/engine/change_streams.py)."""
+        from ..base import hooks
+        return hooks.get("watch")(self, "database", args, kwargs)
 
     def list_collection_names(self, session=None, filter=None, comment=None, **kwargs) -> list:
         """pymongo's ``list_collection_names`` (``listCollections`` with ``nameOnly``; extra keyword arguments
@@ -326,7 +340,8 @@ def _cmd_collmod(db, cmd):
     if view_def(coll._store) or "viewOn" in cmd or "pipeline" in cmd:
         out.update(view_collmod(db, name, cmd))  # views.py
         return out
-    from ..catalog.rules import VALIDATION_KEYS, collmod_validation
+    from ..catalog.rules import VALIDATION_KEYS, collmod_validation, collection_options
+    before = {"uuid": coll._store.uuid, **collection_options(coll._store)}  # the modify event's stateBeforeChange
     out.update(collmod_validation(coll, cmd))  # validator/validationLevel/validationAction (rules.py)
     if "cappedSize" in cmd or "cappedMax" in cmd:
         from ..catalog.capped import collmod as capped_collmod
@@ -351,11 +366,23 @@ def _cmd_collmod(db, cmd):
                 out["expireAfterSeconds_new"] = v["expireAfterSeconds"]
             for opt in set(v) - {"name", "keyPattern", "hidden", "expireAfterSeconds"}:
                 raise unsupported("collMod index option '%s'" % opt)
+        elif k == "changeStreamPreAndPostImages":
+            from ..catalog.rules import pre_and_post_images
+            opts = coll._store.options
+            opts.pop("changeStreamPreAndPostImages", None)
+            opts.update(pre_and_post_images("collMod", v))
         elif k == "expireAfterSeconds":
             from ..catalog.timeseries import collmod_expire  # time-series collections (timeseries.py)
             out.update(collmod_expire(coll, v))
         else:
             raise unsupported("collMod option '%s'" % k)
+    log = coll._oplog()
+    if log is not None:  # the collMod entry: a modify event with showExpandedEvents
+        state = {"collectionOptions": before}
+        if "hidden_old" in out:
+            state["indexOptions"] = {"hidden": out["hidden_old"]}
+        coll._record(log, "c", o={"collMod": name, **{k: v for k, v in cmd.items() if k not in ("collMod", "$db")},
+                                  "_before": state})
     return out
 
 

@@ -35,6 +35,8 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, ConfigurationErro
 from ..base.errors import not_modelled
 from ..bson.values import type_name
 from ..catalog import ttl as _ttl
+from . import current_op as _cur
+from ..pipeline.change_stream import DEFAULT_AWAIT_S as _DEFAULT_AWAIT_S
 
 MAX_BSON = 16 * 1024 * 1024
 MAX_MESSAGE = 48_000_000
@@ -162,6 +164,22 @@ class _ServerCursor:
         self.last_used = time.monotonic()
         self.session_key = session_key
 
+    def close(self) -> None:
+        """Release what the cursor holds (a change stream's place in the oplog)."""
+
+
+class _StreamCursor(_ServerCursor):
+    """A change stream's cursor (tailable, awaitData): its events come from the engine's oplog."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, cid: int, ns: str, stream: Any, session_key: Any, codec: bson.CodecOptions) -> None:
+        super().__init__(cid, ns, [], 0, session_key, codec)
+        self.stream = stream
+
+    def close(self) -> None:
+        self.stream.close()
+
 
 class _ServerSession:
     """One logical session (by lsid): an engine session and the transaction number it runs."""
@@ -192,6 +210,11 @@ class ServerContext:
         self._last_ts = (0, 0)
         self.connections = 0
         self.total_connections = 0
+        self.clients: dict[int, dict] = {}   # connection id -> {client: "host:port", metadata: hello's client}
+        self.active: dict[int, dict] = {}    # connection id -> the command it runs or waits to run ($currentOp)
+        self.session_uses: dict[bytes, tuple] = {}  # lsid id -> (id, last use): the logical session cache
+        self._opids = itertools.count(1)
+        self.clock: Any = None  # the engine's oplog (repl/oplog.py): its clock is the cluster time
 
     @property
     def address(self) -> str:
@@ -201,8 +224,30 @@ class ServerContext:
         self.total_connections += 1
         return next(self._conn_ids)
 
+    def connected(self, conn_id: int, peer: Any) -> None:
+        """A client connection opened (``peer``: its socket address), as $currentOp lists it."""
+        host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
+        port = peer[1] if isinstance(peer, tuple) and len(peer) > 1 else 0
+        self.clients[conn_id] = {"client": ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)}
+
+    def disconnected(self, conn_id: int) -> None:
+        self.clients.pop(conn_id, None)
+        self.active.pop(conn_id, None)
+
+    def begin(self, conn_id: int, db_name: str, cmd: dict) -> dict:
+        """The connection starts (or waits to start) running ``cmd``: its currentOp entry."""
+        run = {"conn": conn_id, "db": db_name, "cmd": cmd, "opid": next(self._opids), "t0": time.time()}
+        self.active[conn_id] = run
+        return run
+
+    def end(self, conn_id: int) -> None:
+        self.active.pop(conn_id, None)
+
     def cluster_time(self) -> Timestamp:
-        """A strictly increasing Timestamp (seconds, increment), the replica set's clock."""
+        """A strictly increasing Timestamp (seconds, increment), the replica set's clock (the engine's oplog
+        clock once a command ran, so operationTime compares with change events' clusterTime)."""
+        if self.clock is not None:
+            return self.clock.tick()
         with self._ts_lock:
             now = int(time.time())
             sec, inc = self._last_ts
@@ -229,7 +274,7 @@ class ServerContext:
     def _prune(self) -> None:
         now = time.monotonic()
         for cid in [c.id for c in self.cursors.values() if now - c.last_used > CURSOR_TIMEOUT_S]:
-            del self.cursors[cid]
+            self.cursors.pop(cid).close()
 
     # -- sessions -------------------------------------------------------------------------------------
     def session_for(self, client: Any, lsid: Any) -> _ServerSession | None:
@@ -240,6 +285,7 @@ class ServerContext:
         s = self.sessions.get(key)
         if s is None:
             s = self.sessions[key] = _ServerSession(client.start_session())
+        s.session._id = {"id": lsid["id"]}  # the driver's lsid (change events of its transactions carry it)
         s.last_used = time.monotonic()
         return s
 
@@ -252,6 +298,7 @@ class ServerContext:
 
     def end_session(self, lsid: Any) -> None:
         if isinstance(lsid, Mapping) and "id" in lsid:
+            self.session_uses.pop(bytes(lsid["id"]), None)
             s = self.sessions.pop(bytes(lsid["id"]), None)
             if s is not None:
                 s.session.end_session()
@@ -264,7 +311,7 @@ class ServerContext:
 
     def _drop_session_cursors(self, key: bytes) -> None:
         for cid in [c.id for c in self.cursors.values() if c.session_key == key]:
-            del self.cursors[cid]
+            self.cursors.pop(cid).close()
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -354,6 +401,15 @@ class _Call:
         self.ctx = ctx
         self.session = session
         self.codec = codec
+        self.conn_id = 0
+
+    def running(self) -> dict:
+        """This command's currentOp entry (the wire registers it before it waits for the engine)."""
+        run = self.ctx.active.get(self.conn_id)
+        if run is None or run["cmd"] is not self.cmd:
+            run = self.ctx.begin(self.conn_id, self.db_name, self.cmd)
+            self.ctx.end(self.conn_id)
+        return run
 
     def coll(self, name: str) -> Any:
         return self.db.get_collection(name)
@@ -469,7 +525,13 @@ def _get_more(c: _Call) -> dict:
         raise CommandError("Requested getMore on namespace '%s', but cursor belongs to a different namespace %s"
                            % (c.ns(coll), cur.ns), 13)
     n = _batch_size(cmd.get("batchSize"), "getMore") or 0
+    if isinstance(cur, _StreamCursor):
+        return _stream_get_more(c, cur, n)
+    t0 = time.perf_counter()
     batch, pos = _take_batch(cur.docs, cur.pos, n, cur.codec)
+    if not cur.ns.split(".", 1)[1].startswith("$cmd"):
+        from ..service.boundary import record_top
+        record_top(c.client._store, cur.ns, "getmore", time.perf_counter() - t0, False)  # top's getmore
     cur.pos = pos
     cur.last_used = time.monotonic()
     out_id = cur.id
@@ -477,6 +539,95 @@ def _get_more(c: _Call) -> dict:
         del c.ctx.cursors[cur.id]
         out_id = 0
     return {"cursor": {"nextBatch": batch, "id": Int64(out_id), "ns": cur.ns}, "ok": 1.0}
+
+
+AWAIT_KEY = "$labkitAwaitData"  # a private reply field: the getMore may wait for an event (popped by pop_await)
+
+
+def _encode_events(events: list, codec: bson.CodecOptions) -> list:
+    """Change events as raw BSON in their own field order: the server puts ``txnNumber``/``lsid`` and a rename's
+    ``to`` before ``_id`` (change_stream_event_transform.cpp), and ``bson.encode`` would move a top-level
+    ``_id`` first, so such an event is encoded as a sub-document and cut out."""
+    out = []
+    for ev in events:
+        if next(iter(ev), "_id") == "_id":
+            out.append(RawBSONDocument(bson.encode(ev, codec_options=codec)))
+        else:
+            out.append(RawBSONDocument(bson.encode({"d": ev}, codec_options=codec)[7:-1]))
+    return out
+
+
+def _stream_batch(stream: Any, events: list, codec: bson.CodecOptions) -> list:
+    """The encoded events that fit in one reply (16 MiB); the rest go back to the stream for the next batch."""
+    batch, taken = _take_batch(_encode_events(events, codec), 0, 0, codec)
+    if taken < len(events):
+        stream.pending.extendleft(reversed(events[taken:]))
+        stream.pbrt = events[taken - 1]["_id"]
+    return batch
+
+
+def _stream_get_more(c: _Call, cur: _StreamCursor, n: int) -> dict:
+    """A change stream's getMore: the events available now; with none, the reply carries how long the caller
+    may wait for one (maxTimeMS, the server's 1 second by default) outside the server's lock (``pop_await``)."""
+    stream = cur.stream
+    cur.last_used = time.monotonic()
+    try:
+        events = stream.next_batch(n)
+    except OperationFailure:
+        c.ctx.cursors.pop(cur.id, None)
+        stream.close()
+        raise
+    batch = _stream_batch(stream, events, cur.codec)
+    out_id = cur.id
+    if stream.invalidated or stream.closed:
+        c.ctx.cursors.pop(cur.id, None)
+        out_id = 0
+    reply: dict = {"cursor": {"nextBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(out_id),
+                              "ns": cur.ns}, "ok": 1.0}
+    if not batch and out_id:
+        ms = c.cmd.get("maxTimeMS")
+        wait_s = ms / 1000.0 if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else \
+            _DEFAULT_AWAIT_S
+        reply[AWAIT_KEY] = (stream.log, stream.seq, wait_s)
+    return reply
+
+
+def pop_await(reply: dict) -> tuple | None:
+    """``(oplog, sequence number, seconds)`` when this reply is an empty change-stream batch the caller may wait
+    for (then run the same getMore again once ``oplog.wait`` saw a new entry); removed from the reply."""
+    return reply.pop(AWAIT_KEY, None)
+
+
+def _change_stream(c: _Call, target: Any, pipeline: list, first: int | None) -> dict:
+    """``aggregate`` with a first stage ``$changeStream``: a tailable awaitData cursor over change events, with
+    the ``postBatchResumeToken`` (document_source_change_stream.cpp; the driver specification)."""
+    from ..pipeline.change_stream import ChangeStreamCursor, split_pipeline
+    arg, stages = split_pipeline(pipeline)
+    if c.session is not None:
+        raise CommandError("Cannot run aggregate with $changeStream in a multi-document transaction.", 263)
+    if target == 1:
+        coll, ns = None, c.ns("$cmd.aggregate")
+    else:
+        if not isinstance(target, str):
+            raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
+        coll, ns = target, c.ns(target)
+    stream = ChangeStreamCursor(c.client, c.db_name, coll, arg, stages, c.cmd.get("collation"))
+    try:
+        events = stream.next_batch(DEFAULT_BATCH if first is None else first) if first != 0 else []
+    except BaseException:
+        stream.close()
+        raise
+    batch = _stream_batch(stream, events, c.codec)
+    cid = 0
+    if not (stream.invalidated or stream.closed):
+        c.ctx._prune()
+        while True:
+            cid = random.getrandbits(62) + 1
+            if cid not in c.ctx.cursors:
+                break
+        c.ctx.cursors[cid] = _StreamCursor(cid, ns, stream, _session_key(c.cmd), c.codec)
+    return {"cursor": {"firstBatch": batch, "postBatchResumeToken": stream.pbrt, "id": Int64(cid), "ns": ns},
+            "ok": 1.0}
 
 
 def _kill_cursors(c: _Call) -> dict:
@@ -490,7 +641,7 @@ def _kill_cursors(c: _Call) -> dict:
     for cid in ids:
         cur = c.ctx.cursors.get(int(cid))
         if cur is not None and cur.ns == c.ns(name):
-            del c.ctx.cursors[cur.id]
+            c.ctx.cursors.pop(cur.id).close()
             killed.append(Int64(cid))
         else:
             not_found.append(Int64(cid))
@@ -515,10 +666,18 @@ def _aggregate(c: _Call) -> dict:
     if not isinstance(cursor_opts, Mapping):
         raise CommandError("cursor field must be missing or an object", 14)
     first = _batch_size(cursor_opts.get("batchSize"), "aggregate", "cursor.batchSize")
+    from ..pipeline.change_stream import split_pipeline
+    if split_pipeline(pipeline) is not None:
+        return _change_stream(c, target, pipeline, first)
     kw: dict[str, Any] = dict(c.kw())
     for key in ("allowDiskUse", "hint", "collation", "let", "maxTimeMS", "comment", "bypassDocumentValidation"):
         if cmd.get(key) is not None:
             kw[key] = cmd[key]
+    first_stage = next(iter(pipeline[0]), None) if pipeline and isinstance(pipeline[0], Mapping) else None
+    if target == 1 and first_stage in ("$currentOp", "$listLocalSessions"):
+        from .db_aggregate import run_database_pipeline
+        docs = run_database_pipeline(c.db, pipeline, kw.get("let"), server=(c.ctx, c.running()))
+        return _cursor_reply(c.ctx, c.ns("$cmd.aggregate"), docs, first, False, _session_key(cmd), c.codec)
     if target == 1:
         agg = getattr(c.db, "aggregate", None)
         if agg is None:
@@ -528,9 +687,10 @@ def _aggregate(c: _Call) -> dict:
     else:
         if not isinstance(target, str):
             raise CommandError("collection name has invalid type %s" % _bson_type(target), 73)
-        counted = _count_pipeline(pipeline) if "hint" in kw else None
+        counted = _count_pipeline(pipeline) if ("hint" in kw or "collation" in kw) else None
         if counted is not None:
-            # pymongo's count_documents(hint=...) pipeline: answered by the engine's count (which takes hints)
+            # pymongo's count_documents(hint=... / collation=...) pipeline: answered by the engine's count (which
+            # takes hints and collations)
             flt, skip, limit = counted
             ckw = {k: v for k, v in kw.items() if k in ("session", "hint", "collation")}
             if limit is not None:
@@ -800,8 +960,8 @@ def _find_and_modify(c: _Call) -> dict:
         value = coll.find_one_and_delete(query, projection=fields, **kw)
         return {"lastErrorObject": {"n": 1 if value is not None else 0}, "value": value, "ok": 1.0}
     if cmd.get("bypassDocumentValidation"):
-        kw["bypass_document_validation"] = True
-    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint")}
+        kw["bypassDocumentValidation"] = True  # as pymongo passes the command field (find_one_and_update(**kw))
+    find_kw = {k: v for k, v in kw.items() if k in ("session", "collation", "hint", "let")}
     if "sort" in kw:
         find_kw["sort"] = list(kw["sort"].items()) if isinstance(kw["sort"], Mapping) else kw["sort"]
     existed = coll.find_one(query, projection={"_id": 1}, **find_kw) is not None
@@ -821,6 +981,26 @@ def _find_and_modify(c: _Call) -> dict:
     value = method(query, update, projection=fields, upsert=upsert,
                    return_document=ReturnDocument.AFTER if want_new else ReturnDocument.BEFORE, **kw)
     return {"lastErrorObject": {"n": 1 if existed else 0, "updatedExisting": existed}, "value": value, "ok": 1.0}
+
+
+def _bulk_write(c: _Call) -> dict:
+    """MongoDB 8.0's ``bulkWrite`` command (client_bulk.py runs it): a cursor of per-operation results on
+    ``admin.$cmd.bulkWrite`` and the counts (bulk_write.idl ``BulkWriteCommandReply``)."""
+    from .client_bulk import bulk_write_command
+    if c.db_name != "admin":
+        raise CommandError("bulkWrite may only be run against the admin database.", 13)
+    cursor_opts = c.cmd.get("cursor") or {}
+    if not isinstance(cursor_opts, Mapping):
+        raise CommandError("BSON field 'bulkWrite.cursor' is the wrong type '%s', expected type 'object'"
+                           % _bson_type(cursor_opts), 14)
+    first = _batch_size(cursor_opts.get("batchSize"), "bulkWrite", "cursor.batchSize")
+    out = bulk_write_command(c.client, c.cmd, c.session)
+    reply = _cursor_reply(c.ctx, c.ns("$cmd.bulkWrite"), out.pop("items"), first, False, _session_key(c.cmd),
+                          c.codec)
+    reply.pop("ok")
+    reply.update(out)
+    reply["ok"] = 1.0
+    return reply
 
 
 # ---------------------------------------------------------------------------------------------- DDL / catalog
@@ -1088,6 +1268,13 @@ def _txn_end(c: _Call, commit: bool) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- probes
+def _current_op(c: _Call) -> dict:
+    if c.db_name != "admin":
+        raise CommandError("currentOp may only be run against the admin database.", 13)
+    return _cur.current_op_command(c.ctx, c.cmd, c.running())
+
+
+
 def _get_parameter(c: _Call) -> dict:
     cmd = _strip(c.cmd)
     value = cmd.get("getParameter")
@@ -1187,12 +1374,14 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "find": _find, "getMore": _get_more, "killCursors": _kill_cursors, "aggregate": _aggregate,
     "count": _count, "distinct": _distinct,
     "insert": _insert, "update": _update, "delete": _delete,
-    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify,
+    "findAndModify": _find_and_modify, "findandmodify": _find_and_modify, "bulkWrite": _bulk_write,
     "createIndexes": _create_indexes, "listIndexes": _list_indexes, "dropIndexes": _drop_indexes,
     "deleteIndexes": _drop_indexes,
     "listCollections": _list_collections, "listDatabases": _list_databases,
     "create": _create, "drop": _drop, "dropDatabase": _drop_database, "renameCollection": _rename_collection,
     "collMod": _delegate, "collStats": _delegate, "dbStats": _delegate, "profile": _delegate,
+    "validate": _delegate, "convertToCapped": _delegate, "cloneCollectionAsCapped": _delegate,
+    "currentOp": _current_op, "top": lambda c: _cur.top_reply(c.client, c.db_name),
     "explain": _explain,
     "startSession": _start_session, "endSessions": _end_sessions, "killSessions": _end_sessions,
     "refreshSessions": _refresh_sessions, "killAllSessions": _kill_all_sessions,
@@ -1214,7 +1403,8 @@ _NO_TXN = {"commitTransaction", "abortTransaction", "endSessions", "killAllSessi
            "getMore", "killCursors"}
 # manual "Transactions and Operations": count is not allowed (countDocuments runs an aggregate instead)
 _TXN_OK = {"find", "getMore", "killCursors", "aggregate", "distinct", "insert", "update", "delete",
-           "findAndModify", "findandmodify", "create", "createIndexes", "commitTransaction", "abortTransaction"}
+           "findAndModify", "findandmodify", "bulkWrite", "create", "createIndexes", "commitTransaction",
+           "abortTransaction"}
 
 
 def _plain_error(exc: BaseException) -> tuple[int, str]:
@@ -1271,6 +1461,7 @@ def _transaction_session(client: Any, cmd: dict, name: str, ctx: ServerContext) 
         if sess.in_transaction:
             sess.abort_transaction()
         sess.start_transaction()
+        sess._txn.wire_number = num  # the driver's txnNumber (change events of the transaction carry it)
         s.txn_number = num
         s.committed = False
         return sess
@@ -1292,14 +1483,24 @@ def run_command(client: Any, db_name: str, cmd: dict, session_ctx: ServerContext
     name = next(iter(cmd))
     try:
         if name in ("hello", "isMaster", "ismaster"):
+            info = session_ctx.clients.get(connection_id)
+            if info is not None and isinstance(cmd.get("client"), Mapping):
+                info["metadata"] = cmd["client"]  # the handshake's client metadata ($currentOp clientMetadata)
             return hello_reply(session_ctx, connection_id, legacy_name=name != "hello")
         handler = HANDLERS.get(name)
         if handler is None:
             raise not_found(name)
         if not isinstance(db_name, str) or not db_name:
             raise CommandError("Invalid database name: '%s'" % (db_name,), 73)
+        lsid = cmd.get("lsid")
+        if isinstance(lsid, Mapping) and "id" in lsid and name not in ("endSessions", "killSessions"):
+            session_ctx.session_uses[bytes(lsid["id"])] = (lsid["id"], time.time())  # the session cache
+        if session_ctx.clock is None:
+            from ..repl.oplog import oplog_of
+            session_ctx.clock = oplog_of(client._store)
         sess = _transaction_session(client, cmd, name, session_ctx)
         call = _Call(client, db_name, cmd, session_ctx, sess, codec)
+        call.conn_id = connection_id
         try:
             return handler(call)
         except (OperationFailure, CommandError) as e:
@@ -1335,6 +1536,11 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     codec = bson.CodecOptions(tz_aware=db.codec_options.tz_aware, tzinfo=db.codec_options.tzinfo)
     with sessions.bind(session, db):
         reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+    wait = pop_await(reply)
+    if wait is not None and wait[0].wait(wait[1], wait[2]):  # a change stream's getMore: an event came
+        with sessions.bind(session, db):
+            reply = run_command(client, db.name, {**cmd, "$db": db.name}, ctx, codec)
+        pop_await(reply)
     if not reply.get("ok"):
         if session is not None and session.in_transaction and session._txn is not None:
             session._txn.aborted_by_server = True  # a failed command aborts its transaction (sessions.bind)
@@ -1342,5 +1548,5 @@ def run_in_process(db: Any, cmd: dict, session: Any = None) -> dict:
     return _decoded(reply, codec)
 
 
-__all__ = ["run_command", "run_in_process", "ServerContext", "CommandError", "error_reply", "hello_reply",
+__all__ = ["run_command", "run_in_process", "pop_await", "ServerContext", "CommandError", "error_reply", "hello_reply",
            "build_info", "code_name", "HANDLERS"]

@@ -925,7 +925,7 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         stages_out = [{"$cursor": cursor, "nReturned": n_mid, "executionTimeMillisEstimate": millis}]
         stages_out += _classic_rest(pipeline[n_sbe:], rest_ctx, verbosity)
         return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
-    qp = _query_planner(ns, filt or {}, winning, rejected)
+    qp = _query_planner(ns, filt or {}, winning, rejected, coll=coll)
     rest = list(pipeline)[n_pushed:]
     stats: dict[str, Any] = {}
     if verbosity != "queryPlanner":

@@ -46,9 +46,67 @@ def _parsed_query(filter_: dict) -> dict:
     return items[0] if len(items) == 1 else {"$and": items}
 
 
-def _query_planner(ns: str, filter_: dict, winning: dict, rejected: list, extra: dict | None = None) -> dict:
+def _shape_value(v: Any) -> Any:
+    """A value as a query shape keeps it: its kind, not the value (query_shape/, canonical_query_encoder.cpp)."""
+    if isinstance(v, dict):
+        if v and all(isinstance(k, str) and k.startswith("$") for k in v):
+            return {k: (_shape_filter(x) if k in ("$elemMatch", "$not") and isinstance(x, dict) else
+                        [_shape_filter(c) if isinstance(c, dict) else _shape_value(c) for c in x]
+                        if k in ("$and", "$or", "$nor") and isinstance(x, list) else _shape_value(x))
+                    for k, x in v.items()}
+        return "?object"
+    if isinstance(v, list):
+        return "?array"
+    if v is None:
+        return "?null"
+    if hasattr(v, "pattern") and hasattr(v, "flags"):
+        return "?regex"
+    return "?"
+
+
+def _shape_filter(filter_: Any) -> Any:
+    if not isinstance(filter_, dict):
+        return _shape_value(filter_)
+    out = {}
+    for k, v in filter_.items():
+        if k in ("$and", "$or", "$nor") and isinstance(v, list):
+            out[k] = [_shape_filter(c) for c in v]
+        elif k == "$expr":
+            out[k] = "?expr"
+        elif isinstance(k, str) and k.startswith("$"):
+            out[k] = _shape_value(v)
+        elif isinstance(v, dict) and v and all(isinstance(x, str) and x.startswith("$") for x in v):
+            out[k] = _shape_value(v)
+        else:
+            out[k] = {"$eq": _shape_value(v)}
+    return out
+
+
+def plan_cache_hashes(kind: str, filter_: Any, sort: Any = None, projection: Any = None,
+                      indexes: Any = None) -> tuple[str, str]:
+    """``(planCacheShapeHash, planCacheKey)``: 8 hex digits computed from the query's shape, as the server's
+    are (src/mongo/db/query/canonical_query_encoder.cpp: the match expression's operators and paths, the sort and
+    the projection, not the values), so equal shapes hash equal and different shapes differ; the key also covers
+    the collection's indexes (name and key pattern), as the server's adds the indexes' discriminators. The hash
+    function is CRC-32 (the server's is its own): the figures are equal to themselves, not to a server's."""
+    import zlib
+    sort = [tuple(x) for x in (sort.items() if isinstance(sort, dict) else sort or ())]
+    projection = sorted(projection.items(), key=repr) if isinstance(projection, dict) else list(projection or ())
+    shape = repr((kind, _shape_filter(filter_ or {}), sort, projection))
+    shape_hash = "%08X" % zlib.crc32(shape.encode())
+    key = "%08X" % zlib.crc32((shape_hash + repr(indexes or ())).encode())
+    return shape_hash, key
+
+
+def _query_planner(ns: str, filter_: dict, winning: dict, rejected: list, extra: dict | None = None,
+                   q: Any = None, coll: Any = None) -> dict:
+    kind = getattr(q, "kind", "find") if q is not None else "aggregate"
+    indexes = sorted((n, repr(ix.spec.key)) for n, ix in coll._store.ix.items()) if coll is not None and \
+        coll._store.is_created else ()
+    shape_hash, key = plan_cache_hashes(kind, filter_, getattr(q, "sort", None), getattr(q, "projection", None),
+                                        indexes)
     qp = {"namespace": ns, "parsedQuery": _parsed_query(filter_), "indexFilterSet": False,
-          "planCacheShapeHash": "0" * 8, "planCacheKey": "0" * 8, "optimizationTimeMillis": 0,
+          "planCacheShapeHash": shape_hash, "planCacheKey": key, "optimizationTimeMillis": 0,
           "maxIndexedOrSolutionsReached": False, "maxIndexedAndSolutionsReached": False,
           "maxScansToExplodeReached": False, "prunedSimilarIndexes": False,
           "winningPlan": winning, "rejectedPlans": rejected}
@@ -224,7 +282,8 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
     exists = st.is_created
     if not exists:
         plan = {"stage": "EOF", "type": "nonExistentNamespace"}
-        doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, q.filter, plan, [])}
+        doc: dict[str, Any] = {"explainVersion": "1",
+                           "queryPlanner": _query_planner(ns, q.filter, plan, [], q=q, coll=coll)}
         if verbosity != "queryPlanner":
             doc["executionStats"] = {"executionSuccess": True, "nReturned": 0, "executionTimeMillis": 0,
                                      "totalKeysExamined": 0, "totalDocsExamined": 0,
@@ -288,7 +347,7 @@ def _explain_query(coll, q: Query, verbosity: str, command: dict | None) -> dict
     if express:
         winning.pop("isCached", None)
         winning = dict({"isCached": False}, **winning)
-    qp = _query_planner(ns, q.filter, winning, rejected)
+    qp = _query_planner(ns, q.filter, winning, rejected, q=q, coll=coll)
     doc = {"explainVersion": "1", "queryPlanner": qp}
     if verbosity != "queryPlanner":
         es: dict[str, Any] = {"executionSuccess": True, "nReturned": n_ret, "executionTimeMillis": ex.millis,
@@ -306,7 +365,8 @@ def _explain_failed(coll, q: Query, ns: str, verbosity: str, command: dict | Non
     cands, _ = planner.candidates()
     root = cands[0].build()
     winning = dict(root.plan_doc(), isCached=False)
-    doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, q.filter, winning, [])}
+    doc: dict[str, Any] = {"explainVersion": "1",
+                           "queryPlanner": _query_planner(ns, q.filter, winning, [], q=q, coll=coll)}
     es: dict[str, Any] = {"executionSuccess": False, "errorMessage": str(err).split(", full error")[0],
                           "errorCode": err.code, "nReturned": 0, "executionTimeMillis": 0,
                           "totalKeysExamined": 0, "totalDocsExamined": 0, "executionStages": root.exec_doc()}
@@ -393,7 +453,8 @@ def _explain_distinct_scan(coll, q, ns, verbosity, command) -> dict | None:
             "inputStage": dict({"stage": "DISTINCT_SCAN"}, **index_fields(ix), direction="forward",
                                indexBounds=scan.bounds_doc())}
     winning = dict(plan, isCached=False)
-    doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": _query_planner(ns, q.filter, winning, [])}
+    doc: dict[str, Any] = {"explainVersion": "1",
+                           "queryPlanner": _query_planner(ns, q.filter, winning, [], q=q, coll=coll)}
     if verbosity != "queryPlanner":
         inner = dict(plan["inputStage"])
         inner.update({"nReturned": n, "executionTimeMillisEstimate": 0, "works": keys_examined + 1,

@@ -209,7 +209,7 @@ def explain_pushdown(coll, pipeline: list, n_find: int, n_sbe: int, local: dict,
                                  "stages": "\n".join(reversed(slots)),
                                  "labkit": "approximate: the server prints its compiled SBE stage tree here"}}
     ns = "%s.%s" % (db.name, coll.name)
-    qp = _query_planner(ns, local["filter"] or {}, winning, [])
+    qp = _query_planner(ns, local["filter"] or {}, winning, [], coll=coll)
     qp["queryHash"] = qp["planCacheShapeHash"]
     if verbosity == "queryPlanner":
         return qp, None, keys, docs

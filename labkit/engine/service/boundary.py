@@ -255,7 +255,7 @@ def translate(exc: BaseException, name: str = "") -> BaseException:
         return exc
     if isinstance(exc, RecursionError):
         if name in ("insert_one", "insert_many"):
-            return _failure(name, "cannot insert document because it exceeds %d levels of nesting" % 100,
+            return _failure(name, "cannot insert document because it exceeds %d levels of nesting" % 180,
                             OVERFLOW, "Overflow")
         return _failure(name, "exceeded maximum query tree depth of %d (embedded engine: the request nests "
                               "too deeply)" % MAX_QUERY_DEPTH, BAD_VALUE, "BadValue")
@@ -334,9 +334,12 @@ def operation(name: str, method: Callable) -> Callable:
                     _check_pipeline_depth(args[0] if args else kwargs.get("pipeline"))
                 if cd.get("_lab_listeners") or sd.get("_lab_profiling"):  # someone watches
                     hooks.get("monitor_begin")(op)
+                t0 = _clock()
                 result = method(self, *args, **kwargs)
                 if op.deadline is not None and _clock() > op.deadline:
                     raise time_expired()
+                if name in _TOP_KINDS:
+                    _record_top_of(store, self, name, args, kwargs, _clock() - t0)
             except BaseException as exc:
                 err = translate(exc, name)
                 _abort_transaction_on(self, kwargs, err)
@@ -354,6 +357,60 @@ def operation(name: str, method: Callable) -> Callable:
 
     guarded._lab_boundary = name  # type: ignore[attr-defined]
     return guarded
+
+
+# ---------------------------------------------------------------------------------------------- top
+# The ``top`` command's usage counters (src/mongo/db/stats/top.cpp): per namespace, the count of operations and
+# the microseconds they took, by kind (the operation's logical op: a find is ``queries``, a getMore ``getmore``,
+# writes ``insert``/``update``/``remove``, everything else ``commands``) and by lock (``readLock`` for reads,
+# ``writeLock`` for writes). Kept per store, measured at this boundary around each outermost operation.
+_TOP_KINDS = {"find": "queries", "find_one": "queries", "insert_one": "insert", "insert_many": "insert",
+              "update_one": "update", "update_many": "update", "replace_one": "update", "delete_one": "remove",
+              "delete_many": "remove", "bulk_write": "commands", "find_one_and_delete": "commands",
+              "find_one_and_update": "commands", "find_one_and_replace": "commands", "count_documents": "commands",
+              "estimated_document_count": "commands", "distinct": "commands", "aggregate": "commands",
+              "create_index": "commands", "create_indexes": "commands", "drop_index": "commands",
+              "drop_indexes": "commands", "list_indexes": "commands", "drop": "commands"}
+_TOP_WRITES = {"insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one", "delete_many",
+               "bulk_write", "find_one_and_delete", "find_one_and_update", "find_one_and_replace", "create_index",
+               "create_indexes", "drop_index", "drop_indexes", "drop"}
+TOP_FIELDS = ("total", "readLock", "writeLock", "queries", "getmore", "insert", "update", "remove", "commands")
+
+
+def _record_top_of(store: Any, target: Any, name: str, args: tuple, kwargs: dict, seconds: float) -> None:
+    ns_of = getattr(target, "_ns", None)
+    if ns_of is None:  # a cursor: its collection's namespace
+        ns_of = getattr(getattr(target, "collection", None), "_ns", None)
+        if ns_of is None:
+            return
+    elif name == "find":  # Collection.find only builds the cursor; the query runs (and counts) when it is read
+        return
+    ns = ns_of()
+    if name == "drop":  # a dropped collection's usage goes with it (Top::collectionDropped)
+        store.__dict__.get("_lab_top", {}).pop(ns, None)
+        return
+    record_top(store, ns, _TOP_KINDS[name], seconds, name in _TOP_WRITES)
+
+
+def record_top(store: Any, ns: str, kind: str, seconds: float, write: bool) -> None:
+    """Count one operation of ``kind`` (a ``top`` field) on ``ns`` that took ``seconds``."""
+    top = store.__dict__.setdefault("_lab_top", {})
+    row = top.get(ns)
+    if row is None:
+        row = top[ns] = {k: [0, 0] for k in TOP_FIELDS}
+    micros = int(seconds * 1_000_000)
+    for key in ("total", "writeLock" if write else "readLock", kind):
+        cell = row[key]
+        cell[0] += micros
+        cell[1] += 1
+
+
+def top_totals(store: Any) -> dict:
+    """The ``totals`` document of the ``top`` command for ``store`` (namespaces in name order)."""
+    out: dict[str, Any] = {"note": "all times in microseconds"}
+    for ns, row in sorted(store.__dict__.get("_lab_top", {}).items()):
+        out[ns] = {k: {"time": v[0], "count": v[1]} for k, v in row.items()}
+    return out
 
 
 def _abort_transaction_on(target: Any, kwargs: dict, err: BaseException) -> None:

@@ -33,6 +33,7 @@ import contextvars
 import copy
 import itertools
 import time
+import weakref
 import uuid
 from typing import Any, Callable
 
@@ -41,6 +42,7 @@ from pymongo.errors import InvalidOperation, OperationFailure, PyMongoError
 
 from ..service.boundary import SESSION_OPERATIONS, aborts_transaction, guard
 from ..base import hooks
+from ..repl.oplog import oplog_of
 
 _ACTIVE: contextvars.ContextVar["Transaction | None"] = contextvars.ContextVar("labkit_txn", default=None)
 
@@ -334,6 +336,7 @@ class EmbeddedSession:
             self._state = "aborted"
             self._txn = None
             raise
+        oplog_of(self._client._store).commit(txn, self._id, getattr(txn, "wire_number", txn.number))  # events
         self._state = "committed"
         self._txn = None
 
@@ -399,7 +402,10 @@ def _retry_ok(start: float, attempts: int) -> bool:
 
 
 def start_session(client, causal_consistency=None, default_transaction_options=None, snapshot=False):
-    return EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session = EmbeddedSession(client, causal_consistency, default_transaction_options, snapshot)
+    session._lab_last_use = time.time()  # the store's live sessions: $listLocalSessions (commands/current_op.py)
+    client._store.__dict__.setdefault("_lab_sessions", weakref.WeakSet()).add(session)
+    return session
 
 
 # ---------------------------------------------------------------------------------------------- binding

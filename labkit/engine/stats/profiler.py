@@ -159,6 +159,20 @@ def record(op: boundary.Op, cmd: dict, reply: dict | None, err: BaseException | 
     else:
         entry["command"] = body
     entry.update(_figures(op) if name != "getMore" else {})
+    if name in ("find", "count", "distinct", "aggregate", "findAndModify") and "planSummary" in entry:
+        from ..query.explain_doc import plan_cache_hashes  # the same hashes explain shows for this shape
+        cst = db_store._collections.get(coll_name) if isinstance(coll_name, str) else None
+        indexes = sorted((n, repr(ix.spec.key)) for n, ix in cst.ix.items()) \
+            if cst is not None and cst.is_created else ()
+        flt = cmd.get("filter", cmd.get("query"))
+        shape_kind = {"find": "find", "count": "count", "distinct": "distinct"}.get(name, "aggregate")
+        if name == "aggregate":
+            first = (cmd.get("pipeline") or [{}])[0]
+            flt = first.get("$match") if isinstance(first, dict) else None
+        shape_hash, key = plan_cache_hashes(shape_kind, flt, cmd.get("sort") if name == "find" else None,
+                                            cmd.get("projection") if name == "find" else None, indexes)
+        entry["queryHash"] = entry["planCacheShapeHash"] = shape_hash
+        entry["planCacheKey"] = key
     if kind in ("query", "getmore") and reply is not None:
         c = reply.get("cursor", {})
         entry["nreturned"] = len(c.get("firstBatch", c.get("nextBatch", [])))

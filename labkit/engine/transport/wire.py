@@ -25,6 +25,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from typing import Any
 
 import bson
@@ -282,6 +283,10 @@ class Server:
         with self._ctx_lock:
             conn_id = ctx.next_connection_id()
             ctx.connections += 1
+            try:
+                ctx.connected(conn_id, conn.getpeername())
+            except OSError:
+                ctx.connected(conn_id, ("", 0))
         try:
             while not self._stopped.is_set():
                 header = _recv_exact(conn, 16)
@@ -306,6 +311,7 @@ class Server:
                 self._conns.discard(conn)
             with self._ctx_lock:
                 ctx.connections -= 1
+                ctx.disconnected(conn_id)
             try:
                 conn.close()
             except OSError:
@@ -322,8 +328,29 @@ class Server:
                     reply["helloOk"] = True
                 reply.update(ctx.gossip())
             return reply
+        ctx.begin(conn_id, db_name, cmd)  # $currentOp shows it, waiting for the engine or running
+        try:
+            with self._lock:
+                reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+            wait = commands.pop_await(reply)
+            if wait is not None:  # a change stream's getMore with no event yet: wait for one without the lock
+                log, seq, seconds = wait
+                deadline = time.monotonic() + seconds
+                while not self._stopped.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    if not log.wait(seq, min(left, 0.5)):
+                        continue  # look at the deadline and the server's stop again
+                    with self._lock:
+                        reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
+                    wait = commands.pop_await(reply)
+                    if wait is None:
+                        break
+                    seq = wait[1]
+        finally:
+            ctx.end(conn_id)
         with self._lock:
-            reply = commands.run_command(self.client, db_name, cmd, ctx, CODEC, connection_id=conn_id)
             for_served_client(reply)  # "not modelled" advice for mongosh / Compass / drivers, not MONGODB_URI
             with self._ctx_lock:
                 reply.update(ctx.gossip())

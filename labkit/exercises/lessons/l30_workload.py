@@ -15,25 +15,38 @@ LESSON = Lesson(__file__)
 
 
 @LESSON.exercise(DesignQuestion, "30-pick-operations",
-                 takes=steps.call("call it with two arguments: `ex.check(workload, chosen)`.", None, None))
+                 takes=steps.call("call it with two arguments: `ex.check(news, chosen)`.", None, None))
 def _check_pick_operations(workload: Any, chosen: Any) -> str:
+    """The rows of the news site's operation table to design for, judged against the checker's own copy of the
+    table: a first argument that is not that table (`chosen` twice, an edited copy) is refused."""
     import pandas as pd
 
     if not isinstance(workload, pd.DataFrame) or "per_second" not in getattr(workload, "columns", []):
-        raise NotYet("the first argument should be the lesson's `workload` DataFrame (with `per_second`).")
+        raise NotYet("the first argument should be the lesson's `news` DataFrame (with `per_second`).")
+    known = {op: f for op, _, f in _NEWS_WORKLOAD}
+    given = dict(zip(workload["operation"] if "operation" in workload.columns else [], workload["per_second"]))
+    if given != known:
+        raise NotYet("the first argument is not the news site's operation table (all 7 operations with their "
+                     "rates): pass `news` itself, not `chosen` or an edited copy, so the check can see what was "
+                     "left out.")
     if not isinstance(chosen, pd.DataFrame):
-        raise NotYet(f"`chosen` should be a DataFrame holding rows of `workload`, got {type(chosen).__name__}.")
+        raise NotYet(f"`chosen` should be a DataFrame holding rows of `news`, got {type(chosen).__name__}.")
     if "operation" not in chosen.columns or "per_second" not in chosen.columns:
         raise NotYet("keep the `operation` and `per_second` columns in `chosen` (select rows, not columns).")
-    known = dict(zip(workload["operation"], workload["per_second"]))
     names = list(chosen["operation"])
     strangers = [n for n in names if n not in known]
     if strangers:
-        raise NotYet(f"{strangers} are not operations of `workload`; pick rows from it.")
+        raise NotYet(f"{strangers} are not operations of `news`; pick rows from it.")
     if len(set(names)) != len(names):
         raise NotYet("some operations appear twice; each row once is enough.")
     if not names:
         raise NotYet("`chosen` is empty: pick the operations that carry most of the traffic.")
+    rates = dict(zip(chosen["operation"], chosen["per_second"]))
+    moved = [n for n in names if rates[n] != known[n]]
+    if moved:
+        raise NotYet(f"the row of {moved[0]!r} has per_second {rates[moved[0]]!r}, not the table's "
+                     f"{known[moved[0]]:g}: select whole rows of `news`, do not detach a column and sort it on "
+                     "its own.")
     left_out = {n: f for n, f in known.items() if n not in names}
     rarest_in = min(known[n] for n in names)
     busier_out = sorted((n for n, f in left_out.items() if f > rarest_in), key=lambda n: -known[n])
@@ -49,11 +62,11 @@ def _check_pick_operations(workload: Any, chosen: Any) -> str:
         slow = min(names, key=lambda n: known[n])
         raise NotYet(f"{len(names)} operations is too many: '{slow}' runs {known[slow]:g} times a second and may be "
                      "slow. Design for the top three or four and let rare operations pay more.")
-    return (f"{len(names)} operations carrying {share:.2%} of the traffic; everything rarer may cost more per "
-            "call without anyone noticing.")
+    return (f"{len(names)} operations carrying {share:.2%} of the news site's traffic; everything rarer may cost "
+            "more per call without anyone noticing.")
 
 
-LESSON.add(Prediction, "30-predict-naive-page-docs", tolerance=0.02)
+LESSON.add(Prediction, "30-predict-naive-page-docs")  # an exact count: exact (issue 25, kind 4)
 
 
 # A changed scenario for the per-piece ratio: a news site (other operations, other pieces of data, other rates).

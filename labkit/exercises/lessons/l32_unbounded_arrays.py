@@ -14,75 +14,84 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-@LESSON.exercise(BehaviourCheck, "32-capped-subset", takes=steps.function("record_event"))
-def _check_capped_subset(lab: Lab, record_event: Callable) -> str:
+_KEEP = 5  # a chat room list shows its 5 newest messages
+
+
+@LESSON.exercise(BehaviourCheck, "32-capped-subset", takes=steps.function("post_message"))
+def _check_capped_subset(lab: Lab, post_message: Callable) -> str:
+    """A chat app, lesson 32's capped subset on a changed scenario: every message in ``db.messages`` with its
+    ``roomId``; the room's ``latest`` keeps the 5 newest, newest first, in one atomic ``$push`` (manual: "$push"
+    with "$each", "$position" and "$slice": a positive $slice keeps the first elements, a negative one the last)."""
     import datetime as dt
 
     from labkit.connection import connect
 
-    events = [{"_id": f"evt:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i), "type": "heartbeat",
-               "value": i} for i in range(25)]
+    messages = [{"_id": f"msg:{i:03d}", "at": dt.datetime(2026, 7, 1) + dt.timedelta(minutes=i),
+                 "by": f"user:{i % 4}", "text": f"message {i}", "n": i} for i in range(25)]
     with lab.sandbox(connect()) as box:  # the learner's kind of engine, pristine data
         db = box.db
-        db.devices.insert_one({"_id": "device:900", "site": "site:01", "recentEvents": []})
-        for ev in events:
-            lab.call(record_event, db, "device:900", dict(ev), raises={TypeError: lambda exc: (
-                f"calling `record_event(db, device_id, event)` failed: {exc}. Keep that signature.")})
-        device_writes = _device_write_statements(box.recorder)
-        stored = list(db.events.find({"deviceId": "device:900"}))
-        parent = db.devices.find_one({"_id": "device:900"}) or {}
-        # two events at once: the second runs right after the first one's first read
-        db.devices.insert_one({"_id": "device:901", "site": "site:01", "recentEvents": []})
+        db.rooms.insert_one({"_id": "room:900", "name": "general", "latest": []})
+        for m in messages:
+            lab.call(post_message, db, "room:900", dict(m), raises={TypeError: lambda exc: (
+                f"calling `post_message(db, room_id, message)` failed: {exc}. Keep that signature.")})
+        room_writes = _room_write_statements(box.recorder)
+        stored = list(db.messages.find({"roomId": "room:900"}))
+        room = db.rooms.find_one({"_id": "room:900"}) or {}
+        # two messages at once: the second runs right after the first one's first command
+        db.rooms.insert_one({"_id": "room:901", "name": "random", "latest": []})
         late = dt.datetime(2026, 7, 2)
         lab.interleaved(
-            lambda: record_event(db, "device:901", {"_id": "evt:race:a", "at": late, "type": "alarm", "value": 1}),
-            lambda: record_event(db, "device:901", {"_id": "evt:race:b", "at": late + dt.timedelta(seconds=1),
-                                                    "type": "alarm", "value": 2}), box.recorder)
-        raced = [e.get("_id") for e in (db.devices.find_one({"_id": "device:901"}) or {}).get("recentEvents") or []
-                 if isinstance(e, dict)]
-    if len(stored) != 25:
-        raise NotYet(f"db.events holds {len(stored)} events for the device after 25 calls; insert each event, with "
-                     "its `deviceId`, into the child collection.")
-    recent = steps.capped_array(parent, "recentEvents", 10,
-                                missing="the device has no `recentEvents` array; `$push` each event into it.",
-                                too_long="`recentEvents` holds {n} events: the push is not capped. Add `$each` and "
-                                         "`$slice` to the `$push`.")
-    values = [e.get("value") for e in recent if isinstance(e, dict)]
-    if values == list(range(9, -1, -1)):
-        raise NotYet("`recentEvents` kept the 10 *oldest* events: with `$sort: {at: -1}` the newest come first, so "
-                     "`$slice: -10` keeps the oldest ones at the end. Newest last is `$slice: -10` with no `$sort` "
-                     "(or `$sort: {at: 1}`).")
-    if values == list(range(24, 14, -1)):
-        raise NotYet("`recentEvents` holds the 10 newest events but newest first; the task keeps them newest last "
-                     "(the order they arrive in): `$slice: -10`, with no `$sort` or `$sort: {at: 1}`.")
-    if sorted(values) == list(range(10)):
-        raise NotYet("`recentEvents` kept the 10 *oldest* events: `$slice: 10` keeps the first elements; "
-                     "use `$slice: -10` to keep the last ones.")
-    if values != list(range(15, 25)):
-        raise NotYet(f"`recentEvents` should hold the 10 newest events, newest last; it holds values {values}.")
-    if device_writes > len(events):
-        raise NotYet(f"25 events took {device_writes} write statements on the device: between the push and the trim "
-                     "the array holds more than 10 events, and a crash there leaves it so. One `$push` with `$each` "
-                     "and `$slice: -10` appends and trims in one atomic write.")
-    big = [k for k, v in parent.items() if isinstance(v, list) and len(v) > 10]
+            lambda: post_message(db, "room:901", {"_id": "msg:race:a", "at": late, "by": "user:1", "text": "a", "n": 1}),
+            lambda: post_message(db, "room:901", {"_id": "msg:race:b", "at": late + dt.timedelta(seconds=1),
+                                                  "by": "user:2", "text": "b", "n": 2}), box.recorder)
+        raced = [m.get("_id") for m in (db.rooms.find_one({"_id": "room:901"}) or {}).get("latest") or []
+                 if isinstance(m, dict)]
+    if len(stored) != len(messages):
+        raise NotYet(f"db.messages holds {len(stored)} messages for the room after {len(messages)} calls; insert each "
+                     "message, with its `roomId`, into the messages collection: it keeps the full history.")
+    latest = steps.capped_array(room, "latest", _KEEP,
+                                missing="the room has no `latest` array; `$push` each message into it.",
+                                too_long="`latest` holds {n} messages: the push is not capped. Add `$each` and "
+                                         "`$slice` to the `$push`, so the room document stays small.")
+    values = [m.get("n") for m in latest if isinstance(m, dict)]
+    last = len(messages) - 1
+    newest_first = list(range(last, last - _KEEP, -1))
+    if values == list(range(_KEEP)):
+        raise NotYet("`latest` kept the 5 *oldest* messages: `$slice: 5` keeps the first elements, and a plain "
+                     "`$push` appends at the end. Put each new message first with `$position: 0` (or sort by "
+                     "`at` descending), then `$slice: 5`.")
+    if values == list(range(_KEEP - 1, -1, -1)):
+        raise NotYet("`latest` kept the 5 *oldest* messages, newest first: `$slice: -5` keeps the last elements, "
+                     "and with the new message placed first those are the oldest. Use `$slice: 5`.")
+    if values == list(range(last - _KEEP + 1, last + 1)):
+        raise NotYet("`latest` holds the 5 newest messages but newest last; the room list shows them newest first: "
+                     "`$position: 0` (or `$sort: {at: -1}`) with `$slice: 5`.")
+    if values != newest_first:
+        raise NotYet(f"`latest` should hold the 5 newest messages, newest first (n = {newest_first}); it holds "
+                     f"{values}.")
+    if room_writes > len(messages):
+        raise NotYet(f"{len(messages)} messages took {room_writes} write statements on the room: between the push and "
+                     "the trim the array holds more than 5 messages, and a crash there leaves it so. One `$push` "
+                     "with `$each`, `$position: 0` and `$slice: 5` adds and trims in one atomic write.")
+    big = [k for k, v in room.items() if isinstance(v, list) and len(v) > _KEEP]
     if big:
-        raise NotYet(f"the device also keeps {big} with more than 10 elements; keep the full history only in db.events.")
-    if sorted(raced) != ["evt:race:a", "evt:race:b"]:
-        raise NotYet(f"two events arrived at once on another device: its recentEvents holds {raced}, not both. "
-                     "Reading the device, building the list in Python and writing it back loses the other call's "
-                     "event; let one `$push` with `$each` and `$slice: -10` change it on the server.")
-    return ("25 events in the child collection, the 10 newest in the parent, nothing unbounded left, and two "
-            "events at once both kept.")
+        raise NotYet(f"the room also keeps {big} with more than 5 elements; keep the full history only in db.messages.")
+    if sorted(raced) != ["msg:race:a", "msg:race:b"]:
+        raise NotYet(f"two messages arrived at once in another room: its `latest` holds {raced}, not both. Reading "
+                     "the room, building the list in Python and writing it back loses the other call's message; let "
+                     "one `$push` with `$each`, `$position` and `$slice` change it on the server.")
+    return (f"{len(messages)} messages in the messages collection, the 5 newest first in the room, nothing unbounded "
+            "left, and two messages at once both kept.")
 
 
-def _device_write_statements(recorder: Any) -> int:
-    """Update statements sent to the ``devices`` collection (update and findAndModify commands)."""
+def _room_write_statements(recorder: Any) -> int:
+    """Update statements sent to the ``rooms`` collection (update and findAndModify commands)."""
     n = 0
     for c in recorder.writes():
         name = next(iter(c))
-        if c.get(name) == "devices" and name == "update":
+        if c.get(name) == "rooms" and name == "update":
             n += len(c.get("updates") or [])
-        elif c.get(name) == "devices" and name == "findAndModify":
+        elif c.get(name) == "rooms" and name == "findAndModify":
             n += 1
     return n
 

@@ -91,8 +91,8 @@ def _check_split_hot_cold(lab: Lab, db: Any) -> str:
     lost = _lost_from_setup(lab.setup("products"), products, details)
     if lost:
         raise NotYet(lost)
-    hot = db.command("collStats", "products")["avgObjSize"]
-    cold = db.command("collStats", "product_details")["avgObjSize"]
+    hot, cold = (next(db[name].aggregate([{"$collStats": {"storageStats": {}}}]))["storageStats"]["avgObjSize"]
+                 for name in ("products", "product_details"))  # $collStats: the collStats command is deprecated
     return f"products avgObjSize is now {hot:,} bytes; the {cold:,}-byte cold part is read only by the sheet."
 
 

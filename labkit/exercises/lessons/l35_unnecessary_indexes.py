@@ -111,15 +111,20 @@ def _tickets_35(coll: Any) -> None:
     coll.create_index([("ref", 1)], unique=True)
     coll.create_index([("closedAt", 1)], expireAfterSeconds=5 * 365 * 86_400)
     coll.create_index([("assignee", 1)])
+    coll.create_index([("assignee", 1)], name="assignee_ci", collation=_CI_35)
     coll.create_index([("assignee", 1), ("status", 1), ("priority", -1)])
     coll.create_index([("customerId", 1)])
     coll.create_index([("status", 1)])
     coll.create_index([("priority", 1)])
 
 
+_CI_35 = {"locale": "en", "strength": 2}  # case-insensitive (manual: Case-Insensitive Indexes)
+
+
 def _ticket_queries_35(coll: Any) -> dict[str, Any]:
     return {"agent queue": coll.find({"assignee": "agent:07", "status": "open"}).sort("priority", -1).limit(10),
-            "a customer's tickets": coll.find({"customerId": "cust:042"})}
+            "a customer's tickets": coll.find({"customerId": "cust:042"}),
+            "an agent's tickets, however the name is typed": coll.find({"assignee": "AGENT:07"}, collation=_CI_35)}
 
 
 @LESSON.exercise(BehaviourCheck, "35-prune-tickets", takes=steps.function("prune"))
@@ -135,6 +140,11 @@ def _check_prune_tickets(lab: Lab, prune: Callable) -> str:
                          "indexes, never documents.")
         infos = coll.index_information()
         gone = set(before) - set(infos)
+        if "assignee_ci" in gone:
+            raise NotYet("you dropped assignee_ci as a prefix of assignee_1_status_1_priority_-1, but its "
+                         "collation (case-insensitive, strength 2) differs: a query uses an index for strings only "
+                         "with the index's own collation, so the longer index cannot serve the case-insensitive "
+                         "lookup. An index with another collation is not redundant; compare collations too.")
         for name, why in (("ref_1", "enforces unique ticket references (a duplicate `ref` would be accepted)"),
                           ("closedAt_1", "is a TTL index: it deletes solved tickets five years after they close")):
             if name in gone:
@@ -156,7 +166,7 @@ def _check_prune_tickets(lab: Lab, prune: Callable) -> str:
         if unused:
             raise NotYet(f"{unused} serve no query of the workload (their `$indexStats` ops are 0) and enforce "
                          "nothing: each costs a write per insert. Drop them.")
-    return (f"{len(infos)} indexes kept ({', '.join(sorted(infos))}): the two queries at their exact cost, the "
+    return (f"{len(infos)} indexes kept ({', '.join(sorted(infos))}): the three queries at their exact cost, the "
             "unique reference and the TTL expiry kept, the prefix and the unused indexes gone.")
 
 

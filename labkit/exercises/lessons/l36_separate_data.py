@@ -136,6 +136,11 @@ def _check_embed_books(lab: Lab, migrate: Callable, load_book: Callable) -> str:
             if not isinstance(st, dict) or (st.get("inStock"), st.get("warehouse")) != (w["inStock"], w["warehouse"]):
                 raise NotYet(f"{bid} should embed stock {{inStock: {w['inStock']}, warehouse: {w['warehouse']!r}}}, "
                              f"it has {st!r}.")
+            extra = sorted(set(st) - {"inStock", "warehouse"})
+            if extra:
+                raise NotYet(f"{bid}'s `stock` also holds {extra}: the whole book_stock document was embedded. The "
+                             "task asks for its two fields, `inStock` and `warehouse`; the side document's `_id` "
+                             "and its `bookId` back-reference have no place inside the book.")
             au = b.get("authors")
             names = [a.get("name") for a in au if isinstance(a, dict)] if isinstance(au, list) else None
             if names is None or sorted(map(str, names)) != sorted(w["authors"]):

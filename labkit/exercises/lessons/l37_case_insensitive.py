@@ -69,7 +69,7 @@ def _check_login_filter(lab: Lab, members: Any, login_filter: Any) -> str:
     return "every spelling finds exactly one member through one index key."
 
 
-LESSON.add(Prediction, "37-predict-regex-keys", tolerance=0.05)
+LESSON.add(Prediction, "37-predict-regex-keys")  # an exact count: exact (issue 25, kind 4)
 
 
 _TEAMS_37 = ("Night Owls", "Red Rockets", "Blue Herons", "Quiet Foxes", "Iron Bees", "Sea Lions")

@@ -29,6 +29,13 @@ def _has_ci_index(db: Any) -> bool:
     return False
 
 
+def _validator_of(db: Any, name: str) -> dict | None:
+    """The validator of collection ``name`` (None when it has none)."""
+    for info in db.list_collections(filter={"name": name}):
+        return (info.get("options") or {}).get("validator")
+    return None
+
+
 @LESSON.exercise(StateCheck, "39-schema-review",
                  takes=steps.call("call it with three arguments: `ex.check(db, log_after, findings)`.",
                                   None, None, None))
@@ -82,6 +89,16 @@ def _check_schema_review(lab: Lab, db: Any, log: Any, findings: Any) -> str:
     left = sorted(f"{k} {w}" for k, w in truth if w.split(".")[0] == "customers")
     if left:
         raise NotYet(f"the review still reports {left} on customers: fix those (the exercise's list) and re-run.")
+    unvalidated = sorted(w for k, w in truth if k == "no-validation" and (w == "customers" or w in keeps))
+    if unvalidated:
+        raise NotYet(f"{unvalidated} still ha{'s' if len(unvalidated) == 1 else 've'} no validator: the task asks "
+                     "for one on customers and on the new collection too, written when the shape is settled "
+                     "(`collMod` with a `$jsonSchema` that requires its fields, e.g. customerId and at).")
+    for name in keeps:
+        schema = ((_validator_of(db, name) or {}).get("$jsonSchema") or {})
+        if not schema.get("required"):
+            raise NotYet(f"{name}'s validator requires no field, so it accepts any document: require the fields "
+                         "every event has (`required: [\"customerId\", \"at\"]`).")
     if not _has_ci_index(db):
         raise NotYet("the login needs an index on email with a case-insensitive collation (strength 2).")
     return (f"the review reports {len(truth)} finding(s) and nothing on customers: activity moved out "
