@@ -153,9 +153,29 @@ def _sources(value: object, where: str) -> tuple[Source, ...]:
     return tuple(result)
 
 
+_READ: dict[tuple, Lesson] = {}  # (path, mtime, size) -> Lesson: jupytext takes ~30 ms a source, and the tests,
+# gen_docs and the workshop planner ask for every lesson many times in one process
+
+
 def read_lesson(source: Path) -> Lesson:
-    """Read one ``NN_name.py`` source; :class:`MetadataError` names the file and key when metadata is wrong."""
+    """Read one ``NN_name.py`` source; :class:`MetadataError` names the file and key when metadata is wrong.
+
+    A source read before and unchanged since (same modification time and size) is not parsed again."""
     source = Path(source)
+    try:
+        st = source.stat()
+        key = (str(source.resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key in _READ:
+        return _READ[key]
+    lesson = _read_lesson(source)
+    if key is not None:
+        _READ[key] = lesson
+    return lesson
+
+
+def _read_lesson(source: Path) -> Lesson:
     where = str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source)
     m = re.match(r"^(\d\d)_\w+$", source.stem)
     if not m:

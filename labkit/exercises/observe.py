@@ -178,7 +178,7 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
     import pymongo
 
     from labkit.connection import ENV_URI
-    from labkit.databases import fresh_db, reset_db
+    from labkit.databases import drop_marked, fresh_db, marker_token
     uri = os.environ.get(ENV_URI, "").strip()
     if uri:
         c = pymongo.MongoClient(uri, event_listeners=[rec], serverSelectionTimeoutMS=5000)
@@ -186,8 +186,9 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
         host, port = next(iter(client.nodes), ("localhost", 27017))
         c = pymongo.MongoClient(host, port, event_listeners=[rec], serverSelectionTimeoutMS=5000)
     db = fresh_db("check_" + _safe(name), client=c)
+    token = marker_token(c, db.name)  # close() drops this copy only, never one another kernel made since
     rec.clear()
-    return Sandbox(c, db, rec, lambda: reset_db("check_" + _safe(name), client=c))
+    return Sandbox(c, db, rec, lambda: drop_marked(db.name, client=c, token=token))
 
 
 def _safe(name: str) -> str:
