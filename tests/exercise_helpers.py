@@ -35,3 +35,23 @@ def solved(ex_id: str) -> dict[str, Any]:
         except NameError:
             continue
     return names
+
+
+def prune_indexes(compare_collation: bool):
+    """Lesson 35's pruning rule as a learner writes it: drop every index no operation used and every index whose
+    keys are a prefix of another's, except _id, unique and TTL indexes; ``compare_collation`` False is the
+    lesson's mistake (an index with its own collation called a redundant prefix)."""
+
+    def prune(tickets):
+        used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}
+        infos = tickets.index_information()
+        for name, info in infos.items():
+            if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:
+                continue
+            keys = list(info["key"])
+            prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys
+                         and (not compare_collation or o.get("collation") == info.get("collation"))
+                         for other, o in infos.items() if other != name)
+            if prefix or name not in used:
+                tickets.drop_index(name)
+    return prune
