@@ -73,6 +73,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labkit.plots import ShowsText
+
 EMBED_MAX_ITEMS = 200                 # "bounded": max children a parent may embed (source: < 100 as rule of thumb)
 EMBED_MAX_BYTES = 1024 * 1024         # "small": max x child size must stay under 1 MiB (1/16 of the 16 MiB limit)
 BSON_LIMIT_BYTES = 16 * 1024 * 1024
@@ -649,8 +651,8 @@ def _parse_sort(text: str) -> dict[str, int]:
     return out
 
 
-@dataclass
-class DecisionWidget:
+@dataclass(repr=False)  # shown by ShowsText
+class DecisionWidget(ShowsText):
     """A form: one access pattern row and one relationship; ``run()`` (or the button) shows the recommendation."""
 
     controls: dict[str, Any]
@@ -741,17 +743,6 @@ class DecisionWidget:
         if self.error:
             return f"decision widget: {self.error}"
         return "decision widget\n" + (self.recommendation.text() if self.recommendation else "(not run yet)")
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle)
-        bundle["text/plain"] = self.text()
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 EXAMPLE_PATTERN = {

@@ -241,6 +241,21 @@ def exercise_kinds(nb: object) -> tuple[int, int]:
     return predictions, len(ids) - predictions
 
 
+def select(every: list[Path], names: list[str] | None, what: str) -> list[Path]:
+    """The paths of ``every`` that ``names`` choose (a name or a prefix of one, in the order named, each once);
+    all of them when ``names`` is empty. A name that matches none exits saying ``no {what} matches``."""
+    if not names:
+        return list(every)
+    chosen: list[Path] = []
+    for name in names:
+        stem = Path(name).stem
+        match = [p for p in every if p.stem == stem or p.stem.startswith(stem)]
+        if not match:
+            raise SystemExit(f"no {what} matches {name!r}")
+        chosen += [p for p in match if p not in chosen]
+    return chosen
+
+
 def sources(notebooks: Path = NOTEBOOKS) -> list[Path]:
     """All lesson sources ``src/NN_*.py`` of ``notebooks`` in lesson order."""
     return sorted((Path(notebooks) / SOURCE_DIR).glob(SOURCE_GLOB))
