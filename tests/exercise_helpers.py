@@ -19,14 +19,20 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
-def solved(ex_id: str) -> dict[str, Any]:
+def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:
     """What the exercise's own solution (``ex.solution()``) defines: the functions and values a test checks, so a
     test never keeps a second copy of the solution. Each top-level statement runs on its own; one that needs the
-    notebook (``practice``, ``ex``) is left out. ``re`` is there, as in the notebooks."""
+    notebook (``practice``, ``ex``) is left out. ``re`` is there, as in the notebooks.
+
+    ``change=(old, new)`` replaces the text ``old`` (which must be there) by ``new`` first: a learner's near miss
+    made from the solution itself."""
     import ast
     import re
 
     text = labkit.exercises.get(ex_id).solution()
+    if change is not None:
+        assert change[0] in text, f"{ex_id}'s solution no longer contains {change[0]!r}: update the test's change"
+        text = text.replace(*change, 1)
     names: dict[str, Any] = {"re": re}
     for node in ast.parse(text).body:
         code = compile(ast.Module([node], type_ignores=[]), f"<solution of {ex_id}>", "exec")
