@@ -207,13 +207,7 @@ def _join_inc_first(db, g, u):
         pass
 
 
-def _join_every_group(db, g, u):
-    from pymongo.errors import DuplicateKeyError
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        return
-    db.groups.update_many({}, {"$inc": {"memberCount": 1}})
+_join_every_group = solved("04-member-counter", change=('update_one({"_id": group_id}', "update_many({}"))["join"]
 
 
 def _leave_always(db, g, u):

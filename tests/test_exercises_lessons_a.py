@@ -112,20 +112,11 @@ def join_upsert_inc(db, group_id, user_id):  # idempotent membership, but counts
     db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
 
 
-def join_no_counter(db, group_id, user_id):
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        pass
-
-
-def join_replace(db, group_id, user_id):
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        return
-    group = db.groups.find_one({"_id": group_id})
-    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})
+_COUNTER = '    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})\n'
+join_no_counter = solved("04-member-counter", change=(_COUNTER, ""))["join"]
+join_replace = solved("04-member-counter", change=(_COUNTER, (
+    '    group = db.groups.find_one({"_id": group_id})\n'
+    '    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})\n')))["join"]
 
 
 def leave_blind(db, group_id, user_id):
