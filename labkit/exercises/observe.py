@@ -173,18 +173,9 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
         from labkit.engine import EmbeddedClient
         c = EmbeddedClient(event_listeners=[rec])
         return Sandbox(c, c["check_" + _safe(name)], rec)
-    import os
-
-    import pymongo
-
-    from labkit.connection import ENV_URI
+    from labkit.connection import second_client
     from labkit.databases import drop_marked, fresh_db, marker_token
-    uri = os.environ.get(ENV_URI, "").strip()
-    if uri:
-        c = pymongo.MongoClient(uri, event_listeners=[rec], serverSelectionTimeoutMS=5000)
-    else:
-        host, port = next(iter(client.nodes), ("localhost", 27017))
-        c = pymongo.MongoClient(host, port, event_listeners=[rec], serverSelectionTimeoutMS=5000)
+    c = second_client(client, [rec])
     db = fresh_db("check_" + _safe(name), client=c)
     token = marker_token(c, db.name)  # close() drops this copy only, never one another kernel made since
     rec.clear()
