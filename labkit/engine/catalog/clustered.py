@@ -30,7 +30,7 @@ from mongomock import OperationFailure
 
 from ..bson import keys as K
 from ..query.planner import Candidate, Planner, Query, plan_and_run
-from ..exec.stages import ADVANCED, IS_EOF, NEED_TIME, PointLookup, Stage
+from ..exec.stages import ADVANCED, IS_EOF, NEED_TIME, ExpressExec, PointLookup, Stage
 
 MAX_EXPIRE = 2 ** 31 - 1  # index_key_validate: expireAfterSeconds up to INT_MAX
 
@@ -281,15 +281,6 @@ class ClusteredPlanner(Planner):
         return Candidate(build, None, True, blocking, desc="CLUSTERED_IXSCAN")
 
 
-class _ExpressExec:
-    def __init__(self, winner, results, millis):
-        self.winner = winner
-        self.cands = [winner]
-        self.notes = {"express": True, "trial": []}
-        self.results = results
-        self.millis = millis
-
-
 def run(st: Any, q: Query, stop_after: int | None = None, explain: bool = False):
     """Plan and run ``q`` on a clustered collection store (the ``_run`` of a clustered collection)."""
     from ..query.planner import express_eligible
@@ -306,7 +297,7 @@ def run(st: Any, q: Query, stop_after: int | None = None, explain: bool = False)
             results.append(stage.out)
         cand = Candidate(lambda: stage, None, True, False, desc="EXPRESS_CLUSTERED_IXSCAN")
         cand.root = stage
-        return _ExpressExec(cand, results, 0)
+        return ExpressExec(cand, results, 0)
     if q.limit:
         stop_after = q.limit if stop_after is None else min(stop_after, q.limit)
     return plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain,

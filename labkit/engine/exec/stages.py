@@ -16,6 +16,18 @@ ADVANCED, NEED_TIME, IS_EOF = 0, 1, 2
 LOCATE_BISECT_MIN = 8  # IndexScan._locate: binary search when a field has more intervals than this
 
 
+class ExpressExec:
+    """What an express plan (one point lookup, no candidates raced) reports to explain: the winner as the only
+    candidate, no trial, and its results and milliseconds."""
+
+    def __init__(self, winner, results, millis):
+        self.winner = winner
+        self.cands = [winner]
+        self.notes = {"express": True, "trial": []}
+        self.results = results
+        self.millis = millis
+
+
 class Stage:
     name = "STAGE"
 
