@@ -19,6 +19,14 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
+def assert_verdict(result: Any, why: str | None) -> None:
+    """A check's result: passed when ``why`` is None, else failed with a message that says ``why``."""
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and why in result.message, result.message
+
+
 def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:
     """What the exercise's own solution (``ex.solution()``) defines: the functions and values a test checks, so a
     test never keeps a second copy of the solution. Each top-level statement runs on its own; one that needs the
