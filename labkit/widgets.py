@@ -273,7 +273,6 @@ class Explorer(ShowsText):
         return w.VBox(children)
 
 
-
 def _draws(value: Any) -> bool:
     """True for a value that renders itself as HTML (a plan drawing), shown under the readout."""
     return hasattr(value, "_repr_html_") and not isinstance(value, (str, bytes, int, float))
