@@ -303,6 +303,16 @@ def is_embedded(client: Any) -> bool:
     return isinstance(client, EmbeddedClient)
 
 
+def second_client(client: Any, event_listeners: list) -> pymongo.MongoClient:
+    """A new pymongo client to the server ``client`` talks to (``$MONGODB_URI`` when set, else its first host),
+    reporting command events to ``event_listeners``: how a check watches a learner's commands on a server."""
+    uri = os.environ.get(ENV_URI, "").strip()
+    if uri and cluster_of(client) is None:  # labkit's simulated cluster is reached where the client is
+        return pymongo.MongoClient(uri, event_listeners=event_listeners, serverSelectionTimeoutMS=5000)
+    host, port = next(iter(client.nodes), ("localhost", 27017))
+    return pymongo.MongoClient(host, port, event_listeners=event_listeners, serverSelectionTimeoutMS=5000)
+
+
 def describe(client: Any) -> str:
     """One line saying which engine ``client`` is, safe to print (no credentials)."""
     if is_embedded(client):

@@ -3,7 +3,9 @@
 Introduced in ``notebooks/00_start_here.ipynb``.
 
 How labkit knows a database is its own:
-- on a real server, a marker collection ``_labkit`` holding one document ``{_id: "labkit", ...}``;
+- on a real server, a marker collection ``_labkit`` holding one document ``{_id: "labkit", ...}`` whose
+  ``token`` is new each time labkit creates the database (so a labkit process can tell its own copy from one
+  another process re-created under the same name: see :func:`drop_marked`'s ``token``);
 - on the embedded engine, a mark tied to the database's lifetime: the engine counts each database's
   incarnations (every ``drop_database`` starts a new one) and labkit records the incarnation it created, so
   the mark vanishes when the database is dropped, exactly as the ``_labkit`` collection does on a server
@@ -16,6 +18,7 @@ import datetime as _dt
 import getpass
 import os
 import re
+import uuid
 from typing import Any
 
 from labkit.connection import cluster_of, connect, is_embedded
@@ -126,8 +129,17 @@ def _mark(client: Any, full_name: str, name: str) -> None:
         return
     client[full_name][MARKER_COLLECTION].insert_one(
         {"_id": MARKER_ID, "createdBy": "labkit", "name": name,
-         "createdAt": _dt.datetime.now(_dt.timezone.utc)}
+         "createdAt": _dt.datetime.now(_dt.timezone.utc), "token": uuid.uuid4().hex}
     )
+
+
+def marker_token(client: Any, full_name: str) -> str | None:
+    """The ``token`` of the marker labkit wrote when it created ``full_name`` on a server (None on the embedded
+    engine, whose marks are private to the process, and for a database without labkit's marker)."""
+    if is_embedded(client):
+        return None
+    marker = client[full_name][MARKER_COLLECTION].find_one({"_id": MARKER_ID}) or {}
+    return marker.get("token") if marker.get("createdBy") == "labkit" else None
 
 
 def _exists(client: Any, full_name: str) -> bool:
@@ -171,9 +183,16 @@ def recreate(full_name: str, *, client: Any, label: str | None = None) -> Any:
     return client[full_name]
 
 
-def drop_marked(full_name: str, *, client: Any) -> bool:
-    """Drop ``full_name`` (exact name) if it carries labkit's mark; refuse otherwise. False if it is absent."""
+def drop_marked(full_name: str, *, client: Any, token: str | None = None) -> bool:
+    """Drop ``full_name`` (exact name) if it carries labkit's mark; refuse otherwise. False if it is absent.
+
+    With ``token`` (from :func:`marker_token` right after creating it), drop it only if it is still that very
+    copy: when another labkit process has re-created it meanwhile (a second kernel of the same learner on the
+    same server), it is theirs, and False is returned without touching it.
+    """
     if not _exists(client, full_name):
+        return False
+    if token is not None and marker_token(client, full_name) != token:
         return False
     if not is_labkit_database(client, full_name):
         _refuse(client, full_name, "drop")

@@ -73,6 +73,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labkit.plots import ShowsText
+
 EMBED_BOUND = 100                     # "bounded": fewer than 100 elements in an array (the source material's
                                       # embed rule: "The array is bounded (< 100 items)"), for embedded children
                                       # and for arrays of references alike
@@ -702,8 +704,8 @@ def _parse_sort(text: str) -> dict[str, int]:
     return out
 
 
-@dataclass
-class DecisionWidget:
+@dataclass(repr=False)  # shown by ShowsText
+class DecisionWidget(ShowsText):
     """A form: one access pattern row and one relationship; ``run()`` (or the button) shows the recommendation."""
 
     controls: dict[str, Any]
@@ -794,17 +796,6 @@ class DecisionWidget:
         if self.error:
             return f"decision widget: {self.error}"
         return "decision widget\n" + (self.recommendation.text() if self.recommendation else "(not run yet)")
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle)
-        bundle["text/plain"] = self.text()
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 EXAMPLE_PATTERN = {

@@ -88,17 +88,8 @@ def _monitored(db: Any, recorder: Any) -> tuple[Any, Callable[[], None]]:
         from labkit.engine import EmbeddedClient
         other = EmbeddedClient(_store=client._store, event_listeners=[recorder])
         return other[db.name], lambda: None
-    import os
-
-    import pymongo
-
-    from labkit.connection import ENV_URI, cluster_of
-    uri = os.environ.get(ENV_URI, "").strip()
-    if uri and cluster_of(client) is None:  # labkit's simulated cluster is reached where the client is
-        other = pymongo.MongoClient(uri, event_listeners=[recorder], serverSelectionTimeoutMS=5000)
-    else:
-        host, port = next(iter(client.nodes), ("localhost", 27017))
-        other = pymongo.MongoClient(host, port, event_listeners=[recorder], serverSelectionTimeoutMS=5000)
+    from labkit.connection import second_client
+    other = second_client(client, [recorder])
     return other[db.name], other.close
 
 

@@ -124,3 +124,24 @@ def bars_against_limit(ax, labels: Sequence[str], sizes: Sequence[float], *, lim
     ax.set_xlim(0, (top or 1) * 1.15)
     if title:
         ax.set_title(title, fontsize=10)
+
+
+class ShowsText:
+    """For an object that holds an ipywidgets ``widget`` and describes itself in :meth:`text`: the notebook shows
+    the widget, and its stored text/plain (what nbval compares, what a plain console prints) is that text."""
+
+    widget: Any
+
+    def text(self) -> str:  # pragma: no cover - each class says its own
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
+        if isinstance(bundle, tuple):
+            bundle = bundle[0]
+        bundle = dict(bundle)
+        bundle["text/plain"] = self.text()
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.text()

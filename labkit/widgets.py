@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from labkit.plots import PngCanvas
+from labkit.plots import PngCanvas, ShowsText
 
 Compute = Callable[..., Mapping[str, Any]]
 Draw = Callable[[Any, Mapping[str, int], Mapping[str, Any]], None]
@@ -110,8 +110,8 @@ def measured(fn: Callable[..., Any], *, data: Any) -> Measured:
     return Measured(fn, data)
 
 
-@dataclass
-class Explorer:
+@dataclass(repr=False)  # shown by ShowsText
+class Explorer(ShowsText):
     """A set of sliders, a readout table and an optional plot, all driven by ``compute``."""
 
     compute: Compute
@@ -271,17 +271,6 @@ class Explorer:
         if any(_draws(v) for v in self.result.values()):
             children.append(self.figure)
         return w.VBox(children)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle)
-        bundle["text/plain"] = self.text()
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 def _draws(value: Any) -> bool:

@@ -19,14 +19,28 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
-def solved(ex_id: str) -> dict[str, Any]:
+def assert_verdict(result: Any, why: str | None) -> None:
+    """A check's result: passed when ``why`` is None, else failed with a message that says ``why``."""
+    if why is None:
+        assert result.correct, result.message
+    else:
+        assert not result.correct and why in result.message, result.message
+
+
+def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:
     """What the exercise's own solution (``ex.solution()``) defines: the functions and values a test checks, so a
     test never keeps a second copy of the solution. Each top-level statement runs on its own; one that needs the
-    notebook (``practice``, ``ex``) is left out. ``re`` is there, as in the notebooks."""
+    notebook (``practice``, ``ex``) is left out. ``re`` is there, as in the notebooks.
+
+    ``change=(old, new)`` replaces the text ``old`` (which must be there) by ``new`` first: a learner's near miss
+    made from the solution itself."""
     import ast
     import re
 
     text = labkit.exercises.get(ex_id).solution()
+    if change is not None:
+        assert change[0] in text, f"{ex_id}'s solution no longer contains {change[0]!r}: update the test's change"
+        text = text.replace(*change, 1)
     names: dict[str, Any] = {"re": re}
     for node in ast.parse(text).body:
         code = compile(ast.Module([node], type_ignores=[]), f"<solution of {ex_id}>", "exec")
@@ -35,3 +49,23 @@ def solved(ex_id: str) -> dict[str, Any]:
         except NameError:
             continue
     return names
+
+
+def prune_indexes(compare_collation: bool):
+    """Lesson 35's pruning rule as a learner writes it: drop every index no operation used and every index whose
+    keys are a prefix of another's, except _id, unique and TTL indexes; ``compare_collation`` False is the
+    lesson's mistake (an index with its own collation called a redundant prefix)."""
+
+    def prune(tickets):
+        used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}
+        infos = tickets.index_information()
+        for name, info in infos.items():
+            if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:
+                continue
+            keys = list(info["key"])
+            prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys
+                         and (not compare_collation or o.get("collation") == info.get("collation"))
+                         for other, o in infos.items() if other != name)
+            if prefix or name not in used:
+                tickets.drop_index(name)
+    return prune

@@ -46,6 +46,11 @@ def authored_markdown(nb: Mapping) -> list[str]:
             if c["cell_type"] == "markdown" and not set(tags(c)) & set(GENERATED_TAGS)]
 
 
+def by_name(problems_of: Callable[[Path], list[str]]) -> Callable[[str], list[str]]:
+    """A check on a lesson's source file, called with the lesson's name (for the tests and :func:`main`)."""
+    return lambda name: problems_of(lesson_source(name))
+
+
 def assert_known(name: str, problems: list[str], known: Mapping[str, str], test_file: str) -> None:
     """No problems, or (for a lesson in ``known``) still at least one; messages say what to do."""
     if name in known:

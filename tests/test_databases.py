@@ -103,6 +103,25 @@ def test_marker_collection_on_servers(monkeypatch):
     assert fake["p_two"].keep.count_documents({}) == 1
 
 
+def test_a_copy_recreated_by_another_process_is_not_dropped(monkeypatch):
+    """An exercise's sandbox (labkit/exercises/observe.py) drops its own copy only: when a second kernel of the
+    same learner re-created the database meanwhile, that copy is theirs and stays."""
+    from labkit.databases import drop_marked, marker_token
+
+    monkeypatch.setenv("LABKIT_DB_PREFIX", "p_")
+    fake = _FakeServerClient()
+    mine = labkit.fresh_db("check_x", client=fake)
+    token = marker_token(fake, mine.name)
+    assert token
+    theirs = labkit.fresh_db("check_x", client=fake)  # the other kernel, same name
+    theirs.data.insert_one({"a": 1})
+    assert marker_token(fake, mine.name) != token
+    assert drop_marked(mine.name, client=fake, token=token) is False
+    assert fake["p_check_x"].data.count_documents({}) == 1
+    assert drop_marked(mine.name, client=fake, token=marker_token(fake, mine.name)) is True
+    assert "p_check_x" not in fake.list_database_names()
+
+
 # --- hostile input (issue 17 item 5) ---------------------------------------------------------------------
 
 def test_mark_dies_with_the_database(client):

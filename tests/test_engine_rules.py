@@ -16,19 +16,10 @@ from pymongo.errors import (BulkWriteError, CollectionInvalid, DocumentTooLarge,
 
 from labkit.engine import EmbeddedClient
 
+from manual_examples import STUDENTS_SCHEMA
+
 MiB = 1024 * 1024
 
-STUDENTS_SCHEMA = {
-    "bsonType": "object",
-    "title": "Student Object Validation",
-    "required": ["address", "major", "name", "year"],
-    "properties": {
-        "name": {"bsonType": "string", "description": "'name' must be a string and is required"},
-        "year": {"bsonType": "int", "minimum": 2017, "maximum": 3017,
-                 "description": "'year' must be an integer in [ 2017, 3017 ] and is required"},
-        "gpa": {"bsonType": ["double"], "description": "'gpa' must be a double if the field exists"},
-    },
-}
 ALICE = {"name": "Alice", "year": 2019, "major": "History", "address": {"city": "NYC", "street": "33rd Street"}}
 
 

@@ -26,6 +26,8 @@ from labkit.engine.catalog import collection as C
 from labkit.engine.query import planner as P
 from labkit.engine.query.planner import Query
 
+from store_checks import PROFILE_FIELDS, update_and_profile
+
 # ------------------------------------------------------------------------------------------ counts
 
 count_docs = st.lists(st.fixed_dictionaries({"a": st.integers(0, 9), "b": st.sampled_from(["x", "y", "z"])},
@@ -162,17 +164,9 @@ def _apply(docs, upd, flt, many):
         coll.insert_many([dict(d, _id=i) for i, d in enumerate(docs)], ordered=False)
     except PyMongoError:
         pass
-    client.db.command("profile", 2)
     held = dict(coll._store.docs)
     before = copy.deepcopy(held)
-    try:
-        r = (coll.update_many if many else coll.update_one)(flt, upd)
-        out = ("ok", r.matched_count, r.modified_count)
-    except PyMongoError as e:
-        out = ("error", type(e).__name__, getattr(e, "code", None), str(e))
-    prof = [{k: v for k, v in p.items() if k in ("keysInserted", "keysDeleted", "nMatched", "nModified",
-                                                  "docsExamined", "keysExamined", "errCode")}
-            for p in client.db.system.profile.find({"op": "update"})]
+    out, prof = update_and_profile(client.db, coll, flt, upd, many, PROFILE_FIELDS[:-1])
     for rid, d in held.items():  # the previous versions were not changed in place
         assert bson.encode(d) == bson.encode(before[rid])
     return out, prof, _state(coll)

@@ -26,6 +26,8 @@ from labkit.engine import EmbeddedClient
 from labkit.engine.catalog import collection as C
 from labkit.engine.update import update_fast as F
 
+from store_checks import update_and_profile
+
 I32, I64 = 2 ** 31, 2 ** 63
 ints = st.sampled_from([0, 1, -1, 7, I32 - 1, I32 - 2, -I32, I32, I64 - 1, -I64, 2 ** 40])
 floats = st.sampled_from([0.0, -0.0, 1.5, -2.25, float("nan"), float("inf"), float("-inf"), 1e308])
@@ -83,15 +85,8 @@ def _run(docs, upd, flt, many, index, validator, big):
             coll.insert_one(d)
         except PyMongoError:
             pass
-    db.command("profile", 2)
-    try:
-        r = (coll.update_many if many else coll.update_one)(flt, upd)
-        out = ("ok", r.matched_count, r.modified_count)
-    except PyMongoError as e:
-        out = ("error", type(e).__name__, getattr(e, "code", None), str(e))
-    prof = [{k: v for k, v in p.items() if k in ("keysInserted", "keysDeleted", "nMatched", "nModified",
-                                                  "errCode", "errMsg")}
-            for p in db.system.profile.find({"op": "update"})]
+    out, prof = update_and_profile(db, coll, flt, upd, many, ("keysInserted", "keysDeleted", "nMatched",
+                                                              "nModified", "errCode", "errMsg"))
     return out, prof, _state(coll)
 
 

@@ -18,6 +18,8 @@ from pymongo.errors import WriteError
 
 from labkit.engine import EmbeddedClient
 
+from store_checks import consistent
+
 FIELDS = ["a", "b", "c"]
 PATHS = ["a", "b", "c", "d.x", "d.y"]
 OPS = ["$set", "$unset", "$inc", "$mul", "$min", "$max", "$push", "$addToSet", "$pop", "$pullAll", "$rename"]
@@ -196,16 +198,6 @@ def same(a, b) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     return a == b
-
-
-def consistent(coll) -> None:
-    s = coll._store
-    for ix in s.ix.values():
-        expected = []
-        for rid, d in s.docs.items():
-            keys, _ = ix.keys_for(d)
-            expected.extend((k, rid) for k in keys)
-        assert sorted(expected) == ix.entries, ix.spec.name
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,6 +15,8 @@ from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from labkit.engine import EmbeddedClient
 
+from store_checks import consistent
+
 
 @pytest.fixture()
 def c():
@@ -32,16 +34,6 @@ def error_of(fn) -> tuple[int, str]:
     with pytest.raises((WriteError, OperationFailure)) as ei:
         fn()
     return ei.value.code, (ei.value.details or {}).get("errmsg", str(ei.value))
-
-
-def consistent(coll) -> None:
-    st = coll._store
-    for ix in st.ix.values():
-        expected = []
-        for rid, d in st.docs.items():
-            keys, _ = ix.keys_for(d)
-            expected.extend((k, rid) for k in keys)
-        assert sorted(expected) == ix.entries, ix.spec.name
 
 
 # ------------------------------------------------------------------------------------------ field operators

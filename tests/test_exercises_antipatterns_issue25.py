@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import labkit
+from exercise_helpers import prune_indexes
 
 
 def _news():
@@ -141,31 +142,15 @@ def test_34_ttl_prediction_speaks_of_the_run_not_fixed_dates():
 
 # --- 35: an index with its own collation is not a redundant prefix ----------------------------------------
 
-def _prune(compare_collation):
-    def prune(tickets):
-        used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}
-        infos = tickets.index_information()
-        for name, info in infos.items():
-            if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:
-                continue
-            keys = list(info["key"])
-            prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys
-                         and (not compare_collation or o.get("collation") == info.get("collation"))
-                         for other, o in infos.items() if other != name)
-            if prefix or name not in used:
-                tickets.drop_index(name)
-    return prune
-
-
 def test_35_prune_that_compares_collations_passes():
-    r = labkit.exercises.get("35-prune-tickets").check(_prune(compare_collation=True))
+    r = labkit.exercises.get("35-prune-tickets").check(prune_indexes(compare_collation=True))
     assert r.correct, r.message
     assert "assignee_ci" in r.message
 
 
 def test_35_prefix_rule_that_ignores_collation_is_refused():
     """The lesson's mistake: calling an index with its own collation redundant because its keys are a prefix."""
-    r = labkit.exercises.get("35-prune-tickets").check(_prune(compare_collation=False))
+    r = labkit.exercises.get("35-prune-tickets").check(prune_indexes(compare_collation=False))
     assert not r.correct and "assignee_ci" in r.message and "collation" in r.message
 
 

@@ -216,13 +216,7 @@ def _join_inc_first(db, g, u):
         pass
 
 
-def _join_every_group(db, g, u):
-    from pymongo.errors import DuplicateKeyError
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        return
-    db.groups.update_many({}, {"$inc": {"memberCount": 1}})
+_join_every_group = solved("04-member-counter", change=('update_one({"_id": group_id}', "update_many({}"))["join"]
 
 
 def _leave_always(db, g, u):
@@ -454,50 +448,24 @@ def test_06_top_bids_wrong_answers(db, fn, why):
 
 # --- 07 ------------------------------------------------------------------------------------------------------
 
-def _repair(doc):
-    tags = doc.get("tags") or []
-    if isinstance(tags, str):
-        tags = [t.strip() for t in tags.split(",") if t.strip()]
-    fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
-    if tags[5:]:
-        fix["moreTags"] = tags[5:]
-    return fix
+def _migrate(change=None):
+    """Lesson 07's own solution, or a learner's variant of it (``change``: text replaced in the solution)."""
+    return solved("07-migrate-products", change)["migrate"]
 
 
-def _invalid(db):
-    return list(db.products.find({"$nor": [{"$jsonSchema": db.products.options()["validator"]["$jsonSchema"]}]}))
-
-
-def _migrate_good(db):
-    for doc in _invalid(db):
-        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)})
-
-
-def _migrate_replace(db):
-    """A whole valid replacement of each invalid product passes too (nothing else is in those documents)."""
-    for doc in _invalid(db):
-        db.products.replace_one({"_id": doc["_id"]}, {"sku": doc["sku"], **_repair(doc)})
-
-
-def _migrate_bypass(db):
-    for doc in _invalid(db):
-        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)}, bypass_document_validation=True)
+_UPDATE = 'db.products.update_one({"_id": doc["_id"]}, {"$set": fix})'
+_migrate_good = _migrate()
+# a whole valid replacement of each invalid product passes too (nothing else is in those documents)
+_migrate_replace = _migrate((_UPDATE, 'db.products.replace_one({"_id": doc["_id"]}, {"sku": doc["sku"], **fix})'))
+_migrate_bypass = _migrate((_UPDATE, _UPDATE[:-1] + ", bypass_document_validation=True)"))
+_migrate_every_product = _migrate(('db.products.find({"$nor": [{"$jsonSchema": schema}]})', "db.products.find()"))
+_migrate_sku_as_every_name = _migrate(('"name": doc.get("name") or doc["sku"]', '"name": doc["sku"]'))
 
 
 def _migrate_moderate_meanwhile(db):
     db.command("collMod", "products", validationLevel="moderate")
     _migrate_good(db)
     db.command("collMod", "products", validationLevel="strict")
-
-
-def _migrate_every_product(db):
-    for doc in db.products.find():
-        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc)})
-
-
-def _migrate_sku_as_every_name(db):
-    for doc in _invalid(db):
-        db.products.update_one({"_id": doc["_id"]}, {"$set": _repair(doc) | {"name": doc["sku"]}})
 
 
 @pytest.mark.parametrize("fn", [_migrate_good, _migrate_replace])

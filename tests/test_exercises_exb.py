@@ -10,6 +10,7 @@ import datetime as dt
 import pytest
 
 import labkit
+from exercise_helpers import solved
 from labkit.engine import EmbeddedClient
 
 
@@ -364,16 +365,9 @@ def test_33_save_user_right_and_duplicated_hot_fields():
 # --- 39 · the blog store -------------------------------------------------------------------------------------------
 
 def _fix_blog(keep):
-    def fix(db):
-        db.posts.insert_many([{"authorId": a["_id"], **{k: v for k, v in p.items() if k in keep}}
-                              for a in db.authors.find({}, {"posts": 1}) for p in a["posts"]])
-        db.posts.create_index([("authorId", 1), ("at", -1)])
-        db.authors.update_many({}, {"$unset": {"posts": ""}})
-        db.authors.drop_index("handle_1")
-        db.command("collMod", "authors", validator={"$jsonSchema": {"bsonType": "object", "required": ["handle"]}})
-        db.command("collMod", "posts", validator={"$jsonSchema": {"bsonType": "object",
-                                                                  "required": ["authorId", "slug"]}})
-    return fix
+    """Lesson 39's solution, moving only the fields ``keep`` of each post."""
+    moved = "**{k: v for k, v in p.items() if k in " + repr(tuple(keep)) + "}}"
+    return solved("39-fix-blog", change=("**p}", moved))["fix"]
 
 
 def test_39_fix_blog_keeps_every_field_of_each_post():
@@ -487,17 +481,8 @@ def test_31_an_extra_single_field_index_is_refused():
 
 def test_36_books_authors_keep_their_side_id():
     ex = labkit.exercises.get("36-embed-books")
-
-    def migrate(db):
-        db.books.aggregate([
-            {"$lookup": {"from": "book_stock", "localField": "_id", "foreignField": "bookId", "as": "s"}},
-            {"$lookup": {"from": "book_authors", "localField": "_id", "foreignField": "bookId", "as": "a"}},
-            {"$project": {"stock": {"inStock": {"$first": "$s.inStock"}, "warehouse": {"$first": "$s.warehouse"}},
-                          "authors": {"$map": {"input": "$a", "as": "x",
-                                               "in": {"_id": "$$x._id", "name": "$$x.name", "role": "$$x.role"}}}}},
-            {"$merge": {"into": "books", "on": "_id", "whenMatched": "merge", "whenNotMatched": "discard"}}])
-        db.drop_collection("book_stock")
-        db.drop_collection("book_authors")
+    keep_id = ('"in": {"name": "$$x.name"', '"in": {"_id": "$$x._id", "name": "$$x.name"')
+    migrate = solved("36-embed-books", change=keep_id)["migrate"]
 
     r = ex.check(migrate, lambda db, book_id: db.books.find_one({"_id": book_id}))
     assert not r.correct and "the side document's `_id`" in r.message

@@ -9,7 +9,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, solved
+from exercise_helpers import assert_prediction_round_trip, assert_verdict, solved
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
 from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
@@ -112,20 +112,11 @@ def join_upsert_inc(db, group_id, user_id):  # idempotent membership, but counts
     db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
 
 
-def join_no_counter(db, group_id, user_id):
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        pass
-
-
-def join_replace(db, group_id, user_id):
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        return
-    group = db.groups.find_one({"_id": group_id})
-    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})
+_COUNTER = '    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})\n'
+join_no_counter = solved("04-member-counter", change=(_COUNTER, ""))["join"]
+join_replace = solved("04-member-counter", change=(_COUNTER, (
+    '    group = db.groups.find_one({"_id": group_id})\n'
+    '    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})\n')))["join"]
 
 
 def leave_blind(db, group_id, user_id):
@@ -145,10 +136,7 @@ def leave_blind(db, group_id, user_id):
 def test_member_counter(db, j, l, why):
     # unique index refuses the duplicate (manual, "Unique Indexes"); $inc creates a missing field ("$inc")
     result = labkit.exercises.get("04-member-counter").check(db, j, l)
-    if why is None:
-        assert result.correct, result.message
-    else:
-        assert not result.correct and why in result.message, result.message
+    assert_verdict(result, why)
 
 
 def test_member_counter_arguments(db):
@@ -240,10 +228,7 @@ def migrate_reversed_overflow(db):
 def test_migrate_products(db, fn, why):
     # strict validates the document an update produces (manual, "Specify Validation Level for Existing Documents")
     result = labkit.exercises.get("07-migrate-products").check(db, fn)
-    if why is None:
-        assert result.correct, result.message
-    else:
-        assert not result.correct and why in result.message, result.message
+    assert_verdict(result, why)
 
 
 def test_migrate_products_needs_no_bypass_and_never_raises(db):
@@ -292,10 +277,7 @@ def delete_too_much(db, user_id):
 ])
 def test_delete_account(db, fn, why):
     result = labkit.exercises.get("08-delete-account").check(db, fn)
-    if why is None:
-        assert result.correct, result.message
-    else:
-        assert not result.correct and why in result.message, result.message
+    assert_verdict(result, why)
 
 
 # --- sliders: the account the slider asks for ------------------------------------------------------------

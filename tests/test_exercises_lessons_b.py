@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import labkit.exercises as exercises
 from exercise_helpers import solved
 
@@ -92,22 +94,22 @@ def test_18_solution_passes():
     assert result.correct, result.message
 
 
-def test_18_time_based_history_id_collides_within_a_minute():
+def _save_with_history_id(history_id):
+    """A save that files the old price under ``history_id(seen)`` before the conditional update."""
     def save(db, seen, new_price):
         copy = {k: v for k, v in seen.items() if k != "_id"} | {"productId": seen["_id"]}
-        db.price_history.insert_one(copy | {"_id": f"{seen['_id']}@{_dt.datetime.now():%Y-%m-%dT%H:%M}"})
+        db.price_history.insert_one(copy | {"_id": history_id(seen)})
         return _conditional_update(db, seen, new_price)
-    result = _check("18-price-history-crash-safe", save)
-    assert not result.correct and "made of the time" in result.message
+    return save
 
 
-def test_18_plain_insert_locks_the_product_after_a_crash():
-    def save(db, seen, new_price):
-        copy = {k: v for k, v in seen.items() if k != "_id"} | {"productId": seen["_id"]}
-        db.price_history.insert_one(copy | {"_id": f"{seen['_id']}@rev{seen['rev']}"})
-        return _conditional_update(db, seen, new_price)
-    result = _check("18-price-history-crash-safe", save)
-    assert not result.correct and "locked for ever" in result.message
+@pytest.mark.parametrize("history_id, why", [
+    (lambda seen: f"{seen['_id']}@{_dt.datetime.now():%Y-%m-%dT%H:%M}", "made of the time"),  # collides in a minute
+    (lambda seen: f"{seen['_id']}@rev{seen['rev']}", "locked for ever"),  # a plain insert, after a crash
+], ids=["time-based id", "plain insert"])
+def test_18_history_ids_that_fail(history_id, why):
+    result = _check("18-price-history-crash-safe", _save_with_history_id(history_id))
+    assert not result.correct and why in result.message
 
 
 def test_18_server_ids_file_a_revision_twice_after_a_crash():

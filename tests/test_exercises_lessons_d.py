@@ -310,14 +310,7 @@ def ratio_inverted(workload, touches):
     return {p: (0.0 if v == float("inf") else 1 / v) for p, v in ratio_good(workload, touches).items()}
 
 
-def ratio_divides_by_zero(workload, touches):
-    reads, writes = {}, {}
-    for op, rate in zip(workload["operation"], workload["per_second"]):
-        for piece, kind in touches[op].items():
-            reads.setdefault(piece, 0.0)
-            writes.setdefault(piece, 0.0)
-            (reads if kind == "read" else writes)[piece] += rate
-    return {p: reads[p] / writes[p] for p in reads}
+ratio_divides_by_zero = solved("30-reads-per-write", change=(' if writes[p] else float("inf")', ""))["reads_per_write"]
 
 
 def ratio_hard_coded(workload, touches):  # the first scenario's answer, typed in

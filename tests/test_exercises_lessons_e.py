@@ -13,7 +13,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, solved
+from exercise_helpers import assert_prediction_round_trip, prune_indexes, solved
 from labkit.exercises.lessons import l31_hard_limits
 
 
@@ -113,17 +113,7 @@ def test_flatten_thread_gets_a_thread_deeper_than_the_limit():
 
 # --- 35: prune the support desk's indexes ----------------------------------------------------------------
 
-def prune(tickets):
-    used = {s["name"] for s in tickets.aggregate([{"$indexStats": {}}]) if s["accesses"]["ops"] > 0}
-    infos = tickets.index_information()
-    for name, info in infos.items():
-        if name == "_id_" or info.get("unique") or "expireAfterSeconds" in info:
-            continue
-        keys = list(info["key"])
-        prefix = any(len(o["key"]) > len(keys) and list(o["key"])[:len(keys)] == keys
-                     for other, o in infos.items() if other != name)
-        if prefix or name not in used:
-            tickets.drop_index(name)
+prune = prune_indexes(compare_collation=False)  # a prefix rule that ignores collation
 
 
 def _dropper(*names):

@@ -6,6 +6,7 @@ import datetime as dt
 import pytest
 
 import labkit
+from exercise_helpers import assert_prediction_round_trip
 from labkit.engine import EmbeddedClient
 
 
@@ -71,13 +72,10 @@ def test_10_meters_hand_bucketing_updates_rejected(db):
 
 
 def test_10_predict_buckets():
+    assert_prediction_round_trip("10-predict-ts-buckets", 20, 10)
     ex = labkit.exercises.get("10-predict-ts-buckets")
-    ex.predict(20)
-    assert ex.check(20).correct
-    ex2 = labkit.exercises.get("10-predict-ts-buckets")
-    ex2.predict(10)
-    r = ex2.check(20)
-    assert not r.correct and "1,000" in r.message
+    ex.predict(10)
+    assert "1,000" in ex.check(20).message
 
 
 # ------------------------------------------------------------------------------------------------ 34
@@ -120,9 +118,4 @@ def test_34_sessions_mistakes(setup, touch, fragment):
 
 
 def test_34_predict_ttl():
-    ex = labkit.exercises.get("34-predict-ttl")
-    ex.predict(960)
-    assert ex.check(960).correct
-    ex2 = labkit.exercises.get("34-predict-ttl")
-    ex2.predict(1020)
-    assert not ex2.check(960).correct
+    assert_prediction_round_trip("34-predict-ttl", 960, 1020)

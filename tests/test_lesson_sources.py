@@ -23,8 +23,8 @@ import jupytext
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, authored_markdown,  # noqa: E402
-                           lesson_source, main, notebook_meta)
+from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, authored_markdown, by_name,  # noqa: E402
+                           main, notebook_meta)
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {}  # every lesson lists and cites its sources (issue 25; lessons 40-42: issue 27)
@@ -74,8 +74,7 @@ def problems_of(path: Path) -> list[str]:
     return found
 
 
-def problems(name: str) -> list[str]:
-    return problems_of(lesson_source(name))
+problems = by_name(problems_of)
 
 
 def test_known_lists_only_lessons():

@@ -30,7 +30,7 @@ import jupytext
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import LESSON_NAMES, assert_known, assert_known_names, lesson_source, main  # noqa: E402
+from lesson_checks import LESSON_NAMES, assert_known, assert_known_names, by_name, main  # noqa: E402
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {}
@@ -78,8 +78,7 @@ def problems_of(path: Path) -> list[str]:
     return found
 
 
-def problems(name: str) -> list[str]:
-    return problems_of(lesson_source(name))
+problems = by_name(problems_of)
 
 
 def test_known_lists_only_lessons():

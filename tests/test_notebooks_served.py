@@ -4,13 +4,13 @@ This is labkit's real-server path end to end: each notebook runs in its own kern
 ``labkit.engine.transport.wire.serve_in_thread`` over TCP with pymongo, gets ``_labkit`` marker collections and the
 learner prefix ``sl_served_``. Outputs are not compared (nbval does that on the embedded engine); any cell
 error fails the test, naming the notebook and the cell. Same runner as ``python tools/run_notebooks_served.py``.
+
+Each notebook is its own test and its own unit of work for pytest-xdist (tests/suite_schedule.py): the workers
+share the runs, each against the one served engine of its process, one notebook at a time.
 """
 from __future__ import annotations
 
 import importlib.util
-import os
-import queue
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 from pymongo import MongoClient
@@ -25,53 +25,17 @@ NOTEBOOKS = runner.notebooks()
 PREFIX = runner.DEFAULT_PREFIX
 
 
-# Notebooks run this many at a time, each in its own kernel and against its own served engine (the served
-# engine answers one command at a time: sharing one, a notebook's connect() ping would wait behind another
-# notebook's long $merge and could time out).
-JOBS = max(1, int(os.environ.get("SCHEMA_LAB_SERVED_JOBS", "0") or "0") or min(2, os.cpu_count() or 1))
 # Lessons that fail on any MongoDB server (not only on the served engine) and need a change in the lesson
 # itself; each entry says what. strict: once the lesson is fixed the test reports XPASS as a failure.
 KNOWN_LESSON_BUGS: dict[str, str] = {}  # none today (34's '_labkit' marker bug was fixed in the lesson)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server():
+    """One served engine per pytest process (per xdist worker), shared by the notebooks that run there one
+    after another: each notebook has it to itself while it runs and while its databases are checked."""
     with serve_in_thread() as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def runs(request) -> dict:
-    """Start the selected notebooks, JOBS at a time, in test order; each test waits for its own result:
-    the URI of the served engine the notebook ran against."""
-    selected = [item.callspec.params["path"] for item in request.session.items
-                if getattr(item, "originalname", "") == "test_notebook_runs_against_served_engine"]
-    if not selected:
-        yield {}
-        return
-    servers = [serve_in_thread() for _ in range(min(JOBS, len(selected)))]
-    free: queue.Queue = queue.Queue()
-    for srv in servers:
-        free.put(srv)
-
-    def run(path):
-        srv = free.get()
-        try:
-            runner.run_notebook(path, srv.uri, PREFIX)
-            return srv.uri
-        finally:
-            free.put(srv)
-
-    pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="served-notebook")
-    futures = {path: pool.submit(run, path) for path in selected}
-    try:
-        yield futures
-    finally:
-        for future in futures.values():
-            future.cancel()
-        pool.shutdown(wait=True)
-        for srv in servers:
-            srv.stop()
 
 
 def test_every_notebook_is_listed():
@@ -88,12 +52,18 @@ def _param(path):
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
-def test_notebook_runs_against_served_engine(runs, path):
-    future: Future = runs[path]
-    uri = future.result()  # raises NotebookRunError naming the notebook and the cell
-    # The notebook really used the server: its databases carry the learner prefix and labkit's marker.
-    with MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
+def test_notebook_runs_against_served_engine(server, path):
+    """Each notebook is a unit of its own for xdist (tests/suite_schedule.py), so the workers share these runs."""
+    with MongoClient(server.uri, serverSelectionTimeoutMS=5000) as client:
+        for name in client.list_database_names():  # the previous notebook's, on this test's own server
+            if name.startswith(PREFIX):
+                client.drop_database(name)
+    runner.run_notebook(path, server.uri, PREFIX)  # raises NotebookRunError naming the notebook and the cell
+    # The notebook really used the server: its databases carry the learner prefix and labkit's marker. Nothing
+    # else runs on this server meanwhile (the databases listed are still there when their marker is read).
+    with MongoClient(server.uri, serverSelectionTimeoutMS=5000) as client:
         ours = [n for n in client.list_database_names() if n.startswith(PREFIX)]
+        assert ours, f"{path.name} created no database with the prefix {PREFIX!r} on the served engine"
         for name in ours:
             assert client[name]["_labkit"].find_one({"_id": "labkit"}), f"{name} lacks labkit's marker"
 

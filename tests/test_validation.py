@@ -23,21 +23,12 @@ from pymongo.errors import OperationFailure, WriteError
 
 from labkit import validation as v
 
+from manual_examples import STUDENTS_SCHEMA
+
 # ---------------------------------------------------------------------------------------
 # Manual examples used throughout
 # ---------------------------------------------------------------------------------------
 
-STUDENTS_SCHEMA = {
-    "bsonType": "object",
-    "title": "Student Object Validation",
-    "required": ["address", "major", "name", "year"],
-    "properties": {
-        "name": {"bsonType": "string", "description": "'name' must be a string and is required"},
-        "year": {"bsonType": "int", "minimum": 2017, "maximum": 3017,
-                 "description": "'year' must be an integer in [ 2017, 3017 ] and is required"},
-        "gpa": {"bsonType": ["double"], "description": "'gpa' must be a double if the field exists"},
-    },
-}
 STUDENTS = {"$jsonSchema": STUDENTS_SCHEMA}
 
 

@@ -18,6 +18,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+import notebook_meta
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SOURCES = NOTEBOOKS / "src"  # the py:percent sources (jupytext formats "ipynb,src//py:percent")
@@ -27,16 +29,7 @@ KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": 
 def sources(names: list[str]) -> list[Path]:
     """The py:percent sources to build, in lesson order."""
     all_src = sorted(SOURCES.glob("[0-9][0-9]_*.py")) + sorted(SOURCES.glob("demo_*.py"))
-    if not names:
-        return all_src
-    chosen = []
-    for name in names:
-        stem = Path(name).stem
-        match = [p for p in all_src if p.stem == stem or p.stem.startswith(stem)]
-        if not match:
-            sys.exit(f"no notebook source matches {name!r} in {SOURCES}")
-        chosen += match
-    return chosen
+    return notebook_meta.select(all_src, names, f"notebook source in {SOURCES}")
 
 
 def build(src: Path) -> Path:

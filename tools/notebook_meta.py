@@ -153,9 +153,29 @@ def _sources(value: object, where: str) -> tuple[Source, ...]:
     return tuple(result)
 
 
+_READ: dict[tuple, Lesson] = {}  # (path, mtime, size) -> Lesson: jupytext takes ~30 ms a source, and the tests,
+# gen_docs and the workshop planner ask for every lesson many times in one process
+
+
 def read_lesson(source: Path) -> Lesson:
-    """Read one ``NN_name.py`` source; :class:`MetadataError` names the file and key when metadata is wrong."""
+    """Read one ``NN_name.py`` source; :class:`MetadataError` names the file and key when metadata is wrong.
+
+    A source read before and unchanged since (same modification time and size) is not parsed again."""
     source = Path(source)
+    try:
+        st = source.stat()
+        key = (str(source.resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key in _READ:
+        return _READ[key]
+    lesson = _read_lesson(source)
+    if key is not None:
+        _READ[key] = lesson
+    return lesson
+
+
+def _read_lesson(source: Path) -> Lesson:
     where = str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source)
     m = re.match(r"^(\d\d)_\w+$", source.stem)
     if not m:
@@ -219,6 +239,21 @@ def exercise_kinds(nb: object) -> tuple[int, int]:
     known = set(exercises.ids())
     predictions = sum(1 for i in ids if i in known and isinstance(exercises.get(i), exercises.Prediction))
     return predictions, len(ids) - predictions
+
+
+def select(every: list[Path], names: list[str] | None, what: str) -> list[Path]:
+    """The paths of ``every`` that ``names`` choose (a name or a prefix of one, in the order named, each once);
+    all of them when ``names`` is empty. A name that matches none exits saying ``no {what} matches``."""
+    if not names:
+        return list(every)
+    chosen: list[Path] = []
+    for name in names:
+        stem = Path(name).stem
+        match = [p for p in every if p.stem == stem or p.stem.startswith(stem)]
+        if not match:
+            raise SystemExit(f"no {what} matches {name!r}")
+        chosen += [p for p in match if p not in chosen]
+    return chosen
 
 
 def sources(notebooks: Path = NOTEBOOKS) -> list[Path]:

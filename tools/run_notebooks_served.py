@@ -27,6 +27,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test loads this file by its path
+from notebook_meta import select  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_PREFIX = "sl_served_"
@@ -41,16 +44,7 @@ class NotebookRunError(RuntimeError):
 def notebooks(names: list[str] | None = None) -> list[Path]:
     """The lesson and demo notebooks to run, in lesson order (all of them when ``names`` is empty)."""
     every = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) + sorted(NOTEBOOKS.glob("demo_*.ipynb"))
-    if not names:
-        return every
-    chosen = []
-    for name in names:
-        stem = Path(name).stem
-        match = [p for p in every if p.stem == stem or p.stem.startswith(stem)]
-        if not match:
-            raise SystemExit(f"no notebook matches {name!r} in {NOTEBOOKS}")
-        chosen += [p for p in match if p not in chosen]
-    return chosen
+    return select(every, names, f"notebook in {NOTEBOOKS}")
 
 
 def _kernel_env(uri: str, prefix: str) -> dict[str, str]:

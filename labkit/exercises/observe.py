@@ -173,21 +173,13 @@ def sandbox(name: str, like: Any = None) -> Sandbox:
         from labkit.engine import EmbeddedClient
         c = EmbeddedClient(event_listeners=[rec])
         return Sandbox(c, c["check_" + _safe(name)], rec)
-    import os
-
-    import pymongo
-
-    from labkit.connection import ENV_URI, cluster_of
-    from labkit.databases import fresh_db, reset_db
-    uri = os.environ.get(ENV_URI, "").strip()
-    if uri and cluster_of(client) is None:  # labkit's simulated cluster is reached where the learner's client is
-        c = pymongo.MongoClient(uri, event_listeners=[rec], serverSelectionTimeoutMS=5000)
-    else:
-        host, port = next(iter(client.nodes), ("localhost", 27017))
-        c = pymongo.MongoClient(host, port, event_listeners=[rec], serverSelectionTimeoutMS=5000)
+    from labkit.connection import second_client
+    from labkit.databases import drop_marked, fresh_db, marker_token
+    c = second_client(client, [rec])
     db = fresh_db("check_" + _safe(name), client=c)
+    token = marker_token(c, db.name)  # close() drops this copy only, never one another kernel made since
     rec.clear()
-    return Sandbox(c, db, rec, lambda: reset_db("check_" + _safe(name), client=c))
+    return Sandbox(c, db, rec, lambda: drop_marked(db.name, client=c, token=token))
 
 
 def _safe(name: str) -> str:

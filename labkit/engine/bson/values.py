@@ -344,6 +344,20 @@ def type_name(v: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------- sort keys
+def with_path(doc: dict, parts: list[str], value: Any) -> dict:
+    """A shallow copy of ``doc`` with ``value`` at the dotted path ``parts``: each document on the way is copied,
+    anything else on the way (a missing field, a scalar, an array) becomes a new document."""
+    out = dict(doc)
+    cur = out
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        nxt = dict(nxt) if isinstance(nxt, dict) else {}
+        cur[p] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+    return out
+
+
 def sort_values(doc: Any, parts: list[str]) -> list[Any]:
     """The candidate values of a sort key on ``parts`` (the server's sort-key generation, which is the
     B-tree key generator's): arrays are expanded one level (an empty leaf array gives undefined), a

@@ -30,7 +30,7 @@ from mongomock import OperationFailure
 
 from ..bson import keys as K
 from ..query.planner import Candidate, Planner, Query, plan_and_run
-from ..exec.stages import ADVANCED, IS_EOF, NEED_TIME, Stage
+from ..exec.stages import ADVANCED, IS_EOF, NEED_TIME, ExpressExec, PointLookup, Stage
 
 MAX_EXPIRE = 2 ** 31 - 1  # index_key_validate: expireAfterSeconds up to INT_MAX
 
@@ -215,38 +215,30 @@ class ClusteredScan(Stage):
         return {"docsExamined": self.docs_examined}
 
 
-class ExpressClustered(Stage):
+class ExpressClustered(PointLookup):
     """EXPRESS_CLUSTERED_IXSCAN (8.0 express path for ``{_id: v}`` on a clustered collection)."""
     name = "EXPRESS_CLUSTERED_IXSCAN"
 
     def __init__(self, store, value: Any) -> None:
-        super().__init__()
-        self.store = store
-        self.value = value
-        self.docs_examined = 0
-        self._done = False
+        super().__init__(None, store, value)
 
-    def _work(self) -> int:
-        if self._done:
-            return IS_EOF
-        self._done = True
+    def _lookup(self) -> tuple | None:
         from .store import store_key
         rid = self.store.rid_by_key.get(store_key(self.value))
         doc = self.store.docs.get(rid) if rid is not None else None
         if doc is None:
-            return IS_EOF
+            return None
         self.docs_examined += 1
         from ..matcher.match import fast_matcher
         if not fast_matcher({"_id": self.value})(doc):
-            return IS_EOF
-        self.out = (rid, doc, None)
-        return ADVANCED
+            return None
+        return (rid, doc, None)
 
     def plan_fields(self) -> dict:
         return {}
 
     def exec_fields(self) -> dict:
-        return {"keysExamined": 0, "docsExamined": self.docs_examined}
+        return {"keysExamined": self.keys_examined, "docsExamined": self.docs_examined}
 
 
 class ClusteredPlanner(Planner):
@@ -289,15 +281,6 @@ class ClusteredPlanner(Planner):
         return Candidate(build, None, True, blocking, desc="CLUSTERED_IXSCAN")
 
 
-class _ExpressExec:
-    def __init__(self, winner, results, millis):
-        self.winner = winner
-        self.cands = [winner]
-        self.notes = {"express": True, "trial": []}
-        self.results = results
-        self.millis = millis
-
-
 def run(st: Any, q: Query, stop_after: int | None = None, explain: bool = False):
     """Plan and run ``q`` on a clustered collection store (the ``_run`` of a clustered collection)."""
     from ..query.planner import express_eligible
@@ -314,7 +297,7 @@ def run(st: Any, q: Query, stop_after: int | None = None, explain: bool = False)
             results.append(stage.out)
         cand = Candidate(lambda: stage, None, True, False, desc="EXPRESS_CLUSTERED_IXSCAN")
         cand.root = stage
-        return _ExpressExec(cand, results, 0)
+        return ExpressExec(cand, results, 0)
     if q.limit:
         stop_after = q.limit if stop_after is None else min(stop_after, q.limit)
     return plan_and_run(st, q, stop_after=stop_after, explain_trial_snapshot=explain,

@@ -17,6 +17,7 @@ from pymongo import ReturnDocument
 from pymongo.operations import IndexModel
 
 from ..bson import keys as K
+from ..exec.stages import ExpressExec
 from ..service.boundary import check_deadline, current_op, note, note_execution, note_fact
 from ..update import update_ops as U
 from ..matcher.match import fast_matcher
@@ -1553,15 +1554,6 @@ _NOT_EXPRESS = object()  # _find_one_express: the query needs the general path
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), ObjectId})  # unchanged by the datetime patch
 
 
-class _ExpressExec:
-    def __init__(self, winner, results, millis):
-        self.winner = winner
-        self.cands = [winner]
-        self.notes = {"express": True, "trial": []}
-        self.results = results
-        self.millis = millis
-
-
 def _run_express(st, ix, q: Query):
     t0 = time.perf_counter()
     (cond,) = q.filter.values()
@@ -1579,7 +1571,7 @@ def _run_express(st, ix, q: Query):
     note_access(ix)
     cand = Candidate(lambda: stage, ix, True, False, desc="EXPRESS")
     cand.root = stage
-    return _ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
+    return ExpressExec(cand, results, int((time.perf_counter() - t0) * 1000))
 
 
 def set_min_max(q: Query, min_: Any, max_: Any) -> None:

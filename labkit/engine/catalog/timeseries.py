@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import bson
 from bson import ObjectId
@@ -819,6 +819,19 @@ def _unsupported_write(what: str) -> OperationFailure:
                        "insert and delete measurements (the engine models those on time-series collections)")
 
 
+def _refused_write(base: type, name: str) -> Callable:
+    """The collection method ``name`` of a time-series collection: ``base``'s (the plain collection's) while the
+    collection is a plain one, else the engine's clear refusal."""
+    plain = getattr(base, name)
+
+    def method(self, *args, **kwargs):
+        if self._ts_state() is None:
+            return plain(self, *args, **kwargs)
+        raise _unsupported_write(name)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def _define():
     from ..service.boundary import COLLECTION_OPERATIONS, guard
     from ..session.sessions import current as _active_txn
@@ -886,35 +899,13 @@ def _define():
                 raise _unsupported_write("delete_many(collation/hint/let=...)")
             return DeleteResult({"n": delete(self, filter or {}, True)}, True)
 
-        def update_one(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().update_one(*args, **kwargs)
-            raise _unsupported_write("update_one")
-
-        def update_many(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().update_many(*args, **kwargs)
-            raise _unsupported_write("update_many")
-
-        def replace_one(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().replace_one(*args, **kwargs)
-            raise _unsupported_write("replace_one")
-
-        def find_one_and_update(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().find_one_and_update(*args, **kwargs)
-            raise _unsupported_write("find_one_and_update")
-
-        def find_one_and_replace(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().find_one_and_replace(*args, **kwargs)
-            raise _unsupported_write("find_one_and_replace")
-
-        def find_one_and_delete(self, *args, **kwargs):
-            if self._ts_state() is None:
-                return super().find_one_and_delete(*args, **kwargs)
-            raise _unsupported_write("find_one_and_delete")
+        # writes the engine does not model on a time-series collection (a plain collection's own otherwise)
+        update_one = _refused_write(base, "update_one")
+        update_many = _refused_write(base, "update_many")
+        replace_one = _refused_write(base, "replace_one")
+        find_one_and_update = _refused_write(base, "find_one_and_update")
+        find_one_and_replace = _refused_write(base, "find_one_and_replace")
+        find_one_and_delete = _refused_write(base, "find_one_and_delete")
 
         def bulk_write(self, requests, *args, **kwargs):
             if self._ts_state() is None:

@@ -16,6 +16,18 @@ ADVANCED, NEED_TIME, IS_EOF = 0, 1, 2
 LOCATE_BISECT_MIN = 8  # IndexScan._locate: binary search when a field has more intervals than this
 
 
+class ExpressExec:
+    """What an express plan (one point lookup, no candidates raced) reports to explain: the winner as the only
+    candidate, no trial, and its results and milliseconds."""
+
+    def __init__(self, winner, results, millis):
+        self.winner = winner
+        self.cands = [winner]
+        self.notes = {"express": True, "trial": []}
+        self.results = results
+        self.millis = millis
+
+
 class Stage:
     name = "STAGE"
 
@@ -845,11 +857,10 @@ class Passthrough(Stage):
         return st
 
 
-class IdHack(Stage):
-    """IDHACK: one ``_id`` index lookup and one document read (src/mongo/db/exec/classic/idhack.cpp:
-    keysExamined and docsExamined are 1 when the key is found, 0 otherwise)."""
-
-    name = "IDHACK"
+class PointLookup(Stage):
+    """A leaf stage that looks up the documents of one key value: the index (None on a clustered collection),
+    the store, the value and the counters explain reports. A stage that finds at most one document defines
+    ``_lookup`` (IDHACK, EXPRESS_CLUSTERED_IXSCAN); EXPRESS_IXSCAN works through its key range itself."""
 
     def __init__(self, index, store, value: Any) -> None:
         super().__init__()
@@ -864,19 +875,36 @@ class IdHack(Stage):
         if self._done:
             return IS_EOF
         self._done = True
+        found = self._lookup()
+        if found is None:
+            return IS_EOF
+        self.out = found
+        return ADVANCED
+
+    def _lookup(self) -> tuple | None:
+        """The one ``(record id, document, None)`` found, or None."""
+        raise NotImplementedError
+
+
+class IdHack(PointLookup):
+    """IDHACK: one ``_id`` index lookup and one document read (src/mongo/db/exec/classic/idhack.cpp:
+    keysExamined and docsExamined are 1 when the key is found, 0 otherwise)."""
+
+    name = "IDHACK"
+
+    def _lookup(self) -> tuple | None:
         e = K.encode(self.value)
         entries = self.index.entries
         i = entries.bisect_left(((e,),))
         if i >= len(entries) or entries[i][0][0] != e:
-            return IS_EOF
+            return None
         rid = entries[i][1]
         doc = self.store.docs.get(rid)
         if doc is None:
-            return IS_EOF
+            return None
         self.keys_examined += 1
         self.docs_examined += 1
-        self.out = (rid, doc, None)
-        return ADVANCED
+        return (rid, doc, None)
 
     def exec_fields(self) -> dict:
         return {"keysExamined": self.keys_examined, "docsExamined": self.docs_examined}

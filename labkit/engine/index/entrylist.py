@@ -289,16 +289,15 @@ class SortedEntries:
         """The first ``n`` (or fewer, at the end) pairs not below ``x``: ``flat[bisect_left(x):][:n]``, without
         computing positions (the EXPRESS lookup of one document). An iterator building each pair when it is
         read (the lookup usually reads one); do not change the sequence while using it."""
-        maxes = self._maxes
-        b = _bl(maxes, x)
-        if b == len(maxes):
+        found = self._find(x)
+        if found is None:
             return iter(())
+        b, i = found
         keys = self._keys
         rids = self._rids
         kb = keys[b]
         rb = rids[b]
         one = self._one
-        i = _left1(kb, rb, x) if one else _left(kb, rb, x)
         ks: Any = kb[i:i + n]  # slices of at most n pointers; the pairs are built by zip as they are read
         rs: Any = rb[i:i + n]
         if len(ks) < n and b + 1 < len(keys):
@@ -306,6 +305,15 @@ class SortedEntries:
             ks = chain(ks, islice(chain.from_iterable(islice(keys, b + 1, None)), m))
             rs = chain(rs, islice(chain.from_iterable(islice(rids, b + 1, None)), m))
         return zip(zip(ks), rs) if one else zip(ks, rs)
+
+    def _find(self, x: tuple) -> tuple[int, int] | None:
+        """The block holding the first pair not below ``x`` and that pair's index in the block; None when
+        every pair is below ``x``."""
+        maxes = self._maxes
+        b = _bl(maxes, x)
+        if b == len(maxes):
+            return None
+        return b, self._lf(self._keys[b], self._rids[b], x)
 
     def bisect_right(self, x: tuple) -> int:
         """``bisect.bisect_right`` of ``x`` in the flat sorted sequence."""
@@ -352,16 +360,13 @@ class SortedEntries:
 
     def first_ge(self, x: tuple) -> Iterator[tuple]:
         """The pairs ``>= x`` in order (an iterator; do not change the sequence while using it)."""
-        maxes = self._maxes
-        b = _bl(maxes, x)
-        if b == len(maxes):
+        found = self._find(x)
+        if found is None:
             return iter(())
-        keys = self._keys
-        rids = self._rids
-        kb = keys[b]
-        i = self._lf(kb, rids[b], x)
+        b, i = found
+        keys, rids = self._keys, self._rids
         # lazy views (no copy of the block): a unique check usually reads one or two pairs
-        return zip(self._keycol(chain(islice(kb, i, None), chain.from_iterable(islice(keys, b + 1, None)))),
+        return zip(self._keycol(chain(islice(keys[b], i, None), chain.from_iterable(islice(keys, b + 1, None)))),
                    chain(islice(rids[b], i, None), chain.from_iterable(islice(rids, b + 1, None))))
 
     # -- changes --------------------------------------------------------------------------------
@@ -425,13 +430,13 @@ class SortedEntries:
 
     def remove(self, x: tuple) -> bool:
         """Remove one pair equal to ``x``; False (nothing changed) when there is none."""
-        maxes = self._maxes
-        b = _bl(maxes, x)
-        if b == len(maxes):
+        found = self._find(x)
+        if found is None:
             return False
+        b, i = found
+        maxes = self._maxes
         kb = self._keys[b]
         rb = self._rids[b]
-        i = self._lf(kb, rb, x)
         if i >= len(kb) or rb[i] != x[1] or ((kb[i],) if self._one else kb[i]) != x[0]:
             return False
         del kb[i]

@@ -26,6 +26,8 @@ from bson.objectid import ObjectId
 from bson.regex import Regex
 from bson.timestamp import Timestamp
 
+from ..bson.values import with_path
+
 DEFAULT_HASH_SEED = 0
 _I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
 
@@ -164,19 +166,6 @@ def _array_error(path: str):
     raise WriteError(msg, HASHED_ARRAY_CODE, {"code": HASHED_ARRAY_CODE, "errmsg": msg})
 
 
-def _with_value(doc: dict, path: str, v: Any) -> dict:
-    parts = path.split(".")
-    out = dict(doc)
-    cur = out
-    for p in parts[:-1]:
-        nxt = cur.get(p)
-        nxt = dict(nxt) if isinstance(nxt, dict) else {}
-        cur[p] = nxt
-        cur = nxt
-    cur[parts[-1]] = v
-    return out
-
-
 def make_hashed_index_class(base):
     """A subclass of the engine's ``Index`` whose hashed field's key is ``hash64`` of the value."""
 
@@ -201,7 +190,7 @@ def make_hashed_index_class(base):
             if spec.sparse and all(not _present(doc, f) for f in spec.fields):
                 return [], {}
             h = hash64(None if v is _MISSING else v)
-            return base.keys_for(self, _with_value(doc, path, h))
+            return base.keys_for(self, with_path(doc, path.split("."), h))
 
     return HashedIndex
 

@@ -30,31 +30,22 @@ def _no_fast_keys(doc: dict) -> None:
 def _cached_str_encoder() -> KeyFunc:
     """``keys.encode`` remembering recent string and integer encodings (indexed strings such as author ids, and
     small integers, repeat across documents); bounded caches, so results are exactly ``keys.encode``'s."""
-    cache: dict = {}
-    get = cache.get
     enc = K.encode
-    enc_s = K._enc_s
-
-    icache: dict = {}  # plain ints (not bools, not floats: 1, True and 1.0 are equal dict keys)
-    iget = icache.get
+    # by exact type: plain ints only (not bools, not floats: 1, True and 1.0 are equal dict keys)
+    caches: dict[type, tuple[dict, Callable[[Any], bytes]]] = {str: ({}, K._enc_s), int: ({}, enc)}
+    find = caches.get
 
     def kf(v: Any) -> bytes:
-        t = type(v)
-        if t is str:
-            e = get(v)
-            if e is None:
-                if len(cache) >= 65536:
-                    cache.clear()
-                e = cache[v] = enc_s(v)
-            return e
-        if t is int:
-            e = iget(v)
-            if e is None:
-                if len(icache) >= 65536:
-                    icache.clear()
-                e = icache[v] = enc(v)
-            return e
-        return enc(v)
+        found = find(type(v))
+        if found is None:
+            return enc(v)
+        cache, encode = found
+        e = cache.get(v)
+        if e is None:
+            if len(cache) >= 65536:
+                cache.clear()
+            e = cache[v] = encode(v)
+        return e
     return kf
 
 

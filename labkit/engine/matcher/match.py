@@ -459,34 +459,31 @@ def _eq_single(rhs: Any, ctx: _Ctx) -> Pred:
     rank = V.canonical_type(rhs)
 
     def eq_any(v: Any) -> bool:
-        if v is MISSING:
-            return False
-        try:
-            if V.canonical_type(v) != rank:
-                return False
-        except TypeError:
-            return False
-        return V.compare(v, rhs, str_key) == 0
+        return _of_rank(v, rank) and V.compare(v, rhs, str_key) == 0
     return eq_any
+
+
+def _of_rank(v: Any, rank: int) -> bool:
+    """``v`` is there and of type rank ``rank``: a comparison matches only values of its own type bracket."""
+    if v is MISSING:
+        return False
+    try:
+        return V.canonical_type(v) == rank
+    except TypeError:
+        return False
 
 
 def _cmp_single(op: str, rhs: Any, ctx: _Ctx) -> Pred:
     str_key = ctx.str_key
-    if isinstance(rhs, MinKey):
-        if op == "$gte":
+    if isinstance(rhs, (MinKey, MaxKey)):  # every value is >= MinKey and <= MaxKey; only itself equals it
+        kind = MinKey if isinstance(rhs, MinKey) else MaxKey
+        every, all_but_itself, only_itself = ("$gte", "$gt", "$lte") if kind is MinKey else ("$lte", "$lt", "$gte")
+        if op == every:
             return lambda v: True
-        if op == "$gt":
-            return lambda v: not isinstance(v, MinKey)
-        if op == "$lte":
-            return lambda v: isinstance(v, MinKey)
-        return _always_false
-    if isinstance(rhs, MaxKey):
-        if op == "$lte":
-            return lambda v: True
-        if op == "$lt":
-            return lambda v: not isinstance(v, MaxKey)
-        if op == "$gte":
-            return lambda v: isinstance(v, MaxKey)
+        if op == all_but_itself:
+            return lambda v: not isinstance(v, kind)
+        if op == only_itself:
+            return lambda v: isinstance(v, kind)
         return _always_false
     if rhs is None:
         if op in ("$gte", "$lte"):
@@ -529,12 +526,7 @@ def _cmp_single(op: str, rhs: Any, ctx: _Ctx) -> Pred:
     str_key = ctx.str_key
 
     def cmp_any(v: Any) -> bool:
-        if v is MISSING:
-            return False
-        try:
-            if V.canonical_type(v) != rank:
-                return False
-        except TypeError:
+        if not _of_rank(v, rank):
             return False
         if rank == V.T_NUM and V.is_nan(v):
             return False

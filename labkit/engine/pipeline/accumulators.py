@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from bson import Decimal128, Int64
 from pymongo.errors import OperationFailure
 
 from ..bson import keys as K
 from ..bson.values import MISSING, type_name
-from .expression.expr_base import DEC_CTX, non_decimal_total
+from .expression.expr_base import DEC_CTX, idl_fields, non_decimal_total
 
 INT32_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1
@@ -538,12 +538,7 @@ class Percentile(Accumulator):
     def parse(cls, arg: Any, compile_expr: Callable) -> dict:
         if not isinstance(arg, dict):
             raise _fail("specification must be an object; found %s" % _show(arg), 7429703)
-        for k in arg:
-            if k not in ("input", "p", "method"):
-                raise _fail("BSON field '$percentile.%s' is an unknown field." % k, 40415)
-        for k in ("input", "p"):
-            if k not in arg:
-                raise _fail("BSON field '$percentile.%s' is missing but a required field" % k, 40414)
+        idl_fields(arg, "$percentile", ("input", "p", "method"), ("input", "p"), None)
         _check_method(arg, "$percentile")
         p = arg["p"]
         if isinstance(p, str) and p.startswith("$"):
@@ -583,11 +578,7 @@ class Median(Percentile):
     def parse(cls, arg: Any, compile_expr: Callable) -> dict:
         if not isinstance(arg, dict):
             raise _fail("specification must be an object; found %s" % _show(arg), 7436100)
-        for k in arg:
-            if k not in ("input", "method"):
-                raise _fail("BSON field '$median.%s' is an unknown field." % k, 40415)
-        if "input" not in arg:
-            raise _fail("BSON field '$median.input' is missing but a required field", 40414)
+        idl_fields(arg, "$median", ("input", "method"), ("input",), None)
         _check_method(arg, "$median")
         return {"input": compile_expr(arg["input"]), "ps": [0.5]}
 
@@ -641,10 +632,7 @@ def group(docs: list[dict], spec: dict, compile_expr: Callable) -> list[dict]:
     key_f = compile_expr(spec["_id"])
     groups: dict[Any, tuple[Any, list]] = {}
     for doc in docs:
-        try:
-            kv = key_f(doc)
-        except KeyError:
-            kv = None
+        kv = key_value(key_f, doc)
         gk = group_key(kv)
         g = groups.get(gk)
         if g is None:
@@ -652,10 +640,18 @@ def group(docs: list[dict], spec: dict, compile_expr: Callable) -> list[dict]:
             groups[gk] = g
         for s, acc in zip(statements, g[1]):
             acc.process(s.value(doc))
-    out = []
-    for kv, accs in groups.values():
-        d = {"_id": kv}
-        for s, acc in zip(statements, accs):
-            d[s.field] = acc.result()
-        out.append(d)
-    return out
+    return group_documents(groups.values(), statements)
+
+
+def key_value(key_f: Callable[[dict], Any], doc: dict) -> Any:
+    """The group key's value for ``doc``: null where the key expression finds nothing."""
+    try:
+        return key_f(doc)
+    except KeyError:
+        return None
+
+
+def group_documents(groups: Iterable[tuple[Any, list]], statements: list) -> list[dict]:
+    """One output document per ``(key, accumulators)`` group: ``_id`` the key, then each statement's field with
+    its accumulator's result, in the spec's order."""
+    return [{"_id": key, **{s.field: acc.result() for s, acc in zip(statements, accs)}} for key, accs in groups]

@@ -118,11 +118,10 @@ def _apply(tree: dict, doc: dict, root: dict) -> dict:
 
 
 def _apply_value(tree: dict, value: Any, root: dict) -> Any:
-    if isinstance(value, dict):
-        return _apply(tree, value, root)
     if isinstance(value, list):
         return [_apply_value(tree, x, root) for x in value]
-    return _apply(tree, {}, root)  # a scalar or missing value becomes a document of the computed fields
+    # a scalar or missing value becomes a document of the computed fields
+    return _apply(tree, value if isinstance(value, dict) else {}, root)
 
 
 def add_fields_stage(name: str, arg: Any, docs: list[dict],

@@ -950,22 +950,17 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         return _wrap({"explainVersion": "2", "stages": stages_out}, command, verbosity)
     qp = _query_planner(ns, filt or {}, winning, rejected, coll=coll)
     rest = list(pipeline)[n_pushed:]
-    if not rest:
-        doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": dict(qp, optimizedPipeline=True)}
-        if verbosity != "queryPlanner":
-            doc["executionStats"] = {"executionSuccess": True, "nReturned": nret, "executionTimeMillis": millis,
-                                     "totalKeysExamined": keys, "totalDocsExamined": ndocs,
-                                     "executionStages": exec_stages}
-            if verbosity == "allPlansExecution":
-                doc["executionStats"]["allPlansExecution"] = []
-        return _wrap(doc, command, verbosity)
-    cursor: dict[str, Any] = {"queryPlanner": qp}
+    stats: dict[str, Any] = {}
     if verbosity != "queryPlanner":
-        cursor["executionStats"] = {"executionSuccess": True, "nReturned": nret, "executionTimeMillis": millis,
-                                    "totalKeysExamined": keys, "totalDocsExamined": ndocs,
-                                    "executionStages": exec_stages}
+        stats["executionStats"] = {"executionSuccess": True, "nReturned": nret, "executionTimeMillis": millis,
+                                   "totalKeysExamined": keys, "totalDocsExamined": ndocs,
+                                   "executionStages": exec_stages}
         if verbosity == "allPlansExecution":
-            cursor["executionStats"]["allPlansExecution"] = []
+            stats["executionStats"]["allPlansExecution"] = []
+    if not rest:
+        doc: dict[str, Any] = {"explainVersion": "1", "queryPlanner": dict(qp, optimizedPipeline=True), **stats}
+        return _wrap(doc, command, verbosity)
+    cursor: dict[str, Any] = {"queryPlanner": qp, **stats}
     stages_out: list[dict] = [{"$cursor": cursor, "nReturned": nret, "executionTimeMillisEstimate": millis}]
     stages_out += _classic_rest(rest, ctx, verbosity, coll)
     doc = {"explainVersion": "1", "stages": stages_out}

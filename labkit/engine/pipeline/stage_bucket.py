@@ -14,7 +14,7 @@ from bson import Decimal128
 from pymongo.errors import OperationFailure
 
 from ..bson import keys as K
-from .accumulators import group, is_num, parse_statements, to_float
+from .accumulators import group, group_documents, is_num, parse_statements, to_float
 from ..bson.values import MISSING, canonical_type, type_name
 
 
@@ -164,12 +164,7 @@ def bucket_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> list[dic
             accs = buckets[idx] = [key, [s.make(key) for s in statements]]
         for s, acc in zip(statements, accs[1]):
             acc.process(s.value(doc))
-    out = []
-    for key, accs in buckets.values():
-        d = {"_id": key}
-        for s, acc in zip(statements, accs):
-            d[s.field] = acc.result()
-        out.append(d)
+    out = group_documents(buckets.values(), statements)
     out.sort(key=lambda d: K.encode(d["_id"]))
     return out
 

@@ -21,7 +21,8 @@ from pymongo.errors import OperationFailure
 from ..bson import keys as K
 from .accumulators import is_num, to_float
 from .stage_window import UNITS_MONTHS, UNITS_MS, _add_units, set_window_fields_stage
-from ..bson.values import MISSING, type_name
+from ..bson.values import MISSING, type_name, with_path
+from .expression.expr_base import idl_fields
 
 
 def _fail(msg: str, code: int) -> OperationFailure:
@@ -37,30 +38,14 @@ def _get(doc: Any, parts: list[str]) -> Any:
     return cur
 
 
-def _set(doc: dict, parts: list[str], v: Any) -> None:
-    cur = doc
-    for p in parts[:-1]:
-        nxt = cur.get(p)
-        nxt = dict(nxt) if isinstance(nxt, dict) else {}
-        cur[p] = nxt
-        cur = nxt
-    cur[parts[-1]] = v
-
-
 def _num(v: Any) -> Any:
     return v.to_decimal() if isinstance(v, Decimal128) else v
 
 
 def densify_stage(arg: Any, docs: list[dict]) -> list[dict]:
     """Run ``{$densify: arg}`` over ``docs``."""
-    if not isinstance(arg, dict):
-        raise _fail("the $densify stage specification must be an object, found %s" % type_name(arg), 14)
-    for k in arg:
-        if k not in ("field", "partitionByFields", "range"):
-            raise _fail("BSON field '$densify.%s' is an unknown field." % k, 40415)
-    for k in ("field", "range"):
-        if k not in arg:
-            raise _fail("BSON field '$densify.%s' is missing but a required field" % k, 40414)
+    idl_fields(arg, "$densify", ("field", "partitionByFields", "range"), ("field", "range"),
+               ("the $densify stage specification must be an object, found %(type)s", 14))
     field = arg["field"]
     if not isinstance(field, str):
         raise _fail("BSON field '$densify.field' is the wrong type '%s', expected type 'string'"
@@ -167,8 +152,8 @@ def densify_stage(arg: Any, docs: list[dict]) -> list[dict]:
             g: dict = {}
             for pp, pv in zip(ppaths, pvals):
                 if pv is not MISSING:
-                    _set(g, pp, pv)
-            _set(g, parts_f, v)
+                    g = with_path(g, pp, pv)
+            g = with_path(g, parts_f, v)
             generated.append(g)
             if len(generated) > 500_000:
                 raise _fail("$densify would generate more than 500000 documents", 5897900)
@@ -188,13 +173,8 @@ def _step_value(lo: Any, step: Any, k: int) -> Any:
 
 def fill_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> list[dict]:
     """Run ``{$fill: arg}`` over ``docs``."""
-    if not isinstance(arg, dict):
-        raise _fail("the $fill stage specification must be an object, found %s" % type_name(arg), 14)
-    for k in arg:
-        if k not in ("partitionBy", "partitionByFields", "sortBy", "output"):
-            raise _fail("BSON field '$fill.%s' is an unknown field." % k, 40415)
-    if "output" not in arg:
-        raise _fail("BSON field '$fill.output' is missing but a required field", 40414)
+    idl_fields(arg, "$fill", ("partitionBy", "partitionByFields", "sortBy", "output"), ("output",),
+               ("the $fill stage specification must be an object, found %(type)s", 14))
     if "partitionBy" in arg and "partitionByFields" in arg:
         raise _fail("Only one of 'partitionBy' and 'partitionByFields' can be specified in $fill", 6050204)
     output = arg["output"]
@@ -250,6 +230,6 @@ def fill_stage(arg: Any, docs: list[dict], compile_expr: Callable) -> list[dict]
                     v = ev(d)
                 except KeyError:
                     v = None
-                _set(nd, pp, v)
+                nd = with_path(nd, pp, v)
         out.append(nd)
     return out

@@ -28,7 +28,7 @@ from ..collation.collator import CollationKey, collation_key, normalize_collatio
 from ..bson import keys as K
 from ..matcher.match import fast_matcher
 from ..index.bounds import Interval, full, union
-from .planner import Candidate, Execution, Planner, Query, plan_and_run, run_trial, unsupported
+from .planner import Candidate, Execution, Planner, Query, plan_and_run, unsupported
 from ..exec.stages import Fetch, IndexScan, Or, Passthrough, Stage
 
 _CURRENT: contextvars.ContextVar[dict | None] = contextvars.ContextVar("labkit_collation", default=None)
@@ -208,22 +208,15 @@ class CollationPlanner(Planner):
             return False
         return super()._covered(ix, exact_all)
 
+    def _branch_planner(self, branch: dict) -> "CollationPlanner":
+        return CollationPlanner(self.store, Query(branch, hint=None, let=self.q.let), self.collation)
+
     def _or_candidate(self, branches: list) -> Candidate | None:
-        store = self.store
-        subs = []
-        for br in branches:
-            if not isinstance(br, dict):
-                return None
-            sub = CollationPlanner(store, Query(br, hint=None, let=self.q.let), self.collation)
-            if sub.parsed.ors or sub.parsed.false:
-                return None
-            cands, _ = sub.candidates()
-            if not cands or cands[0].index is None:
-                return None
-            winner = run_trial(cands, len(store.docs))[0] if len(cands) > 1 else cands[0]
-            subs.append((sub, winner))
-        q = self.q
-        match = self.match_all
+        """A SUBPLAN of the branches' scans (no SORT_MERGE: collated keys do not give the sort order)."""
+        subs = self._or_branches(branches)
+        if subs is None:
+            return None
+        store, q, match = self.store, self.q, self.match_all
 
         def build() -> Stage:
             scans = []

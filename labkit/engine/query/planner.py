@@ -24,7 +24,7 @@ from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, 
 from ..exec.stages import IndexScan as _IndexScan
 from ..exec.stages import RangeIndexScan
 from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, CountScan, EOFStage, Fetch, IdHack, IndexScan,
-                           Limit, Or, Passthrough, Projection, Skip, Sort, SortMerge, Stage, index_fields)
+                           Limit, Or, Passthrough, PointLookup, Projection, Skip, Sort, SortMerge, Stage, index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
@@ -593,23 +593,32 @@ class Planner:
             root = Limit(root, q.limit)
         return root
 
-    def _or_candidate(self, branches: list) -> Candidate | None:
-        store = self.store
+    def _branch_planner(self, branch: dict) -> "Planner":
+        """The planner of one ``$or`` branch (the subplanner plans each branch alone)."""
+        return Planner(self.store, Query(branch, hint=None, let=self.q.let))
+
+    def _or_branches(self, branches: list) -> list | None:
+        """``(planner, winning candidate)`` of each ``$or`` branch, or None when a branch cannot use an index
+        (then the ``$or`` is no SUBPLAN candidate)."""
         subs = []
         for br in branches:
             if not isinstance(br, dict):
                 return None
-            sub = Planner(store, Query(br, hint=None, let=self.q.let))
+            sub = self._branch_planner(br)
             if sub.parsed.ors or sub.parsed.false:
                 return None
             cands, _ = sub.candidates()
             if not cands or cands[0].index is None:
                 return None
-            if len(cands) > 1:
-                winner, _ = run_trial(cands, len(store.docs))
-            else:
-                winner = cands[0]
+            winner = run_trial(cands, len(self.store.docs))[0] if len(cands) > 1 else cands[0]
             subs.append((sub, winner))
+        return subs
+
+    def _or_candidate(self, branches: list) -> Candidate | None:
+        store = self.store
+        subs = self._or_branches(branches)
+        if subs is None:
+            return None
         q = self.q
         match = self.match_all
         shown = q.filter
@@ -1178,16 +1187,11 @@ def express_first(store, index, value: Any) -> tuple[int, dict] | None:
     return None
 
 
-class Express(Stage):
+class Express(PointLookup):
     name = "EXPRESS_IXSCAN"
 
     def __init__(self, index, store, value: Any) -> None:
-        super().__init__()
-        self.index = index
-        self.store = store
-        self.value = value
-        self.keys_examined = 0
-        self.docs_examined = 0
+        super().__init__(index, store, value)
         self._rids: list[int] | None = None
         self._match: Callable[[dict], bool] | None = None
         field = index.spec.fields[0]

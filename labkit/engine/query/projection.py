@@ -22,7 +22,7 @@ from pymongo.errors import OperationFailure
 
 from ..matcher.match import fast_matcher
 from ..pipeline.expression.match_expr import NOT_MODELLED, OPERATORS
-from ..update.update_ops import MISSING, fmt_elem, matched_index, type_name
+from ..update.update_ops import MISSING, fmt_elem, matched_index, type_name, with_value
 
 _INCL = True
 _EXCL = False
@@ -147,23 +147,18 @@ class Projection:
                     has_elem = True
             elif type(val) is bool or _num(val):
                 truthy = bool(val) if not type(val).__name__ == "Decimal128" else val.to_decimal() != 0
-                if truthy:
-                    if pos:
-                        self._positional(key)
-                    else:
-                        _check_field_path(key)
-                        _add(self.tree, key.split("."), _INCL)
-                    if is_top_id:
-                        id_in = True
-                    else:
-                        self._set_kind(_INCL, key)
+                kind = _INCL if truthy else _EXCL
+                if truthy and pos:
+                    self._positional(key)
                 else:
                     _check_field_path(key)  # "a.$": 0 included: no positional exclusion
-                    _add(self.tree, key.split("."), _EXCL)
-                    if is_top_id:
-                        id_out = True
-                    else:
-                        self._set_kind(_EXCL, key)
+                    _add(self.tree, key.split("."), kind)
+                if not is_top_id:
+                    self._set_kind(kind, key)
+                elif truthy:
+                    id_in = True
+                else:
+                    id_out = True
             else:
                 if pos:
                     raise OperationFailure("positional projection cannot be used with a literal", 31308)
@@ -314,7 +309,7 @@ class Projection:
                 if idx is None:
                     raise OperationFailure("Executor error during find command :: caused by :: positional "
                                            "operator '.$' couldn't find a matching element in the array", 51246)
-                return _replace_at(doc, parts[:n + 1], [cur[idx]])
+                return with_value(doc, parts[:n + 1], [cur[idx]])
         return doc
 
 
@@ -328,16 +323,6 @@ def _mentions(query: Any, top: str) -> bool:
         elif isinstance(k, str) and not k.startswith("$") and k.split(".")[0] == top:
             return True
     return False
-
-
-def _replace_at(doc: dict, parts: list, value: Any) -> dict:
-    out = dict(doc)
-    cur = out
-    for p in parts[:-1]:
-        cur[p] = dict(cur[p])
-        cur = cur[p]
-    cur[parts[-1]] = value
-    return out
 
 
 def _copy(v: Any) -> Any:
@@ -416,11 +401,9 @@ def _exclude(d: dict, tree: dict, root: dict) -> dict:
 
 
 def _exclude_value(v: Any, tree: dict, root: dict) -> Any:
-    if isinstance(v, dict):
-        return _exclude(v, tree, root)
     if isinstance(v, list):
         return [_exclude_value(e, tree, root) for e in v]
-    return _copy(v)
+    return _exclude(v, tree, root) if isinstance(v, dict) else _copy(v)
 
 
 def project(doc: dict, spec: Any, query: Any = None,

@@ -303,13 +303,13 @@ def matched_index(query: Any, doc: dict, array_parts: tuple, make_matcher: Calla
         return None
     matcher = make_matcher(dict(related))
     for i, e in enumerate(arr):
-        probe = _with_value(doc, array_parts, [e])
+        probe = with_value(doc, array_parts, [e])
         if matcher(probe):
             return i
     return None
 
 
-def _with_value(doc: dict, parts: tuple, value: Any) -> dict:
+def with_value(doc: dict, parts: tuple | list, value: Any) -> dict:
     """A shallow-copied ``doc`` whose value at ``parts`` (a path without arrays before it) is ``value``."""
     top = dict(doc)
     cur = top
@@ -857,6 +857,12 @@ def _int_arg(v: Any) -> int | None:
     return None
 
 
+_PUSH_INT_MESSAGES = {  # $push's integer modifiers (the _Push attribute without the "$") and the server's message
+    "$slice": "The value for $slice must be an integer value but was given type: %s",
+    "$position": "The value for $position must be an integer value, not of type: %s",
+}
+
+
 def _parse_push(a: Any, path: str) -> _Push:
     p = _Push()
     if not (isinstance(a, dict) and "$each" in a):
@@ -868,18 +874,11 @@ def _parse_push(a: Any, path: str) -> _Push:
                 raise update_error("The argument to $each in $push must be an array but it was of type: %s"
                                    % type_name(v), 2)
             p.each = v
-        elif k == "$slice":
+        elif k in _PUSH_INT_MESSAGES:
             n = _int_arg(v)
             if n is None:
-                raise update_error("The value for $slice must be an integer value but was given type: %s"
-                                   % type_name(v), 2)
-            p.slice = n
-        elif k == "$position":
-            n = _int_arg(v)
-            if n is None:
-                raise update_error("The value for $position must be an integer value, not of type: %s"
-                                   % type_name(v), 2)
-            p.position = n
+                raise update_error(_PUSH_INT_MESSAGES[k] % type_name(v), 2)
+            setattr(p, k[1:], n)
         elif k == "$sort":
             if _is_num(v) and v in (1, -1):
                 p.sort = int(v)
@@ -986,28 +985,25 @@ def _pull_matcher(a: Any, make_matcher: Callable = fast_matcher) -> Callable[[An
     return lambda e: bson_equal(e, a)
 
 
-def _op_pull(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
+def _pull_where(doc: dict, parts: tuple, op: str, drop: Callable[[Any], bool]) -> None:
+    """Remove the elements ``drop`` picks from the array at ``parts`` (in place; nothing when it is missing)."""
     parent, key = _lookup(doc, parts, strict=True)
     old = _read(parent, key) if parent is not None else MISSING
     if old is MISSING:
         return
     if not isinstance(old, list):
-        raise update_error("Cannot apply $pull to a non-array value", 2)
-    keep = [e for e in old if not o.arg(e)]
+        raise update_error("Cannot apply %s to a non-array value" % op, 2)
+    keep = [e for e in old if not drop(e)]
     if len(keep) != len(old):
         old[:] = keep
+
+
+def _op_pull(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
+    _pull_where(doc, parts, "$pull", o.arg)
 
 
 def _op_pull_all(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:
-    parent, key = _lookup(doc, parts, strict=True)
-    old = _read(parent, key) if parent is not None else MISSING
-    if old is MISSING:
-        return
-    if not isinstance(old, list):
-        raise update_error("Cannot apply $pullAll to a non-array value", 2)
-    keep = [e for e in old if not any(bson_equal(e, v) for v in o.arg)]
-    if len(keep) != len(old):
-        old[:] = keep
+    _pull_where(doc, parts, "$pullAll", lambda e: any(bson_equal(e, v) for v in o.arg))
 
 
 def _op_bit(u: Update, doc: dict, parts: tuple, o: _Op, _to: Any) -> None:

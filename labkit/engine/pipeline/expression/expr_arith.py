@@ -16,8 +16,8 @@ from typing import Any
 from bson import Decimal128, Int64
 
 from .expr_base import (DEC_CTX, INT32_MAX, INT32_MIN, INT64_MIN, date_ms, dec128, eval_args, fail, from_kind, is_date,
-                        decimal_total, make_int, ms_date, nullish, num_kind, num_str, tname, to_dec,
-                        to_float)
+                        decimal_total, is_num, make_int, ms_date, nullish, num_kind, num_str, tname, to_dec,
+                        to_float, typed_operands)
 
 
 def _round_ms(x: Any) -> int:
@@ -105,27 +105,34 @@ def op_subtract(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_multiply(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$multiply``: the product of numbers (1 for no operands)."""
-    vals = eval_args(ev, op, arg, doc, 0, None)
+    vals = typed_operands(ev, op, arg, doc, is_num, "$multiply only supports numeric types, not %(type)s", 16555)
+    if vals is None:
+        return None
     out: Any = 1
-    for v in vals:
-        if nullish(v):
-            return None
-        if num_kind(v) < 0:
-            raise fail("$multiply only supports numeric types, not %s" % tname(v), 16555)
     for v in vals:
         out = _binary(out, v, lambda x, y: x * y, lambda x, y: x * y, DEC_CTX.multiply)
     return out
 
 
-def op_divide(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    """``$divide``: a double (a decimal when either operand is one); dividing by zero fails (16608)."""
+def _dividend_divisor(ev: Any, op: str, arg: Any, doc: Any, type_code: int, zero_code: int) -> tuple | None:
+    """The two operands of ``$divide`` / ``$mod``: None when either is null or missing; the server's errors for
+    an operand that is not a number (``type_code``) and for a zero divisor (``zero_code``)."""
     a, b = eval_args(ev, op, arg, doc, 2)
     if nullish(a) or nullish(b):
         return None
     if num_kind(a) < 0 or num_kind(b) < 0:
-        raise fail("$divide only supports numeric types, not %s and %s" % (tname(a), tname(b)), 16609)
+        raise fail("%s only supports numeric types, not %s and %s" % (op, tname(a), tname(b)), type_code)
     if (to_dec(b) if num_kind(b) == 3 else b) == 0:
-        raise fail("can't $divide by zero", 16608)
+        raise fail("can't %s by zero" % op, zero_code)
+    return a, b
+
+
+def op_divide(ev: Any, op: str, arg: Any, doc: Any) -> Any:
+    """``$divide``: a double (a decimal when either operand is one); dividing by zero fails (16608)."""
+    operands_ = _dividend_divisor(ev, op, arg, doc, 16609, 16608)
+    if operands_ is None:
+        return None
+    a, b = operands_
     if max(num_kind(a), num_kind(b)) == 3:
         return dec128(DEC_CTX.divide(to_dec(a), to_dec(b)))
     return to_float(a) / to_float(b)
@@ -133,13 +140,10 @@ def op_divide(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_mod(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$mod``: the remainder with the dividend's sign; modulo zero fails (16610)."""
-    a, b = eval_args(ev, op, arg, doc, 2)
-    if nullish(a) or nullish(b):
+    operands_ = _dividend_divisor(ev, op, arg, doc, 16611, 16610)
+    if operands_ is None:
         return None
-    if num_kind(a) < 0 or num_kind(b) < 0:
-        raise fail("$mod only supports numeric types, not %s and %s" % (tname(a), tname(b)), 16611)
-    if (to_dec(b) if num_kind(b) == 3 else b) == 0:
-        raise fail("can't $mod by zero", 16610)
+    a, b = operands_
 
     def imod(x: int, y: int) -> int:
         r = abs(x) % abs(y)
@@ -148,12 +152,8 @@ def op_mod(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 
 def _one_number(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    (v,) = eval_args(ev, op, arg, doc, 1)
-    if nullish(v):
-        return None
-    if num_kind(v) < 0:
-        raise fail("%s only supports numeric types, not %s" % (op, tname(v)), 28765)
-    return v
+    vals = typed_operands(ev, op, arg, doc, is_num, op + " only supports numeric types, not %(type)s", 28765, 1, -1)
+    return None if vals is None else vals[0]
 
 
 def op_abs(ev: Any, op: str, arg: Any, doc: Any) -> Any:

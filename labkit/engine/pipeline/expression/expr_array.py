@@ -13,9 +13,9 @@ import math
 from typing import Any
 
 from ...bson import values as V
-from .expr_base import (INT32_MAX, INT32_MIN, agg_compare, dec128, eval_args, fail, field_path, int32_arg,
-                        int_value, nullish, num_kind, num_str, tname, to_dec, to_float, truthy,
-                        DEC_CTX, decimal_total, make_int)
+from .expr_base import (DEC_CTX, INT32_MAX, INT32_MIN, agg_compare, dec128, decimal_total, eval_args, fail,
+                        field_path, int32_arg, int_value, is_array, is_document, make_int, named_args, nullish,
+                        num_kind, num_str, tname, to_dec, to_float, truthy, typed_operands)
 from ...bson.values import MISSING
 
 
@@ -57,28 +57,16 @@ def op_first_last(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 
 def op_concat_arrays(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    vals = eval_args(ev, op, arg, doc, 0, None)
-    out: list = []
-    for v in vals:
-        if nullish(v):
-            return None
-        if type(v) is not list:
-            raise fail("$concatArrays only supports arrays, not %s" % tname(v), 28664)
-        out.extend(v)
-    return out
+    vals = typed_operands(ev, op, arg, doc, is_array, "$concatArrays only supports arrays, not %(type)s", 28664)
+    return None if vals is None else [x for v in vals for x in v]
 
 
 def op_filter(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$filter: {input, as, cond, limit}``."""
-    if not isinstance(arg, dict):
-        raise fail("$filter only supports an object as its argument", 28646)
-    for k in arg:
-        if k not in ("input", "as", "cond", "limit"):
-            raise fail("Unrecognized parameter to $filter: %s" % k, 28647)
-    if "input" not in arg:
-        raise fail("Missing 'input' parameter to $filter", 28648)
-    if "cond" not in arg:
-        raise fail("Missing 'cond' parameter to $filter", 28650)
+    missing = "Missing '%(key)s' parameter to $filter"
+    named_args(arg, ("input", "as", "cond", "limit"), ("$filter only supports an object as its argument", 28646),
+               ("Unrecognized parameter to $filter: %(key)s", 28647),
+               {"input": (missing, 28648), "cond": (missing, 28650)})
     name = _scope_name(op, arg, "this")
     arr = ev.ev(arg["input"], doc)
     limit = None
@@ -109,15 +97,9 @@ def op_filter(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_map(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$map: {input, as, in}``."""
-    if not isinstance(arg, dict):
-        raise fail("$map only supports an object as its argument", 16878)
-    for k in arg:
-        if k not in ("input", "as", "in"):
-            raise fail("Unrecognized parameter to $map: %s" % k, 16879)
-    if "input" not in arg:
-        raise fail("Missing 'input' parameter to $map", 16882)
-    if "in" not in arg:
-        raise fail("Missing 'in' parameter to $map", 16882)  # the server uses 16882 for both
+    missing = ("Missing '%(key)s' parameter to $map", 16882)  # the server uses 16882 for both
+    named_args(arg, ("input", "as", "in"), ("$map only supports an object as its argument", 16878),
+               ("Unrecognized parameter to $map: %(key)s", 16879), {"input": missing, "in": missing})
     name = _scope_name(op, arg, "this")
     arr = ev.ev(arg["input"], doc)
     if nullish(arr):
@@ -136,14 +118,11 @@ def op_map(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_reduce(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$reduce: {input, initialValue, in}`` with ``$$value`` and ``$$this``."""
-    if not isinstance(arg, dict):
-        raise fail("$reduce requires an object as an argument, found: %s" % tname(arg), 40075)
-    for k in arg:
-        if k not in ("input", "initialValue", "in"):
-            raise fail("$reduce found an unknown argument: %s" % k, 40076)
-    for k, code in (("input", 40077), ("initialValue", 40078), ("in", 40079)):
-        if k not in arg:
-            raise fail("$reduce requires '%s' to be specified" % k, code)
+    missing = "$reduce requires '%(key)s' to be specified"
+    named_args(arg, ("input", "initialValue", "in"),
+               ("$reduce requires an object as an argument, found: %(type)s", 40075),
+               ("$reduce found an unknown argument: %(key)s", 40076),
+               {"input": (missing, 40077), "initialValue": (missing, 40078), "in": (missing, 40079)})
     arr = ev.ev(arg["input"], doc)
     if nullish(arr):
         return None
@@ -207,12 +186,9 @@ def op_range(ev: Any, op: str, arg: Any, doc: Any) -> list:
 
 
 def op_reverse_array(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    (v,) = eval_args(ev, op, arg, doc, 1)
-    if nullish(v):
-        return None
-    if type(v) is not list:
-        raise fail("The argument to $reverseArray must be an array, but was of type: %s" % tname(v), 34435)
-    return v[::-1]
+    vals = typed_operands(ev, op, arg, doc, is_array, "The argument to $reverseArray must be an array, but was of type: "
+                          "%(type)s", 34435, 1, -1)
+    return None if vals is None else vals[0][::-1]
 
 
 def op_size(ev: Any, op: str, arg: Any, doc: Any) -> int:
@@ -251,13 +227,10 @@ def op_slice(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_zip(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$zip: {inputs, useLongestLength, defaults}``."""
-    if not isinstance(arg, dict):
-        raise fail("$zip only supports an object as an argument, found %s" % tname(arg), 34460)
-    for k in arg:
-        if k not in ("inputs", "useLongestLength", "defaults"):
-            raise fail("$zip found an unknown argument: %s" % k, 34464)
-    if "inputs" not in arg:
-        raise fail("$zip requires at least one input array", 34465)
+    named_args(arg, ("inputs", "useLongestLength", "defaults"),
+               ("$zip only supports an object as an argument, found %(type)s", 34460),
+               ("$zip found an unknown argument: %(key)s", 34464),
+               {"inputs": ("$zip requires at least one input array", 34465)})
     if type(arg["inputs"]) is not list:
         raise fail("inputs must be an array of expressions, found %s" % tname(arg["inputs"]), 34461)
     longest = arg.get("useLongestLength", False)
@@ -331,12 +304,9 @@ def op_array_to_object(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 
 def op_object_to_array(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    (v,) = eval_args(ev, op, arg, doc, 1)
-    if nullish(v):
-        return None
-    if not isinstance(v, dict):
-        raise fail("$objectToArray requires a document input, found: %s" % tname(v), 40390)
-    return [{"k": k, "v": x} for k, x in v.items()]
+    vals = typed_operands(ev, op, arg, doc, is_document, "$objectToArray requires a document input, found: %(type)s",
+                          40390, 1, -1)
+    return None if vals is None else [{"k": k, "v": x} for k, x in vals[0].items()]
 
 
 # ------------------------------------------------------------------------------------------ $sortArray
@@ -357,15 +327,10 @@ def _sort_key_value(v: Any, path: str | None, direction: int) -> Any:
 def op_sort_array(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$sortArray: {input, sortBy}``: sortBy 1 / -1 (whole values) or a sort document."""
     import functools
-    if not isinstance(arg, dict):
-        raise fail("$sortArray requires an object as an argument, found: %s" % tname(arg), 2942500)
-    for k in arg:
-        if k not in ("input", "sortBy"):
-            raise fail("$sortArray found an unknown argument: %s" % k, 2942501)
-    if "input" not in arg:
-        raise fail("$sortArray requires 'input' to be specified", 2942502)
-    if "sortBy" not in arg:
-        raise fail("$sortArray requires 'sortBy' to be specified", 2942503)
+    missing = "$sortArray requires '%(key)s' to be specified"
+    named_args(arg, ("input", "sortBy"), ("$sortArray requires an object as an argument, found: %(type)s", 2942500),
+               ("$sortArray found an unknown argument: %(key)s", 2942501),
+               {"input": (missing, 2942502), "sortBy": (missing, 2942503)})
     spec = arg["sortBy"]
     if isinstance(spec, dict):
         if not spec:
@@ -397,15 +362,9 @@ def op_sort_array(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_n_array(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$firstN`` / ``$lastN`` / ``$maxN`` / ``$minN`` on an array: ``{input, n}``."""
-    if not isinstance(arg, dict):
-        raise fail("specification must be an object; found %s" % tname(arg), 5787801)
-    for k in arg:
-        if k not in ("input", "n"):
-            raise fail("Unknown argument for 'n' operator: %s" % k, 5787901)
-    if "n" not in arg:
-        raise fail("Missing value for 'n'", 5787906)
-    if "input" not in arg:
-        raise fail("Missing value for 'input'", 5787907)
+    named_args(arg, ("input", "n"), ("specification must be an object; found %(type)s", 5787801),
+               ("Unknown argument for 'n' operator: %(key)s", 5787901),
+               {"n": ("Missing value for 'n'", 5787906), "input": ("Missing value for 'input'", 5787907)})
     nv = ev.ev(arg["n"], doc)
     n = int_value(nv) if num_kind(nv) >= 0 else None
     if n is None:
@@ -442,23 +401,14 @@ def _contains(vals: list, x: Any, key: Any) -> bool:
 def op_set(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     key = ev.str_key
     if op == "$setUnion":
-        vals = eval_args(ev, op, arg, doc, 0, None)
-        out: list = []
-        for v in vals:
-            if nullish(v):
-                return None
-            if type(v) is not list:
-                raise fail("All operands of $setUnion must be arrays. One argument is of type: %s" % tname(v), 17043)
-            out.extend(v)
-        return _unique(out, key)
+        vals = typed_operands(ev, op, arg, doc, is_array,
+                              "All operands of $setUnion must be arrays. One argument is of type: %(type)s", 17043)
+        return None if vals is None else _unique([x for v in vals for x in v], key)
     if op == "$setIntersection":
-        vals = eval_args(ev, op, arg, doc, 0, None)
-        for v in vals:
-            if nullish(v):
-                return None
-            if type(v) is not list:
-                raise fail("All operands of $setIntersection must be arrays. One argument is of type: %s"
-                           % tname(v), 17047)
+        vals = typed_operands(ev, op, arg, doc, is_array,
+                              "All operands of $setIntersection must be arrays. One argument is of type: %(type)s", 17047)
+        if vals is None:
+            return None
         if not vals:
             return []
         out = _unique(vals[0], key)
@@ -560,14 +510,9 @@ def op_accumulator(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 def _percentiles(op: str, arg: Any, ev: Any, doc: Any) -> Any:
     """``$median: {input, method}`` / ``$percentile: {input, p, method}`` (discrete percentiles)."""
     allowed = ("input", "method") if op == "$median" else ("input", "p", "method")
-    if not isinstance(arg, dict):
-        raise fail("specification must be an object; found %s" % tname(arg), 7436100)
-    for k in arg:
-        if k not in allowed:
-            raise fail("%s found an unknown argument: %s" % (op, k), 40415)
-    for k in allowed:
-        if k not in arg:
-            raise fail("%s requires '%s' to be specified" % (op, k), 40414)
+    named_args(arg, allowed, ("specification must be an object; found %(type)s", 7436100),
+               (op + " found an unknown argument: %(key)s", 40415),
+               {k: (op + " requires '%(key)s' to be specified", 40414) for k in allowed})
     if arg["method"] not in ("approximate", "discrete", "continuous"):
         raise fail("Currently only 'approximate', 'discrete' and 'continuous' can be used as percentile "
                    "'method'", 7766600)

@@ -112,20 +112,55 @@ def eval_args(ev: Any, op: str, arg: Any, doc: Any, lo: int, hi: int | None = -1
     return [ev.ev(x, doc) for x in operands(op, arg, lo, hi)]
 
 
-def named(op: str, arg: Any, allowed: tuple, required: tuple, code_obj: int, code_unknown: int,
-          code_missing: int | dict) -> dict:
-    """A named-argument operator's object, checked: an object (code_obj), known names (code_unknown), the
-    required ones present (code_missing, or a name -> code dict)."""
-    if not isinstance(arg, dict):
-        raise fail("%s only supports an object as its argument" % op, code_obj)
+def typed_operands(ev: Any, op: str, arg: Any, doc: Any, of_type: Callable[[Any], bool], message: str, code: int,
+                   lo: int = 0, hi: int | None = None) -> list | None:
+    """The evaluated operands of an operator that takes values of one type (``lo``..``hi`` of them, as
+    :func:`operands` counts): None at the first null or missing one (the operator's result is then null), the
+    server's error at the first of another type (``message`` shows its type as ``%(type)s``)."""
+    vals = eval_args(ev, op, arg, doc, lo, hi)
+    for v in vals:
+        if nullish(v):
+            return None
+        if not of_type(v):
+            raise fail(message % {"type": tname(v)}, code)
+    return vals
+
+
+def is_array(v: Any) -> bool:
+    """An array (the operand type of the array operators)."""
+    return type(v) is list
+
+
+def is_document(v: Any) -> bool:
+    """An embedded document."""
+    return isinstance(v, dict)
+
+
+def named_args(arg: Any, allowed: tuple[str, ...], not_object: tuple[str, int] | None, unknown: tuple[str, int],
+               missing: dict[str, tuple[str, int]] | None = None) -> dict:
+    """An operator's (or a stage's) object of named arguments, checked in the server's order: an object
+    (``not_object``; None when the caller has seen it is one), only ``allowed`` names (``unknown``), then each
+    name of ``missing`` present, in that order. Each is ``(message, code)`` in the server's own words for that
+    operator: ``not_object``'s message may show the argument's type as ``%(type)s`` (or its value,
+    ``%(value)s``), the others the name as ``%(key)s``."""
+    if not_object is not None and not isinstance(arg, dict):
+        raise fail(not_object[0] % {"type": tname(arg), "value": arg}, not_object[1])
     for k in arg:
         if k not in allowed:
-            raise fail("%s found an unknown argument: %s" % (op, k), code_unknown)
-    for k in required:
+            raise fail(unknown[0] % {"key": k}, unknown[1])
+    for k, (msg, code) in (missing or {}).items():
         if k not in arg:
-            code = code_missing[k] if isinstance(code_missing, dict) else code_missing
-            raise fail("Missing '%s' parameter to %s" % (k, op), code)
+            raise fail(msg % {"key": k}, code)
     return arg
+
+
+def idl_fields(arg: Any, stage: str, allowed: tuple[str, ...], required: tuple[str, ...],
+               not_object: tuple[str, int]) -> dict:
+    """A stage's (or an accumulator's) object parsed by the server's IDL: an unknown field is 40415 and a
+    missing required one 40414, both worded ``BSON field '<stage>.<name>' ...``."""
+    return named_args(arg, allowed, not_object, ("BSON field '%s.%%(key)s' is an unknown field." % stage, 40415),
+                      {k: ("BSON field '%s.%%(key)s' is missing but a required field" % stage, 40414)
+                       for k in required})
 
 
 # ------------------------------------------------------------------------------------------ numbers

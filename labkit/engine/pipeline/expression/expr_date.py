@@ -13,11 +13,12 @@ from __future__ import annotations
 import calendar
 import datetime
 import re
-from typing import Any
+from typing import Any, Callable
 
 from bson import Int64, ObjectId, Timestamp
 
-from .expr_base import date_ms, eval_args, fail, int_value, is_date, ms_date, nullish, num_kind, num_str, tname
+from .expr_base import (date_ms, eval_args, fail, int_value, is_date, ms_date, named_args, nullish, num_kind, num_str,
+                        tname)
 
 _UTC = datetime.timezone.utc
 _TZ_CACHE: dict[str, Any] = {}
@@ -87,34 +88,28 @@ def iso_parts(local: datetime.datetime) -> tuple[int, int, int]:
     return y, w, d
 
 
+_PARTS: dict[str, Callable[[datetime.datetime], int]] = {  # each date-part operator on the local time
+    "$year": lambda d: d.year,
+    "$month": lambda d: d.month,
+    "$dayOfMonth": lambda d: d.day,
+    "$hour": lambda d: d.hour,
+    "$minute": lambda d: d.minute,
+    "$second": lambda d: d.second,
+    "$millisecond": lambda d: d.microsecond // 1000,
+    "$dayOfYear": lambda d: d.timetuple().tm_yday,
+    "$dayOfWeek": lambda d: (d.weekday() + 1) % 7 + 1,  # Sunday 1 .. Saturday 7
+    "$week": lambda d: int(d.strftime("%U")),
+    "$isoWeek": lambda d: d.isocalendar()[1],
+    "$isoWeekYear": lambda d: d.isocalendar()[0],
+    "$isoDayOfWeek": lambda d: d.isocalendar()[2],
+}
+
+
 def _part(local: datetime.datetime, op: str) -> int:
-    if op == "$year":
-        return local.year
-    if op == "$month":
-        return local.month
-    if op == "$dayOfMonth":
-        return local.day
-    if op == "$hour":
-        return local.hour
-    if op == "$minute":
-        return local.minute
-    if op == "$second":
-        return local.second
-    if op == "$millisecond":
-        return local.microsecond // 1000
-    if op == "$dayOfYear":
-        return local.timetuple().tm_yday
-    if op == "$dayOfWeek":
-        return (local.weekday() + 1) % 7 + 1  # Sunday 1 .. Saturday 7
-    if op == "$week":
-        return int(local.strftime("%U"))
-    if op == "$isoWeek":
-        return local.isocalendar()[1]
-    if op == "$isoWeekYear":
-        return local.isocalendar()[0]
-    if op == "$isoDayOfWeek":
-        return local.isocalendar()[2]
-    raise fail("unknown date part %s" % op, 2)
+    part = _PARTS.get(op)
+    if part is None:
+        raise fail("unknown date part %s" % op, 2)
+    return part(local)
 
 
 def op_date_part(ev: Any, op: str, arg: Any, doc: Any) -> Any:
@@ -144,6 +139,14 @@ _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augu
            "November", "December"]
 
 
+_SPECIFIERS = {  # the numeric format specifiers: the date part each shows, and how
+    "Y": ("$year", "%04d"), "m": ("$month", "%02d"), "d": ("$dayOfMonth", "%02d"), "H": ("$hour", "%02d"),
+    "M": ("$minute", "%02d"), "S": ("$second", "%02d"), "L": ("$millisecond", "%03d"), "j": ("$dayOfYear", "%03d"),
+    "w": ("$dayOfWeek", "%d"), "u": ("$isoDayOfWeek", "%d"), "U": ("$week", "%02d"), "V": ("$isoWeek", "%02d"),
+    "G": ("$isoWeekYear", "%04d"),
+}
+
+
 def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
     """``$dateToString``'s format specifiers (manual "Format Specifiers")."""
     local = to_local(d, tz)
@@ -159,34 +162,11 @@ def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
             raise fail("Unmatched '%' at end of format string", 18535)
         s = fmt[i + 1]
         i += 2
-        if s == "%":
+        if s in _SPECIFIERS:
+            part, form = _SPECIFIERS[s]
+            out.append(form % _part(local, part))
+        elif s == "%":
             out.append("%")
-        elif s == "Y":
-            out.append("%04d" % local.year)
-        elif s == "m":
-            out.append("%02d" % local.month)
-        elif s == "d":
-            out.append("%02d" % local.day)
-        elif s == "H":
-            out.append("%02d" % local.hour)
-        elif s == "M":
-            out.append("%02d" % local.minute)
-        elif s == "S":
-            out.append("%02d" % local.second)
-        elif s == "L":
-            out.append("%03d" % (local.microsecond // 1000))
-        elif s == "j":
-            out.append("%03d" % local.timetuple().tm_yday)
-        elif s == "w":
-            out.append("%d" % _part(local, "$dayOfWeek"))
-        elif s == "u":
-            out.append("%d" % local.isocalendar()[2])
-        elif s == "U":
-            out.append("%02d" % _part(local, "$week"))
-        elif s == "V":
-            out.append("%02d" % local.isocalendar()[1])
-        elif s == "G":
-            out.append("%04d" % local.isocalendar()[0])
         elif s == "b":
             out.append(_MONTHS[local.month - 1][:3])
         elif s == "B":
@@ -205,13 +185,10 @@ def format_date(d: datetime.datetime, fmt: str, tz: Any) -> str:
 
 def op_date_to_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateToString: {date, format, timezone, onNull}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateToString only supports an object as its argument", 18629)
-    for k in arg:
-        if k not in ("date", "format", "timezone", "onNull"):
-            raise fail("Unrecognized argument to $dateToString: %s" % k, 18534)
-    if "date" not in arg:
-        raise fail("Missing 'date' parameter to $dateToString", 18628)
+    named_args(arg, ("date", "format", "timezone", "onNull"),
+               ("$dateToString only supports an object as its argument", 18629),
+               ("Unrecognized argument to $dateToString: %(key)s", 18534),
+               {"date": ("Missing 'date' parameter to $dateToString", 18628)})
     fmt = None
     if "format" in arg:
         fmt = ev.ev(arg["format"], doc)
@@ -298,13 +275,10 @@ def parse_date_string(s: str, fmt: str | None, tz: Any) -> datetime.datetime:
 
 def op_date_from_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateFromString: {dateString, format, timezone, onError, onNull}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateFromString only supports an object as an argument, found: %s" % tname(arg), 40540)
-    for k in arg:
-        if k not in ("dateString", "format", "timezone", "onError", "onNull"):
-            raise fail("Unrecognized argument to $dateFromString: %s" % k, 40541)
-    if "dateString" not in arg:
-        raise fail("Missing 'dateString' parameter to $dateFromString", 40542)
+    named_args(arg, ("dateString", "format", "timezone", "onError", "onNull"),
+               ("$dateFromString only supports an object as an argument, found: %(type)s", 40540),
+               ("Unrecognized argument to $dateFromString: %(key)s", 40541),
+               {"dateString": ("Missing 'dateString' parameter to $dateFromString", 40542)})
     s = ev.ev(arg["dateString"], doc)
     fmt = ev.ev(arg["format"], doc) if "format" in arg else None
     if "format" in arg and nullish(fmt):
@@ -333,13 +307,9 @@ def op_date_from_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------ parts <-> dates
 def op_date_to_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    if not isinstance(arg, dict):
-        raise fail("$dateToParts only supports an object as its argument", 40524)
-    for k in arg:
-        if k not in ("date", "timezone", "iso8601"):
-            raise fail("Unrecognized argument to $dateToParts: %s" % k, 40520)
-    if "date" not in arg:
-        raise fail("Missing 'date' parameter to $dateToParts", 40522)
+    named_args(arg, ("date", "timezone", "iso8601"), ("$dateToParts only supports an object as its argument", 40524),
+               ("Unrecognized argument to $dateToParts: %(key)s", 40520),
+               {"date": ("Missing 'date' parameter to $dateToParts", 40522)})
     d = ev.ev(arg["date"], doc)
     tzv = ev.ev(arg["timezone"], doc) if "timezone" in arg else None
     iso = ev.ev(arg["iso8601"], doc) if "iso8601" in arg else False
@@ -358,14 +328,12 @@ def op_date_to_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_date_from_parts(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateFromParts``: calendar or ISO week parts; out-of-range parts carry into the next unit."""
-    if not isinstance(arg, dict):
-        raise fail("$dateFromParts only supports an object as its argument", 40519)
     cal = ("year", "month", "day")
     iso = ("isoWeekYear", "isoWeek", "isoDayOfWeek")
     time_parts = ("hour", "minute", "second", "millisecond")
-    for k in arg:
-        if k not in cal + iso + time_parts + ("timezone",):
-            raise fail("Unrecognized argument to $dateFromParts: %s" % k, 40518)
+    named_args(arg, cal + iso + time_parts + ("timezone",),
+               ("$dateFromParts only supports an object as its argument", 40519),
+               ("Unrecognized argument to $dateFromParts: %(key)s", 40518))
     has_cal = any(k in arg for k in cal)
     has_iso = any(k in arg for k in iso)
     if has_cal and has_iso:
@@ -447,24 +415,12 @@ def add_units(d: datetime.datetime, unit: str, amount: int, tz: Any) -> datetime
         raise fail("Date overflow", 5166406) from None
 
 
-def _named_date_args(op: str, arg: Any, allowed: tuple, required: tuple, obj_code: int, obj_msg: str,
-                     unknown_code: int, missing_code: int) -> dict:
-    if not isinstance(arg, dict):
-        raise fail(obj_msg, obj_code)
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to %s: %s. Expected arguments are %s" % (op, k, ", ".join(allowed)),
-                       unknown_code)
-    for k in required:
-        if k not in arg:
-            raise fail("Missing '%s' parameter to %s" % (k, op), missing_code)
-    return arg
-
-
 def op_date_add(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateAdd`` / ``$dateSubtract: {startDate, unit, amount, timezone}``."""
-    _named_date_args(op, arg, ("startDate", "unit", "amount", "timezone"), ("startDate", "unit", "amount"),
-                     5166400, "%s expects an object as its argument" % op, 5166401, 5166402)
+    allowed = ("startDate", "unit", "amount", "timezone")
+    named_args(arg, allowed, (op + " expects an object as its argument", 5166400),
+               ("Unrecognized argument to %s: %%(key)s. Expected arguments are %s" % (op, ", ".join(allowed)),
+                5166401), {k: ("Missing '%%(key)s' parameter to %s" % op, 5166402) for k in allowed[:3]})
     start = ev.ev(arg["startDate"], doc)
     unit = ev.ev(arg["unit"], doc)
     amount = ev.ev(arg["amount"], doc)
@@ -516,15 +472,11 @@ def diff_units(a: datetime.datetime, b: datetime.datetime, unit: str, tz: Any, w
 
 def op_date_diff(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateDiff: {startDate, endDate, unit, timezone, startOfWeek}`` (a long)."""
-    if not isinstance(arg, dict):
-        raise fail("$dateDiff only supports an object as its argument", 5166301)
-    allowed = ("startDate", "endDate", "unit", "timezone", "startOfWeek")
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to $dateDiff: %s" % k, 5166302)
-    for k, code in (("startDate", 5166303), ("endDate", 5166304), ("unit", 5166305)):
-        if k not in arg:
-            raise fail("Missing '%s' parameter to $dateDiff" % k, code)
+    missing = "Missing '%(key)s' parameter to $dateDiff"
+    named_args(arg, ("startDate", "endDate", "unit", "timezone", "startOfWeek"),
+               ("$dateDiff only supports an object as its argument", 5166301),
+               ("Unrecognized argument to $dateDiff: %(key)s", 5166302),
+               {"startDate": (missing, 5166303), "endDate": (missing, 5166304), "unit": (missing, 5166305)})
     a = ev.ev(arg["startDate"], doc)
     b = ev.ev(arg["endDate"], doc)
     unit = ev.ev(arg["unit"], doc)
@@ -573,16 +525,12 @@ def trunc_date(d: datetime.datetime, unit: str, bin_size: int, tz: Any, week_sta
 
 def op_date_trunc(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$dateTrunc: {date, unit, binSize, timezone, startOfWeek}``."""
-    if not isinstance(arg, dict):
-        raise fail("$dateTrunc only supports an object as its argument", 5439007)
-    allowed = ("date", "unit", "binSize", "timezone", "startOfWeek")
-    for k in arg:
-        if k not in allowed:
-            raise fail("Unrecognized argument to $dateTrunc: %s. Expected arguments are date, unit, and optionally, "
-                       "binSize, timezone, startOfWeek" % k, 5439008)
-    for k, code in (("date", 5439009), ("unit", 5439010)):
-        if k not in arg:
-            raise fail("Missing '%s' parameter to $dateTrunc" % k, code)
+    named_args(arg, ("date", "unit", "binSize", "timezone", "startOfWeek"),
+               ("$dateTrunc only supports an object as its argument", 5439007),
+               ("Unrecognized argument to $dateTrunc: %(key)s. Expected arguments are date, unit, and optionally, "
+                "binSize, timezone, startOfWeek", 5439008),
+               {"date": ("Missing 'date' parameter to $dateTrunc", 5439009),
+                "unit": ("Missing 'unit' parameter to $dateTrunc", 5439010)})
     d = ev.ev(arg["date"], doc)
     unit = ev.ev(arg["unit"], doc)
     size = ev.ev(arg["binSize"], doc) if "binSize" in arg else 1

@@ -16,8 +16,8 @@ from typing import Any
 from bson import Regex, Timestamp
 
 from ...bson import values as V
-from .expr_base import (INT32_MAX, INT32_MIN, eval_args, fail, int_value, iso_date, nullish, num_kind, num_str,
-                        tname)
+from .expr_base import (INT32_MAX, INT32_MIN, eval_args, fail, int_value, iso_date, named_args, nullish, num_kind,
+                        num_str, tname, typed_operands)
 
 
 def coerce_to_string(v: Any) -> str:
@@ -46,13 +46,9 @@ def _ascii_upper(s: str) -> str:
 
 
 def op_concat(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    vals = eval_args(ev, op, arg, doc, 0, None)
-    for v in vals:
-        if nullish(v):
-            return None
-        if not isinstance(v, str):
-            raise fail("$concat only supports strings, not %s" % tname(v), 16702)
-    return "".join(vals)
+    vals = typed_operands(ev, op, arg, doc, lambda v: isinstance(v, str), "$concat only supports strings, not %(type)s",
+                          16702)
+    return None if vals is None else "".join(vals)
 
 
 def op_case(ev: Any, op: str, arg: Any, doc: Any) -> str:
@@ -193,13 +189,9 @@ _WHITESPACE = "\x00 \t\n\x0b\x0c\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u20
 
 def op_trim(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$trim`` / ``$ltrim`` / ``$rtrim``: ``{input, chars}``; default chars the server's whitespace set."""
-    if not isinstance(arg, dict):
-        raise fail("%s only supports an object as an argument, found %s" % (op, tname(arg)), 50696)
-    for k in arg:
-        if k not in ("input", "chars"):
-            raise fail("%s found an unknown argument: %s" % (op, k), 50694)
-    if "input" not in arg:
-        raise fail("%s requires an 'input' field" % op, 50695)
+    named_args(arg, ("input", "chars"), (op + " only supports an object as an argument, found %(type)s", 50696),
+               (op + " found an unknown argument: %(key)s", 50694),
+               {"input": (op + " requires an 'input' field", 50695)})
     s = ev.ev(arg["input"], doc)
     if nullish(s):
         return None
@@ -225,15 +217,11 @@ def op_trim(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 # ------------------------------------------------------------------------------------------ regex
 def _regex_args(ev: Any, op: str, arg: Any, doc: Any) -> tuple[Any, Any]:
     """(input string or None, compiled pattern or None) of a ``$regex*`` operator."""
-    if not isinstance(arg, dict):
-        raise fail("%s expects an object of named arguments but found: %s" % (op, tname(arg)), 51103)
-    for k in arg:
-        if k not in ("input", "regex", "options"):
-            raise fail("%s found an unknown argument: %s" % (op, k), 31024)
-    if "input" not in arg:
-        raise fail("%s requires 'input' parameter" % op, 31022)
-    if "regex" not in arg:
-        raise fail("%s requires 'regex' parameter" % op, 31023)
+    missing = op + " requires '%(key)s' parameter"
+    named_args(arg, ("input", "regex", "options"),
+               (op + " expects an object of named arguments but found: %(type)s", 51103),
+               (op + " found an unknown argument: %(key)s", 31024),
+               {"input": (missing, 31022), "regex": (missing, 31023)})
     s = ev.ev(arg["input"], doc)
     rx = ev.ev(arg["regex"], doc)
     opts = ev.ev(arg["options"], doc) if "options" in arg else MISSING_OPTS
@@ -301,14 +289,11 @@ def op_regex(ev: Any, op: str, arg: Any, doc: Any) -> Any:
 
 def op_replace(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$replaceOne`` / ``$replaceAll``: ``{input, find, replacement}``, strings or null."""
-    if not isinstance(arg, dict):
-        raise fail("%s requires an object as an argument, found: %s" % (op, tname(arg)), 51751)
-    for k in arg:
-        if k not in ("input", "find", "replacement"):
-            raise fail("%s found an unknown argument: %s" % (op, k), 51750)
-    for k, code in (("input", 51749), ("find", 51748), ("replacement", 51747)):
-        if k not in arg:
-            raise fail("%s requires '%s' to be specified" % (op, k), code)
+    missing = op + " requires '%(key)s' to be specified"
+    named_args(arg, ("input", "find", "replacement"),
+               (op + " requires an object as an argument, found: %(type)s", 51751),
+               (op + " found an unknown argument: %(key)s", 51750),
+               {"input": (missing, 51749), "find": (missing, 51748), "replacement": (missing, 51747)})
     vals = {}
     for k, code in (("input", 51746), ("find", 51745), ("replacement", 51744)):
         v = ev.ev(arg[k], doc)

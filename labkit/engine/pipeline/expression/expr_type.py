@@ -17,7 +17,7 @@ from typing import Any
 from bson import Decimal128, Int64, ObjectId, Timestamp
 
 from .expr_base import (INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, date_ms, dec128, fail, is_date, iso_date,
-                        ms_date, nullish, num_kind, num_str, tname, to_dec, to_float)
+                        ms_date, named_args, nullish, num_kind, num_str, tname, to_dec, to_float)
 from ...bson.values import MISSING, type_name
 
 CONVERSION_FAILURE = 241
@@ -184,15 +184,10 @@ def _target(to: Any) -> str:
 
 def op_convert(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$convert: {input, to, onError, onNull}``."""
-    if not isinstance(arg, dict):
-        raise fail("$convert expects an object of named arguments but found: %s" % tname(arg), 9)
-    for k in arg:
-        if k not in ("input", "to", "onError", "onNull"):
-            raise fail("$convert found an unknown argument: %s" % k, 9)
-    if "input" not in arg:
-        raise fail("Missing 'input' parameter to $convert", 9)
-    if "to" not in arg:
-        raise fail("Missing 'to' parameter to $convert", 9)
+    missing = ("Missing '%(key)s' parameter to $convert", 9)
+    named_args(arg, ("input", "to", "onError", "onNull"),
+               ("$convert expects an object of named arguments but found: %(type)s", 9),
+               ("$convert found an unknown argument: %(key)s", 9), {"input": missing, "to": missing})
     v = ev.ev(arg["input"], doc)
     to_v = ev.ev(arg["to"], doc)
     if nullish(to_v):

@@ -24,6 +24,7 @@ from typing import Callable
 from mongomock import OperationFailure
 
 from ...bson.values import MISSING as _MISSING, type_name
+from .expr_base import named_args
 _LITERAL_OPS = ("$literal", "$const")
 
 
@@ -56,13 +57,9 @@ def get_field(evaluate: Callable[[Any], Any], current: Any, arg: Any) -> Any:
     ``MISSING`` when the result is missing."""
     codes = (5654600, 5654601, 5654602)
     if isinstance(arg, dict) and not any(k.startswith("$") for k in arg):
-        for key in arg:
-            if key not in ("field", "input"):
-                raise _fail("$getField found an unknown argument: %s" % key, 3041701)
-        if "field" not in arg:
-            raise _fail("$getField requires 'field' to be specified", 3041702)
-        if "input" not in arg:
-            raise _fail("$getField requires 'input' to be specified", 3041703)
+        missing = "$getField requires '%(key)s' to be specified"
+        named_args(arg, ("field", "input"), None, ("$getField found an unknown argument: %(key)s", 3041701),
+                   {"field": (missing, 3041702), "input": (missing, 3041703)})
         name = _field_name("$getField", arg["field"], codes)
         source = evaluate(arg["input"])
     else:
@@ -78,18 +75,11 @@ def get_field(evaluate: Callable[[Any], Any], current: Any, arg: Any) -> Any:
 def set_field(evaluate: Callable[[Any], Any], arg: Any, unset: bool = False) -> Any:
     """``$setField`` (or ``$unsetField`` when ``unset``); returns ``None`` for a nullish input."""
     op = "$unsetField" if unset else "$setField"
-    if not isinstance(arg, dict):
-        raise _fail("%s only supports an object as its argument" % op, 4161100)
     allowed = ("field", "input") if unset else ("field", "input", "value")
-    for key in arg:
-        if key not in allowed:
-            raise _fail("%s found an unknown argument: %s" % (op, key), 4161101)
-    if "field" not in arg:
-        raise _fail("%s requires 'field' to be specified" % op, 4161102)
-    if not unset and "value" not in arg:
-        raise _fail("$setField requires 'value' to be specified", 4161103)
-    if "input" not in arg:
-        raise _fail("%s requires 'input' to be specified" % op, 4161109)
+    codes = {"field": 4161102, "value": 4161103, "input": 4161109}  # checked in this order
+    named_args(arg, allowed, (op + " only supports an object as its argument", 4161100),
+               (op + " found an unknown argument: %(key)s", 4161101),
+               {k: (op + " requires '%(key)s' to be specified", c) for k, c in codes.items() if k in allowed})
     name = _field_name(op, arg["field"], (4161108, 4161106, 4161107))
     source = evaluate(arg["input"])
     if source is None or source is _MISSING:

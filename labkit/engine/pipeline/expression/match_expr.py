@@ -21,7 +21,8 @@ from bson import Timestamp
 from mongomock import OperationFailure
 
 from . import expr_arith, expr_array, expr_date, expr_string, expr_type, expressions
-from .expr_base import agg_compare, eval_args, fail, field_path, nullish, operands, tname, truthy
+from .expr_base import (agg_compare, eval_args, fail, field_path, is_document, named_args, nullish, operands, tname,
+                        truthy, typed_operands)
 from ...bson.values import MISSING
 
 __all__ = ["Evaluator", "evaluate", "let_variables", "compile_expr_predicate", "truthy", "field_path",
@@ -176,12 +177,9 @@ def _op_if_null(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
 
 def _op_cond(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
     if isinstance(arg, dict):
-        for k in arg:
-            if k not in ("if", "then", "else"):
-                raise fail("Unrecognized parameter to $cond: %s" % k, 17083)
-        for k, code in (("if", 17080), ("then", 17081), ("else", 17082)):
-            if k not in arg:
-                raise fail("Missing '%s' parameter to $cond" % k, code)
+        missing = "Missing '%(key)s' parameter to $cond"
+        named_args(arg, ("if", "then", "else"), None, ("Unrecognized parameter to $cond: %(key)s", 17083),
+                   {"if": (missing, 17080), "then": (missing, 17081), "else": (missing, 17082)})
         c, t, f = arg["if"], arg["then"], arg["else"]
     else:
         c, t, f = operands(op, arg, 3)
@@ -189,24 +187,16 @@ def _op_cond(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
 
 
 def _op_switch(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
-    if not isinstance(arg, dict):
-        raise fail("$switch requires an object as an argument, found: %s" % tname(arg), 40060)
-    for k in arg:
-        if k not in ("branches", "default"):
-            raise fail("$switch found an unknown argument: %s" % k, 40067)
+    named_args(arg, ("branches", "default"), ("$switch requires an object as an argument, found: %(type)s", 40060),
+               ("$switch found an unknown argument: %(key)s", 40067))
     branches = arg.get("branches", [])
     if type(branches) is not list:
         raise fail("$switch expected an array for 'branches', found: %s" % tname(branches), 40061)
     for b in branches:
-        if not isinstance(b, dict):
-            raise fail("$switch expected each branch to be an object, found: %s" % tname(b), 40062)
-        for k in b:
-            if k not in ("case", "then"):
-                raise fail("$switch found an unknown argument to a branch: %s" % k, 40063)
-        if "case" not in b:
-            raise fail("$switch requires each branch have a 'case' expression", 40064)
-        if "then" not in b:
-            raise fail("$switch requires each branch have a 'then' expression.", 40065)
+        named_args(b, ("case", "then"), ("$switch expected each branch to be an object, found: %(type)s", 40062),
+                   ("$switch found an unknown argument to a branch: %(key)s", 40063),
+                   {"case": ("$switch requires each branch have a 'case' expression", 40064),
+                    "then": ("$switch requires each branch have a 'then' expression.", 40065)})
     if not branches:
         raise fail("$switch requires at least one branch.", 40068)
     for b in branches:
@@ -229,15 +219,9 @@ def check_variable_name(name: str) -> None:
 
 
 def _op_let(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
-    if not isinstance(arg, dict):
-        raise fail("$let only supports an object as its argument", 16874)
-    for k in arg:
-        if k not in ("vars", "in"):
-            raise fail("Unrecognized parameter to $let: %s" % k, 16875)
-    if "vars" not in arg:
-        raise fail("Missing 'vars' parameter to $let", 16876)
-    if "in" not in arg:
-        raise fail("Missing 'in' parameter to $let", 16877)
+    missing = "Missing '%(key)s' parameter to $let"
+    named_args(arg, ("vars", "in"), ("$let only supports an object as its argument", 16874),
+               ("Unrecognized parameter to $let: %(key)s", 16875), {"vars": (missing, 16876), "in": (missing, 16877)})
     if not isinstance(arg["vars"], dict):
         raise fail("invalid parameter: expected an object (vars)", 10065)
     bound = {}
@@ -275,12 +259,9 @@ def _op_field(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
 
 
 def _op_bson_size(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
-    (v,) = eval_args(ev, op, arg, doc, 1)
-    if nullish(v):
-        return None
-    if not isinstance(v, dict):
-        raise fail("$bsonSize requires a document input, found: %s" % tname(v), 31393)
-    return len(bson.encode(v))
+    vals = typed_operands(ev, op, arg, doc, is_document, "$bsonSize requires a document input, found: %(type)s", 31393,
+                          1, -1)
+    return None if vals is None else len(bson.encode(vals[0]))
 
 
 def _op_binary_size(ev: Evaluator, op: str, arg: Any, doc: Any) -> Any:
