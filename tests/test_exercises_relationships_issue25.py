@@ -21,6 +21,8 @@ import labkit
 from labkit.engine import EmbeddedClient
 from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
+from exercise_helpers import solved  # noqa: E402 - tests/ is on sys.path (conftest.py)
+
 
 @pytest.fixture
 def tmp_db():
@@ -570,18 +572,9 @@ def test_07_strict_prediction_mistake_old_document():
     _not_yet(_predicted("07-predict-strict-repair", False, True), "the document an update *produces*")
 
 
-def _migrate(bypass=False, keep=5):
-    def migrate(db):
-        schema = db.products.options()["validator"]["$jsonSchema"]
-        for doc in db.products.find({"$nor": [{"$jsonSchema": schema}]}):
-            tags = doc.get("tags") or []
-            if isinstance(tags, str):
-                tags = [t.strip() for t in tags.split(",") if t.strip()]
-            fix = {"tags": tags[:5], "name": doc.get("name") or doc["sku"]}
-            if tags[5:] and keep:
-                fix["moreTags"] = tags[5:]
-            db.products.update_one({"_id": doc["_id"]}, {"$set": fix}, bypass_document_validation=bypass)
-    return migrate
+def _migrate(change=None):
+    """Lesson 07's own migration (its solution), or a near miss made from it."""
+    return solved("07-migrate-products", change)["migrate"]
 
 
 def test_07_migrate_solution_passes(tmp_db):
@@ -589,11 +582,12 @@ def test_07_migrate_solution_passes(tmp_db):
 
 
 def test_07_migrate_mistake_bypass(tmp_db):
-    _not_yet(_check("07-migrate-products", tmp_db, _migrate(bypass=True)), "bypass_document_validation=True")
+    bypass = _migrate(('{"$set": fix})', '{"$set": fix}, bypass_document_validation=True)'))
+    _not_yet(_check("07-migrate-products", tmp_db, bypass), "bypass_document_validation=True")
 
 
 def test_07_migrate_mistake_trimming_tags(tmp_db):
-    _not_yet(_check("07-migrate-products", tmp_db, _migrate(keep=0)), "lost tag(s)")
+    _not_yet(_check("07-migrate-products", tmp_db, _migrate(("if tags[5:]:", "if False:"))), "lost tag(s)")
 
 
 def test_08_growing_read_mistake_a_page():
