@@ -39,7 +39,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (9, "service/", ("boundary",)),
     (9, "repl/", ("oplog",)),
     (10, "session/", ("history", "sessions")),
-    (11, "stats/", ("storage_stats", "profiler", "monitoring")),
+    (11, "stats/", ("wiredtiger_sizes", "storage_stats", "profiler", "monitoring")),
     (12, "pipeline/", ("accumulators", "add_fields", "stage_redact", "stage_documents", "stage_bucket",
                        "stage_window", "stage_densify", "stage_names", "dependencies", "aggregation", "extra_stages",
                        "change_stream")),

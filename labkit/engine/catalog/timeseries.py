@@ -669,8 +669,9 @@ def coll_stats(coll, scale: int = 1) -> dict:
     b["ns"] = "%s.%s" % (coll.database.name, coll.name)
     b.pop("count", None)  # the server shows no 'count' for a time-series collection (buckets are in bucketCount)
     b["timeseries"] = timeseries_stats(coll, scale)
-    b["labkit"] = {"engine": "embedded", "sizeModel": "BSON bytes of uncompressed buckets; index = key bytes + "
-                                                      "24 B/entry"}
+    b["labkit"] = {"engine": "embedded", "sizeModel": stats.SIZE_MODEL + "; of the buckets collection (zstd "
+                                                                       "blocks, as a server's time-series buckets; "
+                                                                       "the buckets' BSON is not column-compressed)"}
     return b
 
 

@@ -541,7 +541,23 @@ def _cmd_collstats(db, cmd):
 
 
 def _cmd_dbstats(db, cmd):
-    return stats.db_stats(db, scale=cmd.get("scale", 1))
+    return stats.db_stats(db, scale=cmd.get("scale", 1), free_storage=bool(cmd.get("freeStorage")))
+
+
+def _cmd_compact(db, cmd):
+    """``compact`` (manual "compact"): the collection's and its indexes' files give back the space deleted
+    data left for reuse; the reply's ``bytesFreed`` says how much (the engine's file-size model,
+    stats/wiredtiger_sizes.py)."""
+    name = cmd["compact"]
+    if not isinstance(name, str):
+        raise OperationFailure("collection name has invalid type %s" % _type_name(name), 73)
+    coll = db.get_collection(name)
+    if "viewOn" in coll._store.options:
+        from ..catalog.views import not_on_view
+        raise not_on_view(coll._ns())
+    if not coll._store.is_created:
+        raise OperationFailure("collection does not exist", 26)
+    return {"bytesFreed": stats.compact(coll), "ok": 1.0}
 
 
 def _cmd_listindexes(db, cmd):
@@ -602,6 +618,7 @@ _COMMANDS = {
     "collMod": _cmd_collmod, "collmod": _cmd_collmod,
     "collStats": _cmd_collstats, "collstats": _cmd_collstats,
     "dbStats": _cmd_dbstats, "dbstats": _cmd_dbstats,
+    "compact": _cmd_compact,
     "validate": _cmd_validate,
     "listIndexes": _cmd_listindexes, "listindexes": _cmd_listindexes,
     "count": _cmd_count,

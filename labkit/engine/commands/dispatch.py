@@ -1521,7 +1521,7 @@ HANDLERS: dict[str, Callable[[_Call], dict]] = {
     "listCollections": _list_collections, "listDatabases": _list_databases,
     "create": _create, "drop": _drop, "dropDatabase": _drop_database, "renameCollection": _rename_collection,
     "collMod": _delegate, "collStats": _delegate, "dbStats": _delegate, "profile": _delegate,
-    "validate": _delegate, "convertToCapped": _delegate, "cloneCollectionAsCapped": _delegate,
+    "validate": _delegate, "convertToCapped": _delegate, "cloneCollectionAsCapped": _delegate, "compact": _delegate,
     "currentOp": _current_op, "top": lambda c: _cur.top_reply(c.client, c.db_name),
     "explain": _explain,
     "startSession": _start_session, "endSessions": _end_sessions, "killSessions": _end_sessions,

@@ -921,14 +921,18 @@ def _coll_stats_cmd(r: Mongos, op: _Op) -> dict:
         return _forward(r, op)
     body = _body(op)
     per: dict = {}
-    total = {"count": 0, "size": 0, "storageSize": 0, "totalIndexSize": 0, "nindexes": 0}
+    summed = ("count", "size", "storageSize", "freeStorageSize", "totalIndexSize", "totalSize")
+    total: dict[str, Any] = {**dict.fromkeys(summed, 0), "nindexes": 0}
+    index_sizes: dict[str, int] = {}
     for s in t.shards():
         reply = op.send_ok(s, body)
         per[s] = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
-        for k in ("count", "size", "storageSize", "totalIndexSize"):
+        for k in summed:
             total[k] += int(reply.get(k, 0))
         total["nindexes"] = int(reply.get("nindexes", 0))
-    out: dict[str, Any] = {"sharded": True, "ns": op.ns, **total,
+        for name, size in (reply.get("indexSizes") or {}).items():  # each index's size summed over the shards
+            index_sizes[name] = index_sizes.get(name, 0) + int(size)
+    out: dict[str, Any] = {"sharded": True, "ns": op.ns, **total, "indexSizes": index_sizes,
                            "avgObjSize": (total["size"] // total["count"]) if total["count"] else 0,
                            "nchunks": len(t.chunks), "shards": per, "ok": 1.0}
     return out
