@@ -445,7 +445,11 @@ def _stats(db: Any, c: _Coll) -> None:
         if len(per_shard) > 1:  # through a mongos: one document per shard holding the collection
             count = sum(int(x.get("storageStats", {}).get("count", 0) or 0) for x in per_shard)
             size = sum(int(x.get("storageStats", {}).get("size", 0) or 0) for x in per_shard)
-            st = dict(st, count=count, avgObjSize=(size / count) if count else 0)
+            index_sizes: dict = {}  # each index's file bytes, summed over the shards
+            for x in per_shard:
+                for name, b in (x.get("storageStats", {}).get("indexSizes") or {}).items():
+                    index_sizes[name] = index_sizes.get(name, 0) + int(b or 0)
+            st = dict(st, count=count, avgObjSize=(size / count) if count else 0, indexSizes=index_sizes)
         c.local_time = s.get("localTime")
     except PyMongoError:
         try:

@@ -302,3 +302,20 @@ def test_served_engine_reports_the_same_figures(served):
     assert db.command("dbStats", freeStorage=1)["freeStorageSize"] == g["freeStorageSize"]
     assert db.command("compact", "u")["bytesFreed"] > 0
     assert _figures(db, "u")["freeStorageSize"] == 0
+
+
+def test_review_sums_each_index_over_the_shards():
+    """labkit.review reads `$collStats` through a mongos (one document per shard): an index's bytes are the sum of
+    its files on every shard, as the router's collStats sums them."""
+    import labkit
+    from labkit.review import _Coll, _stats
+    client = labkit.connect("embedded", shards=2)
+    db = labkit.fresh_db("sizes_review", client=client)
+    client.admin.command("shardCollection", f"{db.name}.u", key={"_id": "hashed"})
+    db.u.insert_many(_users(2000))
+    c = _Coll(name="u", options={})
+    _stats(db, c)
+    per_shard = list(db.u.aggregate([{"$collStats": {"storageStats": {}}}]))
+    assert len(per_shard) == 2
+    assert c.index_sizes["_id_"] == sum(d["storageStats"]["indexSizes"]["_id_"] for d in per_shard)
+    assert c.count == 2000

@@ -170,8 +170,8 @@ def main(argv: list[str]) -> int:
     data = load()
     data["about"] = ("Measured by tools/measure_footprint.py: each lesson executed on the embedded engine (a lesson "
                      "that connects to a sharded cluster: on labkit's simulated one, read through its mongos and "
-                     "summed over its shards, which 'shards' counts); sizes are dbStats dataSize/indexSize "
-                     "(uncompressed BSON; index = key bytes + 24 B/entry).")
+                     "summed over its shards, which 'shards' counts); sizes are dbStats dataSize (uncompressed BSON) "
+                     "and indexSize (the engine's model of WiredTiger's index file sizes).")
     DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for src in chosen:
         start = time.monotonic()

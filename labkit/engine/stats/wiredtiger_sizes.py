@@ -314,6 +314,15 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return n - (x.bit_length() + 7) // 8
 
 
+def record_id_encoding(rid: int) -> bytes:
+    """``_appendRecordIdLong``: the number of bytes between the first and the last (0-7) in the high 3 bits of
+    the first byte and the low 3 bits of the last; the record id's bits big-endian in between (sorts like it)."""
+    value = max(rid, 0)
+    bits = value.bit_length()
+    extra = 0 if bits <= 10 else (bits - 3) // 8
+    return ((extra << (8 * extra + 13)) | (value << 3) | extra).to_bytes(extra + 2, "big")
+
+
 def record_id_bytes(rid: int) -> int:
     """``_appendRecordIdLong``: 2 bytes carry 10 bits of the record id, each further byte 8 more."""
     return 2 + max(0, (max(rid, 0).bit_length() - 10 + 7) // 8)
@@ -343,7 +352,9 @@ def index_bytes(ix: Any, docs: dict[int, dict]) -> int:
     field, desc = spec.fields[0], spec.desc[0]
     cache: dict = {}
     end = bytes([K_END])
-    entries: list[tuple[bytes, int]] = []
+    rid_enc = record_id_encoding
+    entries: list[tuple[bytes, int]] = []  # (key as stored, bytes of the value)
+    add = entries.append
     for rid in sorted(docs):
         doc = docs[rid]
         if one:  # one top-level field, not an array: its KeyString, without building an index key
@@ -357,9 +368,12 @@ def index_bytes(ix: Any, docs: dict[int, dict]) -> int:
                     if not unique and len(cache) < 65536:
                         cache[v] = k
                 if unique:
-                    entries.append((k, record_id_bytes(rid)))
+                    bits = rid.bit_length()
+                    add((k, 2 if bits <= 10 else 2 + (bits - 3) // 8))
                 else:
-                    entries.append((k + rid.to_bytes(8, "big"), 0))
+                    bits = rid.bit_length()
+                    extra = 0 if bits <= 10 else (bits - 3) // 8
+                    add((k + ((extra << (8 * extra + 13)) | (rid << 3) | extra).to_bytes(extra + 2, "big"), 0))
                 continue
         before = kv.typebits
         keys = shadow.keys_for(doc)[0]
@@ -368,40 +382,48 @@ def index_bytes(ix: Any, docs: dict[int, dict]) -> int:
         for key in keys:
             k = b"".join(key) + end
             if unique:
-                entries.append((k, record_id_bytes(rid) + tb_bytes))
+                add((k, record_id_bytes(rid) + tb_bytes))
             else:
-                entries.append((k + rid.to_bytes(8, "big"), tb_bytes))
-    entries.sort()
+                add((k + rid_enc(rid), tb_bytes))
+    entries.sort()  # KeyString order is the index's order (the record id encoding sorts like the record id)
+    return _pack_index_pages(entries)
+
+
+def _pack_index_pages(entries: list[tuple[bytes, int]]) -> int:
+    """Pack sorted index entries into leaf pages with prefix compression; the file's bytes."""
     limit = INDEX["leaf_page_max"] * SPLIT_PCT // 100
+    width = 256  # a prefix is at most 255 bytes: comparing the first 256 bytes of two keys is enough
+    from_bytes = int.from_bytes
     blocks = 0
     separators: list[int] = []
     size = PAGE_HEADER_BYTES
-    prev = b""
+    prev_int = 0
+    prev_len = 0
     page_open = False
-    from_bytes = int.from_bytes
     for k, value_len in entries:
-        if not unique:  # the stand-in 8-byte record id becomes its KeyString encoding (same order)
-            k = k[:-8] + bytes(record_id_bytes(from_bytes(k[-8:], "big")))
-        shared = _common_prefix(k, prev)
+        n = len(k)
+        cur = from_bytes(k[:width].ljust(width, b"\0"), "big")
+        shared = width - ((cur ^ prev_int).bit_length() + 7) // 8
+        if shared > n:
+            shared = n
+        if shared > prev_len:
+            shared = prev_len
         value_cell = (1 + value_len if value_len < 64 else _cell_len(value_len)) if value_len else 0
         if page_open:
-            if shared > 255:
-                shared = 255
-            elif shared < PREFIX_COMPRESSION_MIN:
-                shared = 0
-            suffix = len(k) - shared
-            cell = (1 + suffix if suffix < 64 else _cell_len(suffix)) + (1 if shared else 0) + value_cell
+            kept = shared if PREFIX_COMPRESSION_MIN <= shared <= 255 else (255 if shared > 255 else 0)
+            suffix = n - kept
+            cell = (1 + suffix if suffix < 64 else _cell_len(suffix)) + (1 if kept else 0) + value_cell
             if size + cell > limit:
                 blocks += _round_up(size)
                 size = PAGE_HEADER_BYTES
                 page_open = False
         if not page_open:
             # the parent's separator: internal_key_truncate keeps the shortest prefix that still separates
-            separators.append(min(len(k), shared + 1))
-            cell = _cell_len(len(k)) + value_cell
+            separators.append(min(n, shared + 1))
+            cell = (1 + n if n < 64 else _cell_len(n)) + value_cell
             page_open = True
         size += cell
-        prev = k
+        prev_int, prev_len = cur, n
     if page_open:
         blocks += _round_up(size)
     return _file_bytes(blocks, separators, INDEX)
