@@ -34,6 +34,8 @@
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries_options.cpp
 #     - title: "MongoDB manual: Time Series Collection Indexes (the default metaField and timeField index, 6.3+)"
 #       url: https://www.mongodb.com/docs/manual/core/timeseries/timeseries-index/
+#     - title: "MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)"
+#       url: https://www.mongodb.com/docs/manual/core/wiredtiger/
 # ---
 
 # %% [markdown]
@@ -120,8 +122,12 @@ pd.DataFrame({"readings": stats("readings")})
 
 # %% [markdown]
 # The figures come from the [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
-# stage's `storageStats` (the older `collStats` command is deprecated since MongoDB 6.2). Charting sensor 3's day
-# with the seeder's `{sensorId: 1, ts: 1}` index:
+# stage's `storageStats` (the older `collStats` command is deprecated since MongoDB 6.2). `size` is the documents'
+# uncompressed BSON bytes; `totalIndexSize` is the size of the index files on disk, which a server keeps
+# compressed (prefix compression), in whole blocks, and updates when WiredTiger writes a checkpoint, every 60
+# seconds ([manual: WiredTiger storage engine](https://www.mongodb.com/docs/manual/core/wiredtiger/)); the
+# embedded engine reports its model of those files after a checkpoint. Charting sensor 3's day with the seeder's
+# `{sensorId: 1, ts: 1}` index:
 
 # %%
 naive_day = db.readings.find({"sensorId": "sensor:3", "ts": day}).sort("ts", 1)
@@ -558,6 +564,7 @@ ex_meters.check(db, setup_meters, store_batch)
 # 8. [mongodb/mongo src/mongo/db/timeseries/timeseries.idl (timeseriesBucketMaxCount, timeseriesBucketMaxSize, timeseriesBucketMinCount)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries.idl)
 # 9. [mongodb/mongo src/mongo/db/timeseries/timeseries_options.cpp (bucketMaxSpanSeconds and rounding per granularity)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/timeseries/timeseries_options.cpp)
 # 10. [MongoDB manual: Time Series Collection Indexes (the default metaField and timeField index, 6.3+)](https://www.mongodb.com/docs/manual/core/timeseries/timeseries-index/)
+# 11. [MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
 
 # %% [markdown] tags=["navigation"]
 # [← 08 · Capstone: a real-world profile page](08_capstone_profile.ipynb) · [Contents](../CONTENTS.md) · [11 · Outlier: embed for the common case, overflow for the viral post →](11_outlier.ipynb)

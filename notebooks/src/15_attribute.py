@@ -26,6 +26,8 @@
 #       url: https://www.mongodb.com/docs/manual/reference/limits/
 #     - title: "MongoDB manual: $collStats (aggregation stage)"
 #       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)"
+#       url: https://www.mongodb.com/docs/manual/core/wiredtiger/
 # ---
 
 # %% [markdown]
@@ -131,7 +133,11 @@ pd.DataFrame([cost(wide.find({"releaseFR": spring}))], index=["releaseFR, no ind
 
 # %% [markdown]
 # To make the query fast for **every** country, each country field needs its own index (sizes from the
-# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage):
+# [`$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/) stage: each index
+# is a file on disk, keys stored with prefix compression in whole blocks, and a server updates its size when
+# WiredTiger writes a checkpoint, every 60 seconds,
+# [manual: WiredTiger storage engine](https://www.mongodb.com/docs/manual/core/wiredtiger/); the embedded engine
+# reports its model of those files after a checkpoint):
 
 # %%
 for country in COUNTRIES:
@@ -303,10 +309,11 @@ predict_entries.check(entries_verdict)
 # %% [markdown]
 # Against the normal indexes, the attribute design answers the same query with the same work and a fraction of
 # the entries. Against the fair alternative, sparse indexes, the entries are the same (one per release either
-# way), so are the keys written per new movie, and the bytes are of the same order (the attribute keys also
-# carry the country code); what the attribute design removes is the *number* of
-# indexes (2 instead of 41, each with its own catalogue entry, build and cache footprint) and the schema change
-# per market: a new market is a new `k` value, not a new index build. And the wide design has a wall that sparse
+# way), and so are the keys written per new movie. The bytes are not: each sparse index is a file of its own, with
+# its own blocks, while the attribute index keeps every release in one file, where neighbouring keys share their
+# prefix (the country code). What the attribute design removes is the *number* of
+# indexes (2 instead of 41, each with its own file, catalogue entry, build and cache footprint) and the schema
+# change per market: a new market is a new `k` value, not a new index build. And the wide design has a wall that sparse
 # indexes do not move: a collection holds at most 64 indexes
 # ([manual: limits](https://www.mongodb.com/docs/manual/reference/limits/)). The limit, tried on a scratch
 # collection with one field per market for 70 markets:
@@ -423,6 +430,7 @@ ex.check(practice.products, to_attributes)
 # 4. [MongoDB manual: \$elemMatch (query)](https://www.mongodb.com/docs/manual/reference/operator/query/elemMatch/)
 # 5. [MongoDB manual: MongoDB Limits and Thresholds (64 indexes per collection)](https://www.mongodb.com/docs/manual/reference/limits/)
 # 6. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 7. [MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
 
 # %% [markdown] tags=["navigation"]
 # [← 14 · Polymorphic: articles, videos and tools in one feed collection](14_polymorphic.ipynb) · [Contents](../CONTENTS.md) · [16 · Extended reference and subset: copy only what the hot read needs →](16_extended_reference_subset.ipynb)

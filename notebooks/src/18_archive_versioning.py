@@ -31,6 +31,10 @@
 #       url: https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/
 #     - title: "MongoDB manual: $collStats (aggregation stage)"
 #       url: https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+#     - title: "MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)"
+#       url: https://www.mongodb.com/docs/manual/core/wiredtiger/
+#     - title: "MongoDB manual: compact (space freed by deletes is returned to the disk)"
+#       url: https://www.mongodb.com/docs/manual/reference/command/compact/
 #     mistakes: ["deleting from the hot collection before the copy to the archive is confirmed", "expecting archiving to speed up a query that an index already narrows to a few documents", "copying the new revision into the history instead of the one being replaced", "keeping the current document's _id in the history copy, so the second revision collides", "a history _id made of the edit time, so two edits in one minute collide", "a plain insert of the history copy, so a crash between the two writes locks the document for ever"]
 # ---
 
@@ -171,8 +175,15 @@ pd.DataFrame({"orders before": sizes_before, "orders after": collection_figures(
 
 # %% [markdown]
 # The support search reads about a third of what it read before, because two thirds of the documents it used to scan
-# are gone from the hot collection. The customer query did not change at all: archiving helps scans, caches and
-# index sizes, not a query that an index already pins down.
+# are gone from the hot collection. The customer query did not change at all: archiving helps scans and caches,
+# not a query that an index already pins down.
+#
+# `data bytes` is the documents' uncompressed BSON size; `index bytes` is the size of the index files on disk,
+# which a server updates when WiredTiger writes a checkpoint, every 60 seconds
+# ([manual: WiredTiger storage engine](https://www.mongodb.com/docs/manual/core/wiredtiger/)); the embedded
+# engine reports its model of those files after a checkpoint. The hot collection's index files did not shrink:
+# the space the archived orders' keys leave is kept for new keys and returned to the disk only by `compact`
+# ([manual: compact](https://www.mongodb.com/docs/manual/reference/command/compact/)).
 #
 # The rare full-history read now needs both collections: each side is an indexed query, and
 # [`$unionWith`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/unionWith/) runs both in one
@@ -540,6 +551,8 @@ ex.check(practice, save_revision)
 # 7. [MongoDB manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)
 # 8. [MongoDB manual: \$setOnInsert](https://www.mongodb.com/docs/manual/reference/operator/update/setOnInsert/)
 # 9. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
+# 10. [MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
+# 11. [MongoDB manual: compact (space freed by deletes is returned to the disk)](https://www.mongodb.com/docs/manual/reference/command/compact/)
 
 # %% [markdown] tags=["navigation"]
 # [← 17 · Trees: parent and child references, ancestors, materialized paths, \$graphLookup](17_trees.ipynb) · [Contents](../CONTENTS.md) · [19 · Single-collection design: a many-to-many in one indexed query →](19_single_collection.ipynb)

@@ -34,6 +34,8 @@
 #       url: https://www.mongodb.com/docs/atlas/performance-advisor/drop-indexes/
 #     - title: "MongoDB Atlas: Query Shape Insights"
 #       url: https://www.mongodb.com/docs/atlas/query-shape-insights/
+#     - title: "MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)"
+#       url: https://www.mongodb.com/docs/manual/core/wiredtiger/
 # ---
 
 # %% [markdown]
@@ -357,9 +359,11 @@ plt.show()
 # %% [markdown]
 # Every query is served exactly as before, and each insert writes fewer index keys. The `totalIndexSize`
 # figures come from `$collStats`
-# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)): on the embedded engine they are its model of index bytes (key bytes plus a
-# fixed overhead per key); a real server reports the storage engine's allocated pages, so its absolute numbers
-# differ but the direction does not.
+# ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)): the
+# size of the index files on disk, keys stored with prefix compression in whole blocks, which a server updates
+# when WiredTiger writes a checkpoint, every 60 seconds
+# ([manual: WiredTiger storage engine](https://www.mongodb.com/docs/manual/core/wiredtiger/)). The embedded engine
+# reports its model of those files after a checkpoint, so a server's bytes differ somewhat, but not the direction.
 
 # %% [markdown]
 # ## Explore: indexes × insert rate
@@ -471,6 +475,7 @@ ex.check(practice.orders)
 # 8. [MongoDB manual: \$collStats (aggregation stage)](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)
 # 9. [MongoDB Atlas: Review Drop Index Recommendations (Performance Advisor)](https://www.mongodb.com/docs/atlas/performance-advisor/drop-indexes/)
 # 10. [MongoDB Atlas: Query Shape Insights](https://www.mongodb.com/docs/atlas/query-shape-insights/)
+# 11. [MongoDB manual: WiredTiger Storage Engine (compression, checkpoints)](https://www.mongodb.com/docs/manual/core/wiredtiger/)
 
 # %% [markdown] tags=["navigation"]
 # [← 34 · Anti-pattern: a massive number of collections](34_massive_collections.ipynb) · [Contents](../CONTENTS.md) · [36 · Anti-pattern: separating data that is accessed together →](36_separate_data.ipynb)
