@@ -91,7 +91,14 @@ def test_keystring_fixed_width_types_and_order():
 
 @pytest.mark.parametrize("rid, size", [(1, 2), (1023, 2), (1024, 3), (2 ** 18 - 1, 3), (2 ** 18, 4)])
 def test_record_id_takes_two_bytes_plus_one_per_further_eight_bits(rid, size):
-    assert wt.record_id_bytes(rid) == size
+    assert wt.record_id_bytes(rid) == size == len(wt.record_id_encoding(rid))
+
+
+def test_record_id_encoding_carries_its_length_at_both_ends_and_sorts_like_the_record_id():
+    assert wt.record_id_encoding(1) == bytes([0x00, 0x08])           # N = 0: value 1 in the last byte's high bits
+    assert wt.record_id_encoding(1024) == bytes([0x20, 0x20, 0x01])  # N = 1 in the first byte's top 3 bits and last
+    rids = random.Random(4).sample(range(1, 10 ** 9), 2000)
+    assert sorted(rids, key=wt.record_id_encoding) == sorted(rids)
 
 
 # ---------------------------------------------------------------------------------------------- collStats

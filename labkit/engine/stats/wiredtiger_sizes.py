@@ -307,13 +307,6 @@ def _type_bits(v: Any) -> int:
     return 0
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two byte strings (by the first differing bit of their XOR)."""
-    n = min(len(a), len(b))
-    x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
-    return n - (x.bit_length() + 7) // 8
-
-
 def record_id_encoding(rid: int) -> bytes:
     """``_appendRecordIdLong``: the number of bytes between the first and the last (0-7) in the high 3 bits of
     the first byte and the low 3 bits of the last; the record id's bits big-endian in between (sorts like it)."""
