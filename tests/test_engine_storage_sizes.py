@@ -326,3 +326,18 @@ def test_review_sums_each_index_over_the_shards():
     assert len(per_shard) == 2
     assert c.index_sizes["_id_"] == sum(d["storageStats"]["indexSizes"]["_id_"] for d in per_shard)
     assert c.count == 2000
+
+
+def test_router_db_stats_sums_the_shards_free_space():
+    m = Mongos(2)
+    m.command("admin", {"shardCollection": "lab.u", "key": {"_id": "hashed"}})
+    m.command("lab", {"insert": "u", "documents": _users(2000)})
+    m.command("lab", {"collStats": "u"})  # the figures are read: the files reach this size
+    m.command("lab", {"delete": "u", "deletes": [{"q": {"_id": {"$lt": 1500}}, "limit": 0}]})
+    s = m.command("lab", {"dbStats": 1, "freeStorage": 1})
+    shards = s["raw"].values()
+    for k in ("storageSize", "freeStorageSize", "indexFreeStorageSize", "totalFreeStorageSize"):
+        assert s[k] == sum(x[k] for x in shards)
+    assert s["freeStorageSize"] > 0
+    assert list(s).index("freeStorageSize") == list(s).index("storageSize") + 1
+    assert "freeStorageSize" not in m.command("lab", {"dbStats": 1})

@@ -960,7 +960,16 @@ def _db_stats(r: Mongos, op: _Op) -> dict:
     out: dict[str, Any] = {"raw": raw, "db": op.db}
     out.update({k: sums[k] for k in ("collections", "views", "objects")})
     out["avgObjSize"] = unscaled / sums["objects"] if sums["objects"] else 0
-    out.update({k: sums[k] for k in ("dataSize", "storageSize", "totalSize", "indexes", "indexSize")})
+    free = dict.fromkeys(("freeStorageSize", "indexFreeStorageSize", "totalFreeStorageSize"), 0)
+    with_free = False
+    for reply in raw.values():  # dbStats with freeStorage: 1 (the shards' free space, summed as the rest)
+        if "freeStorageSize" in reply:
+            with_free = True
+            for k in free:
+                free[k] += reply.get(k, 0) or 0
+    order = ["dataSize", "storageSize", "freeStorageSize", "indexes", "indexSize", "indexFreeStorageSize",
+             "totalSize", "totalFreeStorageSize"]
+    out.update({k: (free[k] if k in free else sums[k]) for k in order if with_free or k not in free})
     out.update({"scaleFactor": scale, "fsUsedSize": sums["fsUsedSize"], "fsTotalSize": sums["fsTotalSize"],
                 "ok": 1.0})
     return out
