@@ -432,7 +432,7 @@ def test_the_scale_out_lessons_are_measured_on_the_cluster_and_planned_on_a_shar
     need = sum(fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"] for fp in scale.values()) * 30 / workshop.MB
     assert sharded["fits"] and sharded["room"]["storage_mb"] >= max(
         (fp["peak"]["data_bytes"] + fp["peak"]["index_bytes"]) * 30 / workshop.MB for fp in scale.values())
-    assert sharded["room"]["storage_mb"] <= need
+    assert sharded["room"]["storage_mb"] <= need * (1 + 1e-12)  # the same sum, added in another order
     m10 = workshop.plan(30, "m10", lessons=list(scale), seat_users=None, sharded=True)
     assert not m10["fits"] and any(c["limit"].startswith("a sharded cluster") and not c["ok"] for c in m10["checks"])
     assert workshop.recommend_tier(30, lessons=list(scale), sharded=True)["tier"].name == "m30"
