@@ -44,7 +44,6 @@ import struct
 from typing import Any
 
 import bson
-import cramjam
 from bson import Binary, Code, Decimal128, Int64, ObjectId, Regex, Timestamp
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
@@ -93,6 +92,7 @@ def _compressed_block(image: bytes, compressor: str | None) -> int:
     if compressor is None or len(image) <= COMPRESS_SKIP:
         return plain
     body = image[COMPRESS_SKIP:]
+    import cramjam  # the real snappy/zstd (a dependency: pyproject.toml); imported when sizes are first asked
     if compressor == "zstd":
         packed = len(cramjam.zstd.compress(body, level=6))  # zstdCompressionLevel default 6
     else:
