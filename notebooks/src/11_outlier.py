@@ -189,10 +189,11 @@ def get_comments(post_id, page=1):
 # %% [markdown]
 # `skip(n)` does not jump to the n-th entry: the server walks the first n entries of the index in order and
 # drops them. **Predict first.** Page 50 of the viral post: how many index keys does its query on `comments`
-# examine?
+# examine? Record your number with `predict_deep.predict(...)` (as in lesson 00), then run the measuring cell.
 
 # %%
 predict_deep = labkit.exercises.get("11-predict-deep-page-keys")
+predict_deep
 
 # %% tags=["solution"]
 predict_deep.predict(48 * 20 + 20)
