@@ -228,7 +228,8 @@ compare
 # filter, so the server places the SKIP stage *below* the FETCH and fetches only the 20 comments it returns,
 # plus the post ("documents read" is the same for page 2 and page 50;
 # [mongo jstest: add_skip_stage_before_fetch.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)).
-# The plan shows the order:
+# The plan shows the order (read it from the right: the IXSCAN runs first; `PROJECTION_SIMPLE` applies the
+# query's projection, dropping `_id` and `postId`):
 
 # %%
 plan = (db.comments.find({"postId": "post:200"}, {"_id": 0, "postId": 0})
