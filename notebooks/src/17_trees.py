@@ -291,9 +291,9 @@ ixscan = explain["queryPlanner"]["winningPlan"]["inputStage"]
 # `{path: /,Programming,/}`, is unanchored, and its page warns that such a query has to inspect the entire index.
 #
 # **Predict** how many index keys the unanchored `{path: {$regex: ",Programming,"}}` examines (the anchored
-# query above examined the number shown in its output; a regular expression matches string values, and stored
-# regular expressions, of which there are none here; one node's path is `null`). Record your number with
-# `predict_keys.predict(...)`, then run the measuring cell.
+# query above examined the number shown in its output; a regular expression matches only string values and
+# stored regular expressions, and every path here is a string except the root's, which is `null`). Record your
+# number with `predict_keys.predict(...)`, then run the measuring cell.
 
 # %%
 predict_keys = labkit.exercises.get("17-predict-unanchored-keys")
