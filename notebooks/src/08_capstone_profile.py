@@ -263,8 +263,8 @@ def slider_edge(account, i):
     return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 1, 1)}
 
 
-post_ladder = AccountLadder(scratch.posts, "user:slider-", 3000, 500, slider_post, id_prefix="post:")
-follow_ladder = AccountLadder(scratch.follows, "user:slider-", 3000, 500, slider_edge, id_prefix="follow:")
+post_ladder = AccountLadder(scratch.posts, "user:slider-", 3000, 1000, slider_post, id_prefix="post:")
+follow_ladder = AccountLadder(scratch.follows, "user:slider-", 3000, 1000, slider_edge, id_prefix="follow:")
 scratch.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in post_ladder.accounts])
 
 
