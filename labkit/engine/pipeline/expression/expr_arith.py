@@ -226,41 +226,44 @@ def _exp(x: float) -> float:
         return math.inf
 
 
+def _numbers(ev: Any, op: str, arg: Any, doc: Any, first: tuple[str, int],
+             second: tuple[str, int]) -> tuple[Any, Any] | None:
+    """The two arguments of ``$log`` or ``$pow``: None when either is null or missing, else both numbers (each
+    named and coded as the server's error for it, e.g. ``("base", 28757)``)."""
+    a, b = eval_args(ev, op, arg, doc, 2)
+    if nullish(a) or nullish(b):
+        return None
+    for v, (what, code) in ((a, first), (b, second)):
+        if num_kind(v) < 0:
+            raise fail("%s's %s must be numeric, not %s" % (op, what, tname(v)), code)
+    return a, b
+
+
 def op_log(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$log: [number, base]``."""
-    v, base = eval_args(ev, op, arg, doc, 2)
-    if nullish(v) or nullish(base):
+    args = _numbers(ev, op, arg, doc, ("argument", 28756), ("base", 28757))
+    if args is None:
         return None
-    if num_kind(v) < 0:
-        raise fail("$log's argument must be numeric, not %s" % tname(v), 28756)
-    if num_kind(base) < 0:
-        raise fail("$log's base must be numeric, not %s" % tname(base), 28757)
-    if max(num_kind(v), num_kind(base)) == 3:
-        d, b = to_dec(v), to_dec(base)
-        if not d > 0:
-            raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
-        if not b > 0 or b == 1:
-            raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
-        return dec128(DEC_CTX.divide(d.ln(DEC_CTX), b.ln(DEC_CTX)))
-    x, b = to_float(v), to_float(base)
-    if math.isnan(x) or math.isnan(b):
+    v, base = args
+    dec = max(num_kind(v), num_kind(base)) == 3
+    x, b = (to_dec(v), to_dec(base)) if dec else (to_float(v), to_float(base))
+    if not dec and (math.isnan(x) or math.isnan(b)):
         return math.nan
     if not x > 0:
         raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
     if not b > 0 or b == 1:
         raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
+    if dec:
+        return dec128(DEC_CTX.divide(x.ln(DEC_CTX), b.ln(DEC_CTX)))
     return math.log(x) / math.log(b)
 
 
 def op_pow(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$pow``: integer results stay integers when exact (int -> long -> double on overflow)."""
-    b, e = eval_args(ev, op, arg, doc, 2)
-    if nullish(b) or nullish(e):
+    args = _numbers(ev, op, arg, doc, ("base", 28762), ("exponent", 28763))
+    if args is None:
         return None
-    if num_kind(b) < 0:
-        raise fail("$pow's base must be numeric, not %s" % tname(b), 28762)
-    if num_kind(e) < 0:
-        raise fail("$pow's exponent must be numeric, not %s" % tname(e), 28763)
+    b, e = args
     kind = max(num_kind(b), num_kind(e))
     if (to_dec(b) if num_kind(b) == 3 else b) == 0 and (to_dec(e) if num_kind(e) == 3 else e) < 0:
         raise fail("$pow cannot take a base of 0 and a negative exponent", 28764)
