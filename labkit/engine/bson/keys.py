@@ -20,8 +20,8 @@ from bson.min_key import MinKey
 from bson.max_key import MaxKey
 
 from .values import (T_ARR, T_BIN, T_BOOL, T_DATE, T_MAXKEY, T_MINKEY, T_NULL, T_NUM, T_OBJ, T_OID,  # noqa: F401
-                     T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, regex_flag_letters,
-                     sort_values)
+                     T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, leaf_values,
+                     regex_flag_letters, sort_values)
 
 # The leading byte of each type's encoding is its rank in BSON order, taken from values.py (one order).
 STR_B = bytes([T_STR])
@@ -315,15 +315,9 @@ def path_values(doc: Any, parts: list[str], array_paths: set[str] | None = None,
 
 def _collect(cur: Any, parts: list[str], i: int, out: list, array_paths: set | None, prefix: str) -> None:
     if i == len(parts):
-        if isinstance(cur, list):
-            if array_paths is not None:
-                array_paths.add(prefix)
-            if not cur:
-                out.append(UNDEFINED)
-            else:
-                out.extend(cur)
-        else:
-            out.append(cur)
+        if array_paths is not None and isinstance(cur, list):
+            array_paths.add(prefix)
+        leaf_values(cur, out)
         return
     part = parts[i]
     if isinstance(cur, dict):

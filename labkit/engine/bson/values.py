@@ -407,7 +407,13 @@ def _sort_collect(cur: Any, parts: list[str], i: int, out: list) -> None:
             return
         out.append(None)
         return
-    if type(cur) is list:
+    leaf_values(cur, out)
+
+
+def leaf_values(cur: Any, out: list) -> None:
+    """Adds to ``out`` the key values the value at a path's end gives: an array's elements (an empty array:
+    undefined), else the value itself (as the server's key generators, for sort keys and index keys)."""
+    if type(cur) is list or isinstance(cur, list):
         if not cur:
             out.append(UNDEFINED)
         else:

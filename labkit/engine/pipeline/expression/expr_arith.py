@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
-from typing import Any
+from typing import Any, Callable
 
 from bson import Decimal128, Int64
 
@@ -156,33 +156,38 @@ def _one_number(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     return None if vals is None else vals[0]
 
 
-def op_abs(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    v = _one_number(ev, op, arg, doc)
-    if v is None:
-        return None
-    k = num_kind(v)
-    if k in (0, 1):
-        if int(v) == INT64_MIN:
-            raise fail("can't take $abs of long long min", 28680)
-        return make_int(abs(int(v)), k)
-    if k == 3:
-        return Decimal128(abs(v.to_decimal()))
-    return abs(v)
-
-
-def _rounding(mode: str, fmode):
+def _by_kind(on_int: Callable[[Any, int], Any], on_dec: Callable[[Decimal128], Any],
+             on_float: Callable[[float], Any]) -> Callable[..., Any]:
+    """A one-number operator that keeps the number's kind: null for null or missing, else ``on_int(v, kind)``
+    (int or long), ``on_dec(v)`` (decimal) or ``on_float(v)`` (double)."""
     def f(ev: Any, op: str, arg: Any, doc: Any) -> Any:
         v = _one_number(ev, op, arg, doc)
         if v is None:
             return None
         k = num_kind(v)
         if k in (0, 1):
-            return v
+            return on_int(v, k)
         if k == 3:
-            d = v.to_decimal()
-            return v if not d.is_finite() else Decimal128(d.to_integral_value(rounding=mode))
-        return v if not math.isfinite(v) else float(fmode(v))
+            return on_dec(v)
+        return on_float(v)
     return f
+
+
+def _abs_int(v: Any, kind: int) -> Any:
+    if int(v) == INT64_MIN:
+        raise fail("can't take $abs of long long min", 28680)
+    return make_int(abs(int(v)), kind)
+
+
+op_abs = _by_kind(_abs_int, lambda v: Decimal128(abs(v.to_decimal())), abs)
+
+
+def _rounding(mode: str, fmode: Callable[[float], Any]) -> Callable[..., Any]:
+    """``$ceil`` / ``$floor``: integers unchanged, a decimal rounded by ``mode``, a finite double by ``fmode``."""
+    def on_dec(v: Decimal128) -> Decimal128:
+        d = v.to_decimal()
+        return v if not d.is_finite() else Decimal128(d.to_integral_value(rounding=mode))
+    return _by_kind(lambda v, _k: v, on_dec, lambda v: v if not math.isfinite(v) else float(fmode(v)))
 
 
 def _float_fn(name: str, fn, check=None, dfn=None):
