@@ -19,6 +19,16 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
+def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "") -> None:
+    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured``."""
+    ex = labkit.exercises.get(ex_id)
+    ex.predict(wrong)
+    r = ex.check(measured)
+    assert not r.correct and why in r.message, r.message
+    ex.predict(measured)
+    assert ex.check(measured).correct
+
+
 def assert_verdict(result: Any, why: str | None) -> None:
     """A check's result: passed when ``why`` is None, else failed with a message that says ``why``."""
     if why is None:

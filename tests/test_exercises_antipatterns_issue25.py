@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from exercise_helpers import prune_indexes
+from exercise_helpers import assert_prediction, prune_indexes
 
 
 def _news():
@@ -56,19 +56,10 @@ def test_30_designing_for_a_rare_row_is_refused():
     assert not r.correct and "left out" in r.message
 
 
-def _judged_exactly(exercise_id, guess, measured):
-    """Kind 4: a predicted count is judged exactly: a near ``guess`` is wrong, the ``measured`` count right."""
-    ex = labkit.exercises.get(exercise_id)
-    ex.predict(guess)
-    assert not ex.check(measured).correct
-    ex.predict(measured)
-    assert ex.check(measured).correct
-
-
 @pytest.mark.parametrize("guess", [401, 405, 407, 412])
 def test_30_predicted_page_docs_are_exact(guess):
-    """A guess that forgets the product and the five reviews (401) is not 'about right'."""
-    _judged_exactly("30-predict-naive-page-docs", guess, 406)
+    """Kind 4, judged exactly: a guess that forgets the product and the five reviews (401) is not 'about right'."""
+    assert_prediction("30-predict-naive-page-docs", guess, 406)
 
 
 # --- 32: a chat room keeps its 5 newest messages, newest first ----------------------------------------------
@@ -194,8 +185,8 @@ def test_36_whole_stock_document_embedded_is_refused():
 
 @pytest.mark.parametrize("guess", [4800, 4999, 5001, 5200])
 def test_37_predicted_keys_are_exact(guess):
-    """A number within 5% was accepted before; the count is exact."""
-    _judged_exactly("37-predict-regex-keys", guess, 5000)
+    """Kind 4: a number within 5% was accepted before; the count is exact."""
+    assert_prediction("37-predict-regex-keys", guess, 5000)
 
 
 # --- 39: the new collection needs its validator --------------------------------------------------------------

@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -166,12 +166,7 @@ def test_01_order_lines_garbage(tmp_db):
 
 
 def test_01_predict_policy_rewrites():
-    ex = exercises.get("01-predict-policy-rewrites")
-    ex.predict(1)
-    wrong = ex.check(663)
-    assert not wrong.correct and "one per copy" in wrong.message
-    ex.predict(663)
-    assert ex.check(663).correct
+    assert_prediction("01-predict-policy-rewrites", 1, 663, "one per copy")
 
 
 # --- 03: a bounded many-to-one join (comments -> commenter) -------------------------------------------------
@@ -253,12 +248,7 @@ def test_03_top_comments_wrong_join_extra_fields_no_lookup_garbage():
 
 
 def test_03_predict_bounded_docs():
-    ex = exercises.get("03-predict-bounded-docs")
-    ex.predict(4001)
-    wrong = ex.check(21)
-    assert not wrong.correct and "never read" in wrong.message
-    ex.predict(21)
-    assert ex.check(21).correct
+    assert_prediction("03-predict-bounded-docs", 4001, 21, "never read")
 
 
 # --- the ledger widget: one operation's slider range (a rare write's break-even) ----------------------------
@@ -533,12 +523,7 @@ def test_12_thread_stats_near_misses_and_garbage():
 
 
 def test_12_predict_aggregate_keys():
-    ex = exercises.get("12-predict-aggregate-keys")
-    ex.predict(1)
-    wrong = ex.check(10_842)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(10_842)
-    assert ex.check(10_842).correct
+    assert_prediction("12-predict-aggregate-keys", 1, 10_842, "every review")
 
 
 # --- 20: describing an application to the decision helper ---------------------------------------------------
