@@ -81,13 +81,8 @@ def test_00_top_operations_garbage_gets_messages():
 
 
 def test_00_predict_page_docs():
-    ex = exercises.get("00-predict-page-docs")
-    assert ex.check(206).outcome == "not-attempted"
-    ex.predict(6)
-    wrong = ex.check(206)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(206)
-    assert ex.check(206).correct
+    assert exercises.get("00-predict-page-docs").check(206).outcome == "not-attempted"
+    assert_prediction("00-predict-page-docs", 6, 206, "every review")
 
 
 # --- 01: one atomic write on an embedded one-to-few (order lines, money in Decimal128) ----------------------
