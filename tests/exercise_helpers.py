@@ -79,3 +79,12 @@ def prune_indexes(compare_collation: bool):
             if prefix or name not in used:
                 tickets.drop_index(name)
     return prune
+
+
+def push_bid(**modifiers: Any):
+    """An answer to 06-top-bids: ``add_bid`` pushes the bid into the listing's ``topBids`` with ``$each`` and the
+    given ``$push`` modifiers (``$sort``, ``$slice``, ``$position``)."""
+    def add_bid(db: Any, listing_id: Any, bidder_id: Any, amount: Any) -> None:
+        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+            "$each": [{"bidderId": bidder_id, "amount": amount}], **modifiers}}})
+    return add_bid

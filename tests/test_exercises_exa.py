@@ -14,7 +14,7 @@ import pytest
 from bson.decimal128 import Decimal128
 
 import labkit
-from exercise_helpers import solved
+from exercise_helpers import push_bid, solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -408,13 +408,6 @@ def test_06_rename_member_wrong_answers(db, fn, why):
     assert r.outcome == "incorrect" and why in r.message
 
 
-def _bids(**mods):
-    def add_bid(db, listing_id, bidder_id, amount):
-        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
-            "$each": [{"bidderId": bidder_id, "amount": amount}], **mods}}})
-    return add_bid
-
-
 def _bids_pipeline(db, listing_id, bidder_id, amount):
     """One pipeline update is atomic too: right."""
     db.listings.update_one({"_id": listing_id}, [{"$set": {"topBids": {"$firstN": {"n": 3, "input": {"$sortArray": {
@@ -428,17 +421,17 @@ def _bids_two_writes(db, listing_id, bidder_id, amount):
                                                                        "$slice": 3}}})
 
 
-@pytest.mark.parametrize("fn", [_bids(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
+@pytest.mark.parametrize("fn", [push_bid(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
 def test_06_top_bids_right_answers(db, fn):
     assert _check("06-top-bids", db, fn).correct
 
 
 @pytest.mark.parametrize("fn, why", [
-    (_bids(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
-    (_bids(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
-    (_bids(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
-    (_bids(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
-    (_bids(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
+    (push_bid(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
+    (push_bid(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
+    (push_bid(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
     (_bids_two_writes, "2 writes"),
 ])
 def test_06_top_bids_wrong_answers(db, fn, why):
