@@ -88,3 +88,24 @@ def push_bid(**modifiers: Any):
         db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
             "$each": [{"bidderId": bidder_id, "amount": amount}], **modifiers}}})
     return add_bid
+
+
+def join_counter_first(db: Any, group_id: Any, user_id: Any) -> None:
+    """04-member-counter's listed mistake: the counter is incremented before the membership is inserted, and kept
+    when the insert is a duplicate (joining twice counts twice)."""
+    from pymongo.errors import DuplicateKeyError
+
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        pass
+
+
+def enroll_with_push(db: Any, student_id: Any, course_id: Any, when: Any) -> None:
+    """05-idempotent-enroll's listed mistake: ``$push`` in a write that may be retried (a retry adds the id
+    again)."""
+    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
+    db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})

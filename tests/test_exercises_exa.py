@@ -14,7 +14,7 @@ import pytest
 from bson.decimal128 import Decimal128
 
 import labkit
-from exercise_helpers import push_bid, solved
+from exercise_helpers import join_counter_first, push_bid, solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -206,16 +206,6 @@ def _join_find_then_insert(db, g, u):
     db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
 
 
-def _join_inc_first(db, g, u):
-    """The lesson's listed mistake: the counter before the edge (or on a duplicate)."""
-    from pymongo.errors import DuplicateKeyError
-    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        pass
-
-
 _join_every_group = solved("04-member-counter", change=('update_one({"_id": group_id}', "update_many({}"))["join"]
 
 
@@ -244,7 +234,7 @@ def test_04_member_counter_right_answers(db, join):
     (_join_good, _leave_recount, "leave counts the memberships again"),
     (_join_rmw, _leave_good, "read-modify-write"),
     (_join_find_then_insert, _leave_good, "find-then-insert"),
-    (_join_inc_first, _leave_good, "joining twice counted twice"),
+    (join_counter_first, _leave_good, "joining twice counted twice"),
     (_join_every_group, _leave_good, "changed group:go's memberCount too"),
     (_join_good, _leave_always, "never joined changed memberCount"),
     (_join_good, _leave_whole_group, "0 memberships"),

@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import assert_prediction, solved
+from exercise_helpers import assert_prediction, enroll_with_push, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -379,12 +379,7 @@ def test_05_enroll_insert_one_raises_on_retry(tmp_db):
 
 def test_05_enroll_push_duplicates_on_retry(tmp_db):
     # listed mistake (05): $push in a retried write
-    def push(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
-        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
-    result = _check("05-idempotent-enroll", tmp_db, push)
+    result = _check("05-idempotent-enroll", tmp_db, enroll_with_push)
     assert not result.correct and "$addToSet" in result.message
 
 

@@ -21,7 +21,7 @@ import labkit
 from labkit.engine import EmbeddedClient
 from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
-from exercise_helpers import solved  # noqa: E402 - tests/ is on sys.path (conftest.py)
+from exercise_helpers import enroll_with_push, join_counter_first, solved  # noqa: E402 - tests/ is on sys.path (conftest.py)
 
 
 @pytest.fixture
@@ -473,19 +473,10 @@ def test_04_count_prediction_mistake_constant_time():
 
 
 def test_04_counter_mistake_increment_before_insert(tmp_db):
-    from pymongo.errors import DuplicateKeyError
-
-    def join(db, group_id, user_id):
-        db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
-        try:
-            db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-        except DuplicateKeyError:
-            pass
-
     def leave(db, group_id, user_id):
         if db.memberships.delete_one({"groupId": group_id, "userId": user_id}).deleted_count:
             db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
-    _not_yet(_check("04-member-counter", tmp_db, join, leave), "counted twice")
+    _not_yet(_check("04-member-counter", tmp_db, join_counter_first, leave), "counted twice")
 
 
 def test_05_reconcile_mistake_adding_only(tmp_db):
@@ -505,12 +496,7 @@ def test_05_enroll_mistake_retrying_an_insert_one(tmp_db):
 
 
 def test_05_enroll_mistake_push_in_a_retried_write(tmp_db):
-    def enroll(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
-        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
-    _not_yet(_check("05-idempotent-enroll", tmp_db, enroll), "`$push` adds it again")
+    _not_yet(_check("05-idempotent-enroll", tmp_db, enroll_with_push), "`$push` adds it again")
 
 
 def _rename(teams_update, snapshots=False):
