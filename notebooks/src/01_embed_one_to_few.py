@@ -124,8 +124,9 @@ naive_plans
 # - `FETCH > IXSCAN`: the server walks the `userId_1` index (IXSCAN) and fetches each matching document (FETCH);
 # - `EXPRESS_IXSCAN`: MongoDB 8.0's **express path**. For an equality on `_id`, and for an equality on one
 #   indexed field when at most one document is wanted (a `limit(1)`, or a single-field unique index), the server
-#   skips query planning and reads the index key and the document directly. Before 8.0 the same lookup
-#   showed `IDHACK`. Its explain names only the index, with no bounds
+#   skips query planning and reads the index key and the document directly (before 8.0 an `_id` lookup
+#   showed `IDHACK`, and the others were planned like any query, with an `IXSCAN`). Its explain names only the
+#   index, with no bounds
 #   ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/), which lists the
 #   EXPRESS stages as new in 8.0; the server's test of which queries take it:
 #   [express.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js)). Later lessons

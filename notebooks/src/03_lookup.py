@@ -28,6 +28,8 @@
 #       url: https://www.mongodb.com/docs/manual/reference/sbe/
 #     - title: "mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which $lookup SBE runs)"
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp
+#     - title: "mongodb/mongo src/mongo/db/query/query_utils.cpp (isQuerySbeCompatible: which queries SBE may run)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp
 #     - title: "mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)"
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp
 #     - title: "MongoDB manual: MongoDB Limits and Thresholds"
@@ -163,9 +165,12 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # **Which engine ran the join.** MongoDB 8.0 has two engines that execute queries: the *classic* engine and
 # the newer *slot-based execution engine* (SBE), which runs some pipeline stages, `$lookup` among them, when
 # conditions are met ([slot-based engine](https://www.mongodb.com/docs/manual/reference/sbe/)). For `$lookup`
-# the condition is the plain `localField`/`foreignField` form: a `$lookup` with a `pipeline` of its own, like
+# one condition is the plain `localField`/`foreignField` form: a `$lookup` with a `pipeline` of its own, like
 # our bounded one, runs in the classic engine
 # ([server source](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)).
+# Another is that the query in front of it may run in SBE as well
+# ([query_utils.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp),
+# `isQuerySbeCompatible`).
 # The explain tells which: `explainVersion` is "1" for classic and "2" for SBE
 # ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
@@ -425,8 +430,9 @@ ex2.check(top_comments)
 # 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
 # 4. [MongoDB manual: Slot-Based Query Execution Engine](https://www.mongodb.com/docs/manual/reference/sbe/)
 # 5. [mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which \$lookup SBE runs)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)
-# 6. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
-# 7. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 6. [mongodb/mongo src/mongo/db/query/query_utils.cpp (isQuerySbeCompatible: which queries SBE may run)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp)
+# 7. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
+# 8. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 02 · One-to-many: reference the parent from the child](02_one_to_many.ipynb) · [Contents](../CONTENTS.md) · [04 · One-to-infinity: the follows relationship collection →](04_follows.ipynb)

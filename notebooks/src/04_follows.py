@@ -12,7 +12,7 @@
 #     section: Relationships
 #     exercise_minutes: 17
 #     demo: >-
-#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers; replay the burst of follows and show the celebrity's counter document taking the writes.
+#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined = followers + 1 (the key read that ends the range), with 0 documents; replay the burst of follows and show the celebrity's counter document taking the writes.
 #     mistakes:
 #     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
 #     - "Copying the follows' two pair indexes to likes: the newest-first page needs {userId: 1, createdAt: -1}."

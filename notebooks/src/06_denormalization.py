@@ -396,7 +396,8 @@ ledger.totals()
 
 # %% [markdown]
 # Move the follow rate: the copy's extra write per follow is paid for by the round trips it saves on profile
-# views, until follows outnumber the views that use the preview.
+# views, up to the break-even printed below. Each view saves more than one round trip, so follows can outnumber
+# the views before the copy stops paying.
 
 # %%
 ledger_widget = ledger.widget("round trips", max_rate=8000)

@@ -165,10 +165,11 @@ print("same packing list as design A:", packing_a == packing_b)
 # The classic engine instead lists a `$lookup` stage with its own counters; the helper below reads both forms.
 #
 # **Predict first.** How many documents does the server examine for this packing list (the day's orders are
-# counted above)? Record your guess before running the measuring cell.
+# counted above)? Record your number with `predict_lookup.predict(...)` before running the measuring cell.
 
 # %%
 predict_lookup = labkit.exercises.get("16-predict-lookup-docs")
+predict_lookup
 
 # %% tags=["solution"]
 predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer

@@ -180,10 +180,12 @@ print("books by author:3:", db.books.count_documents({"authorIds": "author:3"}))
 
 # %% [markdown]
 # **Predict first.** In the single collection, how many documents does the author page
-# `find({"relatedIds": "author:3"})` examine?
+# `find({"relatedIds": "author:3"})` examine? Record your number with `predict_author.predict(...)`, then run the
+# measuring cell.
 
 # %%
 predict_author = labkit.exercises.get("19-predict-author-page-docs")
+predict_author
 
 # %% tags=["solution"]
 predict_author.predict(1 + db.books.count_documents({"authorIds": "author:3"}))
