@@ -109,3 +109,21 @@ def enroll_with_push(db: Any, student_id: Any, course_id: Any, when: Any) -> Non
                               {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
     db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
     db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
+
+
+def delete_follows_one_direction(db: Any, user_id: Any) -> None:
+    """08-delete-account's listed mistake: the account's posts, comments and own follows go, but the follows of
+    it (``followingId``) stay behind."""
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"followerId": user_id})
+    db.users.delete_one({"_id": user_id})
+
+
+def rename_by_old_name(db: Any, agent_id: Any, new_name: Any) -> None:
+    """16-extended-reference-tickets' listed mistake: the tickets' copies are found by the old copied name, so a
+    namesake agent's tickets are renamed too."""
+    old = db.agents.find_one({"_id": agent_id})["name"]
+    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
+    db.tickets.update_many({"agent.name": old}, {"$set": {"agent.name": new_name}})

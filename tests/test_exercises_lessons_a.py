@@ -8,7 +8,8 @@ document it produces); "Database References" (08: the application resolves, and 
 import pytest
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, assert_verdict, join_counter_first, solved
+from exercise_helpers import (assert_prediction_round_trip, assert_verdict, delete_follows_one_direction,
+                              join_counter_first, solved)
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
 from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
@@ -238,14 +239,6 @@ def delete_user_only(db, user_id):  # lesson 08's careless deletion
     db.users.delete_one({"_id": user_id})
 
 
-def delete_one_direction(db, user_id):
-    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-    db.posts.delete_many({"authorId": user_id})
-    db.follows.delete_many({"followerId": user_id})
-    db.users.delete_one({"_id": user_id})
-
-
 def delete_posts_first(db, user_id):  # the posts go before their comments were found
     db.posts.delete_many({"authorId": user_id})
     post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
@@ -262,7 +255,7 @@ def delete_too_much(db, user_id):
 @pytest.mark.parametrize("fn, why", [
     (delete_account, None),
     (delete_user_only, "still point at them"),
-    (delete_one_direction, "4 follows of them (followingId)"),
+    (delete_follows_one_direction, "4 follows of them (followingId)"),
     (delete_posts_first, "comments on their posts"),
     (delete_too_much, "other users' data was deleted too (comments"),
 ])

@@ -21,7 +21,8 @@ import labkit
 from labkit.engine import EmbeddedClient
 from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
-from exercise_helpers import enroll_with_push, join_counter_first, solved  # noqa: E402 - tests/ is on sys.path (conftest.py)
+from exercise_helpers import (delete_follows_one_direction, enroll_with_push, join_counter_first,  # noqa: E402
+                              solved)  # tests/ is on sys.path (conftest.py)
 
 
 @pytest.fixture
@@ -590,13 +591,7 @@ def test_08_delete_mistake_posts_left(tmp_db):
 
 
 def test_08_delete_mistake_follows_one_direction(tmp_db):
-    def one_direction(db, user_id):
-        post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-        db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-        db.posts.delete_many({"authorId": user_id})
-        db.follows.delete_many({"followerId": user_id})
-        db.users.delete_one({"_id": user_id})
-    _not_yet(_check("08-delete-account", tmp_db, one_direction), "follows of them (followingId)")
+    _not_yet(_check("08-delete-account", tmp_db, delete_follows_one_direction), "follows of them (followingId)")
 
 
 #: lesson -> {the start of each mistake its `mistakes:` lists: the test above that gives its wrong answer "Not yet"}
