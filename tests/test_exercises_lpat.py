@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labkit import exercises
-from exercise_helpers import rename_by_old_name
+from exercise_helpers import rename_by_old_name, solved
 
 
 @pytest.mark.parametrize("ex_id, measured", [
@@ -82,14 +82,8 @@ def _practice16(name):
     return db
 
 
-def _open_ticket(db, ticket):
-    agent = db.agents.find_one({"_id": ticket["agentId"]}, {"name": 1, "team": 1})
-    db.tickets.insert_one(ticket | {"agent": agent})
-
-
-def _rename_by_id(db, agent_id, new_name):
-    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    db.tickets.update_many({"agent._id": agent_id}, {"$set": {"agent.name": new_name}})
+_SOLUTION = solved("16-extended-reference-tickets")  # the lesson's own open_ticket and rename_agent
+_open_ticket, _rename_by_id = _SOLUTION["open_ticket"], _SOLUTION["rename_agent"]
 
 
 def test_16_a_rename_by_the_old_copied_name_renames_the_namesakes_tickets_too():
