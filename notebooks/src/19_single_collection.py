@@ -67,12 +67,11 @@ print("books:", len(books), "| authors:", len(authors), "| authorships:", sum(le
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("book page: the book and its authors' names", "read", "500/s", "book + every author"),
     ("author page: the author and their books", "read", "50/s", "author + every book"),
     ("add a book with its authors", "write", "20 a day", ""),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # The rates are this lesson's assumption: books are read thousands of times for every book added.

@@ -726,7 +726,7 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
         r, _ = _regex_parts(p.arg, (p.frag.get(p.path) or {}).get("$options", "") if isinstance(
             p.frag.get(p.path), dict) else "")
         flags = 0
-        fl = r.flags if isinstance(r.flags, str) else K._flags_str(r.flags)
+        fl = r.flags if isinstance(r.flags, str) else K.regex_flag_letters(r.flags)
         for ch, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
             if ch in fl:
                 flags |= bit
