@@ -657,9 +657,10 @@ def simple_id_value(filter_: dict) -> Any:
 
 def idhack_eligible(store, q: "Query", collation: dict | None) -> bool:
     """``isIdHackEligibleQuery`` (src/mongo/db/query/query_utils.h, 8.0): no hint, skip or min/max (an
-    aggregate has no showRecordId or tailable), a simple ``_id`` equality filter, and the query's collation the collection's (the engine's
-    collections have the simple default collation). query_utils.cpp ``isQuerySbeCompatible`` keeps such a
-    query out of SBE, so an aggregate that starts with it runs its later stages in the classic engine."""
+    aggregate has no showRecordId or tailable), a simple ``_id`` equality filter, and the query's collation
+    the collection's (the engine's collections have the simple default collation). query_utils.cpp
+    ``isQuerySbeCompatible`` keeps such a query out of SBE, so an aggregate that starts with it runs its
+    later stages in the classic engine."""
     if not store.is_created or q.hint is not None or q.skip or q.min_bound or q.max_bound:
         return False
     return collation is None and simple_id_value(q.filter) is not _NO_ID
