@@ -169,7 +169,8 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # our bounded one, runs in the classic engine
 # ([server source](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)).
 # Another is that the query in front of it may run in SBE as well, and a query that is only an equality on
-# `_id` (no hint, no `$skip`) never does: the server answers it with its dedicated `_id` lookup instead
+# `_id` (no hint, no `$skip`, the collection's collation) never does: the server answers it with its dedicated
+# `_id` lookup instead
 # ([query_utils.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp),
 # `isQuerySbeCompatible`). Both our joins start with `{"$match": {"_id": "user:112"}}`, so both run in the
 # classic engine.
