@@ -206,7 +206,8 @@ predict_author.check(int(comparison.loc[("author page", "single collection"), "d
 
 # %% [markdown]
 # Both designs read the same documents in one round trip; the single collection does it with a plain indexed
-# `find` and no join stage, and one index serves both directions. The price:
+# `find` and no join stage, and one index serves both directions. (The join examines more index keys for the
+# book page: its `$lookup` reads the authors through the `_id` index.) The price:
 #
 # - every link is stored twice (in the book's and in the author's `relatedIds`), so adding a book means updating its
 #   authors too, the two-way-reference upkeep of lesson 05 (below: two statements);
