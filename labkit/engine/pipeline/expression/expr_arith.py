@@ -250,16 +250,20 @@ def op_log(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     if args is None:
         return None
     v, base = args
-    dec = max(num_kind(v), num_kind(base)) == 3
-    x, b = (to_dec(v), to_dec(base)) if dec else (to_float(v), to_float(base))
-    if not dec and (math.isnan(x) or math.isnan(b)):
-        return math.nan
-    if not x > 0:
+    if max(num_kind(v), num_kind(base)) == 3:
+        # ExpressionLog::evaluate (src/mongo/db/pipeline/expression.cpp): a Decimal128 result only for a positive
+        # argument and a positive base other than 1; anything else (a NaN included) falls through to the double
+        # path below, so a Decimal128 NaN gives a double NaN and a bad value the double path's error.
+        xd, bd = to_dec(v), to_dec(base)
+        if not xd.is_nan() and not bd.is_nan() and xd > 0 and bd > 0 and bd != 1:
+            return dec128(DEC_CTX.divide(xd.ln(DEC_CTX), bd.ln(DEC_CTX)))
+    x, b = to_float(v), to_float(base)
+    if not (x > 0 or math.isnan(x)):
         raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
-    if not b > 0 or b == 1:
+    if not (b != 1 and (b > 0 or math.isnan(b))):
         raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
-    if dec:
-        return dec128(DEC_CTX.divide(x.ln(DEC_CTX), b.ln(DEC_CTX)))
+    if math.isnan(x) or math.isnan(b):
+        return math.nan
     return math.log(x) / math.log(b)
 
 
