@@ -8,6 +8,7 @@ Public API (everything else is private):
 - ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
 - ``progress``: which exercises this learner has passed                (labkit.tracking, notebook 00)
 - ``Ledger``: measured cost per operation x the workload's rates       (labkit.ledger, notebook 00)
+- ``workload_table``: a lesson's table of operations, types, rates, needs (labkit.ledger, lessons 10-38)
 - ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
 - ``labkit.querylog.capture``: a query log from the profiler, or from command monitoring where the profiler
   is refused (Atlas Free/Flex)                                         (labkit.querylog, notebook 38)
@@ -34,12 +35,14 @@ _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets"
                "changestreams"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
+         "workload_table": "ledger",
          "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
-    "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "__version__",
+    "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "workload_table",
+    "__version__",
     "shared_mode", "ttl_pass", "sharding",
     "review", "Review", "Finding",
 ]

@@ -14,7 +14,7 @@ import pytest
 from bson.decimal128 import Decimal128
 
 import labkit
-from exercise_helpers import solved
+from exercise_helpers import join_counter_first, push_bid, solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -206,16 +206,6 @@ def _join_find_then_insert(db, g, u):
     db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
 
 
-def _join_inc_first(db, g, u):
-    """The lesson's listed mistake: the counter before the edge (or on a duplicate)."""
-    from pymongo.errors import DuplicateKeyError
-    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        pass
-
-
 _join_every_group = solved("04-member-counter", change=('update_one({"_id": group_id}', "update_many({}"))["join"]
 
 
@@ -244,7 +234,7 @@ def test_04_member_counter_right_answers(db, join):
     (_join_good, _leave_recount, "leave counts the memberships again"),
     (_join_rmw, _leave_good, "read-modify-write"),
     (_join_find_then_insert, _leave_good, "find-then-insert"),
-    (_join_inc_first, _leave_good, "joining twice counted twice"),
+    (join_counter_first, _leave_good, "joining twice counted twice"),
     (_join_every_group, _leave_good, "changed group:go's memberCount too"),
     (_join_good, _leave_always, "never joined changed memberCount"),
     (_join_good, _leave_whole_group, "0 memberships"),
@@ -408,13 +398,6 @@ def test_06_rename_member_wrong_answers(db, fn, why):
     assert r.outcome == "incorrect" and why in r.message
 
 
-def _bids(**mods):
-    def add_bid(db, listing_id, bidder_id, amount):
-        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
-            "$each": [{"bidderId": bidder_id, "amount": amount}], **mods}}})
-    return add_bid
-
-
 def _bids_pipeline(db, listing_id, bidder_id, amount):
     """One pipeline update is atomic too: right."""
     db.listings.update_one({"_id": listing_id}, [{"$set": {"topBids": {"$firstN": {"n": 3, "input": {"$sortArray": {
@@ -428,17 +411,17 @@ def _bids_two_writes(db, listing_id, bidder_id, amount):
                                                                        "$slice": 3}}})
 
 
-@pytest.mark.parametrize("fn", [_bids(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
+@pytest.mark.parametrize("fn", [push_bid(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
 def test_06_top_bids_right_answers(db, fn):
     assert _check("06-top-bids", db, fn).correct
 
 
 @pytest.mark.parametrize("fn, why", [
-    (_bids(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
-    (_bids(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
-    (_bids(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
-    (_bids(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
-    (_bids(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
+    (push_bid(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
+    (push_bid(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
+    (push_bid(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
     (_bids_two_writes, "2 writes"),
 ])
 def test_06_top_bids_wrong_answers(db, fn, why):

@@ -6,10 +6,10 @@ Indexes" and count's "Index Use" (04); "Specify Validation Level for Existing Do
 the rules to all updates, moderate skips updates to already-invalid documents; an update is validated on the
 document it produces); "Database References" (08: the application resolves, and cleans up, references)."""
 import pytest
-from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, assert_verdict, solved
+from exercise_helpers import (assert_prediction_round_trip, assert_verdict, delete_follows_one_direction,
+                              join_counter_first, solved)
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
 from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
@@ -99,14 +99,6 @@ def join_uncaught(db, group_id, user_id):
     db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
 
 
-def join_inc_first(db, group_id, user_id):
-    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
-    try:
-        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-    except DuplicateKeyError:
-        pass
-
-
 def join_upsert_inc(db, group_id, user_id):  # idempotent membership, but counts every call
     db.memberships.update_one({"groupId": group_id, "userId": user_id}, {"$set": {"userId": user_id}}, upsert=True)
     db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
@@ -127,7 +119,7 @@ def leave_blind(db, group_id, user_id):
 @pytest.mark.parametrize("j, l, why", [
     (join, leave, None),
     (join_uncaught, leave, "let DuplicateKeyError escape"),
-    (join_inc_first, leave, "joining twice counted twice"),
+    (join_counter_first, leave, "joining twice counted twice"),
     (join_upsert_inc, leave, "joining twice counted twice"),
     (join_no_counter, leave, "memberCount is 3 instead of 4"),
     (join_replace, leave, "lost its other fields"),
@@ -247,14 +239,6 @@ def delete_user_only(db, user_id):  # lesson 08's careless deletion
     db.users.delete_one({"_id": user_id})
 
 
-def delete_one_direction(db, user_id):
-    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-    db.posts.delete_many({"authorId": user_id})
-    db.follows.delete_many({"followerId": user_id})
-    db.users.delete_one({"_id": user_id})
-
-
 def delete_posts_first(db, user_id):  # the posts go before their comments were found
     db.posts.delete_many({"authorId": user_id})
     post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
@@ -271,7 +255,7 @@ def delete_too_much(db, user_id):
 @pytest.mark.parametrize("fn, why", [
     (delete_account, None),
     (delete_user_only, "still point at them"),
-    (delete_one_direction, "4 follows of them (followingId)"),
+    (delete_follows_one_direction, "4 follows of them (followingId)"),
     (delete_posts_first, "comments on their posts"),
     (delete_too_much, "other users' data was deleted too (comments"),
 ])

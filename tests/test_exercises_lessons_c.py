@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, enroll_with_push, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -81,13 +81,8 @@ def test_00_top_operations_garbage_gets_messages():
 
 
 def test_00_predict_page_docs():
-    ex = exercises.get("00-predict-page-docs")
-    assert ex.check(206).outcome == "not-attempted"
-    ex.predict(6)
-    wrong = ex.check(206)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(206)
-    assert ex.check(206).correct
+    assert exercises.get("00-predict-page-docs").check(206).outcome == "not-attempted"
+    assert_prediction("00-predict-page-docs", 6, 206, "every review")
 
 
 # --- 01: one atomic write on an embedded one-to-few (order lines, money in Decimal128) ----------------------
@@ -166,12 +161,7 @@ def test_01_order_lines_garbage(tmp_db):
 
 
 def test_01_predict_policy_rewrites():
-    ex = exercises.get("01-predict-policy-rewrites")
-    ex.predict(1)
-    wrong = ex.check(663)
-    assert not wrong.correct and "one per copy" in wrong.message
-    ex.predict(663)
-    assert ex.check(663).correct
+    assert_prediction("01-predict-policy-rewrites", 1, 663, "one per copy")
 
 
 # --- 03: a bounded many-to-one join (comments -> commenter) -------------------------------------------------
@@ -253,12 +243,7 @@ def test_03_top_comments_wrong_join_extra_fields_no_lookup_garbage():
 
 
 def test_03_predict_bounded_docs():
-    ex = exercises.get("03-predict-bounded-docs")
-    ex.predict(4001)
-    wrong = ex.check(21)
-    assert not wrong.correct and "never read" in wrong.message
-    ex.predict(21)
-    assert ex.check(21).correct
+    assert_prediction("03-predict-bounded-docs", 4001, 21, "never read")
 
 
 # --- the ledger widget: one operation's slider range (a rare write's break-even) ----------------------------
@@ -394,12 +379,7 @@ def test_05_enroll_insert_one_raises_on_retry(tmp_db):
 
 def test_05_enroll_push_duplicates_on_retry(tmp_db):
     # listed mistake (05): $push in a retried write
-    def push(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
-        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
-    result = _check("05-idempotent-enroll", tmp_db, push)
+    result = _check("05-idempotent-enroll", tmp_db, enroll_with_push)
     assert not result.correct and "$addToSet" in result.message
 
 
@@ -533,12 +513,7 @@ def test_12_thread_stats_near_misses_and_garbage():
 
 
 def test_12_predict_aggregate_keys():
-    ex = exercises.get("12-predict-aggregate-keys")
-    ex.predict(1)
-    wrong = ex.check(10_842)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(10_842)
-    assert ex.check(10_842).correct
+    assert_prediction("12-predict-aggregate-keys", 1, 10_842, "every review")
 
 
 # --- 20: describing an application to the decision helper ---------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -275,13 +275,8 @@ def test_16_tickets_garbage():
 
 
 def test_16_predict_lookup_docs():
-    ex = exercises.get("16-predict-lookup-docs")
-    assert ex.check(206).outcome == "not-attempted"
-    ex.predict(103)
-    wrong = ex.check(206)
-    assert not wrong.correct and "one customer per order" in wrong.message
-    ex.predict(206)
-    assert ex.check(206).correct
+    assert exercises.get("16-predict-lookup-docs").check(206).outcome == "not-attempted"
+    assert_prediction("16-predict-lookup-docs", 103, 206, "one customer per order")
 
 
 # --- 30: reads per write per piece of data, on a changed scenario (a news site) --------------------------------
@@ -340,23 +335,13 @@ def test_30_reads_per_write_mistakes(fn, why):
 def test_30_garbage_and_prediction():
     assert _check("30-reads-per-write", None).outcome == "not-attempted"
     assert "pass your function" in _check("30-reads-per-write", 3).message
-    ex = exercises.get("30-predict-naive-page-docs")
-    ex.predict(6)
-    wrong = ex.check(406)
-    assert not wrong.correct and "reads every review" in wrong.message
-    ex.predict(406)
-    assert ex.check(406).correct
+    assert_prediction("30-predict-naive-page-docs", 6, 406, "reads every review")
 
 
 # --- 11: the deep page prediction (the write path's checker is tested in test_exercises_patterns.py) ----------
 
 def test_11_predict_deep_page():
-    ex = exercises.get("11-predict-deep-page-keys")
-    ex.predict(20)
-    wrong = ex.check(980)
-    assert not wrong.correct and "walks the {postId, createdAt} index past the 960 keys" in wrong.message
-    ex.predict(980)
-    assert ex.check(980).correct
+    assert_prediction("11-predict-deep-page-keys", 20, 980, "walks the {postId, createdAt} index past the 960 keys")
 
 
 # --- predictions of 19, 32 and 33 ------------------------------------------------------------------------------

@@ -72,12 +72,11 @@ print("normal posts:", len(counts), "| comments on them:", sum(counts), "| most 
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("show a post with its newest comments", "read", "2,000/s", "title, comment count, up to 20 newest comments"),
     ("\"more comments\" on a post", "read", "20/s, mostly on viral posts", "the next 20, newest first"),
     ("add a comment", "write", "50/s, bursty on viral posts", "cheap even on the viral post; none lost"),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**

@@ -97,13 +97,12 @@ print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
 # ## Part 1 · Extended reference
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("order page", "read", "200", "order + customer name and address"),
     ("packing list: a day's orders", "read", "1", "order + 2 customer fields"),
     ("customer changes name", "write", "1", ""),
     ("customer moves", "write", "1", "past orders keep the address they were shipped to"),
-], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
-workload
+], rate="per second (assumed)")
 
 # %% [markdown]
 # The rates are this lesson's assumption (the ledger below lets you change them). The customer profile is big and
@@ -352,12 +351,11 @@ ledger_widget
 # ## Part 2 · Subset
 
 # %%
-workload_subset = pd.DataFrame([
+labkit.workload_table([
     ("product page", "read", "500", "product + its 5 newest reviews"),
     ("\"all reviews\" page", "read", "5", "any page of a product's reviews, newest first"),
     ("write a review", "write", "2", ""),
-], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
-workload_subset
+], rate="per second (assumed)")
 
 # %% [markdown]
 # Reviews are a one-to-many that can grow without bound: a popular product collects thousands.

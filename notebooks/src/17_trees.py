@@ -110,12 +110,11 @@ print("children per node, level by level:",
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("breadcrumb of a category", "read", "1,000/s (every product page)", "the ancestors, in order"),
     ("all descendants of a category", "read", "100/s (every category page)", "the whole subtree"),
     ("move or rename a category", "write", "a few a month", ""),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload
+])
 
 # %% [markdown]
 # Same data, four shapes, one collection each (the fifth, nested sets, comes after them):

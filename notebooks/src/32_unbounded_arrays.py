@@ -90,12 +90,11 @@ print(f"{db.devices.count_documents({})} devices")
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('record an event', 'write', '50/s', 'append one event to the device'),
     ('show device page', 'read', '200/s', 'device fields and its 10 newest events'),
     ('event history of a device for a period', 'read', 'a few per hour', 'events in a time range'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: maximum vs average
 #

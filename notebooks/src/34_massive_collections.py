@@ -101,12 +101,11 @@ print("collections created:", len(db.list_collection_names()))
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('record an order', 'write', '30/s', 'one tenant, today'),
     ("a customer's orders, last 15 days", 'read', '50/s', 'one tenant, one customer, newest first'),
     ('delete data older than 15 days', 'write', 'once a day', 'whole days'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: `dbStats` and the names
 #

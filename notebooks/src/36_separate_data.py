@@ -45,7 +45,6 @@
 # %%
 import datetime as dt
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
@@ -79,12 +78,11 @@ for name in ("user_profiles", "user_addresses", "user_settings"):
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('load the request context (every page)', 'read', '1,500/s', 'user, profile, addresses, settings'),
     ('change display name and theme together', 'write', '3/s', 'profile and settings, atomically'),
     ('add an address', 'write', 'rare', 'at most three per user'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 
 # %% [markdown]
 # ## Detect: the same key, four collections, every time
@@ -279,11 +277,8 @@ compare = pd.DataFrame({
 compare
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 2.2))
-ax.barh(compare.columns, compare.loc["round trips per second at 1,500 requests/s"], color=["#d62728", "#1f77b4"])
-ax.set_xlabel("round trips per second at 1,500 requests/s")
-plt.tight_layout()
-plt.show()
+labkit.plots.before_after(compare, "round trips per second at 1,500 requests/s",
+                           "round trips per second at 1,500 requests/s")
 
 # %% [markdown]
 # ## Explore: what the round trips cost

@@ -51,7 +51,6 @@
 # %%
 import datetime as dt
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
@@ -80,13 +79,12 @@ print(db.customers.count_documents({}), "customers,", db.orders.count_documents(
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('support queue: 20 newest open orders with customer name and tier', 'read', '500/s', 'order fields, customer name and tier'),
     ('customer detail page', 'read', '20/s', 'one customer by _id'),
     ('nightly revenue report by tier', 'read', '1/day', 'may take seconds'),
     ('customer renames themselves', 'write', '5/day (0.00006/s)', 'name must eventually show everywhere'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 
 # %% [markdown]
 # ## Detect: a query log, sorted by frequency
@@ -351,11 +349,8 @@ compare = pd.DataFrame({
 compare
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 2.2))
-ax.barh(compare.columns, compare.loc["documents examined per queue view"], color=["#d62728", "#1f77b4"])
-ax.set_xlabel("documents examined per support-queue view")
-plt.tight_layout()
-plt.show()
+labkit.plots.before_after(compare, "documents examined per queue view",
+                           "documents examined per support-queue view")
 
 # %% [markdown]
 # Fewer documents read on the hottest path (the table above), paid for with extra writes on each rename.
