@@ -157,10 +157,11 @@ _SHARDING = ("https://www.mongodb.com/docs/atlas/manage-clusters/ (M30 and up: r
 # define Database Triggers on a Flex Cluster. This is because Flex Clusters don't support change streams", while
 # the table on the same page, "the total number of change streams open against a given cluster based on the
 # cluster's size", lists Free (M0) 5, Flex 10, M10/M20 100, M30/M40 1000, M50-M90 1000, M100+ 1000; it does not
-# say whether streams opened by drivers count against it. A standalone mongod refuses $changeStream (40573); the lessons fall back to their batch jobs
-# there and wherever Atlas refuses the stage (labkit.changestreams). Transactions (transaction_lessons()) need a
-# replica set or a sharded cluster (manual: Transactions); Free clusters are three-node replica sets (Free limits:
-# "Replication Factor is set to 3 Nodes"), and the Atlas pages we read state no transaction limit for Free or Flex.
+# say whether streams opened by drivers count against it. A standalone mongod refuses $changeStream (40573); the
+# lessons fall back to their batch jobs there and wherever Atlas refuses the stage (labkit.changestreams).
+# Transactions (transaction_lessons()) need a replica set or a sharded cluster (manual: Transactions); Free clusters
+# are three-node replica sets (Free limits: "Replication Factor is set to 3 Nodes"), and the Atlas pages we read
+# state no transaction limit for Free or Flex.
 _TRIGGERS = "https://www.mongodb.com/docs/atlas/atlas-ui/triggers/limitations/ (change streams open at once)"
 _FLEX_STREAMS = ("conflicting: the Triggers limitations page says Flex clusters don't support change streams, and "
                  "its own table allows 10 open at once")
