@@ -14,6 +14,8 @@ Public API (everything else is private):
   is refused (Atlas Free/Flex)                                         (labkit.querylog, notebook 38)
 - ``connect(shards=N)``: a sharded cluster (simulated, or a real mongos); ``labkit.sharding``: its figures
   per shard (distribution, targeting, inserts per shard)                (labkit.sharding, notebooks 40-42)
+- ``labkit.changestreams.refusal``: tells a deployment that refuses change streams (a standalone server, an
+  Atlas tier without them) from any other error                      (labkit.changestreams, notebooks 05-06)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -29,7 +31,8 @@ from labkit.review import Finding, Review, review
 from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog", "sharding"}
+               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog", "sharding",
+               "changestreams"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
          "workload_table": "ledger",
