@@ -294,9 +294,10 @@ timeseries_sizes
 #
 # A multi-document transaction that stays open longer than `transactionLifetimeLimitSeconds` (60 by default) is
 # aborted by the server. It is a server parameter: `getParameter` reads it and, on a self-managed deployment,
-# `setParameter` changes it. Atlas restricts some administrative commands, more of them on its Free and Flex
-# clusters ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)); where
-# `getParameter` is refused, the cell says so. Waiting 60 seconds to watch a transaction die would teach nothing more: keep transactions short.
+# `setParameter` changes it. Atlas Free and Flex clusters allow `getParameter` only for `authSchemaVersion` and
+# `authenticationMechanisms`, so they refuse it for this parameter
+# ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)); the cell then says
+# so. Waiting 60 seconds to watch a transaction die would teach nothing more: keep transactions short.
 
 # %%
 try:
