@@ -189,7 +189,8 @@ print("orders:", db.orders.count_documents({}))
 
 # %% [markdown]
 # Expiry: instead of dropping yesterday's collections, a TTL ("time to live") index on a date field lets a
-# background task of the server delete documents whose `createdAt` is older than the retention period ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). 15 days
+# background task of the server delete documents whose `createdAt` is older than the retention period
+# ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). 15 days
 # is 1,296,000 seconds. The server's TTL monitor makes one pass about every 60 seconds
 # ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). The oldest order is just over 14
 # days old, so nothing has expired yet.

@@ -188,7 +188,8 @@ plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collat
 # `$regex` is not collation-aware, so it cannot use a case-insensitive index
 # ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). For
 # the same reason the query's collation does not stop a `$regex` from using the plain index on `username` (for
-# an equality or a range on strings it would: there the index's collation must match): the plan is an IXSCAN of that index that reads every key to test the pattern and fetches only the matches, the
+# an equality or a range on strings it would: there the index's collation must match): the plan is an IXSCAN
+# of that index that reads every key to test the pattern and fetches only the matches, the
 # same signature as `/^sam$/i` without a collation. Which index it scanned:
 
 # %%

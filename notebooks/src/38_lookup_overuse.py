@@ -206,7 +206,8 @@ predict_top.check(per_day[PER_DAY].idxmax())
 print(f"the support queue examines {per_day.loc['support queue', PER_DAY]:,} keys and documents a day, "
       f"the nightly report {per_day.loc['nightly tier report', PER_DAY]:,} (estimated: per run x runs per day)")
 for op, r in per_day.iterrows():
-    print(f"{op}: {client_ms[op] * r['runs per day'] / 1000:.1f} s per day on this machine, estimated (client-side ms per run x runs per day)")
+    print(f"{op}: {client_ms[op] * r['runs per day'] / 1000:.1f} s per day on this machine, "
+          "estimated (client-side ms per run x runs per day)")
 
 # %% [markdown]
 # In time as in documents, the frequent small join outweighs the rare big one. On Atlas (M10 and above, 8.0),

@@ -197,8 +197,8 @@ stages(plan)
 # shard key, since each shard can only check uniqueness among its own documents; the `_id` index is the
 # exception, and it is unique only within each shard unless `_id` is the shard key
 # ([manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/),
-# [manual: Shard Key Indexes](https://www.mongodb.com/docs/manual/core/sharding-shard-key-indexes/)). So, with the source's
-# unique index, "who follows Sam?", the busier lookup, cannot pick the key:
+# [manual: Shard Key Indexes](https://www.mongodb.com/docs/manual/core/sharding-shard-key-indexes/)). So, with
+# the source's unique index, "who follows Sam?", the busier lookup, cannot pick the key:
 
 # %%
 db.follows.insert_many(follows)

@@ -169,7 +169,8 @@ site_dist
 
 # %% [markdown]
 # The balancer split the collection where the site changes, then could move none of the six ranges: each holds
-# one site and more documents than a range may move with (printed above), and is marked jumbo. All the data stays on one shard, and with 6
+# one site and more documents than a range may move with (printed above), and is marked jumbo. All the data
+# stays on one shard, and with 6
 # values there can never be more than 6 ranges, whatever the data grows to.
 #
 # ## `$lookup` across sharded collections
