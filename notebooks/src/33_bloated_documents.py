@@ -131,7 +131,7 @@ from labkit.explain import query_cost
 
 # %% [markdown]
 # **Predict first.** The listing returns 20 products with 4 fields each. How many whole documents does the
-# server examine to produce it?
+# server examine to produce it? Record a number with `predict_projection.predict(...)`.
 
 # %%
 predict_projection = labkit.exercises.get("33-predict-projection-docs")

@@ -80,6 +80,11 @@ labkit.workload_table([
 ])
 # %% [markdown]
 # ## Detect: keys examined vs returned
+#
+# `plan(cursor)` runs a query's `explain()` and prints its stages, read from the bottom up: `IXSCAN` reads
+# entries (keys) of an index, `FETCH` reads the documents those keys point to, `COLLSCAN` reads every document of
+# the collection; and the counts `explain("executionStats")` reports for them
+# ([manual: explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
 # %%
 from labkit.explain import query_cost
@@ -171,9 +176,10 @@ query_cost(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, 
 
 # %% [markdown]
 # `$regex` is not collation-aware, so it cannot use a case-insensitive index
-# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). The
-# plain index on `username` has no collation, so it is still eligible, whatever the query's collation: the
-# plan is an IXSCAN of that index that reads every key to test the pattern and fetches only the matches, the
+# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). For
+# the same reason the query's collation does not stop a `$regex` from using the plain index on `username` (for
+# an equality or a range on strings it would: there the index's collation must match): the plan is an IXSCAN
+# of that index that reads every key to test the pattern and fetches only the matches, the
 # same signature as `/^sam$/i` without a collation. Which index it scanned:
 
 # %%
