@@ -220,6 +220,11 @@ class _ServerSession:
         self.last_used = time.monotonic()
 
 
+# The unsigned $clusterTime of a server without keys (immutable values, shared by every reply).
+_NO_KEY_HASH = Binary(b"\0" * 20)
+_NO_KEY_ID = Int64(0)
+
+
 class ServerContext:
     """State shared by all connections of one served engine: cursors, sessions, cluster time, identity."""
 
@@ -285,7 +290,7 @@ class ServerContext:
     def gossip(self) -> dict:
         """``$clusterTime`` / ``operationTime`` fields every reply of a replica-set member carries."""
         ts = self.cluster_time()
-        return {"$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(b"\0" * 20), "keyId": Int64(0)}},
+        return {"$clusterTime": {"clusterTime": ts, "signature": {"hash": _NO_KEY_HASH, "keyId": _NO_KEY_ID}},
                 "operationTime": ts}
 
     # -- cursors --------------------------------------------------------------------------------------
