@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import assert_prediction, enroll_with_push, solved
+from exercise_helpers import assert_prediction, assert_verdict, enroll_with_push, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -268,52 +268,41 @@ def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
 # Manual: "The positional $ operator" (first matching element, with the array in the query), "update_many",
 # data modeling "Handle Duplicate Data" (snapshots vs. data that must stay consistent).
 
-def rename_solution(db, user_id, new_name):
+rename_solution = solved("06-rename-member")["rename_member"]
+
+
+def rename_with_array_filters(db, user_id, new_name):
     db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[m].name": new_name}},
+                         array_filters=[{"m.userId": user_id}])
 
 
-def test_06_rename_member_solution_passes(tmp_db):
-    result = _check("06-rename-member", tmp_db, rename_solution)
-    assert result.correct, result.message
+def rename_team_by_team(db, user_id, new_name):  # listed mistake (06): one write per team
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    for team in list(db.teams.find({"members.userId": user_id}, {"_id": 1})):
+        db.teams.update_one({"_id": team["_id"], "members.userId": user_id},
+                            {"$set": {"members.$.name": new_name}})
 
 
-def test_06_rename_member_array_filters_also_pass(tmp_db):
-    def filtered(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[m].name": new_name}},
-                             array_filters=[{"m.userId": user_id}])
-    result = _check("06-rename-member", tmp_db, filtered)
-    assert result.correct, result.message
+def rename_fixed_position(db, user_id, new_name):  # listed mistake (06): members.0.name
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
 
 
-def test_06_rename_member_one_write_per_team(tmp_db):
-    # listed mistake (06): one write per team
-    def loop(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        for team in list(db.teams.find({"members.userId": user_id}, {"_id": 1})):
-            db.teams.update_one({"_id": team["_id"], "members.userId": user_id},
-                                {"$set": {"members.$.name": new_name}})
-    result = _check("06-rename-member", tmp_db, loop)
-    assert not result.correct and "one per team" in result.message
+def rename_history_too(db, user_id, new_name):  # listed mistake (06): rewriting historical snapshots on rename
+    rename_solution(db, user_id, new_name)
+    db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
 
 
-def test_06_rename_member_fixed_position(tmp_db):
-    # listed mistake (06): members.0.name
-    def fixed(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
-    result = _check("06-rename-member", tmp_db, fixed)
-    assert not result.correct and "fixed position" in result.message
-
-
-def test_06_rename_member_rewrites_snapshots(tmp_db):
-    # listed mistake (06): rewriting historical snapshots on rename
-    def history(db, user_id, new_name):
-        rename_solution(db, user_id, new_name)
-        db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
-    result = _check("06-rename-member", tmp_db, history)
-    assert not result.correct and "history" in result.message
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (rename_solution, None),
+    (rename_with_array_filters, None),
+    (rename_team_by_team, "one per team"),
+    (rename_fixed_position, "fixed position"),
+    (rename_history_too, "history"),
+])
+def test_06_rename_member(tmp_db, fn, why):
+    assert_verdict(_check("06-rename-member", tmp_db, fn), why)
 
 
 def test_06_rename_member_near_misses(tmp_db):
@@ -355,11 +344,7 @@ def test_06_predict_oldest_preview():
 # Manual: "Retryable Writes" (a retried operation must be safe to repeat), "$addToSet", "upsert" with
 # "$setOnInsert", "Unique Indexes" (E11000 duplicate key error, code 11000).
 
-def enroll_solution(db, student_id, course_id, when):
-    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-    db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
-    db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+enroll_solution = solved("05-idempotent-enroll")["enroll"]
 
 
 def test_05_enroll_solution_passes(tmp_db):
