@@ -370,42 +370,7 @@ def test_05_reconcile_wrong_answers(db, fn, why):
     assert_verdict(_check("05-reconcile", db, fn), why)
 
 
-# --- 06 ------------------------------------------------------------------------------------------------------
-
-def _rename_good(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({"members.userId": u}, {"$set": {"members.$.name": n}})
-
-
-def _rename_unfiltered(db, u, n):
-    """Two writes and the right result, but the teams update visits every team."""
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({}, {"$set": {"members.$[m].name": n}}, array_filters=[{"m.userId": u}])
-
-
-def _rename_loop(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    for t in db.teams.find({"members.userId": u}):
-        db.teams.update_one({"_id": t["_id"], "members.userId": u}, {"$set": {"members.$.name": n}})
-
-
-def _rename_every_element(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({"members.userId": u}, {"$set": {"members.$[].name": n}})
-
-
-def test_06_rename_member_right_answer(db):
-    assert _check("06-rename-member", db, _rename_good).correct
-
-
-@pytest.mark.parametrize("fn, why", [
-    (_rename_unfiltered, "it visits every team"),
-    (_rename_loop, "one per team?"),
-    (_rename_every_element, "change only the matching entry's `name`"),
-])
-def test_06_rename_member_wrong_answers(db, fn, why):
-    assert_verdict(_check("06-rename-member", db, fn), why)
-
+# --- 06 (06-rename-member: test_exercises_lessons_c.py) -----------------------------------------------------
 
 def _bids_pipeline(db, listing_id, bidder_id, amount):
     """One pipeline update is atomic too: right."""

@@ -289,6 +289,17 @@ def rename_fixed_position(db, user_id, new_name):  # listed mistake (06): member
     db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
 
 
+def rename_every_team(db, user_id, new_name):
+    """Two writes and the right result, but the teams update visits every team."""
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({}, {"$set": {"members.$[m].name": new_name}}, array_filters=[{"m.userId": user_id}])
+
+
+def rename_every_element(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[].name": new_name}})
+
+
 def rename_history_too(db, user_id, new_name):  # listed mistake (06): rewriting historical snapshots on rename
     rename_solution(db, user_id, new_name)
     db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
@@ -297,7 +308,9 @@ def rename_history_too(db, user_id, new_name):  # listed mistake (06): rewriting
 @pytest.mark.parametrize("fn, why", [  # why: None for a right answer
     (rename_solution, None),
     (rename_with_array_filters, None),
-    (rename_team_by_team, "one per team"),
+    (rename_team_by_team, "one per team?"),
+    (rename_every_team, "it visits every team"),
+    (rename_every_element, "change only the matching entry's `name`"),
     (rename_fixed_position, "fixed position"),
     (rename_history_too, "history"),
 ])
@@ -427,47 +440,37 @@ def test_05_predict_transaction_crash():
 # Manual: "$max" (updates only if the new value is greater), "$inc" (atomic on one document); the computed
 # pattern (Building with Patterns: The Computed Pattern).
 
-def add_reply_solution(db, reply):
+add_reply_solution = solved("12-thread-stats")["add_reply"]
+
+
+def add_reply_set_time(db, reply):  # listed mistake (12): $set lastReplyAt, a late reply moves it back
     db.replies.insert_one(reply)
     db.threads.update_one({"_id": reply["threadId"]},
-                          {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+                          {"$inc": {"replyCount": 1}, "$set": {"lastReplyAt": reply["at"]}})
 
 
-def test_12_thread_stats_solution_passes():
-    result = _check("12-thread-stats", add_reply_solution)
-    assert result.correct, result.message
+def add_reply_read_modify_write(db, reply):  # listed mistake (12): read the thread, write replyCount + 1 back
+    db.replies.insert_one(reply)
+    thread = db.threads.find_one({"_id": reply["threadId"]})
+    db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": thread["replyCount"] + 1},
+                                                       "$max": {"lastReplyAt": reply["at"]}})
 
 
-def test_12_thread_stats_set_keeps_the_late_reply():
-    # listed mistake (12): $set lastReplyAt, a late reply moves it back
-    def set_time(db, reply):
-        db.replies.insert_one(reply)
-        db.threads.update_one({"_id": reply["threadId"]},
-                              {"$inc": {"replyCount": 1}, "$set": {"lastReplyAt": reply["at"]}})
-    result = _check("12-thread-stats", set_time)
-    assert not result.correct and "`$max` keeps" in result.message
+def add_reply_recount(db, reply):  # the issue's case: a full re-aggregation on every write
+    db.replies.insert_one(reply)
+    n = db.replies.count_documents({"threadId": reply["threadId"]})
+    newest = db.replies.find_one({"threadId": reply["threadId"]}, sort=[("at", -1)])["at"]
+    db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": n, "lastReplyAt": newest}})
 
 
-def test_12_thread_stats_read_modify_write_loses_a_count():
-    # listed mistake (12): read the thread, write replyCount + 1 back
-    def rmw(db, reply):
-        db.replies.insert_one(reply)
-        thread = db.threads.find_one({"_id": reply["threadId"]})
-        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": thread["replyCount"] + 1},
-                                                           "$max": {"lastReplyAt": reply["at"]}})
-    result = _check("12-thread-stats", rmw)
-    assert not result.correct and "lost update" in result.message
-
-
-def test_12_thread_stats_recount_on_every_write():
-    # the issue's case: a full re-aggregation on every write
-    def recount(db, reply):
-        db.replies.insert_one(reply)
-        n = db.replies.count_documents({"threadId": reply["threadId"]})
-        newest = db.replies.find_one({"threadId": reply["threadId"]}, sort=[("at", -1)])["at"]
-        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": n, "lastReplyAt": newest}})
-    result = _check("12-thread-stats", recount)
-    assert not result.correct and "re-computing" in result.message
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (add_reply_solution, None),
+    (add_reply_set_time, "`$max` keeps"),
+    (add_reply_read_modify_write, "lost update"),
+    (add_reply_recount, "re-computing"),
+])
+def test_12_thread_stats(fn, why):
+    assert_verdict(_check("12-thread-stats", fn), why)
 
 
 def test_12_thread_stats_near_misses_and_garbage():
