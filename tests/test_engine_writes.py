@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 from pymongo import DeleteOne, IndexModel, InsertOne, ReplaceOne, UpdateMany, UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
 
 from labkit.engine import EmbeddedClient
 
