@@ -30,11 +30,12 @@ def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "") -> N
 
 
 def assert_verdict(result: Any, why: str | None) -> None:
-    """A check's result: passed when ``why`` is None, else failed with a message that says ``why``."""
+    """A check's result: passed when ``why`` is None, else refused as incorrect (not an error of the learner's
+    code, not "not attempted") with a message that says ``why``."""
     if why is None:
         assert result.correct, result.message
     else:
-        assert not result.correct and why in result.message, result.message
+        assert result.outcome == "incorrect" and why in result.message, (result.outcome, result.message)
 
 
 def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:

@@ -332,7 +332,7 @@ def test_parallel_arrays_in_compound_index_171(db):
     before = state(c)
     with pytest.raises(WriteError) as ei:
         c.insert_one({"a": [1, 2], "b": [1, 2]})
-    assert ei.value.code == 171 and "cannot index parallel arrays" in str(ei.value)
+    assert ei.value.code == 171 and "cannot index parallel arrays [b] [a]" in str(ei.value)
     with pytest.raises(WriteError) as ei:
         c.update_one({}, {"$set": {"b": [3, 4]}})
     assert ei.value.code == 171

@@ -128,10 +128,14 @@ def _raises(client, coll):
     (_reshard({"_id": 1}), "monotonically increasing"),              # still monotonic
     (_drop_and_recreate, "are gone"),
     (_nothing, "still {ts: 1}"),
-    (_raises, "RuntimeError"),
 ])
 def test_42_repair_key(client, repair, expected):
     assert_verdict(_check("42-repair-key", client, repair), expected)
+
+
+def test_42_repair_key_names_the_learners_exception(client):
+    r = _check("42-repair-key", client, _raises)
+    assert r.outcome == "error" and "RuntimeError" in r.message, (r.outcome, r.message)
 
 
 def test_42_wrong_call_shapes(client):

@@ -75,14 +75,11 @@ print("engine:", labkit.describe(db.client))
 # request. The rates are illustrative; their order of magnitude is what matters.
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("Load the signed-in account with its roles", "read", 500, "name, email, every role assignment"),
-        ("Change one permission of a user's role", "write", 0.01, "permission and updatedAt change together"),
-        ("List the users holding a role", "read", 0.05, "admins page for support staff"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("Load the signed-in account with its roles", "read", 500, "name, email, every role assignment"),
+    ("Change one permission of a user's role", "write", 0.01, "permission and updatedAt change together"),
+    ("List the users holding a role", "read", 0.05, "admins page for support staff"),
+], rate="per_second")
 workload
 
 # %% [markdown]

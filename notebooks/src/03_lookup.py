@@ -61,15 +61,12 @@ summary
 # ## The workload
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("profile page: the user and their newest 20 posts", "read", 900, "name; title, location, date of 20 posts"),
-        ("home timeline: the 20 newest posts, each with its author's name", "read", 900, "title, date, author name"),
-        ("publish a post", "write", 20, "one insert"),
-        ("change a display name", "write", 0.01, "visible on the next page load"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("profile page: the user and their newest 20 posts", "read", 900, "name; title, location, date of 20 posts"),
+    ("home timeline: the 20 newest posts, each with its author's name", "read", 900, "title, date, author name"),
+    ("publish a post", "write", 20, "one insert"),
+    ("change a display name", "write", 0.01, "visible on the next page load"),
+], rate="per_second")
 workload
 
 # %% [markdown]

@@ -68,15 +68,12 @@ summary
 # ## The workload
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("who follows X (page of 20, by follower id)", "read", 300, "follower ids"),
-        ("whom does X follow (page of 20)", "read", 200, "followed ids"),
-        ("follow / unfollow", "write", 500, "never a duplicate edge"),
-        ("show X's follower count", "read", 5000, "one number"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("who follows X (page of 20, by follower id)", "read", 300, "follower ids"),
+    ("whom does X follow (page of 20)", "read", 200, "followed ids"),
+    ("follow / unfollow", "write", 500, "never a duplicate edge"),
+    ("show X's follower count", "read", 5000, "one number"),
+], rate="per_second")
 workload
 
 # %% [markdown]
