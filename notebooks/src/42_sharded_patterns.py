@@ -320,8 +320,8 @@ ex.check(client, repair)
 #
 # - Key bucket documents by what identifies the series, then time (`{sensorId: 1, date: 1}`): each hour's new
 #   buckets spread, and one sensor's range reads target one shard.
-# - A key with few values caps the number of ranges; a range of one value that outgrows the range size is jumbo
-#   and stays put.
+# - A key with few values caps the number of ranges; a range of one value that holds more documents than a
+#   migration may move is jumbo and stays put.
 # - `$lookup` of a sharded collection works outside transactions, each shard joining its own documents;
 #   transactions may span shards at a higher cost; `reshardCollection` repairs a key without moving the data by
 #   hand.

@@ -1238,8 +1238,7 @@ def _move_chunk(r: Mongos, op: _Op) -> dict:
 
 def _check_not_jumbo(r: Mongos, t: RoutingTable, chunk: Any) -> None:
     limit = r.chunk_size_bytes(t)
-    rows = r.chunk_rows(t, chunk)
-    if sum(x[1] for x in rows) > limit and len({x[0] for x in rows}) <= 1:
+    if r.too_big_to_move(t, chunk):  # more documents than a migration takes: ChunkTooBig, whatever the key values
         chunk.jumbo = True
         r.write_metadata(t)
         raise fail("Cannot move chunk: the amount of data in the chunk exceeds the max chunk size (%d bytes) and it "
