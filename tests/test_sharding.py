@@ -148,6 +148,19 @@ def test_unsupported_key_patterns_are_bad_value(m, key):
     assert m.config["config"]["collections"].count_documents({}) == 0
 
 
+@pytest.mark.parametrize("key, message", [
+    ({"a": -1}, "Shard key { a: -1 } can contain at most one 'hashed' field, and/or multiple numerical fields set "
+                "to a value of 1. Failed to parse field a"),
+    ({"a": "hashed", "b": "hashed"}, "Failed to parse field b"),
+    ({"a..b": 1}, "Field a..b contains empty parts"),
+    ({"a.$x": 1}, "Field a.$x contains parts that start with '$'"),
+])
+def test_key_pattern_errors_read_as_the_servers(m, key, message):
+    # parseShardKeyPattern in src/mongo/db/s/shard_key_pattern.cpp (BadValue 2, the message naming the field)
+    e = _err(lambda: _shard(m, "lab.c", key), 2)
+    assert message in str(e)
+
+
 def test_hashed_empty_collection_gets_one_chunk_per_shard(m):
     _shard(m, "lab.posts", {"authorId": "hashed"})
     chunks = list(m.config["config"]["chunks"].find({}, sort=[("min", 1)]))
@@ -392,13 +405,28 @@ def test_a_collections_range_size_stays_through_balancing(m):
     # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges
     _shard(m, "lab.sites", {"site": 1})
     m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
-    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(160)])
+    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(300)])
     m.command("admin", {"balancerStart": 1})
     doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
     assert doc["maxChunkSizeBytes"] == 1024 * 1024
     chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
-    assert len(chunks) == 6 and all(c.get("jumbo") for c in chunks)  # one site each, over 1 MB: none moves
+    # one site each: 300 documents of ~8 KB, more than a migration takes (2 x 1 MB / 8 KB = 260): none moves
+    assert len(chunks) == 6 and all(c.get("jumbo") for c in chunks)
     assert m.command("admin", {"balancerCollectionStatus": "lab.sites"})["chunkSize"] == 1
+
+
+def test_a_range_of_one_key_value_moves_while_a_migration_takes_it(m):
+    # src/mongo/db/s/migration_chunk_cloner_source.cpp: maxRecsWhenFull = 2 x (range size / the donor's average
+    # document size); a range is ChunkTooBig only above that count, so a one-key range of 160 documents of ~8 KB
+    # (1.3 MB, over the 1 MB range size, under 260 documents) still moves and is not jumbo.
+    _shard(m, "lab.sites", {"site": 1})
+    m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
+    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(160)])
+    m.command("admin", {"balancerStart": 1})
+    doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
+    chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
+    assert not any(c.get("jumbo") for c in chunks)
+    assert min(_counts(m, "lab.sites").values()) > 0
 
 
 # ---------------------------------------------------------------------------------------------- repairing a key
