@@ -105,7 +105,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                 entry: dict = {"name": name, "type": "collection"}
             else:
                 entry = {"name": name, "type": "collection", "options": collection_options(st),
-                         "info": {"readOnly": False},
+                         "info": {"readOnly": False, "uuid": st.uuid},  # list_collections.cpp buildCollectionBson
                          "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
             entry = list_entry(entry, st)  # views: type "view"; clustered: no idIndex (views.py)
             if match is not None and not match(entry):
