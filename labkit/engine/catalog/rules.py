@@ -618,6 +618,9 @@ class LabCollection(EmbeddedCollection):
                                         "codeName": "NamespaceExists"})
             from ..repl.oplog import record_command
             target = dbs._collections.get(new_name)
+            dbs[self.name].wait_for_writers()  # both collections' exclusive locks (rename_collection.cpp)
+            if kwargs.get("dropTarget") and target is not None:
+                target.wait_for_writers()
             o = {"renameCollection": "%s.%s" % (self.database.name, self.name),
                  "to": "%s.%s" % (self.database.name, new_name), "stayTemp": False}
             if kwargs.get("dropTarget") and target is not None and target.is_created:
