@@ -165,3 +165,25 @@ def test_time_series_hashed_and_clustered(client):
     with pytest.raises(OperationFailure) as e:
         list(db.cl.find(show_record_id=True))
     assert e.value.code == 115 and "not modelled" in _msg(e)
+
+
+def test_sort_key_meta_beside_return_key(client):
+    # jstests/core/query/return_key.js: {$meta: "sortKey"} fields are kept (an array of the sort key's values),
+    # nested for a dotted name; the rest of the projection is ignored
+    coll = _three(client)
+    h = [("a", 1)]
+    assert list(coll.find({}, {"c": {"$meta": "sortKey"}}, return_key=True).hint(h).sort("a", -1)) == \
+        [{"a": 3, "c": [3]}, {"a": 2, "c": [2]}, {"a": 1, "c": [1]}]
+    assert list(coll.find({}, {"c": {"$meta": "sortKey"}}, return_key=True).hint(h).sort("b", 1)) == \
+        [{"a": 3, "c": [1]}, {"a": 2, "c": [2]}, {"a": 1, "c": [3]}]
+    two = {"c": {"$meta": "sortKey"}, "d": {"$meta": "sortKey"}}
+    assert list(coll.find({}, two, return_key=True).hint(h).sort("b", 1)) == \
+        [{"a": 3, "c": [1], "d": [1]}, {"a": 2, "c": [2], "d": [2]}, {"a": 1, "c": [3], "d": [3]}]
+    assert list(coll.find({}, {"c.d": {"$meta": "sortKey"}}, return_key=True).hint(h).sort("b", 1)) == \
+        [{"a": 3, "c": {"d": [1]}}, {"a": 2, "c": {"d": [2]}}, {"a": 1, "c": {"d": [3]}}]
+    plan = coll.find({}, {"c": {"$meta": "sortKey"}}, return_key=True).hint(h).sort("a", -1).explain()
+    assert _chain(plan["queryPlanner"]["winningPlan"]) == ["RETURN_KEY", "SORT_KEY_GENERATOR", "IXSCAN"]
+    # canonical_query.cpp: a sortKey $meta projection needs a sort (BadValue 2)
+    with pytest.raises(OperationFailure) as e:
+        list(coll.find({}, {"c": {"$meta": "sortKey"}}, return_key=True).hint(h))
+    assert e.value.code == 2 and _msg(e) == "cannot use sortKey $meta projection without a sort"

@@ -414,6 +414,30 @@ def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
     return tuple(out)
 
 
+def doc_sort_key_values(doc: Any, fields: list[tuple[list[str], bool]]) -> list[Any]:
+    """The values of ``doc``'s sort key for (parts, descending) fields: the candidates ``doc_sort_keys`` orders
+    by (what a find's ``{$meta: "sortKey"}`` shows, one value per sort field; a missing field is null)."""
+    if len(fields) > 1:
+        parts_list = [p for p, _ in fields]
+        try:
+            for parts in parts_list:
+                _simple_get(doc, parts)
+        except _HasArray:
+            keys, arrays = index_key_values(doc, parts_list)
+            if len(arrays) > 1:
+                _check_parallel(arrays)
+            if not any(part.isdigit() for parts in parts_list for part in parts):
+                descs = [d for _, d in fields]
+                best = min(keys, key=lambda key: tuple((invert(x) if d else x) for x, d in zip(
+                    (encode(None if v is MISSING else v) for v in key), descs)))
+                return [None if v is MISSING else v for v in best]
+    out = []
+    for parts, desc in fields:
+        vals = sort_values(doc, parts)
+        out.append(max(vals, key=encode) if desc else min(vals, key=encode))
+    return out
+
+
 MISSING = object()
 
 

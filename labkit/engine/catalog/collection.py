@@ -1591,15 +1591,27 @@ def check_find_flags(return_key: Any, show_record_id: Any) -> None:
             raise OperationFailure("Field '%s' should be a boolean value, but found: %s" % (field, _type_name(val)), 14)
 
 
-def set_find_flags(q: Query, st: Any, return_key: Any, show_record_id: Any) -> None:
+def set_find_flags(q: Query, st: Any, return_key: Any, show_record_id: Any, projector: Any = None) -> None:
     """Give query ``q`` a find's ``returnKey`` / ``showRecordId`` (planner.py: RETURN_KEY, the ``$recordId``
-    projection). On a clustered collection the record id is the ``_id``'s key string, not modelled: 115."""
+    projection). With ``returnKey`` the projection is parsed (its errors are the server's) and ignored but for its
+    ``{$meta: "sortKey"}`` fields (``projector``: the collection's projection parser), which need a sort
+    (BadValue 2, canonical_query.cpp). On a clustered collection the record id is the ``_id``'s key string, not
+    modelled: 115."""
     if not (return_key or show_record_id):
         return
     if st.options and "clusteredIndex" in st.options:
         raise unsupported("find returnKey/showRecordId on a clustered collection",
                           "a projection of _id (a clustered collection's record id is its _id)")
     q.return_key, q.show_record_id = bool(return_key), bool(show_record_id)
+    proj = q.projection
+    if return_key and isinstance(proj, Mapping) and proj:
+        meta = [f for f, v in proj.items() if isinstance(v, Mapping) and dict(v) == {"$meta": "sortKey"}]
+        rest = {f: v for f, v in proj.items() if f not in meta}
+        if rest and projector is not None:
+            projector(rest)  # parsed for its errors only
+        if meta and not q.sort:
+            raise OperationFailure("cannot use sortKey $meta projection without a sort", 2)
+        q.sort_key_fields = meta
 
 
 def refuse_min_max_as_aggregation(min_: Any, max_: Any, return_key: Any = None, show_record_id: Any = None) -> None:
@@ -1675,7 +1687,8 @@ class Cursor(CursorProtocol):
                 refuse_min_max_as_aggregation(self._lab_min, self._lab_max, return_key, show_record_id)
             set_min_max(q, self._lab_min, self._lab_max)
         if bounds:
-            set_find_flags(q, self.collection._store, return_key, show_record_id)
+            coll = self.collection
+            set_find_flags(q, coll._store, return_key, show_record_id, lambda p: coll._projector(p, self._filter))
         return q
 
     _lab_min: Any = None  # find's ``min`` / ``max`` as given (find(min=...), Cursor.min())
@@ -1697,8 +1710,8 @@ class Cursor(CursorProtocol):
         if op is not None and self._max_time_ms:
             op.set_max_time(self._max_time_ms)
         with no_gc():
-            project = coll._projector(self._projection, self._filter)
             q = self._query()
+            project = None if q.return_key else coll._projector(self._projection, self._filter)
             ex = coll._run(q)
             docs = []
             st = coll._store

@@ -293,7 +293,8 @@ def _cmd_explain(db, cmd):
         check_find_flags(inner.get("returnKey"), inner.get("showRecordId"))
         if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None or view_def(coll._store):
             refuse_min_max_as_aggregation(None, None, inner.get("returnKey"), inner.get("showRecordId"))
-        set_find_flags(q, coll._store, inner.get("returnKey"), inner.get("showRecordId"))
+        set_find_flags(q, coll._store, inner.get("returnKey"), inner.get("showRecordId"),
+                       lambda p: coll._projector(p, q.filter))
         from ..query.collate import normalize, using
         with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
             return coll.explain_find(q, verbosity, inner)

@@ -851,9 +851,14 @@ class ReturnKey(Stage):
 
     name = "RETURN_KEY"
 
-    def __init__(self, child: Stage, store) -> None:
+    def __init__(self, child: Stage, store, sort_key_fields: list[str] | None = None,
+                 sort: list[tuple[str, int]] | None = None) -> None:
         super().__init__([child])
         self.store = store
+        # the projection's {$meta: "sortKey"} fields, the only part of it RETURN_KEY keeps (planner_analysis.cpp
+        # extractSortKeyMetaFieldsFromProjection): each gets the sort key's values as an array
+        self.sort_key_fields = [f.split(".") for f in sort_key_fields or ()]
+        self.sort_parts = [(f.split("."), d < 0) for f, d in sort or ()]
         self.indexes = []  # the indexes whose keys can reach this stage, in plan order
         for s in child.walk():
             ix = getattr(s, "index", None)
@@ -866,7 +871,18 @@ class ReturnKey(Stage):
             rid, doc, key = self.children[0].out
             if doc is None:
                 doc = self.store.docs.get(rid)
-            self.out = (None, self.key_document(doc, key), None)
+            out = self.key_document(doc, key)
+            if self.sort_key_fields and doc is not None:
+                values = K.doc_sort_key_values(doc, self.sort_parts)
+                for parts in self.sort_key_fields:
+                    at = out
+                    for p in parts[:-1]:
+                        nxt = at.get(p)
+                        if not isinstance(nxt, dict):
+                            nxt = at[p] = {}
+                        at = nxt
+                    at[parts[-1]] = list(values)
+            self.out = (None, out, None)
         return st
 
     def key_document(self, doc: dict | None, key: tuple | None) -> dict:

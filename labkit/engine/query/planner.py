@@ -83,6 +83,7 @@ class Query:
     min_bound: dict | None = None  # find's ``min`` / ``max`` (the hinted index's key bounds, set by the cursor)
     max_bound: dict | None = None
     return_key = False  # find's ``returnKey``: a RETURN_KEY stage gives each result's index key (return_key.cpp)
+    sort_key_fields: list[str] = []  # with returnKey: the projection's {$meta: "sortKey"} fields
     show_record_id = False  # find's ``showRecordId``: the projection gains ``$recordId: {$meta: "recordId"}``
 
 
@@ -601,7 +602,9 @@ class Planner:
             # planner_analysis.cpp analyzeDataAccess: SKIP, then RETURN_KEY instead of any projection, then LIMIT
             if q.skip and not skip_done:
                 root = Skip(root, q.skip)
-            root = ReturnKey(root, self.store)
+            if q.sort_key_fields and not (blocking_sort and q.sort):  # addSortKeyGeneratorStageIfNeeded
+                root = Passthrough(root, "SORT_KEY_GENERATOR")
+            root = ReturnKey(root, self.store, q.sort_key_fields, q.sort)
             if q.limit and not (blocking_sort and q.sort):
                 root = Limit(root, q.limit)
             return root
