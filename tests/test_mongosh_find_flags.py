@@ -8,19 +8,10 @@ CI=true), as tests/test_mongosh.py.
 """
 from __future__ import annotations
 
-import pytest
 from bson import Int64
 
-from served_helpers import mongosh_path, serve_in_thread, unavailable
-from test_mongosh import INSTALL_HINT, run_mongosh
-
-
-@pytest.fixture(scope="module")
-def mongosh() -> str:
-    exe = mongosh_path()
-    if exe is None:
-        unavailable(f"mongosh not found; {INSTALL_HINT}")
-    return exe
+from served_helpers import serve_in_thread
+from test_mongosh import mongosh, run_mongosh  # noqa: F401 - mongosh: the fixture (skipped with a hint if missing)
 
 
 def test_return_key_and_show_record_id_in_mongosh(mongosh, tmp_path):
