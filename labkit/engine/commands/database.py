@@ -289,8 +289,8 @@ def _cmd_explain(db, cmd):
         q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
                   allow_disk_use=inner.get("allowDiskUse"))
+        check_find_flags(inner.get("returnKey"), inner.get("showRecordId"))  # the IDL parse comes first
         set_min_max(q, inner.get("min"), inner.get("max"))
-        check_find_flags(inner.get("returnKey"), inner.get("showRecordId"))
         if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None or view_def(coll._store):
             refuse_min_max_as_aggregation(None, None, inner.get("returnKey"), inner.get("showRecordId"))
         set_find_flags(q, coll._store, inner.get("returnKey"), inner.get("showRecordId"),
