@@ -8,11 +8,14 @@ Public API (everything else is private):
 - ``recommend``, ``decision_widget``: the schema decision helper       (labkit.decision)
 - ``progress``: which exercises this learner has passed                (labkit.tracking, notebook 00)
 - ``Ledger``: measured cost per operation x the workload's rates       (labkit.ledger, notebook 00)
+- ``workload_table``: a lesson's table of operations, types, rates, needs (labkit.ledger, lessons 10-38)
 - ``review``, ``Review``, ``Finding``: the read-only schema review     (labkit.review, notebook 39)
 - ``labkit.querylog.capture``: a query log from the profiler, or from command monitoring where the profiler
   is refused (Atlas Free/Flex)                                         (labkit.querylog, notebook 38)
 - ``connect(shards=N)``: a sharded cluster (simulated, or a real mongos); ``labkit.sharding``: its figures
   per shard (distribution, targeting, inserts per shard)                (labkit.sharding, notebooks 40-42)
+- ``labkit.changestreams.refusal``: tells a deployment that refuses change streams (a standalone server, an
+  Atlas tier without them) from any other error                      (labkit.changestreams, notebooks 05-06)
 
 Submodules are imported lazily so ``import labkit`` stays fast and has no side effects.
 """
@@ -28,15 +31,18 @@ from labkit.review import Finding, Review, review
 from labkit.engine._version import __version__  # the one place the version is written
 
 _SUBMODULES = {"seed", "explain", "validation", "collation", "limits", "widgets", "exercises", "plots",
-               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog", "sharding"}
+               "decision", "tracking", "ledger", "shared", "workshop", "demo", "querylog", "sharding",
+               "changestreams"}
 _LAZY = {"show_plan": "explain", "plan_summary": "explain", "plan_tree": "explain", "draw_plan": "explain",
          "recommend": "decision", "decision_widget": "decision", "progress": "tracking", "Ledger": "ledger",
+         "workload_table": "ledger",
          "shared_mode": "shared", "ttl_pass": "engine.catalog.ttl"}
 
 __all__ = [
     "connect", "LabConnectionError", "describe", "redact_uri",
     "fresh_db", "reset_db", "db_name", "UnsafeDatabaseError",
-    "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "__version__",
+    "seed", "show_plan", "plan_summary", "plan_tree", "draw_plan", "recommend", "decision_widget", "progress", "Ledger", "workload_table",
+    "__version__",
     "shared_mode", "ttl_pass", "sharding",
     "review", "Review", "Finding",
 ]

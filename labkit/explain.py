@@ -128,6 +128,21 @@ def plan_summary(explain_doc: dict) -> dict[str, Any]:
     return summary
 
 
+def query_cost(cursor: Any) -> dict[str, Any]:
+    """What a query costs, from ``cursor.explain()``: the winning plan's stages from the root down to the scan
+    (``"LIMIT <- FETCH <- IXSCAN"``, FETCH being the stage that loads whole documents) and the executionStats
+    counters ``totalKeysExamined``, ``totalDocsExamined`` and ``nReturned`` (the manual's explain results)."""
+    e = cursor.explain()
+    node, stages = e["queryPlanner"]["winningPlan"], []
+    while node:
+        node = node.get("queryPlan", node)
+        stages.append(node["stage"])
+        node = node.get("inputStage")
+    s = e["executionStats"]
+    return {"stages": " <- ".join(stages), "keys examined": s["totalKeysExamined"],
+            "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+
+
 def show_plan(explain_doc: dict, draw: bool = False) -> Any:
     """A compact one-row-per-part table: the query (or the aggregate's ``$cursor``) and each ``$lookup``.
 

@@ -25,7 +25,7 @@ cost per run`` (the rates are the workload's figures), and the tables and the wi
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import bson
 
@@ -246,6 +246,21 @@ def compare(costs: Mapping[str, OpCost], metrics: tuple[str, ...] | None = None)
                          "returned")
     table = pd.DataFrame({name: {**{m: c.as_row()[m] for m in metrics}, "cost": c.how} for name, c in costs.items()})
     return table.loc[[*metrics, "cost"]]
+
+
+def workload_table(rows: Iterable[Sequence[Any]], *, rate: str = "rate") -> Any:
+    """A lesson's workload table, the method's first step: one row per operation, ``(operation, type, rate,
+    needs)`` (type: read, write or what else runs; the rate as the lesson states it, a number per second or
+    words such as "a few per hour"), as a pandas DataFrame indexed by operation. ``rate`` names the rate
+    column, e.g. ``"rate (assumed)"`` where the rates are the lesson's assumptions."""
+    import pandas as pd
+
+    rows = [tuple(r) for r in rows]
+    for r in rows:
+        if len(r) != 4:
+            raise ValueError(f"workload_table: each row is (operation, type, rate, needs); {r!r} has {len(r)} "
+                             "values")
+    return pd.DataFrame(rows, columns=["operation", "type", rate, "needs"]).set_index("operation")
 
 
 def rate_unit(rate: float) -> tuple[str, int]:

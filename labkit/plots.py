@@ -126,6 +126,18 @@ def bars_against_limit(ax, labels: Sequence[str], sizes: Sequence[float], *, lim
         ax.set_title(title, fontsize=10)
 
 
+def before_after(compare: Any, row: str, xlabel: str) -> None:
+    """The lessons' before-and-after chart: row ``row`` of a comparison table whose columns are the designs
+    (the naive one first, drawn red, then the better one, blue), as horizontal bars labelled ``xlabel``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 2.2))
+    ax.barh(compare.columns, compare.loc[row], color=["#d62728", "#1f77b4"])
+    ax.set_xlabel(xlabel)
+    plt.tight_layout()
+    plt.show()
+
+
 class ShowsText:
     """For an object that holds an ipywidgets ``widget`` and describes itself in :meth:`text`: the notebook shows
     the widget, and its stored text/plain (what nbval compares, what a plain console prints) is that text."""

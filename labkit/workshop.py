@@ -127,6 +127,9 @@ class Tier:
     ops_per_second: int = 0   # the tier's operation rate limit for the whole cluster (Free: 100, Flex: 500)
     refuses: tuple[str, ...] = ()  # commands the lessons use that the tier does not support
     sharding: bool = False    # the tier can be deployed as a sharded cluster (a mongos in front of shards)
+    change_streams: int = 0   # most change streams open at once on the cluster, per the Atlas docs (0: none given)
+    change_streams_note: str = ""  # what the Atlas docs say about change streams on this tier, conflicts included
+    change_streams_conflict: bool = False  # the Atlas docs contradict themselves on this tier: test it first
 
 
 _FREE = "https://www.mongodb.com/docs/atlas/reference/free-shared-limitations/ (operational limits)"
@@ -149,18 +152,39 @@ _BUILDS = "maxNumActiveUserIndexBuilds default 3 (SERVER-47155, DOCS-13797; manu
 # with the tier's storage per shard.
 _SHARDING = ("https://www.mongodb.com/docs/atlas/manage-clusters/ (M30 and up: replica set or sharded cluster; "
              "M10/M20: replica set only)")
+# Change streams (lessons 05 and 06 open one per learner for their worker; change_stream_lessons()). The Atlas
+# Triggers limitations page (atlas-ui/triggers/limitations, checked 2026-12-03) says in its text "You cannot
+# define Database Triggers on a Flex Cluster. This is because Flex Clusters don't support change streams", while
+# the table on the same page, "the total number of change streams open against a given cluster based on the
+# cluster's size", lists Free (M0) 5, Flex 10, M10/M20 100, M30/M40 1000, M50-M90 1000, M100+ 1000; it does not
+# say whether streams opened by drivers count against it. A standalone mongod refuses $changeStream (40573); the
+# lessons fall back to their batch jobs there and wherever Atlas refuses the stage (labkit.changestreams).
+# Transactions (transaction_lessons()) need a replica set or a sharded cluster (manual: Transactions); Free clusters
+# are three-node replica sets (Free limits: "Replication Factor is set to 3 Nodes"), and the Atlas pages we read
+# state no transaction limit for Free or Flex.
+_TRIGGERS = "https://www.mongodb.com/docs/atlas/atlas-ui/triggers/limitations/ (change streams open at once)"
+_FLEX_STREAMS = ("conflicting: the Triggers limitations page says Flex clusters don't support change streams, and "
+                 "its own table allows 10 open at once")
 TIERS: dict[str, Tier] = {
-    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3, f"{_FREE}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
-                 ops_per_second=100, refuses=("profile",)),
-    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3, f"{_FLEX}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}", 38,
-                 ops_per_second=500, refuses=("profile",)),
-    "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}"),
-    "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3, f"{_FAQ}; {_BUILDS}; {_SHARDING}",
-                sharding=True),
+    "free": Tier("free", "Atlas Free (M0)", 512, 100, 500, 0, 3,
+                 f"{_FREE}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}; {_TRIGGERS}", 38,
+                 ops_per_second=100, refuses=("profile",), change_streams=5,
+                 change_streams_note="at most 5 open at once on the cluster (Triggers limitations table)"),
+    "flex": Tier("flex", "Atlas Flex", 5_000, 100, 500, 0, 3,
+                 f"{_FLEX}; {_FAQ}; {_UNSUPPORTED}; {_BUILDS}; {_TRIGGERS}", 38,
+                 ops_per_second=500, refuses=("profile",), change_streams=10, change_streams_note=_FLEX_STREAMS,
+                 change_streams_conflict=True),
+    "m10": Tier("m10", "Atlas M10 (10 GB default storage)", 10_000, 0, 0, 5_000, 3, f"{_FAQ}; {_BUILDS}; {_TRIGGERS}",
+                change_streams=100, change_streams_note="at most 100 open at once (Triggers limitations table)"),
+    "m30": Tier("m30", "Atlas M30 (40 GB default storage)", 40_000, 0, 0, 10_000, 3,
+                f"{_FAQ}; {_BUILDS}; {_SHARDING}; {_TRIGGERS}",
+                sharding=True, change_streams=1000,
+                change_streams_note="at most 1,000 open at once (Triggers limitations table)"),
     "m40": Tier("m40", "Atlas M40 (80 GB default storage)", 80_000, 0, 0, 100_000, 3,
-                f"{_FAQ}; {_BUILDS}; {_SHARDING}", sharding=True),
+                f"{_FAQ}; {_BUILDS}; {_SHARDING}; {_TRIGGERS}", sharding=True, change_streams=1000,
+                change_streams_note="at most 1,000 open at once (Triggers limitations table)"),
     "self-managed": Tier("self-managed", "Self-managed replica set or sharded cluster", 0, 0, 0, 0, 3, _BUILDS,
-                         sharding=True),
+                         sharding=True, change_streams_note="yes (a standalone mongod refuses them: 40573)"),
 }
 #: the order tiers are recommended in: the smallest that fits first
 TIER_ORDER = ("free", "flex", "m10", "m30", "m40", "self-managed")
@@ -218,6 +242,31 @@ def profiler_lessons(notebooks: Path | None = None) -> list[str]:
     """The lesson numbers whose code turns the database profiler on (the ``profile`` command; read from the
     lesson sources' code lines, not their prose)."""
     return list(_scan(_sources(notebooks))[1])
+
+
+_CHANGE_STREAM_CALL = re.compile(r"""\.watch\(|["']\$changeStream["']""")
+_TRANSACTION_CALL = re.compile(r"""\.with_transaction\(|\.start_transaction\(""")
+
+
+def _lessons_calling(pattern: re.Pattern, notebooks: Path | None) -> list[str]:
+    """The lesson numbers whose code lines (not comments) match ``pattern``."""
+    found = []
+    for name, text in _sources(notebooks):
+        code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+        if name[:2].isdigit() and pattern.search(code):
+            found.append(name[:2])
+    return found
+
+
+def change_stream_lessons(notebooks: Path | None = None) -> list[str]:
+    """The lesson numbers whose code opens a change stream (``watch(...)`` or a ``$changeStream`` stage)."""
+    return _lessons_calling(_CHANGE_STREAM_CALL, notebooks)
+
+
+def transaction_lessons(notebooks: Path | None = None) -> list[str]:
+    """The lesson numbers whose code runs a multi-document transaction (``with_transaction`` or
+    ``start_transaction``)."""
+    return _lessons_calling(_TRANSACTION_CALL, notebooks)
 
 
 def seat_footprint(users: int = 200) -> dict[str, int]:
@@ -357,6 +406,15 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
         checks.append({"limit": f"database profiler (profile command), used by lesson {', '.join(uses_profiler)}",
                        "room needs": "profile", "tier allows": "not supported", "ok": False, "enforced": False,
                        "note": "refused: the lesson needs its query-log fallback"})
+    streams = sorted({str(fp["lesson"]) for fp in chosen} & set(change_stream_lessons()))
+    if streams and t.change_streams:
+        which = f"lesson{'s' if len(streams) > 1 else ''} {', '.join(streams)}"
+        checks.append({"limit": f"change streams open at once (one per learner in {which})",
+                       "room needs": f"{learners:,}", "tier allows": f"{t.change_streams:,} (Atlas Triggers limits)",
+                       "ok": learners <= t.change_streams and not t.change_streams_conflict, "enforced": False,
+                       "note": (t.change_streams_note + "; " if t.change_streams_conflict else "") +
+                       "where Atlas refuses the $changeStream stage the lessons run their batch jobs instead "
+                       "(labkit.changestreams); open one on the cluster before the workshop"})
     numbers = {str(fp["lesson"]) for fp in chosen}
     names = [n for n in lesson_database_names() if not n[:2].isdigit() or n[:2] in numbers]
     if names and t.db_name_bytes:
@@ -369,6 +427,7 @@ def plan(learners: int, tier: str = "free", *, lessons: Sequence[str] = (), shar
     return {"learners": learners, "tier": t, "shared": shared, "lessons": rows, "learner": learner_total,
             "room": room, "checks": checks, "fits": fits, "comfortable": comfortable,
             "lesson_numbers": [str(fp["lesson"]) for fp in chosen], "uses_profiler": uses_profiler,
+            "uses_change_streams": streams,
             "sharded": sharded, "simulated_cluster": [] if sharded else needs_shards}
 
 

@@ -19,12 +19,23 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
+def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "") -> None:
+    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured``."""
+    ex = labkit.exercises.get(ex_id)
+    ex.predict(wrong)
+    r = ex.check(measured)
+    assert not r.correct and why in r.message, r.message
+    ex.predict(measured)
+    assert ex.check(measured).correct
+
+
 def assert_verdict(result: Any, why: str | None) -> None:
-    """A check's result: passed when ``why`` is None, else failed with a message that says ``why``."""
+    """A check's result: passed when ``why`` is None, else refused as incorrect (not an error of the learner's
+    code, not "not attempted") with a message that says ``why``."""
     if why is None:
         assert result.correct, result.message
     else:
-        assert not result.correct and why in result.message, result.message
+        assert result.outcome == "incorrect" and why in result.message, (result.outcome, result.message)
 
 
 def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -69,3 +80,51 @@ def prune_indexes(compare_collation: bool):
             if prefix or name not in used:
                 tickets.drop_index(name)
     return prune
+
+
+def push_bid(**modifiers: Any):
+    """An answer to 06-top-bids: ``add_bid`` pushes the bid into the listing's ``topBids`` with ``$each`` and the
+    given ``$push`` modifiers (``$sort``, ``$slice``, ``$position``)."""
+    def add_bid(db: Any, listing_id: Any, bidder_id: Any, amount: Any) -> None:
+        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
+            "$each": [{"bidderId": bidder_id, "amount": amount}], **modifiers}}})
+    return add_bid
+
+
+def join_counter_first(db: Any, group_id: Any, user_id: Any) -> None:
+    """04-member-counter's listed mistake: the counter is incremented before the membership is inserted, and kept
+    when the insert is a duplicate (joining twice counts twice)."""
+    from pymongo.errors import DuplicateKeyError
+
+    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
+    try:
+        db.memberships.insert_one({"groupId": group_id, "userId": user_id})
+    except DuplicateKeyError:
+        pass
+
+
+def enroll_with_push(db: Any, student_id: Any, course_id: Any, when: Any) -> None:
+    """05-idempotent-enroll's listed mistake: ``$push`` in a write that may be retried (a retry adds the id
+    again)."""
+    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
+    db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
+
+
+def delete_follows_one_direction(db: Any, user_id: Any) -> None:
+    """08-delete-account's listed mistake: the account's posts, comments and own follows go, but the follows of
+    it (``followingId``) stay behind."""
+    post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
+    db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
+    db.posts.delete_many({"authorId": user_id})
+    db.follows.delete_many({"followerId": user_id})
+    db.users.delete_one({"_id": user_id})
+
+
+def rename_by_old_name(db: Any, agent_id: Any, new_name: Any) -> None:
+    """16-extended-reference-tickets' listed mistake: the tickets' copies are found by the old copied name, so a
+    namesake agent's tickets are renamed too."""
+    old = db.agents.find_one({"_id": agent_id})["name"]
+    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
+    db.tickets.update_many({"agent.name": old}, {"$set": {"agent.name": new_name}})

@@ -66,6 +66,22 @@ def assert_known_names(known: Mapping[str, str], names: Iterable[str] = LESSON_N
     assert not stray, f"KNOWN names lessons that do not exist: {stray}"
 
 
+def lesson_tests(problems: Callable[[str], list[str]], known: Mapping[str, str],
+                 test_file: str) -> tuple[Callable[[], None], Callable[[str], None]]:
+    """The two tests of a lesson-method rule: ``known`` names only lessons, and every lesson has no problems
+    (or, when in ``known``, still has one). Assign them to ``test_...`` names in the test module."""
+    import pytest
+
+    def known_lists_only_lessons() -> None:
+        assert_known_names(known)
+
+    @pytest.mark.parametrize("name", LESSON_NAMES)
+    def every_lesson(name: str) -> None:
+        assert_known(name, problems(name), known, test_file)
+
+    return known_lists_only_lessons, every_lesson
+
+
 def main(argv: list[str], problems: Callable[[str], list[str]], known: Mapping[str, str],
          names: Iterable[str] = LESSON_NAMES) -> int:
     """Print each named lesson's problems (all lessons when none is named); exit 1 when any has problems."""

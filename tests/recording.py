@@ -1,4 +1,5 @@
-"""A command listener for tests that compare what two paths publish (pymongo's monitoring API)."""
+"""What tests record: a command listener for tests that compare what two paths publish (pymongo's monitoring
+API), and the change events a change stream delivers."""
 from __future__ import annotations
 
 from pymongo import monitoring
@@ -19,3 +20,17 @@ class EventRecorder(monitoring.CommandListener):
 
     def failed(self, e) -> None:
         self.events.append(("failed", e.command_name, e.failure))
+
+
+def change_events(stream, n: int, wait: float = 5.0) -> list:
+    """The next ``n`` change events of ``stream`` (``try_next`` until there are ``n`` or ``wait`` seconds
+    passed: fewer when the stream delivers fewer)."""
+    import time
+
+    out: list = []
+    deadline = time.monotonic() + wait
+    while len(out) < n and time.monotonic() < deadline:
+        ev = stream.try_next()
+        if ev is not None:
+            out.append(ev)
+    return out

@@ -14,6 +14,7 @@ from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
 from labkit.engine.transport.wire import serve_in_thread
+from recording import change_events
 
 
 @pytest.fixture(params=["in-process", "wire"])
@@ -31,16 +32,6 @@ def client(request):
         server.stop()
 
 
-def _events(stream, n, wait=5.0):
-    out = []
-    deadline = time.monotonic() + wait
-    while len(out) < n and time.monotonic() < deadline:
-        ev = stream.try_next()
-        if ev is not None:
-            out.append(ev)
-    return out
-
-
 def test_crud_events_and_their_fields(client):
     coll = client.cs.c
     coll.insert_one({"_id": 0})
@@ -50,7 +41,7 @@ def test_crud_events_and_their_fields(client):
         coll.update_one({"_id": 1}, {"$unset": {"a": 1}})
         coll.replace_one({"_id": 1}, {"x": 1})
         coll.delete_one({"_id": 1})
-        ins, upd, unset, rep, dele = _events(s, 5)
+        ins, upd, unset, rep, dele = change_events(s, 5)
     # field order of change_stream_event_transform.cpp: _id, operationType, clusterTime, wallTime, fullDocument,
     # ns, documentKey, updateDescription
     assert list(ins) == ["_id", "operationType", "clusterTime", "wallTime", "fullDocument", "ns", "documentKey"]
@@ -76,7 +67,7 @@ def test_pipeline_update_diff_truncated_arrays_and_disambiguated_paths(client):
     with coll.watch(show_expanded_events=True, max_await_time_ms=50) as s:
         coll.update_one({"_id": 1}, [{"$set": {"arr": [1, 2], "o": {"1": "y", "k": 1}}}])
         coll.update_one({"_id": 1}, {"$set": {"arr.0": 9}})
-        a, b = _events(s, 2)
+        a, b = change_events(s, 2)
     d = a["updateDescription"]
     assert d["truncatedArrays"] == [{"field": "arr", "newSize": 2}]
     assert d["updatedFields"] == {"o.1": "y"}
@@ -93,14 +84,14 @@ def test_drop_rename_and_invalidate(client):
     s = db.a.watch(max_await_time_ms=50)
     dbs = db.watch(max_await_time_ms=50)
     db.a.rename("b")
-    evs = _events(s, 2)
+    evs = change_events(s, 2)
     assert [e["operationType"] for e in evs] == ["rename", "invalidate"]
     assert evs[0]["to"] == {"db": "cs", "coll": "b"} and evs[0]["ns"] == {"db": "cs", "coll": "a"}
     assert list(evs[1]) == ["_id", "operationType", "clusterTime", "wallTime"]
     assert s.try_next() is None if s.alive else not s.alive
     assert not s.alive
     db.b.drop()
-    evs = _events(dbs, 2)
+    evs = change_events(dbs, 2)
     assert [e["operationType"] for e in evs] == ["rename", "drop"]  # a database stream is not invalidated
     # startAfter an invalidate starts a new stream on the collection; resumeAfter refuses it (260)
     inv_token = s.resume_token
@@ -109,7 +100,7 @@ def test_drop_rename_and_invalidate(client):
     assert e.value.code == 260
     s2 = db.a.watch(start_after=inv_token, max_await_time_ms=50)
     db.a.insert_one({"_id": 7})
-    assert _events(s2, 1)[0]["documentKey"] == {"_id": 7}
+    assert change_events(s2, 1)[0]["documentKey"] == {"_id": 7}
     s2.close()
     dbs.close()
 
@@ -119,20 +110,20 @@ def test_drop_database_events(client):
     s = client.csx.watch(max_await_time_ms=50)
     cs = client.csx.a.watch(max_await_time_ms=50)
     client.drop_database("csx")
-    assert [e["operationType"] for e in _events(s, 3)] == ["drop", "dropDatabase", "invalidate"]
-    assert [e["operationType"] for e in _events(cs, 2)] == ["drop", "invalidate"]
+    assert [e["operationType"] for e in change_events(s, 3)] == ["drop", "dropDatabase", "invalidate"]
+    assert [e["operationType"] for e in change_events(cs, 2)] == ["drop", "invalidate"]
 
 
 def test_resume_after_and_start_at_operation_time(client):
     coll = client.cs.r
     s = coll.watch(max_await_time_ms=50)
     coll.insert_many([{"_id": i} for i in range(4)])
-    first = _events(s, 1)[0]
+    first = change_events(s, 1)[0]
     s.close()
     with coll.watch(resume_after=first["_id"], max_await_time_ms=50) as r:
-        assert [e["documentKey"]["_id"] for e in _events(r, 3)] == [1, 2, 3]
+        assert [e["documentKey"]["_id"] for e in change_events(r, 3)] == [1, 2, 3]
     with coll.watch(start_at_operation_time=first["clusterTime"], max_await_time_ms=50) as r:
-        assert [e["documentKey"]["_id"] for e in _events(r, 4)] == [0, 1, 2, 3]
+        assert [e["documentKey"]["_id"] for e in change_events(r, 4)] == [0, 1, 2, 3]
 
 
 def test_full_document_modes_and_pre_images(client):
@@ -144,19 +135,19 @@ def test_full_document_modes_and_pre_images(client):
                       max_await_time_ms=50) as s:
         db.img.update_one({"_id": 1}, {"$inc": {"v": 1}})
         db.img.update_one({"_id": 1}, {"$inc": {"v": 1}})
-        a, b = _events(s, 2)
+        a, b = change_events(s, 2)
     assert a["fullDocument"] == {"_id": 1, "v": 2} and a["fullDocumentBeforeChange"] == {"_id": 1, "v": 1}
     assert list(a)[-1] == "fullDocumentBeforeChange"
     with db.plain.watch(full_document="updateLookup", max_await_time_ms=50) as s:
         db.plain.update_one({"_id": 1}, {"$inc": {"v": 1}})
         db.plain.update_one({"_id": 1}, {"$inc": {"v": 1}})
-        a, b = _events(s, 2)
+        a, b = change_events(s, 2)
     assert a["fullDocument"] == {"_id": 1, "v": 3}  # the current version at lookup time
     # images required but the collection does not record them: NoMatchingDocument (47)
     with db.plain.watch(full_document_before_change="required", max_await_time_ms=50) as s:
         db.plain.delete_one({"_id": 1})
         with pytest.raises(OperationFailure) as e:
-            _events(s, 1)
+            change_events(s, 1)
         assert e.value.code == 47
 
 
@@ -167,7 +158,7 @@ def test_user_pipeline_and_its_limits(client):
         coll.insert_one({"_id": 1, "a": 1, "b": 2})
         coll.delete_one({"_id": 1})
         coll.insert_one({"_id": 2, "a": 5})
-        evs = _events(s, 2)
+        evs = change_events(s, 2)
     assert [e["fullDocument"] for e in evs] == [{"a": 1}, {"a": 5}]
     with pytest.raises(OperationFailure) as e:
         coll.watch([{"$group": {"_id": None}}])
@@ -178,7 +169,7 @@ def test_user_pipeline_and_its_limits(client):
     with coll.watch([{"$project": {"_id": 0}}], max_await_time_ms=50) as s:
         coll.insert_one({"_id": 3})
         with pytest.raises(OperationFailure) as e:
-            _events(s, 1)
+            change_events(s, 1)
         assert e.value.code == 280
 
 
@@ -202,11 +193,11 @@ def test_bad_input_gets_the_servers_errors(client):
     keep = db.watch()  # a stream stays open, so the history keeps every write
     with db.other.watch(max_await_time_ms=50) as s:
         db.other.insert_one({"_id": 1})
-        tok = _events(s, 1)[0]["_id"]
+        tok = change_events(s, 1)[0]["_id"]
     db.v0.insert_one({"_id": 2})
     with pytest.raises(OperationFailure) as e:
         with db.v0.watch(resume_after=tok, max_await_time_ms=50) as s:
-            _events(s, 1, wait=1)
+            change_events(s, 1, wait=1)
     assert e.value.code == 280 and "NonResumableChangeStreamError" in e.value.details["errorLabels"]
     keep.close()
     # a resume point older than the history: ChangeStreamHistoryLost (286)
@@ -226,7 +217,7 @@ def test_transaction_events_appear_at_commit_in_order(client):
                 coll.insert_one({"_id": 1}, session=sess)
                 coll.update_one({"_id": 0}, {"$set": {"a": 1}}, session=sess)
                 assert s.try_next() is None  # nothing before the commit
-        evs = _events(s, 2)
+        evs = change_events(s, 2)
     assert [e["operationType"] for e in evs] == ["insert", "update"]
     assert evs[0]["clusterTime"] == evs[1]["clusterTime"]
     assert list(evs[0])[:2] == ["txnNumber", "lsid"] and evs[0]["lsid"]["id"] == lsid["id"]
@@ -260,8 +251,8 @@ def test_expanded_ddl_events(client):
         db.command("collMod", "e", index={"name": "a_1", "hidden": True})
         db.e.drop_index("a_1")
         db.f.insert_one({"_id": 1})  # creates f implicitly
-        evs = _events(s, 6)
-        classic = _events(plain, 1)
+        evs = change_events(s, 6)
+        classic = change_events(plain, 1)
     assert [e["operationType"] for e in evs] == ["create", "createIndexes", "modify", "dropIndexes", "create",
                                                  "insert"]
     create, cix, mod, dix = evs[:4]
@@ -284,14 +275,14 @@ def test_writes_made_while_no_stream_is_open_reach_a_resumed_stream(client, monk
         empty_token = s.resume_token  # the first (empty) batch's postBatchResumeToken
     db.c.insert_one({"_id": 1})  # no stream open now
     with db.c.watch(resume_after=empty_token, max_await_time_ms=50) as s:
-        assert [e["documentKey"] for e in _events(s, 1)] == [{"_id": 1}]
+        assert [e["documentKey"] for e in change_events(s, 1)] == [{"_id": 1}]
     with db.d.watch(max_await_time_ms=50) as s:
         db.d.insert_one({"_id": 1})
-        event_token = _events(s, 1)[0]["_id"]
+        event_token = change_events(s, 1)[0]["_id"]
     db.d.insert_one({"_id": 2})
     db.d.update_one({"_id": 2}, {"$set": {"x": 1}})
     with db.d.watch(resume_after=event_token, max_await_time_ms=50) as s:
-        assert [(e["operationType"], e["documentKey"]) for e in _events(s, 2)] == \
+        assert [(e["operationType"], e["documentKey"]) for e in change_events(s, 2)] == \
             [("insert", {"_id": 2}), ("update", {"_id": 2})]
     monkeypatch.setattr(oplog_mod, "MAX_ENTRIES", 3)
     for i in range(3, 8):

@@ -4,6 +4,8 @@ Each test names its source: MongoDB's manual, the server source or jstests, or p
 """
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure, WriteError
 
@@ -69,10 +71,15 @@ def test_deep_document_is_overflow_not_recursion(coll):
 
 
 # -- raw exceptions -------------------------------------------------------------------------------------------
-def test_raw_exception_becomes_internal_error_with_cause(coll, monkeypatch):
+def _run_raises(coll, monkeypatch, exc):
+    """The collection's command runner fails inside with ``exc`` (a bug, or a corner the engine does not model)."""
     def broken(self, *a, **k):
-        raise KeyError("oops")
+        raise exc
     monkeypatch.setattr(type(coll), "_run", broken)
+
+
+def test_raw_exception_becomes_internal_error_with_cause(coll, monkeypatch):
+    _run_raises(coll, monkeypatch, KeyError("oops"))
     with pytest.raises(OperationFailure) as ei:
         list(coll.find({"a": 1}))
     err = ei.value
@@ -85,9 +92,7 @@ def test_raw_exception_becomes_internal_error_with_cause(coll, monkeypatch):
 
 
 def test_not_implemented_becomes_unsupported(coll, monkeypatch):
-    def gap(self, *a, **k):
-        raise NotImplementedError("Some corner")
-    monkeypatch.setattr(type(coll), "_run", gap)
+    _run_raises(coll, monkeypatch, NotImplementedError("Some corner"))
     with pytest.raises(OperationFailure) as ei:
         coll.count_documents({"a": 1})
     assert ei.value.code == 115 and "not modelled by labkit's embedded engine" in str(ei.value)
@@ -118,50 +123,43 @@ def test_code_less_engine_errors_get_the_servers_code(coll):
 # -- transactions ---------------------------------------------------------------------------------------------
 # Manual "Transactions" > "Transactions and Operations": a command that fails inside a transaction aborts it;
 # later operations and the commit fail with NoSuchTransaction (251) labelled TransientTransactionError.
-def test_error_inside_transaction_aborts_it(client, coll, monkeypatch):
+@contextlib.contextmanager
+def _aborted_transaction(client, coll, _id):
+    """A transaction that inserted {_id}, for a body whose failing command aborts it: afterwards the commit fails
+    with NoSuchTransaction (251, labelled TransientTransactionError) and the insert is gone."""
     with client.start_session() as s:
         s.start_transaction()
-        coll.insert_one({"_id": "t1"}, session=s)
+        coll.insert_one({"_id": _id}, session=s)
+        yield s
+        with pytest.raises(OperationFailure) as ei:
+            s.commit_transaction()
+        assert ei.value.code == 251 and ei.value.has_error_label("TransientTransactionError")
+    assert coll.find_one({"_id": _id}) is None
+
+
+def test_error_inside_transaction_aborts_it(client, coll, monkeypatch):
+    with _aborted_transaction(client, coll, "t1") as s:
         with pytest.raises(OperationFailure):
             coll.insert_one({"_id": "t1"}, session=s)  # duplicate key inside the transaction
         with pytest.raises(OperationFailure) as ei:
             coll.find_one({}, session=s)
         assert ei.value.code == 251
-        with pytest.raises(OperationFailure) as ei:
-            s.commit_transaction()
-        assert ei.value.code == 251 and ei.value.has_error_label("TransientTransactionError")
-    assert coll.find_one({"_id": "t1"}) is None
 
 
 def test_raw_exception_inside_transaction_aborts_it(client, coll, monkeypatch):
-    with client.start_session() as s:
-        s.start_transaction()
-        coll.insert_one({"_id": "t2"}, session=s)
+    with _aborted_transaction(client, coll, "t2") as s:
         real = type(coll)._run
-
-        def broken(self, *a, **k):
-            raise AttributeError("gap")
-        monkeypatch.setattr(type(coll), "_run", broken)
+        _run_raises(coll, monkeypatch, AttributeError("gap"))
         with pytest.raises(OperationFailure) as ei:
             coll.update_one({"_id": "t2"}, {"$set": {"x": 1}}, session=s)
         assert ei.value.code == 1
         monkeypatch.setattr(type(coll), "_run", real)
-        with pytest.raises(OperationFailure) as ei:
-            s.commit_transaction()
-        assert ei.value.code == 251
-    assert coll.find_one({"_id": "t2"}) is None
 
 
 def test_too_deep_query_inside_transaction_aborts_it(client, coll):
-    with client.start_session() as s:
-        s.start_transaction()
-        coll.insert_one({"_id": "t4"}, session=s)
+    with _aborted_transaction(client, coll, "t4") as s:
         with pytest.raises(OperationFailure):
             list(coll.find(deep_and(150), session=s))
-        with pytest.raises(OperationFailure) as ei:
-            s.commit_transaction()
-        assert ei.value.code == 251
-    assert coll.find_one({"_id": "t4"}) is None
 
 
 # jstests/core/txns/commands_not_allowed_in_txn.js: a command refused with OperationNotSupportedInTransaction

@@ -64,15 +64,16 @@ def test_client_bulk_write_verbose_results(client):
     assert client.db.c.find_one({"_id": 9}) == {"_id": 9, "skey": "new"}
 
 
-def test_client_bulk_write_ordered_stops_at_first_error(client):
+def _bulk_error(client, ops, **kw):
+    """The ClientBulkWriteException ``client.bulk_write(ops, **kw)`` raises when db.c already holds {_id: 1}."""
     client.db.c.insert_one({"_id": 1})
     with pytest.raises(ClientBulkWriteException) as info:
-        client.bulk_write([
-            InsertOne(namespace="db.c", document={"_id": 0}),
-            InsertOne(namespace="db.c", document={"_id": 1}),
-            InsertOne(namespace="db.c", document={"_id": 2}),
-        ])
-    exc = info.value
+        client.bulk_write(ops, **kw)
+    return info.value
+
+
+def test_client_bulk_write_ordered_stops_at_first_error(client):
+    exc = _bulk_error(client, [InsertOne(namespace="db.c", document={"_id": i}) for i in (0, 1, 2)])
     assert exc.code == 65 and len(exc.write_errors) == 1
     err = exc.write_errors[0]
     assert err["idx"] == 1 and err["code"] == 11000 and "E11000 duplicate key error" in err["errmsg"]
@@ -82,15 +83,12 @@ def test_client_bulk_write_ordered_stops_at_first_error(client):
 
 
 def test_client_bulk_write_unordered_runs_everything(client):
-    client.db.c.insert_one({"_id": 1})
-    with pytest.raises(ClientBulkWriteException) as info:
-        client.bulk_write([
-            InsertOne(namespace="db.c", document={"_id": 1}),
-            InsertOne(namespace="db.c", document={"_id": 2}),
-            UpdateOne(namespace="db.c", filter={"_id": 2}, update={"$inc": {"n": 1}}),
-            InsertOne(namespace="db.c", document={"_id": 2}),
-        ], ordered=False, verbose_results=True)
-    exc = info.value
+    exc = _bulk_error(client, [
+        InsertOne(namespace="db.c", document={"_id": 1}),
+        InsertOne(namespace="db.c", document={"_id": 2}),
+        UpdateOne(namespace="db.c", filter={"_id": 2}, update={"$inc": {"n": 1}}),
+        InsertOne(namespace="db.c", document={"_id": 2}),
+    ], ordered=False, verbose_results=True)
     assert [e["idx"] for e in exc.write_errors] == [0, 3]
     partial = exc.partial_result
     assert partial.inserted_count == 1 and partial.modified_count == 1

@@ -131,6 +131,19 @@ def test_arithmetic_null_missing_and_errors(coll):
     assert code(coll, {"$round": [1, 2, 3]}) == 28667
 
 
+def test_log_decimal_falls_through_to_the_double_path(coll):
+    # ExpressionLog::evaluate (src/mongo/db/pipeline/expression.cpp): a Decimal128 result only for a positive
+    # argument and a positive base other than 1; otherwise the double path decides: a NaN passes (double NaN),
+    # a non-positive argument is 28758, a bad base 28759.
+    assert math.isnan(run(coll, {"$log": [Decimal128("NaN"), 10]}))
+    assert isinstance(run(coll, {"$log": [Decimal128("NaN"), 10]}), float)
+    assert run(coll, {"$log": [Decimal128("100"), 10]}) == Decimal128("2")
+    assert code(coll, {"$log": [Decimal128("-1"), 10]}) == 28758
+    assert code(coll, {"$log": [Decimal128("8"), Decimal128("1")]}) == 28759
+    assert code(coll, {"$log": [math.nan, -1]}) == 28759
+    assert math.isnan(run(coll, {"$log": [math.nan, 10]}))
+
+
 def test_math_functions(coll):
     # manual $pow, $sqrt, $exp, $ln, $log, $log10, $ceil, $floor, $round, $trunc (round_trunc.js)
     assert run(coll, {"$pow": [2, 10]}) == 1024 and type(run(coll, {"$pow": [2, 10]})) is int

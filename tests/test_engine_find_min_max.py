@@ -16,8 +16,8 @@ import pytest
 from pymongo import MongoClient, monitoring
 from pymongo.errors import InvalidOperation, OperationFailure
 
+from both_paths import client, server  # noqa: F401 - fixtures: every test in-process and over TCP
 from labkit.engine import EmbeddedClient
-from served_helpers import serve_in_thread
 
 _NAMES = itertools.count()
 
@@ -34,24 +34,6 @@ class _Started(monitoring.CommandListener):
 
     def failed(self, e) -> None:
         pass
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve_in_thread() as srv:
-        yield srv
-
-
-@pytest.fixture(params=["embedded", "served"])
-def client(request, server):
-    if request.param == "embedded":
-        yield EmbeddedClient()
-        return
-    c = MongoClient(server.uri, serverSelectionTimeoutMS=5000)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _four(coll, key) -> None:

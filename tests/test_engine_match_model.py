@@ -70,33 +70,19 @@ FIELDS = ["a", "b", "c", "a.x", "b.x", "a.y", "c.x"]
 
 
 # ------------------------------------------------------------------------------------------- the model
+# the model's own BSON order of the types it generates (checked in this order: bool before the numbers)
+_RANKS = ((MinKey, -1), (MaxKey, 99), (bool, 8), ((int, float, Decimal128), 2), (Regex, 11), (bytes, 6), (str, 3),
+          (dict, 4), (list, 5), (ObjectId, 7), (datetime.datetime, 9))
+
+
 def rank(v):
     if v is MISSING or v is None:
         return 1
     if v is UNDEF:
         return 0
-    if isinstance(v, MinKey):
-        return -1
-    if isinstance(v, MaxKey):
-        return 99
-    if isinstance(v, bool):
-        return 8
-    if isinstance(v, (int, float, Decimal128)):
-        return 2
-    if isinstance(v, Regex):
-        return 11
-    if isinstance(v, bytes):
-        return 6
-    if isinstance(v, str):
-        return 3
-    if isinstance(v, dict):
-        return 4
-    if isinstance(v, list):
-        return 5
-    if isinstance(v, ObjectId):
-        return 7
-    if isinstance(v, datetime.datetime):
-        return 9
+    for types, r in _RANKS:
+        if isinstance(v, types):
+            return r
     raise AssertionError(v)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from labkit.engine import EmbeddedClient
 
+from both_paths import client, server  # noqa: F401  (pymongo in-process and over TCP to serve_in_thread)
 from plan_helpers import find_stage, stages  # noqa: E402
 
 
@@ -506,6 +507,72 @@ def test_classic_when_not_pushed_down(db, joins):
     # a $lookup whose as-field is unwound next is absorbed by the classic $lookup
     e = _agg(db, "cust", LOOKUP + [{"$unwind": "$o"}])
     assert e["explainVersion"] == "1"
+
+
+# src/mongo/db/query/query_utils.cpp (v8.0) isQuerySbeCompatible: "If we don't support all expressions used or
+# the query is eligible for IDHack, don't use SBE" (isIdHackEligibleQuery, query_utils.h: no hint, skip,
+# min/max, showRecordId or tailable, isSimpleIdQuery on the filter, the collection's collation); and
+# get_executor.cpp getExecutorFind tries the express path (isExpressEligible) before any SBE pushdown. So an
+# aggregate whose $match is a simple _id equality runs its $lookup / $group stages in the classic engine.
+ID_LOOKUPS = [{"$match": {"_id": 7}},
+              {"$lookup": {"from": "orders", "localField": "_id", "foreignField": "cust", "as": "o"}},
+              {"$lookup": {"from": "cust", "localField": "_id", "foreignField": "_id", "as": "self"}}]
+
+
+def _id_joins(db):
+    db.orders.insert_many([{"_id": i, "cust": i % 20, "amt": i} for i in range(1000)])
+    db.cust.insert_many([{"_id": i, "name": "c%d" % i} for i in range(20)])
+    return db
+
+
+def test_idhack_query_keeps_lookup_classic(client, request):
+    db = _id_joins(client.get_database("idhack_%s" % request.node.callspec.id.replace("-", "_")))
+    e = _agg(db, "cust", ID_LOOKUPS)
+    assert e["explainVersion"] == "1"
+    cur, first, second = e["stages"]
+    # the $cursor stage: the express _id point lookup, one key and one document
+    assert cur["$cursor"]["queryPlanner"]["winningPlan"]["stage"] == "EXPRESS_IXSCAN"
+    st = cur["$cursor"]["executionStats"]
+    assert (st["nReturned"], st["totalKeysExamined"], st["totalDocsExamined"]) == (1, 1, 1)
+    # the classic $lookup reports its own foreign-side statistics: no index on orders.cust -> a collection
+    # scan of the 1,000 orders for the one local document
+    assert first["$lookup"]["from"] == "orders"
+    assert (first["totalDocsExamined"], first["totalKeysExamined"], first["collectionScans"],
+            first["indexesUsed"]) == (1000, 0, 1, [])
+    # foreignField _id: the foreign query is itself an _id point lookup through the _id index
+    assert (second["totalDocsExamined"], second["totalKeysExamined"], second["collectionScans"],
+            second["indexesUsed"]) == (1, 1, 0, ["_id_"])
+    # with an index on the foreign field, the 50 matching orders are read through it
+    db.orders.create_index("cust")
+    e = _agg(db, "cust", ID_LOOKUPS)
+    first = e["stages"][1]
+    # (one index interval: its 50 keys, as the same equality's find examines)
+    assert (first["totalDocsExamined"], first["totalKeysExamined"], first["collectionScans"],
+            first["indexesUsed"]) == (50, 50, 0, ["cust_1"])
+    # the documents are the same whichever engine runs the join
+    (doc,) = db.cust.aggregate(ID_LOOKUPS)
+    assert len(doc["o"]) == 50 and doc["self"] == [{"_id": 7, "name": "c7"}]
+
+
+@pytest.mark.parametrize("pipeline, command", [
+    # not a simple _id equality (isSimpleIdQuery): a range, another field, an operator other than $eq
+    ([{"$match": {"_id": {"$gte": 7}}}] + LOOKUP, {}),
+    ([{"$match": {"_id": 7, "name": "c7"}}] + LOOKUP, {}),
+    ([{"$match": {"_id": {"$in": [7, 8]}}}] + LOOKUP, {}),
+    # a hint or a skip makes the query ineligible for IDHACK
+    ([{"$match": {"_id": 7}}] + LOOKUP, {"hint": {"_id": 1}}),
+    ([{"$match": {"_id": 7}}, {"$skip": 1}] + LOOKUP, {}),
+    # a query collation other than the collection's (simple) default (collatorsMatch)
+    ([{"$match": {"_id": 7}}] + LOOKUP, {"collation": {"locale": "en"}}),
+])
+def test_not_idhack_eligible_pushes_down(db, joins, pipeline, command):
+    e = _agg(db, "cust", pipeline, **command)
+    assert e["explainVersion"] == "2"
+
+
+def test_idhack_query_keeps_group_classic(db, joins):
+    e = _agg(db, "orders", [{"$match": {"_id": {"$eq": 7}}}, {"$group": {"_id": "$cust", "n": {"$sum": 1}}}])
+    assert e["explainVersion"] == "1" and "$group" in e["stages"][1]
 
 
 def test_show_plan_reads_sbe(db, joins):

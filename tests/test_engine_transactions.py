@@ -22,6 +22,7 @@ from pymongo.write_concern import WriteConcern
 
 from labkit.engine import EmbeddedClient
 from labkit.engine.session.history import history_of
+from recording import change_events
 from served_helpers import serve_in_thread
 
 _NAMES = itertools.count()
@@ -547,16 +548,6 @@ def test_snapshot_read_concern_is_refused_where_the_server_refuses_it(env):
 
 
 # ---------------------------------------------------------------------------------------------- with change streams
-def _stream_events(stream, n: int) -> list:
-    out: list = []
-    deadline = time.monotonic() + 10
-    while len(out) < n and time.monotonic() < deadline:
-        ev = stream.try_next()
-        if ev is not None:
-            out.append(ev)
-    return out
-
-
 def test_change_events_of_transactions_and_waiting_writes(env):
     """One cluster clock for writes, change events and snapshot reads (a replica set's): a committed
     transaction's events carry its lsid/txnNumber at one clusterTime; a write that waited for the transaction
@@ -568,7 +559,7 @@ def test_change_events_of_transactions_and_waiting_writes(env):
     with db.users.watch(max_await_time_ms=50) as stream:
         db.users.insert_many([{"_id": "a", "n": 0}, {"_id": "u", "n": 0}])
         s = _update_many_waits_for_a_transaction(client, engine, db)
-        evs = _stream_events(stream, 5)
+        evs = change_events(stream, 5, wait=10)
         assert stream.try_next() is None
     assert [(e["operationType"], e["documentKey"]["_id"]) for e in evs] == [
         ("insert", "a"), ("insert", "u"), ("update", "u"), ("update", "a"), ("update", "u")]
@@ -600,7 +591,7 @@ def test_a_collection_created_in_a_transaction_is_an_event_at_commit(env):
                 db.create_collection("made", session=s)
                 db.made.insert_one({"_id": 1}, session=s)
                 assert stream.try_next() is None
-            evs = _stream_events(stream, 2)
+            evs = change_events(stream, 2, wait=10)
     assert [e["operationType"] for e in evs] == ["create", "insert"]
     assert all(e["lsid"]["id"] == lsid for e in evs)
     assert evs[0]["clusterTime"] == evs[1]["clusterTime"]

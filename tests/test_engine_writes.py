@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 from pymongo import DeleteOne, IndexModel, InsertOne, ReplaceOne, UpdateMany, UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
 
 from labkit.engine import EmbeddedClient
 
@@ -80,26 +80,6 @@ def test_insert_many_ordered_and_unordered(db):
     assert [e["index"] for e in det["writeErrors"]] == [1, 3]
     assert c.count_documents({}) == 4
     consistent(c)
-
-
-def test_parallel_arrays_rejected(db):
-    c = db.pa
-    c.create_index([("a", 1), ("b", 1)])
-    c.insert_one({"_id": 1, "a": [1, 2], "b": 1})
-    before = snapshot(c)
-    with pytest.raises(WriteError) as ei:
-        c.insert_one({"a": [1, 2], "b": [3, 4]})
-    assert ei.value.code == 171
-    assert "cannot index parallel arrays [b] [a]" in str(ei.value)
-    with pytest.raises(WriteError):
-        c.update_one({"_id": 1}, {"$set": {"b": [5, 6]}})
-    assert snapshot(c) == before
-    c2 = db.pa2
-    c2.insert_one({"a": [1], "b": [2]})
-    with pytest.raises(OperationFailure) as ei:
-        c2.create_index([("a", 1), ("b", 1)])
-    assert ei.value.code == 171
-    assert set(c2.index_information()) == {"_id_"}
 
 
 def test_unique_index_build_fails_on_existing_duplicates(db):

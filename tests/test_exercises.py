@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from exercise_helpers import solved
+from exercise_helpers import push_bid, solved
 from labkit.engine import EmbeddedClient
 from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
@@ -303,21 +303,15 @@ def test_top_bids():
     ex = labkit.exercises.get("06-top-bids")
     db = labkit.fresh_db("t06", client=EmbeddedClient())
 
-    def push(**modifiers):
-        def add_bid(db, listing_id, bidder_id, amount):
-            db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
-                "$each": [{"bidderId": bidder_id, "amount": amount}], **modifiers}}})
-        return add_bid
-
     def whole_bid(db, listing_id, bidder_id, amount):
         db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
             "$each": [{"bidderId": bidder_id, "amount": amount, "email": "x@example.com"}],
             "$sort": {"amount": -1}, "$slice": 3}}})
 
-    assert ex.check(db, push(**{"$sort": {"amount": -1}, "$slice": 3})).correct
-    assert "`$slice: 3`" in ex.check(db, push(**{"$sort": {"amount": -1}})).message
-    assert "only 2 entries" in ex.check(db, push(**{"$sort": {"amount": -1}, "$slice": 2})).message
-    assert "NEWEST" in ex.check(db, push(**{"$position": 0, "$slice": 3})).message
+    assert ex.check(db, push_bid(**{"$sort": {"amount": -1}, "$slice": 3})).correct
+    assert "`$slice: 3`" in ex.check(db, push_bid(**{"$sort": {"amount": -1}})).message
+    assert "only 2 entries" in ex.check(db, push_bid(**{"$sort": {"amount": -1}, "$slice": 2})).message
+    assert "NEWEST" in ex.check(db, push_bid(**{"$position": 0, "$slice": 3})).message
     assert "only what the listing page shows" in ex.check(db, whole_bid).message
     assert db.listings.count_documents({}) == 0, "the checker works on its own data, never the learner's"
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from exercise_helpers import prune_indexes
+from exercise_helpers import assert_prediction, prune_indexes
 
 
 def _news():
@@ -58,12 +58,8 @@ def test_30_designing_for_a_rare_row_is_refused():
 
 @pytest.mark.parametrize("guess", [401, 405, 407, 412])
 def test_30_predicted_page_docs_are_exact(guess):
-    """Kind 4: a guess that forgets the product and the five reviews (401) is not 'about right'."""
-    ex = labkit.exercises.get("30-predict-naive-page-docs")
-    ex.predict(guess)
-    assert not ex.check(406).correct
-    ex.predict(406)
-    assert ex.check(406).correct
+    """Kind 4, judged exactly: a guess that forgets the product and the five reviews (401) is not 'about right'."""
+    assert_prediction("30-predict-naive-page-docs", guess, 406)
 
 
 # --- 32: a chat room keeps its 5 newest messages, newest first ----------------------------------------------
@@ -190,9 +186,7 @@ def test_36_whole_stock_document_embedded_is_refused():
 @pytest.mark.parametrize("guess", [4800, 4999, 5001, 5200])
 def test_37_predicted_keys_are_exact(guess):
     """Kind 4: a number within 5% was accepted before; the count is exact."""
-    ex = labkit.exercises.get("37-predict-regex-keys")
-    ex.predict(guess)
-    assert not ex.check(5000).correct
+    assert_prediction("37-predict-regex-keys", guess, 5000)
 
 
 # --- 39: the new collection needs its validator --------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from bson.decimal128 import Decimal128
 
 import labkit
-from exercise_helpers import solved
+from exercise_helpers import assert_verdict, join_counter_first, push_bid, solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -110,20 +110,16 @@ def _al_price_only(db, o, s, q, p):
                                       "$inc": {"itemCount": q, "total": p}})
 
 
-@pytest.mark.parametrize("fn", [_al_good, _al_pipeline])
-def test_01_order_lines_right_answers(db, fn):
-    assert _check("01-order-lines", db, fn).correct
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (_al_good, None),
+    (_al_pipeline, None),
     (_al_addtoset, "`$addToSet` drops a line equal to one already there"),
     (_al_upsert, "created it (`upsert=True`)"),
     (_al_count_lines, "`$inc` it by `qty`"),
     (_al_price_only, "17.00 plus 3 x 0.10 makes exactly 17.30"),
 ])
-def test_01_order_lines_wrong_answers(db, fn, why):
-    r = _check("01-order-lines", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_01_order_lines(db, fn, why):
+    assert_verdict(_check("01-order-lines", db, fn), why)
 
 
 # --- 04 ------------------------------------------------------------------------------------------------------
@@ -164,8 +160,7 @@ def test_04_likes_indexes_wrong_answers(specs, why):
     for keys, unique, *options in specs:
         likes.create_index(list(keys.items()), unique=unique, **(options[0] if options else {}))
     before = list(likes.find())
-    r = _check("04-likes-indexes", likes)
-    assert r.outcome == "incorrect" and why in r.message, r.message
+    assert_verdict(_check("04-likes-indexes", likes), why)
     assert list(likes.find()) == before  # never writes to the learner's data
 
 
@@ -206,17 +201,24 @@ def _join_find_then_insert(db, g, u):
     db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
 
 
-def _join_inc_first(db, g, u):
-    """The lesson's listed mistake: the counter before the edge (or on a duplicate)."""
-    from pymongo.errors import DuplicateKeyError
-    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
-    try:
-        db.memberships.insert_one({"groupId": g, "userId": u})
-    except DuplicateKeyError:
-        pass
-
-
 _join_every_group = solved("04-member-counter", change=('update_one({"_id": group_id}', "update_many({}"))["join"]
+
+
+def _join_uncaught(db, g, u):
+    db.memberships.insert_one({"groupId": g, "userId": u})
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+
+
+def _join_upsert_inc(db, g, u):  # idempotent membership, but counts every call
+    db.memberships.update_one({"groupId": g, "userId": u}, {"$set": {"userId": u}}, upsert=True)
+    db.groups.update_one({"_id": g}, {"$inc": {"memberCount": 1}})
+
+
+_COUNTER = '    db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})\n'
+_join_no_counter = solved("04-member-counter", change=(_COUNTER, ""))["join"]
+_join_replace = solved("04-member-counter", change=(_COUNTER, (
+    '    group = db.groups.find_one({"_id": group_id})\n'
+    '    db.groups.replace_one({"_id": group_id}, {"memberCount": group.get("memberCount", 0) + 1})\n')))["join"]
 
 
 def _leave_always(db, g, u):
@@ -234,32 +236,35 @@ def _leave_whole_group(db, g, u):
         db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
 
 
-@pytest.mark.parametrize("join", [_join_good, _join_upsert])
-def test_04_member_counter_right_answers(db, join):
-    assert _check("04-member-counter", db, join, _leave_good).correct
-
-
-@pytest.mark.parametrize("join, leave, why", [
+@pytest.mark.parametrize("join, leave, why", [  # why: None for a right answer
+    (_join_good, _leave_good, None),
+    (_join_upsert, _leave_good, None),
+    (_join_uncaught, _leave_good, "let DuplicateKeyError escape"),
+    (_join_upsert_inc, _leave_good, "joining twice counted twice"),
+    (_join_no_counter, _leave_good, "memberCount is 3 instead of 4"),
+    (_join_replace, _leave_good, "lost its other fields"),
     (_join_recount, _leave_good, "counts the memberships again"),
     (_join_good, _leave_recount, "leave counts the memberships again"),
     (_join_rmw, _leave_good, "read-modify-write"),
     (_join_find_then_insert, _leave_good, "find-then-insert"),
-    (_join_inc_first, _leave_good, "joining twice counted twice"),
+    (join_counter_first, _leave_good, "joining twice counted twice"),
     (_join_every_group, _leave_good, "changed group:go's memberCount too"),
     (_join_good, _leave_always, "never joined changed memberCount"),
     (_join_good, _leave_whole_group, "0 memberships"),
 ])
-def test_04_member_counter_wrong_answers(db, join, leave, why):
-    r = _check("04-member-counter", db, join, leave)
-    assert r.outcome == "incorrect" and why in r.message
+def test_04_member_counter(db, join, leave, why):
+    # unique index refuses the duplicate (manual, "Unique Indexes"); $inc creates a missing field ("$inc")
+    assert_verdict(_check("04-member-counter", db, join, leave), why)
+
+
+def test_04_member_counter_arguments(db):
+    assert "your two functions" in _check("04-member-counter", db, _join_good).message
+    assert "your two functions" in _check("04-member-counter", db, "join", "leave").message
 
 
 # --- 05 ------------------------------------------------------------------------------------------------------
 
-def _enroll_good(db, s, c, w):
-    db.enrollments.update_one({"studentId": s, "courseId": c}, {"$setOnInsert": {"enrolledAt": w}}, upsert=True)
-    db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
-    db.courses.update_one({"_id": c}, {"$addToSet": {"studentIds": s}})
+_enroll_good = solved("05-idempotent-enroll")["enroll"]
 
 
 def _enroll_pair_id(db, s, c, w):
@@ -290,19 +295,15 @@ def _enroll_one_side(db, s, c, w):
     db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
 
 
-@pytest.mark.parametrize("fn", [_enroll_good, _enroll_pair_id])
-def test_05_enroll_right_answers(db, fn):
-    assert _check("05-idempotent-enroll", db, fn).correct
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (_enroll_good, None),
+    (_enroll_pair_id, None),
     (_enroll_find_then_insert, "a find before the insert sees nothing in both calls"),
     (_enroll_rmw, "read, add, `$set` back"),
     (_enroll_one_side, "the student to the course's `studentIds`"),
 ])
-def test_05_enroll_wrong_answers(db, fn, why):
-    r = _check("05-idempotent-enroll", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_05_enroll(db, fn, why):
+    assert_verdict(_check("05-idempotent-enroll", db, fn), why)
 
 
 def _edge_sets(db):
@@ -366,54 +367,10 @@ def test_05_reconcile_bulk_write_passes(db):
     (_reconcile_by_deleting, "never touches the edges"),
 ])
 def test_05_reconcile_wrong_answers(db, fn, why):
-    r = _check("05-reconcile", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+    assert_verdict(_check("05-reconcile", db, fn), why)
 
 
-# --- 06 ------------------------------------------------------------------------------------------------------
-
-def _rename_good(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({"members.userId": u}, {"$set": {"members.$.name": n}})
-
-
-def _rename_unfiltered(db, u, n):
-    """Two writes and the right result, but the teams update visits every team."""
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({}, {"$set": {"members.$[m].name": n}}, array_filters=[{"m.userId": u}])
-
-
-def _rename_loop(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    for t in db.teams.find({"members.userId": u}):
-        db.teams.update_one({"_id": t["_id"], "members.userId": u}, {"$set": {"members.$.name": n}})
-
-
-def _rename_every_element(db, u, n):
-    db.users.update_one({"_id": u}, {"$set": {"name": n}})
-    db.teams.update_many({"members.userId": u}, {"$set": {"members.$[].name": n}})
-
-
-def test_06_rename_member_right_answer(db):
-    assert _check("06-rename-member", db, _rename_good).correct
-
-
-@pytest.mark.parametrize("fn, why", [
-    (_rename_unfiltered, "it visits every team"),
-    (_rename_loop, "one per team?"),
-    (_rename_every_element, "change only the matching entry's `name`"),
-])
-def test_06_rename_member_wrong_answers(db, fn, why):
-    r = _check("06-rename-member", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
-
-
-def _bids(**mods):
-    def add_bid(db, listing_id, bidder_id, amount):
-        db.listings.update_one({"_id": listing_id}, {"$push": {"topBids": {
-            "$each": [{"bidderId": bidder_id, "amount": amount}], **mods}}})
-    return add_bid
-
+# --- 06 (06-rename-member: test_exercises_lessons_c.py) -----------------------------------------------------
 
 def _bids_pipeline(db, listing_id, bidder_id, amount):
     """One pipeline update is atomic too: right."""
@@ -428,22 +385,18 @@ def _bids_two_writes(db, listing_id, bidder_id, amount):
                                                                        "$slice": 3}}})
 
 
-@pytest.mark.parametrize("fn", [_bids(**{"$sort": {"amount": -1}, "$slice": 3}), _bids_pipeline])
-def test_06_top_bids_right_answers(db, fn):
-    assert _check("06-top-bids", db, fn).correct
-
-
-@pytest.mark.parametrize("fn, why", [
-    (_bids(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
-    (_bids(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
-    (_bids(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
-    (_bids(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
-    (_bids(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (push_bid(**{"$sort": {"amount": -1}, "$slice": 3}), None),
+    (_bids_pipeline, None),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
+    (push_bid(**{"$sort": {"amount": 1}, "$slice": 3}), "three LOWEST bids"),
+    (push_bid(**{"$position": 0, "$slice": 3}), "three NEWEST bids"),
+    (push_bid(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
+    (push_bid(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
     (_bids_two_writes, "2 writes"),
 ])
-def test_06_top_bids_wrong_answers(db, fn, why):
-    r = _check("06-top-bids", db, fn)
-    assert r.outcome == "incorrect" and why in r.message, r.message
+def test_06_top_bids(db, fn, why):
+    assert_verdict(_check("06-top-bids", db, fn), why)
 
 
 # --- 07 ------------------------------------------------------------------------------------------------------
@@ -468,21 +421,17 @@ def _migrate_moderate_meanwhile(db):
     db.command("collMod", "products", validationLevel="strict")
 
 
-@pytest.mark.parametrize("fn", [_migrate_good, _migrate_replace])
-def test_07_migrate_right_answers(db, fn):
-    assert _check("07-migrate-products", db, fn).correct
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (_migrate_good, None),
+    (_migrate_replace, None),
     # strict validates the document an update produces (manual, "Schema Validation: Specify Validation Level")
     (_migrate_bypass, "`bypass_document_validation=True`: it is not needed"),
     (_migrate_moderate_meanwhile, "changes the collection's rules (collMod) while it runs"),
     (_migrate_every_product, "6 write statements for 5 invalid products"),
     (_migrate_sku_as_every_name, "'Lamp' became 'SKU-2'"),
 ])
-def test_07_migrate_wrong_answers(db, fn, why):
-    r = _check("07-migrate-products", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_07_migrate(db, fn, why):
+    assert_verdict(_check("07-migrate-products", db, fn), why)
 
 
 _POST_SCHEMA = {"bsonType": "object", "required": ["authorId", "title", "createdAt"], "properties": {
@@ -506,8 +455,7 @@ def _post_schema(field, rule):
     (_post_schema("title", {"bsonType": "string", "minLength": 1, "maxLength": 201}), "201-character title"),
 ])
 def test_07_post_validator_wrong_answers(validator, why):
-    r = _check("07-post-validator", validator)
-    assert r.outcome == "incorrect" and why in r.message
+    assert_verdict(_check("07-post-validator", validator), why)
 
 
 def test_07_post_validator_right_answer():
@@ -675,22 +623,17 @@ def _subset(sort=None, many=False):
     return add_review
 
 
-def test_16_subset_right_answers(db):
-    assert _check("16-subset", db, _subset()).correct
-    assert _check("16-subset", db, _subset({"createdAt": -1, "_id": -1})).correct  # a tie-breaker is fine
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (_subset(), None),
+    (_subset({"createdAt": -1, "_id": -1}), None),  # a tie-breaker is fine
     (_subset({"_id": -1}), "sorts the reviews by `_id`"),
     (_subset(many=True), "another product's recentReviews changed too"),
 ])
-def test_16_subset_wrong_answers(db, fn, why):
-    r = _check("16-subset", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_16_subset(db, fn, why):
+    assert_verdict(_check("16-subset", db, fn), why)
 
 
-def _enrol_good(catalog, c, s):
-    catalog.update_many({"_id": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
+_enrol_good = solved("19-enrol")["enrol"]
 
 
 def _enrol_two_statements(catalog, c, s):
@@ -710,18 +653,14 @@ def _enrol_everything_related(catalog, c, s):
     catalog.update_many({"relatedIds": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
 
 
-@pytest.mark.parametrize("fn", [_enrol_good, _enrol_two_statements])
-def test_19_enrol_right_answers(db, fn):
-    assert _check("19-enrol", db, fn).correct
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (_enrol_good, None),
+    (_enrol_two_statements, None),
     (_enrol_rmw, "read, append, `$set` back"),
     (_enrol_everything_related, "which were never enrolled with it"),
 ])
-def test_19_enrol_wrong_answers(db, fn, why):
-    r = _check("19-enrol", db, fn)
-    assert r.outcome == "incorrect" and why in r.message
+def test_19_enrol(db, fn, why):
+    assert_verdict(_check("19-enrol", db, fn), why)
 
 
 # --- 00 ------------------------------------------------------------------------------------------------------
@@ -750,8 +689,7 @@ def test_00_top_operations_right_answer():
     (_top_ops(share=0.9), "stop as soon as the running total reaches 80%"),
 ])
 def test_00_top_operations_near_misses(fn, why):
-    r = _check("00-top-operations", fn)
-    assert r.outcome == "incorrect" and why in r.message
+    assert_verdict(_check("00-top-operations", fn), why)
 
 
 _prepare = solved("17-org-chart-reports")["prepare"]
@@ -785,8 +723,7 @@ def test_17_org_chart_right_answer():
     (_prepare_twice, _reports_by_level, "'managerId_1', a prefix of"),
 ])
 def test_17_org_chart_wrong_answers(prepare, reports, why):
-    r = _check("17-org-chart-reports", prepare, reports)
-    assert r.outcome == "incorrect" and why in r.message
+    assert_verdict(_check("17-org-chart-reports", prepare, reports), why)
 
 
 def _reply_every_thread(db, reply):

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, solved
 
 
 def _check(ex_id, *args):
@@ -157,12 +157,7 @@ def test_18_copying_the_new_revision_and_no_return_value():
 
 
 def test_18_prediction():
-    ex = exercises.get("18-predict-crash-retry")
-    ex.predict(2)
-    result = ex.check(1)
-    assert not result.correct and "insert-only upsert" in result.message
-    ex.predict(1)
-    assert ex.check(1).correct
+    assert_prediction("18-predict-crash-retry", 2, 1, "insert-only upsert")
 
 
 # --- 14: sparse or partial -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, assert_verdict, enroll_with_push, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -81,13 +81,8 @@ def test_00_top_operations_garbage_gets_messages():
 
 
 def test_00_predict_page_docs():
-    ex = exercises.get("00-predict-page-docs")
-    assert ex.check(206).outcome == "not-attempted"
-    ex.predict(6)
-    wrong = ex.check(206)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(206)
-    assert ex.check(206).correct
+    assert exercises.get("00-predict-page-docs").check(206).outcome == "not-attempted"
+    assert_prediction("00-predict-page-docs", 6, 206, "every review")
 
 
 # --- 01: one atomic write on an embedded one-to-few (order lines, money in Decimal128) ----------------------
@@ -166,12 +161,7 @@ def test_01_order_lines_garbage(tmp_db):
 
 
 def test_01_predict_policy_rewrites():
-    ex = exercises.get("01-predict-policy-rewrites")
-    ex.predict(1)
-    wrong = ex.check(663)
-    assert not wrong.correct and "one per copy" in wrong.message
-    ex.predict(663)
-    assert ex.check(663).correct
+    assert_prediction("01-predict-policy-rewrites", 1, 663, "one per copy")
 
 
 # --- 03: a bounded many-to-one join (comments -> commenter) -------------------------------------------------
@@ -253,12 +243,7 @@ def test_03_top_comments_wrong_join_extra_fields_no_lookup_garbage():
 
 
 def test_03_predict_bounded_docs():
-    ex = exercises.get("03-predict-bounded-docs")
-    ex.predict(4001)
-    wrong = ex.check(21)
-    assert not wrong.correct and "never read" in wrong.message
-    ex.predict(21)
-    assert ex.check(21).correct
+    assert_prediction("03-predict-bounded-docs", 4001, 21, "never read")
 
 
 # --- the ledger widget: one operation's slider range (a rare write's break-even) ----------------------------
@@ -283,52 +268,54 @@ def test_ledger_widget_max_rates_sets_one_sliders_range(tmp_db):
 # Manual: "The positional $ operator" (first matching element, with the array in the query), "update_many",
 # data modeling "Handle Duplicate Data" (snapshots vs. data that must stay consistent).
 
-def rename_solution(db, user_id, new_name):
+rename_solution = solved("06-rename-member")["rename_member"]
+
+
+def rename_with_array_filters(db, user_id, new_name):
     db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[m].name": new_name}},
+                         array_filters=[{"m.userId": user_id}])
 
 
-def test_06_rename_member_solution_passes(tmp_db):
-    result = _check("06-rename-member", tmp_db, rename_solution)
-    assert result.correct, result.message
+def rename_team_by_team(db, user_id, new_name):  # listed mistake (06): one write per team
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    for team in list(db.teams.find({"members.userId": user_id}, {"_id": 1})):
+        db.teams.update_one({"_id": team["_id"], "members.userId": user_id},
+                            {"$set": {"members.$.name": new_name}})
 
 
-def test_06_rename_member_array_filters_also_pass(tmp_db):
-    def filtered(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[m].name": new_name}},
-                             array_filters=[{"m.userId": user_id}])
-    result = _check("06-rename-member", tmp_db, filtered)
-    assert result.correct, result.message
+def rename_fixed_position(db, user_id, new_name):  # listed mistake (06): members.0.name
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
 
 
-def test_06_rename_member_one_write_per_team(tmp_db):
-    # listed mistake (06): one write per team
-    def loop(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        for team in list(db.teams.find({"members.userId": user_id}, {"_id": 1})):
-            db.teams.update_one({"_id": team["_id"], "members.userId": user_id},
-                                {"$set": {"members.$.name": new_name}})
-    result = _check("06-rename-member", tmp_db, loop)
-    assert not result.correct and "one per team" in result.message
+def rename_every_team(db, user_id, new_name):
+    """Two writes and the right result, but the teams update visits every team."""
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({}, {"$set": {"members.$[m].name": new_name}}, array_filters=[{"m.userId": user_id}])
 
 
-def test_06_rename_member_fixed_position(tmp_db):
-    # listed mistake (06): members.0.name
-    def fixed(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.0.name": new_name}})
-    result = _check("06-rename-member", tmp_db, fixed)
-    assert not result.correct and "fixed position" in result.message
+def rename_every_element(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$[].name": new_name}})
 
 
-def test_06_rename_member_rewrites_snapshots(tmp_db):
-    # listed mistake (06): rewriting historical snapshots on rename
-    def history(db, user_id, new_name):
-        rename_solution(db, user_id, new_name)
-        db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
-    result = _check("06-rename-member", tmp_db, history)
-    assert not result.correct and "history" in result.message
+def rename_history_too(db, user_id, new_name):  # listed mistake (06): rewriting historical snapshots on rename
+    rename_solution(db, user_id, new_name)
+    db.messages.update_many({"authorId": user_id}, {"$set": {"authorSnapshot.name": new_name}})
+
+
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (rename_solution, None),
+    (rename_with_array_filters, None),
+    (rename_team_by_team, "one per team?"),
+    (rename_every_team, "it visits every team"),
+    (rename_every_element, "change only the matching entry's `name`"),
+    (rename_fixed_position, "fixed position"),
+    (rename_history_too, "history"),
+])
+def test_06_rename_member(tmp_db, fn, why):
+    assert_verdict(_check("06-rename-member", tmp_db, fn), why)
 
 
 def test_06_rename_member_near_misses(tmp_db):
@@ -370,11 +357,7 @@ def test_06_predict_oldest_preview():
 # Manual: "Retryable Writes" (a retried operation must be safe to repeat), "$addToSet", "upsert" with
 # "$setOnInsert", "Unique Indexes" (E11000 duplicate key error, code 11000).
 
-def enroll_solution(db, student_id, course_id, when):
-    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-    db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
-    db.courses.update_one({"_id": course_id}, {"$addToSet": {"studentIds": student_id}})
+enroll_solution = solved("05-idempotent-enroll")["enroll"]
 
 
 def test_05_enroll_solution_passes(tmp_db):
@@ -394,12 +377,7 @@ def test_05_enroll_insert_one_raises_on_retry(tmp_db):
 
 def test_05_enroll_push_duplicates_on_retry(tmp_db):
     # listed mistake (05): $push in a retried write
-    def push(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
-        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
-    result = _check("05-idempotent-enroll", tmp_db, push)
+    result = _check("05-idempotent-enroll", tmp_db, enroll_with_push)
     assert not result.correct and "$addToSet" in result.message
 
 
@@ -462,47 +440,37 @@ def test_05_predict_transaction_crash():
 # Manual: "$max" (updates only if the new value is greater), "$inc" (atomic on one document); the computed
 # pattern (Building with Patterns: The Computed Pattern).
 
-def add_reply_solution(db, reply):
+add_reply_solution = solved("12-thread-stats")["add_reply"]
+
+
+def add_reply_set_time(db, reply):  # listed mistake (12): $set lastReplyAt, a late reply moves it back
     db.replies.insert_one(reply)
     db.threads.update_one({"_id": reply["threadId"]},
-                          {"$inc": {"replyCount": 1}, "$max": {"lastReplyAt": reply["at"]}})
+                          {"$inc": {"replyCount": 1}, "$set": {"lastReplyAt": reply["at"]}})
 
 
-def test_12_thread_stats_solution_passes():
-    result = _check("12-thread-stats", add_reply_solution)
-    assert result.correct, result.message
+def add_reply_read_modify_write(db, reply):  # listed mistake (12): read the thread, write replyCount + 1 back
+    db.replies.insert_one(reply)
+    thread = db.threads.find_one({"_id": reply["threadId"]})
+    db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": thread["replyCount"] + 1},
+                                                       "$max": {"lastReplyAt": reply["at"]}})
 
 
-def test_12_thread_stats_set_keeps_the_late_reply():
-    # listed mistake (12): $set lastReplyAt, a late reply moves it back
-    def set_time(db, reply):
-        db.replies.insert_one(reply)
-        db.threads.update_one({"_id": reply["threadId"]},
-                              {"$inc": {"replyCount": 1}, "$set": {"lastReplyAt": reply["at"]}})
-    result = _check("12-thread-stats", set_time)
-    assert not result.correct and "`$max` keeps" in result.message
+def add_reply_recount(db, reply):  # the issue's case: a full re-aggregation on every write
+    db.replies.insert_one(reply)
+    n = db.replies.count_documents({"threadId": reply["threadId"]})
+    newest = db.replies.find_one({"threadId": reply["threadId"]}, sort=[("at", -1)])["at"]
+    db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": n, "lastReplyAt": newest}})
 
 
-def test_12_thread_stats_read_modify_write_loses_a_count():
-    # listed mistake (12): read the thread, write replyCount + 1 back
-    def rmw(db, reply):
-        db.replies.insert_one(reply)
-        thread = db.threads.find_one({"_id": reply["threadId"]})
-        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": thread["replyCount"] + 1},
-                                                           "$max": {"lastReplyAt": reply["at"]}})
-    result = _check("12-thread-stats", rmw)
-    assert not result.correct and "lost update" in result.message
-
-
-def test_12_thread_stats_recount_on_every_write():
-    # the issue's case: a full re-aggregation on every write
-    def recount(db, reply):
-        db.replies.insert_one(reply)
-        n = db.replies.count_documents({"threadId": reply["threadId"]})
-        newest = db.replies.find_one({"threadId": reply["threadId"]}, sort=[("at", -1)])["at"]
-        db.threads.update_one({"_id": reply["threadId"]}, {"$set": {"replyCount": n, "lastReplyAt": newest}})
-    result = _check("12-thread-stats", recount)
-    assert not result.correct and "re-computing" in result.message
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (add_reply_solution, None),
+    (add_reply_set_time, "`$max` keeps"),
+    (add_reply_read_modify_write, "lost update"),
+    (add_reply_recount, "re-computing"),
+])
+def test_12_thread_stats(fn, why):
+    assert_verdict(_check("12-thread-stats", fn), why)
 
 
 def test_12_thread_stats_near_misses_and_garbage():
@@ -533,12 +501,7 @@ def test_12_thread_stats_near_misses_and_garbage():
 
 
 def test_12_predict_aggregate_keys():
-    ex = exercises.get("12-predict-aggregate-keys")
-    ex.predict(1)
-    wrong = ex.check(10_842)
-    assert not wrong.correct and "every review" in wrong.message
-    ex.predict(10_842)
-    assert ex.check(10_842).correct
+    assert_prediction("12-predict-aggregate-keys", 1, 10_842, "every review")
 
 
 # --- 20: describing an application to the decision helper ---------------------------------------------------

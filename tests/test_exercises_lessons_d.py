@@ -9,7 +9,7 @@ import pytest
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import solved
+from exercise_helpers import assert_prediction, assert_verdict, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -91,8 +91,7 @@ def test_13_migrate_solutions_pass(fn):
     (migrate_no_return, "return the number of customers it upgraded"),
 ])
 def test_13_migrate_mistakes(fn, why):
-    result = _check("13-migrate-batches", _fresh("t13e"), fn)
-    assert not result.correct and why in result.message, result.message
+    assert_verdict(_check("13-migrate-batches", _fresh("t13e"), fn), why)
 
 
 def test_13_migrate_damaged_learner_data_does_not_matter():
@@ -176,8 +175,7 @@ def test_18_versioning_solution_passes_and_leaves_the_practice_data_alone():
     (save_three_writes, "it takes two"),
 ])
 def test_18_versioning_mistakes(fn, why):
-    result = _check("18-versioning", _practice18(), fn)
-    assert not result.correct and why in result.message, result.message
+    assert_verdict(_check("18-versioning", _practice18(), fn), why)
 
 
 def test_18_versioning_damaged_practice_data_does_not_matter():
@@ -263,8 +261,7 @@ def test_16_tickets_solution_passes():
     ((open_ticket_good, rename_good), "agentId", "create the index on the copied reference"),
 ])
 def test_16_tickets_mistakes(fns, index, why):
-    result = _check("16-extended-reference-tickets", _practice16(index), *fns)
-    assert not result.correct and why in result.message, result.message
+    assert_verdict(_check("16-extended-reference-tickets", _practice16(index), *fns), why)
 
 
 def test_16_tickets_garbage():
@@ -275,13 +272,8 @@ def test_16_tickets_garbage():
 
 
 def test_16_predict_lookup_docs():
-    ex = exercises.get("16-predict-lookup-docs")
-    assert ex.check(206).outcome == "not-attempted"
-    ex.predict(103)
-    wrong = ex.check(206)
-    assert not wrong.correct and "one customer per order" in wrong.message
-    ex.predict(206)
-    assert ex.check(206).correct
+    assert exercises.get("16-predict-lookup-docs").check(206).outcome == "not-attempted"
+    assert_prediction("16-predict-lookup-docs", 103, 206, "one customer per order")
 
 
 # --- 30: reads per write per piece of data, on a changed scenario (a news site) --------------------------------
@@ -333,30 +325,19 @@ def test_30_reads_per_write_solution_passes():
     (lambda w, t: {"article": 1.0}, "one entry per piece of data"),
 ])
 def test_30_reads_per_write_mistakes(fn, why):
-    result = _check("30-reads-per-write", fn)
-    assert not result.correct and why in result.message, result.message
+    assert_verdict(_check("30-reads-per-write", fn), why)
 
 
 def test_30_garbage_and_prediction():
     assert _check("30-reads-per-write", None).outcome == "not-attempted"
     assert "pass your function" in _check("30-reads-per-write", 3).message
-    ex = exercises.get("30-predict-naive-page-docs")
-    ex.predict(6)
-    wrong = ex.check(406)
-    assert not wrong.correct and "reads every review" in wrong.message
-    ex.predict(406)
-    assert ex.check(406).correct
+    assert_prediction("30-predict-naive-page-docs", 6, 406, "reads every review")
 
 
 # --- 11: the deep page prediction (the write path's checker is tested in test_exercises_patterns.py) ----------
 
 def test_11_predict_deep_page():
-    ex = exercises.get("11-predict-deep-page-keys")
-    ex.predict(20)
-    wrong = ex.check(980)
-    assert not wrong.correct and "walks the {postId, createdAt} index past the 960 keys" in wrong.message
-    ex.predict(980)
-    assert ex.check(980).correct
+    assert_prediction("11-predict-deep-page-keys", 20, 980, "walks the {postId, createdAt} index past the 960 keys")
 
 
 # --- predictions of 19, 32 and 33 ------------------------------------------------------------------------------
@@ -384,9 +365,7 @@ def test_predictions_explain_the_measurement(ex_id, right, wrong, why):
 # --- 19: enrolments in a single collection (courses and students, a changed scenario) -------------------------
 # Manual, "$addToSet" with "$each" (adds each value only when absent) and "Multikey Indexes".
 
-def enrol_good(catalog, course_id, student_id):
-    catalog.update_many({"_id": {"$in": [course_id, student_id]}},
-                        {"$addToSet": {"relatedIds": {"$each": [course_id, student_id]}}})
+enrol_good = solved("19-enrol")["enrol"]
 
 
 def enrol_two_updates(catalog, course_id, student_id):  # also right: one update per side
@@ -414,21 +393,16 @@ def enrol_many_writes(catalog, course_id, student_id):
             catalog.update_one({"_id": doc_id}, {"$addToSet": {"relatedIds": linked}})
 
 
-@pytest.mark.parametrize("fn", [enrol_good, enrol_two_updates])
-def test_19_enrol_solutions_pass(fn):
-    result = _check("19-enrol", _fresh("t19d"), fn)
-    assert result.correct, result.message
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (enrol_good, None),
+    (enrol_two_updates, None),
     (enrol_push, "use `$addToSet`"),
     (enrol_one_way, "links both ways"),
     (enrol_replace, "no longer lists its own id"),
     (enrol_many_writes, "write statements"),
 ])
-def test_19_enrol_mistakes(fn, why):
-    result = _check("19-enrol", _fresh("t19e"), fn)
-    assert not result.correct and why in result.message, result.message
+def test_19_enrol(fn, why):
+    assert_verdict(_check("19-enrol", _fresh("t19e"), fn), why)
 
 
 def test_19_enrol_garbage():
@@ -443,9 +417,7 @@ def test_19_enrol_garbage():
 HOT33 = ("name", "avatarUrl", "plan")
 
 
-def save_user_good(db, user):
-    db.users.insert_one({k: user[k] for k in ("_id", *HOT33)})
-    db.user_details.insert_one({k: v for k, v in user.items() if k not in HOT33})
+save_user_good = solved("33-save-profile-split")["save_user"]
 
 
 def save_user_unsplit(db, user):
@@ -475,21 +447,16 @@ def save_user_field_by_field(db, user):
             db.user_details.update_one({"_id": user["_id"]}, {"$set": {k: v}})
 
 
-def test_33_save_profile_solution_passes():
-    result = _check("33-save-profile-split", _fresh("t33d"), save_user_good)
-    assert result.correct, result.message
-
-
-@pytest.mark.parametrize("fn, why", [
+@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+    (save_user_good, None),
     (save_user_unsplit, "still holds cold field(s)"),
     (save_user_emptied, "no cold data lost"),
     (save_user_no_plan, "lacks hot field(s) ['plan']"),
     (save_user_other_id, "same `_id`"),
     (save_user_field_by_field, "two inserts are enough"),
 ])
-def test_33_save_profile_mistakes(fn, why):
-    result = _check("33-save-profile-split", _fresh("t33e"), fn)
-    assert not result.correct and why in result.message, result.message
+def test_33_save_profile(fn, why):
+    assert_verdict(_check("33-save-profile-split", _fresh("t33e"), fn), why)
 
 
 def test_33_save_profile_garbage():

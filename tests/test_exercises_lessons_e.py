@@ -13,7 +13,7 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, prune_indexes, solved
+from exercise_helpers import assert_prediction_round_trip, prune_indexes, rename_by_old_name, solved
 from labkit.exercises.lessons import l31_hard_limits
 
 
@@ -259,12 +259,6 @@ def rename_agent(db, agent_id, new_name):
     db.tickets.update_many({"agentId": agent_id}, {"$set": {"agent.name": new_name}})
 
 
-def rename_by_name(db, agent_id, new_name):
-    old = db.agents.find_one({"_id": agent_id})["name"]
-    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    db.tickets.update_many({"agent.name": old}, {"$set": {"agent.name": new_name}})
-
-
 def rename_loop(db, agent_id, new_name):
     db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
     for t in db.tickets.find({"agentId": agent_id}, {"_id": 1}):
@@ -290,7 +284,7 @@ def rename_replace(db, agent_id, new_name):
 @pytest.mark.parametrize("fn, why", [
     (lambda db, a, n: db.agents.update_one({"_id": a}, {"$set": {"name": n}}), "still show the old name"),
     (lambda db, a, n: db.tickets.update_many({"agentId": a}, {"$set": {"agent.name": n}}), "rename the agent"),
-    (rename_by_name, "the other \"Sam Lee\""),
+    (rename_by_old_name, "the other \"Sam Lee\""),
     (rename_loop, "one per ticket"),
     (rename_read_first, "read-modify-write"),
     (rename_whole_copy, "lost the copied team"),

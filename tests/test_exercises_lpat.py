@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labkit import exercises
+from exercise_helpers import rename_by_old_name, solved
 
 
 @pytest.mark.parametrize("ex_id, measured", [
@@ -81,25 +82,13 @@ def _practice16(name):
     return db
 
 
-def _open_ticket(db, ticket):
-    agent = db.agents.find_one({"_id": ticket["agentId"]}, {"name": 1, "team": 1})
-    db.tickets.insert_one(ticket | {"agent": agent})
-
-
-def _rename_by_old_name(db, agent_id, new_name):
-    old = db.agents.find_one({"_id": agent_id})["name"]
-    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    db.tickets.update_many({"agent.name": old}, {"$set": {"agent.name": new_name}})
-
-
-def _rename_by_id(db, agent_id, new_name):
-    db.agents.update_one({"_id": agent_id}, {"$set": {"name": new_name}})
-    db.tickets.update_many({"agent._id": agent_id}, {"$set": {"agent.name": new_name}})
+_SOLUTION = solved("16-extended-reference-tickets")  # the lesson's own open_ticket and rename_agent
+_open_ticket, _rename_by_id = _SOLUTION["open_ticket"], _SOLUTION["rename_agent"]
 
 
 def test_16_a_rename_by_the_old_copied_name_renames_the_namesakes_tickets_too():
     result = exercises.get("16-extended-reference-tickets").check(_practice16("t16lp_name"), _open_ticket,
-                                                                    _rename_by_old_name)
+                                                                    rename_by_old_name)
     assert not result.correct
     assert "also called 'Sam Lee'" in result.message and "old copied name" in result.message
 

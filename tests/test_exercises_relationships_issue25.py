@@ -21,7 +21,8 @@ import labkit
 from labkit.engine import EmbeddedClient
 from labkit.exercises.lessons.l00_start_here import RECIPE_COLUMNS, RECIPE_WORKLOAD
 
-from exercise_helpers import solved  # noqa: E402 - tests/ is on sys.path (conftest.py)
+from exercise_helpers import (delete_follows_one_direction, enroll_with_push, join_counter_first,  # noqa: E402
+                              solved)  # tests/ is on sys.path (conftest.py)
 
 
 @pytest.fixture
@@ -473,19 +474,10 @@ def test_04_count_prediction_mistake_constant_time():
 
 
 def test_04_counter_mistake_increment_before_insert(tmp_db):
-    from pymongo.errors import DuplicateKeyError
-
-    def join(db, group_id, user_id):
-        db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": 1}})
-        try:
-            db.memberships.insert_one({"groupId": group_id, "userId": user_id})
-        except DuplicateKeyError:
-            pass
-
     def leave(db, group_id, user_id):
         if db.memberships.delete_one({"groupId": group_id, "userId": user_id}).deleted_count:
             db.groups.update_one({"_id": group_id}, {"$inc": {"memberCount": -1}})
-    _not_yet(_check("04-member-counter", tmp_db, join, leave), "counted twice")
+    _not_yet(_check("04-member-counter", tmp_db, join_counter_first, leave), "counted twice")
 
 
 def test_05_reconcile_mistake_adding_only(tmp_db):
@@ -505,12 +497,7 @@ def test_05_enroll_mistake_retrying_an_insert_one(tmp_db):
 
 
 def test_05_enroll_mistake_push_in_a_retried_write(tmp_db):
-    def enroll(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$push": {"courseIds": course_id}})
-        db.courses.update_one({"_id": course_id}, {"$push": {"studentIds": student_id}})
-    _not_yet(_check("05-idempotent-enroll", tmp_db, enroll), "`$push` adds it again")
+    _not_yet(_check("05-idempotent-enroll", tmp_db, enroll_with_push), "`$push` adds it again")
 
 
 def _rename(teams_update, snapshots=False):
@@ -604,13 +591,7 @@ def test_08_delete_mistake_posts_left(tmp_db):
 
 
 def test_08_delete_mistake_follows_one_direction(tmp_db):
-    def one_direction(db, user_id):
-        post_ids = [p["_id"] for p in db.posts.find({"authorId": user_id}, {"_id": 1})]
-        db.comments.delete_many({"$or": [{"postId": {"$in": post_ids}}, {"authorId": user_id}]})
-        db.posts.delete_many({"authorId": user_id})
-        db.follows.delete_many({"followerId": user_id})
-        db.users.delete_one({"_id": user_id})
-    _not_yet(_check("08-delete-account", tmp_db, one_direction), "follows of them (followingId)")
+    _not_yet(_check("08-delete-account", tmp_db, delete_follows_one_direction), "follows of them (followingId)")
 
 
 #: lesson -> {the start of each mistake its `mistakes:` lists: the test above that gives its wrong answer "Not yet"}

@@ -190,3 +190,41 @@ def test_widget_refuses_a_rate_it_would_show_as_zero():
     with pytest.raises(ValueError, match="'archive'.*would slide as 0 /day"):
         ledger.widget()
     assert labkit.ledger.rate_unit(0) == ("/s", 1)
+
+
+# --- the lessons' shared helpers: the workload table, a query's cost, the before-and-after chart ------------
+
+def test_workload_table_has_the_method_columns_indexed_by_operation():
+    t = labkit.workload_table([("show page", "read", "2,000/s", "title"), ("add", "write", 2, "")],
+                              rate="rate (assumed)")
+    assert list(t.columns) == ["type", "rate (assumed)", "needs"] and t.index.name == "operation"
+    assert t.loc["show page", "rate (assumed)"] == "2,000/s" and t.loc["add", "type"] == "write"
+    assert list(labkit.workload_table([("a", "read", 1, "x")]).columns) == ["type", "rate", "needs"]
+
+
+def test_workload_table_names_a_row_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"\(operation, type, rate, needs\); \('a', 'read', 1\) has 3 values"):
+        labkit.workload_table([("a", "read", 1)])
+
+
+def test_query_cost_reads_the_plan_and_its_counters(shop):
+    from labkit.explain import query_cost
+
+    cost = query_cost(shop.reviews.find({"productId": "p3"}))
+    assert cost == {"stages": "FETCH <- IXSCAN", "keys examined": 100, "docs examined": 100, "returned": 100}
+    assert query_cost(shop.products.find({"name": "P3"}))["stages"] == "COLLSCAN"
+
+
+def test_before_after_draws_one_row_of_a_comparison(monkeypatch):
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    matplotlib.use("Agg")
+    drawn = []
+    monkeypatch.setattr(plt, "show", lambda: drawn.append(plt.gcf()))
+    compare = pd.DataFrame({"naive": {"reads": 3, "writes": 1}, "better": {"reads": 1, "writes": 2}})
+    labkit.plots.before_after(compare, "reads", "reads per page")
+    ax = drawn[0].axes[0]
+    assert [b.get_width() for b in ax.patches] == [3, 1] and ax.get_xlabel() == "reads per page"
+    plt.close(drawn[0])

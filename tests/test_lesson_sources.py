@@ -20,10 +20,9 @@ import sys
 from pathlib import Path
 
 import jupytext
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import (LESSON_NAMES, assert_known, assert_known_names, authored_markdown, by_name,  # noqa: E402
+from lesson_checks import (authored_markdown, by_name, lesson_tests,  # noqa: E402
                            main, notebook_meta)
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
@@ -75,15 +74,7 @@ def problems_of(path: Path) -> list[str]:
 
 
 problems = by_name(problems_of)
-
-
-def test_known_lists_only_lessons():
-    assert_known_names(KNOWN)
-
-
-@pytest.mark.parametrize("name", LESSON_NAMES)
-def test_every_lesson_lists_and_cites_its_sources(name):
-    assert_known(name, problems(name), KNOWN, "tests/test_lesson_sources.py")
+test_known_lists_only_lessons, test_every_lesson_lists_and_cites_its_sources = lesson_tests(problems, KNOWN, "tests/test_lesson_sources.py")
 
 
 # --- the rule itself, on throw-away lessons ------------------------------------------------------------------

@@ -27,10 +27,9 @@ import sys
 from pathlib import Path
 
 import jupytext
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_checks import LESSON_NAMES, assert_known, assert_known_names, by_name, main  # noqa: E402
+from lesson_checks import by_name, lesson_tests, main  # noqa: E402
 
 #: lesson -> why it does not pass yet (remove the entry when it does; the test says so)
 KNOWN: dict[str, str] = {}
@@ -79,15 +78,7 @@ def problems_of(path: Path) -> list[str]:
 
 
 problems = by_name(problems_of)
-
-
-def test_known_lists_only_lessons():
-    assert_known_names(KNOWN)
-
-
-@pytest.mark.parametrize("name", LESSON_NAMES)
-def test_measured_only_for_what_ran_and_estimates_say_how(name):
-    assert_known(name, problems(name), KNOWN, "tests/test_measured_labels.py")
+test_known_lists_only_lessons, test_measured_only_for_what_ran_and_estimates_say_how = lesson_tests(problems, KNOWN, "tests/test_measured_labels.py")
 
 
 # --- the rule itself, on throw-away lessons ------------------------------------------------------------------

@@ -148,6 +148,19 @@ def test_unsupported_key_patterns_are_bad_value(m, key):
     assert m.config["config"]["collections"].count_documents({}) == 0
 
 
+@pytest.mark.parametrize("key, message", [
+    ({"a": -1}, "Shard key { a: -1 } can contain at most one 'hashed' field, and/or multiple numerical fields set "
+                "to a value of 1. Failed to parse field a"),
+    ({"a": "hashed", "b": "hashed"}, "Failed to parse field b"),
+    ({"a..b": 1}, "Field a..b contains empty parts"),
+    ({"a.$x": 1}, "Field a.$x contains parts that start with '$'"),
+])
+def test_key_pattern_errors_read_as_the_servers(m, key, message):
+    # parseShardKeyPattern in src/mongo/db/s/shard_key_pattern.cpp (BadValue 2, the message naming the field)
+    e = _err(lambda: _shard(m, "lab.c", key), 2)
+    assert message in str(e)
+
+
 def test_hashed_empty_collection_gets_one_chunk_per_shard(m):
     _shard(m, "lab.posts", {"authorId": "hashed"})
     chunks = list(m.config["config"]["chunks"].find({}, sort=[("min", 1)]))
@@ -387,17 +400,22 @@ def test_a_range_of_one_key_value_is_jumbo_and_stays(m):
     assert _counts(m, "lab.events")["shard0"] >= 10_000
 
 
-def test_a_collections_range_size_stays_through_balancing(m):
+@pytest.mark.parametrize("per_site, jumbo", [(300, True), (160, False)])
+def test_a_collections_range_size_stays_through_balancing(m, per_site, jumbo):
     # manual "configureCollectionBalancing": chunkSize (MB) for one collection; it stays in config.collections
-    # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges
+    # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges. One site per range, documents of
+    # ~8 KB: src/mongo/db/s/migration_chunk_cloner_source.cpp refuses a migration (ChunkTooBig, so jumbo) above
+    # maxRecsWhenFull = 2 x (range size / the donor's average document size) = 2 x (1 MB / 8 KB) = 260 documents:
+    # 300 per site never move; 160 (1.3 MB, over the range size in bytes) still move.
     _shard(m, "lab.sites", {"site": 1})
     m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
-    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(160)])
+    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(per_site)])
     m.command("admin", {"balancerStart": 1})
     doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
     assert doc["maxChunkSizeBytes"] == 1024 * 1024
     chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
-    assert len(chunks) == 6 and all(c.get("jumbo") for c in chunks)  # one site each, over 1 MB: none moves
+    assert [bool(c.get("jumbo")) for c in chunks] == [jumbo] * len(chunks) and (len(chunks) == 6 or not jumbo)
+    assert (len(_counts(m, "lab.sites")) > 1) is not jumbo  # the movable ranges spread over the shards
     assert m.command("admin", {"balancerCollectionStatus": "lab.sites"})["chunkSize"] == 1
 
 

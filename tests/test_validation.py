@@ -23,7 +23,7 @@ from pymongo.errors import OperationFailure, WriteError
 
 from labkit import validation as v
 
-from manual_examples import STUDENTS_SCHEMA
+from manual_examples import INVENTORY, INVENTORY_SCHEMA, STUDENTS_SCHEMA
 
 # ---------------------------------------------------------------------------------------
 # Manual examples used throughout
@@ -562,29 +562,6 @@ def test_errinfo_schema_and_query_combined_is_and():
 # ---------------------------------------------------------------------------------------
 # $jsonSchema as a query operator
 # ---------------------------------------------------------------------------------------
-
-INVENTORY_SCHEMA = {
-    "required": ["item", "qty", "instock"],
-    "properties": {
-        "item": {"bsonType": "string"},
-        "qty": {"bsonType": "int"},
-        "size": {"bsonType": "object", "required": ["uom"],
-                 "properties": {"uom": {"bsonType": "string"}, "h": {"bsonType": "double"},
-                                "w": {"bsonType": "double"}}},
-        "instock": {"bsonType": "bool"},
-    },
-}
-# mongosh numbers are doubles: 14 -> 14.0, instock: 1 -> 1.0
-INVENTORY = [
-    {"item": "journal", "qty": 25, "size": {"h": 14.0, "w": 21.0, "uom": "cm"}, "instock": True},
-    {"item": "notebook", "qty": 50, "size": {"h": 8.5, "w": 11.0, "uom": "in"}, "instock": True},
-    {"item": "paper", "qty": 100, "size": {"h": 8.5, "w": 11.0, "uom": "in"}, "instock": 1.0},
-    {"item": "planner", "qty": 75, "size": {"h": 22.85, "w": 30.0, "uom": "cm"}, "instock": 1.0},
-    {"item": "postcard", "qty": 45, "size": {"h": 10.0, "w": 15.25, "uom": "cm"}, "instock": True},
-    {"item": "apple", "qty": 45, "status": "A", "instock": True},
-    {"item": "pears", "qty": 50, "status": "A", "instock": True},
-]
-
 
 def test_find_with_jsonschema_and_nor():
     """Manual, "Query for and Modify Valid or Invalid Documents": find(myschema) returns the

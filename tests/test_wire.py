@@ -652,3 +652,18 @@ def test_handshakes_are_answered_while_a_long_command_runs():
             t.join()
         assert client.admin.command("ping")["ok"] == 1.0
         client.close()
+
+
+def test_requests_sent_together_or_in_pieces_are_each_answered(server):
+    # The server reads a connection's bytes in large pieces (wire.py _Reader): two requests in one segment are
+    # two replies, in order; a request that arrives a few bytes at a time is answered once it is whole.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(_op_msg({"ping": 1, "$db": "admin"}, 11) + _op_msg({"hello": 1, "$db": "admin"}, 12))
+        first, second = _read_op_msg(s), _read_op_msg(s)
+        assert first["ok"] == 1.0 and "isWritablePrimary" not in first
+        assert second["isWritablePrimary"] is True
+        msg = _op_msg({"ping": 1, "$db": "admin"}, 13)
+        for i in range(0, len(msg), 7):
+            s.sendall(msg[i:i + 7])
+        assert _read_op_msg(s)["ok"] == 1.0

@@ -373,6 +373,41 @@ def test_the_profiler_lessons_are_listed_against_free_and_flex(tmp_path, monkeyp
     assert not any(c["limit"].startswith("database profiler") for c in workshop.plan(30, "free", lessons=["30"])["checks"])
 
 
+def test_change_stream_and_transaction_lessons_are_read_from_the_code(tmp_path):
+    """Lessons 05 and 06 open a change stream; 05, 11, 12, 36 and 42 run transactions (the lesson sources' code
+    lines, not their prose or comments)."""
+    assert workshop.change_stream_lessons() == ["05", "06"]
+    assert workshop.transaction_lessons() == ["05", "11", "12", "36", "42"]
+    (tmp_path / "07_x.py").write_text('stream = db.c.watch([])\n# s.with_transaction(f) in a comment\n')
+    (tmp_path / "08_y.py").write_text('db.c.aggregate([{"$changeStream": {}}])\nwith s.start_transaction():\n')
+    (tmp_path / "09_z.py").write_text('# db.c.watch() in a comment\nprint("a change stream")\n')
+    assert workshop.change_stream_lessons(tmp_path) == ["07", "08"]
+    assert workshop.transaction_lessons(tmp_path) == ["08"]
+
+
+def test_change_streams_are_listed_against_the_atlas_tiers():
+    """The Atlas Triggers limitations page: Flex "don't support change streams" in its text, 10 open at once in
+    its table (the conflict is stated, the check never passes on Flex); Free 5, M10/M20 100, M30 and up 1,000.
+    One stream per learner at a time; the lessons fall back where the stage is refused, so it is not enforced."""
+    flex = workshop.plan(30, "flex", lessons=["05", "06"], seat_users=None)
+    row = next(c for c in flex["checks"] if c["limit"].startswith("change streams"))
+    assert "lessons 05, 06" in row["limit"] and row["room needs"] == "30" and row["tier allows"].startswith("10 ")
+    assert not row["ok"] and not row["enforced"] and "don't support change streams" in row["note"]
+    small_flex = workshop.plan(5, "flex", lessons=["05"], seat_users=None)
+    assert not next(c for c in small_flex["checks"] if c["limit"].startswith("change streams"))["ok"]
+    free = workshop.plan(6, "free", lessons=["06"], seat_users=None)
+    row = next(c for c in free["checks"] if c["limit"].startswith("change streams"))
+    assert "lesson 06" in row["limit"] and not row["ok"] and "don't support" not in row["note"]
+    assert next(c for c in workshop.plan(5, "free", lessons=["06"], seat_users=None)["checks"]
+                if c["limit"].startswith("change streams"))["ok"]
+    assert next(c for c in workshop.plan(30, "m10", lessons=["05"], seat_users=None)["checks"]
+                if c["limit"].startswith("change streams"))["ok"]
+    assert not any(c["limit"].startswith("change streams")
+                   for c in workshop.plan(30, "free", lessons=["30"], seat_users=None)["checks"])
+    assert not any(c["limit"].startswith("change streams")
+                   for c in workshop.plan(30, "self-managed", lessons=["05"], seat_users=None)["checks"])
+
+
 def test_max_learners_is_the_largest_room_that_fits():
     most = workshop.max_learners("free", footprint=FAKE, seat_users=None)
     assert workshop.plan(most, "free", footprint=FAKE, seat_users=None)["fits"] if most else True

@@ -729,21 +729,22 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
            "fit, how many learners the tier takes. Exit status 3 means the room does not fit.", "",
            "Tier limits used (storage counts `dataSize + indexSize`, as Atlas does for Free and Flex clusters):", "",
            "| Tier | Storage MB | Databases | Collections | Collections + indexes (recommended) | Operations per second "
-           "| Database profiler | Concurrent index builds | Sharded cluster |",
-           "|---|---:|---:|---:|---:|---:|---|---:|---|"]
+           "| Database profiler | Concurrent index builds | Sharded cluster | Change streams (Atlas docs) |",
+           "|---|---:|---:|---:|---:|---:|---|---:|---|---|"]
     for t in tiers.values():
         def num(v: int) -> str:
             return f"{v:,}" if v else "no limit"
         out.append(f"| {t.title} | {num(t.storage_mb)} | {num(t.databases)} | {num(t.collections)} | "
                    f"{num(t.collections_and_indexes)} | {num(t.ops_per_second)} | "
                    f"{'not supported' if 'profile' in t.refuses else 'yes'} | {t.index_builds} | "
-                   f"{'yes' if t.sharding else 'no'} |")
+                   f"{'yes' if t.sharding else 'no'} | {_md(t.change_streams_note) or 'not stated'} |")
     out += ["", "Sources: the Atlas manual (Atlas Free Cluster Limits and Atlas Flex Limitations: Operational Limits; "
                 "Unsupported Commands in Atlas; FAQ: Database; FAQ: Storage) and the server's "
                 "`maxNumActiveUserIndexBuilds` (default 3: further user index builds on the primary wait; "
                 "SERVER-47155); sharding: Atlas \"Manage Clusters\" (M10 and M20 are replica sets only; M30 and up "
-                "can be sharded, each shard a replica set with the tier's storage). Atlas changes its tiers: check the "
-                "Free and Flex operational limits before a workshop.",
+                "can be sharded, each shard a replica set with the tier's storage); change streams: Atlas "
+                "\"Triggers Limitations\" (see below). Atlas changes its tiers: check the Free and Flex operational "
+                "limits before a workshop.",
             "", "### Which tier for which agenda", "",
             f"For {ROOM} learners on one cluster in shared-cluster mode (`LABKIT_SHARED=1`), with every lesson's "
             "databases kept until `workshop cleanup`:", "",
@@ -801,6 +802,7 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
                     "Unsupported Commands in Atlas), so there the lesson has to read the same numbers from a query "
                     "log it writes itself (`workshop plan` lists the lesson against those tiers). On M10 and up, "
                     "and on the served or embedded engine, the profiler works."]
+    out += _replica_set_features(workshop)
     full = workshop.recommend_tier(ROOM, footprint=data)
     out += ["", f"### The whole course, {ROOM} learners, full scale, {full['tier'].title}", "",
             workshop.format_plan(full)]
@@ -814,6 +816,36 @@ def render_sizing(all_lessons: list[Lesson]) -> list[str]:
             f"needs {small['room']['storage_mb']:,.0f} MB and {small['room']['collections'] + small['room']['indexes']:,} "
             f"collections + indexes on {small['tier'].title}."]
     return out
+
+
+def _replica_set_features(workshop) -> list[str]:
+    """Which lessons use change streams and transactions, and what the Atlas docs say per tier (test first)."""
+    streams, txns = workshop.change_stream_lessons(), workshop.transaction_lessons()
+    if not streams and not txns:
+        return []
+    caps = {name: workshop.TIERS[name].change_streams for name in ("free", "flex", "m10", "m30")}
+    return ["", f"**Change streams and transactions.** Lessons {_and(streams)} open a change stream for a durable "
+                f"worker (`watch()`); lessons {_and(txns)} run multi-document transactions. Both need a replica set "
+                "or a sharded cluster: a standalone `mongod` (such as a plain `mongodb://localhost:27017`) refuses "
+                "transactions, and refuses `$changeStream` with code 40573, `The $changeStream stage is only "
+                "supported on replica sets` (https://www.mongodb.com/docs/manual/changeStreams/, "
+                "https://www.mongodb.com/docs/manual/core/transactions/, and the server's "
+                "https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_change_stream.cpp). "
+                "Atlas clusters are replica sets (a Free cluster has three nodes, says its limits page) or sharded "
+                "clusters, and the Atlas pages we read state no transaction limit for Free or Flex. On change "
+                "streams the Atlas docs disagree about Flex: the Triggers limitations page "
+                "(https://www.mongodb.com/docs/atlas/atlas-ui/triggers/limitations/) says \"Flex Clusters don't "
+                "support change streams\", while the table on the same page, of the change streams open against a "
+                f"cluster at once, gives Flex {caps['flex']}, Free {caps['free']}, M10/M20 {caps['m10']} and M30 "
+                f"and up {caps['m30']:,} (it does not say whether streams a driver opens count); check the Flex "
+                "limitations page (https://www.mongodb.com/docs/atlas/reference/flex-limitations/) too. Each "
+                f"learner's worker holds one stream open at a time, so a room of {ROOM} on one Free or Flex cluster "
+                "may also meet that table's cap (`workshop plan` lists it). **Test the cluster first**, Flex in "
+                "particular: run lesson 05 to its worker cell, or open one stream in mongosh (`db.test.watch()`). "
+                "Where the deployment refuses the stage (40573, or Atlas's `not allowed` error 8000 naming "
+                "`$changeStream`), the lessons print one line saying so and run their batch job instead (the "
+                "reconciliation job in 05, the preview rebuild in 06), so every later cell still runs; any other "
+                "error stops the cell."]
 
 
 def _rate_limit(workshop, data: dict, all_lessons: list[Lesson]) -> list[str]:

@@ -10,7 +10,7 @@
   ``changed_field``, ``added_fields``);
 - a shard key measured on a cluster: the call (``client_and``), the key's shape (``shard_key_fields``),
   sharding and spreading the checker's data (``shard``, ``spread_on_first``), what the key did
-  (``key_on_cluster``) and the mistakes it shows (``shard_key_mistakes``);
+  (``key_on_cluster``; all three in order: ``measure_key``) and the mistakes it shows (``shard_key_mistakes``);
 - a database that crashes between two writes (``CrashingDb``, ``SimulatedCrash``).
 
 A step that judges raises :class:`NotYet` with the learner-facing message it is given (or its own, for a call's
@@ -374,6 +374,18 @@ def key_on_cluster(coll: Any, key: dict, old: list[dict], read: Callable[[], Any
             pass
     return KeyOnCluster(dict(key), targeting, distinct, landed, increases, len(old) + len(new or []))
 
+
+
+def measure_key(coll: Any, key: dict, docs: list[dict], read: Callable[[], Any], *,
+                new: list[dict] | None = None, refusals: dict[str, str] | None = None) -> KeyOnCluster:
+    """A learner's shard key measured on the checker's data: shard the empty ``coll`` on ``key`` (``shard``,
+    with its ``refusals``), load ``docs``, spread them over the shards on the key's first field
+    (``spread_on_first``), then measure what the key does (``key_on_cluster`` with ``read`` and ``new``)."""
+    shard(coll, key, refusals)
+    coll.insert_many(docs, ordered=False)
+    first = next(iter(key))
+    spread_on_first(coll, key, [d[first] for d in docs])
+    return key_on_cluster(coll, key, docs, read, new=new)
 
 #: documents per shard-key value (on average) from which a key's values are said to be shared by too many documents
 _SHARED_VALUE = 5

@@ -33,6 +33,8 @@
 #       url: https://www.mongodb.com/docs/manual/core/read-preference/
 #     - title: "MongoDB manual: Connection Strings"
 #       url: https://www.mongodb.com/docs/manual/reference/connection-string/
+#     - title: "MongoDB manual: Convert a Standalone mongod to a Replica Set"
+#       url: https://www.mongodb.com/docs/manual/tutorial/convert-standalone-to-replica-set/
 # ---
 
 # %% [markdown]
@@ -90,6 +92,10 @@ print("database:", db.name)
 # [connection string](https://www.mongodb.com/docs/manual/reference/connection-string/) before starting
 # Jupyter, for example `MONGODB_URI=mongodb://localhost:27017 python3 dev.py lab`. The notebooks do not change. On a shared
 # workshop cluster each learner's databases get their own name prefix, so nobody overwrites anybody else.
+# Lessons 05, 06, 11, 12, 36 and 42 use transactions or change streams, which a standalone `mongod` refuses: give
+# them a replica set or a sharded cluster. Every Atlas cluster is one, and a local `mongod` becomes a one-member
+# replica set when started with `--replSet` and initiated
+# ([convert a standalone](https://www.mongodb.com/docs/manual/tutorial/convert-standalone-to-replica-set/)).
 
 # %% [markdown]
 # ## The workload comes first
@@ -427,6 +433,7 @@ ex2.check(top_operations)
 # 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
 # 4. [MongoDB manual: Read Preference](https://www.mongodb.com/docs/manual/core/read-preference/)
 # 5. [MongoDB manual: Connection Strings](https://www.mongodb.com/docs/manual/reference/connection-string/)
+# 6. [MongoDB manual: Convert a Standalone mongod to a Replica Set](https://www.mongodb.com/docs/manual/tutorial/convert-standalone-to-replica-set/)
 
 # %% [markdown] tags=["navigation"]
 # [Contents](../CONTENTS.md) · [01 · Embed one-to-few: roles inside the user →](01_embed_one_to_few.ipynb)

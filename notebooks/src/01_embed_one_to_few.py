@@ -75,14 +75,11 @@ print("engine:", labkit.describe(db.client))
 # request. The rates are illustrative; their order of magnitude is what matters.
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("Load the signed-in account with its roles", "read", 500, "name, email, every role assignment"),
-        ("Change one permission of a user's role", "write", 0.01, "permission and updatedAt change together"),
-        ("List the users holding a role", "read", 0.05, "admins page for support staff"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("Load the signed-in account with its roles", "read", 500, "name, email, every role assignment"),
+    ("Change one permission of a user's role", "write", 0.01, "permission and updatedAt change together"),
+    ("List the users holding a role", "read", 0.05, "admins page for support staff"),
+], rate="per_second")
 workload
 
 # %% [markdown]
@@ -124,8 +121,9 @@ naive_plans
 # - `FETCH > IXSCAN`: the server walks the `userId_1` index (IXSCAN) and fetches each matching document (FETCH);
 # - `EXPRESS_IXSCAN`: MongoDB 8.0's **express path**. For an equality on `_id`, and for an equality on one
 #   indexed field when at most one document is wanted (a `limit(1)`, or a single-field unique index), the server
-#   skips query planning and reads the index key and the document directly. Before 8.0 the same lookup
-#   showed `IDHACK`. Its explain names only the index, with no bounds
+#   skips query planning and reads the index key and the document directly (before 8.0 an `_id` lookup
+#   showed `IDHACK`, and the others were planned like any query, with an `IXSCAN`). Its explain names only the
+#   index, with no bounds
 #   ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/), which lists the
 #   EXPRESS stages as new in 8.0; the server's test of which queries take it:
 #   [express.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/index/express.js)). Later lessons

@@ -66,14 +66,11 @@ print("engine:", labkit.describe(db.client))
 # [one-to-many with document references](https://www.mongodb.com/docs/manual/tutorial/model-referenced-one-to-many-relationships-between-documents/).)
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("show an author's newest 20 posts", "read", 2000, "title, location, date; newest first, ties broken by id"),
-        ("publish a post", "write", 50, "must not slow down as the author's history grows"),
-        ("search posts by location", "read", 5, "posts queried on their own, without the author"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("show an author's newest 20 posts", "read", 2000, "title, location, date; newest first, ties broken by id"),
+    ("publish a post", "write", 50, "must not slow down as the author's history grows"),
+    ("search posts by location", "read", 5, "posts queried on their own, without the author"),
+], rate="per_second")
 workload
 
 # %% [markdown]

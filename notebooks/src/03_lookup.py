@@ -12,7 +12,7 @@
 #     section: Relationships
 #     exercise_minutes: 15
 #     demo: >-
-#       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (SBE EQ_LOOKUP totals, or the classic $lookup entry).
+#       Show the unbounded $lookup's bytes returned, then the bounded form; read the join's cost from the aggregate explain (the classic $lookup entry: a $match on _id keeps the join out of SBE).
 #     mistakes:
 #     - "Trimming the joined array after the $lookup (e.g. $slice) instead of sorting and limiting inside its pipeline."
 #     - "Joining every comment and limiting afterwards: $lookup before $sort/$limit runs the join once per comment, not once per comment shown."
@@ -28,6 +28,8 @@
 #       url: https://www.mongodb.com/docs/manual/reference/sbe/
 #     - title: "mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which $lookup SBE runs)"
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp
+#     - title: "mongodb/mongo src/mongo/db/query/query_utils.cpp (isQuerySbeCompatible: which queries SBE may run)"
+#       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp
 #     - title: "mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)"
 #       url: https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp
 #     - title: "MongoDB manual: MongoDB Limits and Thresholds"
@@ -59,15 +61,12 @@ summary
 # ## The workload
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("profile page: the user and their newest 20 posts", "read", 900, "name; title, location, date of 20 posts"),
-        ("home timeline: the 20 newest posts, each with its author's name", "read", 900, "title, date, author name"),
-        ("publish a post", "write", 20, "one insert"),
-        ("change a display name", "write", 0.01, "visible on the next page load"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("profile page: the user and their newest 20 posts", "read", 900, "name; title, location, date of 20 posts"),
+    ("home timeline: the 20 newest posts, each with its author's name", "read", 900, "title, date, author name"),
+    ("publish a post", "write", 20, "one insert"),
+    ("change a display name", "write", 0.01, "visible on the next page load"),
+], rate="per_second")
 workload
 
 # %% [markdown]
@@ -163,20 +162,28 @@ print(f"posts joined: {len(page[0]['posts'])}; bytes returned: {bytes_of(page):,
 # **Which engine ran the join.** MongoDB 8.0 has two engines that execute queries: the *classic* engine and
 # the newer *slot-based execution engine* (SBE), which runs some pipeline stages, `$lookup` among them, when
 # conditions are met ([slot-based engine](https://www.mongodb.com/docs/manual/reference/sbe/)). For `$lookup`
-# the condition is the plain `localField`/`foreignField` form: a `$lookup` with a `pipeline` of its own, like
+# one condition is the plain `localField`/`foreignField` form: a `$lookup` with a `pipeline` of its own, like
 # our bounded one, runs in the classic engine
 # ([server source](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)).
+# Another is that the query in front of it may run in SBE as well, and a query that is only an equality on
+# `_id` (no hint, no `$skip`, the collection's collation) never does: the server answers it with its dedicated
+# `_id` lookup instead
+# ([query_utils.cpp](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp),
+# `isQuerySbeCompatible`). Both our joins start with `{"$match": {"_id": "user:112"}}`, so both run in the
+# classic engine.
 # The explain tells which: `explainVersion` is "1" for classic and "2" for SBE
 # ([explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
 # %% [markdown]
-# **How it joined, and what it read.** An SBE join shows up as an `EQ_LOOKUP` step with a `strategy`. With an
-# index on the joined field (`authorId` here) it is `IndexedLoopJoin`: for each user, look the posts up in the
-# index. Without one, the server either reads the whole joined collection once into an in-memory table
-# (`HashJoin`, for a small collection) or reads it again for every user (`NestedLoopJoin`)
-# (the server's choice, in order: [determineLookupStrategy](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)).
-# Its keys and documents examined are the explain's totals. A classic join reports its own figures in the
-# `$lookup` entry of the explain's `stages`. The function below reads both shapes.
+# **How it joined, and what it read.** A classic join reports its own figures in the `$lookup` entry of the
+# explain's `stages`: keys and documents examined on the joined side and the indexes it used (`indexesUsed`;
+# here the `authorId` index, so each user's posts are looked up in the index); the `$cursor` entry before it
+# holds the user lookup's. A join that runs in SBE (one after a `$match` on another field, for instance) shows
+# up instead as an `EQ_LOOKUP` step with a `strategy`: `IndexedLoopJoin` with an index on the joined field,
+# else reading the whole joined collection once into an in-memory table (`HashJoin`, for a small collection)
+# or again for every input document (`NestedLoopJoin`)
+# (the server's choice, in order: [determineLookupStrategy](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)),
+# with the keys and documents examined in the explain's totals. The function below reads both shapes.
 
 # %% [markdown]
 # **Predict first.** Sam has thousands of posts. How many documents will the *bounded* `$lookup` examine in
@@ -196,10 +203,11 @@ def lookup_cost(pipeline):
                       verbosity="executionStats")
     docs = list(db.users.aggregate(pipeline))
     classic = next((s for s in plan.get("stages", []) if "$lookup" in s), None)
-    if classic is not None:  # classic engine: statistics sit next to the stage spec (+1: the user document)
+    if classic is not None:  # classic engine: the join's statistics sit next to its stage spec
+        user = plan["stages"][0]["$cursor"]["executionStats"]  # the user lookup in front of it
         return {"engine": "classic", "strategy": "-", "round trips": round_trips(lambda d: list(d.users.aggregate(pipeline))),
-                "docs examined": classic["totalDocsExamined"] + 1,
-                "keys examined": classic["totalKeysExamined"] + 1, "bytes returned": bytes_of(docs),
+                "docs examined": user["totalDocsExamined"] + classic["totalDocsExamined"],
+                "keys examined": user["totalKeysExamined"] + classic["totalKeysExamined"], "bytes returned": bytes_of(docs),
                 "index used": ", ".join(classic["indexesUsed"]) or "none"}
     part = plan["stages"][0]["$cursor"] if "stages" in plan else plan  # SBE: the pushed-down part
     node = part["queryPlanner"]["winningPlan"]["queryPlan"]
@@ -425,8 +433,9 @@ ex2.check(top_comments)
 # 3. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
 # 4. [MongoDB manual: Slot-Based Query Execution Engine](https://www.mongodb.com/docs/manual/reference/sbe/)
 # 5. [mongodb/mongo src/mongo/db/pipeline/document_source_lookup.cpp (which \$lookup SBE runs)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/pipeline/document_source_lookup.cpp)
-# 6. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
-# 7. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
+# 6. [mongodb/mongo src/mongo/db/query/query_utils.cpp (isQuerySbeCompatible: which queries SBE may run)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/query_utils.cpp)
+# 7. [mongodb/mongo src/mongo/db/query/planner_analysis.cpp (determineLookupStrategy: join strategies)](https://github.com/mongodb/mongo/blob/v8.0/src/mongo/db/query/planner_analysis.cpp)
+# 8. [MongoDB manual: MongoDB Limits and Thresholds](https://www.mongodb.com/docs/manual/reference/limits/)
 
 # %% [markdown] tags=["navigation"]
 # [← 02 · One-to-many: reference the parent from the child](02_one_to_many.ipynb) · [Contents](../CONTENTS.md) · [04 · One-to-infinity: the follows relationship collection →](04_follows.ipynb)

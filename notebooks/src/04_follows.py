@@ -12,7 +12,7 @@
 #     section: Relationships
 #     exercise_minutes: 17
 #     demo: >-
-#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined equal the followers; replay the burst of follows and show the celebrity's counter document taking the writes.
+#       Insert a duplicate follow and show code 11000 with keyValue; explain both directions; explain the count and show keys examined = followers + 1 (the key read that ends the range), with 0 documents; replay the burst of follows and show the celebrity's counter document taking the writes.
 #     mistakes:
 #     - "Creating only one of the two compound indexes and trusting that no COLLSCAN means the query is cheap (a full index scan for sort order)."
 #     - "Copying the follows' two pair indexes to likes: the newest-first page needs {userId: 1, createdAt: -1}."
@@ -68,15 +68,12 @@ summary
 # ## The workload
 
 # %%
-workload = pd.DataFrame(
-    [
-        ("who follows X (page of 20, by follower id)", "read", 300, "follower ids"),
-        ("whom does X follow (page of 20)", "read", 200, "followed ids"),
-        ("follow / unfollow", "write", 500, "never a duplicate edge"),
-        ("show X's follower count", "read", 5000, "one number"),
-    ],
-    columns=["operation", "type", "per_second", "needs"],
-)
+workload = labkit.workload_table([
+    ("who follows X (page of 20, by follower id)", "read", 300, "follower ids"),
+    ("whom does X follow (page of 20)", "read", 200, "followed ids"),
+    ("follow / unfollow", "write", 500, "never a duplicate edge"),
+    ("show X's follower count", "read", 5000, "one number"),
+], rate="per_second")
 workload
 
 # %% [markdown]
@@ -171,11 +168,14 @@ ex_count.check(count_costs["user:112"]["keys examined"])
 # If the count is shown on every profile view, keep it on the user and change it with each follow. Reading it
 # is one document; the price is a second write per follow (and keeping the two consistent, lesson 05).
 #
-# First a one-off backfill from the existing edges:
+# First a one-off backfill from the existing edges, one `$set` per followed user, sent together in one
+# `bulk_write`:
 
 # %%
-for doc in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}]):
-    db.users.update_one({"_id": doc["_id"]}, {"$set": {"followerCount": doc["n"]}})
+from pymongo import UpdateOne
+
+db.users.bulk_write([UpdateOne({"_id": doc["_id"]}, {"$set": {"followerCount": doc["n"]}})
+                     for doc in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}])])
 db.users.find_one({"_id": "user:112"}, {"name": 1, "followerCount": 1})
 
 # %% [markdown]
@@ -208,7 +208,7 @@ print("Sam's counter:", db.users.find_one({"_id": "user:112"})["followerCount"])
 # %% [markdown]
 # ### The celebrity's counter is a write hotspot
 #
-# Who gets followed is not uniform: new followers go where the followers already are. Replay a burst of 2,000
+# Who gets followed is not uniform: new followers go where the followers already are. Replay a burst of 1,000
 # new sign-ups, each following one account drawn in proportion to today's follower counts, and count how the
 # writes spread over documents: each edge is a new document, but every counter increment for Sam lands on
 # **one** document.
@@ -219,7 +219,7 @@ from collections import Counter
 
 rng = random.Random(4)
 counts_now = {d["_id"]: d["n"] for d in db.follows.aggregate([{"$group": {"_id": "$followingId", "n": {"$sum": 1}}}])}
-targets = rng.choices(list(counts_now), weights=list(counts_now.values()), k=2000)
+targets = rng.choices(list(counts_now), weights=list(counts_now.values()), k=1000)
 user_ids = [u["_id"] for u in db.users.find({}, {"_id": 1})]
 counter_writes, edge_writes, new_edges = Counter(), Counter(), []
 t0 = dt.datetime(2026, 10, 7)
@@ -260,15 +260,15 @@ print(f"the counter is still exact: followerCount {db.users.find_one({'_id': hot
 # Unlike the edge inserts, those writes cannot spread out: however many follows arrive, Sam's go to one
 # document. When that becomes the bottleneck, split the counter: `$inc` one of S counter documents chosen by
 # the follower's id, and add the S documents up on a profile view. The burst's follows, replayed on a split
-# counter with S = 10 (a collection `follower_counts` of its own, counting only the burst):
+# counter with S = 10 (a collection `follower_counts` of its own, counting only the burst; the replay sends the
+# burst's increments in one `bulk_write`, each still a write of its own to its counter document):
 
 # %%
 import zlib
 
 S = 10
-for follower, target in new_edges:
-    db.follower_counts.update_one({"_id": f"{target}#{zlib.crc32(follower.encode()) % S}"}, {"$inc": {"n": 1}},
-                                  upsert=True)
+db.follower_counts.bulk_write([UpdateOne({"_id": f"{target}#{zlib.crc32(follower.encode()) % S}"},
+                                         {"$inc": {"n": 1}}, upsert=True) for follower, target in new_edges])
 
 
 def read_split(d):
@@ -354,8 +354,9 @@ print(f"at {follow_rate} follows per second the counter wins on keys examined on
 # For the follower count the slider asks for, an account with exactly that many followers is measured: what
 # counting costs with a maintained counter, and how big that user document would be if it kept all follower
 # ids in an array (with a million followers it would be past the 16 MiB document limit,
-# [limits](https://www.mongodb.com/docs/manual/reference/limits/)). (Accounts with 0, 500, 1,000, ... followers are built once; the slider grows or shrinks the nearest
-# one by the difference, so each move writes at most a few hundred edges.)
+# [limits](https://www.mongodb.com/docs/manual/reference/limits/)). (Accounts at every 1,000 followers, up to 4,000,
+# are built once; the slider grows or shrinks the nearest one by the difference, so a move writes only that
+# difference, and restores the account it changed before, however far it jumps.)
 
 # %%
 from labkit.plots import bars_against_limit
@@ -370,7 +371,7 @@ def slider_edge(account, i):
     return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 10, 8)}
 
 
-ladder = AccountLadder(db.follows, "user:slider-", 4000, 500, slider_edge, id_prefix="follow:")
+ladder = AccountLadder(db.follows, "user:slider-", 4000, 1000, slider_edge, id_prefix="follow:")
 db.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in ladder.accounts])
 
 

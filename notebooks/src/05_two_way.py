@@ -384,15 +384,29 @@ drift(db)
 # The follow is then a single insert of the edge (and an unfollow a single delete), with no to-do field. The
 # worker saves its token in a `workers` document *after* each change's copies: a crash between the two makes it
 # apply that change again, which `$addToSet` and `$pull` make harmless.
+#
+# Not every deployment opens a change stream (a standalone server refuses, see below). There `watch()` raises
+# `OperationFailure`; `start_worker` prints why and returns `None`, and `run_worker` runs the reconciliation
+# job instead, so the cells below still run and the copies still end up matching the edges. Any other error
+# is raised as it is.
 
 # %%
+from pymongo.errors import OperationFailure
+
 FOLLOW_CHANGES = [{"$match": {"operationType": {"$in": ["insert", "delete"]}}}]
 
 
 def start_worker(db):
-    """Open the follows change stream after the saved token (at the present on the first start)."""
+    """Open the follows change stream after the saved token (at the present on the first start); None where
+    the deployment refuses change streams."""
     state = db.workers.find_one({"_id": "follow-copies"})
-    stream = db.follows.watch(FOLLOW_CHANGES, resume_after=state["token"] if state else None)
+    try:
+        stream = db.follows.watch(FOLLOW_CHANGES, resume_after=state["token"] if state else None)
+    except OperationFailure as exc:
+        if (why := labkit.changestreams.refusal(exc)) is None:
+            raise  # any other error is a real failure
+        print(f"{why}; the reconciliation job repairs the copies instead")
+        return None
     if state is None:
         db.workers.insert_one({"_id": "follow-copies", "token": stream.resume_token})
     return stream
@@ -400,6 +414,9 @@ def start_worker(db):
 
 def run_worker(db, stream):
     """Apply every change the stream has now to both arrays, saving the token after each; return how many."""
+    if stream is None:  # no change stream on this deployment: the reconciliation job instead
+        rebuild_arrays(db)
+        return 0
     applied = 0
     with stream:
         while (change := stream.try_next()) is not None:

@@ -254,16 +254,27 @@ register
 # `updateDescription.updatedFields` ([change events](https://www.mongodb.com/docs/manual/reference/change-events/)),
 # so the `$match` keeps only the updates that set `name`. The worker's own writes set
 # `followerPreview.<i>.name`, another path, so they do not wake it again. It is then the one owner of the
-# preview names, and saves its resume token after each rename, as lesson 05's worker does.
+# preview names, and saves its resume token after each rename, as lesson 05's worker does. Where the deployment
+# refuses change streams (a standalone server does), `start_name_worker` prints why and returns `None`, and
+# `run_name_worker` runs the rebuild job instead, as lesson 05's worker falls back to its reconciliation job.
 
 # %%
+from pymongo.errors import OperationFailure
+
 NAME_CHANGES = [{"$match": {"operationType": "update", "updateDescription.updatedFields.name": {"$exists": True}}}]
 
 
 def start_name_worker(db):
-    """Open the users change stream after the saved token (at the present on the first start)."""
+    """Open the users change stream after the saved token (at the present on the first start); None where the
+    deployment refuses change streams."""
     state = db.workers.find_one({"_id": "preview-names"})
-    stream = db.users.watch(NAME_CHANGES, resume_after=state["token"] if state else None)
+    try:
+        stream = db.users.watch(NAME_CHANGES, resume_after=state["token"] if state else None)
+    except OperationFailure as exc:
+        if (why := labkit.changestreams.refusal(exc)) is None:
+            raise  # any other error is a real failure
+        print(f"{why}; the rebuild job refreshes the previews instead")
+        return None
     if state is None:
         db.workers.insert_one({"_id": "preview-names", "token": stream.resume_token})
     return stream
@@ -271,6 +282,9 @@ def start_name_worker(db):
 
 def run_name_worker(db, stream):
     """Copy each new name into the previews that list the user; return how many renames it applied."""
+    if stream is None:  # no change stream on this deployment: the rebuild job, at the schedule's last run
+        rebuild_previews(db, now=built_at + 4 * JOB_EVERY, everyone=True)
+        return 0
     applied = 0
     with stream:
         while (change := stream.try_next()) is not None:
@@ -396,7 +410,8 @@ ledger.totals()
 
 # %% [markdown]
 # Move the follow rate: the copy's extra write per follow is paid for by the round trips it saves on profile
-# views, until follows outnumber the views that use the preview.
+# views, up to the break-even printed below. Each view saves more than one round trip, so follows can outnumber
+# the views before the copy stops paying.
 
 # %%
 ledger_widget = ledger.widget("round trips", max_rate=8000)

@@ -263,8 +263,8 @@ def slider_edge(account, i):
     return {"followerId": follower_pool[i], "followingId": account, "createdAt": dt.datetime(2026, 1, 1)}
 
 
-post_ladder = AccountLadder(scratch.posts, "user:slider-", 3000, 500, slider_post, id_prefix="post:")
-follow_ladder = AccountLadder(scratch.follows, "user:slider-", 3000, 500, slider_edge, id_prefix="follow:")
+post_ladder = AccountLadder(scratch.posts, "user:slider-", 3000, 1000, slider_post, id_prefix="post:")
+follow_ladder = AccountLadder(scratch.follows, "user:slider-", 3000, 1000, slider_edge, id_prefix="follow:")
 scratch.users.insert_many([{"_id": a, "name": "Slider", "roles": []} for a in post_ladder.accounts])
 
 
@@ -322,20 +322,24 @@ db.users.delete_many({"_id": {"$in": gone}})
 print("deleted:", gone)
 
 # %% [markdown]
-# The follows still name them, on either side. A repair job does not need to know who was deleted: it joins
-# every edge to both of its users with [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/)
-# and keeps the edges where either side is missing.
+# The follows still name them, on either side. A repair job does not need to know who was deleted: it collects
+# every user id the edges name, looks each id up in `users` once with
+# [`$lookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/), and keeps the edges
+# of the ids that are missing. (Joining each edge to both of its users instead would look up a popular user
+# once per follower: the same answer for many times the work.)
 
 # %%
 def dangling_follows(db):
     """Ids of follows whose follower or followed user no longer exists (a full pass over follows)."""
     return [d["_id"] for d in db.follows.aggregate([
-        {"$lookup": {"from": "users", "localField": "followerId", "foreignField": "_id", "as": "a",
+        {"$project": {"user": ["$followerId", "$followingId"]}},  # both ends of every edge
+        {"$unwind": "$user"},
+        {"$group": {"_id": "$user", "edges": {"$push": "$_id"}}},  # one row per user id the edges name
+        {"$lookup": {"from": "users", "localField": "_id", "foreignField": "_id", "as": "found",
                      "pipeline": [{"$project": {"_id": 1}}]}},
-        {"$lookup": {"from": "users", "localField": "followingId", "foreignField": "_id", "as": "b",
-                     "pipeline": [{"$project": {"_id": 1}}]}},
-        {"$match": {"$or": [{"a": {"$size": 0}}, {"b": {"$size": 0}}]}},
-        {"$project": {"_id": 1}},
+        {"$match": {"found": {"$size": 0}}},  # ids no user has any more
+        {"$unwind": "$edges"},
+        {"$group": {"_id": "$edges"}},  # an edge whose two ends are both gone, once
     ])]
 
 
@@ -391,9 +395,12 @@ ex2
 
 # %% tags=["solution"]
 orphans = sorted(d["_id"] for d in db.posts.aggregate([
-    {"$lookup": {"from": "users", "localField": "authorId", "foreignField": "_id", "as": "author"}},
+    {"$group": {"_id": "$authorId", "posts": {"$push": "$_id"}}},  # each author looked up once
+    {"$lookup": {"from": "users", "localField": "_id", "foreignField": "_id", "as": "author",
+                 "pipeline": [{"$project": {"_id": 1}}]}},
     {"$match": {"author": {"$size": 0}}},
-    {"$project": {"_id": 1}},
+    {"$unwind": "$posts"},
+    {"$project": {"_id": "$posts"}},
 ]))
 print(len(orphans), "orphaned posts")
 ex2.check(db, orphans)

@@ -69,13 +69,12 @@ summary
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("store a reading", "write", "1 per sensor per minute", "must stay cheap as history grows"),
     ("chart one sensor's day", "read", "20/s", "that sensor's readings for 24 hours, in time order"),
     ("show an hour's min / max / average", "read", "50/s", "a summary, not every sample"),
     ("drop data older than N days", "write", "once a day", "delete whole hours at once"),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # The source material's sensor reports **every second**: that is 86,400 documents per sensor per day if each

@@ -72,12 +72,11 @@ print("normal posts:", len(counts), "| comments on them:", sum(counts), "| most 
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("show a post with its newest comments", "read", "2,000/s", "title, comment count, up to 20 newest comments"),
     ("\"more comments\" on a post", "read", "20/s, mostly on viral posts", "the next 20, newest first"),
     ("add a comment", "write", "50/s, bursty on viral posts", "cheap even on the viral post; none lost"),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # Almost all posts have a handful of comments; one has 50,000. That one post is the **outlier**
@@ -189,10 +188,11 @@ def get_comments(post_id, page=1):
 # %% [markdown]
 # `skip(n)` does not jump to the n-th entry: the server walks the first n entries of the index in order and
 # drops them. **Predict first.** Page 50 of the viral post: how many index keys does its query on `comments`
-# examine?
+# examine? Record your number with `predict_deep.predict(...)` (as in lesson 00), then run the measuring cell.
 
 # %%
 predict_deep = labkit.exercises.get("11-predict-deep-page-keys")
+predict_deep
 
 # %% tags=["solution"]
 predict_deep.predict(48 * 20 + 20)
@@ -227,7 +227,8 @@ compare
 # filter, so the server places the SKIP stage *below* the FETCH and fetches only the 20 comments it returns,
 # plus the post ("documents read" is the same for page 2 and page 50;
 # [mongo jstest: add_skip_stage_before_fetch.js](https://github.com/mongodb/mongo/blob/v8.0/jstests/core/query/add_skip_stage_before_fetch.js)).
-# The plan shows the order:
+# The plan shows the order (read it from the right: the IXSCAN runs first; `PROJECTION_SIMPLE` applies the
+# query's projection, dropping `_id` and `postId`):
 
 # %%
 plan = (db.comments.find({"postId": "post:200"}, {"_id": 0, "postId": 0})

@@ -85,13 +85,12 @@ db.users.find_one({"_id": "user:1"}), db.users.find_one({"_id": "user:3001"})
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("load a profile by _id", "read", "2,000/s", "first and last name, always in the v2 shape"),
     ("find users by last name", "read", "50/s", "every matching user, whatever the version"),
     ("ship the v2 code", "deploy", "once (0 downtime)", "no downtime, no stop-the-world migration"),
     ("migrate the old documents", "background", "one batch of 500 per run, until done", "bounded load, visible progress"),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload
+])
 
 # %% [markdown]
 # ## The naive approach: new code, old data

@@ -99,14 +99,13 @@ pd.DataFrame(db.content.aggregate([{"$group": {"_id": "$type", "documents": {"$s
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("home feed: newest 20 items of every type", "read", "1,500/s", "each item rendered its own way"),
     ("a type tab: newest 20 videos (or articles, tools)", "read", "300/s", "one type, newest first"),
     ("an author's items of one type", "read", "20/s", "authorId and type"),
     ("search titles and names", "read", "50/s", "any case, anywhere in the text"),
     ("publish an item", "write", "0.1/s", "must have the fields of its type"),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # The three types share `type` and `createdAt`, articles and videos share `title` and `authorId`, and each has

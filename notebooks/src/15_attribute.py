@@ -77,12 +77,11 @@ print("movies:", len(catalogue), "| markets:", len(COUNTRIES), "| release dates:
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("movies released in country X between two dates", "read", "200/s", "any of the 40 countries, one index-backed query"),
     ("movie page", "read", "3,000/s", "the movie by _id"),
     ("add a movie, add a country to a movie", "write", "50 a day", "cheap, no schema change when a new market opens"),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload
+])
 
 # %% [markdown]
 # The first read is the problem: *any* country may be asked for.

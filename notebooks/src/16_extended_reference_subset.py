@@ -97,13 +97,12 @@ print(f"one customer document: {len(bson.encode(customers[0])):,} bytes")
 # ## Part 1 · Extended reference
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("order page", "read", "200", "order + customer name and address"),
     ("packing list: a day's orders", "read", "1", "order + 2 customer fields"),
     ("customer changes name", "write", "1", ""),
     ("customer moves", "write", "1", "past orders keep the address they were shipped to"),
-], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
-workload
+], rate="per second (assumed)")
 
 # %% [markdown]
 # The rates are this lesson's assumption (the ledger below lets you change them). The customer profile is big and
@@ -166,10 +165,11 @@ print("same packing list as design A:", packing_a == packing_b)
 # The classic engine instead lists a `$lookup` stage with its own counters; the helper below reads both forms.
 #
 # **Predict first.** How many documents does the server examine for this packing list (the day's orders are
-# counted above)? Record your guess before running the measuring cell.
+# counted above)? Record your number with `predict_lookup.predict(...)` before running the measuring cell.
 
 # %%
 predict_lookup = labkit.exercises.get("16-predict-lookup-docs")
+predict_lookup
 
 # %% tags=["solution"]
 predict_lookup.predict(2 * len(day_orders))  # each order, plus its customer
@@ -351,12 +351,11 @@ ledger_widget
 # ## Part 2 · Subset
 
 # %%
-workload_subset = pd.DataFrame([
+labkit.workload_table([
     ("product page", "read", "500", "product + its 5 newest reviews"),
     ("\"all reviews\" page", "read", "5", "any page of a product's reviews, newest first"),
     ("write a review", "write", "2", ""),
-], columns=["operation", "type", "per second (assumed)", "needs"]).set_index("operation")
-workload_subset
+], rate="per second (assumed)")
 
 # %% [markdown]
 # Reviews are a one-to-many that can grow without bound: a popular product collects thousands.

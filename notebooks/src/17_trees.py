@@ -110,12 +110,11 @@ print("children per node, level by level:",
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("breadcrumb of a category", "read", "1,000/s (every product page)", "the ancestors, in order"),
     ("all descendants of a category", "read", "100/s (every category page)", "the whole subtree"),
     ("move or rename a category", "write", "a few a month", ""),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload
+])
 
 # %% [markdown]
 # Same data, four shapes, one collection each (the fifth, nested sets, comes after them):
@@ -291,11 +290,13 @@ ixscan = explain["queryPlanner"]["winningPlan"]["inputStage"]
 # `{path: /,Programming,/}`, is unanchored, and its page warns that such a query has to inspect the entire index.
 #
 # **Predict** how many index keys the unanchored `{path: {$regex: ",Programming,"}}` examines (the anchored
-# query above examined the number shown in its output; a regular expression can only match strings, and one
-# node's path is not a string):
+# query above examined the number shown in its output; a regular expression matches only string values and
+# stored regular expressions, and every path here is a string except the root's, which is `null`). Record your
+# number with `predict_keys.predict(...)`, then run the measuring cell.
 
 # %%
 predict_keys = labkit.exercises.get("17-predict-unanchored-keys")
+predict_keys
 
 # %% tags=["solution"]
 predict_keys.predict(len(nodes) - 1)  # every string key: every node but the root (null path)
@@ -428,7 +429,8 @@ print("children of Databases now:", [d["_id"] for d in edit.find(
 # [`$graphLookup`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/graphLookup/) repeats a lookup
 # level after level inside one aggregation: from `startWith`, it matches `connectToField` against the values of
 # `connectFromField` it has collected so far, until nothing new turns up (or `maxDepth`). Each level is a lookup on
-# `connectToField`, so that field needs an index (`parent` for descendants, `_id` for ancestors). `depthField`
+# `connectToField`, so that field should be indexed (`parent` for descendants, `_id` for ancestors): without
+# an index, every level scans the whole collection. `depthField`
 # records how far each result is from the start, **counting from 0**: the direct children of Programming have depth
 # 0, their children depth 1, so the largest depth value below is 1 for two levels.
 
@@ -491,8 +493,8 @@ comparison
 # - **Child references** need one query per level too; they suit "show the children of this node" menus.
 # - **Array of ancestors** answers both questions in one indexed query; moving a subtree means rewriting the
 #   `ancestors` of every node in it.
-# - **Materialized paths** do the same with one string and an anchored regex range; the path can also be sorted to
-#   list the tree in depth-first order. Moves rewrite the paths of the subtree.
+# - **Materialized paths** do the same with one string and an anchored regex range; sorted on `path`, the whole
+#   tree lists every node after its ancestors, with siblings together. Moves rewrite the paths of the subtree.
 # - **Nested sets** read a subtree with one range, but the breadcrumb's range grows with the node's place in the
 #   walk, and adding or moving a node renumbers a large part of the tree: for trees that rarely change.
 

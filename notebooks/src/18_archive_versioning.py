@@ -87,12 +87,11 @@ print("orders:", db.orders.count_documents({}), "| first:", orders[0]["createdAt
 # ## Part 1 · Archive
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("a customer's orders of the last 90 days", "read", "500/s", "indexed on {customerId, createdAt}"),
     ("support search: last year's orders with a SKU", "read", "2/s", "ad hoc, no index on items.sku"),
     ("full history of a customer (tax, disputes)", "read", "10 a day", "may be slower"),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload
+])
 
 # %% [markdown]
 # Orders older than a year are almost never read, yet they fill the collection, its indexes and the server's cache.
@@ -256,12 +255,11 @@ split_explorer
 # ## Part 2 · Document versioning
 
 # %%
-workload_versioning = pd.DataFrame([
+labkit.workload_table([
     ("read a contract", "read", "200/s", "the current revision only"),
     ("edit a contract", "write", "1/s", "keep the old revision, lose no edit"),
     ("show revision *n* / the revision list", "read", "100 a day", "any past revision, by number"),
-], columns=["operation", "type", "rate", "needs"]).set_index("operation")
-workload_versioning
+])
 
 # %% [markdown]
 # The current revisions live in `documents`; each edit first copies the revision it replaces into

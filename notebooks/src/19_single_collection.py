@@ -67,12 +67,11 @@ print("books:", len(books), "| authors:", len(authors), "| authorships:", sum(le
 # ## The workload
 
 # %%
-workload = pd.DataFrame([
+labkit.workload_table([
     ("book page: the book and its authors' names", "read", "500/s", "book + every author"),
     ("author page: the author and their books", "read", "50/s", "author + every book"),
     ("add a book with its authors", "write", "20 a day", ""),
-], columns=["operation", "type", "rate (assumed)", "needs"]).set_index("operation")
-workload
+], rate="rate (assumed)")
 
 # %% [markdown]
 # The rates are this lesson's assumption: books are read thousands of times for every book added.
@@ -181,10 +180,12 @@ print("books by author:3:", db.books.count_documents({"authorIds": "author:3"}))
 
 # %% [markdown]
 # **Predict first.** In the single collection, how many documents does the author page
-# `find({"relatedIds": "author:3"})` examine?
+# `find({"relatedIds": "author:3"})` examine? Record your number with `predict_author.predict(...)`, then run the
+# measuring cell.
 
 # %%
 predict_author = labkit.exercises.get("19-predict-author-page-docs")
+predict_author
 
 # %% tags=["solution"]
 predict_author.predict(1 + db.books.count_documents({"authorIds": "author:3"}))
@@ -205,7 +206,8 @@ predict_author.check(int(comparison.loc[("author page", "single collection"), "d
 
 # %% [markdown]
 # Both designs read the same documents in one round trip; the single collection does it with a plain indexed
-# `find` and no join stage, and one index serves both directions. The price:
+# `find` and no join stage, and one index serves both directions. (The join examines more index keys for the
+# book page: its `$lookup` reads the authors through the `_id` index.) The price:
 #
 # - every link is stored twice (in the book's and in the author's `relatedIds`), so adding a book means updating its
 #   authors too, the two-way-reference upkeep of lesson 05 (below: two statements);

@@ -261,7 +261,8 @@ labkit.recommend(
 # %% [markdown]
 # **Predict first.** A chat app: a channel's messages are none at first, about 2,000 typically, with no upper
 # bound; the channel page shows the newest 50, and messages are also searched on their own. Which model will the
-# helper recommend for channels -> messages?
+# helper recommend for channels -> messages? Record one of `"embed"`, `"array of references"`, `"child reference"`
+# or `"relationship collection"` with `ex_model.predict(...)`.
 
 # %%
 ex_model = labkit.exercises.get("20-predict-helper-model")

@@ -260,7 +260,11 @@ db.products.find_one({"_id": "product:007"}, {"name": 1, "rating": 1, "recentRev
 # of the product, which is atomic because it touches one document
 # ([manual: atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)): `$inc` moves the
 # count and total, `$push` with `$each`, `$sort` and `$slice: 5` adds the review and keeps only the five newest
-# ([manual: `$slice` modifier](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)).
+# ([manual: `$slice` modifier](https://www.mongodb.com/docs/manual/reference/operator/update/slice/)). The two
+# writes together are not atomic: a failure between them leaves a review that the summary does not count yet.
+# For a rating that is acceptable (a periodic recount repairs it); where it is not, a multi-document transaction
+# makes the pair all-or-nothing
+# ([manual: atomicity](https://www.mongodb.com/docs/manual/core/write-operations-atomicity/)).
 
 # %%
 def add_review(d, review):

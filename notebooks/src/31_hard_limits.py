@@ -99,8 +99,8 @@ limits
 # `LABKIT_SHARED=1`, this document grows in the embedded engine on your machine, which enforces the same limit
 # with the same error code, so that a room of learners does not store a 16 MiB document each on one cluster.)
 #
-# **Predict.** How many 512 KiB pushes will the server accept before it refuses one? Record your guess before
-# the next two cells run; the check is after the pushes.
+# **Predict.** How many 512 KiB pushes will the server accept before it refuses one? Record your guess with
+# `predict_pushes.predict(...)` before the next two cells run; the check is after the pushes.
 
 # %%
 predict_pushes = labkit.exercises.get("31-predict-pushes")
@@ -294,7 +294,8 @@ timeseries_sizes
 #
 # A multi-document transaction that stays open longer than `transactionLifetimeLimitSeconds` (60 by default) is
 # aborted by the server. It is a server parameter: `getParameter` reads it and, on a self-managed deployment,
-# `setParameter` changes it. Atlas Free and Flex clusters refuse `getParameter` for it
+# `setParameter` changes it. Atlas Free and Flex clusters allow `getParameter` only for `authSchemaVersion` and
+# `authenticationMechanisms`, so they refuse it for this parameter
 # ([Atlas: unsupported commands](https://www.mongodb.com/docs/atlas/unsupported-commands/)); the cell then says
 # so. Waiting 60 seconds to watch a transaction die would teach nothing more: keep transactions short.
 

@@ -90,12 +90,11 @@ print(f"{db.devices.count_documents({})} devices")
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('record an event', 'write', '50/s', 'append one event to the device'),
     ('show device page', 'read', '200/s', 'device fields and its 10 newest events'),
     ('event history of a device for a period', 'read', 'a few per hour', 'events in a time range'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: maximum vs average
 #
@@ -241,7 +240,7 @@ print("events for device:007 in the child collection:", db.events.count_document
 # ## Measured: before and after
 #
 # **Predict first.** After the fix, the 10 newest events of device:007 come from the `events` collection. How
-# many event documents does that query examine?
+# many event documents does that query examine? Record a number with `predict_history.predict(...)`.
 
 # %%
 predict_history = labkit.exercises.get("32-predict-history-docs")
@@ -318,12 +317,14 @@ def wall(events_per_day):
                                                                       lambda i: one_event)}
 
 
-walls = explorer(wall, sliders={"events_per_day": (100, 50_000, 2_880, 20)}, title="One device's event rate",
+walls = explorer(wall, sliders={"events_per_day": (100, 50_000, 2_880, 20)},
+                 title="One device's event rate, estimated (BSON sizes x events per day)",
                  draw=lambda ax, v, r: bars_against_limit(ax, ["after one year"], [r["parent size after one year if nothing stopped it (bytes, computed)"]]))
 walls
 
 # %% [markdown]
-# The slider starts at a heartbeat twice a minute (2,880 events a day): the document fills in about 101 days.
+# The slider starts at a heartbeat twice a minute (2,880 events a day): by this arithmetic (no server ran it)
+# the document fills in about 101 days.
 
 # %% [markdown]
 # ## Exercise · The same idea in a chat app

@@ -46,7 +46,6 @@ import base64
 import random
 
 import bson
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
@@ -86,12 +85,11 @@ print(f"{db.products.count_documents({})} products")
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('list products in a category, by price', 'read', '600/s', 'name, price, rating, thumbnail URL (20 per page)'),
     ('show the full product sheet', 'read', '20/s', 'everything'),
     ('edit the description or specs', 'write', 'a few per day', 'cold fields'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: `avgObjSize` vs what the hot query returns
 #
@@ -128,21 +126,12 @@ print(f"share of each document the hot path uses: {returned / stats['avgObjSize'
 # ([manual: explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
 # %%
-def plan(cursor):
-    e = cursor.explain()
-    node, stages = e["queryPlanner"]["winningPlan"], []
-    while node:
-        node = node.get("queryPlan", node)
-        stages.append(node["stage"])
-        node = node.get("inputStage")
-    s = e["executionStats"]
-    return {"stages": " <- ".join(stages), "keys examined": s["totalKeysExamined"],
-            "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+from labkit.explain import query_cost
 
 
 # %% [markdown]
 # **Predict first.** The listing returns 20 products with 4 fields each. How many whole documents does the
-# server examine to produce it?
+# server examine to produce it? Record a number with `predict_projection.predict(...)`.
 
 # %%
 predict_projection = labkit.exercises.get("33-predict-projection-docs")
@@ -151,7 +140,7 @@ predict_projection = labkit.exercises.get("33-predict-projection-docs")
 predict_projection.predict(20)
 
 # %% tags=["reveal"]
-projected = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
+projected = query_cost(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
 projected
 
 # %% tags=["reveal"]
@@ -165,7 +154,7 @@ predict_projection.check(projected["docs examined"])
 
 # %%
 db.products.create_index([("category", 1), ("price", 1), ("name", 1), ("rating", 1), ("thumbnailUrl", 1)])
-covered = plan(db.products.find(listing_filter, {"_id": 0, "price": 1, "name": 1, "rating": 1, "thumbnailUrl": 1})
+covered = query_cost(db.products.find(listing_filter, {"_id": 0, "price": 1, "name": 1, "rating": 1, "thumbnailUrl": 1})
                .sort("price", 1).limit(20))
 pd.DataFrame({"projected, not covered": projected, "covered": covered}).T
 
@@ -222,7 +211,7 @@ db.products.find_one({"_id": "product:0003"})
 # %%
 after = storage(db.products)
 details = storage(db.product_details)
-split_plan = plan(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
+split_plan = query_cost(db.products.find(listing_filter, listing_fields).sort("price", 1).limit(20))
 compare = pd.DataFrame({
     "one bloated collection": {"products avgObjSize": stats["avgObjSize"],
                                "docs examined per listing page": projected["docs examined"],
@@ -238,11 +227,8 @@ compare = pd.DataFrame({
 compare
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 2.2))
-ax.barh(compare.columns, compare.loc["bytes of the documents examined ($bsonSize)"], color=["#d62728", "#1f77b4"])
-ax.set_xlabel("BSON bytes of the 20 documents a listing page examines")
-plt.tight_layout()
-plt.show()
+labkit.plots.before_after(compare, "bytes of the documents examined ($bsonSize)",
+                           "BSON bytes of the 20 documents a listing page examines")
 
 # %% [markdown]
 # The cold collection holds the rest (about the same bytes as before, read only by the sheet at 20/s):

@@ -38,8 +38,8 @@
 # # 34 · Anti-pattern: a massive number of collections
 #
 # **You will learn**
-# - why a collection per tenant or per day scales badly: every collection brings at least one index, and the
-#   storage engine manages each collection and index separately;
+# - why a collection per tenant or per day scales badly: every ordinary collection brings at least its `_id`
+#   index, and the storage engine manages each collection and index separately;
 # - to detect it with `dbStats` and with collection names that contain ids or dates, and where "too many"
 #   starts on Atlas;
 # - to merge the collections into one, turning the name into a field that leads the indexes;
@@ -101,12 +101,11 @@ print("collections created:", len(db.list_collection_names()))
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('record an order', 'write', '30/s', 'one tenant, today'),
     ("a customer's orders, last 15 days", 'read', '50/s', 'one tenant, one customer, newest first'),
     ('delete data older than 15 days', 'write', 'once a day', 'whole days'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: `dbStats` and the names
 #
@@ -132,13 +131,14 @@ print("first three:", [re.sub(r"\d{4}_\d{2}_\d{2}$", "<date>", n) for n in old[:
 families
 
 # %% [markdown]
-# **Where does "too many" start?** The manual's warning is qualitative: many collections and indexes strain
-# replica-set resources and the storage engine, even when most are idle
+# **Where does "too many" start?** The manual's warning is qualitative: every collection gets a default `_id`
+# index, and too many collections and indexes strain replica-set resources and decrease performance
 # ([manual: reduce the number of collections](https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/reduce-collections/)).
 # Atlas gives figures: a recommended maximum of collections **and indexes combined** per cluster tier, 5,000 on
 # M10, 10,000 on M20 and M30, 100,000 on M40 and above
-# ([Atlas FAQ](https://www.mongodb.com/docs/atlas/reference/faq/database/)). Past them, checkpoints take longer
-# and operations slow down. This database's count against them:
+# ([Atlas FAQ](https://www.mongodb.com/docs/atlas/reference/faq/database/)). Past them, the FAQ says,
+# checkpoints take longer and operations might run more slowly; how much depends on how many of the collections
+# are in use. This database's count against them:
 
 # %%
 ATLAS_RECOMMENDED = {"M10": 5_000, "M20 / M30": 10_000, "M40+": 100_000}
@@ -187,8 +187,9 @@ db.orders.create_index([("tenantId", 1), ("customerId", 1), ("createdAt", -1)])
 print("orders:", db.orders.count_documents({}))
 
 # %% [markdown]
-# Expiry: instead of dropping yesterday's collections, a TTL index deletes documents whose `createdAt` is older
-# than the retention period ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). 15 days
+# Expiry: instead of dropping yesterday's collections, a TTL ("time to live") index on a date field lets a
+# background task of the server delete documents whose `createdAt` is older than the retention period
+# ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). 15 days
 # is 1,296,000 seconds. The server's TTL monitor makes one pass about every 60 seconds
 # ([manual: TTL indexes](https://www.mongodb.com/docs/manual/core/index-ttl/)). The oldest order is just over 14
 # days old, so nothing has expired yet.
@@ -244,7 +245,9 @@ plt.show()
 # ## Expiry, measured
 #
 # Time-partitioned data often fits a **time-series collection** too: the tenant as `metaField`, `createdAt` as
-# `timeField`, and `expireAfterSeconds` on the collection itself. A copy of the orders goes into one, with the
+# `timeField`, and `expireAfterSeconds` on the collection itself. Such a collection does not store each
+# measurement (here: each order) as its own document: it groups measurements with the same `metaField` value
+# and close times into internal documents called **buckets**. A copy of the orders goes into one, with the
 # same 15 days. With `granularity: "minutes"` a bucket spans at most 24 hours, so each tenant's day is one
 # bucket (its orders lie within three hours); `$collStats` counts the buckets
 # ([manual: `$collStats`](https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/)):
@@ -405,8 +408,8 @@ ex_sessions.check(setup_sessions, touch)
 #
 # - Detect: `dbStats` (`collections`, `indexes`) and collection names containing dates or ids. Atlas recommends
 #   at most 5,000 collections and indexes combined on M10, 10,000 on M20/M30, 100,000 on M40+.
-# - Every collection carries at least an `_id` index; thousands of collections and indexes strain the storage
-#   engine even when idle.
+# - Every ordinary collection carries at least an `_id` index; thousands of collections and indexes strain the
+#   storage engine, the more so the more of them are in use.
 # - Fix: one collection, the old name as a field (`tenantId`, `day`) leading the indexes; merge with
 #   `$merge`; expire with a TTL index instead of dropping, and change the retention with `collMod`. A TTL index
 #   is single-field, counts seconds, and ignores values that are not dates.

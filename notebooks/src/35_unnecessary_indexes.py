@@ -95,13 +95,12 @@ sorted(db.orders.index_information())
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ("a customer's orders, newest first", 'read', '120/s', 'customerId equality, sort createdAt desc, 20'),
     ('dashboard: orders of a region in a status', 'read', '50/s', 'region and status equality'),
     ('orders containing a SKU', 'read', '30/s', 'sku equality'),
     ('place order', 'write', '30/s', 'one insert'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 
 # %% [markdown]
 # Below is a deterministic mix of queries in those proportions, run against the collection the way the

@@ -74,25 +74,20 @@ print(db.accounts.count_documents({}), "accounts")
 # What the application does, how often, and what each operation needs:
 
 # %%
-workload_table = pd.DataFrame([
+labkit.workload_table([
     ('log in / look up by user name, ignoring case', 'read', '300/s', 'one account'),
     ('sign up', 'write', '1/s', 'user name unique regardless of case'),
-], columns=["operation", "type", "rate", "needs"])
-workload_table
+])
 # %% [markdown]
 # ## Detect: keys examined vs returned
+#
+# `plan(cursor)` runs a query's `explain()` and prints its stages, read from the bottom up: `IXSCAN` reads
+# entries (keys) of an index, `FETCH` reads the documents those keys point to, `COLLSCAN` reads every document of
+# the collection; and the counts `explain("executionStats")` reports for them
+# ([manual: explain results](https://www.mongodb.com/docs/manual/reference/explain-results/)).
 
 # %%
-def plan(cursor):
-    e = cursor.explain()
-    node, stages = e["queryPlanner"]["winningPlan"], []
-    while node:
-        node = node.get("queryPlan", node)
-        stages.append(node["stage"])
-        node = node.get("inputStage")
-    s = e["executionStats"]
-    return {"stages": " <- ".join(stages), "keys examined": s["totalKeysExamined"],
-            "docs examined": s["totalDocsExamined"], "returned": s["nReturned"]}
+from labkit.explain import query_cost
 
 
 # %% [markdown]
@@ -107,8 +102,8 @@ predict_keys
 predict_keys.predict(5000)
 
 # %% tags=["reveal"]
-regex_i = plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}))
-prefix = plan(db.accounts.find({"username": {"$regex": "^Sam"}}))
+regex_i = query_cost(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}))
+prefix = query_cost(db.accounts.find({"username": {"$regex": "^Sam"}}))
 pd.DataFrame({"/^sam$/i": regex_i, "/^Sam/ (case-sensitive prefix)": prefix}).T
 
 # %% tags=["reveal"]
@@ -150,7 +145,7 @@ fruit = {
     "strength 2 (same as the index)": db.fruit.find({"type": "apple"}, collation={"locale": "en", "strength": 2}),
     "strength 1 (different)": db.fruit.find({"type": "apple"}, collation={"locale": "en", "strength": 1}),
 }
-pd.DataFrame({label: plan(cursor) for label, cursor in fruit.items()}).T
+pd.DataFrame({label: query_cost(cursor) for label, cursor in fruit.items()}).T
 
 # %% [markdown]
 # The first query has no collation, so it cannot use the index (COLLSCAN) and finds only the exact "apple".
@@ -159,7 +154,7 @@ pd.DataFrame({label: plan(cursor) for label, cursor in fruit.items()}).T
 
 # %%
 db.accounts.create_index([("username", 1)], collation={"locale": "en", "strength": 2}, name="username_ci")
-with_collation = plan(db.accounts.find({"username": "sam"}, collation={"locale": "en", "strength": 2}))
+with_collation = query_cost(db.accounts.find({"username": "sam"}, collation={"locale": "en", "strength": 2}))
 with_collation
 
 # %% [markdown]
@@ -177,13 +172,14 @@ labkit.show_plan(db.accounts.find({"username": "sam"}, collation={"locale": "en"
 # And a collation index does not help a regular expression, even with the same collation:
 
 # %%
-plan(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collation={"locale": "en", "strength": 2}))
+query_cost(db.accounts.find({"username": {"$regex": "^sam$", "$options": "i"}}, collation={"locale": "en", "strength": 2}))
 
 # %% [markdown]
 # `$regex` is not collation-aware, so it cannot use a case-insensitive index
-# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). The
-# plain index on `username` has no collation, so it is still eligible, whatever the query's collation: the
-# plan is an IXSCAN of that index that reads every key to test the pattern and fetches only the matches, the
+# ([manual: case-insensitive indexes](https://www.mongodb.com/docs/manual/core/index-case-insensitive/)). For
+# the same reason the query's collation does not stop a `$regex` from using the plain index on `username` (for
+# an equality or a range on strings it would: there the index's collation must match): the plan is an IXSCAN
+# of that index that reads every key to test the pattern and fetches only the matches, the
 # same signature as `/^sam$/i` without a collation. Which index it scanned:
 
 # %%
@@ -201,7 +197,7 @@ labkit.plan_summary(e)["index"]
 # %%
 db.accounts.update_many({}, [{"$set": {"usernameLower": {"$toLower": "$username"}}}])
 db.accounts.create_index([("usernameLower", 1)], unique=False)
-normalized = plan(db.accounts.find({"usernameLower": "Sam".lower()}))
+normalized = query_cost(db.accounts.find({"usernameLower": "Sam".lower()}))
 sorted(d["username"] for d in db.accounts.find({"usernameLower": "sam"}))
 
 # %% [markdown]
@@ -247,7 +243,7 @@ def lookup(name, shape):
         cursor = db.accounts.find({"username": {"$regex": f"^{name}"}})
     else:
         cursor = db.accounts.find({"usernameLower": name.lower()})
-    p = plan(cursor)
+    p = query_cost(cursor)
     return {"query": shape, "keys examined": p["keys examined"], "docs examined": p["docs examined"],
             "returned": p["returned"]}
 

@@ -170,8 +170,8 @@ pd.DataFrame([{"collection": q["collection"], "op": q["op"], "per second": q["pe
 # ## What runs: a query log
 #
 # A review needs to know what runs, and how often. The application does not know that reliably; the server
-# does. The **database profiler** records every operation as a document of `<db>.system.profile`: `op`, `ns`,
-# the `command` itself, `ts`, `millis`, and counters such as `keysExamined` and `docsExamined`
+# does. The **database profiler**, at level 2, records every operation as a document of `<db>.system.profile`:
+# `op`, `ns`, the `command` itself, `ts`, `millis`, and counters such as `keysExamined` and `docsExamined`
 # ([manual: profiler](https://www.mongodb.com/docs/manual/tutorial/manage-the-database-profiler/),
 # [manual: profiler output](https://www.mongodb.com/docs/manual/reference/database-profiler/)). On a busy
 # server use level 1 with `slowms`/`sampleRate`, or a `filter`, rather than level 2.
@@ -367,7 +367,7 @@ print(f"{len(tenants)} collections merged into orders: {db.orders.count_document
 # `find` without a join, and the nightly report reads `orders` by tenant.
 #
 # **Predict.** The first review reported the findings listed above. After these fixes to products and orders,
-# how many of them will the re-run review no longer report?
+# how many of them will the re-run review no longer report? Record a number with `predict_gone.predict(...)`.
 
 # %%
 predict_gone = labkit.exercises.get("39-predict-findings-gone")

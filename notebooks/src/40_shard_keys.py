@@ -142,7 +142,8 @@ colls = {name: db["posts_" + name.replace(" ", "_").replace("+", "_")] for name 
 
 # %% [markdown]
 # A ranged key starts as one range on one shard; a hashed key on an empty collection starts with one range per
-# shard. An administrator spreads the ranged ones by splitting them and moving ranges (`split`, `moveRange`).
+# shard (the default since MongoDB 7.2, server ticket SERVER-76405; earlier versions made two per shard). An
+# administrator spreads the ranged ones by splitting them and moving ranges (`split`, `moveRange`).
 # `sharding.spread` does that at the points we give: the thirds of the existing data.
 
 # %%
@@ -157,7 +158,8 @@ pd.DataFrame({name: {r["shard"]: r["documents"] for r in sharding.distribution(c
 # ([manual](https://www.mongodb.com/docs/manual/reference/operator/aggregation/shardedDataDistribution/)).
 # All three start spread. Now the app keeps publishing.
 #
-# **Predict.** With the key `{createdAt: 1}`, where do the next 1,000 posts land?
+# **Predict.** With the key `{createdAt: 1}`, where do the next 1,000 posts land? Record
+# `predict_hot.predict("all on one shard")` or `predict_hot.predict("spread over the shards")`.
 
 # %%
 predict_hot = labkit.exercises.get("40-predict-hot-shard")

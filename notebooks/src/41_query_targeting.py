@@ -22,6 +22,8 @@
 #       url: https://www.mongodb.com/docs/manual/core/sharding-shard-key/
 #     - title: "MongoDB manual: Unique Indexes (sharded collections)"
 #       url: https://www.mongodb.com/docs/manual/core/index-unique/
+#     - title: "MongoDB manual: Shard Key Indexes (unique indexes)"
+#       url: https://www.mongodb.com/docs/manual/core/sharding-shard-key-indexes/
 # ---
 
 # %% [markdown]
@@ -192,9 +194,11 @@ stages(plan)
 #
 # The source's follows collection has a unique index `{followerId: 1, followingId: 1}` (no duplicate pairs) and
 # the reverse index `{followingId: 1, followerId: 1}`. A unique index on a sharded collection must start with the
-# shard key, since each shard can only check uniqueness among its own documents
-# ([manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/)). So "who follows Sam?",
-# the busier lookup, cannot pick the key:
+# shard key, since each shard can only check uniqueness among its own documents; the `_id` index is the
+# exception, and it is unique only within each shard unless `_id` is the shard key
+# ([manual: Unique Indexes](https://www.mongodb.com/docs/manual/core/index-unique/),
+# [manual: Shard Key Indexes](https://www.mongodb.com/docs/manual/core/sharding-shard-key-indexes/)). So, with
+# the source's unique index, "who follows Sam?", the busier lookup, cannot pick the key:
 
 # %%
 db.follows.insert_many(follows)
@@ -207,7 +211,8 @@ except OperationFailure as exc:
 
 # %% [markdown]
 # **Predict.** Shard `follows` on `{followerId: 1, followingId: 1}` (the unique index supports it) and spread it
-# over the three shards. How many shards does "who follows Sam?" contact?
+# over the three shards. How many shards does "who follows Sam?" contact? Record it with
+# `predict_shards.predict(...)`.
 
 # %%
 predict_shards = labkit.exercises.get("41-predict-follower-shards")
@@ -232,7 +237,9 @@ predict_shards.check(who["shards contacted"])
 
 # %% [markdown]
 # Each shard answers "who follows Sam?" from its reverse index, so the broadcast costs three index scans instead
-# of one, 500 times a second. If that direction dominated the workload, the fix is a second, deliberately
+# of one, 500 times a second. Making the pair unique in the other order (`{followingId: 1, followerId: 1}`)
+# would let the key start with `followingId`, and then "whom does Fred follow?" would be the broadcast one: with
+# one collection, one direction is broadcast. If both directions matter, one fix is a second, deliberately
 # duplicated collection keyed the other way (the two-way pattern of lesson 05), written in the same transaction.
 #
 # ## Explore: which shards does a query ask?
@@ -286,10 +293,11 @@ ex.check(client, key)
 # ## Summary
 #
 # - `explain()` through the router lists the shards a query asked: `SINGLE_SHARD` when the filter bounds the
-#   shard key to one shard's ranges; `SHARD_MERGE` / `SHARD_MERGE_SORT` when every shard works on it.
+#   shard key to one shard's ranges; `SHARD_MERGE` / `SHARD_MERGE_SORT` when more than one shard works on it
+#   (every shard, when the filter does not name the key's first field).
 # - Start the key with the field the hottest read filters on by equality (`authorId` for the feed).
-# - Shard keys have no descending fields, and every unique index must start with the shard key: for follows,
-#   the unique pair index leaves `followerId` as the key, so one direction of the graph is always broadcast.
+# - Shard keys have no descending fields, and every unique index other than `_id` must start with the shard key:
+#   for follows, the unique pair index leaves `followerId` as the key, so one direction of the graph is broadcast.
 #
 # **Next:** 42 · patterns meet sharding: buckets, jumbo ranges, `$lookup`, transactions and resharding.
 
@@ -300,6 +308,7 @@ ex.check(client, key)
 # 2. [MongoDB manual: Explain Results](https://www.mongodb.com/docs/manual/reference/explain-results/)
 # 3. [MongoDB manual: Shard Keys](https://www.mongodb.com/docs/manual/core/sharding-shard-key/)
 # 4. [MongoDB manual: Unique Indexes (sharded collections)](https://www.mongodb.com/docs/manual/core/index-unique/)
+# 5. [MongoDB manual: Shard Key Indexes (unique indexes)](https://www.mongodb.com/docs/manual/core/sharding-shard-key-indexes/)
 
 # %% [markdown] tags=["navigation"]
 # [← 40 · Scale out: choosing a shard key](40_shard_keys.ipynb) · [Contents](../CONTENTS.md) · [42 · Scale out: patterns meet sharding →](42_sharded_patterns.ipynb)

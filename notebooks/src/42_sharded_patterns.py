@@ -138,12 +138,13 @@ pd.DataFrame(rows)
 # ## A low-cardinality key: jumbo ranges
 #
 # Suppose the buckets were keyed by `site` alone: 6 values. All buckets of a site share one key value, so they
-# always stay in one range. The balancer moves ranges of at most the **range size**, 128 MB by default and 1 MB at
-# the least ([manual: Modify Range Size](https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/)).
+# always stay in one range. The balancer moves data in ranges of about the **range size**, 128 MB by default and
+# 1 MB at the least ([manual: Modify Range Size](https://www.mongodb.com/docs/manual/tutorial/modify-chunk-size-in-sharded-cluster/)).
 # Here this one collection gets 1 MB, so a small collection shows the effect: `sharding.set_range_size` runs
-# `configureCollectionBalancing`, which every Atlas cluster accepts
+# `configureCollectionBalancing`, which every Atlas cluster accepts. By default a range cannot move when it holds
+# more than twice the documents a range of the range size would hold (2 × range size ÷ average document size)
 # ([manual: configureCollectionBalancing](https://www.mongodb.com/docs/manual/reference/command/configurecollectionbalancing/)).
-# A range larger than that which cannot be split, because it holds a single key value, is marked **jumbo** and
+# Such a range that cannot be split either, because it holds a single key value, is marked **jumbo** and
 # stays where it is ([manual: Jumbo Chunks](https://www.mongodb.com/docs/manual/core/sharding-data-partitioning/);
 # [manual: Balancer](https://www.mongodb.com/docs/manual/core/sharding-balancer-administration/)).
 
@@ -151,7 +152,7 @@ pd.DataFrame(rows)
 by_site = db.buckets_by_site
 client.admin.command("shardCollection", by_site.full_name, key={"site": 1})
 sharding.set_range_size(by_site, 1)
-by_site.insert_many([dict(bucket(s, h), pad="x" * 8000) for h in range(48) for s in SENSORS[:20]], ordered=False)
+by_site.insert_many([dict(bucket(s, h), pad="x" * 20_000) for h in range(48) for s in SENSORS[:20]], ordered=False)
 moved = sharding.balance(by_site)
 chunks = list(client.config.chunks.find({"uuid": sharding.collection_info(by_site)["uuid"]},
                                         {"_id": 0, "min": 1, "shard": 1, "jumbo": 1}).sort("min", 1))
@@ -159,11 +160,17 @@ pd.DataFrame([{"range starts at": c["min"]["site"], "shard": c["shard"], "jumbo"
               for c in chunks])
 
 # %%
-pd.DataFrame(sharding.distribution(by_site)).set_index("shard")
+per_site = pd.Series([d["site"] for d in by_site.find({}, {"site": 1})]).value_counts().sort_index()
+site_dist = pd.DataFrame(sharding.distribution(by_site)).set_index("shard")
+avg_size = int(site_dist["bytes"].sum() // site_dist["documents"].sum())
+print(f"documents per site: {per_site.min()} to {per_site.max()}; a range may move with at most "
+      f"2 x {2**20:,} // {avg_size:,} = {2 * (2**20 // avg_size)} documents")
+site_dist
 
 # %% [markdown]
 # The balancer split the collection where the site changes, then could move none of the six ranges: each holds
-# one site, is larger than the 1 MB range size, and is marked jumbo. All the data stays on one shard, and with 6
+# one site and more documents than a range may move with (printed above), and is marked jumbo. All the data
+# stays on one shard, and with 6
 # values there can never be more than 6 ranges, whatever the data grows to.
 #
 # ## `$lookup` across sharded collections
@@ -313,8 +320,8 @@ ex.check(client, repair)
 #
 # - Key bucket documents by what identifies the series, then time (`{sensorId: 1, date: 1}`): each hour's new
 #   buckets spread, and one sensor's range reads target one shard.
-# - A key with few values caps the number of ranges; a range of one value that outgrows the range size is jumbo
-#   and stays put.
+# - A key with few values caps the number of ranges; a range of one value that holds more documents than a
+#   migration may move is jumbo and stays put.
 # - `$lookup` of a sharded collection works outside transactions, each shard joining its own documents;
 #   transactions may span shards at a higher cost; `reshardCollection` repairs a key without moving the data by
 #   hand.

@@ -20,7 +20,8 @@ from bson.min_key import MinKey
 from bson.max_key import MaxKey
 
 from .values import (T_ARR, T_BIN, T_BOOL, T_DATE, T_MAXKEY, T_MINKEY, T_NULL, T_NUM, T_OBJ, T_OID,  # noqa: F401
-                     T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, sort_values)
+                     T_REGEX, T_STR, T_TS, T_UNDEF, UNDEFINED, Undefined, canonical_type, leaf_values,
+                     regex_flag_letters, sort_values)
 
 # The leading byte of each type's encoding is its rank in BSON order, taken from values.py (one order).
 STR_B = bytes([T_STR])
@@ -189,10 +190,10 @@ def encode(v: Any) -> bytes:
     if isinstance(v, Timestamp):
         return TS_B + v.time.to_bytes(4, "big") + v.inc.to_bytes(4, "big")
     if isinstance(v, Regex):
-        return REGEX_B + _enc_str(v.pattern) + _enc_str(str(v.flags) if not isinstance(v.flags, int) else _flags_str(v.flags))
+        return REGEX_B + _enc_str(v.pattern) + _enc_str(str(v.flags) if not isinstance(v.flags, int) else regex_flag_letters(v.flags))
     if isinstance(v, _RE_TYPE):
         r = Regex.from_native(v)
-        return REGEX_B + _enc_str(r.pattern) + _enc_str(_flags_str(r.flags))
+        return REGEX_B + _enc_str(r.pattern) + _enc_str(regex_flag_letters(r.flags))
     if isinstance(v, MinKey):
         return MINKEY_B
     if isinstance(v, MaxKey):
@@ -222,14 +223,6 @@ _FAST_ENC: dict = {
     type(None): lambda v: NULL_B, ObjectId: lambda v: OID_B + v.binary, datetime.datetime: _enc_dt,
     Int64: _enc_int,
 }
-
-
-def _flags_str(flags: int) -> str:
-    out = ""
-    for ch, bit in (("i", re.I), ("l", re.L), ("m", re.M), ("s", re.S), ("u", re.U), ("x", re.X)):
-        if flags & bit and ch != "u":
-            out += ch
-    return out
 
 
 # ----------------------------------------------------------------------------- display
@@ -278,9 +271,9 @@ def fmt_value(v: Any) -> str:
             return "[]"
         return "[ " + ", ".join(fmt_value(x) for x in v) + " ]"
     if isinstance(v, Regex):
-        return "/%s/%s" % (v.pattern, v.flags if isinstance(v.flags, str) else _flags_str(v.flags))
+        return "/%s/%s" % (v.pattern, v.flags if isinstance(v.flags, str) else regex_flag_letters(v.flags))
     if isinstance(v, _RE_TYPE):
-        return "/%s/%s" % (v.pattern, _flags_str(v.flags))
+        return "/%s/%s" % (v.pattern, regex_flag_letters(v.flags))
     if isinstance(v, (bytes, Binary)):
         return "BinData(%d, %s)" % (getattr(v, "subtype", 0), bytes(v).hex().upper())
     if isinstance(v, Timestamp):
@@ -322,15 +315,9 @@ def path_values(doc: Any, parts: list[str], array_paths: set[str] | None = None,
 
 def _collect(cur: Any, parts: list[str], i: int, out: list, array_paths: set | None, prefix: str) -> None:
     if i == len(parts):
-        if isinstance(cur, list):
-            if array_paths is not None:
-                array_paths.add(prefix)
-            if not cur:
-                out.append(UNDEFINED)
-            else:
-                out.extend(cur)
-        else:
-            out.append(cur)
+        if array_paths is not None and isinstance(cur, list):
+            array_paths.add(prefix)
+        leaf_values(cur, out)
         return
     part = parts[i]
     if isinstance(cur, dict):

@@ -143,12 +143,17 @@ def regex_parts(v: Any) -> tuple[str, str]:
         v = Regex.from_native(v)
     flags = v.flags
     if isinstance(flags, int):
-        out = ""
-        for ch, bit in (("i", re.I), ("l", re.L), ("m", re.M), ("s", re.S), ("u", re.U), ("x", re.X)):
-            if flags & bit and ch != "u":
-                out += ch
-        flags = out
+        flags = regex_flag_letters(flags)
     return v.pattern, "".join(sorted(flags))
+
+
+def regex_flag_letters(flags: int) -> str:
+    """Python ``re`` flag bits as the server's option letters (``re.U`` has none: Python 3 strings are Unicode)."""
+    out = ""
+    for ch, bit in (("i", re.I), ("l", re.L), ("m", re.M), ("s", re.S), ("x", re.X)):
+        if flags & bit:
+            out += ch
+    return out
 
 
 def pcre_to_python(pattern: str) -> str:
@@ -402,7 +407,13 @@ def _sort_collect(cur: Any, parts: list[str], i: int, out: list) -> None:
             return
         out.append(None)
         return
-    if type(cur) is list:
+    leaf_values(cur, out)
+
+
+def leaf_values(cur: Any, out: list) -> None:
+    """Adds to ``out`` the key values the value at a path's end gives: an array's elements (an empty array:
+    undefined), else the value itself (as the server's key generators, for sort keys and index keys)."""
+    if type(cur) is list or isinstance(cur, list):
         if not cur:
             out.append(UNDEFINED)
         else:

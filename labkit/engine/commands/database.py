@@ -32,6 +32,13 @@ def _as_view(db, name: str, coll):
 class EmbeddedDatabase(mm_database.Database):
     def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
                        read_concern=None):
+        if codec_options is None and read_preference is None and write_concern is None and read_concern is None:
+            cached = self._collection_accesses.get(name)  # the common case (every command on the wire): the
+            # handle already made with this database's options is the one with_options would return
+            if cached is not None and cached._codec_options is self._codec_options \
+                    and cached._read_preference is self._read_preference \
+                    and (self._lab_write_concern is None or cached._write_concern is self._lab_write_concern):
+                return _as_view(self, name, cached)
         write_concern = write_concern or self._lab_write_concern
         if read_preference is not None:
             read_preferences.ensure_read_preference_type("read_preference", read_preference)

@@ -220,6 +220,11 @@ class _ServerSession:
         self.last_used = time.monotonic()
 
 
+# The unsigned $clusterTime of a server without keys (immutable values, shared by every reply).
+_NO_KEY_HASH = Binary(b"\0" * 20)
+_NO_KEY_ID = Int64(0)
+
+
 class ServerContext:
     """State shared by all connections of one served engine: cursors, sessions, cluster time, identity."""
 
@@ -285,7 +290,7 @@ class ServerContext:
     def gossip(self) -> dict:
         """``$clusterTime`` / ``operationTime`` fields every reply of a replica-set member carries."""
         ts = self.cluster_time()
-        return {"$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(b"\0" * 20), "keyId": Int64(0)}},
+        return {"$clusterTime": {"clusterTime": ts, "signature": {"hash": _NO_KEY_HASH, "keyId": _NO_KEY_ID}},
                 "operationTime": ts}
 
     # -- cursors --------------------------------------------------------------------------------------
@@ -883,16 +888,65 @@ def _statements(cmd: dict, name: str, field: str) -> list:
     return v
 
 
-def _insert(c: _Call) -> dict:
+# Errors a write statement in a transaction raises as the command's error (labelled TransientTransactionError),
+# not as a write error: WriteConflict, NoSuchTransaction, SnapshotUnavailable, SnapshotTooOld.
+_TXN_TRANSIENT = frozenset({112, 251, 246, 239})
+
+
+def _write_command(c: _Call, cname: str, field: str, allowed: set[str]) -> tuple[Any, list, bool, dict]:
+    """What insert, update and delete share before their statements run: the collection, the checked
+    statements of ``field``, ``ordered`` and the keyword arguments of every statement
+    (``bypassDocumentValidation``, ``let``, the session)."""
     cmd = c.cmd
-    name = _coll_name(cmd, "insert")
-    _check_fields(cmd, "insert", {"documents", "ordered", "bypassDocumentValidation"})
-    docs = _statements(cmd, "insert", "documents")
+    name = _coll_name(cmd, cname)
+    _check_fields(cmd, cname, {field, "ordered"} | allowed)
+    stmts = _statements(cmd, cname, field)
     ordered = cmd.get("ordered", True) is not False
-    coll = c.coll(name)
-    kw = dict(c.kw())
+    base = dict(c.kw())
     if cmd.get("bypassDocumentValidation"):
-        kw["bypass_document_validation"] = True
+        base["bypass_document_validation"] = True
+    if cmd.get("let") is not None:
+        base["let"] = cmd["let"]
+    return c.coll(name), stmts, ordered, base
+
+
+def _check_statements(stmts: list, cname: str, field: str, allowed: tuple[str, ...],
+                      required: tuple[str, ...]) -> None:
+    """The whole command is parsed before any statement runs: each statement a document of known fields
+    with its required ones."""
+    where = "%s.%s" % (cname, field)
+    for st in stmts:
+        if not isinstance(st, Mapping):
+            raise CommandError("BSON field '%s' is the wrong type '%s', expected type 'object'"
+                               % (where, _bson_type(st)), 14)
+        for k in st:
+            if k not in allowed:
+                raise _unknown_field(where, k)
+        for k in required:
+            if k not in st:
+                raise CommandError("BSON field '%s.%s' is missing but a required field" % (where, k), 40414)
+
+
+def _run_statements(c: _Call, stmts: list, ordered: bool, run: Callable[[int, Mapping], None]) -> list[dict]:
+    """Runs ``run(i, statement)`` for each statement in order and returns the write errors: a statement's
+    error is its write error (an ordered batch stops at the first), except an interruption (maxTimeMS) or a
+    transient error in a transaction, which fails the whole command (write_ops_exec.cpp handleError)."""
+    errors: list[dict] = []
+    for i, st in enumerate(stmts):
+        try:
+            run(i, st)
+        except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
+            code = getattr(e, "code", None)
+            if code == 50 or (c.session is not None and code in _TXN_TRANSIENT):
+                raise
+            errors.append(_write_error_doc(i, e))
+            if ordered:
+                break
+    return errors
+
+
+def _insert(c: _Call) -> dict:
+    coll, docs, ordered, kw = _write_command(c, "insert", "documents", {"bypassDocumentValidation"})
     docs = [dict(d) if not isinstance(d, dict) else d for d in docs]
     try:
         coll.insert_many(docs, ordered=ordered, **kw)
@@ -910,11 +964,6 @@ def _insert(c: _Call) -> dict:
         return {"n": det.get("nInserted", 0), "writeErrors": errs, "ok": 1.0}
 
 
-# Errors a write statement in a transaction raises as the command's error (labelled TransientTransactionError),
-# not as a write error: WriteConflict, NoSuchTransaction, SnapshotUnavailable, SnapshotTooOld.
-_TXN_TRANSIENT = frozenset({112, 251, 246, 239})
-
-
 def _is_replacement(u: Any) -> bool:
     """A replacement document, not an operator update: decided by the first field alone, as the server's
     write_ops parser does (``{z: 1, $set: {...}}`` is a replacement whose ``$set`` fails with 52 when it
@@ -923,69 +972,45 @@ def _is_replacement(u: Any) -> bool:
 
 
 def _update(c: _Call) -> dict:
-    cmd = c.cmd
-    name = _coll_name(cmd, "update")
-    _check_fields(cmd, "update", {"updates", "ordered", "bypassDocumentValidation", "let"})
-    stmts = _statements(cmd, "update", "updates")
-    ordered = cmd.get("ordered", True) is not False
-    coll = c.coll(name)
-    base = dict(c.kw())
-    if cmd.get("bypassDocumentValidation"):
-        base["bypass_document_validation"] = True
-    if cmd.get("let") is not None:
-        base["let"] = cmd["let"]
-    n = n_mod = 0
+    coll, stmts, ordered, base = _write_command(c, "update", "updates", {"bypassDocumentValidation", "let"})
+    _check_statements(stmts, "update", "updates",
+                      ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
+                       "upsertSupplied"), ("q", "u"))
+    counts = {"n": 0, "nModified": 0}
     upserted: list[dict] = []
-    errors: list[dict] = []
-    for st in stmts:  # the whole command is parsed before any statement runs
-        if not isinstance(st, Mapping):
-            raise CommandError("BSON field 'update.updates' is the wrong type '%s', expected type 'object'"
-                               % _bson_type(st), 14)
-        for k in st:
-            if k not in ("q", "u", "upsert", "multi", "arrayFilters", "collation", "hint", "c", "sort",
-                         "upsertSupplied"):
-                raise _unknown_field("update.updates", k)
-        for k in ("q", "u"):
-            if k not in st:
-                raise CommandError("BSON field 'update.updates.%s' is missing but a required field" % k, 40414)
-    for i, st in enumerate(stmts):
-        try:
-            q = st.get("q", {})
-            u = st.get("u")
-            kw = dict(base)
-            if st.get("upsert"):
-                kw["upsert"] = True
-            for k, arg in (("arrayFilters", "array_filters"), ("collation", "collation"), ("hint", "hint"),
-                           ("sort", "sort")):
-                if st.get(k) is not None:
-                    kw[arg] = st[k]
-            if st.get("c") is not None:
-                raise CommandError(not_modelled("Update constants ('c')", "write the values into the update "
-                                                "pipeline itself ($literal where needed)"), 115)
-            if _is_replacement(u):
-                if st.get("multi"):
-                    raise CommandError("multi update is not supported for replacement-style update", 9)
-                kw.pop("array_filters", None)
-                r = coll.replace_one(q, u, **kw)
-            elif st.get("multi"):
-                kw.pop("sort", None)
-                r = coll.update_many(q, u, **kw)
-            else:
-                r = coll.update_one(q, u, **kw)
-            if r.upserted_id is not None:
-                n += 1
-                upserted.append({"index": i, "_id": r.upserted_id})
-            else:
-                n += r.matched_count
-                n_mod += r.modified_count
-        except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
-            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
-                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
-                # transaction, fails the whole command instead of the statement
-            errors.append(_write_error_doc(i, e))
-            if ordered:
-                break
-    out: dict[str, Any] = {"n": n, "nModified": n_mod}
+
+    def run(i: int, st: Mapping) -> None:
+        q = st.get("q", {})
+        u = st.get("u")
+        kw = dict(base)
+        if st.get("upsert"):
+            kw["upsert"] = True
+        for k, arg in (("arrayFilters", "array_filters"), ("collation", "collation"), ("hint", "hint"),
+                       ("sort", "sort")):
+            if st.get(k) is not None:
+                kw[arg] = st[k]
+        if st.get("c") is not None:
+            raise CommandError(not_modelled("Update constants ('c')", "write the values into the update "
+                                            "pipeline itself ($literal where needed)"), 115)
+        if _is_replacement(u):
+            if st.get("multi"):
+                raise CommandError("multi update is not supported for replacement-style update", 9)
+            kw.pop("array_filters", None)
+            r = coll.replace_one(q, u, **kw)
+        elif st.get("multi"):
+            kw.pop("sort", None)
+            r = coll.update_many(q, u, **kw)
+        else:
+            r = coll.update_one(q, u, **kw)
+        if r.upserted_id is not None:
+            counts["n"] += 1
+            upserted.append({"index": i, "_id": r.upserted_id})
+        else:
+            counts["n"] += r.matched_count
+            counts["nModified"] += r.modified_count
+
+    errors = _run_statements(c, stmts, ordered, run)
+    out: dict[str, Any] = dict(counts)
     if upserted:
         out["upserted"] = upserted
     if errors:
@@ -995,46 +1020,23 @@ def _update(c: _Call) -> dict:
 
 
 def _delete(c: _Call) -> dict:
-    cmd = c.cmd
-    name = _coll_name(cmd, "delete")
-    _check_fields(cmd, "delete", {"deletes", "ordered", "let"})
-    stmts = _statements(cmd, "delete", "deletes")
-    ordered = cmd.get("ordered", True) is not False
-    coll = c.coll(name)
-    base = dict(c.kw())
-    if cmd.get("let") is not None:
-        base["let"] = cmd["let"]
-    n = 0
-    errors: list[dict] = []
-    for st in stmts:  # the whole command is parsed before any statement runs
-        if not isinstance(st, Mapping):
-            raise CommandError("BSON field 'delete.deletes' is the wrong type '%s', expected type 'object'"
-                               % _bson_type(st), 14)
-        for k in st:
-            if k not in ("q", "limit", "collation", "hint"):
-                raise _unknown_field("delete.deletes", k)
-        for k in ("q", "limit"):
-            if k not in st:
-                raise CommandError("BSON field 'delete.deletes.%s' is missing but a required field" % k, 40414)
-    for i, st in enumerate(stmts):
-        try:
-            if st["limit"] not in (0, 1):
-                raise CommandError("The limit field in delete objects must be 0 or 1. Got %s" % st["limit"], 9)
-            kw = dict(base)
-            for k in ("collation", "hint"):
-                if st.get(k) is not None:
-                    kw[k] = st[k]
-            q = st.get("q", {})
-            r = coll.delete_one(q, **kw) if st["limit"] == 1 else coll.delete_many(q, **kw)
-            n += r.deleted_count
-        except (OperationFailure, CommandError, TypeError, ValueError, PyMongoError) as e:
-            if getattr(e, "code", None) == 50 or (c.session is not None and getattr(e, "code", None) in _TXN_TRANSIENT):
-                raise  # write_ops_exec.cpp handleError: an interruption (maxTimeMS), or a transient error in a
-                # transaction, fails the whole command instead of the statement
-            errors.append(_write_error_doc(i, e))
-            if ordered:
-                break
-    out: dict[str, Any] = {"n": n}
+    coll, stmts, ordered, base = _write_command(c, "delete", "deletes", {"let"})
+    _check_statements(stmts, "delete", "deletes", ("q", "limit", "collation", "hint"), ("q", "limit"))
+    counts = {"n": 0}
+
+    def run(i: int, st: Mapping) -> None:
+        if st["limit"] not in (0, 1):
+            raise CommandError("The limit field in delete objects must be 0 or 1. Got %s" % st["limit"], 9)
+        kw = dict(base)
+        for k in ("collation", "hint"):
+            if st.get(k) is not None:
+                kw[k] = st[k]
+        q = st.get("q", {})
+        r = coll.delete_one(q, **kw) if st["limit"] == 1 else coll.delete_many(q, **kw)
+        counts["n"] += r.deleted_count
+
+    errors = _run_statements(c, stmts, ordered, run)
+    out: dict[str, Any] = dict(counts)
     if errors:
         out["writeErrors"] = errors
     out["ok"] = 1.0

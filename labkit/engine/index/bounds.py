@@ -166,10 +166,10 @@ def _regex_of(rx: Any, options: str = "") -> tuple[Regex, str]:
     """The regex with its flags merged with ``$options``, and those flags as a string."""
     if isinstance(rx, _RE_TYPE):
         r = Regex.from_native(rx)
-        pattern, flags = r.pattern, K._flags_str(r.flags)
+        pattern, flags = r.pattern, K.regex_flag_letters(r.flags)
     elif isinstance(rx, Regex):
         pattern = rx.pattern
-        flags = rx.flags if isinstance(rx.flags, str) else K._flags_str(rx.flags)
+        flags = rx.flags if isinstance(rx.flags, str) else K.regex_flag_letters(rx.flags)
     else:
         pattern, flags = str(rx), ""
     flags = "".join(sorted(set(flags + (options or ""))))

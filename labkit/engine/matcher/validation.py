@@ -36,6 +36,7 @@ Approximations (documented, deliberate):
 from __future__ import annotations
 
 import decimal
+import functools
 import logging
 import math
 import re
@@ -72,8 +73,20 @@ def _import_jsonschema():
     return module
 
 
-jsonschema = _import_jsonschema()
-from jsonschema.exceptions import ValidationError  # noqa: E402
+def __getattr__(name: str) -> Any:
+    """``jsonschema`` and ``MongoSchemaValidator`` are made on first use: importing jsonschema costs about
+    0.2 s of CPU, paid only by a process that validates a ``$jsonSchema`` (most lessons never do)."""
+    if name == "jsonschema":
+        return _import_jsonschema()
+    if name == "MongoSchemaValidator":
+        return _validator_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _error(message: str) -> Any:
+    """A jsonschema ``ValidationError`` (a keyword function's verdict; jsonschema is imported by then)."""
+    from jsonschema.exceptions import ValidationError
+    return ValidationError(message)
 
 __all__ = [
     "VALIDATION_LEVELS",
@@ -202,26 +215,23 @@ def _json_type(alias: str) -> Callable[[Any, Any], bool]:
     return lambda _checker, value: bson_type_name(value) == bson_alias
 
 
-_TYPE_CHECKER = jsonschema.TypeChecker().redefine_many(
-    {alias: _json_type(alias) for alias in (*JSON_TYPE_ALIASES, "number")}
-)
 
 
 def _kw_bson_type(validator, types, instance, schema):
     aliases = [types] if isinstance(types, str) else list(types)
     if not _matches_type_set(instance, aliases):
-        yield ValidationError(f"{instance!r} is not of BSON type {types!r}")
+        yield _error(f"{instance!r} is not of BSON type {types!r}")
 
 
 def _kw_type(validator, types, instance, schema):
     aliases = [types] if isinstance(types, str) else list(types)
     if not any(validator.is_type(instance, alias) for alias in aliases):
-        yield ValidationError(f"{instance!r} is not of type {types!r}")
+        yield _error(f"{instance!r} is not of type {types!r}")
 
 
 def _kw_enum(validator, enums, instance, schema):
     if not any(_bson_equal(instance, item) for item in enums):
-        yield ValidationError(f"{instance!r} is not one of {enums!r}")
+        yield _error(f"{instance!r} is not one of {enums!r}")
 
 
 def _first_duplicate(items: list) -> tuple[bool, Any]:
@@ -234,7 +244,7 @@ def _first_duplicate(items: list) -> tuple[bool, Any]:
 
 def _kw_unique_items(validator, unique, instance, schema):
     if unique and validator.is_type(instance, "array") and _first_duplicate(list(instance))[0]:
-        yield ValidationError(f"{instance!r} has non-unique elements")
+        yield _error(f"{instance!r} has non-unique elements")
 
 
 def _kw_minimum(validator, minimum, instance, schema):
@@ -243,7 +253,7 @@ def _kw_minimum(validator, minimum, instance, schema):
     value, bound = _num(instance), _num(minimum)
     failed = value <= bound if schema.get("exclusiveMinimum", False) else value < bound
     if failed:
-        yield ValidationError(f"{instance!r} is less than the minimum of {minimum!r}")
+        yield _error(f"{instance!r} is less than the minimum of {minimum!r}")
 
 
 def _kw_maximum(validator, maximum, instance, schema):
@@ -252,7 +262,7 @@ def _kw_maximum(validator, maximum, instance, schema):
     value, bound = _num(instance), _num(maximum)
     failed = value >= bound if schema.get("exclusiveMaximum", False) else value > bound
     if failed:
-        yield ValidationError(f"{instance!r} is greater than the maximum of {maximum!r}")
+        yield _error(f"{instance!r} is greater than the maximum of {maximum!r}")
 
 
 def _kw_multiple_of(validator, divisor, instance, schema):
@@ -263,12 +273,10 @@ def _kw_multiple_of(validator, divisor, instance, schema):
     except (decimal.InvalidOperation, ValueError):
         failed = True  # NaN/infinity are multiples of nothing (fmod yields NaN)
     if failed:
-        yield ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+        yield _error(f"{instance!r} is not a multiple of {divisor!r}")
 
 
-_VALIDATORS = {k: v for k, v in jsonschema.Draft4Validator.VALIDATORS.items()
-               if k not in ("$ref", "format")}
-_VALIDATORS.update({
+_KEYWORDS = {
     "bsonType": _kw_bson_type,
     "type": _kw_type,
     "enum": _kw_enum,
@@ -276,15 +284,22 @@ _VALIDATORS.update({
     "minimum": _kw_minimum,
     "maximum": _kw_maximum,
     "multipleOf": _kw_multiple_of,
-})
+}
 
-MongoSchemaValidator = jsonschema.validators.create(
-    meta_schema=jsonschema.Draft4Validator.META_SCHEMA,
-    validators=_VALIDATORS,
-    type_checker=_TYPE_CHECKER,
-    version="mongodb-jsonschema",
-)
-"""A jsonschema validator class for MongoDB's ``$jsonSchema`` dialect (draft 4 based)."""
+
+@functools.lru_cache(maxsize=None)
+def _validator_class() -> Any:
+    """``MongoSchemaValidator``: a jsonschema validator class for MongoDB's ``$jsonSchema`` dialect (draft 4
+    based: its keyword functions without ``$ref`` and ``format``, MongoDB's own for the keywords above, and
+    the JSON type names checked on BSON types), made once, on first use."""
+    jsonschema = _import_jsonschema()
+    validators = {k: v for k, v in jsonschema.Draft4Validator.VALIDATORS.items() if k not in ("$ref", "format")}
+    validators.update(_KEYWORDS)
+    type_checker = jsonschema.TypeChecker().redefine_many(
+        {alias: _json_type(alias) for alias in (*JSON_TYPE_ALIASES, "number")})
+    return jsonschema.validators.create(meta_schema=jsonschema.Draft4Validator.META_SCHEMA, validators=validators,
+                                        type_checker=type_checker, version="mongodb-jsonschema")
+
 
 def _prepare(schema: Mapping[str, Any]) -> dict:
     """Copy ``schema`` into what jsonschema expects: annotations inside ``dependencies``
@@ -311,7 +326,7 @@ def _prepare(schema: Mapping[str, Any]) -> dict:
 
 
 def _validator(schema: Mapping[str, Any]):
-    return MongoSchemaValidator(_prepare(schema))
+    return _validator_class()(_prepare(schema))
 
 
 def _is_valid(schema: Mapping[str, Any], value: Any) -> bool:

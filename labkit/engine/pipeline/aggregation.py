@@ -900,6 +900,8 @@ def explain_pipeline(coll, pipeline: list, verbosity: str, command: dict) -> dic
         k in pipeline[0] for k in ("$indexStats", "$collStats")) else 0
     if n_sbe and _count_scan_planned(coll, pipeline, ctx):
         n_sbe = 0  # COUNT_SCAN plans run in the classic engine (query_utils.cpp isQueryPlanSbeCompatible)
+    if n_sbe and _idhack_query(coll, pipeline, ctx, command):
+        n_sbe = 0  # an IDHACK-eligible query stays out of SBE (query_utils.cpp isQuerySbeCompatible)
     rest_ctx = Ctx()
     with explaining():
         if n_sbe:
@@ -979,6 +981,19 @@ def _count_scan_planned(coll, pipeline: list, ctx: Ctx) -> bool:
     with explaining():
         ex = coll._run(q, explain=True)
     return isinstance(ex.winner.root, CountScan)
+
+
+def _idhack_query(coll, pipeline: list, ctx: Ctx, command: Any) -> bool:
+    """Whether the pipeline's ``$cursor`` query is IDHACK-eligible (a simple ``_id`` equality, no hint or
+    ``$skip``, the collection's collation): 8.0 runs it on the express path (get_executor.cpp
+    ``getExecutorFind`` tries ``isExpressEligible`` first) and ``isQuerySbeCompatible`` refuses SBE for it, so
+    the stages after it run in the classic engine (``$cursor`` shape, explainVersion "1")."""
+    from ..query.collate import normalize
+    from ..query.planner import idhack_eligible
+    q, _ = _cursor_query(pipeline, ctx)
+    given = command.get("collation") if isinstance(command, dict) else None
+    collation = normalize(given) if given is not None else _collation()
+    return q is not None and idhack_eligible(coll._store, q, collation)
 
 
 def _classic_rest(rest: list, ctx: Ctx, verbosity: str, coll=None) -> list[dict]:

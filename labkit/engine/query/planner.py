@@ -376,18 +376,10 @@ class Planner:
         equal to the collection's), else ``_NO_ID``. 8.0 runs most of these as EXPRESS_IXSCAN first
         (``express_eligible``); IDHACK remains for the rest (e.g. computed projections)."""
         q = self.q
-        f = q.filter
-        if q.kind != "find" or q.hint is not None or q.skip or len(f) != 1 or "_id" not in f \
-                or "_id_" not in self.store.ix or q.show_record_id:
+        if q.kind != "find" or q.hint is not None or q.skip or "_id_" not in self.store.ix or q.show_record_id:
             return _NO_ID
-        v = f["_id"]
-        if isinstance(v, dict) and len(v) == 1 and "$eq" in v:
-            v = v["$eq"]
-        if isinstance(v, dict) and v and next(iter(v)).startswith("$"):
-            return _NO_ID
-        if v is None or isinstance(v, (list, tuple)) or K.canonical_type(v) == K.T_REGEX:
-            return _NO_ID
-        if getattr(self, "collation", None) is not None and _has_string(v):
+        v = simple_id_value(q.filter)
+        if v is not _NO_ID and getattr(self, "collation", None) is not None and _has_string(v):
             return _NO_ID
         return v
 
@@ -679,6 +671,33 @@ class Planner:
 _NO_ID = object()
 
 
+def simple_id_value(filter_: dict) -> Any:
+    """The ``_id`` value of a filter that is a simple ``_id`` equality (query_utils.cpp ``isSimpleIdQuery``:
+    the only field is ``_id``, its value ``v`` or ``{$eq: v}``, ``v`` generating exact index bounds: not an
+    operator document, null, an array or a regex), else ``_NO_ID``."""
+    if not isinstance(filter_, dict) or len(filter_) != 1 or "_id" not in filter_:
+        return _NO_ID
+    v = filter_["_id"]
+    if isinstance(v, dict) and len(v) == 1 and "$eq" in v:
+        v = v["$eq"]
+    if isinstance(v, dict) and v and str(next(iter(v))).startswith("$"):
+        return _NO_ID
+    if v is None or isinstance(v, (list, tuple)) or K.canonical_type(v) == K.T_REGEX:
+        return _NO_ID
+    return v
+
+
+def idhack_eligible(store, q: "Query", collation: dict | None) -> bool:
+    """``isIdHackEligibleQuery`` (src/mongo/db/query/query_utils.h, 8.0): no hint, skip or min/max (an
+    aggregate has no showRecordId or tailable), a simple ``_id`` equality filter, and the query's collation
+    the collection's (the engine's collections have the simple default collation). query_utils.cpp
+    ``isQuerySbeCompatible`` keeps such a query out of SBE, so an aggregate that starts with it runs its
+    later stages in the classic engine."""
+    if not store.is_created or q.hint is not None or q.skip or q.min_bound or q.max_bound:
+        return False
+    return collation is None and simple_id_value(q.filter) is not _NO_ID
+
+
 def _count_scan_source(root: Stage) -> "IndexScan | None":
     """The IXSCAN a count can read instead of ``root`` (``turnIxscanIntoCount``, query_planner / get_executor):
     ``root`` is a FETCH without a filter over an IXSCAN without a filter whose bounds are one interval
@@ -758,7 +777,7 @@ def _key_filter(ix, keyf: list) -> Callable[[tuple], bool]:
         r, _ = _regex_parts(p.arg, (p.frag.get(p.path) or {}).get("$options", "") if isinstance(
             p.frag.get(p.path), dict) else "")
         flags = 0
-        fl = r.flags if isinstance(r.flags, str) else K._flags_str(r.flags)
+        fl = r.flags if isinstance(r.flags, str) else K.regex_flag_letters(r.flags)
         for ch, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
             if ch in fl:
                 flags |= bit

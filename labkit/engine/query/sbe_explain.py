@@ -6,7 +6,11 @@ can execute. A pipeline whose first stage after that front is not an eligible ``
 the classic engine (``$cursor`` shape, explainVersion "1"). Not pushed down (rules file §7, MM
 ``jstests/noPassthrough/query/lookup/lookup_pushdown.js``): ``$lookup`` with ``let``/``pipeline``, from another
 database, a ``$lookup`` followed by an ``$unwind`` of its ``as`` field (the classic engine absorbs it), a
-``$group`` with an accumulator SBE does not implement (``$accumulator``, ``$function`` expressions).
+``$group`` with an accumulator SBE does not implement (``$accumulator``, ``$function`` expressions); and
+(checked by the caller, aggregation.py) a ``$cursor`` query the planner answers with a COUNT_SCAN
+(``isQueryPlanSbeCompatible``) or one eligible for IDHACK, a simple ``_id`` equality without hint or skip
+(query_utils.cpp ``isQuerySbeCompatible``; 8.0 runs it on the express path, get_executor.cpp
+``getExecutorFind``).
 
 The join strategy (src/mongo/db/query/planner_analysis.cpp ``determineLookupStrategy``):
 * the foreign collection does not exist -> ``NonExistentForeignCollection``;

@@ -10,8 +10,9 @@ What is modelled and what is not:
   balanced; ``{balancerRound: 1}``, labkit's own command, runs one), never on its own.
 * 8.0 does not split ranges as they grow (auto-splitting ended in 6.0.3); the balancer splits a range when it
   moves part of it (moveRange with only ``min``: the donor picks ``max`` so the range holds about the range size).
-  A range whose documents all share one key value cannot be split: it is marked jumbo once it outgrows the range
-  size and the balancer leaves it where it is.
+  A range whose documents all share one key value cannot be split; it still moves unless it holds more documents
+  than a migration takes (``migration_chunk_cloner_source.cpp``: more than 2 x range size / the donor's average
+  document size is ChunkTooBig). Such a range is marked jumbo and the balancer leaves it where it is.
 * There are no orphaned documents (a migration deletes the donor's copy at once) and no auto-merger.
 """
 from __future__ import annotations
@@ -355,6 +356,17 @@ class ShardedCluster:
         hi = bisect.bisect_left(keys, chunk.max_b)
         return rows[lo:hi]
 
+    def too_big_to_move(self, table: RoutingTable, chunk: Chunk, rows: list | None = None) -> bool:
+        """ChunkTooBig: the range holds more documents than a migration takes, 2 x (range size / the average
+        document size of the collection on the donor shard) (``MigrationChunkClonerSource``'s
+        ``maxRecsWhenFull`` in ``src/mongo/db/s/migration_chunk_cloner_source.cpp``)."""
+        rows = self.chunk_rows(table, chunk) if rows is None else rows
+        on_donor = self.rows(table, chunk.shard)
+        if not rows or not on_donor:
+            return False
+        avg = sum(r[1] for r in on_donor) // len(on_donor) or 5  # kMinBSONLength when the average rounds to 0
+        return len(rows) > 2 * max(self.chunk_size_bytes(table) // avg, 1)
+
     def chunk_data(self, table: RoutingTable, chunk: Chunk) -> int:
         return sum(r[1] for r in self.chunk_rows(table, chunk))
 
@@ -426,8 +438,8 @@ class ShardedCluster:
                 self.split_at(table, point)
                 chunk = table.chunk_for(kb)
             rows = self.chunk_rows(table, chunk)
-            if sum(r[1] for r in rows) > limit and rows and rows[0][0] == rows[-1][0]:
-                chunk.jumbo = True  # one key value, over the range size: it can neither split nor move
+            if rows and rows[0][0] == rows[-1][0] and self.too_big_to_move(table, chunk, rows):
+                chunk.jumbo = True  # one key value, too many documents: it can neither split nor move
                 self.write_metadata(table)
                 return False
         if chunk.shard == to:
@@ -511,15 +523,16 @@ class ShardedCluster:
         return moved
 
     def _pick_chunk(self, table: RoutingTable, donor: str, limit: int) -> Chunk | None:
-        """The donor's first range holding data that is not jumbo; a range over the range size that holds one key
-        value is marked jumbo and skipped (manual: "Jumbo Chunks")."""
+        """The donor's first range holding data that is not jumbo; a range of one key value (it cannot split) that
+        holds more documents than a migration takes (``too_big_to_move``) is marked jumbo and skipped (manual:
+        "Jumbo Chunks")."""
         for c in table.chunks:
             if c.shard != donor or c.jumbo:
                 continue
             rows = self.chunk_rows(table, c)
             if not rows:
                 continue
-            if sum(r[1] for r in rows) > limit and rows[0][0] == rows[-1][0]:
+            if rows[0][0] == rows[-1][0] and self.too_big_to_move(table, c, rows):
                 c.jumbo = True
                 self.write_metadata(table)
                 continue

@@ -556,13 +556,28 @@ def _table_or_reply(r: Mongos, op: _Op, create: bool) -> RoutingTable | dict:
     return table
 
 
-def _insert(r: Mongos, op: _Op) -> dict:
-    table = _table_or_reply(r, op, create=True)
+def _write_setup(r: Mongos, op: _Op, cname: str, field: str,
+                 create: bool) -> tuple[RoutingTable, list, bool, dict] | dict:
+    """What insert, update and delete share before routing their statements: the routing table, the
+    statements of ``field``, ``ordered`` and the command body each shard is sent; or the forwarded reply
+    (``_table_or_reply``)."""
+    table = _table_or_reply(r, op, create)
     if isinstance(table, dict):
         return table
-    cmd = op.cmd
-    docs = D._statements(cmd, "insert", "documents")
-    ordered = cmd.get("ordered", True) is not False
+    stmts = D._statements(op.cmd, cname, field)
+    return table, stmts, op.cmd.get("ordered", True) is not False, _body(op, field)
+
+
+def _statement_error(i: int, e: OperationFailure) -> dict:
+    """The write error of statement ``i`` that the router itself refused (targeting, shard key)."""
+    return {"index": i, "code": e.code, "errmsg": (e.details or {}).get("errmsg", str(e))}
+
+
+def _insert(r: Mongos, op: _Op) -> dict:
+    setup = _write_setup(r, op, "insert", "documents", create=True)
+    if isinstance(setup, dict):
+        return setup
+    table, docs, ordered, body = setup
     errors: list[dict] = []
     routed: list[tuple[int, str, dict]] = []
     for i, d in enumerate(docs):
@@ -572,13 +587,12 @@ def _insert(r: Mongos, op: _Op) -> dict:
         try:
             shard = table.chunk_for(table.key.key_bytes(d)).shard
         except OperationFailure as e:
-            errors.append({"index": i, "code": e.code, "errmsg": (e.details or {}).get("errmsg", str(e))})
+            errors.append(_statement_error(i, e))
             if ordered:
                 break
             continue
         routed.append((i, shard, d))
     stop_at = errors[0]["index"] if (ordered and errors) else None
-    body = _body(op, "documents")
     n = 0
     batches: list[tuple[str, list[tuple[int, dict]]]] = []
     if ordered:
@@ -657,13 +671,10 @@ def _touches_key(table: RoutingTable, u: Any) -> bool:
 
 
 def _update(r: Mongos, op: _Op) -> dict:
-    table = _table_or_reply(r, op, create=True)
-    if isinstance(table, dict):
-        return table
-    cmd = op.cmd
-    stmts = D._statements(cmd, "update", "updates")
-    ordered = cmd.get("ordered", True) is not False
-    body = _body(op, "updates")
+    setup = _write_setup(r, op, "update", "updates", create=True)
+    if isinstance(setup, dict):
+        return setup
+    table, stmts, ordered, body = setup
     n = n_mod = 0
     upserted: list[dict] = []
     errors: list[dict] = []
@@ -687,7 +698,7 @@ def _update(r: Mongos, op: _Op) -> dict:
             if up is not None:
                 upserted.append({"index": i, "_id": up})
         except OperationFailure as e:
-            errors.append({"index": i, "code": e.code, "errmsg": (e.details or {}).get("errmsg", str(e))})
+            errors.append(_statement_error(i, e))
         if ordered and errors:
             break
     extra = {"nModified": n_mod}
@@ -777,13 +788,10 @@ def _after_single_write(r: Mongos, op: _Op, table: RoutingTable, shard: str, _id
 
 
 def _delete(r: Mongos, op: _Op) -> dict:
-    table = _table_or_reply(r, op, create=False)
-    if isinstance(table, dict):
-        return table
-    cmd = op.cmd
-    stmts = D._statements(cmd, "delete", "deletes")
-    ordered = cmd.get("ordered", True) is not False
-    body = _body(op, "deletes")
+    setup = _write_setup(r, op, "delete", "deletes", create=False)
+    if isinstance(setup, dict):
+        return setup
+    _table, stmts, ordered, body = setup
     n = 0
     errors: list[dict] = []
     for i, st in enumerate(stmts):
@@ -1200,13 +1208,19 @@ def _median(r: Mongos, t: RoutingTable, chunk: Any) -> dict | None:
     return r._key_doc_of(t, chunk.shard, _id)
 
 
-def _move_chunk(r: Mongos, op: _Op) -> dict:
+def _move_args(r: Mongos, op: _Op, cname: str, to_field: str) -> tuple[RoutingTable, str]:
+    """moveChunk's and moveRange's common arguments: run on admin, the sharded collection's routing table and
+    the shard the data moves to (``to_field``)."""
     _admin_only(op)
-    ns = _ns_arg(op)
-    t = _need_table(r, ns)
-    to = op.cmd.get("to")
+    t = _need_table(r, _ns_arg(op))
+    to = op.cmd.get(to_field)
     if not isinstance(to, str):
-        raise D.CommandError("BSON field 'moveChunk.to' is missing but a required field", 40414)
+        raise D.CommandError("BSON field '%s.%s' is missing but a required field" % (cname, to_field), 40414)
+    return t, to
+
+
+def _move_chunk(r: Mongos, op: _Op) -> dict:
+    t, to = _move_args(r, op, "moveChunk", "to")
     if isinstance(op.cmd.get("bounds"), list) and len(op.cmd["bounds"]) == 2:
         lo = dict(op.cmd["bounds"][0])  # bounds are chunk bounds: hashed values already
         chunk = t.chunk_for(encode_key([lo.get(f) for f in t.key.fields]))
@@ -1224,8 +1238,7 @@ def _move_chunk(r: Mongos, op: _Op) -> dict:
 
 def _check_not_jumbo(r: Mongos, t: RoutingTable, chunk: Any) -> None:
     limit = r.chunk_size_bytes(t)
-    rows = r.chunk_rows(t, chunk)
-    if sum(x[1] for x in rows) > limit and len({x[0] for x in rows}) <= 1:
+    if r.too_big_to_move(t, chunk):  # more documents than a migration takes: ChunkTooBig, whatever the key values
         chunk.jumbo = True
         r.write_metadata(t)
         raise fail("Cannot move chunk: the amount of data in the chunk exceeds the max chunk size (%d bytes) and it "
@@ -1233,12 +1246,7 @@ def _check_not_jumbo(r: Mongos, t: RoutingTable, chunk: Any) -> None:
 
 
 def _move_range(r: Mongos, op: _Op) -> dict:
-    _admin_only(op)
-    ns = _ns_arg(op)
-    t = _need_table(r, ns)
-    to = op.cmd.get("toShard")
-    if not isinstance(to, str):
-        raise D.CommandError("BSON field 'moveRange.toShard' is missing but a required field", 40414)
+    t, to = _move_args(r, op, "moveRange", "toShard")
     lo, hi = op.cmd.get("min"), op.cmd.get("max")
     if lo is None and hi is None:
         raise fail("Either min or max must be specified", 2)

@@ -10,6 +10,8 @@ hashed field is targeted only by equality). Keys are compared as the engine's or
 """
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,15 +58,22 @@ class ShardKeyPattern:
         self.fields: list[str] = list(self.spec)
         hashed = []
         for i, (f, v) in enumerate(self.spec.items()):
-            ok_field = isinstance(f, str) and f and not f.startswith("$") and "" not in f.split(".")
+            # parseShardKeyPattern (src/mongo/db/s/shard_key_pattern.cpp): the path's checks, then one rule for the
+            # value: 1 (any number equal to 1), or "hashed" for at most one field
+            parts = f.split(".")
+            if not f:
+                raise fail("Field %s is empty" % f, 2, "BadValue")
+            if "" in parts:
+                raise fail("Field %s contains empty parts" % f, 2, "BadValue")
+            if any(p.startswith("$") and not (j and p in ("$db", "$id", "$ref")) for j, p in enumerate(parts)):
+                raise fail("Field %s contains parts that start with '$'" % f, 2, "BadValue")
             if v == "hashed":
                 hashed.append(i)
-            elif isinstance(v, bool) or not isinstance(v, (int, float)) or v != 1 or not ok_field:
-                raise fail("Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a "
-                           "list of ascending fields" % _show(self.spec), 2, "BadValue")
-        if len(hashed) > 1:
-            raise fail("Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list "
-                       "of ascending fields" % _show(self.spec), 2, "BadValue")
+            number_one = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                          and int(v) == 1)  # safeNumberInt: 1.5 counts as 1, NaN and infinities do not
+            if not (number_one or (v == "hashed" and len(hashed) == 1)):
+                raise fail("Shard key %s can contain at most one 'hashed' field, and/or multiple numerical fields "
+                           "set to a value of 1. Failed to parse field %s" % (_show(self.spec), f), 2, "BadValue")
         self.hashed_pos: int | None = hashed[0] if hashed else None
         self._cache: dict = {}
 

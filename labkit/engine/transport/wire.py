@@ -130,15 +130,27 @@ def op_reply(request_id: int, response_to: int, doc: Any, flags: int = 0) -> byt
     return _HEADER.pack(16 + len(payload), request_id, response_to, OP_REPLY) + payload
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        b = sock.recv(min(n, 1 << 20))
-        if not b:
-            raise ConnectionError("closed")
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
+class _Reader:
+    """A connection's incoming bytes, read in large pieces: a header and its message usually arrive in one
+    ``recv`` (one system call per request instead of two); what follows the message waits for the next read."""
+
+    __slots__ = ("sock", "buf")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def read(self, n: int) -> bytes:
+        """Exactly ``n`` bytes (ConnectionError when the peer closes first)."""
+        buf = self.buf
+        while len(buf) < n:
+            b = self.sock.recv(min(max(n - len(buf), 1 << 16), 1 << 20))
+            if not b:
+                raise ConnectionError("closed")
+            buf += b
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- server
@@ -290,13 +302,14 @@ class Server:
                 ctx.connected(conn_id, conn.getpeername())
             except OSError:
                 ctx.connected(conn_id, ("", 0))
+        reader = _Reader(conn)
         try:
             while not self._stopped.is_set():
-                header = _recv_exact(conn, 16)
+                header = reader.read(16)
                 length, request_id, _response_to, opcode = _HEADER.unpack(header)
                 if length < 16 or length > _MAX_INCOMING:
                     raise ProtocolError("message length %d out of range" % length)
-                payload = _recv_exact(conn, length - 16)
+                payload = reader.read(length - 16)
                 if opcode == OP_MSG:
                     self._handle_msg(conn, conn_id, request_id, payload)
                 elif opcode == OP_QUERY:

@@ -31,13 +31,11 @@ def _check_tenant_key(client: Any, key: Any) -> str:
         if next(iter(key)) != "tenantId":  # e.g. the hashed-_id habit: also the hot read would be broadcast
             refused += (f" And even without that index, a key led by {next(iter(key))!r} would make the hot read "
                         "(one tenant's newest invoices, filtered on tenantId) a broadcast to every shard.")
-        steps.shard(invoices, key, refusals={"unique index": refused})
         docs = [{"tenantId": f"t{t:02d}", "number": n, "issuedAt": _T0 + dt.timedelta(hours=n * 20 + t),
                  "total": (t * n) % 500} for t in range(_TENANTS) for n in range(100)]
-        invoices.insert_many(docs, ordered=False)
-        steps.spread_on_first(invoices, key, [d[next(iter(key))] for d in docs])
-        m = steps.key_on_cluster(invoices, key, docs,
-                                 lambda: invoices.find({"tenantId": "t07"}).sort("issuedAt", -1).limit(10))
+        m = steps.measure_key(invoices, key, docs,
+                              lambda: invoices.find({"tenantId": "t07"}).sort("issuedAt", -1).limit(10),
+                              refusals={"unique index": refused})
     steps.shard_key_mistakes(m, docs="invoices", series="tenant", series_count=_TENANTS, lead="tenantId",
                              then="the invoice number", read="one tenant's newest invoices")
     return (f"the cluster accepted it next to the unique index, the hot read contacted one shard "

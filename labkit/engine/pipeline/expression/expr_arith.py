@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
-from typing import Any
+from typing import Any, Callable
 
 from bson import Decimal128, Int64
 
@@ -156,33 +156,38 @@ def _one_number(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     return None if vals is None else vals[0]
 
 
-def op_abs(ev: Any, op: str, arg: Any, doc: Any) -> Any:
-    v = _one_number(ev, op, arg, doc)
-    if v is None:
-        return None
-    k = num_kind(v)
-    if k in (0, 1):
-        if int(v) == INT64_MIN:
-            raise fail("can't take $abs of long long min", 28680)
-        return make_int(abs(int(v)), k)
-    if k == 3:
-        return Decimal128(abs(v.to_decimal()))
-    return abs(v)
-
-
-def _rounding(mode: str, fmode):
+def _by_kind(on_int: Callable[[Any, int], Any], on_dec: Callable[[Decimal128], Any],
+             on_float: Callable[[float], Any]) -> Callable[..., Any]:
+    """A one-number operator that keeps the number's kind: null for null or missing, else ``on_int(v, kind)``
+    (int or long), ``on_dec(v)`` (decimal) or ``on_float(v)`` (double)."""
     def f(ev: Any, op: str, arg: Any, doc: Any) -> Any:
         v = _one_number(ev, op, arg, doc)
         if v is None:
             return None
         k = num_kind(v)
         if k in (0, 1):
-            return v
+            return on_int(v, k)
         if k == 3:
-            d = v.to_decimal()
-            return v if not d.is_finite() else Decimal128(d.to_integral_value(rounding=mode))
-        return v if not math.isfinite(v) else float(fmode(v))
+            return on_dec(v)
+        return on_float(v)
     return f
+
+
+def _abs_int(v: Any, kind: int) -> Any:
+    if int(v) == INT64_MIN:
+        raise fail("can't take $abs of long long min", 28680)
+    return make_int(abs(int(v)), kind)
+
+
+op_abs = _by_kind(_abs_int, lambda v: Decimal128(abs(v.to_decimal())), abs)
+
+
+def _rounding(mode: str, fmode: Callable[[float], Any]) -> Callable[..., Any]:
+    """``$ceil`` / ``$floor``: integers unchanged, a decimal rounded by ``mode``, a finite double by ``fmode``."""
+    def on_dec(v: Decimal128) -> Decimal128:
+        d = v.to_decimal()
+        return v if not d.is_finite() else Decimal128(d.to_integral_value(rounding=mode))
+    return _by_kind(lambda v, _k: v, on_dec, lambda v: v if not math.isfinite(v) else float(fmode(v)))
 
 
 def _float_fn(name: str, fn, check=None, dfn=None):
@@ -226,41 +231,48 @@ def _exp(x: float) -> float:
         return math.inf
 
 
+def _numbers(ev: Any, op: str, arg: Any, doc: Any, first: tuple[str, int],
+             second: tuple[str, int]) -> tuple[Any, Any] | None:
+    """The two arguments of ``$log`` or ``$pow``: None when either is null or missing, else both numbers (each
+    named and coded as the server's error for it, e.g. ``("base", 28757)``)."""
+    a, b = eval_args(ev, op, arg, doc, 2)
+    if nullish(a) or nullish(b):
+        return None
+    for v, (what, code) in ((a, first), (b, second)):
+        if num_kind(v) < 0:
+            raise fail("%s's %s must be numeric, not %s" % (op, what, tname(v)), code)
+    return a, b
+
+
 def op_log(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$log: [number, base]``."""
-    v, base = eval_args(ev, op, arg, doc, 2)
-    if nullish(v) or nullish(base):
+    args = _numbers(ev, op, arg, doc, ("argument", 28756), ("base", 28757))
+    if args is None:
         return None
-    if num_kind(v) < 0:
-        raise fail("$log's argument must be numeric, not %s" % tname(v), 28756)
-    if num_kind(base) < 0:
-        raise fail("$log's base must be numeric, not %s" % tname(base), 28757)
+    v, base = args
     if max(num_kind(v), num_kind(base)) == 3:
-        d, b = to_dec(v), to_dec(base)
-        if not d > 0:
-            raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
-        if not b > 0 or b == 1:
-            raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
-        return dec128(DEC_CTX.divide(d.ln(DEC_CTX), b.ln(DEC_CTX)))
+        # ExpressionLog::evaluate (src/mongo/db/pipeline/expression.cpp): a Decimal128 result only for a positive
+        # argument and a positive base other than 1; anything else (a NaN included) falls through to the double
+        # path below, so a Decimal128 NaN gives a double NaN and a bad value the double path's error.
+        xd, bd = to_dec(v), to_dec(base)
+        if not xd.is_nan() and not bd.is_nan() and xd > 0 and bd > 0 and bd != 1:
+            return dec128(DEC_CTX.divide(xd.ln(DEC_CTX), bd.ln(DEC_CTX)))
     x, b = to_float(v), to_float(base)
+    if not (x > 0 or math.isnan(x)):
+        raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
+    if not (b != 1 and (b > 0 or math.isnan(b))):
+        raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
     if math.isnan(x) or math.isnan(b):
         return math.nan
-    if not x > 0:
-        raise fail("$log's argument must be a positive number, but is %s" % num_str(v), 28758)
-    if not b > 0 or b == 1:
-        raise fail("$log's base must be a positive number not equal to 1, but is %s" % num_str(base), 28759)
     return math.log(x) / math.log(b)
 
 
 def op_pow(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     """``$pow``: integer results stay integers when exact (int -> long -> double on overflow)."""
-    b, e = eval_args(ev, op, arg, doc, 2)
-    if nullish(b) or nullish(e):
+    args = _numbers(ev, op, arg, doc, ("base", 28762), ("exponent", 28763))
+    if args is None:
         return None
-    if num_kind(b) < 0:
-        raise fail("$pow's base must be numeric, not %s" % tname(b), 28762)
-    if num_kind(e) < 0:
-        raise fail("$pow's exponent must be numeric, not %s" % tname(e), 28763)
+    b, e = args
     kind = max(num_kind(b), num_kind(e))
     if (to_dec(b) if num_kind(b) == 3 else b) == 0 and (to_dec(e) if num_kind(e) == 3 else e) < 0:
         raise fail("$pow cannot take a base of 0 and a negative exponent", 28764)

@@ -198,6 +198,17 @@ def op_size(ev: Any, op: str, arg: Any, doc: Any) -> int:
     return len(v)
 
 
+def _slice_int32(v: Any, which: str, numeric: str, codes: tuple[int, int]) -> int:
+    """``$slice``'s second or third argument as a 32-bit integer; ``codes``: (not a number, out of range)."""
+    if num_kind(v) < 0:
+        raise fail("%s argument to $slice must be %s, but is of type: %s" % (which, numeric, tname(v)), codes[0])
+    n = int32_arg(v)
+    if n is None:
+        raise fail("%s argument to $slice can't be represented as a 32-bit integer: %s" % (which, num_str(v)),
+                   codes[1])
+    return n
+
+
 def op_slice(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     vals = eval_args(ev, op, arg, doc, 2, 3)
     if any(nullish(v) for v in vals):
@@ -205,20 +216,10 @@ def op_slice(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     arr = vals[0]
     if type(arr) is not list:
         raise fail("First argument to $slice must be an array, but is of type: %s" % tname(arr), 28724)
-    second = vals[1]
-    if num_kind(second) < 0:
-        raise fail("Second argument to $slice must be a numeric value, but is of type: %s" % tname(second), 28725)
-    a = int32_arg(second)
-    if a is None:
-        raise fail("Second argument to $slice can't be represented as a 32-bit integer: %s" % num_str(second), 28726)
+    a = _slice_int32(vals[1], "Second", "a numeric value", (28725, 28726))
     if len(vals) == 2:
         return arr[a:] if a < 0 else arr[:a]
-    third = vals[2]
-    if num_kind(third) < 0:
-        raise fail("Third argument to $slice must be numeric, but is of type: %s" % tname(third), 28727)
-    n = int32_arg(third)
-    if n is None:
-        raise fail("Third argument to $slice can't be represented as a 32-bit integer: %s" % num_str(third), 28728)
+    n = _slice_int32(vals[2], "Third", "numeric", (28727, 28728))
     if n <= 0:
         raise fail("Third argument to $slice must be positive: %d" % n, 28729)
     start = a if a >= 0 else max(0, len(arr) + a)
