@@ -400,33 +400,23 @@ def test_a_range_of_one_key_value_is_jumbo_and_stays(m):
     assert _counts(m, "lab.events")["shard0"] >= 10_000
 
 
-def test_a_collections_range_size_stays_through_balancing(m):
+@pytest.mark.parametrize("per_site, jumbo", [(300, True), (160, False)])
+def test_a_collections_range_size_stays_through_balancing(m, per_site, jumbo):
     # manual "configureCollectionBalancing": chunkSize (MB) for one collection; it stays in config.collections
-    # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges
+    # (maxChunkSizeBytes) while the balancer splits, moves and marks ranges. One site per range, documents of
+    # ~8 KB: src/mongo/db/s/migration_chunk_cloner_source.cpp refuses a migration (ChunkTooBig, so jumbo) above
+    # maxRecsWhenFull = 2 x (range size / the donor's average document size) = 2 x (1 MB / 8 KB) = 260 documents:
+    # 300 per site never move; 160 (1.3 MB, over the range size in bytes) still move.
     _shard(m, "lab.sites", {"site": 1})
     m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
-    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(300)])
+    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(per_site)])
     m.command("admin", {"balancerStart": 1})
     doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
     assert doc["maxChunkSizeBytes"] == 1024 * 1024
     chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
-    # one site each: 300 documents of ~8 KB, more than a migration takes (2 x 1 MB / 8 KB = 260): none moves
-    assert len(chunks) == 6 and all(c.get("jumbo") for c in chunks)
+    assert [bool(c.get("jumbo")) for c in chunks] == [jumbo] * len(chunks) and (len(chunks) == 6 or not jumbo)
+    assert (len(_counts(m, "lab.sites")) > 1) is not jumbo  # the movable ranges spread over the shards
     assert m.command("admin", {"balancerCollectionStatus": "lab.sites"})["chunkSize"] == 1
-
-
-def test_a_range_of_one_key_value_moves_while_a_migration_takes_it(m):
-    # src/mongo/db/s/migration_chunk_cloner_source.cpp: maxRecsWhenFull = 2 x (range size / the donor's average
-    # document size); a range is ChunkTooBig only above that count, so a one-key range of 160 documents of ~8 KB
-    # (1.3 MB, over the 1 MB range size, under 260 documents) still moves and is not jumbo.
-    _shard(m, "lab.sites", {"site": 1})
-    m.command("admin", {"configureCollectionBalancing": "lab.sites", "chunkSize": 1})
-    _insert(m, "sites", [{"site": s, "pad": "x" * 8000} for s in range(6) for _ in range(160)])
-    m.command("admin", {"balancerStart": 1})
-    doc = m.config["config"]["collections"].find_one({"_id": "lab.sites"})
-    chunks = list(m.config["config"]["chunks"].find({"uuid": doc["uuid"]}))
-    assert not any(c.get("jumbo") for c in chunks)
-    assert min(_counts(m, "lab.sites").values()) > 0
 
 
 # ---------------------------------------------------------------------------------------------- repairing a key

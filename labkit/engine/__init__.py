@@ -236,6 +236,9 @@ class EmbeddedClient(mongomock.MongoClient):
             raise TypeError("name_or_database must be an instance of str or a Database")
         from .catalog import system_dbs
         system_dbs.check_drop(name)
+        if name in self._store:  # the database's exclusive lock: wait for transactions that wrote to it
+            for st in list(self._store[name]._collections.values()):
+                st.wait_for_writers()
         self._store[name].incarnation += 1
         if name in self._store:  # the change streams' drop events, then dropDatabase (repl/oplog.py)
             from .repl.oplog import record_command

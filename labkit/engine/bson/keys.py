@@ -369,6 +369,29 @@ def _check_parallel(arrays: dict[int, set[str]]) -> None:
                         raise _parallel_error()
 
 
+def _paired_sort_key(doc: Any, fields: list[tuple[list[str], bool]], e: Callable[[Any], bytes]) -> tuple | None:
+    """A compound sort through arrays: the B-tree key generator's keys of ``doc`` (fields under one array paired
+    per element), the smallest by key string: ``(its values, its key-string tuple)``; None when no sort field
+    meets an array (or a numeric path component does: the fields are then taken one by one)."""
+    parts_list = [p for p, _ in fields]
+    try:
+        for parts in parts_list:
+            _simple_get(doc, parts)
+        return None
+    except _HasArray:
+        keys, arrays = index_key_values(doc, parts_list)
+    if len(arrays) > 1:
+        _check_parallel(arrays)
+    if any(part.isdigit() for parts in parts_list for part in parts):
+        return None
+    descs = [d for _, d in fields]
+
+    def key_string(key: list) -> tuple:
+        return tuple((invert(x) if d else x) for x, d in zip((e(None if v is MISSING else v) for v in key), descs))
+    best = min(keys, key=key_string)
+    return best, key_string(best)
+
+
 def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
                   enc: Callable[[Any], bytes] | None = None) -> tuple:
     """The sort key of a document for (parts, descending) fields, as the server generates it: a compound
@@ -378,18 +401,9 @@ def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
     (collation keys); default ``encode``."""
     e = enc or encode
     if len(fields) > 1:
-        parts_list = [p for p, _ in fields]
-        try:
-            for parts in parts_list:
-                _simple_get(doc, parts)
-        except _HasArray:
-            keys, arrays = index_key_values(doc, parts_list)
-            if len(arrays) > 1:
-                _check_parallel(arrays)
-            if not any(part.isdigit() for parts in parts_list for part in parts):
-                descs = [d for _, d in fields]
-                return min(tuple((invert(x) if d else x) for x, d in
-                                 zip((e(None if v is MISSING else v) for v in key), descs)) for key in keys)
+        paired = _paired_sort_key(doc, fields, e)
+        if paired is not None:
+            return paired[1]
     out = []
     for parts, desc in fields:
         if enc is None:
@@ -399,6 +413,20 @@ def doc_sort_keys(doc: Any, fields: list[tuple[list[str], bool]],
             x = max(encs) if desc else min(encs)
             out.append(invert(x) if desc else x)
     return tuple(out)
+
+
+def doc_sort_key_values(doc: Any, fields: list[tuple[list[str], bool]]) -> list[Any]:
+    """The values of ``doc``'s sort key for (parts, descending) fields: the candidates ``doc_sort_keys`` orders
+    by (what a find's ``{$meta: "sortKey"}`` shows, one value per sort field; a missing field is null)."""
+    if len(fields) > 1:
+        paired = _paired_sort_key(doc, fields, encode)
+        if paired is not None:
+            return [None if v is MISSING else v for v in paired[0]]
+    out = []
+    for parts, desc in fields:
+        vals = sort_values(doc, parts)
+        out.append(max(vals, key=encode) if desc else min(vals, key=encode))
+    return out
 
 
 MISSING = object()

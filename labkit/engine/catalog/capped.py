@@ -108,14 +108,62 @@ def check_insert(st: Any, doc: dict) -> None:
         raise WriteError(msg, 2, {"index": 0, "code": 2, "codeName": "BadValue", "errmsg": msg})
 
 
-def _doc_size(st: Any, rid: int, doc: dict) -> int:
-    cache = st.__dict__.setdefault("_capped_sizes", {})
-    hit = cache.get(rid)
-    if hit is not None and hit[0] is doc:
-        return hit[1]
-    n = len(bson.encode(doc))
-    cache[rid] = (doc, n)
-    return n
+class CappedDocs(dict):
+    """A capped collection's record store (record id -> document) that keeps the documents' total BSON size as
+    they are stored, replaced and removed, so trimming after an insert costs the documents it removes, not a pass
+    over all of them (the server keeps the record store's data size the same way: ``dataSize`` in
+    ``cappedDeleteUntilBelowConfiguredMaximum``). Documents are never changed in place (the engine replaces
+    them), so a size is computed once per stored version."""
+
+    __slots__ = ("sizes", "total")
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.sizes = {rid: len(bson.encode(d)) for rid, d in dict.items(self)}
+        self.total = sum(self.sizes.values())
+
+    def __setitem__(self, rid: int, doc: dict) -> None:
+        n = len(bson.encode(doc))
+        self.total += n - self.sizes.get(rid, 0)
+        self.sizes[rid] = n
+        dict.__setitem__(self, rid, doc)
+
+    def __delitem__(self, rid: int) -> None:
+        dict.__delitem__(self, rid)
+        self.total -= self.sizes.pop(rid)
+
+    def pop(self, rid: int, *default: Any) -> Any:  # type: ignore[override]
+        if rid in self:
+            self.total -= self.sizes.pop(rid)
+        return dict.pop(self, rid, *default)
+
+    def popitem(self) -> tuple:
+        rid, doc = dict.popitem(self)
+        self.total -= self.sizes.pop(rid)
+        return rid, doc
+
+    def setdefault(self, rid: int, doc: Any = None) -> Any:
+        if rid not in self:
+            self[rid] = doc
+        return dict.__getitem__(self, rid)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        for rid, doc in dict(*args, **kwargs).items():
+            self[rid] = doc
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.sizes.clear()
+        self.total = 0
+
+
+def capped_docs(st: Any) -> CappedDocs:
+    """The store's documents as a ``CappedDocs`` (made once, and again after something replaced the map: a drop, a
+    rollback of the history)."""
+    docs = st.docs
+    if type(docs) is not CappedDocs:
+        docs = st.docs = CappedDocs(docs)
+    return docs
 
 
 def trim(st: Any) -> int:
@@ -124,17 +172,10 @@ def trim(st: Any) -> int:
     opts = st.options
     limit = opts["size"]
     max_docs = opts.get("max", MAX_DOCS_UNLIMITED)
-    docs = st.docs
-    total = sum(_doc_size(st, rid, d) for rid, d in docs.items())
-    cache = st.__dict__.get("_capped_sizes", {})
-    for key in [k for k in cache if k not in docs]:
-        del cache[key]
+    docs = capped_docs(st)
     removed = 0
-    while docs and (total > limit or len(docs) > max_docs):
-        rid = next(iter(docs))
-        total -= _doc_size(st, rid, docs[rid])
-        remove_record(st, rid)
-        cache.pop(rid, None)
+    while docs and (docs.total > limit or len(docs) > max_docs):
+        remove_record(st, next(iter(docs)))
         removed += 1
     return removed
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 import bson
-from bson import ObjectId, SON
+from bson import Int64, ObjectId, SON
 from mongomock import (BulkWriteError, DuplicateKeyError, OperationFailure, WriteError, helpers)
 from mongomock import collection as mm_collection
 from mongomock.results import (BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult)
@@ -912,11 +912,10 @@ class EmbeddedCollection(mm_collection.Collection):
                 raise OperationFailure("BSON field 'FindCommandRequest.%s' is an unknown field." % field, 40415)
         if cursor_type not in (None, 0, 2, 34, 64):  # pymongo's CursorType values
             raise ValueError("not a valid value for cursor_type")
-        for name, val in (("collation", collation), ("return_key", return_key),
-                          ("show_record_id", show_record_id), ("session", session),
-                          ("cursor_type", cursor_type == 64)):
+        for name, val in (("collation", collation), ("session", session), ("cursor_type", cursor_type == 64)):
             if val:
                 raise unsupported("find(%s=...)" % name)
+        check_find_flags(return_key, show_record_id)
         if filter is None:
             filter = {}
         mm_collection.validate_is_mapping("filter", filter)
@@ -1584,10 +1583,42 @@ def set_min_max(q: Query, min_: Any, max_: Any) -> None:
         raise OperationFailure("min and max must have the same field names", 51176)
 
 
-def refuse_min_max_as_aggregation(min_: Any, max_: Any) -> None:
+def check_find_flags(return_key: Any, show_record_id: Any) -> None:
+    """The find command's ``returnKey`` / ``showRecordId`` are IDL ``optionalBool``s: anything but a boolean is
+    TypeMismatch (14) (idl/basic_types.h ``OptionalBool::parseFromBSON``)."""
+    for field, val in (("returnKey", return_key), ("showRecordId", show_record_id)):
+        if val is not None and not isinstance(val, bool):
+            raise OperationFailure("Field '%s' should be a boolean value, but found: %s" % (field, _type_name(val)), 14)
+
+
+def set_find_flags(q: Query, st: Any, return_key: Any, show_record_id: Any, projector: Any = None) -> None:
+    """Give query ``q`` a find's ``returnKey`` / ``showRecordId`` (planner.py: RETURN_KEY, the ``$recordId``
+    projection). With ``returnKey`` the projection is parsed (its errors are the server's) and ignored but for its
+    ``{$meta: "sortKey"}`` fields (``projector``: the collection's projection parser), which need a sort
+    (BadValue 2, canonical_query.cpp). On a clustered collection the record id is the ``_id``'s key string, not
+    modelled: 115."""
+    if not (return_key or show_record_id):
+        return
+    if st.options and "clusteredIndex" in st.options:
+        raise unsupported("find returnKey/showRecordId on a clustered collection",
+                          "a projection of _id (a clustered collection's record id is its _id)")
+    q.return_key, q.show_record_id = bool(return_key), bool(show_record_id)
+    proj = q.projection
+    if return_key and isinstance(proj, Mapping) and proj:
+        meta = [f for f, v in proj.items() if isinstance(v, Mapping) and dict(v) == {"$meta": "sortKey"}]
+        rest = {f: v for f, v in proj.items() if f not in meta}
+        if rest and projector is not None:
+            projector(rest)  # parsed for its errors only
+        if meta and not q.sort:
+            raise OperationFailure("cannot use sortKey $meta projection without a sort", 2)
+        q.sort_key_fields = meta
+
+
+def refuse_min_max_as_aggregation(min_: Any, max_: Any, return_key: Any = None, show_record_id: Any = None) -> None:
     """A find the server runs as an aggregation (on a view, or a time-series collection) cannot take ``min`` /
-    ``max``: InvalidPipelineOperator (168) (query_request_helper.cpp ``asAggregationCommand``)."""
-    for name, value in (("min", min_), ("max", max_)):
+    ``max`` / ``returnKey`` / ``showRecordId`` (checked in that order): InvalidPipelineOperator (168)
+    (query_request_helper.cpp ``asAggregationCommand``)."""
+    for name, value in (("min", min_), ("max", max_), ("returnKey", return_key), ("showRecordId", show_record_id)):
         if value:
             raise OperationFailure("Option %s not supported in aggregation." % name, 168)
 
@@ -1642,17 +1673,22 @@ class Cursor(CursorProtocol):
             raise InvalidOperation("cannot set options after executing query")
 
     def _query(self, bounds: bool = True) -> Query:
-        """The query this cursor runs; ``bounds``: with its ``min`` / ``max``."""
+        """The query this cursor runs; ``bounds``: with its ``min`` / ``max`` / ``returnKey`` / ``showRecordId``
+        (pymongo's ``Cursor.distinct`` sends none of them)."""
         lim = self._limit
         sort, hint = _natural(self._sort, self._hint)
         q = Query(self._filter, sort, self._projection, self._skip, abs(lim) if lim else 0, hint,
                   self._batch_size, let=self._let,
                   allow_disk_use=getattr(self, "_allow_disk_use", None))
-        if bounds and (self._lab_min or self._lab_max):
+        return_key, show_record_id = self.__dict__.get("_lab_flags", (None, None))
+        if bounds and (self._lab_min or self._lab_max or return_key or show_record_id):
             ts = getattr(self.collection, "_ts_state", None)
             if ts is not None and ts() is not None:  # a time-series find runs as an aggregation
-                refuse_min_max_as_aggregation(self._lab_min, self._lab_max)
+                refuse_min_max_as_aggregation(self._lab_min, self._lab_max, return_key, show_record_id)
             set_min_max(q, self._lab_min, self._lab_max)
+        if bounds:
+            coll = self.collection
+            set_find_flags(q, coll._store, return_key, show_record_id, lambda p: coll._projector(p, self._filter))
         return q
 
     _lab_min: Any = None  # find's ``min`` / ``max`` as given (find(min=...), Cursor.min())
@@ -1674,16 +1710,23 @@ class Cursor(CursorProtocol):
         if op is not None and self._max_time_ms:
             op.set_max_time(self._max_time_ms)
         with no_gc():
-            project = coll._projector(self._projection, self._filter)
-            ex = coll._run(self._query())
+            q = self._query()
+            project = None if q.return_key else coll._projector(self._projection, self._filter)
+            ex = coll._run(q)
             docs = []
             st = coll._store
-            for rid, doc, key in ex.results:
+            if q.return_key:  # RETURN_KEY made each result (its key document): no projection
+                plain = coll._projector(None)
+                docs = [plain(doc) for _, doc, _ in ex.results]
+            for rid, doc, key in () if q.return_key else ex.results:
                 if doc is None:
                     doc = st.docs.get(rid)
                     if doc is None:
                         continue
-                docs.append(project(doc))
+                out = project(doc)
+                if q.show_record_id and "$recordId" not in (self._projection or ()):
+                    out["$recordId"] = Int64(rid)  # the {$meta: "recordId"} field the server appends
+                docs.append(out)
                 if not len(docs) & 1023:
                     check_deadline()
         self._results = docs
@@ -2026,6 +2069,9 @@ class Cursor(CursorProtocol):
         for key in ("min", "max"):
             if self.__dict__.get("_lab_" + key):
                 cmd[key] = self.__dict__["_lab_" + key]
+        for key, flag in zip(("returnKey", "showRecordId"), self.__dict__.get("_lab_flags", (None, None))):
+            if flag is not None:
+                cmd[key] = flag
         return self.collection.explain_find(self._query(), verbosity, cmd)
 
     def __getitem__(self, index):

@@ -105,7 +105,7 @@ def list_collections(db, filter=None, session=None, nameOnly=False, authorizedCo
                 entry: dict = {"name": name, "type": "collection"}
             else:
                 entry = {"name": name, "type": "collection", "options": collection_options(st),
-                         "info": {"readOnly": False},
+                         "info": {"readOnly": False, "uuid": st.uuid},  # list_collections.cpp buildCollectionBson
                          "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
             entry = list_entry(entry, st)  # views: type "view"; clustered: no idIndex (views.py)
             if match is not None and not match(entry):
@@ -618,6 +618,9 @@ class LabCollection(EmbeddedCollection):
                                         "codeName": "NamespaceExists"})
             from ..repl.oplog import record_command
             target = dbs._collections.get(new_name)
+            dbs[self.name].wait_for_writers()  # both collections' exclusive locks (rename_collection.cpp)
+            if kwargs.get("dropTarget") and target is not None:
+                target.wait_for_writers()
             o = {"renameCollection": "%s.%s" % (self.database.name, self.name),
                  "to": "%s.%s" % (self.database.name, new_name), "stayTemp": False}
             if kwargs.get("dropTarget") and target is not None and target.is_created:

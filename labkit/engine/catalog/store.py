@@ -142,7 +142,32 @@ class EngineCollectionStore(CollectionStore):
 
     incarnation = 0  # bumped by every drop: a transaction's snapshot of an older incarnation cannot commit
 
+    def writing_transaction(self) -> Any:
+        """An open transaction that has written to this collection (it holds one of its documents or unique
+        keys), else None."""
+        for held in (self.held, self.held_keys):
+            if held:
+                for txn in held.values():
+                    if txn.holding():
+                        return txn
+        return None
+
+    def wait_for_writers(self) -> None:
+        """DDL that needs the collection to itself (drop, renameCollection, dropDatabase: an exclusive collection
+        lock on a server) waits for an open transaction that has written to it: the transaction holds its
+        collection lock until it commits or aborts (manual "Production Considerations", "Pending DDL Operations
+        and Transactions"). Raised as ``WaitForTransaction`` for the operation boundary, which waits (or fails
+        with MaxTimeMSExpired) and runs the operation again; outside an operation nothing waits."""
+        txn = self.writing_transaction()
+        if txn is None:
+            return
+        from ..service.boundary import WaitForTransaction, current_op
+        op = current_op()
+        if op is not None and getattr(op, "hist", None) is not None:
+            raise WaitForTransaction(txn)
+
     def drop(self) -> None:
+        self.wait_for_writers()
         if self.rec is not None:
             self.rec.note_drop(self)
         super().drop()

@@ -811,7 +811,7 @@ def list_entry(db, name: str, st, name_only: bool) -> list[dict] | None:
         return [{"name": name, "type": "timeseries"}, {"name": buckets_name(name), "type": "collection"}]
     return [{"name": name, "type": "timeseries", "options": dict(st.options), "info": {"readOnly": False}},
             {"name": buckets_name(name), "type": "collection", "options": dict(bst.options),
-             "info": {"readOnly": False}}]
+             "info": {"readOnly": False, "uuid": bst.uuid}}]  # list_collections.cpp: the view has no uuid
 
 
 def _unsupported_write(what: str) -> OperationFailure:

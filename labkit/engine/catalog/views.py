@@ -338,8 +338,9 @@ class ViewCollection(LabCollection):
     def find(self, *args, **kwargs):
         if _view_of(self) is None:
             return LabCollection.find(self, *args, **kwargs)
-        refuse_min_max_as_aggregation(kwargs.get("min"), kwargs.get("max"))  # before anything else, as the server
-        for k in ("hint", "return_key", "show_record_id", "cursor_type", "let"):
+        refuse_min_max_as_aggregation(kwargs.get("min"), kwargs.get("max"), kwargs.get("return_key"),
+                                      kwargs.get("show_record_id"))  # before anything else, as the server
+        for k in ("hint", "cursor_type", "let"):
             if kwargs.get(k) and not (k == "cursor_type" and kwargs[k] in (2, 34)):  # tailable: 168 when run
                 from ..query.planner import unsupported
                 raise unsupported("find(%s=...) on a view" % k)

@@ -11,7 +11,9 @@ from mongomock import read_preferences
 
 from ..bson.values import client_value as _client_value, type_name as _type_name
 from ..service.boundary import DATABASE_OPERATIONS, guard
-from ..catalog.collection import CommandCursor, EmbeddedCollection, _check_sort, _sort_list, set_min_max
+from ..catalog.collection import (CommandCursor, EmbeddedCollection, _check_sort, _sort_list, check_find_flags,
+                                  refuse_min_max_as_aggregation, set_find_flags, set_min_max)
+from ..catalog.views import view_def
 from ..catalog.rules import COMMANDS as _RULES_COMMANDS, LabCollection
 from ..query.planner import Query, unsupported
 from ..stats import storage_stats as stats
@@ -285,7 +287,8 @@ def _cmd_explain(db, cmd):
         raise OperationFailure("collection name has invalid type", 73)
     if op == "find":
         allowed = {"find", "filter", "sort", "projection", "limit", "skip", "hint", "batchSize", "singleBatch",
-                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse", "min", "max"}
+                   "comment", "maxTimeMS", "$db", "collation", "allowDiskUse", "min", "max", "returnKey",
+                   "showRecordId"}
         extra = set(inner) - allowed
         if extra:
             raise unsupported("explain find option '%s'" % sorted(extra)[0])
@@ -293,7 +296,12 @@ def _cmd_explain(db, cmd):
         q = Query(_client_value(inner.get("filter") or {}), sort, inner.get("projection"), inner.get("skip", 0),
                   inner.get("limit", 0), inner.get("hint"), inner.get("batchSize", 0),
                   allow_disk_use=inner.get("allowDiskUse"))
+        check_find_flags(inner.get("returnKey"), inner.get("showRecordId"))  # the IDL parse comes first
         set_min_max(q, inner.get("min"), inner.get("max"))
+        if getattr(coll._db_store._collections.get(coll.name), "ts", None) is not None or view_def(coll._store):
+            refuse_min_max_as_aggregation(None, None, inner.get("returnKey"), inner.get("showRecordId"))
+        set_find_flags(q, coll._store, inner.get("returnKey"), inner.get("showRecordId"),
+                       lambda p: coll._projector(p, q.filter))
         from ..query.collate import normalize, using
         with using(normalize(inner.get("collation"))):  # collation-aware planning (collate.py)
             return coll.explain_find(q, verbosity, inner)
@@ -326,7 +334,7 @@ def _explain_aggregate(coll, inner, verbosity):
         from ..catalog.timeseries import explain_aggregate  # $cursor over the buckets + $_internalUnpackBucket
         return explain_aggregate(coll, inner.get("pipeline", []), verbosity, inner)
     from ..pipeline.aggregation import explain_pipeline
-    from ..catalog.views import explain_on_base, view_def
+    from ..catalog.views import explain_on_base
     if view_def(coll._store):  # the resolved aggregation on the backing collection (views.py)
         return explain_on_base(coll, inner.get("pipeline", []), verbosity, inner, inner.get("collation"))
     return explain_pipeline(coll, inner.get("pipeline", []), verbosity, inner)

@@ -9,6 +9,7 @@ import bisect
 import heapq
 from typing import Any, Callable
 
+from ..base.errors import unsupported
 from ..bson import keys as K
 from ..index.bounds import Interval, full
 
@@ -578,7 +579,7 @@ class Fetch(Stage):
                 return NEED_TIME
             self.docs_examined += 1
         if self.match is None or self.match(doc):
-            self.out = (rid, doc, None)
+            self.out = (rid, doc, key)  # the index key stays with the member (a RETURN_KEY above reads it)
             return ADVANCED
         return NEED_TIME
 
@@ -841,6 +842,67 @@ class Projection(Stage):
 
     def plan_fields(self) -> dict:
         return {"transformBy": self.spec}
+
+
+class ReturnKey(Stage):
+    """RETURN_KEY (src/mongo/db/exec/return_key.cpp): each member becomes the index key it was found by, as a
+    document of the key pattern's fields; ``{}`` for a member no index scan produced (a collection scan).
+    Members become ``(None, key document, None)``: the record id is dropped as the server drops it."""
+
+    name = "RETURN_KEY"
+
+    def __init__(self, child: Stage, store, sort_key_fields: list[str] | None = None,
+                 sort: list[tuple[str, int]] | None = None) -> None:
+        super().__init__([child])
+        self.store = store
+        # the projection's {$meta: "sortKey"} fields, the only part of it RETURN_KEY keeps (planner_analysis.cpp
+        # extractSortKeyMetaFieldsFromProjection): each gets the sort key's values as an array
+        self.sort_key_fields = [f.split(".") for f in sort_key_fields or ()]
+        self.sort_parts = [(f.split("."), d < 0) for f, d in sort or ()]
+        self.indexes = []  # the indexes whose keys can reach this stage, in plan order
+        for s in child.walk():
+            ix = getattr(s, "index", None)
+            if ix is not None and ix not in self.indexes and isinstance(s, (IndexScan, PointLookup)):
+                self.indexes.append(ix)
+
+    def _work(self) -> int:
+        st = self.children[0].work()
+        if st == ADVANCED:
+            rid, doc, key = self.children[0].out
+            if doc is None:
+                doc = self.store.docs.get(rid)
+            out = self.key_document(doc, key)
+            if self.sort_key_fields and doc is not None:
+                values = K.doc_sort_key_values(doc, self.sort_parts)
+                for parts in self.sort_key_fields:
+                    at = out
+                    for p in parts[:-1]:
+                        nxt = at.get(p)
+                        if not isinstance(nxt, dict):
+                            nxt = at[p] = {}
+                        at = nxt
+                    at[parts[-1]] = list(values)
+            self.out = (None, out, None)
+        return st
+
+    def key_document(self, doc: dict | None, key: tuple | None) -> dict:
+        if doc is None or not self.indexes:
+            return {}
+        if key is None:  # IDHACK reads the _id index without handing its key on: the key is the _id
+            ix = self.indexes[0]
+            return {"_id": doc["_id"]} if ix.spec.name == "_id_" else {}
+        for ix in self.indexes:
+            if len(ix.spec.fields) == len(key):
+                if ix.spec.collation is not None:
+                    raise unsupported("find returnKey over an index with a collation (its keys are ICU sort keys)",
+                                      "a projection of the indexed fields")
+                kd = ix.key_document(doc, key)
+                if len(self.indexes) == 1:
+                    return kd
+                kf = ix.keyfunc  # an OR of several indexes: the one whose key this is
+                if tuple((K.invert(kf(v)) if d else kf(v)) for v, d in zip(kd.values(), ix.spec.desc)) == key:
+                    return kd
+        return {}
 
 
 class Passthrough(Stage):

@@ -192,6 +192,12 @@ def make_hashed_index_class(base):
             h = hash64(None if v is _MISSING else v)
             return base.keys_for(self, with_path(doc, path.split("."), h))
 
+        def key_document(self, doc: dict, key: tuple) -> dict:
+            path = self.spec.fields[self.hashed_pos]
+            v = _hashed_value(doc, path)
+            return base.key_document(self, with_path(doc, path.split("."), hash64(None if v is _MISSING else v)),
+                                     key)
+
     return HashedIndex
 
 

@@ -320,6 +320,24 @@ class Index:
                           zip(((null_enc if v is missing else kf(v)) for v in vals), spec.desc)))
         return sorted(out), arrays
 
+    def key_document(self, doc: dict, key: tuple) -> dict:
+        """The index key ``key`` (an entry of ``doc``) as the document find's ``returnKey`` gives: the key
+        pattern's field names (a dotted name is one field) with the values ``doc`` has there, null for a missing
+        field, in their stored BSON types (return_key.cpp: the key string's values with its type bits)."""
+        spec = self.spec
+        kv, _ = K.index_key_values(doc, spec.parts)
+        kf = self.keyfunc
+        missing = K.MISSING
+        null_enc = kf(None)
+        for vals in kv:
+            enc = tuple((K.invert(e) if d else e) for e, d in
+                        zip(((null_enc if v is missing else kf(v)) for v in vals), spec.desc))
+            if enc == key:
+                break
+        else:
+            vals = kv[0]
+        return {f: (None if v is missing else v) for f, v in zip(spec.fields, vals)}
+
     def _check_parallel(self, arrays: dict[str, set[str]]) -> None:
         items = list(arrays.items())
         for i in range(len(items)):

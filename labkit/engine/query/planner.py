@@ -24,7 +24,8 @@ from ..index.bounds import Interval, Parsed, Pred, and_filter, full, intersect, 
 from ..exec.stages import IndexScan as _IndexScan
 from ..exec.stages import RangeIndexScan
 from ..exec.stages import (ADVANCED, IS_EOF, NEED_TIME, CollScan, CountScan, EOFStage, Fetch, IdHack, IndexScan,
-                           Limit, Or, Passthrough, PointLookup, Projection, Skip, Sort, SortMerge, Stage, index_fields)
+                           Limit, Or, Passthrough, PointLookup, Projection, ReturnKey, Skip, Sort, SortMerge, Stage,
+                           index_fields)
 
 MAX_SCANS_TO_EXPLODE = 200
 TRIAL_MAX_RESULTS = 101
@@ -81,6 +82,9 @@ class Query:
     absorbs_project = False  # that projection is the pipeline's first $project, which leaves the pipeline
     min_bound: dict | None = None  # find's ``min`` / ``max`` (the hinted index's key bounds, set by the cursor)
     max_bound: dict | None = None
+    return_key = False  # find's ``returnKey``: a RETURN_KEY stage gives each result's index key (return_key.cpp)
+    sort_key_fields: list[str] = []  # with returnKey: the projection's {$meta: "sortKey"} fields
+    show_record_id = False  # find's ``showRecordId``: the projection gains ``$recordId: {$meta: "recordId"}``
 
 
 class Candidate:
@@ -133,6 +137,17 @@ def _is_inclusion_projection(proj: dict | None) -> bool:
 def _null_like(p: Pred) -> bool:
     """An equality to null, or an ``$in`` listing null: its index key null stands for null and missing."""
     return p.kind == "null" or (p.kind == "in" and isinstance(p.arg, (list, tuple)) and any(v is None for v in p.arg))
+
+
+RECORD_ID_META = {"$meta": "recordId"}
+
+
+def with_record_id(projection: dict) -> dict:
+    """The projection a find with ``showRecordId`` runs (query_request_helper.cpp ``addShowRecordIdMetaProj``):
+    ``$recordId: {$meta: "recordId"}`` appended unless the projection already names ``$recordId``."""
+    if "$recordId" in projection:
+        return dict(projection)
+    return {**projection, "$recordId": dict(RECORD_ID_META)}
 
 
 def projection_kind(proj: dict | None) -> str:
@@ -361,7 +376,7 @@ class Planner:
         equal to the collection's), else ``_NO_ID``. 8.0 runs most of these as EXPRESS_IXSCAN first
         (``express_eligible``); IDHACK remains for the rest (e.g. computed projections)."""
         q = self.q
-        if q.kind != "find" or q.hint is not None or q.skip or "_id_" not in self.store.ix:
+        if q.kind != "find" or q.hint is not None or q.skip or "_id_" not in self.store.ix or q.show_record_id:
             return _NO_ID
         v = simple_id_value(q.filter)
         if v is not _NO_ID and getattr(self, "collation", None) is not None and _has_string(v):
@@ -460,6 +475,9 @@ class Planner:
 
     def _covered(self, ix, exact_all: bool) -> bool:
         proj = self.q.projection
+        if self.q.return_key:  # the projection is ignored: only the filter and an in-memory sort need documents
+            return exact_all and not ix.multikey and not ix.spec.hashed and (
+                not self.q.sort or {f for f, _ in self.q.sort} <= set(ix.spec.fields))
         if not exact_all or not _is_inclusion_projection(proj) or ix.multikey or ix.spec.hashed:
             return False  # hashed indexes never cover (covered_index_negative_1.js)
         fields = set(ix.spec.fields)
@@ -572,9 +590,23 @@ class Planner:
                 from ..exec.stages import SortMemory
                 memory = SortMemory(q.allow_disk_use is not False, q.origin)  # allowDiskUseByDefault: true
             root = Sort(root, q.sort, self.sort_key, lim, covered=covered, memory=memory, store=self.store)
-        if q.projection:
-            kind = "PROJECTION_COVERED" if covered else projection_kind(q.projection)
-            root = Projection(root, kind, q.projection_shown or q.projection, self.store if covered else None)
+        if q.return_key:
+            # planner_analysis.cpp analyzeDataAccess: SKIP, then RETURN_KEY instead of any projection, then LIMIT
+            if q.skip and not skip_done:
+                root = Skip(root, q.skip)
+            if q.sort_key_fields and not (blocking_sort and q.sort):  # addSortKeyGeneratorStageIfNeeded
+                root = Passthrough(root, "SORT_KEY_GENERATOR")
+            root = ReturnKey(root, self.store, q.sort_key_fields, q.sort)
+            if q.limit and not (blocking_sort and q.sort):
+                root = Limit(root, q.limit)
+            return root
+        if q.projection or q.show_record_id:
+            shown = q.projection_shown or q.projection or {}
+            if q.show_record_id:
+                shown = with_record_id(shown)
+            kind = "PROJECTION_COVERED" if covered else \
+                "PROJECTION_DEFAULT" if q.show_record_id else projection_kind(q.projection)
+            root = Projection(root, kind, shown, self.store if covered else None)
         elif covered:
             root = Projection(root, "PROJECTION_COVERED", {}, self.store)
         if q.skip and not skip_done:
@@ -1093,8 +1125,8 @@ def totals(root: Stage) -> tuple[int, int]:
 def express_eligible(store, q: Query) -> Any:
     """The index for an EXPRESS_IXSCAN plan (8.0), or None."""
     f = q.filter
-    if q.hint is not None or q.skip or q.sort or len(f) != 1 or q.batch_size:
-        return None  # isExpressEligible (8.0): no hint, skip, sort or batchSize (then IDHACK / planning)
+    if q.hint is not None or q.skip or q.sort or len(f) != 1 or q.batch_size or q.return_key or q.show_record_id:
+        return None  # isExpressEligible (8.0): no hint, skip, sort, batchSize, returnKey or showRecordId
     if q.projection and projection_kind(q.projection) != "PROJECTION_SIMPLE":
         return None
     return express_index(store, f, q.limit)
