@@ -66,19 +66,13 @@ print("shards:", sharding.shard_names(client))
 #
 # The social app of the earlier lessons, grown past one server: posts are written all day and read by author,
 # newest first (the profile feed).
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | publish a post | write | 300/s | must not slow down as the app grows |
-# | profile feed: one author's 20 newest posts | read | 2,000/s | one author's posts, newest first |
-# | moderation: posts of the last hour | read | 1/min | a time range over all authors |
 
 # %%
-workload = pd.DataFrame([
-    {"operation": "publish a post", "type": "write", "per_second": 300, "posts returned": ""},
-    {"operation": "profile feed", "type": "read", "per_second": 2000, "posts returned": 20},
-    {"operation": "moderation: last hour", "type": "read", "per_second": round(1 / 60, 4), "posts returned": "all"},
-])
+workload = labkit.workload_table([
+    ("publish a post", "write", 300, "must not slow down as the app grows"),
+    ("profile feed: one author's 20 newest posts", "read", 2000, "one author's posts, newest first"),
+    ("moderation: posts of the last hour", "read", round(1 / 60, 4), "a time range over all authors (1 a minute)"),
+], rate="per_second")
 workload
 
 # %% [markdown]

@@ -54,23 +54,15 @@ db = labkit.fresh_db("41_query_targeting", client=client)
 # ## The workload
 #
 # The feed and follows of lessons 02 and 04, now on a sharded cluster:
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | profile feed: an author's 20 newest posts | read | 2,000/s | `{authorId}`, sorted `{createdAt: -1, _id: -1}` |
-# | whom does Fred follow? | read | 300/s | `{followerId}` |
-# | who follows Sam? | read | 500/s | `{followingId}` |
-# | publish a post | write | 300/s | |
-# | follow someone | write | 50/s | no duplicate pairs |
 
 # %%
-workload = pd.DataFrame([
-    {"operation": "profile feed", "type": "read", "per_second": 2000},
-    {"operation": "whom does Fred follow", "type": "read", "per_second": 300},
-    {"operation": "who follows Sam", "type": "read", "per_second": 500},
-    {"operation": "publish a post", "type": "write", "per_second": 300},
-    {"operation": "follow someone", "type": "write", "per_second": 50},
-])
+workload = labkit.workload_table([
+    ("profile feed: an author's 20 newest posts", "read", 2000, "{authorId}, sorted {createdAt: -1, _id: -1}"),
+    ("whom does Fred follow?", "read", 300, "{followerId}"),
+    ("who follows Sam?", "read", 500, "{followingId}"),
+    ("publish a post", "write", 300, ""),
+    ("follow someone", "write", 50, "no duplicate pairs"),
+], rate="per_second")
 workload
 
 # %% [markdown]

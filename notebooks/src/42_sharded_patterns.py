@@ -65,19 +65,13 @@ db = labkit.fresh_db("42_sharded_patterns", client=client)
 # ## The workload
 #
 # The sensor fleet of lesson 10, stored with the bucket pattern: one document per sensor per hour.
-#
-# | operation | type | rate | needs |
-# |---|---|---|---|
-# | add a reading to its hour's bucket | write | 1,000/s | the bucket of `{sensorId, date}` |
-# | one sensor's day of buckets | read | 50/s | `{sensorId, date: {$gte, $lt}}` |
-# | dashboard: sensors with their site's name | read | 1/s | a `$lookup` into `sites` |
 
 # %%
-workload = pd.DataFrame([
-    {"operation": "add a reading", "type": "write", "per_second": 1000},
-    {"operation": "one sensor's day", "type": "read", "per_second": 50},
-    {"operation": "dashboard with sites", "type": "read", "per_second": 1},
-])
+workload = labkit.workload_table([
+    ("add a reading to its hour's bucket", "write", 1000, "the bucket of {sensorId, date}"),
+    ("one sensor's day of buckets", "read", 50, "{sensorId, date: {$gte, $lt}}"),
+    ("dashboard: sensors with their site's name", "read", 1, "a $lookup into sites"),
+], rate="per_second")
 workload
 
 # %% [markdown]
