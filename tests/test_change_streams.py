@@ -13,6 +13,7 @@ from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 from labkit.engine import EmbeddedClient
+from labkit.engine.repl import oplog as oplog_mod
 from labkit.engine.transport.wire import serve_in_thread
 from recording import change_events
 
@@ -290,3 +291,24 @@ def test_writes_made_while_no_stream_is_open_reach_a_resumed_stream(client, monk
     with pytest.raises(OperationFailure) as e:
         db.d.watch(resume_after=event_token)
     assert e.value.code == 286
+
+
+def test_trimmed_oplog_keeps_the_newest_entries_when_dropped_ones_are_removed_in_bulk(monkeypatch):
+    """The capped log keeps exactly MAX_ENTRIES entries, by sequence number, whether or not the dropped ones have
+    been removed from its list yet (they are removed in runs of _COMPACT_AT, one move of the list per run)."""
+    monkeypatch.setattr(oplog_mod, "MAX_ENTRIES", 4)
+    monkeypatch.setattr(oplog_mod, "_COMPACT_AT", 3)
+    log = oplog_mod.Oplog()
+    seen = []
+    for i in range(11):
+        e = oplog_mod.Entry("i", "db", "c", None)
+        log.append([e])
+        seen.append(e)
+        kept = log.since(0)
+        assert kept == seen[-4:], i                  # the newest four, oldest first
+        assert log.first_seq == max(0, i + 1 - 4)
+        assert log.seq_at(kept[0].ts) == log.first_seq
+        assert log.since(i) == [e]
+    assert len(log.entries) - log.head == 4 and log.head < 3
+    log.truncate(9)                                   # undo the last two writes
+    assert log.since(0) == seen[7:9] and log.next_seq == 9

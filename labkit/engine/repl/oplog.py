@@ -40,6 +40,7 @@ from bson import Int64, Timestamp
 from bson.binary import Binary
 
 MAX_ENTRIES = 200_000  # the oldest entries are dropped past this (the server's oplog is capped by size)
+_COMPACT_AT = MAX_ENTRIES // 8  # dropped entries are removed from the list in runs of this many
 
 
 class _LazyTs(Timestamp):
@@ -88,8 +89,9 @@ class Oplog:
     """The oplog of one engine (one ``EngineServerStore``): clock, entries, open-stream count, waiters."""
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
-        self.first_seq = 0          # sequence number of entries[0]
+        self.entries: list[Entry] = []  # entries[head:] are retained; the ones before are dropped, removed in bulk
+        self.head = 0
+        self.first_seq = 0          # sequence number of entries[head]
         self.next_seq = 0
         self.streams = 0            # open change streams
         self.watched = False        # a change stream has opened: every write is recorded from then on
@@ -137,6 +139,7 @@ class Oplog:
         with self.cond:
             if not self.watched and self.missed:
                 self.entries = []
+                self.head = 0
                 self.first_seq = self.next_seq
                 self.history_start = self.tick()
                 self.missed = False
@@ -188,15 +191,18 @@ class Oplog:
         waits for a transaction and runs again, session/history.py)."""
         with self.cond:
             if seq < self.next_seq:
-                del self.entries[max(0, seq - self.first_seq):]
+                del self.entries[self.head + max(0, seq - self.first_seq):]
                 self.next_seq = max(seq, self.first_seq)
 
     def _trim(self) -> None:
-        over = len(self.entries) - MAX_ENTRIES
+        over = len(self.entries) - self.head - MAX_ENTRIES
         if over > 0:
-            del self.entries[:over]
+            self.head += over
             self.first_seq += over
-            self.history_start = self.entries[0].ts
+            self.history_start = self.entries[self.head].ts
+            if self.head >= _COMPACT_AT:  # one move of the list now and then, not one per write
+                del self.entries[:self.head]
+                self.head = 0
 
     def record(self, entry: Entry, txn: Any = None) -> None:
         """Record one write, or keep it in ``txn`` (a transaction in progress) until it commits."""
@@ -221,21 +227,21 @@ class Oplog:
     def since(self, seq: int) -> list[Entry]:
         """The entries with sequence number >= ``seq`` (all retained ones if ``seq`` fell off)."""
         with self.cond:
-            start = max(0, seq - self.first_seq)
+            start = self.head + max(0, seq - self.first_seq)
             return self.entries[start:]
 
     def seq_at(self, ts: Timestamp) -> int:
         """The sequence number of the first entry with cluster time >= ``ts`` (``next_seq`` if none)."""
         with self.cond:
             entries = self.entries
-            lo, hi = 0, len(entries)
+            lo, hi = self.head, len(entries)
             while lo < hi:
                 mid = (lo + hi) // 2
                 if entries[mid].ts < ts:
                     lo = mid + 1
                 else:
                     hi = mid
-            return self.first_seq + lo
+            return self.first_seq + lo - self.head
 
     def wait(self, seq: int, timeout: float) -> bool:
         """Block up to ``timeout`` seconds until an entry with sequence number >= ``seq`` exists."""
