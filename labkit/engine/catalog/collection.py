@@ -2032,18 +2032,18 @@ class Cursor(CursorProtocol):
 
     def max(self, spec) -> "Cursor":
         """The exclusive upper bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
-        if not isinstance(spec, (list, tuple)):
-            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
-        self._check_okay_to_chain()
-        self._lab_max = dict(spec)
-        return self
+        return self._index_bound("_lab_max", spec)
 
     def min(self, spec) -> "Cursor":
         """The inclusive lower bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        return self._index_bound("_lab_min", spec)
+
+    def _index_bound(self, attr: str, spec: Any) -> "Cursor":
+        """Cursor.min / Cursor.max: pymongo's type check, then the bound kept as a document."""
         if not isinstance(spec, (list, tuple)):
             raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
         self._check_okay_to_chain()
-        self._lab_min = dict(spec)
+        setattr(self, attr, dict(spec))
         return self
 
     def distinct(self, key: str) -> list:
