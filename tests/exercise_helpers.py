@@ -21,13 +21,14 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
-def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "") -> None:
-    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured``."""
+def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "", right: Any = None) -> None:
+    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured`` (or
+    ``right``, another spelling of it, when given)."""
     ex = labkit.exercises.get(ex_id)
     ex.predict(wrong)
     r = ex.check(measured)
     assert not r.correct and why in r.message, r.message
-    ex.predict(measured)
+    ex.predict(measured if right is None else right)
     assert ex.check(measured).correct
 
 
