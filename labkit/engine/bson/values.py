@@ -73,6 +73,15 @@ _FAST_TYPE = {
 }
 
 
+#: canonical_type's slow path (subclasses, and types _FAST_TYPE does not list): the first class that matches
+#: gives the rank (bool before int, as bool is an int).
+_RANK_BY_CLASS = (
+    (bool, T_BOOL), ((int, float, Decimal128, Decimal), T_NUM), (str, T_STR), ((dict, DBRef), T_OBJ),
+    ((list, tuple), T_ARR), (ObjectId, T_OID), (datetime.datetime, T_DATE), ((bytes, Binary), T_BIN),
+    (Timestamp, T_TS), ((Regex, RE_TYPE), T_REGEX), (MinKey, T_MINKEY), (MaxKey, T_MAXKEY), (Undefined, T_UNDEF),
+)
+
+
 def canonical_type(v: Any) -> int:
     """The rank of ``v``'s type in BSON comparison order (missing ranks as null)."""
     t = _FAST_TYPE.get(type(v))
@@ -80,32 +89,9 @@ def canonical_type(v: Any) -> int:
         return t
     if v is None:
         return T_NULL
-    if isinstance(v, bool):
-        return T_BOOL
-    if isinstance(v, (int, float, Decimal128, Decimal)):
-        return T_NUM
-    if isinstance(v, str):
-        return T_STR
-    if isinstance(v, (dict, DBRef)):
-        return T_OBJ
-    if isinstance(v, (list, tuple)):
-        return T_ARR
-    if isinstance(v, ObjectId):
-        return T_OID
-    if isinstance(v, datetime.datetime):
-        return T_DATE
-    if isinstance(v, (bytes, Binary)):
-        return T_BIN
-    if isinstance(v, Timestamp):
-        return T_TS
-    if isinstance(v, (Regex, RE_TYPE)):
-        return T_REGEX
-    if isinstance(v, MinKey):
-        return T_MINKEY
-    if isinstance(v, MaxKey):
-        return T_MAXKEY
-    if isinstance(v, Undefined):
-        return T_UNDEF
+    for classes, rank in _RANK_BY_CLASS:
+        if isinstance(v, classes):
+            return rank
     raise TypeError("cannot order value of type %s" % type(v).__name__)
 
 
