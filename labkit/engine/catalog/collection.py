@@ -1507,16 +1507,6 @@ def _check_count_stage(stage: str, v: Any, code: int) -> int | None:
     return int(n)
 
 
-def _same_types(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a.keys()) == list(b.keys()) and all(_same_types(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
-    return True
-
-
 _UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
 
 
