@@ -440,7 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("name", type=_database, help="the name given to fresh_db (the learner prefix is added)")
 
     sv = command(
-        "serve", cmd_serve, parents=(), help="serve the embedded engine over MongoDB's wire protocol (mongosh, Compass, pymongo)",
+        "serve", cmd_serve, parents=(),
+        help="serve the embedded engine over MongoDB's wire protocol (mongosh, Compass, pymongo)",
         description="Serve one in-memory embedded engine over MongoDB's wire protocol until Ctrl-C / SIGTERM. "
                     "No authentication: listens on loopback unless --allow-remote is given.",
     )
