@@ -352,7 +352,7 @@ RENAME_NEAR_MISSES = [  # run by test_near_misses
 ]
 
 
-def test_06_rename_member_garbage(tmp_db):
+def test_06_rename_member_garbage():
     assert _check("06-rename-member", None, None).outcome == "not-attempted"
     assert "ex.check(db, rename_member)" in _check("06-rename-member", "db").message
 
