@@ -363,11 +363,17 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--timeout-ms", type=_int_in(1, 600_000), default=3000,
                         help="how long to wait for a server, in ms (default 3000)")
 
-    d = sub.add_parser("doctor", parents=[common], help="versions, engine, server reachability, widgets")
-    d.set_defaults(func=cmd_doctor)
+    def command(name: str, func: Callable, help: str, description: str | None = None,
+                parents: Sequence[argparse.ArgumentParser] = (common,)) -> argparse.ArgumentParser:
+        """A subcommand that runs ``func(args)``; ``parents``: the options it shares (--uri, --timeout-ms)."""
+        cmd = sub.add_parser(name, parents=list(parents), help=help, description=description)
+        cmd.set_defaults(func=func)
+        return cmd
 
-    s = sub.add_parser(
-        "seed", parents=[common],
+    command("doctor", cmd_doctor, help="versions, engine, server reachability, widgets")
+
+    s = command(
+        "seed", cmd_seed,
         help="create and seed labkit databases (e.g. one per learner on a shared cluster)",
         description=f"Create fresh labkit databases and seed them. Names get the per-learner prefix "
                     f"(${ENV_PREFIX}). With --learners N, databases NAME_01..NAME_N are created.",
@@ -379,10 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sensors", type=_int_in(1, 100_000), default=10, help="sensors: number of sensors (default 10)")
     s.add_argument("--hours", type=_int_in(1, 366 * 24), default=24, help="sensors: hours of readings (default 24)")
     s.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=42, help="random seed (default 42)")
-    s.set_defaults(func=cmd_seed)
 
-    w = sub.add_parser(
-        "workshop", parents=[common],
+    w = command(
+        "workshop", cmd_workshop,
         help="per-learner databases on a shared cluster: plan, prepare, check, progress, cleanup, links",
         description="Learner n uses LABKIT_DB_PREFIX=<base><nn>_ . plan sizes the room against a cluster tier from "
                     "measured lesson footprints (no server needed; exit 3 when it does not fit); prepare creates "
@@ -406,19 +411,17 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--repo", type=_https_url, help="links: the repository learners get, e.g. https://github.com/OWNER/REPO")
     w.add_argument("--branch", default="main", type=_branch, help="links: its branch (default main)")
     w.add_argument("--hub", type=_https_url, default=None, help="links: your JupyterHub's URL (adds an nbgitpuller link)")
-    w.set_defaults(func=cmd_workshop)
 
-    g = sub.add_parser(
-        "progress", parents=[common], help="which exercises you have passed, attempted or not started",
+    g = command(
+        "progress", cmd_progress, help="which exercises you have passed, attempted or not started",
         description="On the embedded engine: this machine's record (LABKIT_PROGRESS_FILE, default "
                     "~/.schema-lab/progress.json). With --uri or MONGODB_URI: the record kept in your database "
                     "on that server.",
     )
     g.add_argument("--lesson", type=_lesson_prefix, default="", help="only lessons whose name starts with this, e.g. 03")
-    g.set_defaults(func=cmd_progress)
 
-    v = sub.add_parser(
-        "review", parents=[common], help="read-only schema review of a database: anti-patterns with evidence",
+    v = command(
+        "review", cmd_review, help="read-only schema review of a database: anti-patterns with evidence",
         description="Samples every collection ($sample, $collStats, $indexStats, validators), reads the profiler "
                     "(system.profile) or --query-log, and reports findings with evidence, fix and lesson. "
                     "Never writes anything.",
@@ -432,14 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--sample", type=_int_in(1, 100_000), default=1000,
                    help="documents sampled per collection (default 1000)")
     v.add_argument("--full", action="store_true", help="read every document instead of a sample")
-    v.set_defaults(func=cmd_review)
 
-    r = sub.add_parser("reset", parents=[common], help="drop a database labkit created (never anything else)")
+    r = command("reset", cmd_reset, help="drop a database labkit created (never anything else)")
     r.add_argument("name", type=_database, help="the name given to fresh_db (the learner prefix is added)")
-    r.set_defaults(func=cmd_reset)
 
-    sv = sub.add_parser(
-        "serve", help="serve the embedded engine over MongoDB's wire protocol (mongosh, Compass, pymongo)",
+    sv = command(
+        "serve", cmd_serve, parents=(),
+        help="serve the embedded engine over MongoDB's wire protocol (mongosh, Compass, pymongo)",
         description="Serve one in-memory embedded engine over MongoDB's wire protocol until Ctrl-C / SIGTERM. "
                     "No authentication: listens on loopback unless --allow-remote is given.",
     )
@@ -452,7 +454,6 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--shards", type=_int_in(1, MAX_SHARDS), default=None, metavar="N",
                     help="serve a simulated sharded cluster of N shards as a mongos (hello says msg: isdbgrid; "
                          "sh.status(), sh.shardCollection() work) instead of one replica-set member")
-    sv.set_defaults(func=cmd_serve)
     return p
 
 

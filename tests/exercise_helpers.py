@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import labkit
 
 
@@ -19,13 +21,14 @@ def assert_prediction_round_trip(ex_id: str, right: Any, wrong: Any) -> None:
     assert ex.explain(right)
 
 
-def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "") -> None:
-    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured``."""
+def assert_prediction(ex_id: str, wrong: Any, measured: Any, why: str = "", right: Any = None) -> None:
+    """A Prediction refuses the ``wrong`` guess with a message that says ``why``, then accepts ``measured`` (or
+    ``right``, another spelling of it, when given)."""
     ex = labkit.exercises.get(ex_id)
     ex.predict(wrong)
     r = ex.check(measured)
     assert not r.correct and why in r.message, r.message
-    ex.predict(measured)
+    ex.predict(measured if right is None else right)
     assert ex.check(measured).correct
 
 
@@ -36,6 +39,12 @@ def assert_verdict(result: Any, why: str | None) -> None:
         assert result.correct, result.message
     else:
         assert result.outcome == "incorrect" and why in result.message, (result.outcome, result.message)
+
+
+def answer_cases(ex_id: str, rows: list[tuple[Any, str | None]]) -> list:
+    """pytest parameters ``(ex_id, fn, why)``, one per ``(fn, why)`` row of answers to ``ex_id`` (``why`` None for a
+    right answer), for one test that runs the answers of several exercises the same way."""
+    return [pytest.param(ex_id, fn, why, id=f"{ex_id}-{getattr(fn, '__name__', 'answer')}") for fn, why in rows]
 
 
 def solved(ex_id: str, change: tuple[str, str] | None = None) -> dict[str, Any]:

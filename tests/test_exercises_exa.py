@@ -14,7 +14,7 @@ import pytest
 from bson.decimal128 import Decimal128
 
 import labkit
-from exercise_helpers import assert_verdict, join_counter_first, push_bid, solved
+from exercise_helpers import answer_cases, assert_verdict, join_counter_first, push_bid, solved
 from labkit import exercises
 from labkit.engine import EmbeddedClient
 from labkit.exercises import Prediction
@@ -110,16 +110,14 @@ def _al_price_only(db, o, s, q, p):
                                       "$inc": {"itemCount": q, "total": p}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+ORDER_LINES_ANSWERS = [  # why: None for a right answer; run by test_answers
     (_al_good, None),
     (_al_pipeline, None),
     (_al_addtoset, "`$addToSet` drops a line equal to one already there"),
     (_al_upsert, "created it (`upsert=True`)"),
     (_al_count_lines, "`$inc` it by `qty`"),
     (_al_price_only, "17.00 plus 3 x 0.10 makes exactly 17.30"),
-])
-def test_01_order_lines(db, fn, why):
-    assert_verdict(_check("01-order-lines", db, fn), why)
+]
 
 
 # --- 04 ------------------------------------------------------------------------------------------------------
@@ -236,22 +234,28 @@ def _leave_whole_group(db, g, u):
         db.groups.update_one({"_id": g}, {"$inc": {"memberCount": -1}})
 
 
-@pytest.mark.parametrize("join, leave, why", [  # why: None for a right answer
-    (_join_good, _leave_good, None),
-    (_join_upsert, _leave_good, None),
-    (_join_uncaught, _leave_good, "let DuplicateKeyError escape"),
-    (_join_upsert_inc, _leave_good, "joining twice counted twice"),
-    (_join_no_counter, _leave_good, "memberCount is 3 instead of 4"),
-    (_join_replace, _leave_good, "lost its other fields"),
-    (_join_recount, _leave_good, "counts the memberships again"),
-    (_join_good, _leave_recount, "leave counts the memberships again"),
-    (_join_rmw, _leave_good, "read-modify-write"),
-    (_join_find_then_insert, _leave_good, "find-then-insert"),
-    (join_counter_first, _leave_good, "joining twice counted twice"),
-    (_join_every_group, _leave_good, "changed group:go's memberCount too"),
-    (_join_good, _leave_always, "never joined changed memberCount"),
-    (_join_good, _leave_whole_group, "0 memberships"),
-])
+JOIN_ANSWERS = [  # each with the right leave; why: None for a right answer
+    (_join_good, None),
+    (_join_upsert, None),
+    (_join_uncaught, "let DuplicateKeyError escape"),
+    (_join_upsert_inc, "joining twice counted twice"),
+    (_join_no_counter, "memberCount is 3 instead of 4"),
+    (_join_replace, "lost its other fields"),
+    (_join_recount, "counts the memberships again"),
+    (_join_rmw, "read-modify-write"),
+    (_join_find_then_insert, "find-then-insert"),
+    (join_counter_first, "joining twice counted twice"),
+    (_join_every_group, "changed group:go's memberCount too"),
+]
+LEAVE_ANSWERS = [  # each with the right join
+    (_leave_recount, "leave counts the memberships again"),
+    (_leave_always, "never joined changed memberCount"),
+    (_leave_whole_group, "0 memberships"),
+]
+
+
+@pytest.mark.parametrize("join, leave, why", [*((join, _leave_good, why) for join, why in JOIN_ANSWERS),
+                                              *((_join_good, leave, why) for leave, why in LEAVE_ANSWERS)])
 def test_04_member_counter(db, join, leave, why):
     # unique index refuses the duplicate (manual, "Unique Indexes"); $inc creates a missing field ("$inc")
     assert_verdict(_check("04-member-counter", db, join, leave), why)
@@ -295,15 +299,13 @@ def _enroll_one_side(db, s, c, w):
     db.students.update_one({"_id": s}, {"$addToSet": {"courseIds": c}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+ENROLL_ANSWERS = [  # why: None for a right answer; run by test_answers
     (_enroll_good, None),
     (_enroll_pair_id, None),
     (_enroll_find_then_insert, "a find before the insert sees nothing in both calls"),
     (_enroll_rmw, "read, add, `$set` back"),
     (_enroll_one_side, "the student to the course's `studentIds`"),
-])
-def test_05_enroll(db, fn, why):
-    assert_verdict(_check("05-idempotent-enroll", db, fn), why)
+]
 
 
 def _edge_sets(db):
@@ -356,18 +358,13 @@ def _reconcile_by_deleting(db):
     db.users.update_many({}, {"$set": {"followingIds": [], "followerIds": []}})
 
 
-def test_05_reconcile_bulk_write_passes(db):
-    assert _check("05-reconcile", db, _reconcile_bulk).correct
-
-
-@pytest.mark.parametrize("fn, why", [
+RECONCILE_ANSWERS = [  # why: None for a right answer; run by test_answers
+    (_reconcile_bulk, None),  # compare first, then one bulk_write
     (_reconcile_every_user, "sent 40 write statements to repair 4"),
     (_reconcile_add_only, "that should not be there remain"),
     (_reconcile_skips_missing_arrays, "followingIds entries still disagree"),
     (_reconcile_by_deleting, "never touches the edges"),
-])
-def test_05_reconcile_wrong_answers(db, fn, why):
-    assert_verdict(_check("05-reconcile", db, fn), why)
+]
 
 
 # --- 06 (06-rename-member: test_exercises_lessons_c.py) -----------------------------------------------------
@@ -385,7 +382,7 @@ def _bids_two_writes(db, listing_id, bidder_id, amount):
                                                                        "$slice": 3}}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+TOP_BIDS_ANSWERS = [  # why: None for a right answer; run by test_answers
     (push_bid(**{"$sort": {"amount": -1}, "$slice": 3}), None),
     (_bids_pipeline, None),
     (push_bid(**{"$sort": {"amount": 1}, "$slice": -3}), "lowest first"),
@@ -394,9 +391,7 @@ def _bids_two_writes(db, listing_id, bidder_id, amount):
     (push_bid(**{"$sort": {"amount": -1}}), "add `$slice: 3`"),
     (push_bid(**{"$sort": {"amount": -1}, "$slice": 2}), "only 2 entries"),
     (_bids_two_writes, "2 writes"),
-])
-def test_06_top_bids(db, fn, why):
-    assert_verdict(_check("06-top-bids", db, fn), why)
+]
 
 
 # --- 07 ------------------------------------------------------------------------------------------------------
@@ -421,7 +416,7 @@ def _migrate_moderate_meanwhile(db):
     db.command("collMod", "products", validationLevel="strict")
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+MIGRATE_ANSWERS = [  # why: None for a right answer; run by test_answers
     (_migrate_good, None),
     (_migrate_replace, None),
     # strict validates the document an update produces (manual, "Schema Validation: Specify Validation Level")
@@ -429,9 +424,7 @@ def _migrate_moderate_meanwhile(db):
     (_migrate_moderate_meanwhile, "changes the collection's rules (collMod) while it runs"),
     (_migrate_every_product, "6 write statements for 5 invalid products"),
     (_migrate_sku_as_every_name, "'Lamp' became 'SKU-2'"),
-])
-def test_07_migrate(db, fn, why):
-    assert_verdict(_check("07-migrate-products", db, fn), why)
+]
 
 
 _POST_SCHEMA = {"bsonType": "object", "required": ["authorId", "title", "createdAt"], "properties": {
@@ -623,14 +616,12 @@ def _subset(sort=None, many=False):
     return add_review
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+SUBSET_ANSWERS = [  # why: None for a right answer; run by test_answers
     (_subset(), None),
     (_subset({"createdAt": -1, "_id": -1}), None),  # a tie-breaker is fine
     (_subset({"_id": -1}), "sorts the reviews by `_id`"),
     (_subset(many=True), "another product's recentReviews changed too"),
-])
-def test_16_subset(db, fn, why):
-    assert_verdict(_check("16-subset", db, fn), why)
+]
 
 
 _enrol_good = solved("19-enrol")["enrol"]
@@ -653,14 +644,12 @@ def _enrol_everything_related(catalog, c, s):
     catalog.update_many({"relatedIds": {"$in": [c, s]}}, {"$addToSet": {"relatedIds": {"$each": [c, s]}}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+ENROL_ANSWERS = [  # why: None for a right answer; run by test_answers
     (_enrol_good, None),
     (_enrol_two_statements, None),
     (_enrol_rmw, "read, append, `$set` back"),
     (_enrol_everything_related, "which were never enrolled with it"),
-])
-def test_19_enrol(db, fn, why):
-    assert_verdict(_check("19-enrol", db, fn), why)
+]
 
 
 # --- 00 ------------------------------------------------------------------------------------------------------
@@ -808,3 +797,18 @@ def test_03_product_reviews_unwound_afterwards_is_named():
     assert _check("03-product-reviews", d, pipeline).correct
     r = _check("03-product-reviews", d, pipeline + [{"$unwind": "$reviews"}])
     assert r.outcome == "incorrect" and "copies of the product" in r.message
+
+
+# --- each answer of lessons 01-19's tables above, checked on the learner's database ----------------------------
+
+@pytest.mark.parametrize("ex_id, fn, why", [
+    *answer_cases("01-order-lines", ORDER_LINES_ANSWERS),
+    *answer_cases("05-idempotent-enroll", ENROLL_ANSWERS),
+    *answer_cases("05-reconcile", RECONCILE_ANSWERS),
+    *answer_cases("06-top-bids", TOP_BIDS_ANSWERS),
+    *answer_cases("07-migrate-products", MIGRATE_ANSWERS),
+    *answer_cases("16-subset", SUBSET_ANSWERS),
+    *answer_cases("19-enrol", ENROL_ANSWERS),
+])
+def test_answers(db, ex_id, fn, why):
+    assert_verdict(_check(ex_id, db, fn), why)

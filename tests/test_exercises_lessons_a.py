@@ -9,7 +9,8 @@ document it produces); "Database References" (08: the application resolves, and 
 import pytest
 
 import labkit
-from exercise_helpers import assert_prediction_round_trip, assert_verdict, delete_follows_one_direction, solved
+from exercise_helpers import (answer_cases, assert_prediction_round_trip, assert_verdict, delete_follows_one_direction,
+                              solved)
 from labkit.engine import EmbeddedClient
 from labkit.exercises import observe
 from labkit.exercises.lessons.l07_validation import PRODUCTS_SCHEMA
@@ -157,7 +158,8 @@ def migrate_reversed_overflow(db):
                                                               "name": doc.get("name") or doc["sku"]}})
 
 
-@pytest.mark.parametrize("fn, why", [
+# strict validates the document an update produces (manual, "Specify Validation Level for Existing Documents")
+MIGRATE_ANSWERS = [  # run by test_answers
     (migrate, None),
     (migrate_trim, "lost tag(s) ['wax', 'nordic']"),
     (migrate_in_steps, "still break the rules"),
@@ -168,11 +170,7 @@ def migrate_reversed_overflow(db):
     (migrate_collmod_only, "still break the rules"),
     (migrate_unstripped, "strip each tag"),
     (migrate_reversed_overflow, "in that order"),
-])
-def test_migrate_products(db, fn, why):
-    # strict validates the document an update produces (manual, "Specify Validation Level for Existing Documents")
-    result = labkit.exercises.get("07-migrate-products").check(db, fn)
-    assert_verdict(result, why)
+]
 
 
 def test_migrate_products_needs_no_bypass_and_never_raises(db):
@@ -204,16 +202,21 @@ def delete_too_much(db, user_id):
     db.comments.delete_many({"postId": {"$regex": "^post:3:"}})
 
 
-@pytest.mark.parametrize("fn, why", [
+DELETE_ANSWERS = [  # run by test_answers
     (delete_account, None),
     (delete_user_only, "still point at them"),
     (delete_follows_one_direction, "4 follows of them (followingId)"),
     (delete_posts_first, "comments on their posts"),
     (delete_too_much, "other users' data was deleted too (comments"),
-])
-def test_delete_account(db, fn, why):
-    result = labkit.exercises.get("08-delete-account").check(db, fn)
-    assert_verdict(result, why)
+]
+
+
+# --- 07, 08: each answer checked on the learner's database ------------------------------------------------
+
+@pytest.mark.parametrize("ex_id, fn, why", [*answer_cases("07-migrate-products", MIGRATE_ANSWERS),
+                                            *answer_cases("08-delete-account", DELETE_ANSWERS)])
+def test_answers(db, ex_id, fn, why):
+    assert_verdict(labkit.exercises.get(ex_id).check(db, fn), why)
 
 
 # --- sliders: the account the slider asks for ------------------------------------------------------------

@@ -7,7 +7,7 @@ from bson.decimal128 import Decimal128
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import assert_prediction, assert_verdict, enroll_with_push, solved
+from exercise_helpers import answer_cases, assert_prediction, assert_verdict, enroll_with_push, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -318,39 +318,47 @@ def test_06_rename_member(tmp_db, fn, why):
     assert_verdict(_check("06-rename-member", tmp_db, fn), why)
 
 
-def test_06_rename_member_near_misses(tmp_db):
-    def one_team(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        db.teams.update_one({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
-    assert "update every team" in _check("06-rename-member", tmp_db, one_team).message
+def rename_one_team(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    db.teams.update_one({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
 
-    def teams_only(db, user_id, new_name):
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
-    assert "canonical user" in _check("06-rename-member", tmp_db, teams_only).message
 
-    def rewrite_arrays(db, user_id, new_name):
-        db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
-        for team in list(db.teams.find({"members.userId": user_id})):
-            members = [dict(m, name=new_name) if m["userId"] == user_id else m for m in team["members"]]
-            db.teams.update_one({"_id": team["_id"]}, {"$set": {"members": members}})
-    assert "rewrite whole `members` arrays" in _check("06-rename-member", tmp_db, rewrite_arrays).message
+def rename_teams_only(db, user_id, new_name):
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
 
-    def replace_user(db, user_id, new_name):
-        db.users.replace_one({"_id": user_id}, {"name": new_name})
-        db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
-    assert "other fields of user:7" in _check("06-rename-member", tmp_db, replace_user).message
-    assert "no write" in _check("06-rename-member", tmp_db, lambda db, u, n: None).message
+
+def rename_rewrite_arrays(db, user_id, new_name):
+    db.users.update_one({"_id": user_id}, {"$set": {"name": new_name}})
+    for team in list(db.teams.find({"members.userId": user_id})):
+        members = [dict(m, name=new_name) if m["userId"] == user_id else m for m in team["members"]]
+        db.teams.update_one({"_id": team["_id"]}, {"$set": {"members": members}})
+
+
+def rename_replace_user(db, user_id, new_name):
+    db.users.replace_one({"_id": user_id}, {"name": new_name})
+    db.teams.update_many({"members.userId": user_id}, {"$set": {"members.$.name": new_name}})
+
+
+def rename_nothing(db, user_id, new_name):
+    return None
+
+
+RENAME_NEAR_MISSES = [  # run by test_near_misses
+    (rename_one_team, "update every team"),
+    (rename_teams_only, "canonical user"),
+    (rename_rewrite_arrays, "rewrite whole `members` arrays"),
+    (rename_replace_user, "other fields of user:7"),
+    (rename_nothing, "no write"),
+]
+
+
+def test_06_rename_member_garbage():
     assert _check("06-rename-member", None, None).outcome == "not-attempted"
     assert "ex.check(db, rename_member)" in _check("06-rename-member", "db").message
 
 
 def test_06_predict_oldest_preview():
-    ex = exercises.get("06-predict-oldest-preview")
-    ex.predict(24)
-    wrong = ex.check(18.0)
-    assert not wrong.correct and "6-hour margin" in wrong.message
-    ex.predict(18)
-    assert ex.check(18.0).correct
+    assert_prediction("06-predict-oldest-preview", 24, 18.0, "6-hour margin", right=18)
 
 
 # --- 05: retry-safe writes to a two-way relationship (enrollments) ------------------------------------------
@@ -411,29 +419,35 @@ def test_05_enroll_copies_before_edge_and_swallowed_duplicates(tmp_db):
     assert _check("05-idempotent-enroll", tmp_db, catches_and_carries_on).correct
 
 
-def test_05_enroll_near_misses_and_garbage(tmp_db):
-    def one_copy(db, student_id, course_id, when):
-        db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
-                                  {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
-        db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
-    assert "studentIds" in _check("05-idempotent-enroll", tmp_db, one_copy).message
-    assert "no write" in _check("05-idempotent-enroll", tmp_db, lambda db, s, c, w: None).message
+def enroll_one_copy(db, student_id, course_id, when):
+    db.enrollments.update_one({"studentId": student_id, "courseId": course_id},
+                              {"$setOnInsert": {"enrolledAt": when}}, upsert=True)
+    db.students.update_one({"_id": student_id}, {"$addToSet": {"courseIds": course_id}})
 
-    def wrong_fields(db, student_id, course_id, when):
-        db.enrollments.update_one({"s": student_id, "c": course_id}, {"$set": {"at": when}}, upsert=True)
-    assert "studentId" in _check("05-idempotent-enroll", tmp_db, wrong_fields).message
+
+def enroll_nothing(db, student_id, course_id, when):
+    return None
+
+
+def enroll_wrong_fields(db, student_id, course_id, when):
+    db.enrollments.update_one({"s": student_id, "c": course_id}, {"$set": {"at": when}}, upsert=True)
+
+
+ENROLL_NEAR_MISSES = [  # run by test_near_misses
+    (enroll_one_copy, "studentIds"),
+    (enroll_nothing, "no write"),
+    (enroll_wrong_fields, "studentId"),
+]
+
+
+def test_05_enroll_garbage(tmp_db):
     assert _check("05-idempotent-enroll", None, None).outcome == "not-attempted"
     assert "ex.check(db, enroll)" in _check("05-idempotent-enroll", tmp_db, 3).message
 
 
 def test_05_predict_transaction_crash():
-    ex = exercises.get("05-predict-transaction-crash")
-    assert "Choose one of" in ex.predict(2)
-    ex.predict(1)
-    wrong = ex.check(0)
-    assert not wrong.correct and "aborted" in wrong.message
-    ex.predict(0)
-    assert ex.check(0).correct
+    assert "Choose one of" in exercises.get("05-predict-transaction-crash").predict(2)
+    assert_prediction("05-predict-transaction-crash", 1, 0, "aborted")
 
 
 # --- 12: computed values maintained on write (forum threads) ------------------------------------------------
@@ -563,3 +577,11 @@ def test_20_predict_helper_model():
     assert not wrong.correct and "unbounded" not in wrong.message.split(".")[0] and "lesson 02" in wrong.message
     ex.predict("child reference")
     assert ex.check("child reference").correct
+
+
+# --- 05, 06: near misses, each named in the check's message ----------------------------------------------------
+
+@pytest.mark.parametrize("ex_id, fn, why", [*answer_cases("06-rename-member", RENAME_NEAR_MISSES),
+                                            *answer_cases("05-idempotent-enroll", ENROLL_NEAR_MISSES)])
+def test_near_misses(tmp_db, ex_id, fn, why):
+    assert why in _check(ex_id, tmp_db, fn).message

@@ -9,7 +9,7 @@ import pytest
 
 import labkit
 import labkit.exercises as exercises
-from exercise_helpers import assert_prediction, assert_verdict, solved
+from exercise_helpers import answer_cases, assert_prediction, assert_verdict, solved
 from labkit.engine import EmbeddedClient
 
 
@@ -84,14 +84,12 @@ def test_13_migrate_solutions_pass(fn):
     assert db.list_collection_names() == []  # the learner's database is never touched
 
 
-@pytest.mark.parametrize("fn, why", [
+MIGRATE_MISTAKES = [  # run by test_fresh_db_answers
     (migrate_two_writes, "one update per customer must do the whole change"),
     (migrate_everything, ".limit(batch_size)"),
     (_remembering_migrator(), "not by a position or a counter kept in Python"),
     (migrate_no_return, "return the number of customers it upgraded"),
-])
-def test_13_migrate_mistakes(fn, why):
-    assert_verdict(_check("13-migrate-batches", _fresh("t13e"), fn), why)
+]
 
 
 def test_13_migrate_damaged_learner_data_does_not_matter():
@@ -393,21 +391,14 @@ def enrol_many_writes(catalog, course_id, student_id):
             catalog.update_one({"_id": doc_id}, {"$addToSet": {"relatedIds": linked}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+ENROL_ANSWERS = [  # why: None for a right answer; run by test_fresh_db_answers
     (enrol_good, None),
     (enrol_two_updates, None),
     (enrol_push, "use `$addToSet`"),
     (enrol_one_way, "links both ways"),
     (enrol_replace, "no longer lists its own id"),
     (enrol_many_writes, "write statements"),
-])
-def test_19_enrol(fn, why):
-    assert_verdict(_check("19-enrol", _fresh("t19e"), fn), why)
-
-
-def test_19_enrol_garbage():
-    assert _check("19-enrol", None, None).outcome == "not-attempted"
-    assert "ex.check(practice, enrol)" in _check("19-enrol", _fresh("t19f"), 1).message
+]
 
 
 # --- 33: hot/cold split on a changed scenario (user profiles) --------------------------------------------------
@@ -447,18 +438,29 @@ def save_user_field_by_field(db, user):
             db.user_details.update_one({"_id": user["_id"]}, {"$set": {k: v}})
 
 
-@pytest.mark.parametrize("fn, why", [  # why: None for a right answer
+SAVE_PROFILE_ANSWERS = [  # why: None for a right answer; run by test_fresh_db_answers
     (save_user_good, None),
     (save_user_unsplit, "still holds cold field(s)"),
     (save_user_emptied, "no cold data lost"),
     (save_user_no_plan, "lacks hot field(s) ['plan']"),
     (save_user_other_id, "same `_id`"),
     (save_user_field_by_field, "two inserts are enough"),
+]
+
+
+# --- 13, 19, 33: checkers run on a fresh database of the learner's --------------------------------------------
+
+@pytest.mark.parametrize("ex_id, fn, why", [*answer_cases("13-migrate-batches", MIGRATE_MISTAKES),
+                                            *answer_cases("19-enrol", ENROL_ANSWERS),
+                                            *answer_cases("33-save-profile-split", SAVE_PROFILE_ANSWERS)])
+def test_fresh_db_answers(ex_id, fn, why):
+    assert_verdict(_check(ex_id, _fresh(f"t{ex_id[:2]}e"), fn), why)
+
+
+@pytest.mark.parametrize("ex_id, junk, call", [
+    ("19-enrol", 1, "ex.check(practice, enrol)"),
+    ("33-save-profile-split", 5, "ex_profile.check(practice, save_user)"),
 ])
-def test_33_save_profile(fn, why):
-    assert_verdict(_check("33-save-profile-split", _fresh("t33e"), fn), why)
-
-
-def test_33_save_profile_garbage():
-    assert _check("33-save-profile-split", None, None).outcome == "not-attempted"
-    assert "ex_profile.check(practice, save_user)" in _check("33-save-profile-split", _fresh("t33f"), 5).message
+def test_fresh_db_garbage(ex_id, junk, call):
+    assert _check(ex_id, None, None).outcome == "not-attempted"
+    assert call in _check(ex_id, _fresh(f"t{ex_id[:2]}f"), junk).message

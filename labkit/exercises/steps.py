@@ -8,7 +8,8 @@
   ``refuses_each``), index key patterns (``index_keys``);
 - the learner's data against the setup copy ``ex.remember`` kept (``setup_of``, ``same_ids``, ``gone_or_added``,
   ``changed_field``, ``added_fields``);
-- a shard key measured on a cluster: the call (``client_and``), the key's shape (``shard_key_fields``),
+- a shard key measured on a cluster: the call (``client_and``), the key's shape (``shard_key_fields``; with the
+  checker's sandbox: ``key_sandbox``),
   sharding and spreading the checker's data (``shard``, ``spread_on_first``), what the key did
   (``key_on_cluster``; all three in order: ``measure_key``) and the mistakes it shows (``shard_key_mistakes``);
 - a database that crashes between two writes (``CrashingDb``, ``SimulatedCrash``).
@@ -18,8 +19,9 @@ shape); the others return what they found.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from labkit.exercises.outcomes import NotYet
 from labkit.exercises.problem import Takes, remembered
@@ -300,6 +302,17 @@ def shard_key_fields(key: Any, fields: tuple[str, ...]) -> list[str]:
             raise NotYet(f"a shard key field is 1 (ranged) or \"hashed\", not {v!r} (a shard key has no "
                          "descending fields).")
     return list(key)
+
+
+@contextmanager
+def key_sandbox(exercise_id: str, client: Any, key: Any, fields: tuple[str, ...]) -> Iterator[Any]:
+    """A shard-key question's checker: the key's shape against the documents' ``fields`` (``shard_key_fields``),
+    then a pristine sandbox database on the learner's cluster (``observe.sandbox``), dropped afterwards."""
+    from labkit.exercises.observe import sandbox
+
+    shard_key_fields(key, fields)
+    with sandbox(exercise_id, client) as box:
+        yield box
 
 
 def shard(coll: Any, key: dict, refusals: dict[str, str] | None = None) -> None:

@@ -73,6 +73,15 @@ _FAST_TYPE = {
 }
 
 
+#: canonical_type's slow path (subclasses, and types _FAST_TYPE does not list): the first class that matches
+#: gives the rank (bool before int, as bool is an int).
+_RANK_BY_CLASS = (
+    (bool, T_BOOL), ((int, float, Decimal128, Decimal), T_NUM), (str, T_STR), ((dict, DBRef), T_OBJ),
+    ((list, tuple), T_ARR), (ObjectId, T_OID), (datetime.datetime, T_DATE), ((bytes, Binary), T_BIN),
+    (Timestamp, T_TS), ((Regex, RE_TYPE), T_REGEX), (MinKey, T_MINKEY), (MaxKey, T_MAXKEY), (Undefined, T_UNDEF),
+)
+
+
 def canonical_type(v: Any) -> int:
     """The rank of ``v``'s type in BSON comparison order (missing ranks as null)."""
     t = _FAST_TYPE.get(type(v))
@@ -80,32 +89,9 @@ def canonical_type(v: Any) -> int:
         return t
     if v is None:
         return T_NULL
-    if isinstance(v, bool):
-        return T_BOOL
-    if isinstance(v, (int, float, Decimal128, Decimal)):
-        return T_NUM
-    if isinstance(v, str):
-        return T_STR
-    if isinstance(v, (dict, DBRef)):
-        return T_OBJ
-    if isinstance(v, (list, tuple)):
-        return T_ARR
-    if isinstance(v, ObjectId):
-        return T_OID
-    if isinstance(v, datetime.datetime):
-        return T_DATE
-    if isinstance(v, (bytes, Binary)):
-        return T_BIN
-    if isinstance(v, Timestamp):
-        return T_TS
-    if isinstance(v, (Regex, RE_TYPE)):
-        return T_REGEX
-    if isinstance(v, MinKey):
-        return T_MINKEY
-    if isinstance(v, MaxKey):
-        return T_MAXKEY
-    if isinstance(v, Undefined):
-        return T_UNDEF
+    for classes, rank in _RANK_BY_CLASS:
+        if isinstance(v, classes):
+            return rank
     raise TypeError("cannot order value of type %s" % type(v).__name__)
 
 
@@ -272,6 +258,15 @@ TYPE_CODES = frozenset(TYPE_ALIASES.values())
 _INT32 = 1 << 31
 
 
+#: bson_type_code's types whose number does not depend on the value, the first class that matches giving it
+#: (after Int64, bool, int, float, decimals and Code, whose numbers do or which subclass these).
+_CODE_BY_CLASS = (
+    (str, 2), ((dict, DBRef), 3), ((list, tuple), 4), ((bytes, Binary), 5), (Undefined, 6), (datetime.datetime, 9),
+    ((Regex, RE_TYPE), 11), (Timestamp, 17), (MinKey, -1), (MaxKey, 127),
+    ((bytearray, uuid.UUID), 5),  # pymongo stores both as binData
+)
+
+
 def bson_type_code(v: Any) -> int:
     """The BSON type number pymongo stores ``v`` as (Python int: int32 when it fits, else long)."""
     t = type(v)
@@ -305,28 +300,9 @@ def bson_type_code(v: Any) -> int:
         return 19
     if isinstance(v, Code):
         return 15 if v.scope is not None else 13
-    if isinstance(v, str):
-        return 2
-    if isinstance(v, (dict, DBRef)):
-        return 3
-    if isinstance(v, (list, tuple)):
-        return 4
-    if isinstance(v, (bytes, Binary)):
-        return 5
-    if isinstance(v, Undefined):
-        return 6
-    if isinstance(v, datetime.datetime):
-        return 9
-    if isinstance(v, (Regex, RE_TYPE)):
-        return 11
-    if isinstance(v, Timestamp):
-        return 17
-    if isinstance(v, MinKey):
-        return -1
-    if isinstance(v, MaxKey):
-        return 127
-    if isinstance(v, (bytearray, uuid.UUID)):  # pymongo stores both as binData
-        return 5
+    for classes, code in _CODE_BY_CLASS:
+        if isinstance(v, classes):
+            return code
     if type(v).__name__ == "DatetimeMS":
         return 9
     if isinstance(v, Mapping):  # RawBSONDocument and other mappings are documents

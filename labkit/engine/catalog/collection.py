@@ -1507,16 +1507,6 @@ def _check_count_stage(stage: str, v: Any, code: int) -> int | None:
     return int(n)
 
 
-def _same_types(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a.keys()) == list(b.keys()) and all(_same_types(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
-    return True
-
-
 _UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
 
 
@@ -2032,18 +2022,18 @@ class Cursor(CursorProtocol):
 
     def max(self, spec) -> "Cursor":
         """The exclusive upper bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
-        if not isinstance(spec, (list, tuple)):
-            raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
-        self._check_okay_to_chain()
-        self._lab_max = dict(spec)
-        return self
+        return self._index_bound("_lab_max", spec)
 
     def min(self, spec) -> "Cursor":
         """The inclusive lower bound of the hinted index's keys (pymongo: a list of (field, value) pairs)."""
+        return self._index_bound("_lab_min", spec)
+
+    def _index_bound(self, attr: str, spec: Any) -> "Cursor":
+        """Cursor.min / Cursor.max: pymongo's type check, then the bound kept as a document."""
         if not isinstance(spec, (list, tuple)):
             raise TypeError("spec must be an instance of list or tuple, not %s" % type(spec))
         self._check_okay_to_chain()
-        self._lab_min = dict(spec)
+        setattr(self, attr, dict(spec))
         return self
 
     def distinct(self, key: str) -> list:

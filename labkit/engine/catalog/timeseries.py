@@ -885,20 +885,20 @@ def _define():
             return InsertManyResult(insert_measurements(self, docs, ordered), True)
 
         def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-            if self._ts_state() is None:
-                return super().delete_one(filter, collation, hint, session, let, comment)
-            self._txn_check(session)
-            if collation or hint or let:
-                raise _unsupported_write("delete_one(collation/hint/let=...)")
-            return DeleteResult({"n": delete(self, filter or {}, False)}, True)
+            return self._delete("delete_one", False, filter, collation, hint, session, let, comment)
 
         def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+            return self._delete("delete_many", True, filter, collation, hint, session, let, comment)
+
+        def _delete(self, name, multi, filter, collation, hint, session, let, comment):
+            """delete_one / delete_many: on measurements (``multi`` or the first match), else the plain
+            collection's own."""
             if self._ts_state() is None:
-                return super().delete_many(filter, collation, hint, session, let, comment)
+                return getattr(super(), name)(filter, collation, hint, session, let, comment)
             self._txn_check(session)
             if collation or hint or let:
-                raise _unsupported_write("delete_many(collation/hint/let=...)")
-            return DeleteResult({"n": delete(self, filter or {}, True)}, True)
+                raise _unsupported_write(name + "(collation/hint/let=...)")
+            return DeleteResult({"n": delete(self, filter or {}, multi)}, True)
 
         # writes the engine does not model on a time-series collection (a plain collection's own otherwise)
         update_one = _refused_write(base, "update_one")

@@ -351,6 +351,28 @@ def _elem(name: str, value: Any) -> str:
     return f"{name}: {value!r}"
 
 
+def _named_schemas(stack: list, keyword: str, value: Any, not_object: Callable[[str], str],
+                   check_name: Callable[[str], None] | None = None) -> None:
+    """properties / patternProperties: an object of nested schemas (parsed next, in order); each entry is checked
+    in turn (its schema, then ``check_name`` on its name), the first wrong one raising."""
+    if not isinstance(value, Mapping):
+        raise _fail(TYPE_MISMATCH, f"$jsonSchema keyword '{keyword}' must be an object")
+    for name, sub in value.items():
+        if not isinstance(sub, Mapping):
+            raise _fail(TYPE_MISMATCH, not_object(name))
+        if check_name is not None:
+            check_name(name)
+    stack.extend(reversed(list(value.values())))
+
+
+def _schema_or_bool(stack: list, value: Any, message: str) -> None:
+    """additionalItems / additionalProperties: a nested schema (parsed next) or a boolean; else ``message``."""
+    if isinstance(value, Mapping):
+        stack.append(value)
+    elif not isinstance(value, bool):
+        raise _fail(TYPE_MISMATCH, message)
+
+
 def _check_length(name: str, value: Any) -> None:
     """MatchExpressionParser::parseIntegerElementToNonNegativeLong."""
     if not _is_number(value):
@@ -479,11 +501,8 @@ def _check_one_schema(schema: Mapping[str, Any], stack: list) -> None:
                                        f" object, not {bson_type_name(items)}")
     if "additionalItems" in schema:
         extra = schema["additionalItems"]
-        if isinstance(extra, Mapping):
-            stack.append(extra)
-        elif not isinstance(extra, bool):
-            raise _fail(TYPE_MISMATCH, "$jsonSchema keyword 'additionalItems' must be either an"
-                                       f" object or a boolean, but got a {bson_type_name(extra)}")
+        _schema_or_bool(stack, extra, "$jsonSchema keyword 'additionalItems' must be either an object or a "
+                                      f"boolean, but got a {bson_type_name(extra)}")
 
     # Object keywords (translateObjectKeywords).
     if "required" in schema:
@@ -504,31 +523,15 @@ def _check_one_schema(schema: Mapping[str, Any], stack: list) -> None:
         if not required:
             raise _fail(FAILED_TO_PARSE, "$jsonSchema keyword 'required' cannot be an empty array")
     if "properties" in schema:
-        properties = schema["properties"]
-        if not isinstance(properties, Mapping):
-            raise _fail(TYPE_MISMATCH, "$jsonSchema keyword 'properties' must be an object")
-        for name, sub in properties.items():
-            if not isinstance(sub, Mapping):
-                raise _fail(TYPE_MISMATCH,
-                            f"Nested schema for $jsonSchema property '{name}' must be an object")
-        stack.extend(reversed(list(properties.values())))
+        _named_schemas(stack, "properties", schema["properties"],
+                       lambda name: f"Nested schema for $jsonSchema property '{name}' must be an object")
     if "patternProperties" in schema:
-        patterns = schema["patternProperties"]
-        if not isinstance(patterns, Mapping):
-            raise _fail(TYPE_MISMATCH, "$jsonSchema keyword 'patternProperties' must be an object")
-        for regex, sub in patterns.items():
-            if not isinstance(sub, Mapping):
-                raise _fail(TYPE_MISMATCH, "$jsonSchema keyword 'patternProperties' has property"
-                                           f" '{regex}' which is not an object")
-            _check_regex(regex)
-        stack.extend(reversed(list(patterns.values())))
+        _named_schemas(stack, "patternProperties", schema["patternProperties"],
+                       lambda regex: f"$jsonSchema keyword 'patternProperties' has property '{regex}' which is not "
+                                     "an object", check_name=_check_regex)
     if "additionalProperties" in schema:
-        extra = schema["additionalProperties"]
-        if isinstance(extra, Mapping):
-            stack.append(extra)
-        elif not isinstance(extra, bool):
-            raise _fail(TYPE_MISMATCH, "$jsonSchema keyword 'additionalProperties' must be an"
-                                       " object or a boolean")
+        _schema_or_bool(stack, schema["additionalProperties"],
+                        "$jsonSchema keyword 'additionalProperties' must be an object or a boolean")
     for key in ("minProperties", "maxProperties"):
         if key in schema:
             _check_length(key, schema[key])
@@ -995,27 +998,22 @@ def _jsonschema_details(schema: Mapping[str, Any], doc: Mapping[str, Any]) -> di
 # errInfo for query operators (best effort, see module docstring)
 # ---------------------------------------------------------------------------------------
 
-_REASONS = {
-    "$eq": ("comparison failed", "comparison succeeded"),
-    "$ne": ("comparison succeeded", "comparison failed"),
-    "$gt": ("comparison failed", "comparison succeeded"),
-    "$gte": ("comparison failed", "comparison succeeded"),
-    "$lt": ("comparison failed", "comparison succeeded"),
-    "$lte": ("comparison failed", "comparison succeeded"),
-    "$in": ("no matching value found in array", "matching value found in array"),
-    "$nin": ("matching value found in array", "no matching value found in array"),
+_COMPARED = ("comparison failed", "comparison succeeded")
+_BITWISE = ("bitwise operator failed to match", "bitwise operator matched successfully")
+_IN_ARRAY = ("no matching value found in array", "matching value found in array")
+_REASONS = {  # operator -> (why it failed, why its negation failed); a negated operator's pair is swapped
+    **dict.fromkeys(("$eq", "$gt", "$gte", "$lt", "$lte"), _COMPARED),
+    "$ne": _COMPARED[::-1],
+    "$in": _IN_ARRAY,
+    "$nin": _IN_ARRAY[::-1],
+    **dict.fromkeys(("$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear"), _BITWISE),
     "$exists": ("path does not exist", "path does exist"),
     "$type": ("type did not match", "type did match"),
     "$regex": ("regular expression did not match", "regular expression did match"),
     "$size": ("array length was not equal to given size", "array length was equal to given size"),
     "$all": ("array did not contain all specified values", "array did contain all specified values"),
-    "$elemMatch": ("array did not satisfy the child predicate",
-                   "array did satisfy the child predicate"),
+    "$elemMatch": ("array did not satisfy the child predicate", "array did satisfy the child predicate"),
     "$mod": ("$mod did not evaluate to expected remainder", "$mod did evaluate to expected remainder"),
-    "$bitsAllSet": ("bitwise operator failed to match", "bitwise operator matched successfully"),
-    "$bitsAllClear": ("bitwise operator failed to match", "bitwise operator matched successfully"),
-    "$bitsAnySet": ("bitwise operator failed to match", "bitwise operator matched successfully"),
-    "$bitsAnyClear": ("bitwise operator failed to match", "bitwise operator matched successfully"),
 }
 _MISSING = object()
 

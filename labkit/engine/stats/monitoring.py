@@ -297,13 +297,7 @@ def _coll_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
             cmd[k] = _hint(v) if k == "hint" else v
         return [(cmd, _net(read_concern=rc, collation=collation))]
     if name == "estimated_document_count":
-        cmd = {"count": cn}
-        for k, v in a.items():
-            if k not in ("comment", "session"):
-                cmd[k] = v
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(read_concern=rc))]
+        return [(_with_options({"count": cn}, a), _net(read_concern=rc))]
     if name in ("distinct", "cursor_distinct"):
         if name == "cursor_distinct":
             return [({"distinct": cn, "key": op.args[0] if op.args else op.kwargs.get("key"),
@@ -359,40 +353,38 @@ def _coll_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
                     cmd[k] = v
         elif a.get("maxTimeMS") is not None:
             cmd["maxTimeMS"] = a["maxTimeMS"]
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(write_concern=wc))]
+        return [(_with_comment(cmd, a), _net(write_concern=wc))]
     if name in ("drop_index", "drop_indexes"):
         v = "*" if name == "drop_indexes" else a.get("index_or_name")
         cmd = {"dropIndexes": cn, "index": v if isinstance(v, str) else _index_name(v)}
-        for k, val in a.items():
-            if k not in ("index_or_name", "session", "comment"):
-                cmd[k] = val
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(write_concern=wc))]
+        return [(_with_options(cmd, a, ("index_or_name",)), _net(write_concern=wc))]
     if name in ("list_indexes", "index_information"):
-        cmd = {"listIndexes": cn, "cursor": {}}
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net())]
+        return [(_with_comment({"listIndexes": cn, "cursor": {}}, a), _net())]
     if name == "drop":
-        cmd = {"drop": cn}
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(write_concern=wc))]
+        return [(_with_comment({"drop": cn}, a), _net(write_concern=wc))]
     if name == "rename":
         cmd = {"renameCollection": "%s.%s" % (coll.database.name, cn),
                "to": "%s.%s" % (coll.database.name, a.get("new_name"))}
-        for k, v in a.items():
-            if k not in ("new_name", "session", "comment"):
-                cmd[k] = v
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(write_concern=wc))]
+        return [(_with_options(cmd, a, ("new_name",)), _net(write_concern=wc))]
     if name == "options":
         return [({"listCollections": 1, "cursor": {}, "filter": {"name": cn}}, _net())]
     return []
+
+
+def _with_comment(cmd: dict, a: dict) -> dict:
+    """``cmd`` with the call's ``comment`` appended when it was given."""
+    if a.get("comment") is not None:
+        cmd["comment"] = a["comment"]
+    return cmd
+
+
+def _with_options(cmd: dict, a: dict, skip: tuple = ()) -> dict:
+    """``cmd`` with the call's other arguments as given (all but ``skip``, ``session`` and ``comment``), then
+    its comment."""
+    for k, v in a.items():
+        if k not in skip and k != "session" and k != "comment":
+            cmd[k] = v
+    return _with_comment(cmd, a)
 
 
 def _index_name(keys: Any) -> str:
@@ -591,10 +583,7 @@ def _db_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
         return [(cmd, _net())]
     if name == "drop_collection":
         n = a.get("name_or_collection")
-        cmd = {"drop": getattr(n, "name", n)}
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net(write_concern=_wc(db, session)))]
+        return [(_with_comment({"drop": getattr(n, "name", n)}, a), _net(write_concern=_wc(db, session)))]
     if name == "create_collection":
         opts = {k: v for k, v in a.items() if k not in ("name", "codec_options", "read_preference", "write_concern",
                                                         "read_concern", "session", "check_exists", "comment",
@@ -619,15 +608,10 @@ def _db_commands(op: boundary.Op) -> list[tuple[dict, dict]]:
             cmd["nameOnly"] = True
             if f is not None:
                 cmd["filter"] = f
-        else:
-            if f is not None:
-                cmd["filter"] = f
-            for k, v in a.items():
-                if k not in ("filter", "session", "comment"):
-                    cmd[k] = v
-        if a.get("comment") is not None:
-            cmd["comment"] = a["comment"]
-        return [(cmd, _net())]
+            return [(_with_comment(cmd, a), _net())]
+        if f is not None:
+            cmd["filter"] = f
+        return [(_with_options(cmd, a, ("filter",)), _net())]
     if name == "aggregate":
         cmd = {"aggregate": 1, "pipeline": list(op.args[0] if op.args else op.kwargs.get("pipeline") or []),
                "cursor": {}}

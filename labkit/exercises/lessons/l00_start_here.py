@@ -14,17 +14,20 @@ from labkit.exercises.registry import Lesson
 LESSON = Lesson(__file__)
 
 
-#: Exercise 1's workload, a recipe site: (operation, type, runs per second, what it needs), in the order the
-#: notebook's `recipes` table lists them. A ranking must keep every row whole: each rate on its operation's row.
-RECIPE_WORKLOAD = (
-    ("Rate a recipe", "write", 5, "stars; the average shown on the recipe page"),
-    ("Show a recipe", "read", 1500, "recipe, ingredients, steps, rating average"),
-    ("Daily newsletter", "read", 1 / 86400, "may be slow; may run on a secondary"),
-    ("Search recipes by ingredient", "read", 400, "name, photo, rating average"),
-    ("Publish a recipe", "write", 1 / 60, "searchable within a minute"),
-    ("Save a recipe to favourites", "write", 20, "one user and recipe pair, once"),
-    ("Show a cook's profile", "read", 60, "the cook and their 10 newest recipes"),
-)
+#: Exercise 1's workload, a recipe site, keyed by operation as the check looks rows up: operation -> (type, runs
+#: per second, what it needs), in the order the notebook's `recipes` table lists them. A ranking must keep every
+#: row whole: each rate on its operation's row.
+RECIPE_ROWS = {
+    "Rate a recipe": ("write", 5, "stars; the average shown on the recipe page"),
+    "Show a recipe": ("read", 1500, "recipe, ingredients, steps, rating average"),
+    "Daily newsletter": ("read", 1 / 86400, "may be slow; may run on a secondary"),
+    "Search recipes by ingredient": ("read", 400, "name, photo, rating average"),
+    "Publish a recipe": ("write", 1 / 60, "searchable within a minute"),
+    "Save a recipe to favourites": ("write", 20, "one user and recipe pair, once"),
+    "Show a cook's profile": ("read", 60, "the cook and their 10 newest recipes"),
+}
+#: The same table as rows (operation, type, per_second, needs), as the notebook builds `recipes`.
+RECIPE_WORKLOAD = tuple((operation, *rest) for operation, rest in RECIPE_ROWS.items())
 RECIPE_COLUMNS = ("operation", "type", "per_second", "needs")
 
 
@@ -48,7 +51,7 @@ def _check_rank_workload(answer: Any) -> str:
     if missing:
         raise NotYet(f"the table lost column(s) {sorted(missing)}; keep every column of `recipes`.")
     ops = [str(op) for op in answer["operation"]]
-    reference = {row[0]: dict(zip(RECIPE_COLUMNS, row)) for row in RECIPE_WORKLOAD}
+    reference = {op: dict(zip(RECIPE_COLUMNS, (op, *rest))) for op, rest in RECIPE_ROWS.items()}
     unknown = sorted(set(ops) - set(reference))
     if unknown:
         raise NotYet(f"the table has operations the recipe site's workload does not: {unknown[:3]}; rank "

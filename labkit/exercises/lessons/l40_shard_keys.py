@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from labkit.exercises import observe, steps
+from labkit.exercises import steps
 from labkit.exercises.kinds import DesignQuestion, Prediction
 from labkit.exercises.registry import Lesson
 
@@ -34,8 +34,7 @@ def _events(minutes: range, temperature: int | None = None) -> list[dict]:
 @LESSON.exercise(DesignQuestion, "40-device-shard-key",
                  takes=steps.client_and("key", 'ex.check(client, {"deviceId": 1, "ts": 1})'))
 def _check_device_key(client: Any, key: Any) -> str:
-    steps.shard_key_fields(key, _EVENT_FIELDS)
-    with observe.sandbox("40-device-shard-key", client) as box:
+    with steps.key_sandbox("40-device-shard-key", client, key, _EVENT_FIELDS) as box:
         events = box.db.events
         window = {"$gte": _T0 + dt.timedelta(minutes=10), "$lt": _T0 + dt.timedelta(minutes=40)}
         m = steps.measure_key(events, key, _events(range(60)),

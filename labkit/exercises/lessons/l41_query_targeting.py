@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from labkit.exercises import observe, steps
+from labkit.exercises import steps
 from labkit.exercises.kinds import DesignQuestion, Prediction
 from labkit.exercises.registry import Lesson
 
@@ -22,8 +22,7 @@ _TENANTS = 20
 @LESSON.exercise(DesignQuestion, "41-tenant-shard-key",
                  takes=steps.client_and("key", 'ex.check(client, {"tenantId": 1, "number": 1})'))
 def _check_tenant_key(client: Any, key: Any) -> str:
-    steps.shard_key_fields(key, _INVOICE_FIELDS)
-    with observe.sandbox("41-tenant-shard-key", client) as box:
+    with steps.key_sandbox("41-tenant-shard-key", client, key, _INVOICE_FIELDS) as box:
         invoices = box.db.invoices
         invoices.create_index([("tenantId", 1), ("number", 1)], unique=True)
         refused = ('the cluster refused it: "{errmsg}". Each shard can only check uniqueness among its own '

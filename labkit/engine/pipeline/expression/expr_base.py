@@ -37,6 +37,16 @@ def nullish(v: Any) -> bool:
     return v is None or v is MISSING or isinstance(v, V.Undefined)
 
 
+def string_or_null(v: Any, message: Callable[[Any], str], code: int) -> str | None:
+    """A string argument whose null, missing or undefined makes the expression null: None then, the string
+    itself, or else the server's error ``message(v)`` with ``code``."""
+    if nullish(v):
+        return None
+    if not isinstance(v, str):
+        raise fail(message(v), code)
+    return v
+
+
 def truthy(v: Any) -> bool:
     """Aggregation truthiness: false, null, missing, undefined and numeric zero are false."""
     if v is None or v is MISSING or v is False or isinstance(v, V.Undefined):

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from bson import Int64, ObjectId, Timestamp
 
 from .expr_base import (date_ms, eval_args, fail, int_value, is_date, ms_date, named_args, nullish, num_kind, num_str,
-                        tname)
+                        string_or_null, tname)
 
 _UTC = datetime.timezone.utc
 _TZ_CACHE: dict[str, Any] = {}
@@ -191,12 +191,10 @@ def op_date_to_string(ev: Any, op: str, arg: Any, doc: Any) -> Any:
                {"date": ("Missing 'date' parameter to $dateToString", 18628)})
     fmt = None
     if "format" in arg:
-        fmt = ev.ev(arg["format"], doc)
-        if nullish(fmt):
+        fmt = string_or_null(ev.ev(arg["format"], doc), lambda v: "$dateToString requires that 'format' be a string, "
+                             "found: %s with value %r" % (tname(v), v), 18533)
+        if fmt is None:
             return None
-        if not isinstance(fmt, str):
-            raise fail("$dateToString requires that 'format' be a string, found: %s with value %r"
-                       % (tname(fmt), fmt), 18533)
     tzv = ev.ev(arg["timezone"], doc) if "timezone" in arg else None
     if "timezone" in arg and nullish(tzv):
         return None

@@ -17,7 +17,7 @@ from bson import Regex, Timestamp
 
 from ...bson import values as V
 from .expr_base import (INT32_MAX, INT32_MIN, eval_args, fail, int_value, iso_date, named_args, nullish, num_kind,
-                        num_str, tname, typed_operands)
+                        num_str, string_or_null, tname, typed_operands)
 
 
 def coerce_to_string(v: Any) -> str:
@@ -147,11 +147,10 @@ def op_index_of(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     vals = eval_args(ev, op, arg, doc, 2, 4)
     s, sub = vals[0], vals[1]
     cp = op == "$indexOfCP"
-    if nullish(s):
+    s = string_or_null(s, lambda v: "%s requires a string as the first argument, found: %s" % (op, tname(v)),
+                       40093 if cp else 40091)
+    if s is None:
         return None
-    if not isinstance(s, str):
-        raise fail("%s requires a string as the first argument, found: %s" % (op, tname(s)),
-                   40093 if cp else 40091)
     if not isinstance(sub, str):
         raise fail("%s requires a string as the second argument, found: %s"
                    % (op, "missing" if sub is V.MISSING else tname(sub)), 40094 if cp else 40092)
@@ -192,21 +191,16 @@ def op_trim(ev: Any, op: str, arg: Any, doc: Any) -> Any:
     named_args(arg, ("input", "chars"), (op + " only supports an object as an argument, found %(type)s", 50696),
                (op + " found an unknown argument: %(key)s", 50694),
                {"input": (op + " requires an 'input' field", 50695)})
-    s = ev.ev(arg["input"], doc)
-    if nullish(s):
+    s = string_or_null(ev.ev(arg["input"], doc), lambda v: "%s requires its input to be a string, got %s (of type "
+                       "%s) instead." % (op, _show(v), tname(v)), 50699)
+    if s is None:
         return None
-    if not isinstance(s, str):
-        raise fail("%s requires its input to be a string, got %s (of type %s) instead."
-                   % (op, _show(s), tname(s)), 50699)
     chars = _WHITESPACE
     if "chars" in arg:
-        c = ev.ev(arg["chars"], doc)
-        if nullish(c):
+        chars = string_or_null(ev.ev(arg["chars"], doc), lambda v: "%s requires 'chars' to be a string, got %s (of "
+                               "type %s) instead." % (op, _show(v), tname(v)), 50700)
+        if chars is None:
             return None
-        if not isinstance(c, str):
-            raise fail("%s requires 'chars' to be a string, got %s (of type %s) instead."
-                       % (op, _show(c), tname(c)), 50700)
-        chars = c
     if op == "$ltrim":
         return s.lstrip(chars)
     if op == "$rtrim":
