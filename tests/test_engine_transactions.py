@@ -595,3 +595,26 @@ def test_a_collection_created_in_a_transaction_is_an_event_at_commit(env):
     assert [e["operationType"] for e in evs] == ["create", "insert"]
     assert all(e["lsid"]["id"] == lsid for e in evs)
     assert evs[0]["clusterTime"] == evs[1]["clusterTime"]
+
+
+def test_the_history_holds_at_most_max_entries_and_a_read_before_them_is_snapshot_too_old(env, monkeypatch):
+    """The history is a memory bound too (session/history.py MAX_ENTRIES): writes trim it in passes, never
+    letting it grow more than _EVICT_SLACK past the bound; a read of the past first trims it to the bound, so a
+    time whose changes were dropped is SnapshotTooOld (239), as one older than the window is."""
+    from labkit.engine.session import history as history_mod
+
+    monkeypatch.setattr(history_mod, "MAX_ENTRIES", 50)
+    monkeypatch.setattr(history_mod, "_EVICT_SLACK", 20)
+    client, engine, db = env
+    history = history_of(engine._store)
+    db.t.insert_one({"_id": -1})
+    at = db.command({"find": "t", "readConcern": {"level": "snapshot"}})["cursor"]["atClusterTime"]
+    most = 0
+    for i in range(200):
+        db.t.insert_one({"_id": i})
+        most = max(most, len(history.entries))
+    assert 50 < most <= 70
+    with pytest.raises(OperationFailure) as ei:
+        db.command({"find": "t", "readConcern": {"level": "snapshot", "atClusterTime": at}})
+    assert ei.value.code == 239
+    assert len(history.entries) <= 50

@@ -20,7 +20,8 @@ The embedded engine's version of it:
 * ``state_at(store, T)`` is a private copy of a collection as it was at ``T``: the current documents and index
   entries with the newer changes undone, newest first. A collection not written since ``T`` needs no copy.
 * The history is bounded like the server's: entries older than the window, or beyond ``MAX_ENTRIES``, are
-  dropped; ``floor`` is the newest dropped time, and a read at a time ``<= floor`` of a collection changed since is
+  dropped (by writes every 1,024 changes or ``_EVICT_SLACK`` past the bound, by reads before each read of the
+  past); ``floor`` is the newest dropped time, and a read at a time ``<= floor`` of a collection changed since is
   SnapshotTooOld.
 * ``mark`` / ``rollback``: the writes of one operation can be undone in place (a write that must wait for a
   transaction first undoes what it did, then runs again once the transaction ends: sessions.py), with the oplog
@@ -45,6 +46,7 @@ from ..service.boundary import WaitForTransaction
 MIN_SNAPSHOT_HISTORY_WINDOW_S = 300  # minSnapshotHistoryWindowInSeconds (server parameter, default 300)
 TRANSACTION_LIFETIME_LIMIT_S = 60    # transactionLifetimeLimitSeconds (server parameter, default 60)
 MAX_ENTRIES = 100_000                # the engine keeps at most this many old versions (memory bound)
+_EVICT_SLACK = 4_096                 # writes go this far past MAX_ENTRIES before one eviction pass trims back
 
 SNAPSHOT_TOO_OLD = 239
 SNAPSHOT_UNAVAILABLE = 246
@@ -153,7 +155,7 @@ class History:
         st.last_write = after
         self.entries.append((after, st, rid, old))
         self.seq += 1
-        if len(self.entries) > MAX_ENTRIES or not self.seq & 1023:
+        if len(self.entries) > MAX_ENTRIES + _EVICT_SLACK or not self.seq & 1023:
             self._evict()
 
     def note_drop(self, st: Any) -> None:
