@@ -30,43 +30,56 @@ WARM_IMPORTS = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell
                 "IPython.core.interactiveshell", "jupyter_client.session", "zmq", "tornado.ioloop", "pymongo", "bson",
                 "numpy", "pandas", "labkit")
 
-# The helper: imports, then reads one JSON request a line (argv, env, cwd), forks, answers the child's pid.
-_HELPER = r"""
-import builtins, json, os, signal, sys, traceback, types
-saved_err = os.dup(2)
-null = os.open(os.devnull, os.O_WRONLY)
-os.dup2(null, 2)                                 # debugpy's notice on import goes where a kernel's stderr goes
-# what pandas sees when imported in a kernel: an IPython with a kernel (its tables then get 20 columns at most)
-builtins.get_ipython = lambda: types.SimpleNamespace(kernel=True)
-try:
-    for name in sys.argv[1:]:
-        __import__(name)
-finally:
-    del builtins.get_ipython
-    os.dup2(saved_err, 2)
-    os.close(saved_err)
-    os.close(null)
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # children are reaped by the system: no zombies
-requests, answers = sys.stdin, sys.stdout
-for line in requests:
-    req = json.loads(line)
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid:
+def _warm(names: list[str]) -> None:
+    """In the helper: import ``names`` once for every kernel it will fork."""
+    import builtins
+    import types
+
+    saved_err = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)  # debugpy's notice on import goes where a kernel's stderr goes under nbval: nowhere
+    # what pandas sees when imported in a kernel: an IPython with a kernel (its tables then get 20 columns at most)
+    builtins.get_ipython = lambda: types.SimpleNamespace(kernel=True)  # type: ignore[attr-defined]
+    try:
+        for name in names:
+            __import__(name)
+    finally:
+        del builtins.get_ipython  # type: ignore[attr-defined]
+        os.dup2(saved_err, 2)
+        os.close(saved_err)
+        os.close(null)
+
+
+def _serve(requests: Any, answers: Any) -> None:
+    """In the helper: one JSON request a line (args, env, cwd, ...) -> fork a kernel, answer its pid."""
+    import signal
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system: no zombies
+    for line in requests:
+        req = json.loads(line)
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(ready_r)
+            _become_kernel(req, ready_w)  # never returns
         os.close(ready_w)
-        os.read(ready_r, 1)   # the child leads its own session before its pid is handed out (signals go to it)
+        os.read(ready_r, 1)  # the child leads its own session before its pid is handed out (signals go to it)
         os.close(ready_r)
         answers.write(f"{pid}\n")
         answers.flush()
-        continue
+
+
+def _become_kernel(req: dict, ready_w: int) -> None:
+    """In a forked child: become the kernel ``python -m ipykernel_launcher <args>`` would have started."""
+    import signal
+    import traceback
+
     code = 0
     try:
-        os.close(ready_r)
-        os.setsid()
+        os.setsid()  # as jupyter_client's launcher does (start_new_session): interrupts go to the kernel's group
         os.write(ready_w, b"s")
         os.close(ready_w)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null if req["quiet_out"] else 2, 1)
@@ -76,20 +89,20 @@ for line in requests:
         os.environ.clear()
         os.environ.update(req["env"])
         os.chdir(req["cwd"])
-        del sys.path[0]                          # "" of -c: ipykernel_launcher drops its folder's entry too
+        del sys.path[0]  # the helper script's folder: ipykernel_launcher drops its own folder's entry too
         extra = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
-        sys.path[0:0] = extra                    # where Python puts PYTHONPATH: before the standard library
+        sys.path[0:0] = extra  # where Python puts PYTHONPATH: before the standard library
         sys.argv = [req["launcher"], *req["args"]]
         from ipykernel import kernelapp
+
         kernelapp.launch_new_instance(argv=[*req["args"], f"--IPKernelApp.parent_handle={os.getppid()}"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - reported on the kernel's stderr, as a failed kernel start would be
         traceback.print_exc()
         code = 1
     finally:
         os._exit(code)
-"""
 
 
 class ForkedKernel:
@@ -139,7 +152,7 @@ class _Helper:
     def fork(self, request: dict) -> int:
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
-                self.proc = subprocess.Popen([sys.executable, "-c", _HELPER, *WARM_IMPORTS], stdin=subprocess.PIPE,
+                self.proc = subprocess.Popen([sys.executable, __file__, *WARM_IMPORTS], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, text=True, bufsize=1)
             assert self.proc.stdin and self.proc.stdout
             self.proc.stdin.write(json.dumps(request) + "\n")
@@ -199,3 +212,8 @@ def install() -> None:
 def _is_devnull(stream: Any) -> bool:
     name = getattr(stream, "name", None)
     return isinstance(name, str) and name == os.devnull
+
+
+if __name__ == "__main__":  # the helper: python kernel_forkserver.py <module to import> ...
+    _warm(sys.argv[1:])
+    _serve(sys.stdin, sys.stdout)

@@ -196,8 +196,13 @@ def copy_lab_root(dest: Path, extra: dict[str, Path] | None = None) -> Path:
 
 
 def start_lab(root_dir: Path, tmp: Path) -> Server:
-    """One isolated JupyterLab server serving ``root_dir``."""
+    """One isolated JupyterLab server serving ``root_dir``; its kernels are forked from a warmed helper as the
+    suite's are (tests/kernel_forkserver.py, installed by the server's config file; the lessons run in them as
+    in started kernels), unless ``SCHEMA_LAB_FORK_KERNELS=0``."""
     env = isolated_env(tmp)
+    (Path(env["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "import kernel_forkserver\nkernel_forkserver.install()\n")
     settings = tmp / "app-settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=2))
