@@ -250,12 +250,18 @@ _TRANSACTION_CALL = re.compile(r"""\.with_transaction\(|\.start_transaction\("""
 
 def _lessons_calling(pattern: re.Pattern, notebooks: Path | None) -> list[str]:
     """The lesson numbers whose code lines (not comments) match ``pattern``."""
+    return list(_matching(pattern, _sources(notebooks)))
+
+
+@lru_cache(maxsize=8)
+def _matching(pattern: re.Pattern, sources: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """``_lessons_calling`` for the sources as read (``plan`` asks for every room size it tries)."""
     found = []
-    for name, text in _sources(notebooks):
+    for name, text in sources:
         code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
         if name[:2].isdigit() and pattern.search(code):
             found.append(name[:2])
-    return found
+    return tuple(found)
 
 
 def change_stream_lessons(notebooks: Path | None = None) -> list[str]:
