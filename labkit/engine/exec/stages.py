@@ -590,13 +590,24 @@ class Fetch(Stage):
         return {"docsExamined": self.docs_examined, "alreadyHasObj": 0}
 
 
-class Limit(Stage):
-    name = "LIMIT"
+class _Counted(Stage):
+    """A stage that counts its child's results against a fixed number ``n`` (LIMIT passes the first ``n`` on,
+    SKIP drops them); explain shows ``n`` under the stage's ``amount_field``."""
+
+    amount_field = ""
 
     def __init__(self, child: Stage, n: int) -> None:
         super().__init__([child])
         self.n = n
-        self.count = 0
+        self.count = 0  # results counted so far (passed on by LIMIT, dropped by SKIP)
+
+    def plan_fields(self) -> dict:
+        return {self.amount_field: self.n}
+
+
+class Limit(_Counted):
+    name = "LIMIT"
+    amount_field = "limitAmount"
 
     def _work(self) -> int:
         if self.count >= self.n:
@@ -607,29 +618,19 @@ class Limit(Stage):
             self.out = self.children[0].out
         return st
 
-    def plan_fields(self) -> dict:
-        return {"limitAmount": self.n}
 
-
-class Skip(Stage):
+class Skip(_Counted):
     name = "SKIP"
-
-    def __init__(self, child: Stage, n: int) -> None:
-        super().__init__([child])
-        self.n = n
-        self.skipped = 0
+    amount_field = "skipAmount"
 
     def _work(self) -> int:
         st = self.children[0].work()
         if st == ADVANCED:
-            if self.skipped < self.n:
-                self.skipped += 1
+            if self.count < self.n:
+                self.count += 1
                 return NEED_TIME
             self.out = self.children[0].out
         return st
-
-    def plan_fields(self) -> dict:
-        return {"skipAmount": self.n}
 
 
 MAX_BLOCKING_SORT_BYTES = 104857600  # internalQueryMaxBlockingSortMemoryUsageBytes
