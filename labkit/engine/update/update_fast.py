@@ -21,7 +21,7 @@ order, counts, index entries, errors) over random documents and updates.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 INC, MUL, SET, MIN, MAX, UNSET = range(6)
@@ -149,6 +149,14 @@ def _stored(rids: list, i: int, get: Any) -> Iterator[tuple[int, Any, Any]]:
             yield j, rid, old
 
 
+def _store(docs: dict, note: Callable[[tuple], None] | None, rid: Any, old: dict, new: dict) -> None:
+    """Store ``new`` as record ``rid``'s document in ``docs``; ``note`` (``changed.append`` when run_lean's
+    caller keeps the replaced versions, else None) receives ``(rid, old)``."""
+    docs[rid] = new
+    if note is not None:
+        note((rid, old))
+
+
 def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
              changed: list | None = None) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
@@ -198,9 +206,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
                 return j, matched, modified
             new = old.copy()
             new[f] = r
-            docs[rid] = new
-            if note is not None:
-                note((rid, old))
+            _store(docs, note, rid, old, new)
             modified += 1
         return n, matched, modified
     if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
@@ -230,9 +236,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
             matched += 1
             new = old.copy()
             new[f] = a
-            docs[rid] = new
-            if note is not None:
-                note((rid, old))
+            _store(docs, note, rid, old, new)
             modified += 1
         return n, matched, modified
     for j, rid, old in _stored(rids, i, get):
@@ -244,8 +248,6 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
         matched += 1
         if new is None:
             continue
-        docs[rid] = new
-        if note is not None:
-            note((rid, old))
+        _store(docs, note, rid, old, new)
         modified += 1
     return n, matched, modified
