@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..base.errors import unsupported
@@ -636,18 +637,18 @@ class Skip(_Counted):
 MAX_BLOCKING_SORT_BYTES = 104857600  # internalQueryMaxBlockingSortMemoryUsageBytes
 
 
+@dataclass(eq=False)
 class SortMemory:
     """The sorter's memory accounting (src/mongo/db/sorter: spill whenever the buffered data exceeds the
     limit), computed from BSON sizes of the sorted documents (the server counts its in-memory sizes, a little
-    larger: an approximation)."""
+    larger: an approximation). ``what``: the command whose error wording a refusal takes (find or aggregate)."""
 
-    def __init__(self, allow_disk_use: bool, what: str = "find") -> None:
-        self.allow_disk_use = allow_disk_use
-        self.what = what
-        self.total = 0
-        self.spills = 0
-        self.spilled = 0
-        self._buffered = 0
+    allow_disk_use: bool
+    what: str = "find"
+    total: int = field(default=0, init=False)      # bytes sorted
+    spills: int = field(default=0, init=False)
+    spilled: int = field(default=0, init=False)    # bytes written by the spills
+    _buffered: int = field(default=0, init=False)  # bytes held since the last spill
 
     def add(self, nbytes: int, what: str | None = None) -> None:
         what = what or self.what
