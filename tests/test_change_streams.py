@@ -79,6 +79,18 @@ def test_pipeline_update_diff_truncated_arrays_and_disambiguated_paths(client):
     assert b["updateDescription"]["disambiguatedPaths"] == {}
 
 
+def test_pipeline_update_diff_compares_values_bit_for_bit(client):
+    # document_diff_calculator.cpp keeps an element out of the diff when it is binaryEqual to the old one: a
+    # NaN rewritten as the same NaN is not an update, while 1 -> 1.0 (int32 -> double) is
+    coll = client.cs.nan
+    coll.insert_one({"_id": 1, "l": [float("nan"), 1], "n": 1})
+    with coll.watch(max_await_time_ms=50) as s:
+        coll.update_one({"_id": 1}, [{"$set": {"l": [float("nan"), 2], "n": 1.0}}])
+        (ev,) = change_events(s, 1)
+    assert ev["updateDescription"]["updatedFields"] == {"l.1": 2, "n": 1.0}
+    assert type(ev["updateDescription"]["updatedFields"]["n"]) is float
+
+
 def test_drop_rename_and_invalidate(client):
     db = client.cs
     db.a.insert_one({"_id": 1})

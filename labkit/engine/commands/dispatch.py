@@ -13,6 +13,7 @@ This module is a thin adapter over the engine's collection/database methods; the
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import itertools
@@ -426,19 +427,22 @@ def _coll_name(cmd: dict, name: str) -> str:
     return v
 
 
+@dataclasses.dataclass(eq=False)
 class _Call:
-    """What one command runs with: the client, the database, the bound session (in a transaction) and codec."""
+    """What one command runs with: the client, the database, the bound session (in a transaction) and codec;
+    ``conn_id`` is the wire connection that sent it (0 in process)."""
 
-    def __init__(self, client: Any, db_name: str, cmd: dict, ctx: ServerContext, session: Any,
-                 codec: bson.CodecOptions) -> None:
-        self.client = client
-        self.db_name = db_name
-        self.db = client.get_database(db_name)
-        self.cmd = cmd
-        self.ctx = ctx
-        self.session = session
-        self.codec = codec
-        self.conn_id = 0
+    client: Any
+    db_name: str
+    cmd: dict
+    ctx: ServerContext
+    session: Any
+    codec: bson.CodecOptions
+    db: Any = dataclasses.field(init=False)
+    conn_id: int = dataclasses.field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.db = self.client.get_database(self.db_name)
 
     def running(self) -> dict:
         """This command's currentOp entry (the wire registers it before it waits for the engine)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..base.errors import unsupported
@@ -590,13 +591,24 @@ class Fetch(Stage):
         return {"docsExamined": self.docs_examined, "alreadyHasObj": 0}
 
 
-class Limit(Stage):
-    name = "LIMIT"
+class _Counted(Stage):
+    """A stage that counts its child's results against a fixed number ``n`` (LIMIT passes the first ``n`` on,
+    SKIP drops them); explain shows ``n`` under the stage's ``amount_field``."""
+
+    amount_field = ""
 
     def __init__(self, child: Stage, n: int) -> None:
         super().__init__([child])
         self.n = n
-        self.count = 0
+        self.count = 0  # results counted so far (passed on by LIMIT, dropped by SKIP)
+
+    def plan_fields(self) -> dict:
+        return {self.amount_field: self.n}
+
+
+class Limit(_Counted):
+    name = "LIMIT"
+    amount_field = "limitAmount"
 
     def _work(self) -> int:
         if self.count >= self.n:
@@ -607,46 +619,36 @@ class Limit(Stage):
             self.out = self.children[0].out
         return st
 
-    def plan_fields(self) -> dict:
-        return {"limitAmount": self.n}
 
-
-class Skip(Stage):
+class Skip(_Counted):
     name = "SKIP"
-
-    def __init__(self, child: Stage, n: int) -> None:
-        super().__init__([child])
-        self.n = n
-        self.skipped = 0
+    amount_field = "skipAmount"
 
     def _work(self) -> int:
         st = self.children[0].work()
         if st == ADVANCED:
-            if self.skipped < self.n:
-                self.skipped += 1
+            if self.count < self.n:
+                self.count += 1
                 return NEED_TIME
             self.out = self.children[0].out
         return st
-
-    def plan_fields(self) -> dict:
-        return {"skipAmount": self.n}
 
 
 MAX_BLOCKING_SORT_BYTES = 104857600  # internalQueryMaxBlockingSortMemoryUsageBytes
 
 
+@dataclass(eq=False)
 class SortMemory:
     """The sorter's memory accounting (src/mongo/db/sorter: spill whenever the buffered data exceeds the
     limit), computed from BSON sizes of the sorted documents (the server counts its in-memory sizes, a little
-    larger: an approximation)."""
+    larger: an approximation). ``what``: the command whose error wording a refusal takes (find or aggregate)."""
 
-    def __init__(self, allow_disk_use: bool, what: str = "find") -> None:
-        self.allow_disk_use = allow_disk_use
-        self.what = what
-        self.total = 0
-        self.spills = 0
-        self.spilled = 0
-        self._buffered = 0
+    allow_disk_use: bool
+    what: str = "find"
+    total: int = field(default=0, init=False)      # bytes sorted
+    spills: int = field(default=0, init=False)
+    spilled: int = field(default=0, init=False)    # bytes written by the spills
+    _buffered: int = field(default=0, init=False)  # bytes held since the last spill
 
     def add(self, nbytes: int, what: str | None = None) -> None:
         what = what or self.what

@@ -46,6 +46,7 @@ from ..base import hooks
 from ..base.errors import unsupported
 from ..bson.values import type_name
 from ..repl.oplog import Entry, oplog_of
+from ..update.update_ops import same  # BSON binary equality, as the diff's binaryEqual
 
 STAGE = "$changeStream"
 # The stages the server allows after $changeStream (the allowlist jstest, change_streams/)
@@ -251,18 +252,6 @@ def _get(v: Any, part: str) -> Any:
     return _MISSING
 
 
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 class _Desc:
     """Builds ``updateDescription`` as change_stream_document_diff_parser.cpp does: per path, whether it is
     ambiguous (a numeric field name below the top level, or a field name with a dot) -> ``disambiguatedPaths``."""
@@ -311,7 +300,7 @@ def _diff_docs(old: dict, new: dict, path: list, d: _Desc) -> None:
         o = old.get(k, _MISSING)
         if o is _MISSING:
             d.update(path + [(k, False)], v)
-        elif not _same(o, v):
+        elif not same(o, v):
             if (isinstance(o, dict) and isinstance(v, dict)) or (isinstance(o, list) and isinstance(v, list)):
                 subs.append((k, o, v))
             else:
@@ -335,7 +324,7 @@ def _diff_arrays(old: list, new: list, path: list, d: _Desc) -> None:
             d.update(p, v)
             continue
         o = old[i]
-        if _same(o, v):
+        if same(o, v):
             continue
         if isinstance(o, dict) and isinstance(v, dict):
             _diff_docs(o, v, p, d)
@@ -353,10 +342,10 @@ def _diff_path(old: Any, new: Any, parts: list, i: int, path: list, d: _Desc) ->
         d.remove(path)
         return
     if old is _MISSING or i == len(parts) or type(old) is not type(new) or not isinstance(new, (dict, list)):
-        if old is not _MISSING and _same(old, new):
+        if old is not _MISSING and same(old, new):
             return
         if (i == len(parts) and isinstance(old, list) and isinstance(new, list) and len(new) > len(old)
-                and all(_same(a, b) for a, b in zip(old, new))):
+                and all(same(a, b) for a, b in zip(old, new))):
             for j in range(len(old), len(new)):  # $push / $addToSet: each appended element
                 d.update(path + [(str(j), True)], new[j])
             return
@@ -370,7 +359,7 @@ def _diff_path(old: Any, new: Any, parts: list, i: int, path: list, d: _Desc) ->
         for j in range(max(len(old), len(new))):
             o = old[j] if j < len(old) else _MISSING
             n = new[j] if j < len(new) else _MISSING
-            if o is _MISSING or n is _MISSING or not _same(o, n):
+            if o is _MISSING or n is _MISSING or not same(o, n):
                 _diff_path(o, n, parts, i + 1, path + [(str(j), True)], d)
         return
     is_index = isinstance(new, list)
@@ -542,7 +531,7 @@ class ChangeStreamCursor:
         coll = self.client[self.db or "admin"][self.coll or "$cmd.aggregate"]
         out = run_stages(coll, [dict(s) for s in self.stages], Ctx(), input_docs=[ev])
         for d in out:
-            if not _same(d.get("_id", _MISSING), ev["_id"]):
+            if not same(d.get("_id", _MISSING), ev["_id"]):
                 raise _fatal("Encountered an event whose _id field, which contains the resume token, was modified "
                              "by the pipeline. Modifying the _id field of an event makes it impossible to resume "
                              "the stream from that point. Only transformations that retain the unmodified _id "

@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import itertools
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from bson import ObjectId
@@ -87,19 +88,19 @@ class Query:
     show_record_id = False  # find's ``showRecordId``: the projection gains ``$recordId: {$meta: "recordId"}``
 
 
+@dataclass(eq=False)
 class Candidate:
-    """One query solution: a recipe for a fresh stage tree plus what the ranker needs to know."""
+    """One query solution: a recipe for a fresh stage tree plus what the ranker needs to know (the trial sets
+    ``root``, ``results`` and ``score``)."""
 
-    def __init__(self, build: Callable[[], Stage], index=None, has_fetch: bool = True, has_sort: bool = False,
-                 exact_scan: IndexScan | None = None, desc: str = "") -> None:
-        self.build = build
-        self.index = index
-        self.has_fetch = has_fetch
-        self.has_sort = has_sort
-        self.desc = desc
-        self.root: Stage | None = None
-        self.results: list = []
-        self.score = 0.0
+    build: Callable[[], Stage]
+    index: Any = None
+    has_fetch: bool = True
+    has_sort: bool = False
+    desc: str = ""
+    root: Stage | None = field(default=None, init=False)
+    results: list = field(default_factory=list, init=False)
+    score: float = field(default=0.0, init=False)
 
 
 def _sort_key_fn(sort: list[tuple[str, int]], store) -> Callable[[tuple], tuple]:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 import time
 import weakref
 import uuid
@@ -531,6 +532,20 @@ class SessionOptions:
 
 
 _TXN_READ_LEVELS = ("local", "majority", "snapshot")
+# pymongo's refusals to end a transaction: (commit | abort, the session's transaction state) -> the message
+# (client_session.py; a commit after a commit is allowed: drivers retry it)
+_END_REFUSED = {
+    ("commit", "none"): "No transaction started",
+    ("commit", "aborted"): "Cannot call commitTransaction after calling abortTransaction",
+    ("abort", "none"): "No transaction started",
+    ("abort", "committed"): "Cannot call abortTransaction after calling commitTransaction",
+    ("abort", "aborted"): "Cannot call abortTransaction twice",
+}
+
+
+def _shows(field: str, doc: str) -> property:
+    """A read-only property showing the instance's ``field`` (as pymongo's ``ClientSession`` attributes)."""
+    return property(operator.attrgetter(field), doc=doc)
 
 
 @guard(SESSION_OPERATIONS)
@@ -549,13 +564,16 @@ class EmbeddedSession:
         self._txn_options: dict = {}
 
     # -- pymongo API --------------------------------------------------------------------------------
-    @property
-    def client(self):
-        return self._client
-
-    @property
-    def options(self) -> SessionOptions:
-        return self._options
+    # pymongo's read-only attributes that only show a field (session_id and in_transaction do more, below)
+    client = _shows("_client", "The client this session was started from.")
+    options = _shows("_options", "The :class:`SessionOptions` this session was started with.")
+    has_ended = _shows("_ended", "True once ``end_session`` ran.")
+    cluster_time = _shows("_cluster_time", "The latest ``$clusterTime`` seen (each operation in the session "
+                                           "advances it, as a reply would).")
+    operation_time = _shows("_operation_time", "The ``operationTime`` of the last operation in the session "
+                                               "(causal consistency).")
+    _cluster_time = None
+    _operation_time = None
 
     @property
     def session_id(self) -> dict:
@@ -563,25 +581,8 @@ class EmbeddedSession:
         return self._id
 
     @property
-    def has_ended(self) -> bool:
-        return self._ended
-
-    @property
     def in_transaction(self) -> bool:
         return self._state == "in_progress"
-
-    _cluster_time = None
-    _operation_time = None
-
-    @property
-    def cluster_time(self):
-        """The latest ``$clusterTime`` seen (each operation in the session advances it, as a reply would)."""
-        return self._cluster_time
-
-    @property
-    def operation_time(self):
-        """The ``operationTime`` of the last operation in the session (causal consistency)."""
-        return self._operation_time
 
     def advance_cluster_time(self, cluster_time) -> None:
         """pymongo's ``advance_cluster_time``: keep the later of the two cluster times."""
@@ -639,14 +640,17 @@ class EmbeddedSession:
         self._state = "in_progress"
         return _TransactionContext(self)
 
-    def commit_transaction(self) -> None:
+    def _check_can_end(self, verb: str) -> str:
+        """The session's transaction state, after pymongo's refusals of ``commit``/``abort`` in that state."""
         self._check_ended()
         state = self._state
-        if state == "none":
-            raise InvalidOperation("No transaction started")
-        if state == "aborted":
-            raise InvalidOperation("Cannot call commitTransaction after calling abortTransaction")
-        if state == "committed":
+        refused = _END_REFUSED.get((verb, state))
+        if refused is not None:
+            raise InvalidOperation(refused)
+        return state
+
+    def commit_transaction(self) -> None:
+        if self._check_can_end("commit") == "committed":
             return  # pymongo re-sends commitTransaction; committing twice is allowed
         txn = self._txn
         assert txn is not None
@@ -673,14 +677,7 @@ class EmbeddedSession:
             raise WriteConcernError(wce["errmsg"], wce["code"], {"ok": 1.0, "writeConcernError": wce})
 
     def abort_transaction(self) -> None:
-        self._check_ended()
-        state = self._state
-        if state == "none":
-            raise InvalidOperation("No transaction started")
-        if state == "committed":
-            raise InvalidOperation("Cannot call abortTransaction after calling commitTransaction")
-        if state == "aborted":
-            raise InvalidOperation("Cannot call abortTransaction twice")
+        self._check_can_end("abort")
         self._state = "aborted"
         txn, self._txn = self._txn, None
         if txn is not None:

@@ -21,7 +21,7 @@ order, counts, index entries, errors) over random documents and updates.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 INC, MUL, SET, MIN, MAX, UNSET = range(6)
@@ -149,11 +149,20 @@ def _stored(rids: list, i: int, get: Any) -> Iterator[tuple[int, Any, Any]]:
             yield j, rid, old
 
 
+def _store(docs: dict, note: Callable[[tuple], None] | None, rid: Any, old: dict, new: dict) -> None:
+    """Store ``new`` as record ``rid``'s document in ``docs``; ``note`` (``changed.append`` when run_lean's
+    caller keeps the replaced versions, else None) receives ``(rid, old)``."""
+    docs[rid] = new
+    if note is not None:
+        note((rid, old))
+
+
 def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
              changed: list | None = None) -> tuple[int, int, int]:
     """Apply ``plan`` to the documents of ``rids[i:]`` in a collection where the update needs nothing but
     the new version stored (no index reads the updated fields, no partial index, no validator: the caller's
-    "lean" case), in one loop without a call per document for the common single-operation statements.
+    "lean" case), in one loop for the common single-operation statements: no call per document but
+    ``_store`` for each one modified.
 
     Stops at the first document that needs the general path (``apply_scalar``'s ``FALLBACK``, or a stored
     document that is not a plain dict) and returns ``(j, matched, modified)``: ``rids[j]`` is that document
@@ -198,9 +207,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
                 return j, matched, modified
             new = old.copy()
             new[f] = r
-            docs[rid] = new
-            if note is not None:
-                note((rid, old))
+            _store(docs, note, rid, old, new)
             modified += 1
         return n, matched, modified
     if len(plan) == 1 and plan[0][1] == SET and type(plan[0][2]) in (str, int):
@@ -230,9 +237,7 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
             matched += 1
             new = old.copy()
             new[f] = a
-            docs[rid] = new
-            if note is not None:
-                note((rid, old))
+            _store(docs, note, rid, old, new)
             modified += 1
         return n, matched, modified
     for j, rid, old in _stored(rids, i, get):
@@ -244,8 +249,6 @@ def run_lean(plan: list[tuple[str, int, Any]], rids: list, i: int, docs: dict,
         matched += 1
         if new is None:
             continue
-        docs[rid] = new
-        if note is not None:
-            note((rid, old))
+        _store(docs, note, rid, old, new)
         modified += 1
     return n, matched, modified
