@@ -261,3 +261,36 @@ def test_over_the_command_layer(db):
     db.command({"insert": "w", "documents": [{"t": T0, "s": "a", "v": 1}, {"t": T0, "s": "b", "v": 2}]})
     got = db.command({"find": "w", "filter": {"s": "b"}})["cursor"]["firstBatch"]
     assert [d["v"] for d in got] == [2]
+
+
+def test_bucket_control_min_max_follow_bson_order_for_every_type():
+    """A bucket's control.min/max are the BSON-order extremes of each field (src/mongo/db/timeseries/
+    bucket_catalog: MinMax uses the BSON comparison). The engine takes Python's order where it is BSON's
+    (one type among numbers, naive dates, ObjectIds, booleans, strings) and the BSON comparison elsewhere: both
+    must give the extremes a plain BSON sort gives, mixed types, NaN, aware dates and non-ASCII strings included."""
+    import random
+
+    from bson import ObjectId
+
+    from labkit.engine.bson import values as V
+    from labkit.engine.catalog import timeseries as ts
+
+    rng = random.Random(7)
+    pool = [1, -3, 2.5, float("nan"), float("-inf"), True, False, None, "b", "é", "a\u00ff", "ab", "",
+            ObjectId("0" * 24), ObjectId("f" * 24), ObjectId("6" * 24), T0, T0 + dt.timedelta(hours=1),
+            dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), [1, 2], {"x": 1}]
+    state = ts.TsState({"timeField": "t", "metaField": "m", "bucketMaxSpanSeconds": 3600, "granularity": "seconds"},
+                       None)
+    for _ in range(200):
+        values = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
+        b = ts.Bucket(ObjectId(), None, False, None, T0)
+        b.measurements = [{"t": T0, "v": v} for v in values]
+        doc = ts.bucket_document(b, state)
+        lo = hi = values[0]
+        for v in values[1:]:
+            if V.compare(v, lo) < 0:
+                lo = v
+            if V.compare(v, hi) > 0:
+                hi = v
+        assert V.compare(doc["control"]["min"]["v"], lo) == 0, values
+        assert V.compare(doc["control"]["max"]["v"], hi) == 0, values

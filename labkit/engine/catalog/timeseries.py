@@ -292,7 +292,10 @@ def _measurement_size(doc: dict, meta_field: str | None, index: int) -> int:
     return total + n * len(str(index))
 
 
-_PLAIN = (float, int, datetime.datetime)
+# types whose Python order is BSON order among values of that one type: numbers and naive dates, ObjectIds (their
+# 12 bytes), booleans, strings (code point order is UTF-8 byte order, the simple binary comparison)
+_PLAIN = frozenset({float, int, datetime.datetime, ObjectId, bool, str})
+_DATETIME = datetime.datetime
 
 
 def bucket_document(b: Bucket, state: TsState) -> dict:
@@ -312,10 +315,11 @@ def bucket_document(b: Bucket, state: TsState) -> dict:
                 mins[k] = maxs[k] = v
             else:
                 lo, hi = mins[k], maxs[k]
-                if type(v) is type(lo) is type(hi) and type(v) in _PLAIN and v == v and lo == lo and hi == hi \
-                        and getattr(v, "tzinfo", None) is None and getattr(lo, "tzinfo", None) is None \
-                        and getattr(hi, "tzinfo", None) is None:
-                    if v < lo:  # one plain type (float, int, naive date; no NaN): Python order is BSON order
+                tv = type(v)
+                if tv is type(lo) is type(hi) and tv in _PLAIN and (
+                        v == v and lo == lo and hi == hi if tv is float else
+                        v.tzinfo is None and lo.tzinfo is None and hi.tzinfo is None if tv is _DATETIME else True):
+                    if v < lo:  # one plain type (no NaN, no time zone): Python order is BSON order
                         mins[k] = v
                     elif v > hi:
                         maxs[k] = v
