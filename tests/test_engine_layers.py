@@ -16,6 +16,7 @@ Where a lower module must call something a higher one defines, the higher module
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -87,12 +88,24 @@ def _package_of(path: Path) -> str:
     return ".".join(parts[:-1])
 
 
+def _import_nodes(path: Path) -> list:
+    """The import statements of ``path``, anywhere in it (parsed once per file version: several tests ask)."""
+    stat = path.stat()
+    return _parsed_imports(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_imports(path: str, mtime_ns: int, size: int) -> list:
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
 def imports_of(path: Path, modules: dict[str, str]) -> set[str]:
     """The engine modules (table keys) and labkit helpers (``labkit.<name>``) that one file imports anywhere."""
     deps: set[str] = set()
     pkg = _package_of(path)
     packages = {d for d in modules}  # dotted module names
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_nodes(path):
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             base = importlib.util.resolve_name("." * node.level + (node.module or ""), pkg) if node.level \
@@ -277,7 +290,7 @@ def labkit_imports() -> dict[str, set[str]]:
     for name, path in files.items():
         pkg = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _import_nodes(path):
             if isinstance(node, ast.ImportFrom):
                 base = importlib.util.resolve_name("." * node.level + (node.module or ""), pkg) if node.level \
                     else (node.module or "")
