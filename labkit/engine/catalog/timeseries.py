@@ -138,7 +138,7 @@ def check_expire(v: Any) -> int:
 class Bucket:
     """One bucket of the catalog: its record in ``system.buckets.<name>`` and what the rules need."""
 
-    __slots__ = ("id", "meta", "has_meta", "meta_key", "min_time", "measurements", "size", "closed")
+    __slots__ = ("id", "meta", "has_meta", "meta_key", "min_time", "measurements", "size", "closed", "folded")
 
     def __init__(self, oid: ObjectId, meta: Any, has_meta: bool, meta_key: Any, min_time: datetime.datetime):
         self.id = oid
@@ -149,6 +149,9 @@ class Bucket:
         self.measurements: list[dict] = []
         self.size = 0
         self.closed = False
+        # bucket_document's running columns and extremes: (the measurements list they fold, how many of its
+        # measurements, columns, mins, maxs); refolded from the start when ``measurements`` is replaced
+        self.folded: tuple | None = None
 
 
 class TsState:
@@ -300,13 +303,20 @@ _DATETIME = datetime.datetime
 
 def bucket_document(b: Bucket, state: TsState) -> dict:
     """The bucket as the buckets collection stores it: ``_id``, ``control`` (version 2, min, max, count),
-    ``meta`` when the measurements had one, ``data`` columns keyed "0", "1", ... (uncompressed here)."""
+    ``meta`` when the measurements had one, ``data`` columns keyed "0", "1", ... (uncompressed here).
+
+    Measurements appended since the last call are folded into the bucket's running columns and extremes (a
+    bucket written one measurement at a time costs one pass over it in all, not one per write); the document
+    gets copies of the columns, as a stored document is never changed afterwards."""
     tf = state.time_field
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    data: dict[str, dict] = {}
-    for i, m in enumerate(b.measurements):
-        for k, v in m.items():
+    ms = b.measurements
+    f = b.folded
+    if f is not None and f[0] is ms and f[1] <= len(ms):
+        _, start, data, mins, maxs = f
+    else:
+        start, data, mins, maxs = 0, {}, {}, {}
+    for i in range(start, len(ms)):
+        for k, v in ms[i].items():
             if k == state.meta_field:
                 continue
             col = data.get(k)
@@ -329,15 +339,17 @@ def bucket_document(b: Bucket, state: TsState) -> dict:
                     if V.compare(v, hi) > 0:
                         maxs[k] = v
             col[str(i)] = v
-    mins[tf] = b.min_time
+    b.folded = (ms, len(ms), data, mins, maxs)
+    lo_all = dict(mins)
+    lo_all[tf] = b.min_time
     order = ["_id", tf] + [k for k in data if k not in ("_id", tf)]
     doc: dict[str, Any] = {"_id": b.id, "control": {"version": 2,
-                                                    "min": {k: mins[k] for k in order if k in mins},
+                                                    "min": {k: lo_all[k] for k in order if k in lo_all},
                                                     "max": {k: maxs[k] for k in order if k in maxs},
-                                                    "count": len(b.measurements)}}
+                                                    "count": len(ms)}}
     if b.has_meta:
         doc["meta"] = b.meta
-    doc["data"] = {k: data[k] for k in order if k in data}
+    doc["data"] = {k: dict(data[k]) for k in order if k in data}
     return doc
 
 
