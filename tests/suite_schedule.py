@@ -8,8 +8,8 @@ decides when the run ends, so this scheduler orders the work by the seconds each
 (``tests/test_notebooks_served.py``, one notebook each) a unit of its own, so both workers share them.
 
 A unit the record does not know yet (a new test file or lesson) is estimated from its number of items and the
-record's median seconds per item of its kind (notebook cells, other tests), so a new long lesson is not left
-for the end. ``--store-durations`` rewrites the record from the run it finishes (see README, "Tests").
+record's median seconds per item of its kind (notebook cells, browser tests, other tests; 5 s per browser test
+when the record has none), so a new long lesson or browser file is not left for the end. ``--store-durations`` rewrites the record from the run it finishes (see README, "Tests").
 """
 from __future__ import annotations
 
@@ -30,8 +30,12 @@ def unit_of(nodeid: str) -> str:
     return nodeid if path in SPLIT_FILES else path
 
 
-def _is_notebook(unit: str) -> bool:
-    return unit.endswith(".ipynb")
+def _kind(unit: str) -> str:
+    """What a unit's items are, for estimating a unit the record lacks: notebook cells, browser tests (each
+    opens and runs a notebook in JupyterLab: seconds, not milliseconds) or other tests."""
+    if unit.endswith(".ipynb"):
+        return "notebook"
+    return "browser" if unit.startswith("tests/browser/") else "test"
 
 
 def load_record(path: Path = RECORD) -> dict[str, dict]:
@@ -47,12 +51,11 @@ def load_record(path: Path = RECORD) -> dict[str, dict]:
 def estimates(units: dict[str, int], record: dict[str, dict]) -> dict[str, float]:
     """Seconds expected for each unit (``units``: unit -> number of items): the recorded seconds, or the items
     times the recorded median seconds per item of the same kind (notebook or not)."""
-    per_item: dict[bool, float] = {}
-    for kind in (True, False):
-        rates = [v["seconds"] / v["items"] for k, v in record.items()
-                 if _is_notebook(k) == kind and v.get("items")]
-        per_item[kind] = statistics.median(rates) if rates else 0.05
-    return {unit: (record[unit]["seconds"] if unit in record else count * per_item[_is_notebook(unit)])
+    per_item: dict[str, float] = {}
+    for kind, default in (("notebook", 0.05), ("browser", 5.0), ("test", 0.05)):
+        rates = [v["seconds"] / v["items"] for k, v in record.items() if _kind(k) == kind and v.get("items")]
+        per_item[kind] = statistics.median(rates) if rates else default
+    return {unit: (record[unit]["seconds"] if unit in record else count * per_item[_kind(unit)])
             for unit, count in units.items()}
 
 

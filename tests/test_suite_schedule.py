@@ -28,6 +28,9 @@ def test_longest_first_by_the_record_and_unknown_units_estimated_by_kind():
     assert s.longest_first(units, record) == [SERVED, "notebooks/new.ipynb", "tests/b.py", "notebooks/x.ipynb",
                                              "tests/new.py", "tests/a.py"]
     assert s.longest_first({"tests/p.py": 1, "tests/q.py": 1}, {}) == ["tests/p.py", "tests/q.py"]  # as collected
+    # a browser file the record lacks is not taken for a file of quick tests: 40 x 5 s, before everything else
+    assert s.estimates({"tests/browser/test_new.py": 40}, record)["tests/browser/test_new.py"] == 200.0
+    assert s.longest_first({**units, "tests/browser/test_new.py": 40}, record)[0] == "tests/browser/test_new.py"
 
 
 def test_a_missing_or_broken_record_means_no_record(tmp_path):
@@ -42,4 +45,6 @@ def test_the_committed_record_names_units_of_this_suite():
     record = s.load_record()
     assert record, "tests/durations.json: run `python3 dev.py test --store-durations`"
     assert any(u.startswith("notebooks/") for u in record) and any("::" in u for u in record)
+    # recorded from the README's whole command: the browser files too, else they are handed out by estimate
+    assert any(u.startswith("tests/browser/") for u in record)
     assert all(v["seconds"] >= 0 and v.get("items", 0) >= 1 for v in record.values())
