@@ -1,9 +1,9 @@
 """Kernels for the suite's notebooks, forked from one warmed process instead of each started from nothing.
 
 nbval (the lessons and student copies) and nbclient (tests/test_notebooks_served.py) start a fresh ipykernel
-for every notebook: about 100 kernels a run, each a new Python that imports ipykernel, IPython, pymongo, numpy
-and labkit again before the first cell. Here each pytest process starts one helper
-process that imports those modules once and then forks a child per kernel. The child is the same kernel: it
+for every notebook: about 100 kernels a run, each a new Python that imports ipykernel, IPython, pymongo, numpy,
+pandas and labkit again before the first cell. Here each pytest process starts one helper process (this file run
+as a script) that imports those modules once and then forks a child per kernel. The child is the same kernel: it
 sets the environment, working folder, ``sys.argv`` and ``sys.path`` the kernel command would have had
 (``python -m ipykernel_launcher -f <connection file>``), starts its own session as jupyter_client's launcher
 does, and runs ``ipykernel.kernelapp``; the notebook's cells run in it exactly as in a started kernel. Nothing
@@ -14,7 +14,8 @@ imports it with one that has, as every kernel would answer.
 
 Only the kernel command jupyter_client builds for this Python is forked, and only when the kernel's
 ``PYTHONHASHSEED`` is the helper's (a forked child keeps its parent's hash seed); any other command is started
-as before. ``SCHEMA_LAB_FORK_KERNELS=0`` turns it off. Installed by :func:`install` from tests/conftest.py.
+as before. ``SCHEMA_LAB_FORK_KERNELS=0`` turns it off. Installed by :func:`install` from tests/pytest_boot.py
+(every pytest process) and from the config file of the browser tests' JupyterLab (tests/browser/browser_helpers.py).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Any
 WARM_IMPORTS = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
                 "IPython.core.interactiveshell", "jupyter_client.session", "zmq", "tornado.ioloop", "pymongo", "bson",
                 "numpy", "pandas", "labkit")
+
 
 def _warm(names: list[str]) -> None:
     """In the helper: import ``names`` once for every kernel it will fork."""
