@@ -14,8 +14,9 @@ imports it with one that has, as every kernel would answer.
 
 Only the kernel command jupyter_client builds for this Python is forked, and only when the kernel's
 ``PYTHONHASHSEED`` is the helper's (a forked child keeps its parent's hash seed); any other command is started
-as before. ``SCHEMA_LAB_FORK_KERNELS=0`` turns it off. Installed by :func:`install` from tests/pytest_boot.py
-(every pytest process) and from the config file of the browser tests' JupyterLab (tests/browser/browser_helpers.py).
+as before. Linux only (elsewhere every kernel is started as before); ``SCHEMA_LAB_FORK_KERNELS=0`` turns it
+off. Installed by :func:`install` from tests/pytest_boot.py (every pytest process) and from the config file of
+the browser tests' JupyterLab (tests/browser/browser_helpers.py).
 """
 from __future__ import annotations
 
@@ -181,8 +182,8 @@ def _forkable(cmd: list[str], env: dict[str, str]) -> list[str] | None:
 
 def install() -> None:
     """Make jupyter_client's local kernel launcher fork kernels from the warmed helper (see the module's text)."""
-    if os.environ.get("SCHEMA_LAB_FORK_KERNELS", "1") == "0" or not hasattr(os, "fork"):
-        return
+    if os.environ.get("SCHEMA_LAB_FORK_KERNELS", "1") == "0" or not sys.platform.startswith("linux"):
+        return  # macOS forbids some libraries in a forked child of a process that loaded them; Windows has no fork
     from jupyter_client.provisioning import local_provisioner
 
     original = local_provisioner.launch_kernel

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -56,6 +57,8 @@ def _plain_launcher():
 
 @pytest.fixture(autouse=True)
 def _installed():
+    if not sys.platform.startswith("linux") or os.environ.get("SCHEMA_LAB_FORK_KERNELS") == "0":
+        pytest.skip("kernels are forked on Linux only, unless SCHEMA_LAB_FORK_KERNELS=0 (tests/kernel_forkserver.py)")
     if os.environ.get("PYTHONHASHSEED") is None:
         pytest.skip("the suite runs with PYTHONHASHSEED set (dev.py test); without it kernels are not forked")
     kernel_forkserver.install()
