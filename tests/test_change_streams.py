@@ -156,6 +156,15 @@ def test_full_document_modes_and_pre_images(client):
         db.plain.update_one({"_id": 1}, {"$inc": {"v": 1}})
         a, b = change_events(s, 2)
     assert a["fullDocument"] == {"_id": 1, "v": 3}  # the current version at lookup time
+    # deleted before the update event was read: the lookup finds nothing, fullDocument is null (manual: Change
+    # Streams, "Lookup Full Document for Update Operations")
+    db.plain.insert_one({"_id": 2, "v": 1})
+    with db.plain.watch(full_document="updateLookup", max_await_time_ms=50) as s:
+        db.plain.update_one({"_id": 2}, {"$inc": {"v": 1}})
+        db.plain.delete_one({"_id": 2})
+        upd, dele = change_events(s, 2)
+    assert upd["operationType"] == "update" and upd["fullDocument"] is None
+    assert dele["operationType"] == "delete" and "fullDocument" not in dele
     # images required but the collection does not record them: NoMatchingDocument (47)
     with db.plain.watch(full_document_before_change="required", max_await_time_ms=50) as s:
         db.plain.delete_one({"_id": 1})
